@@ -1,0 +1,7 @@
+//! One module per subcommand; each parses its flags and calls the library.
+pub mod common;
+pub mod demo;
+pub mod eval;
+pub mod plot;
+pub mod train;
+pub mod translate;

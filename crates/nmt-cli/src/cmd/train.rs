@@ -1,0 +1,117 @@
+//! `nmt train --config FILE`: train or resume a model.
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use nmt::config::Config;
+use nmt::train::{train, Progress, StepInfo, TrainOptions, TrainSummary};
+
+use super::common::ComputeArgs;
+
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// TOML configuration (see configs/ and README).
+    #[arg(short, long)]
+    pub config: PathBuf,
+    /// Where the model, checkpoint and logs go; re-running with the same folder resumes.
+    #[arg(short, long, default_value = "model")]
+    pub model_dir: PathBuf,
+    /// Override a config key, e.g. `--set train.max_minutes=30` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// No progress bar (log lines only).
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub compute: ComputeArgs,
+}
+
+/// An indicatif bar fed by the trainer.
+pub struct Bar {
+    bar: ProgressBar,
+}
+
+impl Bar {
+    pub fn new(quiet: bool) -> Self {
+        let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(1000) };
+        let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.enable_steady_tick(Duration::from_millis(250));
+        Bar { bar }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Progress for Bar {
+    fn on_step(&mut self, i: &StepInfo) {
+        if let Some(f) = i.fraction {
+            self.bar.set_position((f * 1000.0) as u64);
+        }
+        self.bar.set_message(format!(
+            "update {} epoch {} loss {:.3} {:.0} tok/s",
+            i.step,
+            i.epoch + 1,
+            i.loss,
+            i.tok_per_s
+        ));
+        if self.bar.is_hidden() {
+            tracing::info!(step = i.step, loss = i.loss, tok_per_s = i.tok_per_s as u64, "train");
+        }
+    }
+
+    fn on_message(&mut self, msg: &str) {
+        if self.bar.is_hidden() {
+            tracing::info!("{msg}");
+        } else {
+            self.bar.println(msg);
+        }
+    }
+}
+
+/// Ctrl-C sets the flag; the trainer saves a checkpoint and returns. A second Ctrl-C kills.
+pub fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nnmt: interrupted, saving a checkpoint (Ctrl-C again to quit at once)");
+    })
+    .context("cannot install the Ctrl-C handler")?;
+    Ok(stop)
+}
+
+pub fn run_training(cfg: &Config, model_dir: PathBuf, quiet: bool, compute: &ComputeArgs) -> Result<TrainSummary> {
+    let device = compute.setup()?;
+    let opts = TrainOptions { model_dir, device, stop: stop_flag()? };
+    let mut bar = Bar::new(quiet);
+    let summary = train(cfg, &opts, &mut bar);
+    bar.finish();
+    let summary = summary?;
+    eprintln!(
+        "stopped ({:?}) after {} updates, {:.1} min, {:.0} target tok/s; best dev BLEU {} at update {}",
+        summary.reason,
+        summary.steps,
+        summary.elapsed_s / 60.0,
+        summary.tok_per_s,
+        summary.best_bleu.map_or("-".to_string(), |b| format!("{b:.2}")),
+        summary.best_step
+    );
+    eprintln!("best model: {}", summary.best_model.display());
+    Ok(summary)
+}
+
+pub fn run(args: TrainArgs) -> Result<()> {
+    let cfg = Config::from_file(&args.config, &args.overrides)?;
+    run_training(&cfg, args.model_dir, args.quiet, &args.compute)?;
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! `nmt translate -m MODEL`: stdin → stdout, one sentence a line (Marian/Nematus style).
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use nmt::config::SearchConfig;
+use nmt::translate::{Translation, Translator};
+
+use super::common::{read_input_lines, ComputeArgs};
+
+#[derive(Debug, Args)]
+pub struct TranslateArgs {
+    /// Model file (`model.safetensors` from `nmt train`).
+    #[arg(short, long)]
+    pub model: PathBuf,
+    /// Input file (default: stdin).
+    #[arg(short, long)]
+    pub input: Option<PathBuf>,
+    /// Output file (default: stdout).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Beam size; 1 = greedy search.
+    #[arg(short = 'b', long)]
+    pub beam_size: Option<usize>,
+    /// Print the K best hypotheses per sentence in Moses n-best format
+    /// (`id ||| hypothesis ||| logprob= L ||| score`).
+    #[arg(long, value_name = "K")]
+    pub n_best: Option<usize>,
+    /// Length normalisation exponent α: rank by log p / len^α (0 = off, 1 = Cho et al.).
+    #[arg(long, value_name = "ALPHA")]
+    pub normalize: Option<f64>,
+    /// Never produce the unknown-word token.
+    #[arg(long)]
+    pub no_unk: bool,
+    /// Output at most RATIO × source length + 10 tokens.
+    #[arg(long, value_name = "RATIO")]
+    pub max_len_ratio: Option<f64>,
+    /// Sentences per batch.
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    /// Write the attention matrix of each best hypothesis as JSON lines (for `nmt plot attention`).
+    #[arg(long, value_name = "FILE")]
+    pub alignments: Option<PathBuf>,
+    #[command(flatten)]
+    pub compute: ComputeArgs,
+}
+
+impl TranslateArgs {
+    fn search(&self, defaults: SearchConfig) -> Result<SearchConfig> {
+        let mut s = defaults;
+        if let Some(b) = self.beam_size {
+            s.beam_size = b;
+        }
+        if let Some(k) = self.n_best {
+            s.n_best = k;
+            s.beam_size = s.beam_size.max(k);
+        } else {
+            s.n_best = 1;
+        }
+        if let Some(a) = self.normalize {
+            s.normalize = a;
+        }
+        if let Some(r) = self.max_len_ratio {
+            s.max_len_ratio = r;
+        }
+        if let Some(b) = self.batch_size {
+            s.batch_size = b;
+        }
+        s.no_unk |= self.no_unk;
+        if s.beam_size == 0 || s.batch_size == 0 {
+            bail!("--beam-size and --batch-size must be at least 1");
+        }
+        Ok(s)
+    }
+}
+
+pub fn run(args: TranslateArgs) -> Result<()> {
+    let device = args.compute.setup()?;
+    let translator = Translator::load(&args.model, &device)?;
+    let search = args.search(translator.default_search())?;
+    let lines = read_input_lines(args.input.as_deref())?;
+    let out = translator.translate(&lines, &search, args.alignments.is_some())?;
+    let mut w: Box<dyn Write> = match &args.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    write_translations(&mut w, &out, args.n_best.is_some())?;
+    w.flush()?;
+    if let Some(path) = &args.alignments {
+        write_alignments(path, &out)?;
+    }
+    Ok(())
+}
+
+/// Plain output (best hypothesis per line) or Moses n-best lines.
+pub fn write_translations(w: &mut dyn Write, out: &[Translation], n_best: bool) -> Result<()> {
+    for (id, t) in out.iter().enumerate() {
+        if n_best {
+            for h in &t.hyps {
+                writeln!(w, "{id} ||| {} ||| logprob= {:.6} ||| {:.6}", h.text, h.hyp.log_prob, h.hyp.score)?;
+            }
+        } else {
+            writeln!(w, "{}", t.hyps.first().map_or("", |h| h.text.as_str()))?;
+        }
+    }
+    Ok(())
+}
+
+/// JSON lines `{"src": [...], "tgt": [...], "weights": [[...]]}`, one per input sentence.
+fn write_alignments(path: &std::path::Path, out: &[Translation]) -> Result<()> {
+    let mut f = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+    );
+    for t in out {
+        let best = t.hyps.first();
+        let record = serde_json::json!({
+            "src": t.src_pieces,
+            "tgt": best.map(|h| h.pieces.clone()).unwrap_or_default(),
+            "weights": best.and_then(|h| h.hyp.alignment.clone()).unwrap_or_default(),
+        });
+        writeln!(f, "{record}")?;
+    }
+    f.flush()?;
+    Ok(())
+}

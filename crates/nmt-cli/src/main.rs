@@ -1,0 +1,52 @@
+//! `nmt`: the command-line tool. Thin: parse flags, set up logging, call the library.
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+#[derive(Debug, Parser)]
+#[command(name = "nmt", version, about = "RNN encoder-decoder neural machine translation (RNNenc, RNNsearch)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Train rnnsearch-small on the bundled English→Spanish corpus, then report and translate.
+    Demo(cmd::demo::DemoArgs),
+    /// Train (or resume) a model from a TOML config.
+    Train(cmd::train::TrainArgs),
+    /// Translate stdin to stdout, one sentence per line.
+    Translate(cmd::translate::TranslateArgs),
+    /// BLEU, chrF and BLEU by sentence length.
+    Eval(cmd::eval::EvalArgs),
+    /// Attention pictures and training curves.
+    Plot(cmd::plot::PlotArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("NMT_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let result = match cli.command {
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Train(a) => cmd::train::run(a),
+        Command::Translate(a) => cmd::translate::run(a),
+        Command::Eval(a) => cmd::eval::run(a),
+        Command::Plot(a) => cmd::plot::run(a),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // ripgrep style: the whole chain on one line.
+            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("nmt: error: {}", chain.join(": "));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Bad input through the real binary: each case exits non-zero with one `nmt: error:` line that
+//! names the problem, and never panics.
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn nmt(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nmt"))
+        .args(args)
+        .env("NMT_LOG", "error")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut si = child.stdin.take().unwrap();
+        if let Some(b) = stdin {
+            si.write_all(b).unwrap();
+        }
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Asserts failure with exactly one error line containing every `needle`; returns it.
+fn fails_with(out: &Output, needles: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "expected failure, stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("nmt: error:")).collect();
+    assert_eq!(lines.len(), 1, "want one error line, got: {err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "{n:?} not in {:?}", lines[0]);
+    }
+    lines[0].to_string()
+}
+
+fn write_config(dir: &Path, src: &str, tgt: &str) -> String {
+    let cfg = format!(
+        "[model]\npreset = \"tiny\"\n[data]\ntrain_src = \"{s}\"\ntrain_tgt = \"{t}\"\ndev_src = \"{s}\"\ndev_tgt = \"{t}\"\n\
+         src_subword = {{ kind = \"word\", vocab_size = 50 }}\ntgt_subword = {{ kind = \"word\", vocab_size = 50 }}\n[train]\nmax_steps = 2\n",
+        s = dir.join(src).display(),
+        t = dir.join(tgt).display()
+    );
+    let p = dir.join("c.toml");
+    std::fs::write(&p, cfg).unwrap();
+    p.display().to_string()
+}
+
+fn train(dir: &Path, src: &str, tgt: &str) -> Output {
+    let cfg = write_config(dir, src, tgt);
+    let md = dir.join("m").display().to_string();
+    nmt(&["train", "-c", &cfg, "--model-dir", &md, "--quiet", "--threads", "1"], None)
+}
+
+#[test]
+fn unequal_line_counts_name_both_files_and_counts() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.en"), "a b\nc d\ne f\n").unwrap();
+    std::fs::write(d.path().join("a.es"), "x y\nz w\n").unwrap();
+    fails_with(&train(d.path(), "a.en", "a.es"), &["a.en", "a.es", "3", "2"]);
+}
+
+#[test]
+fn invalid_utf8_names_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.en"), b"a b\nc \xff d\n").unwrap();
+    std::fs::write(d.path().join("a.es"), "x y\nz w\n").unwrap();
+    fails_with(&train(d.path(), "a.en", "a.es"), &["a.en", "2"]);
+}
+
+#[test]
+fn missing_and_empty_files() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.es"), "x y\n").unwrap();
+    fails_with(&train(d.path(), "nope.en", "a.es"), &["nope.en"]);
+    std::fs::write(d.path().join("e.en"), "").unwrap();
+    fails_with(&train(d.path(), "e.en", "a.es"), &["e.en", "empty"]);
+}
+
+#[test]
+fn bad_config_and_model_files() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = d.path().join("bad.toml");
+    std::fs::write(&cfg, "[model]\npreset = \"huge\"\n").unwrap();
+    fails_with(&nmt(&["train", "-c", cfg.to_str().unwrap()], None), &["huge"]);
+    std::fs::write(&cfg, "[model]\nhidden_dimm = 3\n").unwrap();
+    fails_with(&nmt(&["train", "-c", cfg.to_str().unwrap()], None), &["hidden_dimm"]);
+    let junk = d.path().join("junk.safetensors");
+    std::fs::write(&junk, b"not a model").unwrap();
+    fails_with(&nmt(&["translate", "-m", junk.to_str().unwrap()], Some(b"hello\n")), &["junk.safetensors"]);
+    fails_with(&nmt(&["translate", "-m", "/no/such/model.safetensors"], Some(b"hello\n")), &["model.safetensors"]);
+}
+
+#[test]
+fn train_translate_and_bad_stdin() {
+    let d = tempfile::tempdir().unwrap();
+    let words = ["uno dos", "tres cuatro", "dos tres", "cuatro uno"];
+    let src: String = words.iter().cycle().take(40).map(|w| format!("{w}\n")).collect();
+    let tgt = src.to_uppercase();
+    std::fs::write(d.path().join("t.src"), &src).unwrap();
+    std::fs::write(d.path().join("t.tgt"), &tgt).unwrap();
+    let out = train(d.path(), "t.src", "t.tgt");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let model = d.path().join("m/model.safetensors");
+    assert!(model.exists());
+    let m = model.to_str().unwrap();
+    let ok = nmt(&["translate", "-m", m, "-b", "3", "--n-best", "2"], Some(b"uno dos\ntres\n"));
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let text = String::from_utf8(ok.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].starts_with("0 ||| ") && lines[3].starts_with("1 ||| "), "{text}");
+    fails_with(&nmt(&["translate", "-m", m], Some(b"fine\nbad \xc3\x28 line\n")), &["line 2", "UTF-8"]);
+}

@@ -1,0 +1,255 @@
+//! Padded batches and the length-bucketed, reproducible batching of training and inference data.
+//!
+//! Training batches are cut from large shuffled pools sorted by length, so sentences of similar
+//! length share a batch and padding stays small, while the pool shuffle and the final batch-order
+//! shuffle keep the gradient noise of random batches. Everything random comes from a ChaCha8
+//! stream chosen by `(seed, epoch)`, so the batches of an epoch can be regenerated exactly when a
+//! run resumes: only `(epoch, index of next batch)` needs to be stored.
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+pub use crate::dataset::examples;
+use crate::{BOS, PAD};
+
+/// One training pair as ids. `src` ends with EOS; `tgt` ends with EOS (no BOS).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Example {
+    /// Source ids, EOS-terminated.
+    pub src: Vec<u32>,
+    /// Target ids, EOS-terminated, without BOS (the batch adds it to the decoder inputs).
+    pub tgt: Vec<u32>,
+}
+
+/// A padded batch, row-major `(batch, len)` flat vectors, padded with PAD.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Batch {
+    /// Number of sentences.
+    pub size: usize,
+    /// Padded source length (max over the batch).
+    pub src_len: usize,
+    /// `(size, src_len)` source ids.
+    pub src: Vec<u32>,
+    /// True source lengths, EOS included.
+    pub src_lengths: Vec<usize>,
+    /// Padded target length (0 for inference batches).
+    pub tgt_len: usize,
+    /// `(size, tgt_len)` decoder inputs: `BOS y_1 .. y_{n-1}`, padded.
+    pub tgt_in: Vec<u32>,
+    /// `(size, tgt_len)` decoder targets: `y_1 .. y_{n-1} EOS`, padded.
+    pub tgt_out: Vec<u32>,
+    /// True target lengths, EOS included (0 for inference batches).
+    pub tgt_lengths: Vec<usize>,
+    /// Index of each row's example in the dataset (to restore the original order).
+    pub indices: Vec<usize>,
+}
+
+impl Batch {
+    /// Builds the padded tensors for `examples`; `indices[i]` is the dataset index of row `i`.
+    pub fn from_examples(examples: &[&Example], indices: Vec<usize>) -> Batch {
+        let size = examples.len();
+        let src_len = examples.iter().map(|e| e.src.len()).max().unwrap_or(0);
+        let tgt_len = examples.iter().map(|e| e.tgt.len()).max().unwrap_or(0);
+        let mut src = vec![PAD; size * src_len];
+        let mut tgt_in = vec![PAD; size * tgt_len];
+        let mut tgt_out = vec![PAD; size * tgt_len];
+        for (row, e) in examples.iter().enumerate() {
+            src[row * src_len..][..e.src.len()].copy_from_slice(&e.src);
+            let out = &mut tgt_out[row * tgt_len..][..e.tgt.len()];
+            out.copy_from_slice(&e.tgt);
+            if let Some((_, shifted)) = e.tgt.split_last() {
+                let inp = &mut tgt_in[row * tgt_len..][..e.tgt.len()];
+                inp[0] = BOS;
+                inp[1..].copy_from_slice(shifted);
+            }
+        }
+        Batch {
+            size,
+            src_len,
+            src,
+            src_lengths: examples.iter().map(|e| e.src.len()).collect(),
+            tgt_len,
+            tgt_in,
+            tgt_out,
+            tgt_lengths: examples.iter().map(|e| e.tgt.len()).collect(),
+            indices,
+        }
+    }
+
+    /// Number of real (non-padding) target tokens, for per-token loss normalisation.
+    pub fn target_tokens(&self) -> usize {
+        self.tgt_lengths.iter().sum()
+    }
+}
+
+/// Limits for one batch.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BatchConfig {
+    /// Token budget: `size * max(src_len, tgt_len) <= max_tokens` (default 2000). A single
+    /// example longer than the budget still forms a batch of its own rather than being lost.
+    pub max_tokens: usize,
+    /// At most this many sentences per batch (default 80).
+    pub max_sentences: usize,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        Self {
+            max_tokens: 2000,
+            max_sentences: 80,
+        }
+    }
+}
+
+/// How many batches' worth of sentences are sorted together: large enough for tight length
+/// buckets, small enough that batch composition still varies between epochs.
+const POOL_BATCHES: usize = 100;
+
+/// Length-bucketed training batches for epoch `epoch`.
+///
+/// Shuffles the example order, sorts pools of `POOL_BATCHES * max_sentences` examples by
+/// (target length, source length), cuts each pool greedily under the budget, then shuffles the
+/// batch order. The result is a pure function of `(examples, cfg, seed, epoch)`: the RNG is a
+/// ChaCha8 stream seeded with `seed` on stream `epoch`. Every example appears exactly once.
+pub fn epoch_batches(examples: &[Example], cfg: &BatchConfig, seed: u64, epoch: u64) -> Vec<Batch> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(epoch);
+    let mut order: Vec<usize> = (0..examples.len()).collect();
+    order.shuffle(&mut rng);
+    let pool = POOL_BATCHES.saturating_mul(cfg.max_sentences.max(1));
+    let mut batches = Vec::new();
+    for chunk in order.chunks_mut(pool) {
+        // Stable sort: ties keep their shuffled order, so equal-length batches still vary.
+        chunk.sort_by_key(|&i| (examples[i].tgt.len(), examples[i].src.len()));
+        for group in cut(chunk, cfg, |i| {
+            examples[i].src.len().max(examples[i].tgt.len())
+        }) {
+            let rows: Vec<&Example> = group.iter().map(|&i| &examples[i]).collect();
+            batches.push(Batch::from_examples(&rows, group.to_vec()));
+        }
+    }
+    batches.shuffle(&mut rng);
+    batches
+}
+
+/// Inference batches: sources sorted by length (so a batch holds similar lengths), cut under
+/// the budget; `indices` map rows back to positions in `srcs`. Target fields are empty
+/// (`tgt_len == 0`, `tgt_lengths` all 0).
+pub fn inference_batches(srcs: &[Vec<u32>], cfg: &BatchConfig) -> Vec<Batch> {
+    let mut order: Vec<usize> = (0..srcs.len()).collect();
+    order.sort_by_key(|&i| srcs[i].len());
+    let examples: Vec<Example> = srcs
+        .iter()
+        .map(|s| Example {
+            src: s.clone(),
+            tgt: Vec::new(),
+        })
+        .collect();
+    cut(&order, cfg, |i| srcs[i].len())
+        .into_iter()
+        .map(|group| {
+            let rows: Vec<&Example> = group.iter().map(|&i| &examples[i]).collect();
+            Batch::from_examples(&rows, group.to_vec())
+        })
+        .collect()
+}
+
+/// Greedily splits `order` into consecutive groups with `len(group) * max cost <= max_tokens`
+/// and `len(group) <= max_sentences`; a group always holds at least one item.
+fn cut<'a>(
+    order: &'a [usize],
+    cfg: &BatchConfig,
+    cost: impl Fn(usize) -> usize,
+) -> Vec<&'a [usize]> {
+    let mut groups = Vec::new();
+    let (mut start, mut longest) = (0, 0);
+    for (pos, &i) in order.iter().enumerate() {
+        let count = pos - start;
+        let new_longest = longest.max(cost(i));
+        let fits = (count + 1) * new_longest <= cfg.max_tokens && count < cfg.max_sentences;
+        if count > 0 && !fits {
+            groups.push(&order[start..pos]);
+            start = pos;
+            longest = cost(i);
+        } else {
+            longest = new_longest;
+        }
+    }
+    if start < order.len() {
+        groups.push(&order[start..]);
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EOS;
+
+    fn ex(src: &[u32], tgt: &[u32]) -> Example {
+        Example {
+            src: src.to_vec(),
+            tgt: tgt.to_vec(),
+        }
+    }
+
+    #[test]
+    fn padding_and_shift() {
+        let a = ex(&[5, 6, EOS], &[7, EOS]);
+        let b = ex(&[8, EOS], &[9, 10, 11, EOS]);
+        let batch = Batch::from_examples(&[&a, &b], vec![3, 1]);
+        assert_eq!(batch.size, 2);
+        assert_eq!(batch.src_len, 3);
+        assert_eq!(batch.src, vec![5, 6, EOS, 8, EOS, PAD]);
+        assert_eq!(batch.src_lengths, vec![3, 2]);
+        assert_eq!(batch.tgt_len, 4);
+        assert_eq!(batch.tgt_in, vec![BOS, 7, PAD, PAD, BOS, 9, 10, 11]);
+        assert_eq!(batch.tgt_out, vec![7, EOS, PAD, PAD, 9, 10, 11, EOS]);
+        assert_eq!(batch.tgt_lengths, vec![2, 4]);
+        assert_eq!(batch.target_tokens(), 6);
+        assert_eq!(batch.indices, vec![3, 1]);
+    }
+
+    #[test]
+    fn cut_respects_budget_and_keeps_oversized_alone() {
+        let cfg = BatchConfig {
+            max_tokens: 10,
+            max_sentences: 3,
+        };
+        let lens = [2, 2, 2, 2, 5, 20, 3];
+        let order: Vec<usize> = (0..lens.len()).collect();
+        let groups = cut(&order, &cfg, |i| lens[i]);
+        assert_eq!(
+            groups,
+            vec![&[0, 1, 2][..], &[3, 4][..], &[5][..], &[6][..]]
+        );
+    }
+
+    #[test]
+    fn zero_limits_do_not_loop_or_drop() {
+        let cfg = BatchConfig {
+            max_tokens: 0,
+            max_sentences: 0,
+        };
+        let exs = vec![ex(&[EOS], &[EOS]); 5];
+        let batches = epoch_batches(&exs, &cfg, 1, 0);
+        assert_eq!(batches.len(), 5);
+        assert!(epoch_batches(&[], &cfg, 1, 0).is_empty());
+    }
+
+    #[test]
+    fn inference_batches_have_empty_targets() {
+        let srcs = vec![vec![4, 5, EOS], vec![EOS], vec![4, EOS]];
+        let batches = inference_batches(&srcs, &BatchConfig::default());
+        assert_eq!(batches.len(), 1);
+        let b = &batches[0];
+        assert_eq!(b.indices, vec![1, 2, 0]);
+        assert_eq!(b.tgt_len, 0);
+        assert!(b.tgt_in.is_empty() && b.tgt_out.is_empty());
+        assert_eq!(b.target_tokens(), 0);
+        assert_eq!(b.src, vec![EOS, PAD, PAD, 4, EOS, PAD, 4, 5, EOS]);
+    }
+}

@@ -1,0 +1,28 @@
+//! Data handling for the `nmt` toolkit: reading (optionally gzipped) parallel corpora,
+//! learning subword segmenters (BPE or word-level vocabularies), and cutting length-bucketed,
+//! padded batches whose order is reproducible from a seed and an epoch number.
+//!
+//! The crate has no CLI dependencies; every fallible function returns [`Result`] so the
+//! binaries decide how to report errors.
+
+pub mod batch;
+pub mod corpus;
+pub mod dataset;
+pub mod error;
+pub mod subword;
+
+pub use batch::{epoch_batches, examples, inference_batches, Batch, BatchConfig, Example};
+pub use corpus::{read_lines, read_parallel, ParallelCorpus};
+pub use error::{Error, Result};
+pub use subword::{Segmenter, SubwordConfig, SubwordKind};
+
+/// Id of the padding symbol, the same in every vocabulary.
+pub const PAD: u32 = 0;
+/// Id of the unknown-token symbol, the same in every vocabulary.
+pub const UNK: u32 = 1;
+/// Id of the begin-of-sentence symbol (first decoder input), the same in every vocabulary.
+pub const BOS: u32 = 2;
+/// Id of the end-of-sentence symbol, the same in every vocabulary.
+pub const EOS: u32 = 3;
+/// Surface forms of the special symbols, indexed by their ids.
+pub const SPECIALS: [&str; 4] = ["<pad>", "<unk>", "<s>", "</s>"];

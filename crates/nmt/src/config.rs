@@ -1,0 +1,346 @@
+//! Configuration: one TOML file with `[model]`, `[data]`, `[train]` and `[search]` tables.
+//!
+//! Every key has a default, so a config file holds only what differs. `[model] preset = "…"`
+//! fills the model table from a named preset (the papers' sizes or small CPU sizes) before the
+//! file's own keys are applied; `--set section.key=value` on the command line is applied last.
+//! The resolved [`ModelConfig`] is stored in every model file, so a model is self-describing.
+use std::path::{Path, PathBuf};
+
+use nmt_data::batch::BatchConfig;
+use nmt_data::subword::{SubwordConfig, SubwordKind};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Which encoder-decoder family.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arch {
+    /// Cho et al. 2014 (RNNenc): GRU encoder, fixed summary `c = tanh(V h_T)`, decoder sees `c`
+    /// at every step.
+    Rnnenc,
+    /// Bahdanau et al. 2014 (RNNsearch): bidirectional GRU encoder + additive attention.
+    Rnnsearch,
+}
+
+/// Which decoder state feeds the deep output at step `i`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputState {
+    /// `s_{i-1}`, as RNNsearch appendix A writes `t~_i = U_o s_{i-1} + …`.
+    Previous,
+    /// `s_i` (RNNenc's `O_h h'_t`; also GroundHog's and most toolkits' choice).
+    Current,
+}
+
+/// The network: sizes and architecture. Stored in the model file.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Named preset this config started from (informational once resolved).
+    pub preset: Option<String>,
+    /// `rnnsearch` or `rnnenc`.
+    pub arch: Arch,
+    /// Word embedding size `m` (source and target).
+    pub emb_dim: usize,
+    /// GRU hidden units `n` (per direction in the RNNsearch encoder; the decoder has `n`).
+    pub hidden_dim: usize,
+    /// Alignment-model hidden size `n'` (RNNsearch only).
+    pub att_dim: usize,
+    /// Maxout units `l` of the deep output (the pre-maxout layer has `2l`).
+    pub maxout_dim: usize,
+    /// Deep output reads the previous or the current decoder state.
+    pub output_state: OutputState,
+    /// Dropout on embeddings and on the maxout output during training (0 = off, as in the papers).
+    pub dropout: f64,
+    /// Standard deviation of the N(0, σ²) initialisation of non-recurrent weights (paper: 0.01).
+    pub init_std: f64,
+    /// Recurrent matrices initialised as random orthogonal matrices (paper: true).
+    pub orthogonal_recurrent: bool,
+    /// Source and target vocabulary sizes; filled in from the trained subword models.
+    pub src_vocab: usize,
+    pub tgt_vocab: usize,
+}
+
+impl ModelConfig {
+    /// A named preset: `rnnsearch`, `rnnenc` (the papers' sizes), `rnnsearch-small`,
+    /// `rnnenc-small` (sizes a 2-core CPU can train in minutes), `tiny` (tests).
+    pub fn preset(name: &str) -> Result<Self> {
+        let base = |arch, emb, hid, att, maxout, vocab| ModelConfig {
+            preset: Some(name.to_string()),
+            arch,
+            emb_dim: emb,
+            hidden_dim: hid,
+            att_dim: att,
+            maxout_dim: maxout,
+            output_state: match arch {
+                Arch::Rnnsearch => OutputState::Previous,
+                Arch::Rnnenc => OutputState::Current,
+            },
+            dropout: 0.0,
+            init_std: 0.01,
+            orthogonal_recurrent: true,
+            src_vocab: vocab,
+            tgt_vocab: vocab,
+        };
+        Ok(match name {
+            // Bahdanau et al. 2014, appendix A.2: m = 620, n = n' = 1000, l = 500, 30 000 words.
+            "rnnsearch" => base(Arch::Rnnsearch, 620, 1000, 1000, 500, 30_000),
+            // Cho et al. 2014, appendix A: 1000 hidden, 500-d embeddings, 500 maxout, 15 000 words.
+            "rnnenc" => base(Arch::Rnnenc, 500, 1000, 0, 500, 15_000),
+            "rnnsearch-small" => base(Arch::Rnnsearch, 256, 256, 256, 256, 8000),
+            // No attention: the summary vector carries everything, so a wider GRU.
+            "rnnenc-small" => base(Arch::Rnnenc, 256, 512, 0, 256, 8000),
+            "tiny" => base(Arch::Rnnsearch, 16, 16, 16, 16, 32),
+            "tiny-rnnenc" => base(Arch::Rnnenc, 16, 16, 0, 16, 32),
+            other => {
+                return Err(Error::Config(format!(
+                    "unknown model preset {other:?} (known: rnnsearch, rnnenc, rnnsearch-small, rnnenc-small, tiny, tiny-rnnenc)"
+                )))
+            }
+        })
+    }
+
+    /// Checks sizes before any tensor is built, so mistakes are reported by name.
+    pub fn validate(&self) -> Result<()> {
+        let positive = [
+            ("emb_dim", self.emb_dim),
+            ("hidden_dim", self.hidden_dim),
+            ("maxout_dim", self.maxout_dim),
+            ("src_vocab", self.src_vocab),
+            ("tgt_vocab", self.tgt_vocab),
+        ];
+        for (key, v) in positive {
+            if v == 0 {
+                return Err(Error::Config(format!("model.{key} must be > 0")));
+            }
+        }
+        if self.arch == Arch::Rnnsearch && self.att_dim == 0 {
+            return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(Error::Config("model.dropout must be in [0, 1)".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Corpus locations and preprocessing.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DataConfig {
+    /// Training source / target text, one sentence a line (`.gz` read transparently).
+    pub train_src: PathBuf,
+    pub train_tgt: PathBuf,
+    /// Development set for validation (perplexity and BLEU).
+    pub dev_src: PathBuf,
+    pub dev_tgt: PathBuf,
+    /// Source and target subword models (learned from the training text).
+    pub src_subword: SubwordConfig,
+    pub tgt_subword: SubwordConfig,
+    /// Skip training pairs longer than this many words on either side before segmentation.
+    pub max_words: Option<usize>,
+    /// Skip training pairs longer than this many subword tokens (RNNsearch-30/-50's limit).
+    pub max_len: usize,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        let sub = SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2 };
+        DataConfig {
+            train_src: PathBuf::new(),
+            train_tgt: PathBuf::new(),
+            dev_src: PathBuf::new(),
+            dev_tgt: PathBuf::new(),
+            src_subword: sub.clone(),
+            tgt_subword: sub,
+            max_words: Some(80),
+            max_len: 50,
+        }
+    }
+}
+
+/// Optimiser choice.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Optimizer {
+    /// Kingma & Ba; `lr` default 1e-3.
+    Adam,
+    /// Zeiler 2012 as in the papers (ρ = 0.95, ε = 1e-6); `lr` scales the update (1.0 = plain).
+    Adadelta,
+}
+
+/// Training loop settings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    pub optimizer: Optimizer,
+    /// Learning rate (Adam) or update scale (Adadelta).
+    pub lr: f64,
+    /// Adadelta's decay ρ and ε (the papers: 0.95, 1e-6).
+    pub adadelta_rho: f64,
+    pub adadelta_eps: f64,
+    /// Adam's β1, β2, ε.
+    pub adam_betas: (f64, f64),
+    pub adam_eps: f64,
+    /// Rescale the gradient when its global L2 norm exceeds this (RNNsearch: 1). 0 = off.
+    pub clip_norm: f64,
+    /// Batches: token budget (`sentences × max(src_len, tgt_len)`) and sentence cap.
+    pub batch: BatchConfig,
+    /// Validate (dev perplexity + BLEU), checkpoint and keep the best model every N updates.
+    pub valid_every: u64,
+    /// Log training loss every N updates.
+    pub log_every: u64,
+    /// Stop after this many validations without a better dev BLEU (0 = never).
+    pub patience: u32,
+    /// Stop after this many updates / epochs / minutes of training (0 = no limit).
+    pub max_steps: u64,
+    pub max_epochs: u64,
+    pub max_minutes: f64,
+    /// Seed for initialisation, batch order and dropout: the same seed gives the same run.
+    pub seed: u64,
+    /// Dev BLEU is computed on the first N dev sentences with greedy search (0 = all).
+    pub valid_bleu_sentences: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            optimizer: Optimizer::Adam,
+            lr: 1e-3,
+            adadelta_rho: 0.95,
+            adadelta_eps: 1e-6,
+            adam_betas: (0.9, 0.999),
+            adam_eps: 1e-8,
+            clip_norm: 1.0,
+            batch: BatchConfig { max_tokens: 2000, max_sentences: 80 },
+            valid_every: 500,
+            log_every: 50,
+            patience: 10,
+            max_steps: 0,
+            max_epochs: 0,
+            max_minutes: 0.0,
+            seed: 1,
+            valid_bleu_sentences: 300,
+        }
+    }
+}
+
+/// Search settings (translate, validation BLEU).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// 1 = greedy.
+    pub beam_size: usize,
+    /// Length normalisation exponent α: hypotheses are ranked by `log p / len^α` (Cho et al.
+    /// 2014b use α = 1; 0 = raw log-probability). `len` counts the `</s>` token.
+    pub normalize: f64,
+    /// Output at most `max_len_ratio × source length + max_len_extra` tokens.
+    pub max_len_ratio: f64,
+    pub max_len_extra: usize,
+    /// Never emit `<unk>`.
+    pub no_unk: bool,
+    /// Keep this many hypotheses per sentence (≤ beam size) for n-best output.
+    pub n_best: usize,
+    /// Sentences per batch (sorted by length, order restored).
+    pub batch_size: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            beam_size: 5,
+            normalize: 1.0,
+            max_len_ratio: 2.0,
+            max_len_extra: 10,
+            no_unk: false,
+            n_best: 1,
+            batch_size: 32,
+        }
+    }
+}
+
+/// A whole run's configuration, as read from TOML.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub model: ModelConfig,
+    #[serde(default)]
+    pub data: DataConfig,
+    #[serde(default)]
+    pub train: TrainConfig,
+    #[serde(default)]
+    pub search: SearchConfig,
+}
+
+impl Config {
+    /// Reads a TOML file; relative data paths are taken relative to the file's folder.
+    pub fn from_file(path: &Path, overrides: &[String]) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let mut cfg = Self::from_toml_str(&text, overrides)
+            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for p in [
+            &mut cfg.data.train_src,
+            &mut cfg.data.train_tgt,
+            &mut cfg.data.dev_src,
+            &mut cfg.data.dev_tgt,
+        ] {
+            if !p.as_os_str().is_empty() && p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// Parses TOML text, expanding `[model] preset` and applying `section.key=value` overrides.
+    pub fn from_toml_str(text: &str, overrides: &[String]) -> Result<Self> {
+        let mut root: toml::Table =
+            toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+        for o in overrides {
+            apply_override(&mut root, o)?;
+        }
+        let model = root.entry("model").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let model = model
+            .as_table_mut()
+            .ok_or_else(|| Error::Config("[model] must be a table".into()))?;
+        let preset = match model.get("preset") {
+            Some(toml::Value::String(s)) => s.clone(),
+            Some(_) => return Err(Error::Config("model.preset must be a string".into())),
+            None => "rnnsearch-small".to_string(),
+        };
+        let defaults = toml::Table::try_from(ModelConfig::preset(&preset)?)
+            .map_err(|e| Error::Config(e.to_string()))?;
+        for (k, v) in defaults {
+            model.entry(k).or_insert(v);
+        }
+        let cfg: Config = toml::Value::Table(root)
+            .try_into()
+            .map_err(|e: toml::de::Error| Error::Config(e.to_string()))?;
+        cfg.model.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// Applies one `section.key=value` (value in TOML syntax; bare words are taken as strings).
+fn apply_override(root: &mut toml::Table, spec: &str) -> Result<()> {
+    let (key, value) = spec
+        .split_once('=')
+        .ok_or_else(|| Error::Config(format!("override {spec:?} is not KEY=VALUE")))?;
+    let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+        Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(value.to_string())),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    let mut parts: Vec<&str> = key.trim().split('.').collect();
+    let last = parts.pop().filter(|s| !s.is_empty());
+    let last = last.ok_or_else(|| Error::Config(format!("override {spec:?} has an empty key")))?;
+    let mut table = root;
+    for p in parts {
+        let entry = table.entry(p).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        table = entry
+            .as_table_mut()
+            .ok_or_else(|| Error::Config(format!("override {spec:?}: {p} is not a table")))?;
+    }
+    table.insert(last.to_string(), value);
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! Additive (MLP) attention, RNNsearch appendix A.1.2:
+//!
+//! ```text
+//! e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j)
+//! α_ij = exp(e_ij) / Σ_k exp(e_ik)        (padding masked out)
+//! c_i  = Σ_j α_ij h_j
+//! ```
+//! `U_a h_j` does not depend on `i`, so [`Attention::precompute`] does it once per sentence.
+use candle_core::{Tensor, D};
+
+use super::params::{Init, ParamBuilder};
+use crate::error::Result;
+
+#[derive(Clone, Debug)]
+pub struct Attention {
+    /// `(n, n')`, bias `(n')`.
+    pub w_a: Tensor,
+    pub b_a: Tensor,
+    /// `(2n, n')`.
+    pub u_a: Tensor,
+    /// `(n', 1)`.
+    pub v_a: Tensor,
+}
+
+impl Attention {
+    pub fn new(state: usize, annot: usize, att: usize, pb: &ParamBuilder) -> Result<Self> {
+        Ok(Attention {
+            w_a: pb.get("w_a", &[state, att], Init::Normal)?,
+            b_a: pb.get("b_a", &[att], Init::Zeros)?,
+            u_a: pb.get("u_a", &[annot, att], Init::Normal)?,
+            v_a: pb.get("v_a", &[att, 1], Init::Normal)?,
+        })
+    }
+
+    /// `U_a h_j` for all `j`: `(batch, src_len, 2n)` → `(batch, src_len, n')`.
+    pub fn precompute(&self, annotations: &Tensor) -> Result<Tensor> {
+        let (b, s, d) = annotations.dims3()?;
+        let att = self.u_a.dim(1)?;
+        Ok(annotations.reshape((b * s, d))?.matmul(&self.u_a)?.reshape((b, s, att))?)
+    }
+
+    /// One decoder step. `state: (batch, n)` is `s_{i-1}`, `uh` from [`Attention::precompute`],
+    /// `mask_bias: (batch, src_len)` is 0 at words and a large negative number at padding.
+    /// Returns the context `c_i: (batch, 2n)` and the weights `α_i: (batch, src_len)`.
+    pub fn attend(
+        &self,
+        state: &Tensor,
+        annotations: &Tensor,
+        uh: &Tensor,
+        mask_bias: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        let (b, s, att) = uh.dims3()?;
+        let ws = state.matmul(&self.w_a)?.broadcast_add(&self.b_a)?.unsqueeze(1)?;
+        let hidden = uh.broadcast_add(&ws)?.tanh()?;
+        let e = hidden.reshape((b * s, att))?.matmul(&self.v_a)?.reshape((b, s))?;
+        let alpha = softmax_last(&(e + mask_bias)?)?;
+        let ctx = alpha.unsqueeze(1)?.matmul(annotations)?.squeeze(1)?;
+        Ok((ctx, alpha))
+    }
+}
+
+/// Softmax over the last axis. The max is detached: it only keeps `exp` in range and its
+/// gradient contributions cancel exactly, so there is no need to differentiate through it.
+pub fn softmax_last(x: &Tensor) -> Result<Tensor> {
+    let max = x.max_keepdim(D::Minus1)?.detach();
+    let e = x.broadcast_sub(&max)?.exp()?;
+    let sum = e.sum_keepdim(D::Minus1)?;
+    Ok(e.broadcast_div(&sum)?)
+}
+
+/// `log Σ exp` over the last axis, keeping the axis: `(…, k)` → `(…, 1)`.
+pub fn logsumexp_last(x: &Tensor) -> Result<Tensor> {
+    let max = x.max_keepdim(D::Minus1)?.detach();
+    let s = x.broadcast_sub(&max)?.exp()?.sum_keepdim(D::Minus1)?.log()?;
+    Ok((s + max)?)
+}

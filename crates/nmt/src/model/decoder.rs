@@ -1,0 +1,161 @@
+//! Decoders: one GRU step conditioned on the source, for both papers.
+//!
+//! * [`AttentionDecoder`] (RNNsearch appendix A.2.2): `s_0 = tanh(W_s ←h_1)`; at step `i` the
+//!   context `c_i` from additive attention over `s_{i-1}`, then
+//!   `z, r = σ(W E y_{i-1} + U s_{i-1} + C c_i)`, `s~ = tanh(W E y_{i-1} + U (r ⊙ s_{i-1}) + C c_i)`.
+//! * [`SummaryDecoder`] (RNNenc appendix A): `c = tanh(V h^(T))`, `h'_0 = tanh(V' c)`, and
+//!   `z', r' = σ(W' e(y) + U' h' + C c)`, `h~' = tanh(W' e(y) + r' ⊙ (U' h' + C c))` — here the
+//!   reset multiplies `U' h' + C c` (the paper's decoder), so `h' U'` is one `(n, 3n)` matmul.
+use candle_core::{Tensor, D};
+
+use super::attention::Attention;
+use super::gru::Gru;
+use super::params::{Init, ParamBuilder};
+use crate::error::Result;
+
+/// What the decoder reads of the source, computed once per batch by `Seq2Seq::encode`.
+#[derive(Clone, Debug)]
+pub enum Memory {
+    /// RNNsearch: annotations `(batch, src_len, 2n)`, `U_a h_j` `(batch, src_len, n')`,
+    /// mask bias `(batch, src_len)` (0 at words, −1e9 at padding).
+    Attention { annotations: Tensor, uh: Tensor, mask_bias: Tensor },
+    /// RNNenc: summary `c` `(batch, n)`, its gate term `C c` `(batch, 3n)` and its deep-output
+    /// term `O_c c` `(batch, 2l)`.
+    Summary { c: Tensor, gate_ctx: Tensor, out_ctx: Tensor },
+}
+
+/// Encoder output plus the decoder's initial state `(batch, n)`.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    pub memory: Memory,
+    pub init: Tensor,
+}
+
+impl Encoded {
+    /// Rows `idx` of everything (beam search: expand to `batch·beam`, reorder after a step).
+    pub fn select(&self, idx: &Tensor) -> Result<Encoded> {
+        let s = |t: &Tensor| t.index_select(idx, 0);
+        let memory = match &self.memory {
+            Memory::Attention { annotations, uh, mask_bias } => Memory::Attention {
+                annotations: s(annotations)?,
+                uh: s(uh)?,
+                mask_bias: s(mask_bias)?,
+            },
+            Memory::Summary { c, gate_ctx, out_ctx } => {
+                Memory::Summary { c: s(c)?, gate_ctx: s(gate_ctx)?, out_ctx: s(out_ctx)? }
+            }
+        };
+        Ok(Encoded { memory, init: s(&self.init)? })
+    }
+}
+
+/// The result of one decoder step.
+pub struct StepOut {
+    /// New state `s_i` `(batch, n)`.
+    pub state: Tensor,
+    /// RNNsearch's context `c_i` `(batch, 2n)` and weights `α_i` `(batch, src_len)`.
+    pub ctx: Option<Tensor>,
+    pub alpha: Option<Tensor>,
+}
+
+/// RNNsearch's decoder.
+#[derive(Clone, Debug)]
+pub struct AttentionDecoder {
+    pub gru: Gru,
+    /// `(2n_enc, 3n)`: `[C_r | C_z | C]`.
+    pub c: Tensor,
+    /// `W_s (n_enc, n)` and bias: `s_0 = tanh(←h_1 W_s + b_s)`.
+    pub w_s: Tensor,
+    pub b_s: Tensor,
+    pub att: Attention,
+}
+
+impl AttentionDecoder {
+    pub fn new(emb: usize, enc: usize, hidden: usize, att: usize, pb: &ParamBuilder) -> Result<Self> {
+        Ok(AttentionDecoder {
+            gru: Gru::new(emb, hidden, &pb.pp("gru"))?,
+            c: pb.get("c", &[2 * enc, 3 * hidden], Init::Normal)?,
+            w_s: pb.get("w_s", &[enc, hidden], Init::Normal)?,
+            b_s: pb.get("b_s", &[hidden], Init::Zeros)?,
+            att: Attention::new(hidden, 2 * enc, att, &pb.pp("attention"))?,
+        })
+    }
+
+    /// `s_0 = tanh(←h_1 W_s + b_s)`.
+    pub fn init_state(&self, back_first: &Tensor) -> Result<Tensor> {
+        Ok(back_first.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
+    }
+
+    /// `gi = E y_{i-1} W + b` `(batch, 3n)`, `s = s_{i-1}` → `s_i`, `c_i`, `α_i`.
+    pub fn step(&self, memory: &Memory, gi: &Tensor, s: &Tensor) -> Result<StepOut> {
+        let Memory::Attention { annotations, uh, mask_bias } = memory else {
+            return Err(crate::Error::Config("attention decoder given a summary memory".into()));
+        };
+        let (ctx, alpha) = self.att.attend(s, annotations, uh, mask_bias)?;
+        let gi = (gi + ctx.matmul(&self.c)?)?;
+        let state = self.gru.step(&gi, s)?;
+        Ok(StepOut { state, ctx: Some(ctx), alpha: Some(alpha) })
+    }
+}
+
+/// RNNenc's decoder, with the summary-vector bridge `c = tanh(V h^(T))`.
+#[derive(Clone, Debug)]
+pub struct SummaryDecoder {
+    /// `(m, 3n)` and bias: `[W'_r | W'_z | W']`.
+    pub w: Tensor,
+    pub b: Tensor,
+    /// `(n, 3n)`: `[U'_r | U'_z | U']`.
+    pub u: Tensor,
+    /// `(n, 3n)`: `[C_r | C_z | C]`.
+    pub c: Tensor,
+    /// `V (n_enc, n)`, `V' (n, n)` and biases.
+    pub v: Tensor,
+    pub b_v: Tensor,
+    pub v_init: Tensor,
+    pub b_init: Tensor,
+    pub hidden: usize,
+}
+
+impl SummaryDecoder {
+    pub fn new(emb: usize, enc: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
+        Ok(SummaryDecoder {
+            w: pb.get("w", &[emb, 3 * hidden], Init::Normal)?,
+            b: pb.get("b", &[3 * hidden], Init::Zeros)?,
+            u: pb.get("u", &[hidden, 3 * hidden], Init::OrthogonalBlocks)?,
+            c: pb.get("c", &[hidden, 3 * hidden], Init::Normal)?,
+            v: pb.get("v", &[enc, hidden], Init::Normal)?,
+            b_v: pb.get("b_v", &[hidden], Init::Zeros)?,
+            v_init: pb.get("v_init", &[hidden, hidden], Init::Normal)?,
+            b_init: pb.get("b_init", &[hidden], Init::Zeros)?,
+            hidden,
+        })
+    }
+
+    /// `c = tanh(h^(T) V + b_v)` `(batch, n)` and `h'_0 = tanh(c V' + b')`.
+    pub fn summarise(&self, last: &Tensor) -> Result<(Tensor, Tensor)> {
+        let c = last.matmul(&self.v)?.broadcast_add(&self.b_v)?.tanh()?;
+        let init = c.matmul(&self.v_init)?.broadcast_add(&self.b_init)?.tanh()?;
+        Ok((c, init))
+    }
+
+    /// Input projections of all target embeddings: `(batch, len, m)` → `(batch, len, 3n)`.
+    pub fn project(&self, x: &Tensor) -> Result<Tensor> {
+        let (b, t, m) = x.dims3()?;
+        let gi = x.reshape((b * t, m))?.matmul(&self.w)?.broadcast_add(&self.b)?;
+        Ok(gi.reshape((b, t, 3 * self.hidden))?)
+    }
+
+    pub fn step(&self, memory: &Memory, gi: &Tensor, h: &Tensor) -> Result<StepOut> {
+        let Memory::Summary { gate_ctx, .. } = memory else {
+            return Err(crate::Error::Config("summary decoder given an attention memory".into()));
+        };
+        let n = self.hidden;
+        let hc = (h.matmul(&self.u)? + gate_ctx)?;
+        let rz = candle_nn::ops::sigmoid(&(gi.narrow(D::Minus1, 0, 2 * n)? + hc.narrow(D::Minus1, 0, 2 * n)?)?)?;
+        let r = rz.narrow(D::Minus1, 0, n)?;
+        let z = rz.narrow(D::Minus1, n, n)?;
+        let cand = (gi.narrow(D::Minus1, 2 * n, n)? + (r * hc.narrow(D::Minus1, 2 * n, n)?)?)?.tanh()?;
+        let state = (&cand + (z * (h - &cand)?)?)?;
+        Ok(StepOut { state, ctx: None, alpha: None })
+    }
+}

@@ -1,0 +1,50 @@
+//! Encoders: what the decoder reads of the source.
+//!
+//! * [`BiGruEncoder`] (RNNsearch appendix A.2.1): a forward and a backward GRU over the shared
+//!   source embeddings; annotation `h_j = [→h_j ; ←h_j]`, `(batch, src_len, 2n)`.
+//! * [`GruEncoder`] (RNNenc appendix A): one GRU; its last state `h^(T)`, `(batch, n)`.
+use candle_core::Tensor;
+
+use super::gru::Gru;
+use super::params::ParamBuilder;
+use crate::error::Result;
+
+/// Bidirectional GRU encoder.
+#[derive(Clone, Debug)]
+pub struct BiGruEncoder {
+    pub fwd: Gru,
+    pub bwd: Gru,
+}
+
+impl BiGruEncoder {
+    pub fn new(emb: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
+        Ok(BiGruEncoder { fwd: Gru::new(emb, hidden, &pb.pp("fwd"))?, bwd: Gru::new(emb, hidden, &pb.pp("bwd"))? })
+    }
+
+    /// `x: (batch, src_len, m)`, `mask: (batch, src_len)` → annotations `(batch, src_len, 2n)` and
+    /// `←h_1`, the backward GRU's state at the first word `(batch, n)` (it has read the whole
+    /// sentence; RNNsearch initialises the decoder from it).
+    pub fn forward(&self, x: &Tensor, mask: &Tensor) -> Result<(Tensor, Tensor)> {
+        let (fwd, _) = self.fwd.run(&self.fwd.project(x)?, mask, false)?;
+        let (bwd, back_first) = self.bwd.run(&self.bwd.project(x)?, mask, true)?;
+        Ok((Tensor::cat(&[fwd, bwd], 2)?, back_first))
+    }
+}
+
+/// Unidirectional GRU encoder (RNNenc).
+#[derive(Clone, Debug)]
+pub struct GruEncoder {
+    pub gru: Gru,
+}
+
+impl GruEncoder {
+    pub fn new(emb: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
+        Ok(GruEncoder { gru: Gru::new(emb, hidden, &pb.pp("gru"))? })
+    }
+
+    /// `x: (batch, src_len, m)` → `h^(T)` `(batch, n)`, each sentence's state after its last word.
+    pub fn forward(&self, x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        let (_, last) = self.gru.run(&self.gru.project(x)?, mask, false)?;
+        Ok(last)
+    }
+}

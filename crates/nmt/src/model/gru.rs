@@ -1,0 +1,86 @@
+//! The gated recurrent unit of Cho et al. 2014 (RNNenc §2.3), reset gate applied before `U`:
+//!
+//! ```text
+//! r  = σ(W_r x + U_r h_prev + b_r)
+//! z  = σ(W_z x + U_z h_prev + b_z)
+//! h~ = tanh(W x + U (r ⊙ h_prev) + b)
+//! h  = z ⊙ h_prev + (1 − z) ⊙ h~
+//! ```
+//! (RNNsearch writes `(1 − z) ⊙ h_prev + z ⊙ h~`: the same cell with `z` relabelled.)
+//!
+//! Speed by shape (Marian): the input projection `W x + b` of a whole sequence is one matmul,
+//! done by the caller ([`Gru::project`]); the per-step work is `h U_rz`, `(r ⊙ h) U` and
+//! element-wise gate arithmetic. Matrices are stored `(in, out)` so a row-vector batch multiplies
+//! on the left; gate blocks are ordered `[r | z | candidate]`.
+use candle_core::{Tensor, D};
+
+use super::params::{Init, ParamBuilder};
+use crate::error::Result;
+
+/// One GRU layer's weights.
+#[derive(Clone, Debug)]
+pub struct Gru {
+    /// `(in, 3n)`: `[W_r | W_z | W]`.
+    pub w: Tensor,
+    /// `(3n)`.
+    pub b: Tensor,
+    /// `(n, 2n)`: `[U_r | U_z]`.
+    pub u_rz: Tensor,
+    /// `(n, n)`: `U` of the candidate.
+    pub u: Tensor,
+    pub hidden: usize,
+}
+
+impl Gru {
+    pub fn new(input: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
+        Ok(Gru {
+            w: pb.get("w", &[input, 3 * hidden], Init::Normal)?,
+            b: pb.get("b", &[3 * hidden], Init::Zeros)?,
+            u_rz: pb.get("u_rz", &[hidden, 2 * hidden], Init::OrthogonalBlocks)?,
+            u: pb.get("u", &[hidden, hidden], Init::OrthogonalBlocks)?,
+            hidden,
+        })
+    }
+
+    /// Input projections `x W + b` for a whole batch of sequences at once.
+    /// `x: (batch, len, in)` → `(batch, len, 3n)`.
+    pub fn project(&self, x: &Tensor) -> Result<Tensor> {
+        let (b, t, i) = x.dims3()?;
+        let gi = x.reshape((b * t, i))?.matmul(&self.w)?.broadcast_add(&self.b)?;
+        Ok(gi.reshape((b, t, 3 * self.hidden))?)
+    }
+
+    /// One step. `gi: (batch, 3n)` is the input's projection (plus any extra input term such as
+    /// RNNsearch's `C c_i`), `h: (batch, n)` → new `h: (batch, n)`.
+    pub fn step(&self, gi: &Tensor, h: &Tensor) -> Result<Tensor> {
+        let n = self.hidden;
+        let gi_rz = gi.narrow(D::Minus1, 0, 2 * n)?;
+        let gi_c = gi.narrow(D::Minus1, 2 * n, n)?;
+        let rz = candle_nn::ops::sigmoid(&(gi_rz + h.matmul(&self.u_rz)?)?)?;
+        let r = rz.narrow(D::Minus1, 0, n)?;
+        let z = rz.narrow(D::Minus1, n, n)?;
+        let cand = (gi_c + (r * h)?.matmul(&self.u)?)?.tanh()?;
+        // z ⊙ h + (1 − z) ⊙ h~  =  h~ + z ⊙ (h − h~)
+        Ok((&cand + (z * (h - &cand)?)?)?)
+    }
+
+    /// Runs over a padded batch. `gi: (batch, len, 3n)` from [`Gru::project`], `mask: (batch, len)`
+    /// with 1 for real tokens; at padding the state is carried unchanged, so the state after the
+    /// loop is each sentence's last real state, and a reversed pass starts cleanly at each
+    /// sentence's own end. Returns the states `(batch, len, n)` and the final state `(batch, n)`.
+    pub fn run(&self, gi: &Tensor, mask: &Tensor, reverse: bool) -> Result<(Tensor, Tensor)> {
+        let (b, t, _) = gi.dims3()?;
+        let mut h = Tensor::zeros((b, self.hidden), gi.dtype(), gi.device())?;
+        let mut states = vec![None; t];
+        let order: Vec<usize> = if reverse { (0..t).rev().collect() } else { (0..t).collect() };
+        for i in order {
+            let gi_t = gi.narrow(1, i, 1)?.squeeze(1)?;
+            let m = mask.narrow(1, i, 1)?; // (b, 1)
+            let new = self.step(&gi_t, &h)?;
+            h = (&h + m.broadcast_mul(&(new - &h)?)?)?;
+            states[i] = Some(h.clone());
+        }
+        let states: Vec<Tensor> = states.into_iter().flatten().collect();
+        Ok((Tensor::stack(&states, 1)?, h))
+    }
+}

@@ -1,0 +1,43 @@
+//! A data batch as tensors on the model's device.
+use candle_core::{DType, Device, Tensor};
+use nmt_data::batch::Batch;
+use nmt_data::PAD;
+
+use crate::error::Result;
+
+/// Tensors of one batch. `src (B, S)` u32 with `src_mask (B, S)`; `tgt_in (B, T)` u32 decoder
+/// inputs (`<s> y_1 …`), `tgt_out (B·T)` u32 targets (`y_1 … </s>`) with `tgt_mask (B·T)`.
+pub struct BatchTensors {
+    pub src: Tensor,
+    pub src_mask: Tensor,
+    pub tgt_in: Tensor,
+    pub tgt_out: Tensor,
+    pub tgt_mask: Tensor,
+    /// Real target tokens (the mask's sum).
+    pub tokens: usize,
+}
+
+impl BatchTensors {
+    pub fn new(batch: &Batch, dtype: DType, device: &Device) -> Result<Self> {
+        let (b, s, t) = (batch.size, batch.src_len, batch.tgt_len);
+        let mask_of = |ids: &[u32]| -> Vec<f32> { ids.iter().map(|&i| if i == PAD { 0.0 } else { 1.0 }).collect() };
+        let src = Tensor::from_vec(batch.src.clone(), (b, s), device)?;
+        let src_mask = Tensor::from_vec(mask_of(&batch.src), (b, s), device)?.to_dtype(dtype)?;
+        let tgt_in = Tensor::from_vec(batch.tgt_in.clone(), (b, t), device)?;
+        let tgt_out = Tensor::from_vec(batch.tgt_out.clone(), b * t, device)?;
+        let tgt_mask_v = mask_of(&batch.tgt_out);
+        let tokens = tgt_mask_v.iter().filter(|&&x| x > 0.0).count();
+        let tgt_mask = Tensor::from_vec(tgt_mask_v, b * t, device)?.to_dtype(dtype)?;
+        Ok(BatchTensors { src, src_mask, tgt_in, tgt_out, tgt_mask, tokens })
+    }
+
+    /// Source side only (for search): `(src, src_mask)`.
+    pub fn source(batch: &Batch, dtype: DType, device: &Device) -> Result<(Tensor, Tensor)> {
+        let (b, s) = (batch.size, batch.src_len);
+        let mask: Vec<f32> = batch.src.iter().map(|&i| if i == PAD { 0.0 } else { 1.0 }).collect();
+        Ok((
+            Tensor::from_vec(batch.src.clone(), (b, s), device)?,
+            Tensor::from_vec(mask, (b, s), device)?.to_dtype(dtype)?,
+        ))
+    }
+}

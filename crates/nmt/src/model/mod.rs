@@ -1,0 +1,258 @@
+//! The encoder-decoder: [`Seq2Seq`] selects RNNsearch or RNNenc from a [`ModelConfig`] and offers
+//! what training, search and scoring need: `encode`, `decode_step`, `loss`, `sentence_log_probs`.
+//!
+//! Shapes: `B` sentences, `S` padded source length, `T` padded target length, `m` embedding,
+//! `n` hidden, `l` maxout units, `K_y` target vocabulary.
+pub mod attention;
+pub mod decoder;
+pub mod dropout;
+pub mod encoder;
+pub mod gru;
+pub mod inputs;
+pub mod output;
+pub mod params;
+
+use candle_core::{DType, Device, Tensor, D};
+
+use crate::config::{Arch, ModelConfig, OutputState};
+use crate::error::Result;
+use attention::logsumexp_last;
+use decoder::{AttentionDecoder, Encoded, Memory, StepOut, SummaryDecoder};
+use dropout::Dropout;
+use encoder::{BiGruEncoder, GruEncoder};
+pub use inputs::BatchTensors;
+use output::DeepOutput;
+use params::{Init, Params};
+
+enum Core {
+    Search { enc: BiGruEncoder, dec: AttentionDecoder },
+    Enc { enc: GruEncoder, dec: SummaryDecoder },
+}
+
+/// An RNN encoder-decoder with its parameters.
+pub struct Seq2Seq {
+    pub cfg: ModelConfig,
+    pub params: Params,
+    src_emb: Tensor,
+    tgt_emb: Tensor,
+    core: Core,
+    out: DeepOutput,
+}
+
+/// Teacher-forced loss of a batch.
+pub struct Loss {
+    /// Mean negative log-likelihood per target token (scalar, differentiable).
+    pub mean: Tensor,
+    /// Number of target tokens (including `</s>`).
+    pub tokens: usize,
+}
+
+/// One search step's result for `rows` hypotheses.
+pub struct Step {
+    /// New decoder state `(rows, n)`.
+    pub state: Tensor,
+    /// `log p(y_i | y_<i, x)` `(rows, K_y)`.
+    pub log_probs: Tensor,
+    /// Attention weights `(rows, S)` (RNNsearch only).
+    pub alpha: Option<Tensor>,
+}
+
+impl Seq2Seq {
+    /// A freshly initialised model (paper initialisation, seeded).
+    pub fn fresh(cfg: &ModelConfig, seed: u64, dtype: DType, device: &Device) -> Result<Self> {
+        let params = Params::fresh(seed, cfg.init_std, cfg.orthogonal_recurrent, dtype, device);
+        Self::build(cfg, params)
+    }
+
+    /// Builds the layers, creating or claiming every parameter from `params`.
+    pub fn build(cfg: &ModelConfig, params: Params) -> Result<Self> {
+        cfg.validate()?;
+        let pb = params.builder();
+        let (m, n) = (cfg.emb_dim, cfg.hidden_dim);
+        let src_emb = pb.get("src_emb", &[cfg.src_vocab, m], Init::Normal)?;
+        let tgt_emb = pb.get("tgt_emb", &[cfg.tgt_vocab, m], Init::Normal)?;
+        let (core, ctx_dim) = match cfg.arch {
+            Arch::Rnnsearch => (
+                Core::Search {
+                    enc: BiGruEncoder::new(m, n, &pb.pp("encoder"))?,
+                    dec: AttentionDecoder::new(m, n, n, cfg.att_dim, &pb.pp("decoder"))?,
+                },
+                2 * n,
+            ),
+            Arch::Rnnenc => (
+                Core::Enc {
+                    enc: GruEncoder::new(m, n, &pb.pp("encoder"))?,
+                    dec: SummaryDecoder::new(m, n, n, &pb.pp("decoder"))?,
+                },
+                n,
+            ),
+        };
+        let out = DeepOutput::new(n, m, ctx_dim, cfg.maxout_dim, cfg.tgt_vocab, &pb.pp("output"))?;
+        let unclaimed = params.unclaimed();
+        if !unclaimed.is_empty() {
+            return Err(crate::Error::Config(format!(
+                "the model file has tensors this configuration does not use: {}",
+                unclaimed.join(", ")
+            )));
+        }
+        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, out })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.params.device
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.params.dtype
+    }
+
+    /// Encodes a padded source batch `src: (B, S)` u32 with `mask: (B, S)` (1 at words).
+    pub fn encode(&self, src: &Tensor, mask: &Tensor, dropout: Option<&mut Dropout>) -> Result<Encoded> {
+        let (b, s) = src.dims2()?;
+        let mut x = self.src_emb.index_select(&src.flatten_all()?, 0)?.reshape((b, s, self.cfg.emb_dim))?;
+        if let Some(d) = dropout {
+            x = d.apply(&x)?;
+        }
+        match &self.core {
+            Core::Search { enc, dec } => {
+                let (annotations, back_first) = enc.forward(&x, mask)?;
+                let uh = dec.att.precompute(&annotations)?;
+                let mask_bias = ((mask - 1.0)? * 1e9)?;
+                let init = dec.init_state(&back_first)?;
+                Ok(Encoded { memory: Memory::Attention { annotations, uh, mask_bias }, init })
+            }
+            Core::Enc { enc, dec } => {
+                let last = enc.forward(&x, mask)?;
+                let (c, init) = dec.summarise(&last)?;
+                let gate_ctx = c.matmul(&dec.c)?;
+                let out_ctx = self.out.project_context(&c)?;
+                Ok(Encoded { memory: Memory::Summary { c, gate_ctx, out_ctx }, init })
+            }
+        }
+    }
+
+    fn project_targets(&self, ey: &Tensor) -> Result<Tensor> {
+        match &self.core {
+            Core::Search { dec, .. } => dec.gru.project(ey),
+            Core::Enc { dec, .. } => dec.project(ey),
+        }
+    }
+
+    fn dec_step(&self, memory: &Memory, gi: &Tensor, s: &Tensor) -> Result<StepOut> {
+        match &self.core {
+            Core::Search { dec, .. } => dec.step(memory, gi, s),
+            Core::Enc { dec, .. } => dec.step(memory, gi, s),
+        }
+    }
+
+    /// `O_c c` for the deep output: per step for RNNsearch (`ctx` rows), per sentence for RNNenc.
+    fn output_context(&self, memory: &Memory, ctx: Option<&Tensor>, rows: usize) -> Result<Tensor> {
+        match (memory, ctx) {
+            (_, Some(c)) => self.out.project_context(c),
+            (Memory::Summary { out_ctx, .. }, None) => {
+                let (b, k) = out_ctx.dims2()?;
+                let per = rows / b.max(1);
+                Ok(out_ctx.unsqueeze(1)?.broadcast_as((b, per, k))?.reshape((rows, k))?)
+            }
+            (Memory::Attention { .. }, None) => {
+                Err(crate::Error::Config("attention decoder produced no context".into()))
+            }
+        }
+    }
+
+    /// Logits of every target position, teacher-forced: `tgt_in: (B, T)` → `(B·T, K_y)`.
+    pub fn teacher_forced_logits(
+        &self,
+        enc: &Encoded,
+        tgt_in: &Tensor,
+        mut dropout: Option<&mut Dropout>,
+    ) -> Result<Tensor> {
+        let (b, t) = tgt_in.dims2()?;
+        let m = self.cfg.emb_dim;
+        let mut ey = self.tgt_emb.index_select(&tgt_in.flatten_all()?, 0)?.reshape((b, t, m))?;
+        if let Some(d) = dropout.as_deref_mut() {
+            ey = d.apply(&ey)?;
+        }
+        let gi = self.project_targets(&ey)?;
+        let mut s = enc.init.clone();
+        let (mut states, mut ctxs) = (Vec::with_capacity(t), Vec::with_capacity(t));
+        for i in 0..t {
+            let out = self.dec_step(&enc.memory, &gi.narrow(1, i, 1)?.squeeze(1)?, &s)?;
+            states.push(match self.cfg.output_state {
+                OutputState::Previous => s,
+                OutputState::Current => out.state.clone(),
+            });
+            if let Some(c) = out.ctx {
+                ctxs.push(c);
+            }
+            s = out.state;
+        }
+        let n = self.cfg.hidden_dim;
+        let states = Tensor::stack(&states, 1)?.reshape((b * t, n))?;
+        let ctx = if ctxs.is_empty() {
+            None
+        } else {
+            let c = Tensor::stack(&ctxs, 1)?;
+            let d = c.dim(2)?;
+            Some(c.reshape((b * t, d))?)
+        };
+        let ctx_proj = self.output_context(&enc.memory, ctx.as_ref(), b * t)?;
+        let mut hidden = self.out.hidden(&states, &ey.reshape((b * t, m))?, &ctx_proj)?;
+        if let Some(d) = dropout {
+            hidden = d.apply(&hidden)?;
+        }
+        self.out.logits(&hidden)
+    }
+
+    /// Per-token negative log-likelihood `(B·T)`, zero at padding.
+    fn token_nll(&self, batch: &BatchTensors, dropout: Option<&mut Dropout>) -> Result<Tensor> {
+        let mut dropout = dropout;
+        let enc = self.encode(&batch.src, &batch.src_mask, dropout.as_deref_mut())?;
+        let logits = self.teacher_forced_logits(&enc, &batch.tgt_in, dropout)?;
+        // log p(y) = logit_y − logsumexp(logits): no (B·T, K_y) log-softmax tensor is built.
+        let picked = logits.gather(&batch.tgt_out.unsqueeze(1)?, 1)?.squeeze(1)?;
+        let lse = logsumexp_last(&logits)?.squeeze(D::Minus1)?;
+        Ok(((lse - picked)? * &batch.tgt_mask)?)
+    }
+
+    /// Mean token NLL of a batch; with `dropout` for training.
+    pub fn loss(&self, batch: &BatchTensors, dropout: Option<&mut Dropout>) -> Result<Loss> {
+        let nll = self.token_nll(batch, dropout)?;
+        let mean = (nll.sum_all()? / batch.tokens.max(1) as f64)?;
+        Ok(Loss { mean, tokens: batch.tokens })
+    }
+
+    /// `log p(y | x)` of each sentence pair of the batch (teacher-forced, `</s>` included).
+    pub fn sentence_log_probs(&self, batch: &BatchTensors) -> Result<Vec<f64>> {
+        let nll = self.token_nll(batch, None)?;
+        let (b, t) = batch.tgt_in.dims2()?;
+        let per = nll.reshape((b, t))?.sum(1)?.to_dtype(DType::F64)?.to_vec1::<f64>()?;
+        Ok(per.into_iter().map(|x| -x).collect())
+    }
+
+    /// One decoding step for `rows` hypotheses: `state (rows, n)`, previous words `y (rows)` u32.
+    pub fn decode_step(&self, enc: &Encoded, state: &Tensor, y_prev: &Tensor) -> Result<Step> {
+        let ey = self.tgt_emb.index_select(y_prev, 0)?;
+        let gi = self.project_targets(&ey.unsqueeze(1)?)?.squeeze(1)?;
+        let out = self.dec_step(&enc.memory, &gi, state)?;
+        let s_out = match self.cfg.output_state {
+            OutputState::Previous => state,
+            OutputState::Current => &out.state,
+        };
+        let rows = ey.dim(0)?;
+        let ctx_proj = self.output_context(&enc.memory, out.ctx.as_ref(), rows)?;
+        let logits = self.out.logits(&self.out.hidden(s_out, &ey, &ctx_proj)?)?;
+        let log_probs = logits.broadcast_sub(&logsumexp_last(&logits)?)?;
+        Ok(Step { state: out.state, log_probs, alpha: out.alpha })
+    }
+
+    /// Whether the model has attention weights to report (RNNsearch).
+    pub fn has_attention(&self) -> bool {
+        matches!(self.core, Core::Search { .. })
+    }
+
+    /// Total number of trainable scalars.
+    pub fn num_parameters(&self) -> usize {
+        self.params.named_vars().iter().map(|(_, v)| v.elem_count()).sum()
+    }
+}

@@ -1,0 +1,66 @@
+//! Deep output with one maxout layer (RNNenc appendix A; RNNsearch appendix A.2.2):
+//!
+//! ```text
+//! t~ = O_h s + O_y E y_{i-1} + O_c c + b      (2l)
+//! t_k = max(t~_{2k-1}, t~_{2k})                 (l)
+//! p(y_i | …) = softmax(G t + b_G)               (K_y)
+//! ```
+//! It runs on all target steps of a batch at once in training: `(batch·tgt_len, ·)` rows.
+use candle_core::{Tensor, D};
+
+use super::params::{Init, ParamBuilder};
+use crate::error::Result;
+
+#[derive(Clone, Debug)]
+pub struct DeepOutput {
+    /// `(n, 2l)`, `(m, 2l)`, `(ctx, 2l)`, bias `(2l)`.
+    pub o_h: Tensor,
+    pub o_y: Tensor,
+    pub o_c: Tensor,
+    pub b: Tensor,
+    /// `(l, K_y)`, bias `(K_y)`.
+    pub g: Tensor,
+    pub b_g: Tensor,
+    pub maxout: usize,
+}
+
+impl DeepOutput {
+    pub fn new(
+        state: usize,
+        emb: usize,
+        ctx: usize,
+        maxout: usize,
+        vocab: usize,
+        pb: &ParamBuilder,
+    ) -> Result<Self> {
+        Ok(DeepOutput {
+            o_h: pb.get("o_h", &[state, 2 * maxout], Init::Normal)?,
+            o_y: pb.get("o_y", &[emb, 2 * maxout], Init::Normal)?,
+            o_c: pb.get("o_c", &[ctx, 2 * maxout], Init::Normal)?,
+            b: pb.get("b", &[2 * maxout], Init::Zeros)?,
+            g: pb.get("g", &[maxout, vocab], Init::Normal)?,
+            b_g: pb.get("b_g", &[vocab], Init::Zeros)?,
+            maxout,
+        })
+    }
+
+    /// `O_c c`: `(rows, ctx)` → `(rows, 2l)`; for RNNenc done once per sentence.
+    pub fn project_context(&self, ctx: &Tensor) -> Result<Tensor> {
+        Ok(ctx.matmul(&self.o_c)?)
+    }
+
+    /// Maxout hidden layer `t`: `state (rows, n)`, `emb (rows, m)`, `ctx_proj` from
+    /// [`DeepOutput::project_context`] broadcastable to `(rows, 2l)` → `(rows, l)`.
+    pub fn hidden(&self, state: &Tensor, emb: &Tensor, ctx_proj: &Tensor) -> Result<Tensor> {
+        let pre = (state.matmul(&self.o_h)? + emb.matmul(&self.o_y)?)?
+            .broadcast_add(ctx_proj)?
+            .broadcast_add(&self.b)?;
+        let rows = pre.dim(0)?;
+        Ok(pre.reshape((rows, self.maxout, 2))?.max(D::Minus1)?)
+    }
+
+    /// Unnormalised scores `G t + b_G`: `(rows, l)` → `(rows, K_y)`.
+    pub fn logits(&self, t: &Tensor) -> Result<Tensor> {
+        Ok(t.matmul(&self.g)?.broadcast_add(&self.b_g)?)
+    }
+}

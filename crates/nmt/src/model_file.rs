@@ -1,0 +1,152 @@
+//! The self-describing model file: one safetensors file holding the weights, with the model
+//! config, the default search settings and both subword models in its metadata, so
+//! `nmt translate -m model.safetensors` needs nothing else.
+//!
+//! Writes are atomic: the bytes go to `NAME.tmp` in the same folder, are flushed to disk, and the
+//! file is renamed over `NAME`; an interrupted write never leaves a half-written model.
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use nmt_data::subword::Segmenter;
+use safetensors::SafeTensors;
+
+use crate::config::{ModelConfig, SearchConfig};
+use crate::error::{Error, Result};
+use crate::model::params::Params;
+use crate::model::Seq2Seq;
+
+/// Format tag stored under `format`; bump when the layout changes.
+pub const FORMAT: &str = "nmt-model/1";
+
+/// Everything a model file holds besides the weights.
+#[derive(Clone, Debug)]
+pub struct ModelMeta {
+    pub config: ModelConfig,
+    pub search: SearchConfig,
+    pub src: Segmenter,
+    pub tgt: Segmenter,
+    /// Training updates done when the file was written.
+    pub step: u64,
+}
+
+/// A loaded model: network + segmenters + search defaults.
+pub struct LoadedModel {
+    pub model: Seq2Seq,
+    pub meta: ModelMeta,
+}
+
+/// Writes `bytes` to `path` atomically (temp file in the same folder, fsync, rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(match path.extension() {
+        Some(e) => format!("{}.tmp", e.to_string_lossy()),
+        None => "tmp".to_string(),
+    });
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
+}
+
+/// Serialises named tensors with string metadata into safetensors bytes.
+pub fn to_safetensors(tensors: &[(String, Tensor)], meta: HashMap<String, String>) -> Result<Vec<u8>> {
+    let data: Vec<(String, &Tensor)> = tensors.iter().map(|(k, t)| (k.clone(), t)).collect();
+    safetensors::serialize(data, Some(meta))
+        .map_err(|e| Error::Input(format!("cannot serialise tensors: {e}")))
+}
+
+/// Reads a safetensors file: its tensors (on `device`) and metadata.
+pub fn read_safetensors(path: &Path, device: &Device) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bad = |reason: String| Error::ModelFile { path: path.to_path_buf(), reason };
+    let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| bad(e.to_string()))?;
+    let meta = header.metadata().clone().unwrap_or_default();
+    let tensors = candle_core::safetensors::load_buffer(&bytes, device).map_err(|e| bad(e.to_string()))?;
+    Ok((tensors.into_iter().collect(), meta))
+}
+
+/// The metadata map of a model file.
+pub fn meta_map(meta: &ModelMeta) -> Result<HashMap<String, String>> {
+    let json = |v: &dyn erased::Json| v.to_json();
+    let mut m = HashMap::new();
+    m.insert("format".to_string(), FORMAT.to_string());
+    m.insert("config".to_string(), json(&meta.config)?);
+    m.insert("search".to_string(), json(&meta.search)?);
+    m.insert("src_subword".to_string(), meta.src.to_json()?);
+    m.insert("tgt_subword".to_string(), meta.tgt.to_json()?);
+    m.insert("step".to_string(), meta.step.to_string());
+    m.insert("created_by".to_string(), format!("nmt {}", env!("CARGO_PKG_VERSION")));
+    Ok(m)
+}
+
+/// The model's parameters by name.
+pub fn model_tensors(model: &Seq2Seq) -> Vec<(String, Tensor)> {
+    model.params.named_vars().into_iter().map(|(k, v)| (k, v.as_tensor().clone())).collect()
+}
+
+/// Saves a model with its metadata.
+pub fn save(path: &Path, model: &Seq2Seq, meta: &ModelMeta) -> Result<()> {
+    write_atomic(path, &to_safetensors(&model_tensors(model), meta_map(meta)?)?)
+}
+
+/// Reads only the metadata of a model file.
+pub fn read_meta(meta: &HashMap<String, String>, path: &Path) -> Result<ModelMeta> {
+    let bad = |reason: String| Error::ModelFile { path: path.to_path_buf(), reason };
+    let get = |k: &str| meta.get(k).ok_or_else(|| bad(format!("metadata key {k:?} is missing")));
+    let format = get("format")?;
+    if format != FORMAT {
+        return Err(bad(format!("format {format:?}, this program reads {FORMAT:?}")));
+    }
+    Ok(ModelMeta {
+        config: serde_json::from_str(get("config")?).map_err(|e| bad(format!("config: {e}")))?,
+        search: serde_json::from_str(get("search")?).map_err(|e| bad(format!("search: {e}")))?,
+        src: Segmenter::from_json(get("src_subword")?)?,
+        tgt: Segmenter::from_json(get("tgt_subword")?)?,
+        step: get("step")?.parse().map_err(|_| bad("step is not a number".into()))?,
+    })
+}
+
+/// Tensors whose names start with this are training state (optimizer moments in a
+/// checkpoint), not model parameters.
+pub const STATE_PREFIX: &str = "opt.";
+
+/// Loads a model file onto `device` in `dtype`. A training checkpoint loads too: its optimizer
+/// state is left aside.
+pub fn load(path: &Path, dtype: DType, device: &Device) -> Result<LoadedModel> {
+    Ok(load_parts(path, dtype, device)?.0)
+}
+
+/// Loads a model file and also returns the training-state tensors and the raw metadata.
+pub fn load_parts(
+    path: &Path,
+    dtype: DType,
+    device: &Device,
+) -> Result<(LoadedModel, BTreeMap<String, Tensor>, HashMap<String, String>)> {
+    let (mut tensors, raw) = read_safetensors(path, device)?;
+    let state_keys: Vec<String> = tensors.keys().filter(|k| k.starts_with(STATE_PREFIX)).cloned().collect();
+    let state: BTreeMap<String, Tensor> =
+        state_keys.into_iter().filter_map(|k| tensors.remove(&k).map(|t| (k, t))).collect();
+    let meta = read_meta(&raw, path)?;
+    let model = Seq2Seq::build(&meta.config, Params::from_tensors(tensors, dtype, device))
+        .map_err(|e| Error::ModelFile { path: path.to_path_buf(), reason: e.to_string() })?;
+    Ok((LoadedModel { model, meta }, state, raw))
+}
+
+/// serde_json for the config types without naming each.
+mod erased {
+    pub trait Json {
+        fn to_json(&self) -> crate::Result<String>;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn to_json(&self) -> crate::Result<String> {
+            serde_json::to_string(self).map_err(|e| crate::Error::Input(e.to_string()))
+        }
+    }
+}

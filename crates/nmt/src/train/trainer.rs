@@ -1,0 +1,345 @@
+//! The training loop: batches → loss → backward → clip → update; every `valid_every` updates
+//! dev perplexity + BLEU, the best model kept as `model.safetensors`, and a checkpoint.
+//!
+//! Files in the model directory: `model.safetensors` (best by dev BLEU, what `translate` uses),
+//! `checkpoint.safetensors` (latest weights + optimizer + progress), `train_log.jsonl`,
+//! `config.toml` (the resolved configuration). Running the same command again resumes from the
+//! checkpoint: batches are a pure function of (seed, epoch) and dropout masks of (seed, step),
+//! so the resumed run computes exactly what the uninterrupted one would have.
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use candle_core::{DType, Device};
+use nmt_data::subword::Segmenter;
+use nmt_data::{read_parallel, Example};
+
+use super::checkpoint::{self, TrainProgress};
+use super::log::{JsonlLog, TrainRecord, ValidRecord};
+use super::optim::Optimizer;
+use super::validate::{dev_bleu, dev_loss, DevSet};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::model::dropout::Dropout;
+use crate::model::{BatchTensors, Seq2Seq};
+use crate::model_file::{self, ModelMeta};
+
+/// How to run, besides the config.
+pub struct TrainOptions {
+    pub model_dir: PathBuf,
+    pub device: Device,
+    /// Set by a Ctrl-C handler: save a checkpoint and return.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What the progress display gets after each update.
+#[derive(Clone, Debug)]
+pub struct StepInfo {
+    pub step: u64,
+    pub epoch: u64,
+    /// Token-weighted mean loss since the last log line.
+    pub loss: f64,
+    pub tok_per_s: f64,
+    pub elapsed_s: f64,
+    /// Fraction of the run done, when a limit is set (steps, minutes or epochs).
+    pub fraction: Option<f64>,
+}
+
+/// Receives progress; the CLI draws a bar from it. The library itself only logs.
+pub trait Progress {
+    fn on_step(&mut self, _info: &StepInfo) {}
+    fn on_message(&mut self, msg: &str) {
+        tracing::info!("{msg}");
+    }
+}
+
+/// Why training stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    MaxSteps,
+    MaxEpochs,
+    MaxMinutes,
+    Patience,
+    Interrupted,
+}
+
+/// The outcome of [`train`].
+#[derive(Clone, Debug)]
+pub struct TrainSummary {
+    pub steps: u64,
+    pub best_bleu: Option<f64>,
+    pub best_step: u64,
+    pub best_model: PathBuf,
+    pub checkpoint: PathBuf,
+    pub reason: StopReason,
+    pub elapsed_s: f64,
+    /// Target tokens per second over this run's updates.
+    pub tok_per_s: f64,
+}
+
+struct Run {
+    model: Seq2Seq,
+    meta: ModelMeta,
+    opt: Optimizer,
+    progress: TrainProgress,
+}
+
+/// Trains (or resumes) per `cfg`, writing into `opts.model_dir`.
+pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result<TrainSummary> {
+    let dir = &opts.model_dir;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let ckpt_path = dir.join("checkpoint.safetensors");
+    let best_path = dir.join("model.safetensors");
+    let log = JsonlLog::new(&dir.join("train_log.jsonl"));
+    let d = &cfg.data;
+    let corpus = read_parallel(&d.train_src, &d.train_tgt, d.max_words)?;
+    if corpus.is_empty() {
+        return Err(Error::Input(format!("{}: no usable training pairs", d.train_src.display())));
+    }
+    ui.on_message(&format!(
+        "training data: {} pairs ({} empty and {} over-long skipped)",
+        corpus.len(),
+        corpus.skipped_empty,
+        corpus.skipped_long
+    ));
+    let mut run = if ckpt_path.exists() {
+        resume(cfg, &ckpt_path, &opts.device, ui)?
+    } else {
+        start(cfg, &corpus, &opts.device, ui)?
+    };
+    let examples = nmt_data::examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
+    if examples.is_empty() {
+        return Err(Error::Input(format!("no training pair is at most {} tokens long", d.max_len)));
+    }
+    let dev_corpus = read_parallel(&d.dev_src, &d.dev_tgt, None)?;
+    let dev_examples = nmt_data::examples(&dev_corpus, &run.meta.src, &run.meta.tgt, None);
+    let dev = DevSet::new(&dev_examples, dev_corpus.src.clone(), dev_corpus.tgt.clone(), &cfg.train.batch);
+    write_config(cfg, &run.meta, dir)?;
+    ui.on_message(&format!(
+        "model: {:?}, {} parameters; {} training examples; starting at update {}",
+        run.meta.config.arch,
+        run.model.num_parameters(),
+        examples.len(),
+        run.progress.step
+    ));
+    let env = LoopEnv { cfg, opts, examples: &examples, dev: &dev, log: &log, ckpt_path: &ckpt_path, best_path: &best_path };
+    let reason = run_loop(&env, &mut run, ui)?;
+    Ok(TrainSummary {
+        steps: run.progress.step,
+        best_bleu: run.progress.best_bleu,
+        best_step: run.progress.best_step,
+        best_model: best_path,
+        checkpoint: ckpt_path,
+        reason: reason.0,
+        elapsed_s: run.progress.elapsed_s,
+        tok_per_s: reason.1,
+    })
+}
+
+fn start(cfg: &Config, corpus: &nmt_data::ParallelCorpus, device: &Device, ui: &mut dyn Progress) -> Result<Run> {
+    ui.on_message("learning subword vocabularies");
+    let src = Segmenter::train(&corpus.src, &cfg.data.src_subword)?;
+    let tgt = Segmenter::train(&corpus.tgt, &cfg.data.tgt_subword)?;
+    let mut mc = cfg.model.clone();
+    mc.src_vocab = src.vocab_size();
+    mc.tgt_vocab = tgt.vocab_size();
+    let model = Seq2Seq::fresh(&mc, cfg.train.seed, DType::F32, device)?;
+    let opt = Optimizer::new(model.params.named_vars(), &cfg.train)?;
+    let meta = ModelMeta { config: mc, search: cfg.search.clone(), src, tgt, step: 0 };
+    Ok(Run { model, meta, opt, progress: TrainProgress::default() })
+}
+
+fn resume(cfg: &Config, path: &std::path::Path, device: &Device, ui: &mut dyn Progress) -> Result<Run> {
+    let ck = checkpoint::load(path, DType::F32, device)?;
+    let mut want = cfg.model.clone();
+    want.src_vocab = ck.loaded.meta.config.src_vocab;
+    want.tgt_vocab = ck.loaded.meta.config.tgt_vocab;
+    want.preset = ck.loaded.meta.config.preset.clone();
+    if want != ck.loaded.meta.config {
+        return Err(Error::CheckpointMismatch {
+            path: path.to_path_buf(),
+            reason: format!(
+                "[model] differs: checkpoint has {:?}, config asks for {:?}; use another --model-dir or the old config",
+                ck.loaded.meta.config, want
+            ),
+        });
+    }
+    let mut opt = Optimizer::new(ck.loaded.model.params.named_vars(), &cfg.train)?;
+    opt.load_state(&ck.opt_state, ck.progress.step)?;
+    ui.on_message(&format!("resuming from {} at update {}", path.display(), ck.progress.step));
+    let mut meta = ck.loaded.meta;
+    meta.search = cfg.search.clone();
+    Ok(Run { model: ck.loaded.model, meta, opt, progress: ck.progress })
+}
+
+fn write_config(cfg: &Config, meta: &ModelMeta, dir: &std::path::Path) -> Result<()> {
+    let mut resolved = cfg.clone();
+    resolved.model = meta.config.clone();
+    let text = toml::to_string(&resolved).map_err(|e| Error::Config(e.to_string()))?;
+    model_file::write_atomic(&dir.join("config.toml"), text.as_bytes())
+}
+
+/// What the loop reads but never changes.
+struct LoopEnv<'a> {
+    cfg: &'a Config,
+    opts: &'a TrainOptions,
+    examples: &'a [Example],
+    dev: &'a DevSet,
+    log: &'a JsonlLog,
+    ckpt_path: &'a std::path::Path,
+    best_path: &'a std::path::Path,
+}
+
+/// Loss and tokens since the last log line.
+#[derive(Default)]
+struct Window {
+    loss_sum: f64,
+    tokens: usize,
+    grad_norm: f64,
+    updates: u64,
+    started: Option<Instant>,
+}
+
+fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(StopReason, f64)> {
+    let t = &env.cfg.train;
+    let started = Instant::now();
+    let elapsed_before = run.progress.elapsed_s;
+    let elapsed = |_: &TrainProgress| -> f64 { elapsed_before + started.elapsed().as_secs_f64() };
+    let (mut run_tokens, mut win) = (0usize, Window::default());
+    let mut validated_at = u64::MAX;
+    let reason = 'outer: loop {
+        if t.max_epochs > 0 && run.progress.epoch >= t.max_epochs {
+            break StopReason::MaxEpochs;
+        }
+        let batches = nmt_data::epoch_batches(env.examples, &t.batch, t.seed, run.progress.epoch);
+        while run.progress.batch_in_epoch < batches.len() {
+            if env.opts.stop.load(Ordering::SeqCst) {
+                break 'outer StopReason::Interrupted;
+            }
+            if t.max_steps > 0 && run.progress.step >= t.max_steps {
+                break 'outer StopReason::MaxSteps;
+            }
+            if t.max_minutes > 0.0 && elapsed(&run.progress) >= t.max_minutes * 60.0 {
+                break 'outer StopReason::MaxMinutes;
+            }
+            let batch = &batches[run.progress.batch_in_epoch];
+            win.started.get_or_insert_with(Instant::now);
+            let bt = BatchTensors::new(batch, run.model.dtype(), run.model.device())?;
+            let mut dropout = Dropout::new(run.meta.config.dropout, t.seed, run.progress.step);
+            let drop = (run.meta.config.dropout > 0.0).then_some(&mut dropout);
+            let loss = run.model.loss(&bt, drop)?;
+            let value = loss.mean.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+            if !value.is_finite() {
+                return Err(Error::Input(format!("loss is {value} at update {}: training diverged", run.progress.step + 1)));
+            }
+            let mut grads = loss.mean.backward()?;
+            let norm = run.opt.clip(&mut grads)?;
+            run.opt.update(&grads)?;
+            run.progress.step += 1;
+            run.progress.batch_in_epoch += 1;
+            run_tokens += loss.tokens;
+            win.loss_sum += value * loss.tokens as f64;
+            win.tokens += loss.tokens;
+            win.grad_norm += norm;
+            win.updates += 1;
+            let step = run.progress.step;
+            if step % t.log_every.max(1) == 0 {
+                let secs = win.started.map(|s| s.elapsed().as_secs_f64()).unwrap_or(0.0).max(1e-9);
+                let info = StepInfo {
+                    step,
+                    epoch: run.progress.epoch,
+                    loss: win.loss_sum / win.tokens.max(1) as f64,
+                    tok_per_s: win.tokens as f64 / secs,
+                    elapsed_s: elapsed(&run.progress),
+                    fraction: fraction(t, &run.progress, elapsed(&run.progress), batches.len()),
+                };
+                env.log.append(&TrainRecord {
+                    step,
+                    epoch: info.epoch,
+                    loss: info.loss,
+                    tok_per_s: info.tok_per_s,
+                    grad_norm: win.grad_norm / win.updates.max(1) as f64,
+                    elapsed_s: info.elapsed_s,
+                })?;
+                ui.on_step(&info);
+                win = Window::default();
+            }
+            if step % t.valid_every.max(1) == 0 {
+                run.progress.elapsed_s = elapsed(&run.progress);
+                if validate_and_save(env, run, ui)? {
+                    break 'outer StopReason::Patience;
+                }
+                validated_at = step;
+            }
+        }
+        run.progress.epoch += 1;
+        run.progress.batch_in_epoch = 0;
+    };
+    run.progress.elapsed_s = elapsed(&run.progress);
+    if reason == StopReason::Interrupted {
+        run.meta.step = run.progress.step;
+        checkpoint::save(env.ckpt_path, &run.model, &run.meta, &run.opt, &run.progress)?;
+        ui.on_message(&format!("interrupted: checkpoint saved at update {}", run.progress.step));
+    } else if validated_at != run.progress.step {
+        validate_and_save(env, run, ui)?;
+    }
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    Ok((reason, run_tokens as f64 / secs))
+}
+
+/// Dev loss, perplexity and BLEU; keeps the best model; writes the checkpoint.
+/// Returns true when patience ran out.
+fn validate_and_save(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<bool> {
+    let t = &env.cfg.train;
+    let loss = dev_loss(&run.model, env.dev)?;
+    let bleu = dev_bleu(&run.model, &run.meta, env.dev, t.valid_bleu_sentences)?;
+    let p = &mut run.progress;
+    let better = match p.best_bleu {
+        None => true,
+        Some(b) => bleu > b + 1e-9,
+    };
+    run.meta.step = p.step;
+    if better {
+        p.best_bleu = Some(bleu);
+        p.best_step = p.step;
+        p.bad_validations = 0;
+        model_file::save(env.best_path, &run.model, &run.meta)?;
+    } else {
+        p.bad_validations += 1;
+    }
+    env.log.append(&ValidRecord {
+        step: p.step,
+        epoch: p.epoch,
+        dev_loss: loss,
+        dev_ppl: loss.exp(),
+        dev_bleu: bleu,
+        best: better,
+        elapsed_s: p.elapsed_s,
+    })?;
+    ui.on_message(&format!(
+        "update {}: dev loss {loss:.4}, ppl {:.2}, BLEU {bleu:.2}{}",
+        p.step,
+        loss.exp(),
+        if better { " (best, saved)" } else { "" }
+    ));
+    let out_of_patience = t.patience > 0 && p.bad_validations >= t.patience;
+    checkpoint::save(env.ckpt_path, &run.model, &run.meta, &run.opt, &run.progress)?;
+    Ok(out_of_patience)
+}
+
+/// How much of the run is done, by whichever limit is closest.
+fn fraction(t: &crate::config::TrainConfig, p: &TrainProgress, elapsed: f64, epoch_len: usize) -> Option<f64> {
+    let mut f: Option<f64> = None;
+    let mut take = |x: f64| f = Some(f.map_or(x, |g: f64| g.max(x)));
+    if t.max_steps > 0 {
+        take(p.step as f64 / t.max_steps as f64);
+    }
+    if t.max_minutes > 0.0 {
+        take(elapsed / (t.max_minutes * 60.0));
+    }
+    if t.max_epochs > 0 {
+        take((p.epoch as f64 + p.batch_in_epoch as f64 / epoch_len.max(1) as f64) / t.max_epochs as f64);
+    }
+    f.map(|x| x.min(1.0))
+}

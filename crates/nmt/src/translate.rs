@@ -1,0 +1,82 @@
+//! Text in, text out: a loaded model file + search. The CLI, the trainer's validation and the
+//! server share this, so they all segment, search and desegment the same way.
+use std::path::Path;
+
+use candle_core::{DType, Device};
+use nmt_data::EOS;
+
+use crate::config::SearchConfig;
+use crate::error::Result;
+use crate::model::Seq2Seq;
+use crate::model_file::{self, ModelMeta};
+use crate::search::{search_all, Hypothesis, SearchOptions};
+
+/// One translated sentence: its n-best list, best first.
+#[derive(Clone, Debug)]
+pub struct Translation {
+    pub hyps: Vec<TranslatedHyp>,
+    /// Source subword pieces (with `</s>`), for alignment pictures.
+    pub src_pieces: Vec<String>,
+}
+
+/// A hypothesis as text.
+#[derive(Clone, Debug)]
+pub struct TranslatedHyp {
+    pub text: String,
+    pub hyp: Hypothesis,
+    /// Target pieces, `</s>` appended when the hypothesis finished.
+    pub pieces: Vec<String>,
+}
+
+/// A model with its segmenters.
+pub struct Translator {
+    pub model: Seq2Seq,
+    pub meta: ModelMeta,
+}
+
+impl Translator {
+    pub fn load(path: &Path, device: &Device) -> Result<Self> {
+        let loaded = model_file::load(path, DType::F32, device)?;
+        Ok(Translator { model: loaded.model, meta: loaded.meta })
+    }
+
+    /// The model file's search defaults.
+    pub fn default_search(&self) -> SearchConfig {
+        self.meta.search.clone()
+    }
+
+    /// Translates lines (order kept). Empty lines translate to empty output.
+    pub fn translate(&self, lines: &[String], search: &SearchConfig, alignments: bool) -> Result<Vec<Translation>> {
+        translate_with(&self.model, &self.meta, lines, &SearchOptions { cfg: search.clone(), alignments })
+    }
+}
+
+/// [`Translator::translate`] for a model in hand (the trainer validates with it).
+pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
+    let srcs: Vec<Vec<u32>> = lines
+        .iter()
+        .map(|l| {
+            let mut ids = meta.src.encode(l);
+            ids.push(EOS);
+            ids
+        })
+        .collect();
+    let nbest = search_all(model, &srcs, opts)?;
+    Ok(srcs
+        .iter()
+        .zip(nbest)
+        .map(|(src, hyps)| Translation {
+            src_pieces: meta.src.pieces(src),
+            hyps: hyps
+                .into_iter()
+                .map(|hyp| {
+                    let mut ids = hyp.tokens.clone();
+                    if hyp.finished {
+                        ids.push(EOS);
+                    }
+                    TranslatedHyp { text: meta.tgt.decode(&hyp.tokens), pieces: meta.tgt.pieces(&ids), hyp }
+                })
+                .collect(),
+        })
+        .collect())
+}

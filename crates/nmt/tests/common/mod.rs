@@ -1,0 +1,41 @@
+//! Shared pieces of the integration tests: the toy reversal task and small configs.
+#![allow(dead_code)]
+use nmt::config::{Arch, ModelConfig};
+use nmt::data::batch::Example;
+use nmt::data::EOS;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// First word id of the toy vocabulary (ids 0..4 are the special symbols).
+pub const FIRST: u32 = 4;
+
+/// `n` random sequences over `words` symbols with lengths in `lens`, targets reversed.
+pub fn reversal_examples(n: usize, words: u32, lens: std::ops::RangeInclusive<usize>, seed: u64) -> Vec<Example> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let len = rng.gen_range(lens.clone());
+            let mut src: Vec<u32> = (0..len).map(|_| FIRST + rng.gen_range(0..words)).collect();
+            let mut tgt: Vec<u32> = src.iter().rev().copied().collect();
+            src.push(EOS);
+            tgt.push(EOS);
+            Example { src, tgt }
+        })
+        .collect()
+}
+
+/// A small model for the toy tasks and gradient checks.
+pub fn small_config(arch: Arch, vocab: usize, emb: usize, hidden: usize) -> ModelConfig {
+    let mut c = ModelConfig::preset(match arch {
+        Arch::Rnnsearch => "tiny",
+        Arch::Rnnenc => "tiny-rnnenc",
+    })
+    .unwrap();
+    c.src_vocab = vocab;
+    c.tgt_vocab = vocab;
+    c.emb_dim = emb;
+    c.hidden_dim = hidden;
+    c.att_dim = if arch == Arch::Rnnsearch { hidden } else { 0 };
+    c.maxout_dim = hidden;
+    c
+}

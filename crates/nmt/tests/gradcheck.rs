@@ -1,0 +1,69 @@
+//! Analytic gradients against central finite differences, in f64, for every parameter tensor
+//! of tiny RNNsearch and RNNenc models on a padded batch.
+mod common;
+
+use candle_core::{DType, Device, Tensor};
+use nmt::config::Arch;
+use nmt::data::batch::{Batch, Example};
+use nmt::model::{BatchTensors, Seq2Seq};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn check(arch: Arch) {
+    let dev = Device::Cpu;
+    let mut cfg = common::small_config(arch, 12, 5, 4);
+    cfg.att_dim = if arch == Arch::Rnnsearch { 3 } else { 0 };
+    cfg.maxout_dim = 3;
+    // Larger weights than the paper's 0.01 so that every term contributes measurably.
+    cfg.init_std = 0.5;
+    let model = Seq2Seq::fresh(&cfg, 7, DType::F64, &dev).unwrap();
+    // Different lengths so that padding and masking are exercised.
+    let examples = [
+        Example { src: vec![4, 5, 6, 7, 3], tgt: vec![8, 9, 3] },
+        Example { src: vec![10, 11, 3], tgt: vec![5, 6, 7, 8, 3] },
+        Example { src: vec![4, 3], tgt: vec![11, 3] },
+    ];
+    let rows: Vec<&Example> = examples.iter().collect();
+    let batch = Batch::from_examples(&rows, vec![0, 1, 2]);
+    let bt = BatchTensors::new(&batch, DType::F64, &dev).unwrap();
+    let loss = |m: &Seq2Seq| m.loss(&bt, None).unwrap().mean.to_scalar::<f64>().unwrap();
+    let grads = model.loss(&bt, None).unwrap().mean.backward().unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut checked = 0;
+    for (name, var) in model.params.named_vars() {
+        let grad = grads.get(var.as_tensor()).unwrap_or_else(|| panic!("{name}: no gradient"));
+        let g: Vec<f64> = grad.flatten_all().unwrap().to_vec1().unwrap();
+        let orig: Vec<f64> = var.as_tensor().flatten_all().unwrap().to_vec1().unwrap();
+        // Embedding rows only matter for words in the batch: sample those.
+        let candidates: Vec<usize> = (0..orig.len()).filter(|&i| g[i] != 0.0 || !name.contains("emb")).collect();
+        for _ in 0..6 {
+            let i = candidates[rng.gen_range(0..candidates.len())];
+            let eps = 1e-5;
+            let set = |v: f64| {
+                let mut p = orig.clone();
+                p[i] = v;
+                var.set(&Tensor::from_vec(p, var.shape(), &dev).unwrap()).unwrap();
+            };
+            set(orig[i] + eps);
+            let up = loss(&model);
+            set(orig[i] - eps);
+            let down = loss(&model);
+            set(orig[i]);
+            let numeric = (up - down) / (2.0 * eps);
+            let rel = (g[i] - numeric).abs() / (g[i].abs() + numeric.abs()).max(1e-7);
+            assert!(rel < 1e-4, "{arch:?} {name}[{i}]: analytic {} numeric {numeric} rel {rel:e}", g[i]);
+            checked += 1;
+        }
+    }
+    assert!(checked > 60, "checked only {checked} entries");
+}
+
+#[test]
+fn rnnsearch_gradients_match_finite_differences() {
+    check(Arch::Rnnsearch);
+}
+
+#[test]
+fn rnnenc_gradients_match_finite_differences() {
+    check(Arch::Rnnenc);
+}
