@@ -140,9 +140,7 @@ impl SummaryDecoder {
 
     /// Input projections of all target embeddings: `(batch, len, m)` → `(batch, len, 3n)`.
     pub fn project(&self, x: &Tensor) -> Result<Tensor> {
-        let (b, t, m) = x.dims3()?;
-        let gi = x.reshape((b * t, m))?.matmul(&self.w)?.broadcast_add(&self.b)?;
-        Ok(gi.reshape((b, t, 3 * self.hidden))?)
+        super::gru::project_sequence(x, &self.w, &self.b)
     }
 
     pub fn step(&self, memory: &Memory, gi: &Tensor, h: &Tensor) -> Result<StepOut> {

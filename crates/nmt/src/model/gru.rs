@@ -45,9 +45,7 @@ impl Gru {
     /// Input projections `x W + b` for a whole batch of sequences at once.
     /// `x: (batch, len, in)` → `(batch, len, 3n)`.
     pub fn project(&self, x: &Tensor) -> Result<Tensor> {
-        let (b, t, i) = x.dims3()?;
-        let gi = x.reshape((b * t, i))?.matmul(&self.w)?.broadcast_add(&self.b)?;
-        Ok(gi.reshape((b, t, 3 * self.hidden))?)
+        project_sequence(x, &self.w, &self.b)
     }
 
     /// One step. `gi: (batch, 3n)` is the input's projection (plus any extra input term such as
@@ -83,4 +81,11 @@ impl Gru {
         let states: Vec<Tensor> = states.into_iter().flatten().collect();
         Ok((Tensor::stack(&states, 1)?, h))
     }
+}
+
+/// `x W + b` for every position as one matmul: `(batch, len, in)` → `(batch, len, out)`.
+pub fn project_sequence(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (n, t, i) = x.dims3()?;
+    let out = w.dim(1)?;
+    Ok(x.reshape((n * t, i))?.matmul(w)?.broadcast_add(b)?.reshape((n, t, out))?)
 }

@@ -19,10 +19,8 @@ pub struct BatchTensors {
 
 impl BatchTensors {
     pub fn new(batch: &Batch, dtype: DType, device: &Device) -> Result<Self> {
-        let (b, s, t) = (batch.size, batch.src_len, batch.tgt_len);
-        let mask_of = |ids: &[u32]| -> Vec<f32> { ids.iter().map(|&i| if i == PAD { 0.0 } else { 1.0 }).collect() };
-        let src = Tensor::from_vec(batch.src.clone(), (b, s), device)?;
-        let src_mask = Tensor::from_vec(mask_of(&batch.src), (b, s), device)?.to_dtype(dtype)?;
+        let (b, t) = (batch.size, batch.tgt_len);
+        let (src, src_mask) = Self::source(batch, dtype, device)?;
         let tgt_in = Tensor::from_vec(batch.tgt_in.clone(), (b, t), device)?;
         let tgt_out = Tensor::from_vec(batch.tgt_out.clone(), b * t, device)?;
         let tgt_mask_v = mask_of(&batch.tgt_out);
@@ -34,10 +32,15 @@ impl BatchTensors {
     /// Source side only (for search): `(src, src_mask)`.
     pub fn source(batch: &Batch, dtype: DType, device: &Device) -> Result<(Tensor, Tensor)> {
         let (b, s) = (batch.size, batch.src_len);
-        let mask: Vec<f32> = batch.src.iter().map(|&i| if i == PAD { 0.0 } else { 1.0 }).collect();
+        let mask = mask_of(&batch.src);
         Ok((
             Tensor::from_vec(batch.src.clone(), (b, s), device)?,
             Tensor::from_vec(mask, (b, s), device)?.to_dtype(dtype)?,
         ))
     }
+}
+
+/// 1.0 at real tokens, 0.0 at padding.
+fn mask_of(ids: &[u32]) -> Vec<f32> {
+    ids.iter().map(|&i| if i == PAD { 0.0 } else { 1.0 }).collect()
 }

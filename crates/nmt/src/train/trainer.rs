@@ -205,7 +205,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
     let t = &env.cfg.train;
     let started = Instant::now();
     let elapsed_before = run.progress.elapsed_s;
-    let elapsed = |_: &TrainProgress| -> f64 { elapsed_before + started.elapsed().as_secs_f64() };
+    let elapsed = || -> f64 { elapsed_before + started.elapsed().as_secs_f64() };
     let (mut run_tokens, mut win) = (0usize, Window::default());
     let mut validated_at = u64::MAX;
     let reason = 'outer: loop {
@@ -220,7 +220,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             if t.max_steps > 0 && run.progress.step >= t.max_steps {
                 break 'outer StopReason::MaxSteps;
             }
-            if t.max_minutes > 0.0 && elapsed(&run.progress) >= t.max_minutes * 60.0 {
+            if t.max_minutes > 0.0 && elapsed() >= t.max_minutes * 60.0 {
                 break 'outer StopReason::MaxMinutes;
             }
             let batch = &batches[run.progress.batch_in_epoch];
@@ -251,8 +251,8 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
                     epoch: run.progress.epoch,
                     loss: win.loss_sum / win.tokens.max(1) as f64,
                     tok_per_s: win.tokens as f64 / secs,
-                    elapsed_s: elapsed(&run.progress),
-                    fraction: fraction(t, &run.progress, elapsed(&run.progress), batches.len()),
+                    elapsed_s: elapsed(),
+                    fraction: fraction(t, &run.progress, elapsed(), batches.len()),
                 };
                 env.log.append(&TrainRecord {
                     step,
@@ -266,7 +266,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
                 win = Window::default();
             }
             if step % t.valid_every.max(1) == 0 {
-                run.progress.elapsed_s = elapsed(&run.progress);
+                run.progress.elapsed_s = elapsed();
                 if validate_and_save(env, run, ui)? {
                     break 'outer StopReason::Patience;
                 }
@@ -276,7 +276,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
         run.progress.epoch += 1;
         run.progress.batch_in_epoch = 0;
     };
-    run.progress.elapsed_s = elapsed(&run.progress);
+    run.progress.elapsed_s = elapsed();
     if reason == StopReason::Interrupted {
         run.meta.step = run.progress.step;
         checkpoint::save(env.ckpt_path, &run.model, &run.meta, &run.opt, &run.progress)?;
