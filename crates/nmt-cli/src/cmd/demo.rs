@@ -96,9 +96,10 @@ pub fn run(args: DemoArgs) -> Result<()> {
         println!("\nEN  {}\nREF {}\nNMT {}", shown[i], test_ref[i], t.hyps.first().map_or("", |h| h.text.as_str()));
     }
     let m = summary.best_model.display();
+    let exe = std::env::current_exe().map_or_else(|_| "nmt".to_string(), |p| p.display().to_string());
     println!("\nThe model is {m}. Use it:");
-    println!("  echo 'In the beginning God created the heavens.' | nmt translate -m {m} -b 5");
-    println!("  nmt translate -m {m} -b 5 < input.en > output.es");
-    println!("  nmt train --config {}/config.toml --model-dir {}   # continue training", args.model_dir.display(), args.model_dir.display());
+    println!("  echo 'In the beginning God created the heavens.' | {exe} translate -m {m} -b 5");
+    println!("  {exe} translate -m {m} -b 5 < input.en > output.es");
+    println!("  {exe} train --config {d}/config.toml --model-dir {d}   # continue training", d = args.model_dir.display());
     Ok(())
 }

@@ -176,6 +176,13 @@ fn resume(cfg: &Config, path: &std::path::Path, device: &Device, ui: &mut dyn Pr
 fn write_config(cfg: &Config, meta: &ModelMeta, dir: &std::path::Path) -> Result<()> {
     let mut resolved = cfg.clone();
     resolved.model = meta.config.clone();
+    // Absolute paths: the file is read relative to its own folder, the model directory.
+    let d = &mut resolved.data;
+    for p in [&mut d.train_src, &mut d.train_tgt, &mut d.dev_src, &mut d.dev_tgt] {
+        if let Ok(abs) = std::fs::canonicalize(&*p) {
+            *p = abs;
+        }
+    }
     let text = toml::to_string(&resolved).map_err(|e| Error::Config(e.to_string()))?;
     model_file::write_atomic(&dir.join("config.toml"), text.as_bytes())
 }
