@@ -152,7 +152,7 @@ impl<'a> ParamBuilder<'a> {
 
 /// `(n, k·n)` with each `n × n` block orthogonal (QR of a Gaussian matrix, Saxe et al. 2014).
 fn orthogonal_blocks(n: usize, cols: usize, rng: &mut ChaCha8Rng) -> Result<Vec<f64>> {
-    if n == 0 || cols % n != 0 {
+    if n == 0 || !cols.is_multiple_of(n) {
         return Err(Error::Config(format!("orthogonal init needs (n, k*n), got ({n}, {cols})")));
     }
     let mut out = vec![0.0; n * cols];

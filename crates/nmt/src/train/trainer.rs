@@ -251,7 +251,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             win.grad_norm += norm;
             win.updates += 1;
             let step = run.progress.step;
-            if step % t.log_every.max(1) == 0 {
+            if step.is_multiple_of(t.log_every.max(1)) {
                 let secs = win.started.map(|s| s.elapsed().as_secs_f64()).unwrap_or(0.0).max(1e-9);
                 let info = StepInfo {
                     step,
@@ -272,7 +272,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
                 ui.on_step(&info);
                 win = Window::default();
             }
-            if step % t.valid_every.max(1) == 0 {
+            if step.is_multiple_of(t.valid_every.max(1)) {
                 run.progress.elapsed_s = elapsed();
                 if validate_and_save(env, run, ui)? {
                     break 'outer StopReason::Patience;
