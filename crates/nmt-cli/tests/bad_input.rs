@@ -113,3 +113,21 @@ fn train_translate_and_bad_stdin() {
     assert!(lines[0].starts_with("0 ||| ") && lines[3].starts_with("1 ||| "), "{text}");
     fails_with(&nmt(&["translate", "-m", m], Some(b"fine\nbad \xc3\x28 line\n")), &["line 2", "UTF-8"]);
 }
+
+#[test]
+fn eval_bleu_rejects_malformed_input() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("ref.es");
+    let h = d.path().join("hyp.es");
+    std::fs::write(&r, "a b c\nd e f\ng\n").unwrap();
+    std::fs::write(&h, "a b c\nd e f\n").unwrap();
+    let (rs, hs) = (r.to_str().unwrap(), h.to_str().unwrap());
+    fails_with(&nmt(&["eval", "bleu", "-r", rs, hs], None), &["3", "2"]);
+    std::fs::write(&h, b"a b c\nd \xfe f\ng\n").unwrap();
+    fails_with(&nmt(&["eval", "bleu", "-r", rs, hs], None), &["hyp.es", "2"]);
+    std::fs::write(&r, "a b c d e\nd e f g h\ng h i j k\n").unwrap();
+    std::fs::write(&h, "a b c d e\nd e f g h\ng h i j k\n").unwrap();
+    let ok = nmt(&["eval", "bleu", "-r", rs, hs], None);
+    assert!(ok.status.success());
+    assert!(String::from_utf8_lossy(&ok.stdout).starts_with("BLEU = 100.00"), "{}", String::from_utf8_lossy(&ok.stdout));
+}
