@@ -15,3 +15,5 @@ pub mod translate;
 
 /// The tensor library, re-exported so that users (and the CLI) use the same version.
 pub use candle_core;
+pub mod kernels;
+pub mod bench;

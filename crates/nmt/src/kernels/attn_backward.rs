@@ -1,0 +1,179 @@
+//! Backward pass of the fused attention decoder (`attn_decoder.rs`), written out by hand.
+//!
+//! For step `i`, going back in time, with `ds` the gradient reaching `s_i`:
+//! ```text
+//! GRU:        dGI_i, dGH_i from ds (as in gru.rs);    ds_{i-1} += ds ⊙ z + dGH_i Uᵀ
+//! context:    dc_i = dc_out_i + dGI_i W_cᵀ
+//! attention:  dα_j = dc_i · h_j,   dh_j += α_j dc_i
+//!             de_j = α_j (dα_j - Σ_k α_k dα_k)
+//!             dpre_j = de_j v_a ⊙ (1 - x_j²);  d(U_a h_j) += dpre_j;  dv_a += de_j x_j
+//!             dWS_i = Σ_j dpre_j;              ds_{i-1} += dWS_i W_aᵀ
+//! ```
+//! then `dW_a = S_prevᵀ dWS`, `dW_c = Cᵀ dGI`, `dU = S_prevᵀ dGH` as GEMMs over all steps.
+use rayon::prelude::*;
+
+use super::attn_decoder::{attend_row, AttnDims};
+use super::gemm::{matmul, Mat, Real};
+use super::gru::chunk_rows;
+use super::math::{axpy, dot};
+use crate::simd_dispatch;
+
+/// Recomputed per-step quantities, `(B, T, ·)` each.
+struct Recomputed<T> {
+    sprev: Vec<T>,
+    ws: Vec<T>,
+    gi: Vec<T>,
+    gh: Vec<T>,
+}
+
+/// Returns the gradients of `(seq, enc, w)` given the output `out` and its gradient `dout`.
+pub fn backward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T], out: &[T], dout: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (bt, tl, sl, h, c, a) = (d.batch * d.tgt_len, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
+    let (ow, ew, o) = (h + c, c + a, d.woff());
+    let threads = rayon::current_num_threads();
+    let (gie, s0) = seq.split_at(bt * 3 * h);
+
+    // S_prev: the state each step started from.
+    let mut sprev = vec![T::ZERO; bt * h];
+    for b in 0..d.batch {
+        for i in 0..tl {
+            let src = if i == 0 { &s0[b * h..(b + 1) * h] } else { &out[(b * tl + i - 1) * ow..][..h] };
+            sprev[(b * tl + i) * h..][..h].copy_from_slice(src);
+        }
+    }
+    let bias_rows = |bias: &[T], n: usize| -> Vec<T> { bias.iter().copied().cycle().take(n * bias.len()).collect() };
+    let mut ws = bias_rows(&w[o.ba..o.va], bt);
+    matmul(&mut ws, 0, a, Mat::new(&sprev, bt, h), Mat::new(&w[o.wa..o.ba], h, a), true, threads);
+    let mut gh = bias_rows(&w[o.bh..o.end], bt);
+    matmul(&mut gh, 0, 3 * h, Mat::new(&sprev, bt, h), Mat::new(&w[o.u..o.bh], h, 3 * h), true, threads);
+    let mut gi = gie.to_vec();
+    matmul(&mut gi, 0, 3 * h, Mat::strided(out, h, bt, c, ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, threads);
+    let re = Recomputed { sprev, ws, gi, gh };
+
+    let mut dgi = vec![T::ZERO; bt * 3 * h];
+    let mut dgh = vec![T::ZERO; bt * 3 * h];
+    let mut dws = vec![T::ZERO; bt * a];
+    let mut denc = vec![T::ZERO; d.batch * sl * ew];
+    let mut ds0 = vec![T::ZERO; d.batch * h];
+    let rows = chunk_rows(d.batch);
+    let dv_parts: Vec<Vec<T>> = dgi
+        .par_chunks_mut(rows * tl * 3 * h)
+        .zip(dgh.par_chunks_mut(rows * tl * 3 * h))
+        .zip(dws.par_chunks_mut(rows * tl * a))
+        .zip(denc.par_chunks_mut(rows * sl * ew))
+        .zip(ds0.par_chunks_mut(rows * h))
+        .enumerate()
+        .map(|(ci, ((((dgi_c, dgh_c), dws_c), denc_c), ds0_c))| {
+            let b0 = ci * rows;
+            let nb = ds0_c.len() / h;
+            let mut bufs = ChunkOut { dgi: dgi_c, dgh: dgh_c, dws: dws_c, denc: denc_c, carry: ds0_c, dv: vec![T::ZERO; a] };
+            simd_dispatch!(backward_chunk(d, b0, nb, enc, w, dout, &re, &mut bufs));
+            bufs.dv
+        })
+        .collect();
+
+    let mut dw = vec![T::ZERO; o.end];
+    let sp = Mat::new(&re.sprev, bt, h).t();
+    matmul(&mut dw, o.wa, a, sp, Mat::new(&dws, bt, a), false, threads);
+    matmul(&mut dw, o.wc, 3 * h, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, 3 * h), false, threads);
+    matmul(&mut dw, o.u, 3 * h, sp, Mat::new(&dgh, bt, 3 * h), false, threads);
+    sum_rows(&dws, &mut dw[o.ba..o.va]);
+    sum_rows(&dgh, &mut dw[o.bh..o.end]);
+    for part in dv_parts {
+        axpy(T::ONE, &part, &mut dw[o.va..o.wc]);
+    }
+    let mut dseq = dgi;
+    dseq.extend_from_slice(&ds0);
+    (dseq, denc, dw)
+}
+
+fn sum_rows<T: Real>(m: &[T], acc: &mut [T]) {
+    for row in m.chunks(acc.len()) {
+        axpy(T::ONE, row, acc);
+    }
+}
+
+/// The gradient buffers one chunk of batch rows owns.
+struct ChunkOut<'a, T> {
+    dgi: &'a mut [T],
+    dgh: &'a mut [T],
+    dws: &'a mut [T],
+    denc: &'a mut [T],
+    /// Gradient reaching the current state; ends as the gradient of `s_0`.
+    carry: &'a mut [T],
+    dv: Vec<T>,
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn backward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, enc: &[T], w: &[T], dout: &[T], re: &Recomputed<T>, g: &mut ChunkOut<'_, T>) {
+    let (tl, sl, h, c, a) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
+    let (ow, ew, o) = (h + c, c + a, d.woff());
+    let v = &w[o.va..o.wc];
+    let mut dc = vec![T::ZERO; nb * c];
+    let mut x = vec![T::ZERO; sl * a];
+    let mut alpha = vec![T::ZERO; sl];
+    let mut ctx = vec![T::ZERO; c];
+    let mut dalpha = vec![T::ZERO; sl];
+    let mut dpre = vec![T::ZERO; a];
+    for i in (0..tl).rev() {
+        for b in 0..nb {
+            let bg = b0 + b;
+            let (o3, o1) = ((bg * tl + i) * 3 * h, (bg * tl + i) * h);
+            let l3 = (b * tl + i) * 3 * h;
+            let (gi, gh, hp) = (&re.gi[o3..o3 + 3 * h], &re.gh[o3..o3 + 3 * h], &re.sprev[o1..o1 + h]);
+            let ds_out = &dout[(bg * tl + i) * ow..][..h];
+            let cr = &mut g.carry[b * h..(b + 1) * h];
+            let dgi = &mut g.dgi[l3..l3 + 3 * h];
+            let dgh = &mut g.dgh[l3..l3 + 3 * h];
+            for j in 0..h {
+                let r = (gi[j] + gh[j]).sigmoid_fast();
+                let z = (gi[h + j] + gh[h + j]).sigmoid_fast();
+                let n = (gi[2 * h + j] + r * gh[2 * h + j]).tanh_fast();
+                let ds = ds_out[j] + cr[j];
+                let dpn = ds * (T::ONE - z) * (T::ONE - n * n);
+                let dpr = dpn * gh[2 * h + j] * r * (T::ONE - r);
+                let dpz = ds * (hp[j] - n) * z * (T::ONE - z);
+                dgi[j] = dpr;
+                dgi[h + j] = dpz;
+                dgi[2 * h + j] = dpn;
+                dgh[j] = dpr;
+                dgh[h + j] = dpz;
+                dgh[2 * h + j] = dpn * r;
+                cr[j] = ds * z;
+            }
+            dc[b * c..(b + 1) * c].copy_from_slice(&dout[(bg * tl + i) * ow + h..][..c]);
+        }
+        // dc += dGI Wcᵀ; carry += dGH Uᵀ.
+        matmul(&mut dc, 0, c, Mat::strided(g.dgi, i * 3 * h, nb, 3 * h, tl * 3 * h), Mat::new(&w[o.wc..o.u], c, 3 * h).t(), true, 1);
+        matmul(g.carry, 0, h, Mat::strided(g.dgh, i * 3 * h, nb, 3 * h, tl * 3 * h), Mat::new(&w[o.u..o.bh], h, 3 * h).t(), true, 1);
+        for b in 0..nb {
+            let bg = b0 + b;
+            let len = d.lens[bg];
+            let enc_b = &enc[bg * sl * ew..(bg + 1) * sl * ew];
+            let ws = &re.ws[(bg * tl + i) * a..][..a];
+            attend_row(enc_b, ws, v, len, c, &mut x, &mut alpha, &mut ctx);
+            let dcb = &dc[b * c..(b + 1) * c];
+            let denc_b = &mut g.denc[b * sl * ew..(b + 1) * sl * ew];
+            let mut mean = T::ZERO;
+            for j in 0..len {
+                dalpha[j] = dot(dcb, &enc_b[j * ew..j * ew + c]);
+                mean += alpha[j] * dalpha[j];
+                axpy(alpha[j], dcb, &mut denc_b[j * ew..j * ew + c]);
+            }
+            let dws_row = &mut g.dws[(b * tl + i) * a..][..a];
+            for j in 0..len {
+                let de = alpha[j] * (dalpha[j] - mean);
+                let xj = &x[j * a..(j + 1) * a];
+                axpy(de, xj, &mut g.dv);
+                for k in 0..a {
+                    dpre[k] = de * v[k] * (T::ONE - xj[k] * xj[k]);
+                }
+                axpy(T::ONE, &dpre, &mut denc_b[j * ew + c..(j + 1) * ew]);
+                axpy(T::ONE, &dpre, dws_row);
+            }
+        }
+        // carry += dWS W_aᵀ.
+        matmul(g.carry, 0, h, Mat::strided(g.dws, i * a, nb, a, tl * a), Mat::new(&w[o.wa..o.ba], h, a).t(), true, 1);
+    }
+}

@@ -1,0 +1,236 @@
+//! The RNNsearch decoder's whole step loop (Bahdanau et al. 2014, appendix A.2.2) as one candle
+//! op: additive attention, context, and a reset-after GRU whose input is `[E y_{i-1}; c_i]`.
+//!
+//! ```text
+//! ws_i  = s_{i-1} W_a + b_a                         (B, A)     one GEMM per step
+//! x_ij  = tanh(U_a h_j + ws_i),  e_ij = x_ij · v_a  (B, S, A) → (B, S)
+//! α_i   = softmax_j(e_ij) over the source length     (B, S)
+//! c_i   = Σ_j α_ij h_j                              (B, C)     C = 2H for a bi-GRU encoder
+//! gi_i  = gie_i + c_i W_c,  gh_i = s_{i-1} U + b_h   (B, 3H)    gie = E y W_e + b_i, precomputed
+//! s_i   = GRU(gi_i, gh_i, s_{i-1})                  as in `gru.rs`
+//! ```
+//!
+//! Inputs, packed so that one `CustomOp3` carries them (candle's autodiff splits the gradient
+//! back through the `cat`s):
+//! - `seq`: flat `[gie (B, T, 3H); s_0 (B, H)]`;
+//! - `enc`: `(B, S, C + A)`, each source position's `[h_j; U_a h_j]`;
+//! - `w`: flat `[W_a (H, A); b_a (A); v_a (A); W_c (C, 3H); U (H, 3H); b_h (3H)]`.
+//!
+//! Output `(B, T, H + C)`: each step's `[s_i; c_i]`. The source lengths are part of the op
+//! (positions at or past a sentence's length get no attention).
+//!
+//! Backward recomputes the attention and the gates: `WS`, `GH` and `GI` for all steps are three
+//! GEMMs before the loop, the loop back through time does three small GEMMs per step
+//! (`dGI Wcᵀ`, `dGH Uᵀ`, `dWS W_aᵀ`), and the weight gradients are GEMMs over all steps.
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
+use rayon::prelude::*;
+
+use super::gemm::{matmul, Mat, Real};
+use super::gru::{chunk_rows, read_write};
+use super::math::{axpy, dot};
+use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
+use crate::simd_dispatch;
+
+/// Dimensions of the attention decoder op.
+#[derive(Clone, Debug)]
+pub struct AttnDims {
+    pub batch: usize,
+    pub tgt_len: usize,
+    pub src_len: usize,
+    pub hidden: usize,
+    pub ctx: usize,
+    pub att: usize,
+    /// Source length of each sentence, `<= src_len`.
+    pub lens: Vec<usize>,
+}
+
+/// Offsets of the parameters inside the packed `w`.
+#[derive(Clone, Copy)]
+pub(crate) struct WOff {
+    pub wa: usize,
+    pub ba: usize,
+    pub va: usize,
+    pub wc: usize,
+    pub u: usize,
+    pub bh: usize,
+    pub end: usize,
+}
+
+impl AttnDims {
+    pub(crate) fn woff(&self) -> WOff {
+        let (h, c, a) = (self.hidden, self.ctx, self.att);
+        let ba = h * a;
+        let va = ba + a;
+        let wc = va + a;
+        let u = wc + c * 3 * h;
+        let bh = u + h * 3 * h;
+        WOff { wa: 0, ba, va, wc, u, bh, end: bh + 3 * h }
+    }
+    fn out_w(&self) -> usize {
+        self.hidden + self.ctx
+    }
+    fn enc_w(&self) -> usize {
+        self.ctx + self.att
+    }
+}
+
+/// Runs the decoder loop; see the module docs for the packing. Returns `(B, T, H + C)`.
+pub fn attention_decoder(seq: &Tensor, enc: &Tensor, w: &Tensor, dims: AttnDims) -> Result<Tensor> {
+    let d = &dims;
+    let ok = seq.dims1()? == d.batch * (d.tgt_len * 3 * d.hidden + d.hidden)
+        && enc.dims() == [d.batch, d.src_len, d.enc_w()]
+        && w.dims1()? == d.woff().end
+        && d.lens.len() == d.batch
+        && d.lens.iter().all(|&l| l >= 1 && l <= d.src_len);
+    if !ok {
+        candle_core::bail!("attention_decoder: inputs {:?} {:?} {:?} do not fit {d:?}", seq.dims(), enc.dims(), w.dims());
+    }
+    seq.contiguous()?.apply_op3(&enc.contiguous()?, &w.contiguous()?, AttnDecoder(dims))
+}
+
+struct AttnDecoder(AttnDims);
+
+impl CustomOp3 for AttnDecoder {
+    fn name(&self) -> &'static str {
+        "fused-attention-decoder"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let d = &self.0;
+        let shape = Shape::from((d.batch, d.tgt_len, d.out_w()));
+        Ok(match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
+            DType::F32 => (CpuStorage::F32(forward(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?)), shape),
+            _ => (CpuStorage::F64(forward(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?)), shape),
+        })
+    }
+
+    fn bwd(
+        &self,
+        seq: &Tensor,
+        enc: &Tensor,
+        w: &Tensor,
+        res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (a, b, c) = match seq.dtype() {
+            DType::F32 => backward_t::<f32>(&self.0, [seq, enc, w, res, grad])?,
+            _ => backward_t::<f64>(&self.0, [seq, enc, w, res, grad])?,
+        };
+        Ok((Some(a), Some(b), Some(c)))
+    }
+}
+
+fn backward_t<T: Real + WithDType>(d: &AttnDims, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
+    let [seq, enc, w, res, grad] = t;
+    with_slice::<T, _>(seq, |seq_s| {
+        with_slice::<T, _>(enc, |enc_s| {
+            with_slice::<T, _>(w, |w_s| {
+                with_slice::<T, _>(res, |out_s| {
+                    with_slice::<T, _>(grad, |g_s| {
+                        let (ds, de, dw) = super::attn_backward::backward(d, seq_s, enc_s, w_s, out_s, g_s);
+                        Ok((tensor_from(ds, seq.shape(), seq)?, tensor_from(de, enc.shape(), enc)?, tensor_from(dw, w.shape(), w)?))
+                    })
+                })
+            })
+        })
+    })
+}
+
+/// Attention for one sentence: fills `alpha (S)` and `ctx (C)` from `ws (A)`; `x (S, A)` keeps
+/// the `tanh` activations for the backward pass.
+#[inline(always)]
+pub(crate) fn attend_row<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, ctx_dim: usize, x: &mut [T], alpha: &mut [T], ctx: &mut [T]) {
+    let a = ws.len();
+    let ew = ctx_dim + a;
+    let mut max = T::from_f64(f64::NEG_INFINITY);
+    for j in 0..len {
+        let uh = &enc_b[j * ew + ctx_dim..(j + 1) * ew];
+        let xj = &mut x[j * a..(j + 1) * a];
+        for k in 0..a {
+            xj[k] = (uh[k] + ws[k]).tanh_fast();
+        }
+        let e = dot(xj, v);
+        alpha[j] = e;
+        max = max.max(e);
+    }
+    let mut sum = T::ZERO;
+    for al in alpha[..len].iter_mut() {
+        *al = (*al - max).exp_fast();
+        sum += *al;
+    }
+    let inv = T::ONE / sum;
+    ctx.fill(T::ZERO);
+    for j in 0..len {
+        alpha[j] = alpha[j] * inv;
+        axpy(alpha[j], &enc_b[j * ew..j * ew + ctx_dim], ctx);
+    }
+    alpha[len..].fill(T::ZERO);
+}
+
+/// Forward pass: `(B, T, H + C)`.
+pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> Vec<T> {
+    let ow = d.out_w();
+    let mut out = vec![T::ZERO; d.batch * d.tgt_len * ow];
+    let rows = chunk_rows(d.batch);
+    let gie_len = d.batch * d.tgt_len * 3 * d.hidden;
+    let (gie, s0) = seq.split_at(gie_len);
+    out.par_chunks_mut(rows * d.tgt_len * ow).enumerate().for_each(|(c, out_c)| {
+        let b0 = c * rows;
+        let nb = out_c.len() / (d.tgt_len * ow);
+        let gie_c = &gie[b0 * d.tgt_len * 3 * d.hidden..][..nb * d.tgt_len * 3 * d.hidden];
+        let s0_c = &s0[b0 * d.hidden..][..nb * d.hidden];
+        let enc_c = &enc[b0 * d.src_len * d.enc_w()..][..nb * d.src_len * d.enc_w()];
+        simd_dispatch!(forward_chunk(d, b0, nb, gie_c, s0_c, enc_c, w, out_c))
+    });
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn forward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, gie: &[T], s0: &[T], enc: &[T], w: &[T], out: &mut [T]) {
+    let (tl, sl, h, c, a) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
+    let (ow, ew, o) = (d.out_w(), d.enc_w(), d.woff());
+    let mut ws = vec![T::ZERO; nb * a];
+    let mut gi = vec![T::ZERO; nb * 3 * h];
+    let mut gh = vec![T::ZERO; nb * 3 * h];
+    let mut x = vec![T::ZERO; sl * a];
+    let mut alpha = vec![T::ZERO; sl];
+    for i in 0..tl {
+        // The previous state: s_0, or the state output at step i-1.
+        let sp = if i == 0 { Mat::new(s0, nb, h) } else { Mat::strided(out, (i - 1) * ow, nb, h, tl * ow) };
+        for row in ws.chunks_mut(a) {
+            row.copy_from_slice(&w[o.ba..o.ba + a]);
+        }
+        matmul(&mut ws, 0, a, sp, Mat::new(&w[o.wa..o.ba], h, a), true, 1);
+        for row in gh.chunks_mut(3 * h) {
+            row.copy_from_slice(&w[o.bh..o.end]);
+        }
+        matmul(&mut gh, 0, 3 * h, sp, Mat::new(&w[o.u..o.bh], h, 3 * h), true, 1);
+        for b in 0..nb {
+            let ctx = &mut out[(b * tl + i) * ow + h..(b * tl + i + 1) * ow];
+            let enc_b = &enc[b * sl * ew..(b + 1) * sl * ew];
+            attend_row(enc_b, &ws[b * a..(b + 1) * a], &w[o.va..o.wc], d.lens[b0 + b], c, &mut x, &mut alpha, ctx);
+            gi[b * 3 * h..(b + 1) * 3 * h].copy_from_slice(&gie[(b * tl + i) * 3 * h..(b * tl + i + 1) * 3 * h]);
+        }
+        matmul(&mut gi, 0, 3 * h, Mat::strided(out, i * ow + h, nb, c, tl * ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, 1);
+        for b in 0..nb {
+            let (g, hh) = (&gi[b * 3 * h..(b + 1) * 3 * h], &gh[b * 3 * h..(b + 1) * 3 * h]);
+            let cur = (b * tl + i) * ow;
+            if i == 0 {
+                super::gru::cell(g, hh, &s0[b * h..(b + 1) * h], &mut out[cur..cur + h]);
+            } else {
+                let (sp, st) = read_write(out, cur - ow, cur, h);
+                super::gru::cell(g, hh, sp, st);
+            }
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Row-major GEMM on strided slices, through the `gemm` crate (the one candle's CPU matmul uses,
+//! so the fused kernels and candle's own matmuls run the same micro-kernels).
+//!
+//! A matrix view is `(ptr offset, rows, cols, row stride)` with unit column stride, or its
+//! transpose: [`Mat::t`] swaps the strides without copying, which is how `Aᵀ·B` in the backward
+//! passes is expressed.
+
+/// Element types the kernels run in: `f32` for speed, `f64` for gradient checks.
+pub trait Real:
+    Copy
+    + Send
+    + Sync
+    + 'static
+    + PartialOrd
+    + std::fmt::Debug
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::AddAssign
+    + std::ops::Neg<Output = Self>
+    + super::math::FastMath
+{
+    const ZERO: Self;
+    const ONE: Self;
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn tanh(self) -> Self;
+    fn max(self, other: Self) -> Self;
+    fn sqrt(self) -> Self;
+}
+
+macro_rules! impl_real {
+    ($t:ty) => {
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            #[inline(always)]
+            fn max(self, other: Self) -> Self {
+                <$t>::max(self, other)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+        }
+    };
+}
+impl_real!(f32);
+impl_real!(f64);
+
+/// A strided read-only matrix view: element `(i, j)` is `data[off + i*rs + j*cs]`.
+#[derive(Clone, Copy)]
+pub struct Mat<'a, T> {
+    pub data: &'a [T],
+    pub off: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub rs: usize,
+    pub cs: usize,
+}
+
+impl<'a, T> Mat<'a, T> {
+    /// A contiguous row-major `(rows, cols)` matrix.
+    pub fn new(data: &'a [T], rows: usize, cols: usize) -> Self {
+        Mat { data, off: 0, rows, cols, rs: cols, cs: 1 }
+    }
+
+    /// Rows of length `cols` taken every `rs` elements, starting at `off`.
+    pub fn strided(data: &'a [T], off: usize, rows: usize, cols: usize, rs: usize) -> Self {
+        Mat { data, off, rows, cols, rs, cs: 1 }
+    }
+
+    /// The transpose, as a view.
+    pub fn t(self) -> Self {
+        Mat { rows: self.cols, cols: self.rows, rs: self.cs, cs: self.rs, ..self }
+    }
+
+    /// The last element index this view touches, plus one (0 for an empty view).
+    fn extent(&self) -> usize {
+        if self.rows == 0 || self.cols == 0 {
+            return 0;
+        }
+        self.off + (self.rows - 1) * self.rs + (self.cols - 1) * self.cs + 1
+    }
+}
+
+/// `dst = beta_dst * dst + a · b`, where `dst` is `(a.rows, b.cols)` with row stride `dst_rs`
+/// starting at `dst_off`; `accumulate == false` overwrites `dst` (its old values are not read).
+/// `threads > 1` lets the `gemm` crate split the product over the rayon pool.
+///
+/// # Panics
+/// On mismatched shapes or views that run past their slices: these are programming errors
+/// in the kernels, never reachable from user input (the kernels check shapes up front).
+pub fn matmul<T: Real>(
+    dst: &mut [T],
+    dst_off: usize,
+    dst_rs: usize,
+    a: Mat<'_, T>,
+    b: Mat<'_, T>,
+    accumulate: bool,
+    threads: usize,
+) {
+    assert_eq!(a.cols, b.rows, "gemm: inner dimensions differ");
+    let (m, n, k) = (a.rows, b.cols, a.cols);
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(a.extent() <= a.data.len() && b.extent() <= b.data.len(), "gemm: view out of bounds");
+    assert!(dst_off + (m - 1) * dst_rs + n <= dst.len(), "gemm: destination out of bounds");
+    if k == 0 {
+        if !accumulate {
+            for i in 0..m {
+                dst[dst_off + i * dst_rs..dst_off + i * dst_rs + n].fill(T::ZERO);
+            }
+        }
+        return;
+    }
+    let par = if threads > 1 && m * n * k >= 1 << 18 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: the asserts above keep every index the views describe inside their slices, and
+    // `dst` is borrowed mutably, so it cannot alias `a` or `b`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr().add(dst_off),
+            1,
+            dst_rs as isize,
+            accumulate,
+            a.data.as_ptr().add(a.off),
+            a.cs as isize,
+            a.rs as isize,
+            b.data.as_ptr().add(b.off),
+            b.cs as isize,
+            b.rs as isize,
+            T::ONE,
+            T::ONE,
+            false,
+            false,
+            false,
+            par,
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! Fused CPU kernels (issue 4): the recurrences, the loss and the optimizer step written as
+//! candle custom ops with hand-written forward and backward passes. Each has a composed-op twin
+//! in the model code that it is tested against (values and gradients, f32 and f64).
+pub mod gemm;
+pub mod gru;
+pub mod math;
+pub mod storage;
+pub mod attn_backward;
+pub mod attn_decoder;
+pub mod maxout;
+pub mod xent;
+pub mod adam;

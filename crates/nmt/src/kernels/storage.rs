@@ -1,0 +1,40 @@
+//! Access to the CPU buffers behind candle tensors, for the custom ops.
+use candle_core::{
+    bail, CpuStorage, DType, Layout, Result, Shape, Storage, Tensor,
+    WithDType,
+};
+
+/// The contiguous slice a CPU storage and layout describe.
+pub fn cpu_slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&s.as_slice::<T>()?[a..b]),
+        None => bail!("fused kernels need contiguous inputs"),
+    }
+}
+
+/// Runs `f` on the contiguous CPU slice behind `t` (made contiguous first if needed).
+pub fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> Result<R>) -> Result<R> {
+    let t = t.contiguous()?;
+    let (storage, layout) = t.storage_and_layout();
+    match &*storage {
+        Storage::Cpu(cpu) => f(cpu_slice::<T>(cpu, layout)?),
+        other => bail!("fused kernels run on the CPU, got a {:?} tensor", other.device().location()),
+    }
+}
+
+/// A CPU tensor from a vector, on the device of `like` (always the CPU for these kernels).
+pub fn tensor_from<T: WithDType>(v: Vec<T>, shape: impl Into<Shape>, like: &Tensor) -> Result<Tensor> {
+    Tensor::from_vec(v, shape, like.device())
+}
+
+/// The dtype all of an op's inputs share, F32 or F64.
+pub fn float_dtype(dtypes: &[DType]) -> Result<DType> {
+    let d = dtypes[0];
+    if dtypes.iter().any(|&x| x != d) {
+        bail!("fused kernels need all inputs in one dtype, got {dtypes:?}")
+    }
+    match d {
+        DType::F32 | DType::F64 => Ok(d),
+        _ => bail!("fused kernels run in f32 or f64, got {d:?}"),
+    }
+}

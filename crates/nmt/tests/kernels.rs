@@ -1,0 +1,238 @@
+//! Every fused kernel against its composed-op twin: values and gradients, in f64 (to rounding)
+//! and f32 (to the fast tanh/exp's accuracy), plus finite differences on the fused ops.
+use candle_core::{DType, Device, Tensor, Var, D};
+use nmt::bench::model::{gru_sequence_ops, gru_step_ops};
+use nmt::kernels::{attn_decoder, gru, math, maxout, xent};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn rand_var(shape: &[usize], scale: f64, dtype: DType, rng: &mut ChaCha8Rng) -> Var {
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|_| rng.gen_range(-scale..scale)).collect();
+    Var::from_tensor(&Tensor::from_vec(v, shape, &Device::Cpu).unwrap().to_dtype(dtype).unwrap()).unwrap()
+}
+
+/// Max |a-b| / max(1, |b|) over all entries.
+fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
+    let a = a.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+    let b = b.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(&b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
+}
+
+/// Compares `fused` and `composed` (functions of the same vars) on a random linear functional:
+/// values, and the gradient of every var. Returns the worst relative difference.
+fn compare(vars: &[&Var], fused: impl Fn() -> Tensor, composed: impl Fn() -> Tensor, seed: u64) -> f64 {
+    let (yf, yc) = (fused(), composed());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let probe = rand_var(yf.dims(), 1.0, yf.dtype(), &mut rng);
+    let mut worst = max_rel(&yf, &yc);
+    let gf = (yf * probe.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
+    let gc = (yc * probe.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
+    for v in vars {
+        let (a, b) = (gf.get(v.as_tensor()).expect("fused grad"), gc.get(v.as_tensor()).expect("composed grad"));
+        worst = worst.max(max_rel(a, b));
+    }
+    worst
+}
+
+#[test]
+fn fast_tanh_and_exp_are_accurate() {
+    let mut worst_t: f64 = 0.0;
+    let mut worst_e: f64 = 0.0;
+    for i in -200_000..200_000 {
+        let x = i as f32 * 1e-4;
+        worst_t = worst_t.max((math::tanh_f32(x) as f64 - (x as f64).tanh()).abs());
+        let e = (x as f64).exp();
+        worst_e = worst_e.max((math::exp_f32(x) as f64 - e).abs() / e);
+    }
+    for x in [-100.0f32, -30.0, 30.0, 100.0] {
+        worst_t = worst_t.max((math::tanh_f32(x) as f64 - (x as f64).tanh()).abs());
+    }
+    assert!(math::exp_f32(-200.0) >= 0.0 && math::exp_f32(-200.0) < 1e-37);
+    eprintln!("tanh max abs error {worst_t:.2e}, exp max rel error {worst_e:.2e}");
+    assert!(worst_t < 2e-6, "tanh error {worst_t}");
+    assert!(worst_e < 1e-6, "exp error {worst_e}");
+}
+
+fn gru_case(dtype: DType, reverse: bool, tol: f64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let (b, s, h) = (5, 6, 8);
+    let gi = rand_var(&[b, s, 3 * h], 1.0, dtype, &mut rng);
+    let u = rand_var(&[h, 3 * h], 0.5, dtype, &mut rng);
+    let bh = rand_var(&[3 * h], 0.5, dtype, &mut rng);
+    let err = compare(
+        &[&gi, &u, &bh],
+        || {
+            let w = Tensor::cat(&[u.as_tensor(), &bh.as_tensor().unsqueeze(0).unwrap()], 0).unwrap();
+            gru::gru_sequence(gi.as_tensor(), &w, reverse).unwrap()
+        },
+        || gru_sequence_ops(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), reverse).unwrap(),
+        1,
+    );
+    eprintln!("gru {dtype:?} reverse={reverse}: max rel diff {err:.2e}");
+    assert!(err < tol, "gru {dtype:?} reverse={reverse}: {err}");
+}
+
+#[test]
+fn fused_gru_matches_composed_ops() {
+    for reverse in [false, true] {
+        gru_case(DType::F64, reverse, 1e-12);
+        gru_case(DType::F32, reverse, 2e-5);
+    }
+}
+
+struct AttnCase {
+    seq: Var,
+    enc: Var,
+    w: Var,
+    dims: attn_decoder::AttnDims,
+}
+
+fn attn_case(dtype: DType) -> AttnCase {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let (b, t, s, h, c, a) = (3, 4, 5, 6, 7, 5);
+    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens: vec![5, 3, 1] };
+    let seq = rand_var(&[b * t * 3 * h + b * h], 1.0, dtype, &mut rng);
+    let enc = rand_var(&[b, s, c + a], 1.0, dtype, &mut rng);
+    let w = rand_var(&[h * a + a + a + c * 3 * h + h * 3 * h + 3 * h], 0.5, dtype, &mut rng);
+    AttnCase { seq, enc, w, dims }
+}
+
+/// The composed-op twin of the fused decoder, unpacking the same inputs.
+fn attn_composed(k: &AttnCase) -> Tensor {
+    let d = &k.dims;
+    let (b, t, s, h, c, a) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
+    let w = k.w.as_tensor();
+    let mut off = 0;
+    let mut take = |shape: &[usize]| {
+        let n: usize = shape.iter().product();
+        let x = w.narrow(0, off, n).unwrap().reshape(shape).unwrap();
+        off += n;
+        x
+    };
+    let (wa, ba, va, wc, u, bh) = (take(&[h, a]), take(&[a]), take(&[a, 1]), take(&[c, 3 * h]), take(&[h, 3 * h]), take(&[3 * h]));
+    let gie = k.seq.narrow(0, 0, b * t * 3 * h).unwrap().reshape((b, t, 3 * h)).unwrap();
+    let mut st = k.seq.narrow(0, b * t * 3 * h, b * h).unwrap().reshape((b, h)).unwrap();
+    let hs = k.enc.narrow(2, 0, c).unwrap();
+    let uh = k.enc.narrow(2, c, a).unwrap();
+    let mask: Vec<f64> = (0..b).flat_map(|bi| (0..s).map(move |j| if j < d.lens[bi] { 0.0 } else { -1e9 })).collect();
+    let mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap().to_dtype(gie.dtype()).unwrap();
+    let mut outs = Vec::new();
+    for i in 0..t {
+        let ws = st.matmul(&wa).unwrap().broadcast_add(&ba).unwrap();
+        let x = uh.broadcast_add(&ws.unsqueeze(1).unwrap()).unwrap().tanh().unwrap();
+        let e = (x.reshape((b * s, a)).unwrap().matmul(&va).unwrap().reshape((b, s)).unwrap() + &mask).unwrap();
+        // Not candle_nn::ops::softmax_last_dim: it has no backward in candle-nn 0.11.1 and the
+        // gradient silently stops there (found by this test).
+        let al = nmt::model::attention::softmax_last(&e).unwrap();
+        let ctx = al.unsqueeze(1).unwrap().matmul(&hs.contiguous().unwrap()).unwrap().squeeze(1).unwrap();
+        let gi = (gie.narrow(1, i, 1).unwrap().squeeze(1).unwrap() + ctx.matmul(&wc).unwrap()).unwrap();
+        st = gru_step_ops(&gi, &st, &u, &bh).unwrap();
+        outs.push(Tensor::cat(&[&st, &ctx], 1).unwrap());
+    }
+    Tensor::stack(&outs, 1).unwrap()
+}
+
+fn attn_fused(k: &AttnCase) -> Tensor {
+    attn_decoder::attention_decoder(k.seq.as_tensor(), k.enc.as_tensor(), k.w.as_tensor(), k.dims.clone()).unwrap()
+}
+
+#[test]
+fn fused_attention_decoder_matches_composed_ops() {
+    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
+        let k = attn_case(dtype);
+        let err = compare(&[&k.seq, &k.enc, &k.w], || attn_fused(&k), || attn_composed(&k), 2);
+        eprintln!("attention decoder {dtype:?}: max rel diff {err:.2e}");
+        assert!(err < tol, "attention decoder {dtype:?}: {err}");
+    }
+}
+
+/// Central finite differences on sampled entries of each input of the fused decoder (f64).
+#[test]
+fn fused_attention_decoder_gradient_matches_finite_differences() {
+    let k = attn_case(DType::F64);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let probe = rand_var(&[3, 4, 13], 1.0, DType::F64, &mut rng);
+    let f = |k: &AttnCase| (attn_fused(k) * probe.as_tensor()).unwrap().sum_all().unwrap();
+    let grads = f(&k).backward().unwrap();
+    let mut worst: f64 = 0.0;
+    for var in [&k.seq, &k.enc, &k.w] {
+        let g = grads.get(var.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        let base = var.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        for _ in 0..40 {
+            let i = rng.gen_range(0..base.len());
+            let eps = 1e-6;
+            let mut at = |delta: f64| {
+                let mut v = base.clone();
+                v[i] += delta;
+                var.set(&Tensor::from_vec(v, var.shape(), &Device::Cpu).unwrap()).unwrap();
+                f(&k).to_scalar::<f64>().unwrap()
+            };
+            let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+            var.set(&Tensor::from_vec(base.clone(), var.shape(), &Device::Cpu).unwrap()).unwrap();
+            worst = worst.max((fd - g[i]).abs() / fd.abs().max(g[i].abs()).max(1e-3));
+        }
+    }
+    eprintln!("attention decoder finite differences: max rel err {worst:.2e}");
+    assert!(worst < 1e-6, "{worst}");
+}
+
+#[test]
+fn fused_nll_matches_log_softmax_gather() {
+    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (n, v) = (37, 53);
+        let x = rand_var(&[n, v], 4.0, dtype, &mut rng);
+        let targets: Vec<u32> = (0..n).map(|_| rng.gen_range(0..v as u32)).collect();
+        let tt = Tensor::from_vec(targets.clone(), (n, 1), &Device::Cpu).unwrap();
+        let err = compare(
+            &[&x],
+            || xent::nll_rows(x.as_tensor(), &targets).unwrap(),
+            || candle_nn::ops::log_softmax(x.as_tensor(), D::Minus1).unwrap().gather(&tt, 1).unwrap().squeeze(1).unwrap().neg().unwrap(),
+            4,
+        );
+        eprintln!("nll {dtype:?}: {err:.2e}");
+        assert!(err < tol, "nll {dtype:?}: {err}");
+    }
+}
+
+#[test]
+fn fused_maxout_matches_reshape_max() {
+    for dtype in [DType::F64, DType::F32] {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let x = rand_var(&[11, 16], 1.0, dtype, &mut rng);
+        let err = compare(
+            &[&x],
+            || maxout::maxout_pairs(x.as_tensor()).unwrap(),
+            || x.as_tensor().reshape((11, 8, 2)).unwrap().max(D::Minus1).unwrap(),
+            6,
+        );
+        assert!(err < 1e-12, "maxout {dtype:?}: {err}");
+    }
+}
+
+#[test]
+fn fused_adam_matches_composed_update() {
+    use nmt::kernels::adam::{adam_update, AdamStep};
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let p = rand_var(&[300, 7], 1.0, DType::F32, &mut rng);
+    let mut pc = p.as_tensor().to_dtype(DType::F64).unwrap();
+    let (mut m, mut v) = (vec![0f32; 2100], vec![0f32; 2100]);
+    let (mut mc, mut vc) = (pc.zeros_like().unwrap(), pc.zeros_like().unwrap());
+    let (lr, b1, b2, eps) = (1e-2, 0.9, 0.999, 1e-8);
+    for step in 1..=5u64 {
+        let g = rand_var(&[300, 7], 1.0, DType::F32, &mut rng);
+        adam_update(p.as_tensor(), g.as_tensor(), &mut m, &mut v, AdamStep { lr, beta1: b1, beta2: b2, eps, step }).unwrap();
+        let g = g.as_tensor().to_dtype(DType::F64).unwrap();
+        mc = ((&mc * b1).unwrap() + (&g * (1.0 - b1)).unwrap()).unwrap();
+        vc = ((&vc * b2).unwrap() + (g.sqr().unwrap() * (1.0 - b2)).unwrap()).unwrap();
+        let mhat = (&mc / (1.0 - b1.powi(step as i32))).unwrap();
+        let vhat = (&vc / (1.0 - b2.powi(step as i32))).unwrap();
+        pc = (pc - ((mhat / (vhat.sqrt().unwrap() + eps).unwrap()).unwrap() * lr).unwrap()).unwrap();
+    }
+    let err = max_rel(p.as_tensor(), &pc);
+    eprintln!("adam: {err:.2e}");
+    assert!(err < 1e-5, "adam: {err}");
+}
+
