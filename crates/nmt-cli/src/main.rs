@@ -22,6 +22,8 @@ enum Command {
     Eval(cmd::eval::EvalArgs),
     /// Attention pictures and training curves.
     Plot(cmd::plot::PlotArgs),
+    /// Speed of the bench-rnnsearch model: training step, greedy and beam-5 search, GEMM rate.
+    Bench(cmd::bench::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -39,6 +41,7 @@ fn main() -> std::process::ExitCode {
         Command::Translate(a) => cmd::translate::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Plot(a) => cmd::plot::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,202 @@
+//! Greedy and beam search for bench-rnnsearch on the fused kernels, forward only, in plain
+//! slices: the same computation as the reference's `greedy` and `beam` (fixed number of steps,
+//! no early stop), so sentences/s compare like for like.
+//!
+//! Per decoder step for `N` rows (`N = B` greedy, `B·k` beam): `ws = s W_a + b_a` (GEMM),
+//! attention and context per row, `gi = E y W_e + b_i + c W_c`, `gh = s U + b_h` (GEMMs), the GRU
+//! cell, `t = maxout([s; E y; c] W_o + b_o)`, logits `t W_p + b_p` `(N, V)` and log-softmax.
+use rayon::prelude::*;
+
+use super::params::{BenchParams, ATT, BOS, EMB, HIDDEN, PARAMS, SRC_LEN, VOCAB};
+use crate::error::Result;
+use crate::kernels::attn_decoder::attend_row;
+use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::gru::{self, cell, GruDims};
+use crate::kernels::math::FastMath;
+use crate::simd_dispatch;
+
+const H: usize = HIDDEN;
+const C: usize = 2 * HIDDEN;
+const EW: usize = C + ATT;
+
+/// The parameters as host slices, copied once (model loading, not timed).
+pub struct SearchWeights {
+    w: Vec<Vec<f32>>,
+    /// `[U; b_h]` packed for the encoder GRUs, forward and backward.
+    enc_pack: [Vec<f32>; 2],
+}
+
+impl SearchWeights {
+    pub fn new(p: &BenchParams) -> Result<Self> {
+        let w: Vec<Vec<f32>> = p.vars.iter().map(|v| v.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()).collect::<candle_core::Result<_>>()?;
+        let mut me = SearchWeights { w, enc_pack: [Vec::new(), Vec::new()] };
+        for (k, dir) in ["f", "b"].iter().enumerate() {
+            let mut pack = me.get(&format!("enc_{dir}_whh")).to_vec();
+            pack.extend_from_slice(me.get(&format!("enc_{dir}_bhh")));
+            me.enc_pack[k] = pack;
+        }
+        Ok(me)
+    }
+
+    fn get(&self, name: &str) -> &[f32] {
+        // Names are the compile-time constants of PARAMS used below; an unknown one is empty.
+        PARAMS.iter().position(|(n, _)| *n == name).map_or(&[], |i| &self.w[i])
+    }
+}
+
+fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
+/// `out (n, cols) = rows of x (n, k) · w (k, cols) + bias`.
+fn affine(x: &[f32], n: usize, k: usize, w: &[f32], bias: &[f32]) -> Vec<f32> {
+    let cols = bias.len();
+    let mut out: Vec<f32> = bias.iter().copied().cycle().take(n * cols).collect();
+    matmul(&mut out, 0, cols, Mat::new(x, n, k), Mat::new(w, k, cols), true, threads());
+    out
+}
+
+fn embed(table: &[f32], ids: &[u32], dim: usize) -> Vec<f32> {
+    ids.iter().flat_map(|&i| table[i as usize * dim..(i as usize + 1) * dim].iter().copied()).collect()
+}
+
+/// Encoder output per sentence: `[h_j; U_a h_j]` `(B, S, 2H + A)` and `s_0` `(B, H)`.
+fn encode(w: &SearchWeights, src: &[u32]) -> (Vec<f32>, Vec<f32>) {
+    let b = src.len() / SRC_LEN;
+    let xs = embed(w.get("src_emb"), src, EMB);
+    let mut dirs = Vec::new();
+    for (k, dir) in ["f", "b"].iter().enumerate() {
+        let gi = affine(&xs, b * SRC_LEN, EMB, w.get(&format!("enc_{dir}_wih")), w.get(&format!("enc_{dir}_bih")));
+        let dims = GruDims { batch: b, len: SRC_LEN, hidden: H, reverse: k == 1 };
+        dirs.push(gru::forward(dims, &gi, &w.enc_pack[k]));
+    }
+    let mut hs = vec![0f32; b * SRC_LEN * C];
+    for (r, row) in hs.chunks_mut(C).enumerate() {
+        row[..H].copy_from_slice(&dirs[0][r * H..(r + 1) * H]);
+        row[H..].copy_from_slice(&dirs[1][r * H..(r + 1) * H]);
+    }
+    let uh = affine(&hs, b * SRC_LEN, C, w.get("att_u"), &[0f32; ATT]);
+    let mut enc = vec![0f32; b * SRC_LEN * EW];
+    for (r, row) in enc.chunks_mut(EW).enumerate() {
+        row[..C].copy_from_slice(&hs[r * C..(r + 1) * C]);
+        row[C..].copy_from_slice(&uh[r * ATT..(r + 1) * ATT]);
+    }
+    let first_back: Vec<f32> = (0..b).flat_map(|bi| dirs[1][bi * SRC_LEN * H..bi * SRC_LEN * H + H].iter().copied()).collect();
+    let mut s0 = affine(&first_back, b, H, w.get("init_w"), w.get("init_b"));
+    s0.iter_mut().for_each(|x| *x = x.tanh_fast());
+    (enc, s0)
+}
+
+/// One decoder step for `n` rows; row `r` attends over sentence `sent[r]`. Updates `s` and
+/// returns the log-probabilities `(n, V)`.
+fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u32]) -> Vec<f32> {
+    let n = y.len();
+    let ws = affine(s, n, H, w.get("att_w"), w.get("att_b"));
+    let mut ctx = vec![0f32; n * C];
+    let v = w.get("att_v");
+    ctx.par_chunks_mut(C).enumerate().for_each_init(
+        || (vec![0f32; SRC_LEN * ATT], vec![0f32; SRC_LEN]),
+        |(x, alpha), (r, c)| {
+            let e = &enc[sent[r] * SRC_LEN * EW..(sent[r] + 1) * SRC_LEN * EW];
+            simd_dispatch!(attend_row(e, &ws[r * ATT..(r + 1) * ATT], v, SRC_LEN, C, x, alpha, c))
+        },
+    );
+    let ey = embed(w.get("tgt_emb"), y, EMB);
+    let mut gi = affine(&ey, n, EMB, w.get("dec_wie"), w.get("dec_bih"));
+    matmul(&mut gi, 0, 3 * H, Mat::new(&ctx, n, C), Mat::new(w.get("dec_wic"), C, 3 * H), true, threads());
+    let gh = affine(s, n, H, w.get("dec_whh"), w.get("dec_bhh"));
+    let mut s_new = vec![0f32; n * H];
+    simd_dispatch!(for r in 0..n {
+        cell(&gi[r * 3 * H..(r + 1) * 3 * H], &gh[r * 3 * H..(r + 1) * 3 * H], &s[r * H..(r + 1) * H], &mut s_new[r * H..(r + 1) * H]);
+    });
+    *s = s_new;
+    // Deep output: [s; Ey; c] W_o as three accumulated GEMMs, no concatenation.
+    let ow = w.get("out_w");
+    let mut t: Vec<f32> = w.get("out_b").iter().copied().cycle().take(n * C).collect();
+    matmul(&mut t, 0, C, Mat::new(s, n, H), Mat::new(&ow[..H * C], H, C), true, threads());
+    matmul(&mut t, 0, C, Mat::new(&ey, n, EMB), Mat::new(&ow[H * C..(H + EMB) * C], EMB, C), true, threads());
+    matmul(&mut t, 0, C, Mat::new(&ctx, n, C), Mat::new(&ow[(H + EMB) * C..], C, C), true, threads());
+    let m: Vec<f32> = t.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
+    let mut logits = affine(&m, n, H, w.get("proj_w"), w.get("proj_b"));
+    logits.par_chunks_mut(VOCAB).for_each(|row| simd_dispatch!(log_softmax_inplace(row)));
+    logits
+}
+
+#[inline(always)]
+fn log_softmax_inplace(row: &mut [f32]) {
+    let max = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let mut acc = [0f32; 16];
+    for ch in row.chunks_exact(16) {
+        for k in 0..16 {
+            acc[k] += (ch[k] - max).exp_fast();
+        }
+    }
+    let mut sum: f32 = acc.iter().sum();
+    for &x in row.chunks_exact(16).remainder() {
+        sum += (x - max).exp_fast();
+    }
+    let lse = max + sum.ln();
+    row.iter_mut().for_each(|x| *x -= lse);
+}
+
+/// Greedy search for `steps` steps: the token ids `(B, steps)`.
+pub fn greedy(w: &SearchWeights, src: &[u32], steps: usize) -> Vec<u32> {
+    let b = src.len() / SRC_LEN;
+    let (enc, mut s) = encode(w, src);
+    let sent: Vec<usize> = (0..b).collect();
+    let mut y = vec![BOS; b];
+    let mut out = vec![0u32; b * steps];
+    for i in 0..steps {
+        let lp = step(w, &enc, &sent, &mut s, &y);
+        for (r, row) in lp.chunks(VOCAB).enumerate() {
+            let best = row.iter().enumerate().fold((0, f32::NEG_INFINITY), |a, (j, &x)| if x > a.1 { (j, x) } else { a });
+            y[r] = best.0 as u32;
+            out[r * steps + i] = y[r];
+        }
+    }
+    out
+}
+
+/// Batched beam search with `k` hypotheses per sentence for `steps` steps: the final scores
+/// `(B, k)`, best first.
+pub fn beam(w: &SearchWeights, src: &[u32], steps: usize, k: usize) -> Vec<f32> {
+    let b = src.len() / SRC_LEN;
+    let (enc, s0) = encode(w, src);
+    let sent: Vec<usize> = (0..b * k).map(|r| r / k).collect();
+    let mut s: Vec<f32> = (0..b * k).flat_map(|r| s0[(r / k) * H..(r / k + 1) * H].iter().copied()).collect();
+    let mut y = vec![BOS; b * k];
+    let mut score: Vec<f32> = (0..b * k).map(|r| if r % k == 0 { 0.0 } else { f32::NEG_INFINITY }).collect();
+    for _ in 0..steps {
+        let lp = step(w, &enc, &sent, &mut s, &y);
+        let picks: Vec<Vec<(f32, usize)>> = (0..b)
+            .into_par_iter()
+            .map(|bi| {
+                let mut top: Vec<(f32, usize)> = Vec::with_capacity(k + 1);
+                for h in 0..k {
+                    let base = score[bi * k + h];
+                    let row = &lp[(bi * k + h) * VOCAB..(bi * k + h + 1) * VOCAB];
+                    for (j, &x) in row.iter().enumerate() {
+                        let c = base + x;
+                        if top.len() < k || c > top[top.len() - 1].0 {
+                            let at = top.iter().position(|t| c > t.0).unwrap_or(top.len());
+                            top.insert(at, (c, h * VOCAB + j));
+                            top.truncate(k);
+                        }
+                    }
+                }
+                top
+            })
+            .collect();
+        let old = s.clone();
+        for (bi, top) in picks.iter().enumerate() {
+            for (slot, &(c, idx)) in top.iter().enumerate() {
+                let (origin, tok) = (bi * k + idx / VOCAB, idx % VOCAB);
+                let r = bi * k + slot;
+                score[r] = c;
+                y[r] = tok as u32;
+                s[r * H..(r + 1) * H].copy_from_slice(&old[origin * H..(origin + 1) * H]);
+            }
+        }
+    }
+    score
+}
