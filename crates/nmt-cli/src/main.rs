@@ -3,6 +3,10 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 
+/// mimalloc keeps freed tensor buffers for reuse (see Cargo.toml).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "nmt", version, about = "RNN encoder-decoder neural machine translation (RNNenc, RNNsearch)")]
 struct Cli {

@@ -8,7 +8,7 @@ use candle_core::{Device, Tensor, D};
 
 use super::params::{BenchBatch, BenchParams, ATT, BATCH, HIDDEN, SRC_LEN, TGT_LEN};
 use crate::error::Result;
-use crate::kernels::{attn_decoder, gru, maxout, xent};
+use crate::kernels::{attn_decoder, gru, linear, maxout, xent};
 
 /// Which implementation computes the loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +37,14 @@ fn embed(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
 /// `x W + b` over the last dimension of a `(N, in)` matrix.
 fn affine(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(x.matmul(w)?.broadcast_add(b)?)
+}
+
+/// `x W + b` with the implementation's kernels.
+fn affine_with(imp: Impl, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    match imp {
+        Impl::Ops => affine(x, w, b),
+        Impl::Fused => Ok(linear::linear(x, w, b)?),
+    }
 }
 
 /// One reset-after GRU step from composed ops (the twin of `kernels::gru`).
@@ -74,24 +82,29 @@ pub fn attend_ops(p: &BenchParams, hs: &Tensor, uh: &Tensor, s: &Tensor, mask_bi
     Ok(alpha.unsqueeze(1)?.matmul(hs)?.squeeze(1)?)
 }
 
-fn encode_inputs(p: &BenchParams, src: &Tensor) -> Result<(Tensor, Tensor)> {
+fn encode_inputs(p: &BenchParams, src: &Tensor, imp: Impl) -> Result<(Tensor, Tensor)> {
     let xs = embed(p.get("src_emb")?, src)?;
     let gi = |dir: &str| -> Result<Tensor> {
-        Ok(affine(&xs, p.get(&format!("enc_{dir}_wih"))?, p.get(&format!("enc_{dir}_bih"))?)?.reshape((BATCH, SRC_LEN, 3 * HIDDEN))?)
+        Ok(affine_with(imp, &xs, p.get(&format!("enc_{dir}_wih"))?, p.get(&format!("enc_{dir}_bih"))?)?.reshape((BATCH, SRC_LEN, 3 * HIDDEN))?)
     };
     Ok((gi("f")?, gi("b")?))
 }
 
 /// `s_0 = tanh(W_s ←h_1 + b)` and `U_a h_j` for all positions.
-fn init_and_keys(p: &BenchParams, hs: &Tensor, hb: &Tensor) -> Result<(Tensor, Tensor)> {
-    let s0 = affine(&hb.narrow(1, 0, 1)?.squeeze(1)?, p.get("init_w")?, p.get("init_b")?)?.tanh()?;
-    let uh = hs.reshape((BATCH * SRC_LEN, 2 * HIDDEN))?.matmul(p.get("att_u")?)?.reshape((BATCH, SRC_LEN, ATT))?;
+fn init_and_keys(p: &BenchParams, hs: &Tensor, hb: &Tensor, imp: Impl) -> Result<(Tensor, Tensor)> {
+    let s0 = affine_with(imp, &hb.narrow(1, 0, 1)?.squeeze(1)?, p.get("init_w")?, p.get("init_b")?)?.tanh()?;
+    let hs2 = hs.reshape((BATCH * SRC_LEN, 2 * HIDDEN))?;
+    let uh = match imp {
+        Impl::Ops => hs2.matmul(p.get("att_u")?)?,
+        Impl::Fused => linear::linear(&hs2, p.get("att_u")?, &Tensor::zeros(ATT, hs.dtype(), hs.device())?)?,
+    };
+    let uh = uh.reshape((BATCH, SRC_LEN, ATT))?;
     Ok((s0, uh))
 }
 
 /// Deep output: `maxout([s; Ey; c] W_o + b_o) W_p + b_p`, `(N, V)` logits.
 fn logits(p: &BenchParams, st: &Tensor, ys: &Tensor, cs: &Tensor, imp: Impl) -> Result<Tensor> {
-    let t = affine(&Tensor::cat(&[st, ys, cs], 1)?, p.get("out_w")?, p.get("out_b")?)?;
+    let t = affine_with(imp, &Tensor::cat(&[st, ys, cs], 1)?, p.get("out_w")?, p.get("out_b")?)?;
     let t = match imp {
         Impl::Ops => {
             let n = t.dim(0)?;
@@ -99,15 +112,15 @@ fn logits(p: &BenchParams, st: &Tensor, ys: &Tensor, cs: &Tensor, imp: Impl) -> 
         }
         Impl::Fused => maxout::maxout_pairs(&t)?,
     };
-    affine(&t, p.get("proj_w")?, p.get("proj_b")?)
+    affine_with(imp, &t, p.get("proj_w")?, p.get("proj_b")?)
 }
 
 fn loss_ops(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, tgt: &[u32], dev: &Device) -> Result<Tensor> {
-    let (gi_f, gi_b) = encode_inputs(p, src)?;
+    let (gi_f, gi_b) = encode_inputs(p, src, Impl::Ops)?;
     let hf = gru_sequence_ops(&gi_f, p.get("enc_f_whh")?, p.get("enc_f_bhh")?, false)?;
     let hb = gru_sequence_ops(&gi_b, p.get("enc_b_whh")?, p.get("enc_b_bhh")?, true)?;
     let hs = Tensor::cat(&[&hf, &hb], 2)?;
-    let (mut s, uh) = init_and_keys(p, &hs, &hb)?;
+    let (mut s, uh) = init_and_keys(p, &hs, &hb, Impl::Ops)?;
     let mask_bias = ((src.ne(0u32)?.to_dtype(hs.dtype())? - 1.0)? * 1e9)?;
     let ys = embed(p.get("tgt_emb")?, tgt_in)?;
     let gie = affine(&ys, p.get("dec_wie")?, p.get("dec_bih")?)?.reshape((BATCH, TGT_LEN, 3 * HIDDEN))?;
@@ -130,14 +143,14 @@ fn loss_ops(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, tgt: &[u32], dev: &D
 }
 
 fn loss_fused(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, batch: &BenchBatch) -> Result<Tensor> {
-    let (gi_f, gi_b) = encode_inputs(p, src)?;
+    let (gi_f, gi_b) = encode_inputs(p, src, Impl::Fused)?;
     let pack = |w: &str, b: &str| -> Result<Tensor> { Ok(Tensor::cat(&[p.get(w)?, &p.get(b)?.unsqueeze(0)?], 0)?) };
     let hf = gru::gru_sequence(&gi_f, &pack("enc_f_whh", "enc_f_bhh")?, false)?;
     let hb = gru::gru_sequence(&gi_b, &pack("enc_b_whh", "enc_b_bhh")?, true)?;
     let hs = Tensor::cat(&[&hf, &hb], 2)?;
-    let (s0, uh) = init_and_keys(p, &hs, &hb)?;
+    let (s0, uh) = init_and_keys(p, &hs, &hb, Impl::Fused)?;
     let ys = embed(p.get("tgt_emb")?, tgt_in)?;
-    let gie = affine(&ys, p.get("dec_wie")?, p.get("dec_bih")?)?;
+    let gie = linear::linear(&ys, p.get("dec_wie")?, p.get("dec_bih")?)?;
     let seq = Tensor::cat(&[gie.flatten_all()?, s0.flatten_all()?], 0)?;
     let enc = Tensor::cat(&[&hs, &uh], 2)?;
     let flat = |n: &str| -> Result<Tensor> { Ok(p.get(n)?.flatten_all()?) };

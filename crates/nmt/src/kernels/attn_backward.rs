@@ -13,7 +13,7 @@
 use rayon::prelude::*;
 
 use super::attn_decoder::{attend_row, AttnDims};
-use super::gemm::{matmul, Mat, Real};
+use super::gemm::{matmul, transpose, Mat, Real};
 use super::gru::chunk_rows;
 use super::math::{axpy, dot};
 use crate::simd_dispatch;
@@ -55,6 +55,7 @@ pub fn backward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T], out: &[T],
     let mut dws = vec![T::ZERO; bt * a];
     let mut denc = vec![T::ZERO; d.batch * sl * ew];
     let mut ds0 = vec![T::ZERO; d.batch * h];
+    let wt = WeightsT { wc: transpose(&w[o.wc..o.u], c, 3 * h), u: transpose(&w[o.u..o.bh], h, 3 * h), wa: transpose(&w[o.wa..o.ba], h, a) };
     let rows = chunk_rows(d.batch);
     let dv_parts: Vec<Vec<T>> = dgi
         .par_chunks_mut(rows * tl * 3 * h)
@@ -67,15 +68,18 @@ pub fn backward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T], out: &[T],
             let b0 = ci * rows;
             let nb = ds0_c.len() / h;
             let mut bufs = ChunkOut { dgi: dgi_c, dgh: dgh_c, dws: dws_c, denc: denc_c, carry: ds0_c, dv: vec![T::ZERO; a] };
-            simd_dispatch!(backward_chunk(d, b0, nb, enc, w, dout, &re, &mut bufs));
+            simd_dispatch!(backward_chunk(d, b0, nb, enc, w, &wt, dout, &re, &mut bufs));
             bufs.dv
         })
         .collect();
 
     let mut dw = vec![T::ZERO; o.end];
-    let sp = Mat::new(&re.sprev, bt, h).t();
+    let sprev_t = transpose(&re.sprev, bt, h);
+    let sp = Mat::new(&sprev_t, h, bt);
     matmul(&mut dw, o.wa, a, sp, Mat::new(&dws, bt, a), false, threads);
-    matmul(&mut dw, o.wc, 3 * h, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, 3 * h), false, threads);
+    let ctx: Vec<T> = out.chunks(ow).flat_map(|r| r[h..].iter().copied()).collect();
+    let ctx_t = transpose(&ctx, bt, c);
+    matmul(&mut dw, o.wc, 3 * h, Mat::new(&ctx_t, c, bt), Mat::new(&dgi, bt, 3 * h), false, threads);
     matmul(&mut dw, o.u, 3 * h, sp, Mat::new(&dgh, bt, 3 * h), false, threads);
     sum_rows(&dws, &mut dw[o.ba..o.va]);
     sum_rows(&dgh, &mut dw[o.bh..o.end]);
@@ -93,6 +97,13 @@ fn sum_rows<T: Real>(m: &[T], acc: &mut [T]) {
     }
 }
 
+/// `W_cᵀ (3H, C)`, `Uᵀ (3H, H)`, `W_aᵀ (A, H)`, transposed once per call (see `gemm::transpose`).
+struct WeightsT<T> {
+    wc: Vec<T>,
+    u: Vec<T>,
+    wa: Vec<T>,
+}
+
 /// The gradient buffers one chunk of batch rows owns.
 struct ChunkOut<'a, T> {
     dgi: &'a mut [T],
@@ -106,7 +117,7 @@ struct ChunkOut<'a, T> {
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn backward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, enc: &[T], w: &[T], dout: &[T], re: &Recomputed<T>, g: &mut ChunkOut<'_, T>) {
+fn backward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, enc: &[T], w: &[T], wt: &WeightsT<T>, dout: &[T], re: &Recomputed<T>, g: &mut ChunkOut<'_, T>) {
     let (tl, sl, h, c, a) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
     let (ow, ew, o) = (h + c, c + a, d.woff());
     let v = &w[o.va..o.wc];
@@ -145,8 +156,8 @@ fn backward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, enc: &[T], w: &[T
             dc[b * c..(b + 1) * c].copy_from_slice(&dout[(bg * tl + i) * ow + h..][..c]);
         }
         // dc += dGI Wcᵀ; carry += dGH Uᵀ.
-        matmul(&mut dc, 0, c, Mat::strided(g.dgi, i * 3 * h, nb, 3 * h, tl * 3 * h), Mat::new(&w[o.wc..o.u], c, 3 * h).t(), true, 1);
-        matmul(g.carry, 0, h, Mat::strided(g.dgh, i * 3 * h, nb, 3 * h, tl * 3 * h), Mat::new(&w[o.u..o.bh], h, 3 * h).t(), true, 1);
+        matmul(&mut dc, 0, c, Mat::strided(g.dgi, i * 3 * h, nb, 3 * h, tl * 3 * h), Mat::new(&wt.wc, 3 * h, c), true, 1);
+        matmul(g.carry, 0, h, Mat::strided(g.dgh, i * 3 * h, nb, 3 * h, tl * 3 * h), Mat::new(&wt.u, 3 * h, h), true, 1);
         for b in 0..nb {
             let bg = b0 + b;
             let len = d.lens[bg];
@@ -174,6 +185,6 @@ fn backward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, enc: &[T], w: &[T
             }
         }
         // carry += dWS W_aᵀ.
-        matmul(g.carry, 0, h, Mat::strided(g.dws, i * a, nb, a, tl * a), Mat::new(&w[o.wa..o.ba], h, a).t(), true, 1);
+        matmul(g.carry, 0, h, Mat::strided(g.dws, i * a, nb, a, tl * a), Mat::new(&wt.wa, a, h), true, 1);
     }
 }

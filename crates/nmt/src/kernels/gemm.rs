@@ -169,3 +169,23 @@ pub fn matmul<T: Real>(
         );
     }
 }
+
+/// A contiguous copy of the transpose of the row-major `(rows, cols)` matrix `src`.
+///
+/// The `gemm` crate packs a transposed operand ~3× slower than a contiguous one (measured:
+/// 338 µs against 120 µs for a `(16, 768) · (768, 256)` product), so the backward passes
+/// transpose each weight once per call and reuse it in every step.
+pub fn transpose<T: Real>(src: &[T], rows: usize, cols: usize) -> Vec<T> {
+    const TILE: usize = 32;
+    let mut out = vec![T::ZERO; rows * cols];
+    for r0 in (0..rows).step_by(TILE) {
+        for c0 in (0..cols).step_by(TILE) {
+            for r in r0..(r0 + TILE).min(rows) {
+                for c in c0..(c0 + TILE).min(cols) {
+                    out[c * rows + r] = src[r * cols + c];
+                }
+            }
+        }
+    }
+    out
+}

@@ -24,7 +24,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use super::gemm::{matmul, Mat, Real};
+use super::gemm::{matmul, transpose, Mat, Real};
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
 use crate::simd_dispatch;
 
@@ -201,6 +201,7 @@ pub fn backward<T: Real>(d: GruDims, gi: &[T], w: &[T], hs: &[T], dh: &[T]) -> (
 
     let mut dgi = vec![T::ZERO; b * s * 3 * h];
     let mut dgh = vec![T::ZERO; b * s * 3 * h];
+    let ut = transpose(u, h, 3 * h);
     let rows = chunk_rows(b);
     let n3 = rows * s * 3 * h;
     dgi.par_chunks_mut(n3).zip(dgh.par_chunks_mut(n3)).enumerate().for_each(|(c, (dgi_c, dgh_c))| {
@@ -208,12 +209,13 @@ pub fn backward<T: Real>(d: GruDims, gi: &[T], w: &[T], hs: &[T], dh: &[T]) -> (
         let at3 = c * n3..c * n3 + nb * s * 3 * h;
         let at1 = c * rows * s * h..(c * rows + nb) * s * h;
         let ins = ChunkIn { gi: &gi[at3.clone()], gh: &gh[at3], hprev: &hprev[at1.clone()], dh: &dh[at1] };
-        simd_dispatch!(backward_chunk(d, nb, &ins, u, dgi_c, dgh_c))
+        simd_dispatch!(backward_chunk(d, nb, &ins, &ut, dgi_c, dgh_c))
     });
 
     // dU = H_prevᵀ dGH and db_h = Σ dGH, over all steps at once.
     let mut dw = vec![T::ZERO; (h + 1) * 3 * h];
-    matmul(&mut dw, 0, 3 * h, Mat::new(&hprev, b * s, h).t(), Mat::new(&dgh, b * s, 3 * h), false, threads);
+    let hprev_t = transpose(&hprev, b * s, h);
+    matmul(&mut dw, 0, 3 * h, Mat::new(&hprev_t, h, b * s), Mat::new(&dgh, b * s, 3 * h), false, threads);
     let db = &mut dw[h * 3 * h..];
     for row in dgh.chunks(3 * h) {
         for (acc, &x) in db.iter_mut().zip(row) {
@@ -231,7 +233,7 @@ struct ChunkIn<'a, T> {
 }
 
 #[inline(always)]
-fn backward_chunk<T: Real>(d: GruDims, nb: usize, x: &ChunkIn<'_, T>, u: &[T], dgi: &mut [T], dgh: &mut [T]) {
+fn backward_chunk<T: Real>(d: GruDims, nb: usize, x: &ChunkIn<'_, T>, ut: &[T], dgi: &mut [T], dgh: &mut [T]) {
     let (s, h) = (d.len, d.hidden);
     let mut carry = vec![T::ZERO; nb * h];
     for step in (0..s).rev() {
@@ -266,7 +268,7 @@ fn backward_chunk<T: Real>(d: GruDims, nb: usize, x: &ChunkIn<'_, T>, u: &[T], d
             }
         }
         if d.prev(t).is_some() {
-            matmul(&mut carry, 0, h, Mat::strided(dgh, t * 3 * h, nb, 3 * h, s * 3 * h), Mat::new(u, h, 3 * h).t(), true, 1);
+            matmul(&mut carry, 0, h, Mat::strided(dgh, t * 3 * h, nb, 3 * h, s * 3 * h), Mat::new(ut, 3 * h, h), true, 1);
         }
     }
 }

@@ -10,3 +10,4 @@ pub mod attn_decoder;
 pub mod maxout;
 pub mod xent;
 pub mod adam;
+pub mod linear;
