@@ -1,25 +1,21 @@
 use nmt::kernels::gemm::{matmul, Mat};
 use std::time::Instant;
-fn main() {
-    let (m, k, n) = (16usize, 768usize, 256usize);
+fn run(name: &str, m: usize, k: usize, n: usize, th: usize) {
     let a = vec![0.01f32; m * k];
-    let w = vec![0.02f32; n * k]; // as (n, k) -> use transposed view to get (k, n)
-    let wt = vec![0.02f32; k * n];
+    let b = vec![0.02f32; k * n];
     let mut c = vec![0f32; m * n];
-    let reps = 3000;
-    for (name, b) in [("transposed view", Mat::new(&w, n, k).t()), ("contiguous", Mat::new(&wt, k, n))] {
-        let t0 = Instant::now();
-        for _ in 0..reps { matmul(&mut c, 0, n, Mat::new(&a, m, k), b, true, 1); }
-        let s = t0.elapsed().as_secs_f64();
-        println!("{name}: {:.1} us/call, {:.1} GFLOP/s", s / reps as f64 * 1e6, 2.0 * (m * n * k * reps) as f64 / s / 1e9);
-    }
-    // m=16, k=256, n=768 (forward h@U)
-    let (m, k, n) = (16usize, 256usize, 768usize);
-    let a = vec![0.01f32; m * k];
-    let wt = vec![0.02f32; k * n];
-    let mut c = vec![0f32; m * n];
+    matmul(&mut c, 0, n, Mat::new(&a, m, k), Mat::new(&b, k, n), false, th);
+    let reps = (4e9 / (2.0 * (m * n * k) as f64)).max(3.0) as usize;
     let t0 = Instant::now();
-    for _ in 0..reps { matmul(&mut c, 0, n, Mat::new(&a, m, k), Mat::new(&wt, k, n), true, 1); }
+    for _ in 0..reps { matmul(&mut c, 0, n, Mat::new(&a, m, k), Mat::new(&b, k, n), false, th); }
     let s = t0.elapsed().as_secs_f64();
-    println!("fwd h@U m16: {:.1} us/call, {:.1} GFLOP/s", s / reps as f64 * 1e6, 2.0 * (m * n * k * reps) as f64 / s / 1e9);
+    println!("{name} ({m}x{k})@({k}x{n}) th={th}: {:.2} ms, {:.1} GFLOP/s", s / reps as f64 * 1e3, 2.0 * (m * n * k * reps) as f64 / s / 1e9);
+}
+fn main() {
+    for th in [1, 2] {
+        run("proj fwd", 960, 256, 8000, th);
+        run("proj dx", 960, 8000, 256, th);
+        run("proj dw", 256, 960, 8000, th);
+        run("square", 1024, 1024, 1024, th);
+    }
 }

@@ -236,3 +236,28 @@ fn fused_adam_matches_composed_update() {
     assert!(err < 1e-5, "adam: {err}");
 }
 
+
+#[test]
+fn fused_projection_nll_and_linear_match_composed_ops() {
+    use nmt::kernels::{linear, proj_nll};
+    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 3e-5)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        let (n, k, v) = (21, 9, 37);
+        let x = rand_var(&[n, k], 1.0, dtype, &mut rng);
+        let w = rand_var(&[k, v], 1.0, dtype, &mut rng);
+        let b = rand_var(&[v], 1.0, dtype, &mut rng);
+        let targets: Vec<u32> = (0..n).map(|_| rng.gen_range(0..v as u32)).collect();
+        let tt = Tensor::from_vec(targets.clone(), (n, 1), &Device::Cpu).unwrap();
+        let composed_logits = || x.as_tensor().matmul(w.as_tensor()).unwrap().broadcast_add(b.as_tensor()).unwrap();
+        let err = compare(&[&x, &w, &b], || linear::linear(x.as_tensor(), w.as_tensor(), b.as_tensor()).unwrap(), composed_logits, 8);
+        assert!(err < tol, "linear {dtype:?}: {err}");
+        let err = compare(
+            &[&x, &w, &b],
+            || proj_nll::proj_nll(x.as_tensor(), w.as_tensor(), b.as_tensor(), &targets).unwrap(),
+            || candle_nn::ops::log_softmax(&composed_logits(), D::Minus1).unwrap().gather(&tt, 1).unwrap().squeeze(1).unwrap().neg().unwrap(),
+            10,
+        );
+        eprintln!("projection nll {dtype:?}: {err:.2e}");
+        assert!(err < tol, "projection nll {dtype:?}: {err}");
+    }
+}

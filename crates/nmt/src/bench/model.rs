@@ -8,7 +8,7 @@ use candle_core::{Device, Tensor, D};
 
 use super::params::{BenchBatch, BenchParams, ATT, BATCH, HIDDEN, SRC_LEN, TGT_LEN};
 use crate::error::Result;
-use crate::kernels::{attn_decoder, gru, linear, maxout, xent};
+use crate::kernels::{attn_decoder, gru, linear, maxout, proj_nll};
 
 /// Which implementation computes the loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,8 +102,8 @@ fn init_and_keys(p: &BenchParams, hs: &Tensor, hb: &Tensor, imp: Impl) -> Result
     Ok((s0, uh))
 }
 
-/// Deep output: `maxout([s; Ey; c] W_o + b_o) W_p + b_p`, `(N, V)` logits.
-fn logits(p: &BenchParams, st: &Tensor, ys: &Tensor, cs: &Tensor, imp: Impl) -> Result<Tensor> {
+/// Deep output: `maxout([s; Ey; c] W_o + b_o)`, `(N, H)`; the logits are this times `W_p`.
+fn deep_output(p: &BenchParams, st: &Tensor, ys: &Tensor, cs: &Tensor, imp: Impl) -> Result<Tensor> {
     let t = affine_with(imp, &Tensor::cat(&[st, ys, cs], 1)?, p.get("out_w")?, p.get("out_b")?)?;
     let t = match imp {
         Impl::Ops => {
@@ -112,7 +112,7 @@ fn logits(p: &BenchParams, st: &Tensor, ys: &Tensor, cs: &Tensor, imp: Impl) -> 
         }
         Impl::Fused => maxout::maxout_pairs(&t)?,
     };
-    affine_with(imp, &t, p.get("proj_w")?, p.get("proj_b")?)
+    Ok(t)
 }
 
 fn loss_ops(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, tgt: &[u32], dev: &Device) -> Result<Tensor> {
@@ -134,7 +134,8 @@ fn loss_ops(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, tgt: &[u32], dev: &D
     }
     let st = Tensor::stack(&states, 1)?.reshape((BATCH * TGT_LEN, HIDDEN))?;
     let cs = Tensor::stack(&ctxs, 1)?.reshape((BATCH * TGT_LEN, 2 * HIDDEN))?;
-    let logits = logits(p, &st, &ys, &cs, Impl::Ops)?;
+    let t = deep_output(p, &st, &ys, &cs, Impl::Ops)?;
+    let logits = affine(&t, p.get("proj_w")?, p.get("proj_b")?)?;
     let lp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
     let tgt_t = Tensor::from_slice(tgt, BATCH * TGT_LEN, dev)?;
     let picked = lp.gather(&tgt_t.unsqueeze(1)?, 1)?.squeeze(1)?;
@@ -163,8 +164,8 @@ fn loss_fused(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, batch: &BenchBatch
     let out = attn_decoder::attention_decoder(&seq, &enc, &w, dims)?.reshape((BATCH * TGT_LEN, 3 * HIDDEN))?;
     let st = out.narrow(1, 0, HIDDEN)?;
     let cs = out.narrow(1, HIDDEN, 2 * HIDDEN)?;
-    let logits = logits(p, &st, &ys, &cs, Impl::Fused)?;
-    let nll = xent::nll_rows(&logits, &batch.tgt)?;
+    let t = deep_output(p, &st, &ys, &cs, Impl::Fused)?;
+    let nll = proj_nll::proj_nll(&t, p.get("proj_w")?, p.get("proj_b")?, &batch.tgt)?;
     let mask: Vec<f32> = batch.tgt.iter().map(|&t| f32::from(t != 0)).collect();
     let mask = Tensor::from_vec(mask, BATCH * TGT_LEN, nll.device())?.to_dtype(nll.dtype())?;
     Ok(((nll * &mask)?.sum_all()? / mask.sum_all()?)?)

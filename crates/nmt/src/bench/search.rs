@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use super::params::{BenchParams, ATT, BOS, EMB, HIDDEN, PARAMS, SRC_LEN, VOCAB};
 use crate::error::Result;
 use crate::kernels::attn_decoder::attend_row;
-use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::gru::{self, cell, GruDims};
 use crate::kernels::math::FastMath;
 use crate::simd_dispatch;
@@ -51,7 +51,7 @@ fn threads() -> usize {
 /// `out (n, cols) = rows of x (n, k) · w (k, cols) + bias`.
 fn affine(x: &[f32], n: usize, k: usize, w: &[f32], bias: &[f32]) -> Vec<f32> {
     let cols = bias.len();
-    let mut out: Vec<f32> = bias.iter().copied().cycle().take(n * cols).collect();
+    let mut out = fill_rows(bias, n);
     matmul(&mut out, 0, cols, Mat::new(x, n, k), Mat::new(w, k, cols), true, threads());
     out
 }
@@ -112,7 +112,7 @@ fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u
     *s = s_new;
     // Deep output: [s; Ey; c] W_o as three accumulated GEMMs, no concatenation.
     let ow = w.get("out_w");
-    let mut t: Vec<f32> = w.get("out_b").iter().copied().cycle().take(n * C).collect();
+    let mut t = fill_rows(w.get("out_b"), n);
     matmul(&mut t, 0, C, Mat::new(s, n, H), Mat::new(&ow[..H * C], H, C), true, threads());
     matmul(&mut t, 0, C, Mat::new(&ey, n, EMB), Mat::new(&ow[H * C..(H + EMB) * C], EMB, C), true, threads());
     matmul(&mut t, 0, C, Mat::new(&ctx, n, C), Mat::new(&ow[(H + EMB) * C..], C, C), true, threads());

@@ -13,7 +13,7 @@
 use rayon::prelude::*;
 
 use super::attn_decoder::{attend_row, AttnDims};
-use super::gemm::{matmul, transpose, Mat, Real};
+use super::gemm::{fill_rows, matmul, transpose, Mat, Real};
 use super::gru::chunk_rows;
 use super::math::{axpy, dot};
 use crate::simd_dispatch;
@@ -41,10 +41,9 @@ pub fn backward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T], out: &[T],
             sprev[(b * tl + i) * h..][..h].copy_from_slice(src);
         }
     }
-    let bias_rows = |bias: &[T], n: usize| -> Vec<T> { bias.iter().copied().cycle().take(n * bias.len()).collect() };
-    let mut ws = bias_rows(&w[o.ba..o.va], bt);
+    let mut ws = fill_rows(&w[o.ba..o.va], bt);
     matmul(&mut ws, 0, a, Mat::new(&sprev, bt, h), Mat::new(&w[o.wa..o.ba], h, a), true, threads);
-    let mut gh = bias_rows(&w[o.bh..o.end], bt);
+    let mut gh = fill_rows(&w[o.bh..o.end], bt);
     matmul(&mut gh, 0, 3 * h, Mat::new(&sprev, bt, h), Mat::new(&w[o.u..o.bh], h, 3 * h), true, threads);
     let mut gi = gie.to_vec();
     matmul(&mut gi, 0, 3 * h, Mat::strided(out, h, bt, c, ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, threads);

@@ -189,3 +189,13 @@ pub fn transpose<T: Real>(src: &[T], rows: usize, cols: usize) -> Vec<T> {
     }
     out
 }
+
+/// `n` copies of the row `bias`, as a row-major `(n, bias.len())` matrix: the initial value
+/// of a GEMM that adds a bias.
+pub fn fill_rows<T: Real>(bias: &[T], n: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(n * bias.len());
+    for _ in 0..n {
+        out.extend_from_slice(bias);
+    }
+    out
+}

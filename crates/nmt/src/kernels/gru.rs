@@ -24,7 +24,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use super::gemm::{matmul, transpose, Mat, Real};
+use super::gemm::{fill_rows, matmul, transpose, Mat, Real};
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
 use crate::simd_dispatch;
 
@@ -193,10 +193,7 @@ pub fn backward<T: Real>(d: GruDims, gi: &[T], w: &[T], hs: &[T], dh: &[T]) -> (
         }
     }
     // GH = H_prev U + b_h for all steps in one GEMM.
-    let mut gh = vec![T::ZERO; b * s * 3 * h];
-    for row in gh.chunks_mut(3 * h) {
-        row.copy_from_slice(&w[h * 3 * h..]);
-    }
+    let mut gh = fill_rows(&w[h * 3 * h..], b * s);
     matmul(&mut gh, 0, 3 * h, Mat::new(&hprev, b * s, h), Mat::new(u, h, 3 * h), true, threads);
 
     let mut dgi = vec![T::ZERO; b * s * 3 * h];

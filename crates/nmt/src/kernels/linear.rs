@@ -8,7 +8,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use super::gemm::{matmul, transpose, Mat, Real};
+use super::gemm::{fill_rows, matmul, transpose, Mat, Real};
 use super::math::axpy;
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
 use crate::simd_dispatch;
@@ -30,13 +30,13 @@ struct Linear {
 }
 
 fn forward<T: Real>(op: &Linear, x: &[T], w: &[T], b: &[T]) -> Vec<T> {
-    let mut y: Vec<T> = b.iter().copied().cycle().take(op.n * op.m).collect();
+    let mut y = fill_rows(b, op.n);
     matmul(&mut y, 0, op.m, Mat::new(x, op.n, op.k), Mat::new(w, op.k, op.m), true, rayon::current_num_threads());
     y
 }
 
 /// Column sums of `dy (N, M)`, in parallel over column blocks.
-fn col_sums<T: Real>(dy: &[T], n: usize, m: usize) -> Vec<T> {
+pub(crate) fn col_sums<T: Real>(dy: &[T], n: usize, m: usize) -> Vec<T> {
     const BLOCK: usize = 1024;
     let mut db = vec![T::ZERO; m];
     db.par_chunks_mut(BLOCK).enumerate().for_each(|(c, acc)| {

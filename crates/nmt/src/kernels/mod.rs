@@ -11,3 +11,4 @@ pub mod maxout;
 pub mod xent;
 pub mod adam;
 pub mod linear;
+pub mod proj_nll;

@@ -55,7 +55,7 @@ impl CustomOp1 for Xent {
 }
 
 /// Rows per parallel task: large enough to amortise scheduling.
-const ROWS: usize = 16;
+pub(crate) const ROWS: usize = 16;
 
 fn forward<T: Real>(x: &[T], targets: &[u32], v: usize) -> Vec<T> {
     let mut out = vec![T::ZERO; targets.len()];
@@ -72,7 +72,7 @@ fn forward<T: Real>(x: &[T], targets: &[u32], v: usize) -> Vec<T> {
 }
 
 #[inline(always)]
-fn logsumexp<T: Real>(row: &[T]) -> T {
+pub(crate) fn logsumexp<T: Real>(row: &[T]) -> T {
     let mut m = [T::from_f64(f64::NEG_INFINITY); 16];
     let full = row.len() / 16 * 16;
     for ch in row[..full].chunks_exact(16) {
