@@ -136,6 +136,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
     let p = BenchParams::load(opts.data.as_deref(), DType::F32, &dev)?;
     let batch = BenchBatch::load(opts.data.as_deref())?;
     let loss0 = loss(&p, &batch, opts.imp)?.to_scalar::<f32>()? as f64;
+    crate::kernels::profile::take();
     let base = json!({"impl": imp_name, "threads": threads, "loss0": round(loss0, 6)});
     let with = |extra: Value| -> Value {
         let mut v = base.clone();
@@ -164,13 +165,26 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
     if want("train") {
         let mut adam = BenchAdam::new(&p)?;
         let mut last = 0f32;
+        let mut phases: [Vec<f64>; 3] = Default::default();
         let (ms, mn) = timed(opts.steps, || {
+            let t0 = Instant::now();
             let l = loss(&p, &batch, opts.imp)?;
+            let t1 = Instant::now();
             let grads = l.backward()?;
+            let t2 = Instant::now();
             adam.update(&p, &grads, opts.imp)?;
             last = l.to_scalar::<f32>()?;
+            for (slot, (a, b)) in phases.iter_mut().zip([(t0, t1), (t1, t2), (t2, Instant::now())]) {
+                slot.push((b - a).as_secs_f64() * 1e3);
+            }
             Ok(())
         })?;
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            round(v[v.len() / 2], 1)
+        };
+        let [f, b, a] = &mut phases;
+        let (fwd, bwd, opt) = (median(f), median(b), median(a));
         let gflops = 3.0 * forward_flops() / (ms / 1e3) / 1e9;
         let mut v = with(json!({
             "bench": "train", "ms_median": round(ms, 2), "ms_min": round(mn, 2),
@@ -178,7 +192,17 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
             "gflop_per_step": round(3.0 * forward_flops() / 1e9, 2),
             "gflop_per_s": round(gflops, 1),
             "loss_last": round(last as f64, 6),
+            "forward_ms": fwd, "backward_ms": bwd, "adam_ms": opt,
         }));
+        let prof = crate::kernels::profile::take();
+        if prof.iter().any(|(_, ms)| *ms > 0.0) {
+            // Per-step milliseconds of each fused kernel, over warm-up and timed steps.
+            let steps = (3 + opts.steps) as f64;
+            let m: serde_json::Map<String, Value> = prof.iter().filter(|(_, ms)| *ms > 0.0).map(|(n, ms)| (n.to_string(), json!(round(ms / steps, 1)))).collect();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("kernel_ms".into(), Value::Object(m));
+            }
+        }
         if let (Some(peak), Some(o)) = (gemm_peak, v.as_object_mut()) {
             o.insert("fraction_of_gemm_peak".into(), json!(round(gflops / peak, 3)));
         }

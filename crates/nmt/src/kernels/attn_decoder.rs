@@ -108,7 +108,10 @@ impl CustomOp3 for AttnDecoder {
         let d = &self.0;
         let shape = Shape::from((d.batch, d.tgt_len, d.out_w()));
         Ok(match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
-            DType::F32 => (CpuStorage::F32(forward(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?)), shape),
+            DType::F32 => {
+                let (a, b, c) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
+                (CpuStorage::F32(super::profile::timed(2, || forward(d, a, b, c))), shape)
+            }
             _ => (CpuStorage::F64(forward(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?)), shape),
         })
     }
@@ -122,7 +125,7 @@ impl CustomOp3 for AttnDecoder {
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let (a, b, c) = match seq.dtype() {
-            DType::F32 => backward_t::<f32>(&self.0, [seq, enc, w, res, grad])?,
+            DType::F32 => super::profile::timed(3, || backward_t::<f32>(&self.0, [seq, enc, w, res, grad]))?,
             _ => backward_t::<f64>(&self.0, [seq, enc, w, res, grad])?,
         };
         Ok((Some(a), Some(b), Some(c)))

@@ -8,7 +8,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use super::gemm::{fill_rows, matmul, transpose, Mat, Real};
+use super::gemm::{fill_rows, matmul, Mat, Real};
 use super::math::axpy;
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
 use crate::simd_dispatch;
@@ -64,7 +64,10 @@ impl CustomOp3 for Linear {
     ) -> Result<(CpuStorage, Shape)> {
         let shape = Shape::from((self.n, self.m));
         Ok(match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
-            DType::F32 => (CpuStorage::F32(forward(self, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?)), shape),
+            DType::F32 => {
+                let (a, b, c) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
+                (CpuStorage::F32(super::profile::timed(4, || forward(self, a, b, c))), shape)
+            }
             _ => (CpuStorage::F64(forward(self, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?)), shape),
         })
     }
@@ -84,12 +87,10 @@ impl CustomOp3 for Linear {
                 with_slice::<T, _>(w, |ws| {
                     with_slice::<T, _>(grad, |dy| {
                         let mut dx = vec![T::ZERO; n * k];
-                        // Contiguous transposes: see gemm::transpose.
-                        let wt = transpose(ws, k, m);
-                        matmul(&mut dx, 0, k, Mat::new(dy, n, m), Mat::new(&wt, m, k), false, threads);
+                        // Transposed views are as fast as copies at these sizes (see proj_nll.rs).
+                        matmul(&mut dx, 0, k, Mat::new(dy, n, m), Mat::new(ws, k, m).t(), false, threads);
                         let mut dw = vec![T::ZERO; k * m];
-                        let xt = transpose(xs, n, k);
-                        matmul(&mut dw, 0, m, Mat::new(&xt, k, n), Mat::new(dy, n, m), false, threads);
+                        matmul(&mut dw, 0, m, Mat::new(xs, n, k).t(), Mat::new(dy, n, m), false, threads);
                         let db = col_sums(dy, n, m);
                         Ok((tensor_from(dx, x.shape(), x)?, tensor_from(dw, w.shape(), w)?, tensor_from(db, b.shape(), b)?))
                     })
@@ -97,7 +98,7 @@ impl CustomOp3 for Linear {
             })
         }
         let (dx, dw, db) = match x.dtype() {
-            DType::F32 => go::<f32>(self, x, w, b, grad)?,
+            DType::F32 => super::profile::timed(5, || go::<f32>(self, x, w, b, grad))?,
             _ => go::<f64>(self, x, w, b, grad)?,
         };
         Ok((Some(dx), Some(dw), Some(db)))

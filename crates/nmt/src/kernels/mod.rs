@@ -12,3 +12,4 @@ pub mod xent;
 pub mod adam;
 pub mod linear;
 pub mod proj_nll;
+pub mod profile;

@@ -1,0 +1,35 @@
+//! Opt-in wall-clock accounting of the fused ops (`NMT_PROFILE=1`), for `nmt bench` and
+//! docs/PERF.md: how much of a training step each kernel's forward and backward take, and by
+//! difference, what candle's own graph code takes.
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// Kernels that are timed, in report order.
+pub const NAMES: [&str; 12] = [
+    "gru.fwd", "gru.bwd", "attn.fwd", "attn.bwd", "linear.fwd", "linear.bwd", "proj_nll.fwd",
+    "proj_nll.bwd", "maxout.fwd", "maxout.bwd", "xent", "adam",
+];
+
+static NANOS: [AtomicU64; 12] = [const { AtomicU64::new(0) }; 12];
+
+fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("NMT_PROFILE").is_some_and(|v| v != "0"))
+}
+
+/// Runs `f`, adding its wall time to counter `i` (an index into [`NAMES`]) when profiling.
+pub fn timed<R>(i: usize, f: impl FnOnce() -> R) -> R {
+    if !enabled() {
+        return f();
+    }
+    let t0 = Instant::now();
+    let r = f();
+    NANOS[i].fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    r
+}
+
+/// The accumulated milliseconds per kernel, and resets the counters.
+pub fn take() -> Vec<(&'static str, f64)> {
+    NAMES.iter().zip(&NANOS).map(|(n, c)| (*n, c.swap(0, Ordering::Relaxed) as f64 / 1e6)).collect()
+}
