@@ -23,3 +23,35 @@ fn fused_bench_loss_and_gradients_match_composed_ops() {
         assert!(worst < 2e-3, "{}: max diff {worst} of the largest gradient entry", PARAMS[i].0);
     }
 }
+
+/// Beam search with one hypothesis is greedy search; five hypotheses never score worse, and
+/// the scores come back sorted.
+#[test]
+fn bench_beam_agrees_with_greedy() {
+    use nmt::bench::search::{beam, greedy, SearchWeights};
+    let p = BenchParams::load(None, DType::F32, &Device::Cpu).unwrap();
+    let batch = BenchBatch::load(None).unwrap();
+    let w = SearchWeights::new(&p).unwrap();
+    let steps = 6;
+    let g = greedy(&w, &batch.src, steps);
+    let b1 = beam(&w, &batch.src, steps, 1);
+    let b5 = beam(&w, &batch.src, steps, 5);
+    assert_eq!(g.len(), 32 * steps);
+    for s in 0..32 {
+        assert!(b1[s].is_finite() && b1[s] < 0.0);
+        assert!(b5[s * 5] >= b1[s] - 1e-4, "sentence {s}: beam5 {} < beam1 {}", b5[s * 5], b1[s]);
+        assert!(b5[s * 5..(s + 1) * 5].windows(2).all(|p| p[0] >= p[1]));
+    }
+    // A greedy path's score, recomputed by the composed-op loss on the same tokens, equals
+    // beam 1's: feed greedy's output as the target of the teacher-forced loss.
+    let mut forced = BenchBatch::load(None).unwrap();
+    let mut tgt = vec![0u32; 32 * 30];
+    for s in 0..32 {
+        tgt[s * 30..s * 30 + steps].copy_from_slice(&g[s * steps..(s + 1) * steps]);
+    }
+    forced.tgt = tgt;
+    let mean = loss(&p, &forced, Impl::Ops).unwrap().to_scalar::<f32>().unwrap();
+    let total_beam1: f32 = b1.iter().sum();
+    let total_forced = -mean * (32 * steps) as f32;
+    assert!((total_beam1 - total_forced).abs() < 1e-3 * total_forced.abs(), "{total_beam1} vs {total_forced}");
+}

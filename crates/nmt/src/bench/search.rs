@@ -88,8 +88,8 @@ fn encode(w: &SearchWeights, src: &[u32]) -> (Vec<f32>, Vec<f32>) {
 }
 
 /// One decoder step for `n` rows; row `r` attends over sentence `sent[r]`. Updates `s` and
-/// returns the log-probabilities `(n, V)`.
-fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u32]) -> Vec<f32> {
+/// returns the scores of the next token.
+fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u32]) -> Scores {
     let n = y.len();
     let ws = affine(s, n, H, w.get("att_w"), w.get("att_b"));
     let mut ctx = vec![0f32; n * C];
@@ -117,14 +117,28 @@ fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u
     matmul(&mut t, 0, C, Mat::new(&ey, n, EMB), Mat::new(&ow[H * C..(H + EMB) * C], EMB, C), true, threads());
     matmul(&mut t, 0, C, Mat::new(&ctx, n, C), Mat::new(&ow[(H + EMB) * C..], C, C), true, threads());
     let m: Vec<f32> = t.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
-    let mut logits = affine(&m, n, H, w.get("proj_w"), w.get("proj_b"));
-    logits.par_chunks_mut(VOCAB).for_each(|row| simd_dispatch!(log_softmax_inplace(row)));
-    logits
+    let logits = affine(&m, n, H, w.get("proj_w"), w.get("proj_b"));
+    let mut lse = vec![0f32; n];
+    lse.par_iter_mut().enumerate().for_each(|(r, l)| *l = simd_dispatch!(logsumexp(&logits[r * VOCAB..(r + 1) * VOCAB])));
+    Scores { logits, lse }
+}
+
+/// One step's scores: `log p(y | row r) = logits[r, y] - lse[r]`. The normalised
+/// log-probabilities are never written out: search only needs the best few.
+struct Scores {
+    logits: Vec<f32>,
+    lse: Vec<f32>,
 }
 
 #[inline(always)]
-fn log_softmax_inplace(row: &mut [f32]) {
-    let max = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+fn logsumexp(row: &[f32]) -> f32 {
+    let mut mx = [f32::NEG_INFINITY; 16];
+    for ch in row.chunks_exact(16) {
+        for k in 0..16 {
+            mx[k] = mx[k].max(ch[k]);
+        }
+    }
+    let max = row.chunks_exact(16).remainder().iter().fold(mx.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)), |a, &b| a.max(b));
     let mut acc = [0f32; 16];
     for ch in row.chunks_exact(16) {
         for k in 0..16 {
@@ -135,8 +149,38 @@ fn log_softmax_inplace(row: &mut [f32]) {
     for &x in row.chunks_exact(16).remainder() {
         sum += (x - max).exp_fast();
     }
-    let lse = max + sum.ln();
-    row.iter_mut().for_each(|x| *x -= lse);
+    max + sum.ln()
+}
+
+/// Inserts the candidates `base + row[j]` that beat the current k-th best into `top`
+/// (descending, at most `k` long, entries `(score, tag + j)`). Blocks of 16 whose maximum
+/// cannot enter are skipped with one vectorised comparison, so the scan costs about one
+/// `max` per element.
+#[inline(always)]
+fn push_top(top: &mut Vec<(f32, usize)>, k: usize, base: f32, row: &[f32], tag: usize) {
+    let consider = |top: &mut Vec<(f32, usize)>, j: usize, c: f32| {
+        if top.len() < k || c > top[top.len() - 1].0 {
+            let at = top.iter().position(|t| c > t.0).unwrap_or(top.len());
+            top.insert(at, (c, tag + j));
+            top.truncate(k);
+        }
+    };
+    for (b, ch) in row.chunks_exact(16).enumerate() {
+        let threshold = if top.len() < k { f32::NEG_INFINITY } else { top[top.len() - 1].0 - base };
+        let mut m = f32::NEG_INFINITY;
+        for &x in ch {
+            m = m.max(x);
+        }
+        if m > threshold {
+            for (i, &x) in ch.iter().enumerate() {
+                consider(top, b * 16 + i, base + x);
+            }
+        }
+    }
+    let full = row.len() / 16 * 16;
+    for (i, &x) in row[full..].iter().enumerate() {
+        consider(top, full + i, base + x);
+    }
 }
 
 /// Greedy search for `steps` steps: the token ids `(B, steps)`.
@@ -147,10 +191,11 @@ pub fn greedy(w: &SearchWeights, src: &[u32], steps: usize) -> Vec<u32> {
     let mut y = vec![BOS; b];
     let mut out = vec![0u32; b * steps];
     for i in 0..steps {
-        let lp = step(w, &enc, &sent, &mut s, &y);
-        for (r, row) in lp.chunks(VOCAB).enumerate() {
-            let best = row.iter().enumerate().fold((0, f32::NEG_INFINITY), |a, (j, &x)| if x > a.1 { (j, x) } else { a });
-            y[r] = best.0 as u32;
+        let sc = step(w, &enc, &sent, &mut s, &y);
+        for (r, row) in sc.logits.chunks(VOCAB).enumerate() {
+            let mut top = Vec::with_capacity(2);
+            simd_dispatch!(push_top(&mut top, 1, 0.0, row, 0));
+            y[r] = top.first().map_or(0, |t| t.1 as u32);
             out[r * steps + i] = y[r];
         }
     }
@@ -167,22 +212,18 @@ pub fn beam(w: &SearchWeights, src: &[u32], steps: usize, k: usize) -> Vec<f32> 
     let mut y = vec![BOS; b * k];
     let mut score: Vec<f32> = (0..b * k).map(|r| if r % k == 0 { 0.0 } else { f32::NEG_INFINITY }).collect();
     for _ in 0..steps {
-        let lp = step(w, &enc, &sent, &mut s, &y);
+        let sc = step(w, &enc, &sent, &mut s, &y);
         let picks: Vec<Vec<(f32, usize)>> = (0..b)
             .into_par_iter()
             .map(|bi| {
                 let mut top: Vec<(f32, usize)> = Vec::with_capacity(k + 1);
                 for h in 0..k {
-                    let base = score[bi * k + h];
-                    let row = &lp[(bi * k + h) * VOCAB..(bi * k + h + 1) * VOCAB];
-                    for (j, &x) in row.iter().enumerate() {
-                        let c = base + x;
-                        if top.len() < k || c > top[top.len() - 1].0 {
-                            let at = top.iter().position(|t| c > t.0).unwrap_or(top.len());
-                            top.insert(at, (c, h * VOCAB + j));
-                            top.truncate(k);
-                        }
+                    let r = bi * k + h;
+                    if score[r] == f32::NEG_INFINITY {
+                        continue;
                     }
+                    let row = &sc.logits[r * VOCAB..(r + 1) * VOCAB];
+                    simd_dispatch!(push_top(&mut top, k, score[r] - sc.lse[r], row, h * VOCAB));
                 }
                 top
             })
