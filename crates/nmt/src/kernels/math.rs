@@ -67,12 +67,16 @@ pub fn tanh_f32(x: f32) -> f32 {
 }
 
 /// exp for f32, after Cephes' `expf`: range reduction by powers of two and a degree-6 polynomial.
+/// Integer-only bit manipulation (no float→int `as`, whose saturating semantics compile to
+/// scalar code), so loops over it vectorise.
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
     let x = x.clamp(-87.3, 88.0);
-    // n = round(x / ln 2) by the 1.5·2^23 trick, which needs no rounding instruction.
+    // round(x / ln 2) by the 1.5·2^23 trick: the sum's low mantissa bits hold the integer.
     const MAGIC: f32 = 12_582_912.0;
-    let n = (x * std::f32::consts::LOG2_E + MAGIC) - MAGIC;
+    let t = x * std::f32::consts::LOG2_E + MAGIC;
+    let n_int = t.to_bits().wrapping_sub(MAGIC.to_bits()) as i32;
+    let n = t - MAGIC;
     let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
     let mut y = 1.987_569_1e-4_f32;
     y = y * r + 1.398_199_9e-3;
@@ -81,8 +85,8 @@ pub fn exp_f32(x: f32) -> f32 {
     y = y * r + 1.666_666_5e-1;
     y = y * r + 5.000_000_1e-1;
     y = y * r * r + r + 1.0;
-    // 2^n built from its exponent bits; n is in [-126, 127] after the clamp.
-    let pow2 = f32::from_bits(((n as i32 + 127).clamp(0, 254) as u32) << 23);
+    // 2^n from its exponent bits; n is in [-126, 127] after the clamp.
+    let pow2 = f32::from_bits(((n_int + 127) as u32) << 23);
     y * pow2
 }
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs `nmt bench` and the PyTorch reference of bench-rnnsearch back to back, several
+# alternations, same threads, same weights and batch; prints every pair and the median ratios.
+#
+#   scripts/bench-vs-pytorch.sh [ROUNDS] [THREADS]        (defaults: 5 rounds, 2 threads)
+#
+# Needs the reference (../shared/bench, or $BENCH_REF) and its venv ($BENCH_VENV, default
+# ~/.cache/nmt-bench-venv, made by the reference's setup.sh). A tool, not a test dependency.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+rounds=${1:-5}
+threads=${2:-2}
+ref=${BENCH_REF:-$root/../shared/bench}
+venv=${BENCH_VENV:-$HOME/.cache/nmt-bench-venv}
+data=${BENCH_DATA:-$root/target/bench-data}
+steps=${STEPS:-20}
+[ -f "$ref/pytorch_rnnsearch.py" ] || { echo "no PyTorch reference at $ref (set BENCH_REF)" >&2; exit 1; }
+[ -x "$venv/bin/python" ] || bash "$ref/setup.sh"
+[ -f "$data/init.bin" ] || BENCH_DATA="$data" python3 "$ref/gen_data.py"
+cargo build --release -q -p nmt-cli
+nmt="${CARGO_TARGET_DIR:-$root/target}/release/nmt"
+export OMP_WAIT_POLICY=PASSIVE
+out=$(mktemp)
+for r in $(seq "$rounds"); do
+  echo "round $r/$rounds" >&2
+  "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --only train,greedy,beam5 | sed "s/^/nmt $r /" >> "$out"
+  BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" "$ref/pytorch_rnnsearch.py" | sed "s/^/torch $r /" >> "$out"
+done
+python3 - "$out" "$rounds" <<'PY'
+import json, statistics, sys
+rows = [l.split(" ", 2) for l in open(sys.argv[1])]
+data = {}
+for who, r, js in rows:
+    j = json.loads(js)
+    data[(who, int(r), j["bench"])] = j
+rounds = int(sys.argv[2])
+t, n = data[("torch", 1, "train")], data[("nmt", 1, "train")]
+print(f"loss0: nmt {n['loss0']}  pytorch {t['loss0']}")
+for bench, key in [("train", "target_tokens_per_s"), ("greedy", "sentences_per_s"), ("beam5", "sentences_per_s")]:
+    ratios = []
+    print(f"{bench} ({key}):")
+    for r in range(1, rounds + 1):
+        a, b = data[("nmt", r, bench)][key], data[("torch", r, bench)][key]
+        ratios.append(a / b)
+        print(f"  round {r}: nmt {a:9.1f}  pytorch {b:9.1f}  ratio {a / b:5.2f}")
+    print(f"  median ratio {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
+PY
+rm -f "$out"
