@@ -12,7 +12,7 @@
 //! then `dW_a = S_prevᵀ dWS`, `dW_c = Cᵀ dGI`, `dU = S_prevᵀ dGH` as GEMMs over all steps.
 use rayon::prelude::*;
 
-use super::attn_decoder::{attend_row, AttnDims};
+use super::attn_decoder::{attend_row, AttnDims, Steps};
 use super::gemm::{fill_rows, matmul, transpose, Mat, Real};
 use super::gru::chunk_rows;
 use super::math::{axpy, dot};
@@ -27,7 +27,7 @@ struct Recomputed<T> {
 }
 
 /// Returns the gradients of `(seq, enc, w)` given the output `out` and its gradient `dout`.
-pub fn backward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T], out: &[T], dout: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+pub fn backward<T: Real>(d: &AttnDims, steps: Option<Steps<T>>, seq: &[T], enc: &[T], w: &[T], out: &[T], dout: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (bt, tl, sl, h, c, a) = (d.batch * d.tgt_len, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
     let (ow, ew, o) = (h + c, c + a, d.woff());
     let threads = rayon::current_num_threads();
@@ -41,13 +41,17 @@ pub fn backward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T], out: &[T],
             sprev[(b * tl + i) * h..][..h].copy_from_slice(src);
         }
     }
-    let mut ws = fill_rows(&w[o.ba..o.va], bt);
-    matmul(&mut ws, 0, a, Mat::new(&sprev, bt, h), Mat::new(&w[o.wa..o.ba], h, a), true, threads);
-    let mut gh = fill_rows(&w[o.bh..o.end], bt);
-    matmul(&mut gh, 0, 3 * h, Mat::new(&sprev, bt, h), Mat::new(&w[o.u..o.bh], h, 3 * h), true, threads);
-    let mut gi = gie.to_vec();
-    matmul(&mut gi, 0, 3 * h, Mat::strided(out, h, bt, c, ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, threads);
-    let re = Recomputed { sprev, ws, gi, gh };
+    let steps = steps.unwrap_or_else(|| {
+        // No steps from the forward pass: recompute them, one GEMM each over all steps.
+        let mut ws = fill_rows(&w[o.ba..o.va], bt);
+        matmul(&mut ws, 0, a, Mat::new(&sprev, bt, h), Mat::new(&w[o.wa..o.ba], h, a), true, threads);
+        let mut gh = fill_rows(&w[o.bh..o.end], bt);
+        matmul(&mut gh, 0, 3 * h, Mat::new(&sprev, bt, h), Mat::new(&w[o.u..o.bh], h, 3 * h), true, threads);
+        let mut gi = gie.to_vec();
+        matmul(&mut gi, 0, 3 * h, Mat::strided(out, h, bt, c, ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, threads);
+        Steps { ws, gi, gh }
+    });
+    let re = Recomputed { sprev, ws: steps.ws, gi: steps.gi, gh: steps.gh };
 
     let mut dgi = vec![T::ZERO; bt * 3 * h];
     let mut dgh = vec![T::ZERO; bt * 3 * h];

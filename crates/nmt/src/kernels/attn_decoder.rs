@@ -24,6 +24,8 @@
 //! (`dGI Wcᵀ`, `dGH Uᵀ`, `dWS W_aᵀ`), and the weight gradients are GEMMs over all steps.
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 
 use super::gemm::{matmul, Mat, Real};
@@ -86,10 +88,18 @@ pub fn attention_decoder(seq: &Tensor, enc: &Tensor, w: &Tensor, dims: AttnDims)
     if !ok {
         candle_core::bail!("attention_decoder: inputs {:?} {:?} {:?} do not fit {d:?}", seq.dims(), enc.dims(), w.dims());
     }
-    seq.contiguous()?.apply_op3(&enc.contiguous()?, &w.contiguous()?, AttnDecoder(dims))
+    seq.contiguous()?.apply_op3(&enc.contiguous()?, &w.contiguous()?, AttnDecoder(dims, Mutex::new(None)))
 }
 
-struct AttnDecoder(AttnDims);
+/// The step buffers of the forward pass, in either precision.
+enum Cached {
+    F32(Steps<f32>),
+    F64(Steps<f64>),
+}
+
+/// The op; its forward pass leaves the per-step GEMM results for the backward pass (taken
+/// once; a second backward recomputes them).
+struct AttnDecoder(AttnDims, Mutex<Option<Cached>>);
 
 impl CustomOp3 for AttnDecoder {
     fn name(&self) -> &'static str {
@@ -107,13 +117,21 @@ impl CustomOp3 for AttnDecoder {
     ) -> Result<(CpuStorage, Shape)> {
         let d = &self.0;
         let shape = Shape::from((d.batch, d.tgt_len, d.out_w()));
-        Ok(match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
+        let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
             DType::F32 => {
                 let (a, b, c) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                (CpuStorage::F32(super::profile::timed(2, || forward(d, a, b, c))), shape)
+                let (out, st) = super::profile::timed(2, || forward(d, a, b, c));
+                (CpuStorage::F32(out), Cached::F32(st))
             }
-            _ => (CpuStorage::F64(forward(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?)), shape),
-        })
+            _ => {
+                let (out, st) = forward(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
+                (CpuStorage::F64(out), Cached::F64(st))
+            }
+        };
+        if let Ok(mut c) = self.1.lock() {
+            *c = Some(cached);
+        }
+        Ok((out, shape))
     }
 
     fn bwd(
@@ -124,22 +142,26 @@ impl CustomOp3 for AttnDecoder {
         res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let (a, b, c) = match seq.dtype() {
-            DType::F32 => super::profile::timed(3, || backward_t::<f32>(&self.0, [seq, enc, w, res, grad]))?,
-            _ => backward_t::<f64>(&self.0, [seq, enc, w, res, grad])?,
+        let cached = self.1.lock().ok().and_then(|mut c| c.take());
+        let t = [seq, enc, w, res, grad];
+        let (a, b, c) = match (seq.dtype(), cached) {
+            (DType::F32, Some(Cached::F32(st))) => super::profile::timed(3, || backward_t::<f32>(&self.0, Some(st), t))?,
+            (DType::F32, _) => super::profile::timed(3, || backward_t::<f32>(&self.0, None, t))?,
+            (_, Some(Cached::F64(st))) => backward_t::<f64>(&self.0, Some(st), t)?,
+            _ => backward_t::<f64>(&self.0, None, t)?,
         };
         Ok((Some(a), Some(b), Some(c)))
     }
 }
 
-fn backward_t<T: Real + WithDType>(d: &AttnDims, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
+fn backward_t<T: Real + WithDType>(d: &AttnDims, st: Option<Steps<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
     let [seq, enc, w, res, grad] = t;
     with_slice::<T, _>(seq, |seq_s| {
         with_slice::<T, _>(enc, |enc_s| {
             with_slice::<T, _>(w, |w_s| {
                 with_slice::<T, _>(res, |out_s| {
                     with_slice::<T, _>(grad, |g_s| {
-                        let (ds, de, dw) = super::attn_backward::backward(d, seq_s, enc_s, w_s, out_s, g_s);
+                        let (ds, de, dw) = super::attn_backward::backward(d, st, seq_s, enc_s, w_s, out_s, g_s);
                         Ok((tensor_from(ds, seq.shape(), seq)?, tensor_from(de, enc.shape(), enc)?, tensor_from(dw, w.shape(), w)?))
                     })
                 })
@@ -180,53 +202,71 @@ pub(crate) fn attend_row<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, ct
 }
 
 /// Forward pass: `(B, T, H + C)`.
-pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> Vec<T> {
-    let ow = d.out_w();
-    let mut out = vec![T::ZERO; d.batch * d.tgt_len * ow];
+pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>, Steps<T>) {
+    let (ow, bt, h) = (d.out_w(), d.batch * d.tgt_len, d.hidden);
+    let mut out = vec![T::ZERO; bt * ow];
+    let mut st = Steps { ws: vec![T::ZERO; bt * d.att], gi: vec![T::ZERO; bt * 3 * h], gh: vec![T::ZERO; bt * 3 * h] };
     let rows = chunk_rows(d.batch);
-    let gie_len = d.batch * d.tgt_len * 3 * d.hidden;
-    let (gie, s0) = seq.split_at(gie_len);
-    out.par_chunks_mut(rows * d.tgt_len * ow).enumerate().for_each(|(c, out_c)| {
-        let b0 = c * rows;
-        let nb = out_c.len() / (d.tgt_len * ow);
-        let gie_c = &gie[b0 * d.tgt_len * 3 * d.hidden..][..nb * d.tgt_len * 3 * d.hidden];
-        let s0_c = &s0[b0 * d.hidden..][..nb * d.hidden];
-        let enc_c = &enc[b0 * d.src_len * d.enc_w()..][..nb * d.src_len * d.enc_w()];
-        simd_dispatch!(forward_chunk(d, b0, nb, gie_c, s0_c, enc_c, w, out_c))
-    });
-    out
+    let (gie, s0) = seq.split_at(bt * 3 * h);
+    let tl = d.tgt_len;
+    out.par_chunks_mut(rows * tl * ow)
+        .zip(st.ws.par_chunks_mut(rows * tl * d.att))
+        .zip(st.gi.par_chunks_mut(rows * tl * 3 * h))
+        .zip(st.gh.par_chunks_mut(rows * tl * 3 * h))
+        .enumerate()
+        .for_each(|(c, (((out_c, ws_c), gi_c), gh_c))| {
+            let b0 = c * rows;
+            let nb = out_c.len() / (tl * ow);
+            let gie_c = &gie[b0 * tl * 3 * h..][..nb * tl * 3 * h];
+            let s0_c = &s0[b0 * h..][..nb * h];
+            let enc_c = &enc[b0 * d.src_len * d.enc_w()..][..nb * d.src_len * d.enc_w()];
+            let mut stc = StepsMut { ws: ws_c, gi: gi_c, gh: gh_c };
+            simd_dispatch!(forward_chunk(d, b0, nb, gie_c, s0_c, enc_c, w, out_c, &mut stc))
+        });
+    (out, st)
+}
+
+/// Each step's `ws`, `gi` and `gh` `(B, T, ·)`, kept by the op for its backward pass.
+pub struct Steps<T> {
+    pub ws: Vec<T>,
+    pub gi: Vec<T>,
+    pub gh: Vec<T>,
+}
+
+struct StepsMut<'a, T> {
+    ws: &'a mut [T],
+    gi: &'a mut [T],
+    gh: &'a mut [T],
 }
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn forward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, gie: &[T], s0: &[T], enc: &[T], w: &[T], out: &mut [T]) {
+fn forward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, gie: &[T], s0: &[T], enc: &[T], w: &[T], out: &mut [T], st: &mut StepsMut<'_, T>) {
     let (tl, sl, h, c, a) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
     let (ow, ew, o) = (d.out_w(), d.enc_w(), d.woff());
-    let mut ws = vec![T::ZERO; nb * a];
-    let mut gi = vec![T::ZERO; nb * 3 * h];
-    let mut gh = vec![T::ZERO; nb * 3 * h];
+    let (ws, gi, gh) = (&mut *st.ws, &mut *st.gi, &mut *st.gh);
     let mut x = vec![T::ZERO; sl * a];
     let mut alpha = vec![T::ZERO; sl];
     for i in 0..tl {
         // The previous state: s_0, or the state output at step i-1.
         let sp = if i == 0 { Mat::new(s0, nb, h) } else { Mat::strided(out, (i - 1) * ow, nb, h, tl * ow) };
-        for row in ws.chunks_mut(a) {
-            row.copy_from_slice(&w[o.ba..o.ba + a]);
+        // Row b of step i sits at (b·T + i) in the (nb, T, ·) step buffers.
+        let (r3, ra) = (|b: usize| (b * tl + i) * 3 * h, |b: usize| (b * tl + i) * a);
+        for b in 0..nb {
+            ws[ra(b)..ra(b) + a].copy_from_slice(&w[o.ba..o.ba + a]);
+            gh[r3(b)..r3(b) + 3 * h].copy_from_slice(&w[o.bh..o.end]);
         }
-        matmul(&mut ws, 0, a, sp, Mat::new(&w[o.wa..o.ba], h, a), true, 1);
-        for row in gh.chunks_mut(3 * h) {
-            row.copy_from_slice(&w[o.bh..o.end]);
-        }
-        matmul(&mut gh, 0, 3 * h, sp, Mat::new(&w[o.u..o.bh], h, 3 * h), true, 1);
+        matmul(ws, i * a, tl * a, sp, Mat::new(&w[o.wa..o.ba], h, a), true, 1);
+        matmul(gh, i * 3 * h, tl * 3 * h, sp, Mat::new(&w[o.u..o.bh], h, 3 * h), true, 1);
         for b in 0..nb {
             let ctx = &mut out[(b * tl + i) * ow + h..(b * tl + i + 1) * ow];
             let enc_b = &enc[b * sl * ew..(b + 1) * sl * ew];
-            attend_row(enc_b, &ws[b * a..(b + 1) * a], &w[o.va..o.wc], d.lens[b0 + b], c, &mut x, &mut alpha, ctx);
-            gi[b * 3 * h..(b + 1) * 3 * h].copy_from_slice(&gie[(b * tl + i) * 3 * h..(b * tl + i + 1) * 3 * h]);
+            attend_row(enc_b, &ws[ra(b)..ra(b) + a], &w[o.va..o.wc], d.lens[b0 + b], c, &mut x, &mut alpha, ctx);
+            gi[r3(b)..r3(b) + 3 * h].copy_from_slice(&gie[r3(b)..r3(b) + 3 * h]);
         }
-        matmul(&mut gi, 0, 3 * h, Mat::strided(out, i * ow + h, nb, c, tl * ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, 1);
+        matmul(gi, i * 3 * h, tl * 3 * h, Mat::strided(out, i * ow + h, nb, c, tl * ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, 1);
         for b in 0..nb {
-            let (g, hh) = (&gi[b * 3 * h..(b + 1) * 3 * h], &gh[b * 3 * h..(b + 1) * 3 * h]);
+            let (g, hh) = (&gi[r3(b)..r3(b) + 3 * h], &gh[r3(b)..r3(b) + 3 * h]);
             let cur = (b * tl + i) * ow;
             if i == 0 {
                 super::gru::cell(g, hh, &s0[b * h..(b + 1) * h], &mut out[cur..cur + h]);

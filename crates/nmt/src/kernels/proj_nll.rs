@@ -1,8 +1,9 @@
 //! The vocabulary projection and its loss as one op: `nll_r = lse(x_r W + b) - (x_r W + b)[y_r]`
 //! for `x (N, K)`, `W (K, V)`, `b (V)`; the composed twin is `linear` then `xent::nll_rows`.
 //!
-//! The logits `(N, V)` (30 MB on the bench) are computed once and kept by the op instance for
-//! its own backward pass, where they are turned in place into `softmax − onehot`; candle never
+//! The logits `(N, V)` (30 MB on the bench) are computed once, turned in place into
+//! `exp(z − max)` with each row's `1 / Σ`, and kept by the op instance for its own backward
+//! pass, which scales them into `softmax − onehot` without another `exp`; candle never
 //! sees them as a graph node, so no zero-filled gradient buffer of that size is allocated and
 //! added into (measured 23 ms for candle's `zeros_like + add` on that shape). If the cache is
 //! gone (a second backward through the same graph), the logits are recomputed.
@@ -12,10 +13,10 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use super::gemm::{fill_rows, matmul, Mat, Real};
+use super::gemm::{matmul, Mat, Real};
 use super::linear::col_sums;
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
-use super::xent::{logsumexp, ROWS};
+use super::xent::ROWS;
 use crate::simd_dispatch;
 
 /// Per-row NLL `(N,)` of `targets` under `softmax(x W + b)`.
@@ -29,10 +30,17 @@ pub fn proj_nll(x: &Tensor, w: &Tensor, b: &Tensor, targets: &[u32]) -> Result<T
     x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op)
 }
 
-/// Logits kept between the forward and the backward pass, in either precision.
+/// Unnormalised probabilities `exp(z − max)` `(N, V)` and each row's `1 / Σ`, kept between
+/// the forward and the backward pass.
+struct Probs<T> {
+    p: Vec<T>,
+    inv_sum: Vec<T>,
+}
+
+/// [`Probs`] in either precision.
 enum Cached {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
+    F32(Probs<f32>),
+    F64(Probs<f64>),
 }
 
 struct ProjNll {
@@ -44,40 +52,42 @@ struct ProjNll {
 }
 
 impl ProjNll {
-    fn logits<T: Real>(&self, x: &[T], w: &[T], b: &[T]) -> Vec<T> {
-        let mut z = fill_rows(b, self.n);
-        matmul(&mut z, 0, self.v, Mat::new(x, self.n, self.k), Mat::new(w, self.k, self.v), true, rayon::current_num_threads());
-        z
+    /// NLL per row and the probabilities, from `x W + b` computed here.
+    fn forward<T: Real>(&self, x: &[T], w: &[T], b: &[T]) -> (Vec<T>, Probs<T>) {
+        let (n, v) = (self.n, self.v);
+        // The bias is added in the first elementwise pass rather than copied into the GEMM's
+        // destination first (a 30 MB copy on the bench).
+        let mut z = vec![T::ZERO; n * v];
+        matmul(&mut z, 0, v, Mat::new(x, n, self.k), Mat::new(w, self.k, v), false, rayon::current_num_threads());
+        let mut nll = vec![T::ZERO; n];
+        let mut inv_sum = vec![T::ZERO; n];
+        z.par_chunks_mut(ROWS * v).zip(nll.par_chunks_mut(ROWS)).zip(inv_sum.par_chunks_mut(ROWS)).enumerate().for_each(
+            |(c, ((zb, nb), ib))| {
+                simd_dispatch!(for (i, row) in zb.chunks_mut(v).enumerate() {
+                    let t = self.targets[c * ROWS + i] as usize;
+                    let (l, inv) = softmax_row(row, b, t);
+                    nb[i] = l;
+                    ib[i] = inv;
+                })
+            },
+        );
+        (nll, Probs { p: z, inv_sum })
     }
 
-    fn forward<T: Real>(&self, x: &[T], w: &[T], b: &[T]) -> (Vec<T>, Vec<T>) {
-        let z = self.logits(x, w, b);
-        let v = self.v;
-        let mut nll = vec![T::ZERO; self.n];
-        nll.par_chunks_mut(ROWS).enumerate().for_each(|(c, o)| {
-            simd_dispatch!(for (i, slot) in o.iter_mut().enumerate() {
-                let r = c * ROWS + i;
-                let row = &z[r * v..(r + 1) * v];
-                *slot = logsumexp(row) - row[self.targets[r] as usize];
-            })
-        });
-        (nll, z)
-    }
-
-    /// Gradients of `(x, w, b)` given the logits `z` (consumed) and `g = ∂L/∂nll`.
-    fn backward<T: Real>(&self, x: &[T], w: &[T], mut z: Vec<T>, nll: &[T], g: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+    /// Gradients of `(x, w, b)` from the probabilities (consumed) and `g = ∂L/∂nll`.
+    fn backward<T: Real>(&self, x: &[T], w: &[T], probs: Probs<T>, g: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
         let (n, k, v) = (self.n, self.k, self.v);
         let threads = rayon::current_num_threads();
+        let Probs { p: mut z, inv_sum } = probs;
         z.par_chunks_mut(ROWS * v).enumerate().for_each(|(c, blk)| {
             simd_dispatch!(for (i, row) in blk.chunks_mut(v).enumerate() {
                 let r = c * ROWS + i;
                 let t = self.targets[r] as usize;
-                let lse = nll[r] + row[t];
-                let gr = g[r];
+                let scale = g[r] * inv_sum[r];
                 for zj in row.iter_mut() {
-                    *zj = gr * (*zj - lse).exp_fast();
+                    *zj = *zj * scale;
                 }
-                row[t] = row[t] - gr;
+                row[t] = row[t] - g[r];
             })
         });
         // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
@@ -89,6 +99,41 @@ impl ProjNll {
         let db = col_sums(&z, n, v);
         (dx, dw, db)
     }
+}
+
+/// Adds the bias to a row of logits, replaces it by `exp(z − max)`, and returns
+/// `(lse − z[target], 1 / Σ exp(z − max))`.
+#[inline(always)]
+fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize) -> (T, T) {
+    let v = row.len();
+    let (row, bias) = (&mut row[..v], &bias[..v]);
+    let mut mx = [T::from_f64(f64::NEG_INFINITY); 16];
+    let full = v / 16 * 16;
+    for (ch, bch) in row[..full].chunks_exact_mut(16).zip(bias[..full].chunks_exact(16)) {
+        for k in 0..16 {
+            ch[k] += bch[k];
+            mx[k] = mx[k].max(ch[k]);
+        }
+    }
+    for j in full..v {
+        row[j] += bias[j];
+        mx[0] = mx[0].max(row[j]);
+    }
+    let max = mx.iter().fold(T::from_f64(f64::NEG_INFINITY), |a, &b| a.max(b));
+    let zt = row[target];
+    let mut acc = [T::ZERO; 16];
+    for ch in row[..full].chunks_exact_mut(16) {
+        for k in 0..16 {
+            ch[k] = (ch[k] - max).exp_fast();
+            acc[k] += ch[k];
+        }
+    }
+    let mut sum = acc.iter().fold(T::ZERO, |a, &b| a + b);
+    for x in row[full..].iter_mut() {
+        *x = (*x - max).exp_fast();
+        sum += *x;
+    }
+    (max + sum.ln() - zt, T::ONE / sum)
 }
 
 impl CustomOp3 for ProjNll {
@@ -109,12 +154,12 @@ impl CustomOp3 for ProjNll {
         let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
             DType::F32 => {
                 let (a, b, c) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                let (nll, z) = super::profile::timed(6, || self.forward::<f32>(a, b, c));
-                (CpuStorage::F32(nll), Cached::F32(z))
+                let (nll, p) = super::profile::timed(6, || self.forward::<f32>(a, b, c));
+                (CpuStorage::F32(nll), Cached::F32(p))
             }
             _ => {
-                let (nll, z) = self.forward::<f64>(cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                (CpuStorage::F64(nll), Cached::F64(z))
+                let (nll, p) = self.forward::<f64>(cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
+                (CpuStorage::F64(nll), Cached::F64(p))
             }
         };
         if let Ok(mut c) = self.cache.lock() {
@@ -128,28 +173,26 @@ impl CustomOp3 for ProjNll {
         x: &Tensor,
         w: &Tensor,
         b: &Tensor,
-        res: &Tensor,
+        _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let cached = self.cache.lock().ok().and_then(|mut c| c.take());
-        fn go<T: Real + WithDType>(op: &ProjNll, z: Option<Vec<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [x, w, b, res, grad] = t;
+        fn go<T: Real + WithDType>(op: &ProjNll, probs: Option<Probs<T>>, t: [&Tensor; 4]) -> Result<(Tensor, Tensor, Tensor)> {
+            let [x, w, b, grad] = t;
             with_slice::<T, _>(x, |xs| {
                 with_slice::<T, _>(w, |ws| {
-                    with_slice::<T, _>(res, |nll| {
-                        with_slice::<T, _>(grad, |g| {
-                            let z = match z {
-                                Some(z) => z,
-                                None => with_slice::<T, _>(b, |bs| Ok(op.logits(xs, ws, bs)))?,
-                            };
-                            let (dx, dw, db) = op.backward(xs, ws, z, nll, g);
-                            Ok((tensor_from(dx, x.shape(), x)?, tensor_from(dw, w.shape(), w)?, tensor_from(db, b.shape(), b)?))
-                        })
+                    with_slice::<T, _>(grad, |g| {
+                        let probs = match probs {
+                            Some(p) => p,
+                            None => with_slice::<T, _>(b, |bs| Ok(op.forward(xs, ws, bs).1))?,
+                        };
+                        let (dx, dw, db) = op.backward(xs, ws, probs, g);
+                        Ok((tensor_from(dx, x.shape(), x)?, tensor_from(dw, w.shape(), w)?, tensor_from(db, b.shape(), b)?))
                     })
                 })
             })
         }
-        let t = [x, w, b, res, grad];
+        let t = [x, w, b, grad];
         let (dx, dw, db) = match (x.dtype(), cached) {
             (DType::F32, Some(Cached::F32(z))) => super::profile::timed(7, || go::<f32>(self, Some(z), t))?,
             (DType::F32, _) => go::<f32>(self, None, t)?,
