@@ -261,3 +261,37 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
         assert!(err < tol, "projection nll {dtype:?}: {err}");
     }
 }
+
+#[test]
+fn fused_bidirectional_gru_matches_composed_ops() {
+    use nmt::kernels::bigru::bigru_sequence;
+    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(19);
+        let (b, s, h) = (4, 7, 5);
+        let gi = rand_var(&[b, s, 6 * h], 1.0, dtype, &mut rng);
+        let w = rand_var(&[2, h + 1, 3 * h], 0.5, dtype, &mut rng);
+        let composed = || {
+            let dir = |k: usize| {
+                let g = gi.as_tensor().narrow(2, 3 * h * k, 3 * h).unwrap().contiguous().unwrap();
+                let wk = w.as_tensor().get(k).unwrap();
+                gru_sequence_ops(&g, &wk.narrow(0, 0, h).unwrap(), &wk.get(h).unwrap(), k == 1).unwrap()
+            };
+            Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
+        };
+        let err = compare(&[&gi, &w], || bigru_sequence(gi.as_tensor(), w.as_tensor()).unwrap(), composed, 12);
+        eprintln!("bidirectional gru {dtype:?}: {err:.2e}");
+        assert!(err < tol, "bidirectional gru {dtype:?}: {err}");
+    }
+}
+
+/// A second backward through the same graph has no saved forward state and recomputes it.
+#[test]
+fn fused_ops_recompute_when_backward_runs_twice() {
+    let k = attn_case(DType::F64);
+    let y = (attn_fused(&k) * 1.5).unwrap().sum_all().unwrap();
+    let g1 = y.backward().unwrap();
+    let g2 = y.backward().unwrap();
+    for v in [&k.seq, &k.enc, &k.w] {
+        assert!(max_rel(g1.get(v.as_tensor()).unwrap(), g2.get(v.as_tensor()).unwrap()) < 1e-12);
+    }
+}

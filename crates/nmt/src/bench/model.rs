@@ -8,7 +8,7 @@ use candle_core::{Device, Tensor, D};
 
 use super::params::{BenchBatch, BenchParams, ATT, BATCH, HIDDEN, SRC_LEN, TGT_LEN};
 use crate::error::Result;
-use crate::kernels::{attn_decoder, gru, linear, maxout, proj_nll};
+use crate::kernels::{attn_decoder, bigru, linear, maxout, proj_nll};
 
 /// Which implementation computes the loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,11 +144,15 @@ fn loss_ops(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, tgt: &[u32], dev: &D
 }
 
 fn loss_fused(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, batch: &BenchBatch) -> Result<Tensor> {
-    let (gi_f, gi_b) = encode_inputs(p, src, Impl::Fused)?;
+    // Both directions' input projections as one GEMM, both recurrences as one op.
+    let xs = embed(p.get("src_emb")?, src)?;
+    let wih = Tensor::cat(&[p.get("enc_f_wih")?, p.get("enc_b_wih")?], 1)?;
+    let bih = Tensor::cat(&[p.get("enc_f_bih")?, p.get("enc_b_bih")?], 0)?;
+    let gi = linear::linear(&xs, &wih, &bih)?.reshape((BATCH, SRC_LEN, 6 * HIDDEN))?;
     let pack = |w: &str, b: &str| -> Result<Tensor> { Ok(Tensor::cat(&[p.get(w)?, &p.get(b)?.unsqueeze(0)?], 0)?) };
-    let hf = gru::gru_sequence(&gi_f, &pack("enc_f_whh", "enc_f_bhh")?, false)?;
-    let hb = gru::gru_sequence(&gi_b, &pack("enc_b_whh", "enc_b_bhh")?, true)?;
-    let hs = Tensor::cat(&[&hf, &hb], 2)?;
+    let whh = Tensor::stack(&[pack("enc_f_whh", "enc_f_bhh")?, pack("enc_b_whh", "enc_b_bhh")?], 0)?;
+    let hs = bigru::bigru_sequence(&gi, &whh)?;
+    let hb = hs.narrow(2, HIDDEN, HIDDEN)?;
     let (s0, uh) = init_and_keys(p, &hs, &hb, Impl::Fused)?;
     let ys = embed(p.get("tgt_emb")?, tgt_in)?;
     let gie = linear::linear(&ys, p.get("dec_wie")?, p.get("dec_bih")?)?;

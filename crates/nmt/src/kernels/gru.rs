@@ -132,31 +132,76 @@ fn backward_t<T: Real + WithDType>(d: GruDims, gi: &Tensor, w: &Tensor, res: &Te
 pub fn forward<T: Real>(d: GruDims, gi: &[T], w: &[T]) -> Vec<T> {
     let (s, h) = (d.len, d.hidden);
     let mut out = vec![T::ZERO; d.batch * s * h];
+    let mut gh = vec![T::ZERO; d.batch * s * 3 * h];
     let rows = chunk_rows(d.batch);
-    out.par_chunks_mut(rows * s * h).enumerate().for_each(|(c, out_c)| {
+    out.par_chunks_mut(rows * s * h).zip(gh.par_chunks_mut(rows * s * 3 * h)).enumerate().for_each(|(c, (out_c, gh_c))| {
         let nb = out_c.len() / (s * h);
         let gi_c = &gi[c * rows * s * 3 * h..][..nb * s * 3 * h];
-        simd_dispatch!(forward_chunk(d, nb, gi_c, w, out_c))
+        simd_dispatch!(forward_chunk(d, nb, gi_c, w, out_c, gh_c))
     });
     out
 }
 
+/// `H_prev (B, S, H)`: the state each step started from, zero for the first step.
+pub(crate) fn prev_states<T: Real>(d: GruDims, hs: &[T]) -> Vec<T> {
+    let (s, h) = (d.len, d.hidden);
+    let mut hprev = vec![T::ZERO; d.batch * s * h];
+    for bi in 0..d.batch {
+        for t in 0..s {
+            if let Some(tp) = d.prev(t) {
+                let src = (bi * s + tp) * h;
+                hprev[(bi * s + t) * h..][..h].copy_from_slice(&hs[src..src + h]);
+            }
+        }
+    }
+    hprev
+}
+
+/// `[dU; db_h] (H+1, 3H)` from `H_prev` and `dGH`, over all steps at once.
+pub(crate) fn weight_grads<T: Real>(d: GruDims, hprev: &[T], dgh: &[T], threads: usize) -> Vec<T> {
+    let (n, h) = (d.batch * d.len, d.hidden);
+    let mut dw = vec![T::ZERO; (h + 1) * 3 * h];
+    matmul(&mut dw, 0, 3 * h, Mat::new(hprev, n, h).t(), Mat::new(dgh, n, 3 * h), false, threads);
+    let db = &mut dw[h * 3 * h..];
+    for row in dgh.chunks(3 * h) {
+        for (acc, &x) in db.iter_mut().zip(row) {
+            *acc += x;
+        }
+    }
+    dw
+}
+
+/// One direction's backward pass on the calling thread: `(dgi, dw)` given the states, their
+/// gradient and the forward pass's `GH`.
+pub(crate) fn backward_serial<T: Real>(d: GruDims, gi: &[T], w: &[T], hs: &[T], dh: &[T], gh: &[T]) -> (Vec<T>, Vec<T>) {
+    let (n, h) = (d.batch * d.len, d.hidden);
+    let hprev = prev_states(d, hs);
+    let ut = transpose(&w[..h * 3 * h], h, 3 * h);
+    let mut dgi = vec![T::ZERO; n * 3 * h];
+    let mut dgh = vec![T::ZERO; n * 3 * h];
+    let ins = ChunkIn { gi, gh, hprev: &hprev, dh };
+    simd_dispatch!(backward_chunk(d, d.batch, &ins, &ut, &mut dgi, &mut dgh));
+    let dw = weight_grads(d, &hprev, &dgh, 1);
+    (dgi, dw)
+}
+
+/// Runs one chunk of `nb` rows through all steps. `gh_all (nb, S, 3H)` receives each step's
+/// `h_{t-1} U + b_h`, which the backward pass would otherwise recompute.
 #[inline(always)]
-fn forward_chunk<T: Real>(d: GruDims, nb: usize, gi: &[T], w: &[T], out: &mut [T]) {
+pub(crate) fn forward_chunk<T: Real>(d: GruDims, nb: usize, gi: &[T], w: &[T], out: &mut [T], gh_all: &mut [T]) {
     let (s, h) = (d.len, d.hidden);
     let (u, bias) = w.split_at(h * 3 * h);
-    let mut gh = vec![T::ZERO; nb * 3 * h];
     for step in 0..s {
         let t = d.pos(step);
-        for row in gh.chunks_mut(3 * h) {
-            row.copy_from_slice(bias);
+        for b in 0..nb {
+            gh_all[(b * s + t) * 3 * h..][..3 * h].copy_from_slice(bias);
         }
         if let Some(tp) = d.prev(t) {
-            matmul(&mut gh, 0, 3 * h, Mat::strided(out, tp * h, nb, h, s * h), Mat::new(u, h, 3 * h), true, 1);
+            matmul(gh_all, t * 3 * h, s * 3 * h, Mat::strided(out, tp * h, nb, h, s * h), Mat::new(u, h, 3 * h), true, 1);
         }
         for b in 0..nb {
             let g = &gi[(b * s + t) * 3 * h..][..3 * h];
-            let hh = &gh[b * 3 * h..][..3 * h];
+            let hh = &gh_all[(b * s + t) * 3 * h..][..3 * h];
             let cur = (b * s + t) * h;
             match d.prev(t) {
                 Some(tp) => {
@@ -187,16 +232,7 @@ pub fn backward<T: Real>(d: GruDims, gi: &[T], w: &[T], hs: &[T], dh: &[T]) -> (
     let (b, s, h) = (d.batch, d.len, d.hidden);
     let threads = rayon::current_num_threads();
     let u = &w[..h * 3 * h];
-    // H_prev: the state each step started from, zero for the first step.
-    let mut hprev = vec![T::ZERO; b * s * h];
-    for bi in 0..b {
-        for t in 0..s {
-            if let Some(tp) = d.prev(t) {
-                let src = (bi * s + tp) * h;
-                hprev[(bi * s + t) * h..][..h].copy_from_slice(&hs[src..src + h]);
-            }
-        }
-    }
+    let hprev = prev_states(d, hs);
     // GH = H_prev U + b_h for all steps in one GEMM.
     let mut gh = fill_rows(&w[h * 3 * h..], b * s);
     matmul(&mut gh, 0, 3 * h, Mat::new(&hprev, b * s, h), Mat::new(u, h, 3 * h), true, threads);
@@ -214,19 +250,10 @@ pub fn backward<T: Real>(d: GruDims, gi: &[T], w: &[T], hs: &[T], dh: &[T]) -> (
         simd_dispatch!(backward_chunk(d, nb, &ins, &ut, dgi_c, dgh_c))
     });
 
-    // dU = H_prevᵀ dGH and db_h = Σ dGH, over all steps at once.
-    let mut dw = vec![T::ZERO; (h + 1) * 3 * h];
-    matmul(&mut dw, 0, 3 * h, Mat::new(&hprev, b * s, h).t(), Mat::new(&dgh, b * s, 3 * h), false, threads);
-    let db = &mut dw[h * 3 * h..];
-    for row in dgh.chunks(3 * h) {
-        for (acc, &x) in db.iter_mut().zip(row) {
-            *acc += x;
-        }
-    }
-    (dgi, dw)
+    (dgi, weight_grads(d, &hprev, &dgh, threads))
 }
 
-struct ChunkIn<'a, T> {
+pub(crate) struct ChunkIn<'a, T> {
     gi: &'a [T],
     gh: &'a [T],
     hprev: &'a [T],
@@ -234,7 +261,7 @@ struct ChunkIn<'a, T> {
 }
 
 #[inline(always)]
-fn backward_chunk<T: Real>(d: GruDims, nb: usize, x: &ChunkIn<'_, T>, ut: &[T], dgi: &mut [T], dgh: &mut [T]) {
+pub(crate) fn backward_chunk<T: Real>(d: GruDims, nb: usize, x: &ChunkIn<'_, T>, ut: &[T], dgi: &mut [T], dgh: &mut [T]) {
     let (s, h) = (d.len, d.hidden);
     let mut carry = vec![T::ZERO; nb * h];
     for step in (0..s).rev() {

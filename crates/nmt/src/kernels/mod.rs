@@ -13,3 +13,4 @@ pub mod adam;
 pub mod linear;
 pub mod proj_nll;
 pub mod profile;
+pub mod bigru;
