@@ -55,3 +55,26 @@ fn bench_beam_agrees_with_greedy() {
     let total_forced = -mean * (32 * steps) as f32;
     assert!((total_beam1 - total_forced).abs() < 1e-3 * total_forced.abs(), "{total_beam1} vs {total_forced}");
 }
+
+/// With every fused kernel and the in-place Adam, the model fits its batch: the loss falls by
+/// more than 1 nat in 10 updates (it starts at ≈ ln 8000).
+#[test]
+fn fused_bench_model_learns() {
+    use nmt::kernels::adam::{adam_update, AdamStep};
+    let p = BenchParams::load(None, DType::F32, &Device::Cpu).unwrap();
+    let batch = BenchBatch::load(None).unwrap();
+    let mut moments: Vec<(Vec<f32>, Vec<f32>)> = p.vars.iter().map(|v| (vec![0.0; v.elem_count()], vec![0.0; v.elem_count()])).collect();
+    let mut losses = Vec::new();
+    for step in 1..=10 {
+        let l = loss(&p, &batch, Impl::Fused).unwrap();
+        losses.push(l.to_scalar::<f32>().unwrap());
+        let g = l.backward().unwrap();
+        for (var, (m, v)) in p.vars.iter().zip(moments.iter_mut()) {
+            let h = AdamStep { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, step };
+            adam_update(var.as_tensor(), g.get(var.as_tensor()).unwrap(), m, v, h).unwrap();
+        }
+    }
+    eprintln!("losses {losses:?}");
+    assert!(losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
+    assert!(losses[9] < losses[0] - 1.0, "{losses:?}");
+}

@@ -163,7 +163,7 @@ fn fused_attention_decoder_gradient_matches_finite_differences() {
         for _ in 0..40 {
             let i = rng.gen_range(0..base.len());
             let eps = 1e-6;
-            let mut at = |delta: f64| {
+            let at = |delta: f64| {
                 let mut v = base.clone();
                 v[i] += delta;
                 var.set(&Tensor::from_vec(v, var.shape(), &Device::Cpu).unwrap()).unwrap();
