@@ -123,12 +123,15 @@ pub fn load(path: &Path, dtype: DType, device: &Device) -> Result<LoadedModel> {
     Ok(load_parts(path, dtype, device)?.0)
 }
 
+/// A checkpoint's model, its optimiser-state tensors, and its metadata.
+pub type LoadedCheckpoint = (LoadedModel, BTreeMap<String, Tensor>, HashMap<String, String>);
+
 /// Loads a model file and also returns the training-state tensors and the raw metadata.
 pub fn load_parts(
     path: &Path,
     dtype: DType,
     device: &Device,
-) -> Result<(LoadedModel, BTreeMap<String, Tensor>, HashMap<String, String>)> {
+) -> Result<LoadedCheckpoint> {
     let (mut tensors, raw) = read_safetensors(path, device)?;
     let state_keys: Vec<String> = tensors.keys().filter(|k| k.starts_with(STATE_PREFIX)).cloned().collect();
     let state: BTreeMap<String, Tensor> =

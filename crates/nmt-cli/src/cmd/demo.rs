@@ -49,7 +49,8 @@ fn bundled_data() -> Result<PathBuf> {
 }
 
 pub fn run(args: DemoArgs) -> Result<()> {
-    if !(args.minutes > 0.0) {
+    // Written so that NaN is rejected too.
+    if args.minutes.is_nan() || args.minutes <= 0.0 {
         bail!("--minutes must be positive");
     }
     let data = match &args.data_dir {

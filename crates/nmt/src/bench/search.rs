@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::params::{BenchParams, ATT, BOS, EMB, HIDDEN, PARAMS, SRC_LEN, VOCAB};
 use crate::error::Result;
-use crate::kernels::attn_decoder::attend_row;
+use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::gru::{self, cell, GruDims};
 use crate::kernels::math::FastMath;
@@ -95,10 +95,10 @@ fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u
     let mut ctx = vec![0f32; n * C];
     let v = w.get("att_v");
     ctx.par_chunks_mut(C).enumerate().for_each_init(
-        || (vec![0f32; SRC_LEN * ATT], vec![0f32; SRC_LEN]),
-        |(x, alpha), (r, c)| {
+        || AttnScratch::new(SRC_LEN, ATT),
+        |sc, (r, c)| {
             let e = &enc[sent[r] * SRC_LEN * EW..(sent[r] + 1) * SRC_LEN * EW];
-            simd_dispatch!(attend_row(e, &ws[r * ATT..(r + 1) * ATT], v, SRC_LEN, C, x, alpha, c))
+            simd_dispatch!(attend_row(e, &ws[r * ATT..(r + 1) * ATT], v, SRC_LEN, sc, c))
         },
     );
     let ey = embed(w.get("tgt_emb"), y, EMB);

@@ -12,7 +12,7 @@
 //! then `dW_a = S_prevᵀ dWS`, `dW_c = Cᵀ dGI`, `dU = S_prevᵀ dGH` as GEMMs over all steps.
 use rayon::prelude::*;
 
-use super::attn_decoder::{attend_row, AttnDims, Steps};
+use super::attn_decoder::{attend_row, AttnDims, AttnScratch, Steps};
 use super::gemm::{fill_rows, matmul, transpose, Mat, Real};
 use super::gru::chunk_rows;
 use super::math::{axpy, dot};
@@ -137,8 +137,7 @@ fn backward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, enc: &[T], w: &[T
     let (ow, ew, o) = (h + c, c + a, d.woff());
     let v = &w[o.va..o.wc];
     let mut dc = vec![T::ZERO; nb * c];
-    let mut x = vec![T::ZERO; sl * a];
-    let mut alpha = vec![T::ZERO; sl];
+    let mut sc = AttnScratch::new(sl, a);
     let mut ctx = vec![T::ZERO; c];
     let mut dalpha = vec![T::ZERO; sl];
     for i in (0..tl).rev() {
@@ -177,7 +176,8 @@ fn backward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, enc: &[T], w: &[T
             let len = d.lens[bg];
             let enc_b = &enc[bg * sl * ew..(bg + 1) * sl * ew];
             let ws = &re.ws[(bg * tl + i) * a..][..a];
-            attend_row(enc_b, ws, v, len, c, &mut x, &mut alpha, &mut ctx);
+            attend_row(enc_b, ws, v, len, &mut sc, &mut ctx);
+            let (x, alpha) = (&sc.x, &sc.alpha);
             let dcb = &dc[b * c..(b + 1) * c];
             let denc_b = &mut g.denc[b * sl * ew..(b + 1) * sl * ew];
             let mut mean = T::ZERO;

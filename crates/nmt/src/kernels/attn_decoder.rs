@@ -170,10 +170,25 @@ fn backward_t<T: Real + WithDType>(d: &AttnDims, st: Option<Steps<T>>, t: [&Tens
     })
 }
 
-/// Attention for one sentence: fills `alpha (S)` and `ctx (C)` from `ws (A)`; `x (S, A)` keeps
-/// the `tanh` activations for the backward pass.
+/// Per-thread scratch of [`attend_row`]: the `tanh` activations `x (S, A)` (kept for the
+/// backward pass) and the weights `alpha (S)`.
+pub(crate) struct AttnScratch<T> {
+    pub x: Vec<T>,
+    pub alpha: Vec<T>,
+}
+
+impl<T: Real> AttnScratch<T> {
+    pub(crate) fn new(src_len: usize, att: usize) -> Self {
+        AttnScratch { x: vec![T::ZERO; src_len * att], alpha: vec![T::ZERO; src_len] }
+    }
+}
+
+/// Attention for one sentence of `len` positions: fills `sc.alpha (S)` and `ctx (C)` from
+/// `ws (A)`; `enc_b (S, C + A)` holds each position's `[h_j; U_a h_j]`.
 #[inline(always)]
-pub(crate) fn attend_row<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, ctx_dim: usize, x: &mut [T], alpha: &mut [T], ctx: &mut [T]) {
+pub(crate) fn attend_row<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, sc: &mut AttnScratch<T>, ctx: &mut [T]) {
+    let (x, alpha) = (&mut sc.x, &mut sc.alpha);
+    let ctx_dim = ctx.len();
     let a = ws.len();
     let ew = ctx_dim + a;
     let mut max = T::from_f64(f64::NEG_INFINITY);
@@ -245,8 +260,7 @@ fn forward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, gie: &[T], s0: &[T
     let (tl, sl, h, c, a) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
     let (ow, ew, o) = (d.out_w(), d.enc_w(), d.woff());
     let (ws, gi, gh) = (&mut *st.ws, &mut *st.gi, &mut *st.gh);
-    let mut x = vec![T::ZERO; sl * a];
-    let mut alpha = vec![T::ZERO; sl];
+    let mut sc = AttnScratch::new(sl, a);
     for i in 0..tl {
         // The previous state: s_0, or the state output at step i-1.
         let sp = if i == 0 { Mat::new(s0, nb, h) } else { Mat::strided(out, (i - 1) * ow, nb, h, tl * ow) };
@@ -261,7 +275,7 @@ fn forward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, gie: &[T], s0: &[T
         for b in 0..nb {
             let ctx = &mut out[(b * tl + i) * ow + h..(b * tl + i + 1) * ow];
             let enc_b = &enc[b * sl * ew..(b + 1) * sl * ew];
-            attend_row(enc_b, &ws[ra(b)..ra(b) + a], &w[o.va..o.wc], d.lens[b0 + b], c, &mut x, &mut alpha, ctx);
+            attend_row(enc_b, &ws[ra(b)..ra(b) + a], &w[o.va..o.wc], d.lens[b0 + b], &mut sc, ctx);
             gi[r3(b)..r3(b) + 3 * h].copy_from_slice(&gie[r3(b)..r3(b) + 3 * h]);
         }
         matmul(gi, i * 3 * h, tl * 3 * h, Mat::strided(out, i * ow + h, nb, c, tl * ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, 1);

@@ -53,7 +53,7 @@ pub fn tanh_f32(x: f32) -> f32 {
     let x2 = x * x;
     let mut p = -2.760_768_5e-16_f32;
     p = p * x2 + 2.000_188e-13;
-    p = p * x2 + -8.604_671_5e-11;
+    p = p * x2 + -8.604_672e-11;
     p = p * x2 + 5.122_297e-8;
     p = p * x2 + 1.485_722_4e-5;
     p = p * x2 + 6.372_619e-4;
@@ -83,7 +83,7 @@ pub fn exp_f32(x: f32) -> f32 {
     y = y * r + 8.333_452e-3;
     y = y * r + 4.166_579_6e-2;
     y = y * r + 1.666_666_5e-1;
-    y = y * r + 5.000_000_1e-1;
+    y = y * r + 0.5; // Cephes: 5.0000001e-1, which rounds to 0.5 in f32
     y = y * r * r + r + 1.0;
     // 2^n from its exponent bits; n is in [-126, 127] after the clamp.
     let pow2 = f32::from_bits(((n_int + 127) as u32) << 23);

@@ -175,8 +175,9 @@ fn random_orthogonal(n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
     for j in 0..n {
         for k in 0..j {
             let dot: f64 = (0..n).map(|i| cols[j][i] * cols[k][i]).sum();
-            for i in 0..n {
-                cols[j][i] -= dot * cols[k][i];
+            let (done, rest) = cols.split_at_mut(j);
+            for (x, &y) in rest[0].iter_mut().zip(&done[k]) {
+                *x -= dot * y;
             }
         }
         let norm = cols[j].iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
