@@ -16,7 +16,9 @@ fn nmt(args: &[&str], stdin: Option<&[u8]>) -> Output {
         use std::io::Write;
         let mut si = child.stdin.take().unwrap();
         if let Some(b) = stdin {
-            si.write_all(b).unwrap();
+            // The child may exit on an earlier error before reading stdin (a broken pipe
+            // here is then expected, not a failure: the assertions are on its output).
+            let _ = si.write_all(b);
         }
     }
     child.wait_with_output().unwrap()
