@@ -8,6 +8,7 @@
 use rayon::prelude::*;
 
 use super::params::{BenchParams, ATT, BOS, EMB, HIDDEN, PARAMS, SRC_LEN, VOCAB};
+use super::scores::{Projection, Scores};
 use crate::error::Result;
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
@@ -22,6 +23,7 @@ const EW: usize = C + ATT;
 /// The parameters as host slices, copied once (model loading, not timed).
 pub struct SearchWeights {
     w: Vec<Vec<f32>>,
+    proj: Projection,
     /// `[U; b_h]` packed for the encoder GRUs, forward and backward.
     enc_pack: [Vec<f32>; 2],
 }
@@ -29,7 +31,9 @@ pub struct SearchWeights {
 impl SearchWeights {
     pub fn new(p: &BenchParams) -> Result<Self> {
         let w: Vec<Vec<f32>> = p.vars.iter().map(|v| v.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()).collect::<candle_core::Result<_>>()?;
-        let mut me = SearchWeights { w, enc_pack: [Vec::new(), Vec::new()] };
+        let i = |name: &str| PARAMS.iter().position(|(n, _)| *n == name).unwrap_or(0);
+        let proj = Projection::new(&w[i("proj_w")], &w[i("proj_b")]);
+        let mut me = SearchWeights { w, proj, enc_pack: [Vec::new(), Vec::new()] };
         for (k, dir) in ["f", "b"].iter().enumerate() {
             let mut pack = me.get(&format!("enc_{dir}_whh")).to_vec();
             pack.extend_from_slice(me.get(&format!("enc_{dir}_bhh")));
@@ -117,70 +121,7 @@ fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u
     matmul(&mut t, 0, C, Mat::new(&ey, n, EMB), Mat::new(&ow[H * C..(H + EMB) * C], EMB, C), true, threads());
     matmul(&mut t, 0, C, Mat::new(&ctx, n, C), Mat::new(&ow[(H + EMB) * C..], C, C), true, threads());
     let m: Vec<f32> = t.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
-    let logits = affine(&m, n, H, w.get("proj_w"), w.get("proj_b"));
-    let mut lse = vec![0f32; n];
-    lse.par_iter_mut().enumerate().for_each(|(r, l)| *l = simd_dispatch!(logsumexp(&logits[r * VOCAB..(r + 1) * VOCAB])));
-    Scores { logits, lse }
-}
-
-/// One step's scores: `log p(y | row r) = logits[r, y] - lse[r]`. The normalised
-/// log-probabilities are never written out: search only needs the best few.
-struct Scores {
-    logits: Vec<f32>,
-    lse: Vec<f32>,
-}
-
-#[inline(always)]
-fn logsumexp(row: &[f32]) -> f32 {
-    let mut mx = [f32::NEG_INFINITY; 16];
-    for ch in row.chunks_exact(16) {
-        for k in 0..16 {
-            mx[k] = mx[k].max(ch[k]);
-        }
-    }
-    let max = row.chunks_exact(16).remainder().iter().fold(mx.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)), |a, &b| a.max(b));
-    let mut acc = [0f32; 16];
-    for ch in row.chunks_exact(16) {
-        for k in 0..16 {
-            acc[k] += (ch[k] - max).exp_fast();
-        }
-    }
-    let mut sum: f32 = acc.iter().sum();
-    for &x in row.chunks_exact(16).remainder() {
-        sum += (x - max).exp_fast();
-    }
-    max + sum.ln()
-}
-
-/// Inserts the candidates `base + row[j]` that beat the current k-th best into `top`
-/// (descending, at most `k` long, entries `(score, tag + j)`). Blocks of 16 whose maximum
-/// cannot enter are skipped with one vectorised comparison, so the scan costs about one
-/// `max` per element.
-#[inline(always)]
-fn push_top(top: &mut Vec<(f32, usize)>, k: usize, base: f32, row: &[f32], tag: usize) {
-    let consider = |top: &mut Vec<(f32, usize)>, j: usize, c: f32| {
-        if top.len() < k || c > top[top.len() - 1].0 {
-            let at = top.iter().position(|t| c > t.0).unwrap_or(top.len());
-            top.insert(at, (c, tag + j));
-            top.truncate(k);
-        }
-    };
-    for (b, ch) in row.chunks_exact(16).enumerate() {
-        let threshold = if top.len() < k { f32::NEG_INFINITY } else { top[top.len() - 1].0 - base };
-        let mut m = f32::NEG_INFINITY;
-        for &x in ch {
-            m = m.max(x);
-        }
-        if m > threshold {
-            for (i, &x) in ch.iter().enumerate() {
-                consider(top, b * 16 + i, base + x);
-            }
-        }
-    }
-    let full = row.len() / 16 * 16;
-    for (i, &x) in row[full..].iter().enumerate() {
-        consider(top, full + i, base + x);
-    }
+    w.proj.scores(&m, n)
 }
 
 /// Greedy search for `steps` steps: the token ids `(B, steps)`.
@@ -192,11 +133,9 @@ pub fn greedy(w: &SearchWeights, src: &[u32], steps: usize) -> Vec<u32> {
     let mut out = vec![0u32; b * steps];
     for i in 0..steps {
         let sc = step(w, &enc, &sent, &mut s, &y);
-        for (r, row) in sc.logits.chunks(VOCAB).enumerate() {
-            let mut top = Vec::with_capacity(2);
-            simd_dispatch!(push_top(&mut top, 1, 0.0, row, 0));
-            y[r] = top.first().map_or(0, |t| t.1 as u32);
-            out[r * steps + i] = y[r];
+        y = sc.argmax();
+        for (r, &t) in y.iter().enumerate() {
+            out[r * steps + i] = t;
         }
     }
     out
@@ -213,21 +152,7 @@ pub fn beam(w: &SearchWeights, src: &[u32], steps: usize, k: usize) -> Vec<f32> 
     let mut score: Vec<f32> = (0..b * k).map(|r| if r % k == 0 { 0.0 } else { f32::NEG_INFINITY }).collect();
     for _ in 0..steps {
         let sc = step(w, &enc, &sent, &mut s, &y);
-        let picks: Vec<Vec<(f32, usize)>> = (0..b)
-            .into_par_iter()
-            .map(|bi| {
-                let mut top: Vec<(f32, usize)> = Vec::with_capacity(k + 1);
-                for h in 0..k {
-                    let r = bi * k + h;
-                    if score[r] == f32::NEG_INFINITY {
-                        continue;
-                    }
-                    let row = &sc.logits[r * VOCAB..(r + 1) * VOCAB];
-                    simd_dispatch!(push_top(&mut top, k, score[r] - sc.lse[r], row, h * VOCAB));
-                }
-                top
-            })
-            .collect();
+        let picks = sc.top_k_all(&score, k);
         let old = s.clone();
         for (bi, top) in picks.iter().enumerate() {
             for (slot, &(c, idx)) in top.iter().enumerate() {
