@@ -185,7 +185,7 @@ mod tests {
         let base: Vec<f32> = (0..n).map(|r| if r % k == 3 { f32::NEG_INFINITY } else { rng.gen_range(-4.0..0.0) }).collect();
         let sc = Scores { zt: zt.clone(), lse: lse.clone(), n };
         let got = sc.top_k_all(&base, k);
-        for s in 0..sentences {
+        for (s, got_s) in got.iter().enumerate() {
             let mut all: Vec<(f32, usize)> = Vec::new();
             for h in 0..k {
                 let r = s * k + h;
@@ -198,7 +198,7 @@ mod tests {
             }
             all.sort_by(|a, b| b.0.total_cmp(&a.0));
             all.truncate(k);
-            assert_eq!(got[s], all, "sentence {s}");
+            assert_eq!(got_s, &all, "sentence {s}");
         }
         let best = sc.argmax();
         for r in 0..n {
