@@ -39,10 +39,10 @@ pub struct BenchArgs {
 }
 
 pub fn run(a: BenchArgs) -> Result<()> {
-    a.compute.setup()?;
     if a.compute.gpu {
         anyhow::bail!("nmt bench measures the CPU kernels; --gpu is not supported here");
     }
+    a.compute.setup()?;
     for o in &a.only {
         if !["train", "greedy", "beam5", "gemm"].contains(&o.as_str()) {
             anyhow::bail!("--only: unknown measurement {o:?} (train, greedy, beam5, gemm)");

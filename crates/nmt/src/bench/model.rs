@@ -82,10 +82,11 @@ pub fn attend_ops(p: &BenchParams, hs: &Tensor, uh: &Tensor, s: &Tensor, mask_bi
     Ok(alpha.unsqueeze(1)?.matmul(hs)?.squeeze(1)?)
 }
 
-fn encode_inputs(p: &BenchParams, src: &Tensor, imp: Impl) -> Result<(Tensor, Tensor)> {
+/// The composed path's input projections `x W + b` of both encoder directions, `(B, S, 3H)`.
+fn encode_inputs(p: &BenchParams, src: &Tensor) -> Result<(Tensor, Tensor)> {
     let xs = embed(p.get("src_emb")?, src)?;
     let gi = |dir: &str| -> Result<Tensor> {
-        Ok(affine_with(imp, &xs, p.get(&format!("enc_{dir}_wih"))?, p.get(&format!("enc_{dir}_bih"))?)?.reshape((BATCH, SRC_LEN, 3 * HIDDEN))?)
+        Ok(affine(&xs, p.get(&format!("enc_{dir}_wih"))?, p.get(&format!("enc_{dir}_bih"))?)?.reshape((BATCH, SRC_LEN, 3 * HIDDEN))?)
     };
     Ok((gi("f")?, gi("b")?))
 }
@@ -116,7 +117,7 @@ fn deep_output(p: &BenchParams, st: &Tensor, ys: &Tensor, cs: &Tensor, imp: Impl
 }
 
 fn loss_ops(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, tgt: &[u32], dev: &Device) -> Result<Tensor> {
-    let (gi_f, gi_b) = encode_inputs(p, src, Impl::Ops)?;
+    let (gi_f, gi_b) = encode_inputs(p, src)?;
     let hf = gru_sequence_ops(&gi_f, p.get("enc_f_whh")?, p.get("enc_f_bhh")?, false)?;
     let hb = gru_sequence_ops(&gi_b, p.get("enc_b_whh")?, p.get("enc_b_bhh")?, true)?;
     let hs = Tensor::cat(&[&hf, &hb], 2)?;

@@ -6,11 +6,13 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use serde_json::{json, Value};
 
 use super::model::{loss, Impl};
-use super::params::{BenchBatch, BenchParams, ATT, BATCH, EMB, HIDDEN, SRC_LEN, TGT_LEN, VOCAB};
+use super::params::{BenchBatch, BenchParams, ATT, BATCH, EMB, HIDDEN, PARAMS, SRC_LEN, TGT_LEN, VOCAB};
+use crate::config::{Optimizer as OptimizerKind, TrainConfig};
+use crate::train::optim::Optimizer;
 use super::search::{beam, greedy, SearchWeights};
 use crate::error::Result;
 use crate::kernels::adam::{adam_update, AdamStep};
@@ -73,47 +75,43 @@ fn round(x: f64, digits: i32) -> f64 {
     (x * s).round() / s
 }
 
-/// Adam for the bench: fused in place, or composed from candle ops (the `ops` baseline).
-struct BenchAdam {
-    moments: Vec<(Vec<f32>, Vec<f32>)>,
-    composed: Vec<(Tensor, Tensor)>,
-    step: u64,
+/// Adam for the bench: fused in place, or the training code's composed-op optimiser (the `ops`
+/// baseline), both with PyTorch's defaults (lr 1e-3, β = (0.9, 0.999), ε = 1e-8) and no clipping,
+/// as in the reference.
+enum BenchAdam {
+    Fused { moments: Vec<(Vec<f32>, Vec<f32>)>, step: u64 },
+    Ops(Optimizer),
 }
 
-const LR: f64 = 1e-3;
-const BETAS: (f64, f64) = (0.9, 0.999);
-const EPS: f64 = 1e-8;
-
 impl BenchAdam {
-    fn new(p: &BenchParams) -> Result<Self> {
-        let moments = p.vars.iter().map(|v| (vec![0f32; v.elem_count()], vec![0f32; v.elem_count()])).collect();
-        let composed = p.vars.iter().map(|v| Ok((v.zeros_like()?, v.zeros_like()?))).collect::<Result<_>>()?;
-        Ok(BenchAdam { moments, composed, step: 0 })
+    fn new(p: &BenchParams, imp: Impl) -> Result<Self> {
+        let cfg = TrainConfig { optimizer: OptimizerKind::Adam, lr: 1e-3, adam_betas: (0.9, 0.999), adam_eps: 1e-8, clip_norm: 0.0, ..TrainConfig::default() };
+        Ok(match imp {
+            Impl::Fused => BenchAdam::Fused {
+                moments: p.vars.iter().map(|v| (vec![0f32; v.elem_count()], vec![0f32; v.elem_count()])).collect(),
+                step: 0,
+            },
+            Impl::Ops => {
+                let vars = PARAMS.iter().zip(&p.vars).map(|((n, _), v)| (n.to_string(), v.clone())).collect();
+                BenchAdam::Ops(Optimizer::new(vars, &cfg)?)
+            }
+        })
     }
 
-    fn update(&mut self, p: &BenchParams, grads: &candle_core::backprop::GradStore, imp: Impl) -> Result<()> {
-        self.step += 1;
-        let h = AdamStep { lr: LR, beta1: BETAS.0, beta2: BETAS.1, eps: EPS, step: self.step };
-        for (i, var) in p.vars.iter().enumerate() {
-            let Some(g) = grads.get(var.as_tensor()) else { continue };
-            match imp {
-                Impl::Fused => {
-                    let (m, v) = &mut self.moments[i];
-                    adam_update(var.as_tensor(), g, m, v, h)?;
+    fn update(&mut self, p: &BenchParams, grads: &candle_core::backprop::GradStore) -> Result<()> {
+        match self {
+            BenchAdam::Fused { moments, step } => {
+                *step += 1;
+                let h = AdamStep { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, step: *step };
+                for (var, (m, v)) in p.vars.iter().zip(moments.iter_mut()) {
+                    if let Some(g) = grads.get(var.as_tensor()) {
+                        adam_update(var.as_tensor(), g, m, v, h)?;
+                    }
                 }
-                Impl::Ops => {
-                    let (m, v) = &self.composed[i];
-                    let m = ((m * BETAS.0)? + (g * (1.0 - BETAS.0))?)?;
-                    let v = ((v * BETAS.1)? + (g.sqr()? * (1.0 - BETAS.1))?)?;
-                    let t = self.step as i32;
-                    let lr_t = LR * (1.0 - BETAS.1.powi(t)).sqrt() / (1.0 - BETAS.0.powi(t));
-                    let eps_t = EPS * (1.0 - BETAS.1.powi(t)).sqrt();
-                    var.set(&(var.as_tensor() - ((&m / (v.sqrt()? + eps_t)?)? * lr_t)?)?)?;
-                    self.composed[i] = (m.detach(), v.detach());
-                }
+                Ok(())
             }
+            BenchAdam::Ops(opt) => opt.update(grads),
         }
-        Ok(())
     }
 }
 
@@ -163,7 +161,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         }
     }
     if want("train") {
-        let mut adam = BenchAdam::new(&p)?;
+        let mut adam = BenchAdam::new(&p, opts.imp)?;
         let mut last = 0f32;
         let mut phases: [Vec<f64>; 3] = Default::default();
         let (ms, mn) = timed(opts.steps, || {
@@ -172,7 +170,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
             let t1 = Instant::now();
             let grads = l.backward()?;
             let t2 = Instant::now();
-            adam.update(&p, &grads, opts.imp)?;
+            adam.update(&p, &grads)?;
             last = l.to_scalar::<f32>()?;
             for (slot, (a, b)) in phases.iter_mut().zip([(t0, t1), (t1, t2), (t2, Instant::now())]) {
                 slot.push((b - a).as_secs_f64() * 1e3);

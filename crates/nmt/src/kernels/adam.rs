@@ -30,7 +30,7 @@ pub fn adam_update(param: &Tensor, grad: &Tensor, m: &mut [f32], v: &mut [f32], 
         bail!("adam_update: parameter {:?}, gradient {:?} and moments ({}) differ", param.dims(), grad.dims(), m.len());
     }
     let op = AdamOp { m: RefCell::new(m), v: RefCell::new(v), h };
-    super::profile::timed(11, || param.inplace_op2(&grad.contiguous()?, &op))
+    super::profile::timed(8, || param.inplace_op2(&grad.contiguous()?, &op))
 }
 
 struct AdamOp<'a> {

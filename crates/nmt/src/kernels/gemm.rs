@@ -25,11 +25,8 @@ pub trait Real:
     const ONE: Self;
     fn from_f64(x: f64) -> Self;
     fn to_f64(self) -> f64;
-    fn exp(self) -> Self;
     fn ln(self) -> Self;
-    fn tanh(self) -> Self;
     fn max(self, other: Self) -> Self;
-    fn sqrt(self) -> Self;
 }
 
 macro_rules! impl_real {
@@ -46,24 +43,12 @@ macro_rules! impl_real {
                 self as f64
             }
             #[inline(always)]
-            fn exp(self) -> Self {
-                <$t>::exp(self)
-            }
-            #[inline(always)]
             fn ln(self) -> Self {
                 <$t>::ln(self)
             }
             #[inline(always)]
-            fn tanh(self) -> Self {
-                <$t>::tanh(self)
-            }
-            #[inline(always)]
             fn max(self, other: Self) -> Self {
                 <$t>::max(self, other)
-            }
-            #[inline(always)]
-            fn sqrt(self) -> Self {
-                <$t>::sqrt(self)
             }
         }
     };

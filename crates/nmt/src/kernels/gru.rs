@@ -191,6 +191,7 @@ pub(crate) fn backward_serial<T: Real>(d: GruDims, gi: &[T], w: &[T], hs: &[T], 
 pub(crate) fn forward_chunk<T: Real>(d: GruDims, nb: usize, gi: &[T], w: &[T], out: &mut [T], gh_all: &mut [T]) {
     let (s, h) = (d.len, d.hidden);
     let (u, bias) = w.split_at(h * 3 * h);
+    let h0 = vec![T::ZERO; h];
     for step in 0..s {
         let t = d.pos(step);
         for b in 0..nb {
@@ -208,7 +209,7 @@ pub(crate) fn forward_chunk<T: Real>(d: GruDims, nb: usize, gi: &[T], w: &[T], o
                     let (hp, ht) = read_write(out, (b * s + tp) * h, cur, h);
                     cell(g, hh, hp, ht);
                 }
-                None => cell(g, hh, &vec![T::ZERO; h], &mut out[cur..cur + h]),
+                None => cell(g, hh, &h0, &mut out[cur..cur + h]),
             }
         }
     }
