@@ -17,3 +17,4 @@ pub mod translate;
 pub use candle_core;
 pub mod kernels;
 pub mod bench;
+pub mod infer;

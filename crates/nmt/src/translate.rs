@@ -46,8 +46,8 @@ impl Translator {
     }
 
     /// Translates lines (order kept). Empty lines translate to empty output.
-    pub fn translate(&self, lines: &[String], search: &SearchConfig, alignments: bool) -> Result<Vec<Translation>> {
-        translate_with(&self.model, &self.meta, lines, &SearchOptions { cfg: search.clone(), alignments })
+    pub fn translate(&self, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
+        translate_with(&self.model, &self.meta, lines, opts)
     }
 }
 

@@ -55,7 +55,7 @@ fn train_reversal(arch: Arch, lens: std::ops::RangeInclusive<usize>, hidden: usi
 
 fn accuracy(model: &Seq2Seq, test: &[Example]) -> f64 {
     let srcs: Vec<Vec<u32>> = test.iter().map(|e| e.src.clone()).collect();
-    let opts = SearchOptions { cfg: SearchConfig { beam_size: 1, batch_size: 100, ..SearchConfig::default() }, alignments: false };
+    let opts = SearchOptions { cfg: SearchConfig { beam_size: 1, batch_size: 100, ..SearchConfig::default() }, alignments: false, engine: Default::default() };
     let hyps = search_all(model, &srcs, &opts).unwrap();
     let right = test
         .iter()

@@ -7,6 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use nmt::config::{Config, ModelConfig};
 use nmt::eval::bleu::{corpus_bleu, BleuOptions};
+use nmt::search::{Engine, SearchOptions};
 use nmt::translate::Translator;
 
 use super::common::ComputeArgs;
@@ -83,7 +84,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
     let mut search = tr.default_search();
     search.beam_size = 1;
     let hyps: Vec<String> = tr
-        .translate(&dev_src, &search, false)?
+        .translate(&dev_src, &SearchOptions { cfg: search.clone(), alignments: false, engine: Engine::Fused })?
         .into_iter()
         .map(|t| t.hyps.into_iter().next().map(|h| h.text).unwrap_or_default())
         .collect();
@@ -93,7 +94,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
     let (test_src, test_ref) = (read("test.en.gz")?, read("test.es.gz")?);
     search.beam_size = 5;
     let shown: Vec<String> = test_src.iter().take(5).cloned().collect();
-    for (i, t) in tr.translate(&shown, &search, false)?.iter().enumerate() {
+    for (i, t) in tr.translate(&shown, &SearchOptions { cfg: search.clone(), alignments: false, engine: Engine::Fused })?.iter().enumerate() {
         println!("\nEN  {}\nREF {}\nNMT {}", shown[i], test_ref[i], t.hyps.first().map_or("", |h| h.text.as_str()));
     }
     let m = summary.best_model.display();

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use nmt::config::SearchConfig;
+use nmt::search::{Engine, SearchOptions};
 use nmt::translate::{Translation, Translator};
 
 use super::common::{read_input_lines, ComputeArgs};
@@ -42,8 +43,27 @@ pub struct TranslateArgs {
     /// Write the attention matrix of each best hypothesis as JSON lines (for `nmt plot attention`).
     #[arg(long, value_name = "FILE")]
     pub alignments: Option<PathBuf>,
+    /// Search implementation: `fused` (host kernels; used when the model is f32 on the CPU,
+    /// otherwise falls back to `ops`) or `ops` (candle ops, the reference).
+    #[arg(long = "impl", value_enum, default_value_t = EngineArg::Fused)]
+    pub engine: EngineArg,
     #[command(flatten)]
     pub compute: ComputeArgs,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum EngineArg {
+    Fused,
+    Ops,
+}
+
+impl From<EngineArg> for Engine {
+    fn from(e: EngineArg) -> Engine {
+        match e {
+            EngineArg::Fused => Engine::Fused,
+            EngineArg::Ops => Engine::Ops,
+        }
+    }
 }
 
 impl TranslateArgs {
@@ -80,7 +100,8 @@ pub fn run(args: TranslateArgs) -> Result<()> {
     let translator = Translator::load(&args.model, &device)?;
     let search = args.search(translator.default_search())?;
     let lines = read_input_lines(args.input.as_deref())?;
-    let out = translator.translate(&lines, &search, args.alignments.is_some())?;
+    let opts = SearchOptions { cfg: search, alignments: args.alignments.is_some(), engine: args.engine.into() };
+    let out = translator.translate(&lines, &opts)?;
     let mut w: Box<dyn Write> = match &args.output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,

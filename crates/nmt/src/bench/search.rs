@@ -7,8 +7,8 @@
 //! cell, `t = maxout([s; E y; c] W_o + b_o)`, logits `t W_p + b_p` `(N, V)` and log-softmax.
 use rayon::prelude::*;
 
-use super::params::{BenchParams, ATT, BOS, EMB, HIDDEN, PARAMS, SRC_LEN, VOCAB};
-use super::scores::{Projection, Scores};
+use super::params::{BenchParams, ATT, BOS, EMB, HIDDEN, PARAMS, SRC_LEN};
+use crate::kernels::scores::{Projection, RowBest};
 use crate::error::Result;
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
@@ -93,7 +93,7 @@ fn encode(w: &SearchWeights, src: &[u32]) -> (Vec<f32>, Vec<f32>) {
 
 /// One decoder step for `n` rows; row `r` attends over sentence `sent[r]`. Updates `s` and
 /// returns the scores of the next token.
-fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u32]) -> Scores {
+fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u32], want: &[usize]) -> RowBest {
     let n = y.len();
     let ws = affine(s, n, H, w.get("att_w"), w.get("att_b"));
     let mut ctx = vec![0f32; n * C];
@@ -121,7 +121,7 @@ fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u
     matmul(&mut t, 0, C, Mat::new(&ey, n, EMB), Mat::new(&ow[H * C..(H + EMB) * C], EMB, C), true, threads());
     matmul(&mut t, 0, C, Mat::new(&ctx, n, C), Mat::new(&ow[(H + EMB) * C..], C, C), true, threads());
     let m: Vec<f32> = t.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
-    w.proj.scores(&m, n)
+    w.proj.best(&m, n, want, &[])
 }
 
 /// Greedy search for `steps` steps: the token ids `(B, steps)`.
@@ -131,8 +131,9 @@ pub fn greedy(w: &SearchWeights, src: &[u32], steps: usize) -> Vec<u32> {
     let sent: Vec<usize> = (0..b).collect();
     let mut y = vec![BOS; b];
     let mut out = vec![0u32; b * steps];
+    let ones = vec![1; b];
     for i in 0..steps {
-        let sc = step(w, &enc, &sent, &mut s, &y);
+        let sc = step(w, &enc, &sent, &mut s, &y, &ones);
         y = sc.argmax();
         for (r, &t) in y.iter().enumerate() {
             out[r * steps + i] = t;
@@ -150,16 +151,19 @@ pub fn beam(w: &SearchWeights, src: &[u32], steps: usize, k: usize) -> Vec<f32> 
     let mut s: Vec<f32> = (0..b * k).flat_map(|r| s0[(r / k) * H..(r / k + 1) * H].iter().copied()).collect();
     let mut y = vec![BOS; b * k];
     let mut score: Vec<f32> = (0..b * k).map(|r| if r % k == 0 { 0.0 } else { f32::NEG_INFINITY }).collect();
+    let groups: Vec<std::ops::Range<usize>> = (0..b).map(|bi| bi * k..(bi + 1) * k).collect();
+    let widths = vec![k; b];
     for _ in 0..steps {
-        let sc = step(w, &enc, &sent, &mut s, &y);
-        let picks = sc.top_k_all(&score, k);
+        // Dead hypotheses (score −∞, the first step's copies) need no tokens.
+        let want: Vec<usize> = score.iter().map(|&x| if x > f32::NEG_INFINITY { k } else { 0 }).collect();
+        let sc = step(w, &enc, &sent, &mut s, &y, &want);
+        let picks = sc.top_k_groups(&score, &groups, &widths);
         let old = s.clone();
         for (bi, top) in picks.iter().enumerate() {
-            for (slot, &(c, idx)) in top.iter().enumerate() {
-                let (origin, tok) = (bi * k + idx / VOCAB, idx % VOCAB);
-                let r = bi * k + slot;
-                score[r] = c;
-                y[r] = tok as u32;
+            for (slot, c) in top.iter().enumerate() {
+                let (r, origin) = (bi * k + slot, c.row);
+                score[r] = c.score;
+                y[r] = c.token;
                 s[r * H..(r + 1) * H].copy_from_slice(&old[origin * H..(origin + 1) * H]);
             }
         }

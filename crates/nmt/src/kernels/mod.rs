@@ -14,3 +14,4 @@ pub mod linear;
 pub mod proj_nll;
 pub mod profile;
 pub mod bigru;
+pub mod scores;

@@ -30,12 +30,25 @@ pub struct Hypothesis {
     pub alignment: Option<Vec<Vec<f32>>>,
 }
 
+/// Which implementation runs the search.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// The host kernels of [`crate::infer`] when the model is `f32` on the CPU (the default),
+    /// otherwise the candle ops.
+    #[default]
+    Fused,
+    /// The candle ops of [`Seq2Seq::decode_step`]: the reference, and the path for GPUs and
+    /// other dtypes.
+    Ops,
+}
+
 /// What to search for and what to keep.
 #[derive(Clone, Debug)]
 pub struct SearchOptions {
     pub cfg: SearchConfig,
     /// Record attention weights.
     pub alignments: bool,
+    pub engine: Engine,
 }
 
 /// Length-normalised score.
@@ -53,7 +66,7 @@ pub fn max_output_len(src_len: usize, cfg: &SearchConfig) -> usize {
     (cfg.max_len_ratio * words).ceil() as usize + cfg.max_len_extra
 }
 
-/// Translates one batch (source side of `batch`); returns up to `n_best` hypotheses per row,
+/// Translates one batch (source side of `batch`) with the candle ops; returns up to `n_best` hypotheses per row,
 /// best first, in the batch's row order.
 pub fn search_batch(model: &Seq2Seq, batch: &Batch, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
     let (src, mask) = BatchTensors::source(batch, model.dtype(), model.device())?;
@@ -72,14 +85,22 @@ pub(crate) fn to_rows(t: &Tensor) -> Result<Vec<Vec<f32>>> {
 }
 
 /// Translates many source id sequences (each ending with `</s>`): sorted by length into batches
-/// of `opts.cfg.batch_size` sentences, searched, and returned in the input order.
+/// of `opts.cfg.batch_size` sentences, searched with `opts.engine`, and returned in the input
+/// order.
 pub fn search_all(model: &Seq2Seq, srcs: &[Vec<u32>], opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
     let per = opts.cfg.batch_size.max(1);
     // The beam multiplies rows; keep `rows × src_len` near what one batch of `per` sentences holds.
     let cfg = nmt_data::BatchConfig { max_tokens: per * 100, max_sentences: per };
     let mut out: Vec<Vec<Hypothesis>> = vec![Vec::new(); srcs.len()];
+    let host = match opts.engine {
+        Engine::Fused if crate::infer::HostModel::supports(model) => Some(crate::infer::HostModel::new(model)?),
+        _ => None,
+    };
     for batch in nmt_data::inference_batches(srcs, &cfg) {
-        let hyps = search_batch(model, &batch, opts)?;
+        let hyps = match &host {
+            Some(h) => crate::infer::search_batch(h, &batch, opts),
+            None => search_batch(model, &batch, opts)?,
+        };
         for (row, h) in batch.indices.iter().zip(hyps) {
             out[*row] = h;
         }

@@ -1,0 +1,134 @@
+//! One decoder step on the host for `R` live rows (`Seq2Seq::decode_step` is the candle twin).
+//!
+//! RNNsearch (appendix A.2.2), row `r` reading sentence `sent[r]`:
+//! ```text
+//! c_i  = attention(s_{i-1}, h)                    (R, 2n)   W_a s: one GEMM, the rest per row
+//! s_i  = GRU(E y_{i-1} W + b + c_i C, s_{i-1})    (R, n)    two input GEMMs, two in the cell
+//! t~_i = s O_h + E y_{i-1} O_y + c_i O_c + b      (R, 2l)   three accumulated GEMMs
+//! t_i  = maxout(t~_i)                             (R, l)
+//! z    = G t_i + b_G → lse, best tokens per row   (K_y, R)  kernels/scores.rs, never stored
+//! ```
+//! RNNenc (appendix A) replaces attention by the summary `c` of the row's sentence: its gate
+//! term `C c` joins `U' h` before the reset gate, and `O_c c` joins the deep output's bias.
+use rayon::prelude::*;
+
+use super::cell::{affine, embed, gru_step, GruScratch};
+use super::encode::HostEncoded;
+use super::weights::{HostCore, HostModel};
+use crate::config::OutputState;
+use crate::kernels::attn_decoder::{attend_row, AttnScratch};
+use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::math::FastMath;
+use crate::kernels::scores::RowBest;
+use crate::simd_dispatch;
+
+/// The live rows of a step: previous states `s (R, n)`, previous words `y (R)`, and each
+/// row's sentence in the encoded batch.
+pub struct Rows<'a> {
+    pub s: &'a [f32],
+    pub y: &'a [u32],
+    pub sent: &'a [usize],
+}
+
+pub struct StepOut {
+    /// `s_i (R, n)`.
+    pub state: Vec<f32>,
+    /// Each row's normaliser and best tokens.
+    pub best: RowBest,
+    /// Attention weights `(R, S)`, zero at padding (RNNsearch, when asked for).
+    pub alpha: Option<Vec<f32>>,
+}
+
+/// One step for `rows`; `want_alpha` keeps the attention weights.
+/// `want[r]` is how many best tokens row `r` needs; tokens in `skip` are never chosen.
+pub fn step(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want: &[usize], skip: &[u32], want_alpha: bool, threads: usize) -> StepOut {
+    let cfg = &model.cfg;
+    let (r_n, n, m) = (rows.y.len(), cfg.hidden_dim, cfg.emb_dim);
+    let l2 = model.out.b.len();
+    let ey = embed(&model.tgt_emb, rows.y, m);
+    let mut state = vec![0f32; r_n * n];
+    let mut sc = GruScratch::new(r_n, n);
+    let mut alpha = None;
+    // The deep output's pre-activation starts as its bias (plus RNNenc's per-sentence `O_c c`).
+    let mut pre = Vec::with_capacity(r_n * l2);
+    match &model.core {
+        HostCore::Search { dec, .. } => {
+            let (a, s_len) = (cfg.att_dim, enc.src_len);
+            let ew = 2 * n + a;
+            let ws = affine(rows.s, r_n, n, &dec.w_a, &dec.b_a, threads);
+            let mut ctx = vec![0f32; r_n * 2 * n];
+            let mut al = vec![0f32; if want_alpha { r_n * s_len } else { 0 }];
+            let per_row = |sc: &mut AttnScratch<f32>, r: usize, c: &mut [f32]| {
+                let b = rows.sent[r];
+                let mem = &enc.mem[b * s_len * ew..(b + 1) * s_len * ew];
+                simd_dispatch!(attend_row(mem, &ws[r * a..(r + 1) * a], &dec.v_a, enc.lens[b], sc, c));
+            };
+            if want_alpha {
+                ctx.par_chunks_mut(2 * n).zip(al.par_chunks_mut(s_len.max(1))).enumerate().for_each_init(
+                    || AttnScratch::new(s_len, a),
+                    |sc, (r, (c, out))| {
+                        per_row(sc, r, c);
+                        out.copy_from_slice(&sc.alpha[..out.len()]);
+                    },
+                );
+                alpha = Some(al);
+            } else {
+                ctx.par_chunks_mut(2 * n).enumerate().for_each_init(|| AttnScratch::new(s_len, a), |sc, (r, c)| per_row(sc, r, c));
+            }
+            let mut gi = affine(&ey, r_n, m, &dec.gru.w, &dec.gru.b, threads);
+            matmul(&mut gi, 0, 3 * n, Mat::new(&ctx, r_n, 2 * n), Mat::new(&dec.c, 2 * n, 3 * n), true, threads);
+            split_gates(&gi, n, &mut sc);
+            gru_step(&dec.gru, n, rows.s, &mut sc, &mut state, |_| true, threads);
+            for _ in 0..r_n {
+                pre.extend_from_slice(&model.out.b);
+            }
+            matmul(&mut pre, 0, l2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&model.out.o_c, 2 * n, l2), true, threads);
+        }
+        HostCore::Enc { dec, .. } => {
+            let gi = affine(&ey, r_n, m, &dec.w, &dec.b, threads);
+            // hc = h U' + C c, then the reset multiplies all of it (model/decoder.rs).
+            let mut hc = Vec::with_capacity(r_n * 3 * n);
+            for &b in rows.sent {
+                hc.extend_from_slice(&enc.gate_ctx[b * 3 * n..(b + 1) * 3 * n]);
+            }
+            matmul(&mut hc, 0, 3 * n, Mat::new(rows.s, r_n, n), Mat::new(&dec.u, n, 3 * n), true, threads);
+            simd_dispatch!(summary_cell(&gi, &hc, rows.s, &mut state, n));
+            for &b in rows.sent {
+                let oc = &enc.out_ctx[b * l2..(b + 1) * l2];
+                pre.extend(model.out.b.iter().zip(oc).map(|(x, y)| x + y));
+            }
+        }
+    }
+    let s_out = match cfg.output_state {
+        OutputState::Previous => rows.s,
+        OutputState::Current => &state[..],
+    };
+    matmul(&mut pre, 0, l2, Mat::new(s_out, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
+    matmul(&mut pre, 0, l2, Mat::new(&ey, r_n, m), Mat::new(&model.out.o_y, m, l2), true, threads);
+    let t: Vec<f32> = pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
+    StepOut { state, best: model.out.proj.best(&t, r_n, want, skip), alpha }
+}
+
+/// `gi (R, 3n)` into the GRU's `rz (R, 2n)` and `cand (R, n)` inputs.
+fn split_gates(gi: &[f32], n: usize, sc: &mut GruScratch) {
+    for (r, row) in gi.chunks_exact(3 * n).enumerate() {
+        sc.rz[r * 2 * n..(r + 1) * 2 * n].copy_from_slice(&row[..2 * n]);
+        sc.cand[r * n..(r + 1) * n].copy_from_slice(&row[2 * n..]);
+    }
+}
+
+/// RNNenc's decoder cell: `r, z = σ(gi_rz + hc_rz)`, `h~ = tanh(gi_c + r ⊙ hc_c)`,
+/// `h' = h~ + z ⊙ (h − h~)`.
+#[inline(always)]
+fn summary_cell(gi: &[f32], hc: &[f32], h: &[f32], out: &mut [f32], n: usize) {
+    for r in 0..h.len() / n {
+        let (g, c) = (&gi[r * 3 * n..(r + 1) * 3 * n], &hc[r * 3 * n..(r + 1) * 3 * n]);
+        let (hp, o) = (&h[r * n..(r + 1) * n], &mut out[r * n..(r + 1) * n]);
+        for k in 0..n {
+            let rg = (g[k] + c[k]).sigmoid_fast();
+            let z = (g[n + k] + c[n + k]).sigmoid_fast();
+            let hh = (g[2 * n + k] + rg * c[2 * n + k]).tanh_fast();
+            o[k] = hh + z * (hp[k] - hh);
+        }
+    }
+}

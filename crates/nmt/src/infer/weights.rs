@@ -1,0 +1,160 @@
+//! A [`Seq2Seq`]'s parameters copied to host `f32` slices once per search call, laid out for
+//! the search kernels: matrices stay `(in, out)` row-major (the per-step products `x W` read
+//! them as they are), and the output projection is pre-transposed for column-major scores.
+use std::collections::BTreeMap;
+
+use candle_core::DType;
+
+use crate::config::{Arch, ModelConfig};
+use crate::error::{Error, Result};
+use crate::kernels::scores::Projection;
+use crate::model::Seq2Seq;
+
+/// One GRU layer (model/gru.rs): `W (in, 3n)`, `b (3n)`, `U_rz (n, 2n)`, `U (n, n)`.
+pub struct HostGru {
+    pub w: Vec<f32>,
+    pub b: Vec<f32>,
+    pub u_rz: Vec<f32>,
+    pub u: Vec<f32>,
+}
+
+/// The encoder and decoder of one architecture.
+pub enum HostCore {
+    /// RNNsearch: forward and backward encoder GRUs, attention decoder.
+    Search { fwd: HostGru, bwd: HostGru, dec: HostAttention },
+    /// RNNenc: one encoder GRU, summary decoder.
+    Enc { gru: HostGru, dec: HostSummary },
+}
+
+/// RNNsearch's attention decoder (model/decoder.rs, model/attention.rs).
+pub struct HostAttention {
+    pub gru: HostGru,
+    /// `C (2n, 3n)`, `W_s (n, n)`, `b_s (n)`.
+    pub c: Vec<f32>,
+    pub w_s: Vec<f32>,
+    pub b_s: Vec<f32>,
+    /// `W_a (n, A)`, `b_a (A)`, `U_a (2n, A)`, `v_a (A)`.
+    pub w_a: Vec<f32>,
+    pub b_a: Vec<f32>,
+    pub u_a: Vec<f32>,
+    pub v_a: Vec<f32>,
+}
+
+/// RNNenc's summary decoder: `W' (m, 3n)`, `b (3n)`, `U' (n, 3n)`, `C (n, 3n)`, `V (n, n)`,
+/// `b_v`, `V' (n, n)`, `b'`.
+pub struct HostSummary {
+    pub w: Vec<f32>,
+    pub b: Vec<f32>,
+    pub u: Vec<f32>,
+    pub c: Vec<f32>,
+    pub v: Vec<f32>,
+    pub b_v: Vec<f32>,
+    pub v_init: Vec<f32>,
+    pub b_init: Vec<f32>,
+}
+
+/// The deep output (model/output.rs): `O_h (n, 2l)`, `O_y (m, 2l)`, `O_c (ctx, 2l)`, `b (2l)`,
+/// and `G`, `b_G` as a column-major [`Projection`].
+pub struct HostOutput {
+    pub o_h: Vec<f32>,
+    pub o_y: Vec<f32>,
+    pub o_c: Vec<f32>,
+    pub b: Vec<f32>,
+    pub proj: Projection,
+}
+
+/// Everything search needs, on the host.
+pub struct HostModel {
+    pub cfg: ModelConfig,
+    pub src_emb: Vec<f32>,
+    pub tgt_emb: Vec<f32>,
+    pub core: HostCore,
+    pub out: HostOutput,
+}
+
+/// The parameters by name, taken one by one; a missing name is a model/config mismatch.
+struct Take(BTreeMap<String, Vec<f32>>);
+
+impl Take {
+    fn get(&mut self, name: &str) -> Result<Vec<f32>> {
+        self.0.remove(name).ok_or_else(|| Error::Config(format!("fused search: the model has no parameter {name}")))
+    }
+
+    fn gru(&mut self, prefix: &str) -> Result<HostGru> {
+        Ok(HostGru {
+            w: self.get(&format!("{prefix}.w"))?,
+            b: self.get(&format!("{prefix}.b"))?,
+            u_rz: self.get(&format!("{prefix}.u_rz"))?,
+            u: self.get(&format!("{prefix}.u"))?,
+        })
+    }
+}
+
+impl HostModel {
+    /// Copies `model`'s parameters. Only `f32` CPU models are supported; the caller falls back
+    /// to the candle search for anything else (see [`HostModel::supports`]).
+    pub fn new(model: &Seq2Seq) -> Result<Self> {
+        if !Self::supports(model) {
+            return Err(Error::Config("fused search needs an f32 model on the CPU".into()));
+        }
+        let mut t = Take(
+            model
+                .params
+                .named_vars()
+                .into_iter()
+                .map(|(name, var)| Ok((name, var.as_tensor().flatten_all()?.to_vec1::<f32>()?)))
+                .collect::<Result<_>>()?,
+        );
+        let cfg = model.cfg.clone();
+        let core = match cfg.arch {
+            Arch::Rnnsearch => HostCore::Search {
+                fwd: t.gru("encoder.fwd")?,
+                bwd: t.gru("encoder.bwd")?,
+                dec: HostAttention {
+                    gru: t.gru("decoder.gru")?,
+                    c: t.get("decoder.c")?,
+                    w_s: t.get("decoder.w_s")?,
+                    b_s: t.get("decoder.b_s")?,
+                    w_a: t.get("decoder.attention.w_a")?,
+                    b_a: t.get("decoder.attention.b_a")?,
+                    u_a: t.get("decoder.attention.u_a")?,
+                    v_a: t.get("decoder.attention.v_a")?,
+                },
+            },
+            Arch::Rnnenc => HostCore::Enc {
+                gru: t.gru("encoder.gru")?,
+                dec: HostSummary {
+                    w: t.get("decoder.w")?,
+                    b: t.get("decoder.b")?,
+                    u: t.get("decoder.u")?,
+                    c: t.get("decoder.c")?,
+                    v: t.get("decoder.v")?,
+                    b_v: t.get("decoder.b_v")?,
+                    v_init: t.get("decoder.v_init")?,
+                    b_init: t.get("decoder.b_init")?,
+                },
+            },
+        };
+        let out = HostOutput {
+            o_h: t.get("output.o_h")?,
+            o_y: t.get("output.o_y")?,
+            o_c: t.get("output.o_c")?,
+            b: t.get("output.b")?,
+            proj: Projection::new(&t.get("output.g")?, &t.get("output.b_g")?),
+        };
+        Ok(HostModel { src_emb: t.get("src_emb")?, tgt_emb: t.get("tgt_emb")?, cfg, core, out })
+    }
+
+    /// Whether the fused search can run `model`: `f32` parameters in host memory.
+    pub fn supports(model: &Seq2Seq) -> bool {
+        model.dtype() == DType::F32 && model.device().is_cpu()
+    }
+
+    /// Width of the context the deep output reads: `2n` (RNNsearch) or `n` (RNNenc).
+    pub fn ctx_dim(&self) -> usize {
+        match self.cfg.arch {
+            Arch::Rnnsearch => 2 * self.cfg.hidden_dim,
+            Arch::Rnnenc => self.cfg.hidden_dim,
+        }
+    }
+}

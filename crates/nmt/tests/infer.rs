@@ -1,0 +1,75 @@
+//! The fused host search (`nmt::infer`) against the candle search it replaces on the CPU: the
+//! same hypotheses, scores and attention weights, for both architectures, both deep-output
+//! state choices, greedy and beam, n-best lists, `--no-unk`, several batches.
+mod common;
+
+use candle_core::{DType, Device, Tensor};
+use nmt::config::{Arch, OutputState, SearchConfig};
+use nmt::data::EOS;
+use nmt::model::Seq2Seq;
+use nmt::search::{search_all, Engine, Hypothesis, SearchOptions};
+
+/// A random model with a likely `</s>`, so that hypotheses finish at different steps.
+fn model(arch: Arch, output_state: OutputState) -> Seq2Seq {
+    let mut cfg = common::small_config(arch, 30, 16, 24);
+    cfg.init_std = 0.3;
+    cfg.output_state = output_state;
+    let m = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
+    let (_, b_g) = m.params.named_vars().into_iter().find(|(n, _)| n == "output.b_g").unwrap();
+    let mut bias: Vec<f32> = b_g.as_tensor().to_vec1().unwrap();
+    bias[EOS as usize] += 1.0;
+    b_g.set(&Tensor::new(bias, &Device::Cpu).unwrap()).unwrap();
+    m
+}
+
+fn run(m: &Seq2Seq, srcs: &[Vec<u32>], cfg: &SearchConfig, engine: Engine) -> Vec<Vec<Hypothesis>> {
+    search_all(m, srcs, &SearchOptions { cfg: cfg.clone(), alignments: true, engine }).unwrap()
+}
+
+fn assert_same(a: &[Vec<Hypothesis>], b: &[Vec<Hypothesis>], what: &str) {
+    assert_eq!(a.len(), b.len());
+    for (i, (ha, hb)) in a.iter().zip(b).enumerate() {
+        assert_eq!(ha.len(), hb.len(), "{what}: sentence {i}: n-best sizes");
+        for (x, y) in ha.iter().zip(hb) {
+            assert_eq!(x.tokens, y.tokens, "{what}: sentence {i}");
+            assert_eq!(x.finished, y.finished, "{what}: sentence {i}");
+            assert!((x.log_prob - y.log_prob).abs() < 1e-4 * (1.0 + y.log_prob.abs()), "{what}: {} vs {}", x.log_prob, y.log_prob);
+            assert!((x.score - y.score).abs() < 1e-4 * (1.0 + y.score.abs()), "{what}: {} vs {}", x.score, y.score);
+            match (&x.alignment, &y.alignment) {
+                (Some(p), Some(q)) => {
+                    assert_eq!(p.len(), q.len(), "{what}: alignment rows");
+                    for (rp, rq) in p.iter().zip(q) {
+                        assert_eq!(rp.len(), rq.len(), "{what}: alignment width");
+                        for (u, v) in rp.iter().zip(rq) {
+                            assert!((u - v).abs() < 1e-5, "{what}: alignment {u} vs {v}");
+                        }
+                    }
+                }
+                (None, None) => {}
+                _ => panic!("{what}: one engine gave alignments, the other not"),
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_search_equals_candle_search() {
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(30, 20, 1..=11, 9).into_iter().map(|e| e.src).collect();
+    let mut checked = 0;
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for state in [OutputState::Previous, OutputState::Current] {
+            let m = model(arch, state);
+            for (beam_size, n_best, normalize, no_unk) in [(1, 1, 1.0, false), (3, 3, 0.0, true), (5, 2, 1.0, false)] {
+                // Batches of 7 sentences: several batches, padded, restored to input order.
+                let cfg = SearchConfig { beam_size, n_best, normalize, no_unk, batch_size: 7, ..SearchConfig::default() };
+                let what = format!("{arch:?} {state:?} beam {beam_size}");
+                let fused = run(&m, &srcs, &cfg, Engine::Fused);
+                let ops = run(&m, &srcs, &cfg, Engine::Ops);
+                assert_same(&fused, &ops, &what);
+                assert!(ops.iter().flatten().any(|h| h.finished) && ops.iter().flatten().any(|h| h.tokens.len() > 3), "{what}: degenerate");
+                checked += ops.len();
+            }
+        }
+    }
+    assert_eq!(checked, 12 * 30);
+}
