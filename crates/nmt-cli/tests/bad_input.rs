@@ -114,6 +114,19 @@ fn train_translate_and_bad_stdin() {
     assert_eq!(lines.len(), 4, "{text}");
     assert!(lines[0].starts_with("0 ||| ") && lines[3].starts_with("1 ||| "), "{text}");
     fails_with(&nmt(&["translate", "-m", m], Some(b"fine\nbad \xc3\x28 line\n")), &["line 2", "UTF-8"]);
+    // Both search implementations print the same n-best lists; `--stats` reports on stderr.
+    let input: &[u8] = b"uno dos\ntres cuatro uno\n\ndos\n";
+    let fused = nmt(&["translate", "-m", m, "-b", "3", "--n-best", "3", "--stats"], Some(input));
+    let ops = nmt(&["translate", "-m", m, "-b", "3", "--n-best", "3", "--impl", "ops"], Some(input));
+    assert!(fused.status.success() && ops.status.success(), "{}", String::from_utf8_lossy(&fused.stderr));
+    let strip_scores = |o: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(o).lines().map(|l| l.split(" ||| ").take(2).collect::<Vec<_>>().join(" ||| ")).collect()
+    };
+    assert_eq!(strip_scores(&fused.stdout), strip_scores(&ops.stdout));
+    let stats = String::from_utf8_lossy(&fused.stderr);
+    assert!(stats.contains("translated 4 sentences") && stats.contains("row-steps"), "{stats}");
+    let bad = nmt(&["translate", "-m", m, "--impl", "gpu"], Some(b"uno\n"));
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("--impl"));
 }
 
 #[test]

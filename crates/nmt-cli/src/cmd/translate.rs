@@ -47,6 +47,11 @@ pub struct TranslateArgs {
     /// otherwise falls back to `ops`) or `ops` (candle ops, the reference).
     #[arg(long = "impl", value_enum, default_value_t = EngineArg::Fused)]
     pub engine: EngineArg,
+    /// Print speed to stderr when done: sentences, target subword tokens (the best
+    /// hypotheses', without `</s>`), wall time of the search, sentences/s, tokens/s, and the
+    /// decoder's work in hypothesis rows × steps.
+    #[arg(long)]
+    pub stats: bool,
     #[command(flatten)]
     pub compute: ComputeArgs,
 }
@@ -101,7 +106,28 @@ pub fn run(args: TranslateArgs) -> Result<()> {
     let search = args.search(translator.default_search())?;
     let lines = read_input_lines(args.input.as_deref())?;
     let opts = SearchOptions { cfg: search, alignments: args.alignments.is_some(), engine: args.engine.into() };
+    let t0 = std::time::Instant::now();
+    nmt::search::take_row_steps();
     let out = translator.translate(&lines, &opts)?;
+    if args.stats {
+        let secs = t0.elapsed().as_secs_f64();
+        let tokens: usize = out.iter().filter_map(|t| t.hyps.first()).map(|h| h.hyp.tokens.len()).sum();
+        let row_steps = nmt::search::take_row_steps();
+        eprintln!(
+            "translated {} sentences, {tokens} target tokens in {secs:.2} s: {:.1} sentences/s, {:.0} tokens/s; \
+             decoder row-steps: {row_steps} ({:.0}/s)",
+            out.len(),
+            out.len() as f64 / secs,
+            tokens as f64 / secs,
+            row_steps as f64 / secs
+        );
+    }
+    if nmt::kernels::profile::enabled() {
+        // NMT_PROFILE=1: where the fused search's time went (docs/PERF.md).
+        for (name, ms) in nmt::kernels::profile::take().into_iter().filter(|(n, ms)| n.starts_with("search.") && *ms > 0.0) {
+            eprintln!("profile {name}: {ms:.1} ms");
+        }
+    }
     let mut w: Box<dyn Write> = match &args.output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,

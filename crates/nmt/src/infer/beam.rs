@@ -11,6 +11,7 @@ use nmt_data::{BOS, EOS, PAD, UNK};
 use super::encode::HostEncoded;
 use super::step::{step, Rows};
 use super::weights::HostModel;
+use crate::kernels::profile;
 use crate::search::{normalized, Hypothesis, SearchOptions};
 
 /// One live hypothesis.
@@ -59,7 +60,11 @@ pub fn beam(model: &HostModel, enc: &HostEncoded, limits: &[usize], opts: &Searc
             r0 += live[b].len();
         }
         let want: Vec<usize> = sent.iter().map(|&b| width[b]).collect();
+        crate::search::count_row_steps(sent.len());
+        let t_step = profile::start();
         let out = step(model, enc, &Rows { s: &s, y: &y, sent: &sent }, &want, &skip, want_alpha, threads);
+        profile::stop(profile::SEARCH_STEP, t_step);
+        let t_select = profile::start();
         let base: Vec<f32> = live.iter().flatten().map(|l| l.log_prob as f32).collect();
         let widths: Vec<usize> = (0..batch).map(|b| if live[b].is_empty() { 0 } else { width[b] }).collect();
         let picks = out.best.top_k_groups(&base, &groups, &widths);
@@ -103,6 +108,7 @@ pub fn beam(model: &HostModel, enc: &HostEncoded, limits: &[usize], opts: &Searc
         s = s_next;
         y = y_next;
         sent = sent_next;
+        profile::stop(profile::SEARCH_SELECT, t_select);
     }
     let keep = opts.cfg.n_best.clamp(1, k);
     finished

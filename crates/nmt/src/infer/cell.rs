@@ -32,6 +32,13 @@ impl GruScratch {
 pub fn gru_step(g: &HostGru, n: usize, h: &[f32], sc: &mut GruScratch, out: &mut [f32], live: impl Fn(usize) -> bool, threads: usize) {
     let rows = h.len() / n;
     matmul(&mut sc.rz, 0, 2 * n, Mat::new(h, rows, n), Mat::new(&g.u_rz, n, 2 * n), true, threads);
+    gru_finish(g, n, h, sc, out, live, threads);
+}
+
+/// [`gru_step`] after its first product: `sc.rz` already holds `W_rz x + b_rz + U_rz h` (the
+/// decoder computes `U_rz h` together with its other products of `h`).
+pub fn gru_finish(g: &HostGru, n: usize, h: &[f32], sc: &mut GruScratch, out: &mut [f32], live: impl Fn(usize) -> bool, threads: usize) {
+    let rows = h.len() / n;
     simd_dispatch!(reset(&mut sc.rz, h, &mut sc.rh, n));
     matmul(&mut sc.cand, 0, n, Mat::new(&sc.rh, rows, n), Mat::new(&g.u, n, n), true, threads);
     for r in 0..rows {

@@ -22,12 +22,14 @@ pub use weights::HostModel;
 
 use nmt_data::batch::Batch;
 
+use crate::kernels::profile;
+
 use crate::search::{max_output_len, Hypothesis, SearchOptions};
 
 /// Translates one batch: up to `n_best` hypotheses per row, best first, in the batch's order.
 pub fn search_batch(model: &HostModel, batch: &Batch, opts: &SearchOptions) -> Vec<Vec<Hypothesis>> {
     let threads = rayon::current_num_threads();
-    let enc = encode::encode(model, &batch.src, &batch.src_lengths, threads);
+    let enc = profile::timed(profile::SEARCH_ENCODE, || encode::encode(model, &batch.src, &batch.src_lengths, threads));
     let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &opts.cfg)).collect();
     beam::beam(model, &enc, &limits, opts, threads)
 }

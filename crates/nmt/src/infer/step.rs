@@ -12,13 +12,14 @@
 //! term `C c` joins `U' h` before the reset gate, and `O_c c` joins the deep output's bias.
 use rayon::prelude::*;
 
-use super::cell::{affine, embed, gru_step, GruScratch};
+use super::cell::{affine, embed, gru_finish, GruScratch};
 use super::encode::HostEncoded;
 use super::weights::{HostCore, HostModel};
 use crate::config::OutputState;
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::gemm::{matmul, Mat};
 use crate::kernels::math::FastMath;
+use crate::kernels::profile;
 use crate::kernels::scores::RowBest;
 use crate::simd_dispatch;
 
@@ -49,19 +50,23 @@ pub fn step(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want: &[usize
     let mut state = vec![0f32; r_n * n];
     let mut sc = GruScratch::new(r_n, n);
     let mut alpha = None;
-    // The deep output's pre-activation starts as its bias (plus RNNenc's per-sentence `O_c c`).
+    // The deep output's pre-activation `t~ (R, 2l)`.
     let mut pre = Vec::with_capacity(r_n * l2);
     match &model.core {
         HostCore::Search { dec, .. } => {
             let (a, s_len) = (cfg.att_dim, enc.src_len);
             let ew = 2 * n + a;
-            let ws = affine(rows.s, r_n, n, &dec.w_a, &dec.b_a, threads);
+            // s_{i-1} · [W_a | U_rz | O_h?]: the attention query, the GRU's recurrent gate
+            // term, and (deep output on s_{i-1}) the output's state term.
+            let t_attn = profile::start();
+            let w1 = dec.s_cat_b.len();
+            let g1 = affine(rows.s, r_n, n, &dec.s_cat, &dec.s_cat_b, threads);
             let mut ctx = vec![0f32; r_n * 2 * n];
             let mut al = vec![0f32; if want_alpha { r_n * s_len } else { 0 }];
             let per_row = |sc: &mut AttnScratch<f32>, r: usize, c: &mut [f32]| {
                 let b = rows.sent[r];
                 let mem = &enc.mem[b * s_len * ew..(b + 1) * s_len * ew];
-                simd_dispatch!(attend_row(mem, &ws[r * a..(r + 1) * a], &dec.v_a, enc.lens[b], sc, c));
+                simd_dispatch!(attend_row(mem, &g1[r * w1..r * w1 + a], &dec.v_a, enc.lens[b], sc, c));
             };
             if want_alpha {
                 ctx.par_chunks_mut(2 * n).zip(al.par_chunks_mut(s_len.max(1))).enumerate().for_each_init(
@@ -75,14 +80,30 @@ pub fn step(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want: &[usize
             } else {
                 ctx.par_chunks_mut(2 * n).enumerate().for_each_init(|| AttnScratch::new(s_len, a), |sc, (r, c)| per_row(sc, r, c));
             }
-            let mut gi = affine(&ey, r_n, m, &dec.gru.w, &dec.gru.b, threads);
-            matmul(&mut gi, 0, 3 * n, Mat::new(&ctx, r_n, 2 * n), Mat::new(&dec.c, 2 * n, 3 * n), true, threads);
-            split_gates(&gi, n, &mut sc);
-            gru_step(&dec.gru, n, rows.s, &mut sc, &mut state, |_| true, threads);
-            for _ in 0..r_n {
-                pre.extend_from_slice(&model.out.b);
+            profile::stop(profile::SEARCH_ATTN, t_attn);
+            // E y · [W | O_y] + c_i · [C | O_c] + [b | b_o]: the GRU's input terms and the
+            // deep output's word and context terms, in one (R, 3n + 2l) block.
+            let w2 = 3 * n + l2;
+            let mut g2 = affine(&ey, r_n, m, &dec.y_cat, &dec.yc_cat_b, threads);
+            matmul(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&dec.c_cat, 2 * n, w2), true, threads);
+            for r in 0..r_n {
+                let (x, h) = (&g2[r * w2..(r + 1) * w2], &g1[r * w1..(r + 1) * w1]);
+                for ((o, &u), &v) in sc.rz[r * 2 * n..(r + 1) * 2 * n].iter_mut().zip(&x[..2 * n]).zip(&h[a..a + 2 * n]) {
+                    *o = u + v;
+                }
+                sc.cand[r * n..(r + 1) * n].copy_from_slice(&x[2 * n..3 * n]);
+                let start = pre.len();
+                pre.extend_from_slice(&x[3 * n..]);
+                if cfg.output_state == OutputState::Previous {
+                    for (o, &v) in pre[start..].iter_mut().zip(&h[a + 2 * n..]) {
+                        *o += v;
+                    }
+                }
             }
-            matmul(&mut pre, 0, l2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&model.out.o_c, 2 * n, l2), true, threads);
+            gru_finish(&dec.gru, n, rows.s, &mut sc, &mut state, |_| true, threads);
+            if cfg.output_state == OutputState::Current {
+                matmul(&mut pre, 0, l2, Mat::new(&state, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
+            }
         }
         HostCore::Enc { dec, .. } => {
             let gi = affine(&ey, r_n, m, &dec.w, &dec.b, threads);
@@ -97,24 +118,17 @@ pub fn step(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want: &[usize
                 let oc = &enc.out_ctx[b * l2..(b + 1) * l2];
                 pre.extend(model.out.b.iter().zip(oc).map(|(x, y)| x + y));
             }
+            let s_out = match cfg.output_state {
+                OutputState::Previous => rows.s,
+                OutputState::Current => &state[..],
+            };
+            matmul(&mut pre, 0, l2, Mat::new(s_out, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
+            matmul(&mut pre, 0, l2, Mat::new(&ey, r_n, m), Mat::new(&model.out.o_y, m, l2), true, threads);
         }
     }
-    let s_out = match cfg.output_state {
-        OutputState::Previous => rows.s,
-        OutputState::Current => &state[..],
-    };
-    matmul(&mut pre, 0, l2, Mat::new(s_out, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
-    matmul(&mut pre, 0, l2, Mat::new(&ey, r_n, m), Mat::new(&model.out.o_y, m, l2), true, threads);
     let t: Vec<f32> = pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
-    StepOut { state, best: model.out.proj.best(&t, r_n, want, skip), alpha }
-}
-
-/// `gi (R, 3n)` into the GRU's `rz (R, 2n)` and `cand (R, n)` inputs.
-fn split_gates(gi: &[f32], n: usize, sc: &mut GruScratch) {
-    for (r, row) in gi.chunks_exact(3 * n).enumerate() {
-        sc.rz[r * 2 * n..(r + 1) * 2 * n].copy_from_slice(&row[..2 * n]);
-        sc.cand[r * n..(r + 1) * n].copy_from_slice(&row[2 * n..]);
-    }
+    let best = profile::timed(profile::SEARCH_SCORES, || model.out.proj.best(&t, r_n, want, skip));
+    StepOut { state, best, alpha }
 }
 
 /// RNNenc's decoder cell: `r, z = σ(gi_rz + hc_rz)`, `h~ = tanh(gi_c + r ⊙ hc_c)`,

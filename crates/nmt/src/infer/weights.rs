@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use candle_core::DType;
 
-use crate::config::{Arch, ModelConfig};
+use crate::config::{Arch, ModelConfig, OutputState};
 use crate::error::{Error, Result};
 use crate::kernels::scores::Projection;
 use crate::model::Seq2Seq;
@@ -21,7 +21,7 @@ pub struct HostGru {
 /// The encoder and decoder of one architecture.
 pub enum HostCore {
     /// RNNsearch: forward and backward encoder GRUs, attention decoder.
-    Search { fwd: HostGru, bwd: HostGru, dec: HostAttention },
+    Search { fwd: HostGru, bwd: HostGru, dec: Box<HostAttention> },
     /// RNNenc: one encoder GRU, summary decoder.
     Enc { gru: HostGru, dec: HostSummary },
 }
@@ -38,6 +38,16 @@ pub struct HostAttention {
     pub b_a: Vec<f32>,
     pub u_a: Vec<f32>,
     pub v_a: Vec<f32>,
+    /// The step's products that share a left operand, side by side so each is one GEMM
+    /// (Marian's trick for the same reason: a few wide products instead of many narrow ones):
+    /// `s_{i-1} · [W_a | U_rz | O_h]` (`O_h` only when the deep output reads `s_{i-1}`),
+    /// `E y · [W | O_y]`, `c_i · [C | O_c]`. Built by [`HostModel::new`].
+    pub s_cat: Vec<f32>,
+    pub y_cat: Vec<f32>,
+    pub c_cat: Vec<f32>,
+    /// `[b_a | 0 | 0]` and `[b | b_o]`: the biases of `s_cat` and of `y_cat + c_cat`.
+    pub s_cat_b: Vec<f32>,
+    pub yc_cat_b: Vec<f32>,
 }
 
 /// RNNenc's summary decoder: `W' (m, 3n)`, `b (3n)`, `U' (n, 3n)`, `C (n, 3n)`, `V (n, n)`,
@@ -70,6 +80,17 @@ pub struct HostModel {
     pub tgt_emb: Vec<f32>,
     pub core: HostCore,
     pub out: HostOutput,
+}
+
+/// Row-major `(rows, Σ cols)` from row-major `(rows, cols_i)` blocks placed side by side.
+fn hcat(blocks: &[(&[f32], usize)], rows: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(rows * blocks.iter().map(|b| b.1).sum::<usize>());
+    for r in 0..rows {
+        for &(m, cols) in blocks {
+            out.extend_from_slice(&m[r * cols..(r + 1) * cols]);
+        }
+    }
+    out
 }
 
 /// The parameters by name, taken one by one; a missing name is a model/config mismatch.
@@ -106,11 +127,11 @@ impl HostModel {
                 .collect::<Result<_>>()?,
         );
         let cfg = model.cfg.clone();
-        let core = match cfg.arch {
+        let mut core = match cfg.arch {
             Arch::Rnnsearch => HostCore::Search {
                 fwd: t.gru("encoder.fwd")?,
                 bwd: t.gru("encoder.bwd")?,
-                dec: HostAttention {
+                dec: Box::new(HostAttention {
                     gru: t.gru("decoder.gru")?,
                     c: t.get("decoder.c")?,
                     w_s: t.get("decoder.w_s")?,
@@ -119,7 +140,12 @@ impl HostModel {
                     b_a: t.get("decoder.attention.b_a")?,
                     u_a: t.get("decoder.attention.u_a")?,
                     v_a: t.get("decoder.attention.v_a")?,
-                },
+                    s_cat: Vec::new(),
+                    y_cat: Vec::new(),
+                    c_cat: Vec::new(),
+                    s_cat_b: Vec::new(),
+                    yc_cat_b: Vec::new(),
+                }),
             },
             Arch::Rnnenc => HostCore::Enc {
                 gru: t.gru("encoder.gru")?,
@@ -142,6 +168,19 @@ impl HostModel {
             b: t.get("output.b")?,
             proj: Projection::new(&t.get("output.g")?, &t.get("output.b_g")?),
         };
+        if let HostCore::Search { dec, .. } = &mut core {
+            let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, cfg.att_dim, out.b.len());
+            let prev = cfg.output_state == OutputState::Previous;
+            let mut s_blocks = vec![(&dec.w_a[..], a), (&dec.gru.u_rz[..], 2 * n)];
+            if prev {
+                s_blocks.push((&out.o_h[..], l2));
+            }
+            dec.s_cat = hcat(&s_blocks, n);
+            dec.y_cat = hcat(&[(&dec.gru.w[..], 3 * n), (&out.o_y[..], l2)], m);
+            dec.c_cat = hcat(&[(&dec.c[..], 3 * n), (&out.o_c[..], l2)], 2 * n);
+            dec.s_cat_b = dec.b_a.iter().copied().chain(std::iter::repeat_n(0.0, 2 * n + if prev { l2 } else { 0 })).collect();
+            dec.yc_cat_b = dec.gru.b.iter().chain(&out.b).copied().collect();
+        }
         Ok(HostModel { src_emb: t.get("src_emb")?, tgt_emb: t.get("tgt_emb")?, cfg, core, out })
     }
 

@@ -6,12 +6,37 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Kernels that are timed, in report order.
-pub const NAMES: [&str; 9] =
-    ["gru.fwd", "gru.bwd", "attn.fwd", "attn.bwd", "linear.fwd", "linear.bwd", "proj_nll.fwd", "proj_nll.bwd", "adam"];
+pub const NAMES: [&str; 14] = [
+    "gru.fwd",
+    "gru.bwd",
+    "attn.fwd",
+    "attn.bwd",
+    "linear.fwd",
+    "linear.bwd",
+    "proj_nll.fwd",
+    "proj_nll.bwd",
+    "adam",
+    // The host search (crate::infer): encoder, attention, the decoder's other products and
+    // cell, the fused scores, and the beam's selection and bookkeeping. `search.step` is a whole
+    // decoder step and includes `search.attn` and `search.scores`.
+    "search.encode",
+    "search.attn",
+    "search.step",
+    "search.scores",
+    "search.select",
+];
 
-static NANOS: [AtomicU64; 9] = [const { AtomicU64::new(0) }; 9];
+/// Indices of the search's slots in [`NAMES`].
+pub const SEARCH_ENCODE: usize = 9;
+pub const SEARCH_ATTN: usize = 10;
+pub const SEARCH_STEP: usize = 11;
+pub const SEARCH_SCORES: usize = 12;
+pub const SEARCH_SELECT: usize = 13;
 
-fn enabled() -> bool {
+static NANOS: [AtomicU64; 14] = [const { AtomicU64::new(0) }; 14];
+
+/// Whether `NMT_PROFILE` is set (and not `0`).
+pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("NMT_PROFILE").is_some_and(|v| v != "0"))
 }
@@ -25,6 +50,18 @@ pub fn timed<R>(i: usize, f: impl FnOnce() -> R) -> R {
     let r = f();
     NANOS[i].fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     r
+}
+
+/// The start of a region timed with [`stop`] (`None` when not profiling).
+pub fn start() -> Option<Instant> {
+    enabled().then(Instant::now)
+}
+
+/// Adds the time since `t0` (from [`start`]) to counter `i`.
+pub fn stop(i: usize, t0: Option<Instant>) {
+    if let Some(t0) = t0 {
+        NANOS[i].fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
 }
 
 /// The accumulated milliseconds per kernel, and resets the counters.

@@ -54,6 +54,7 @@ pub fn beam(model: &Seq2Seq, enc: &Encoded, limits: &[usize], opts: &SearchOptio
             break;
         }
         let y_t = Tensor::from_vec(y.clone(), rows, model.device())?;
+        super::count_row_steps(rows);
         let out = model.decode_step(&enc, &state, &y_t)?;
         let lp = to_rows(&out.log_probs)?;
         let alpha = match (&out.alpha, opts.alignments) {

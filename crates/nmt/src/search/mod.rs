@@ -51,6 +51,20 @@ pub struct SearchOptions {
     pub engine: Engine,
 }
 
+static ROW_STEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts `rows` hypotheses advanced by one decoder step (both engines count).
+pub(crate) fn count_row_steps(rows: usize) {
+    ROW_STEPS.fetch_add(rows as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The decoder's work since the last call: hypothesis rows × steps computed, process-wide.
+/// Unlike output tokens it does not depend on when hypotheses end, so it compares search
+/// implementations (`nmt translate --stats`, docs/PERF.md).
+pub fn take_row_steps() -> u64 {
+    ROW_STEPS.swap(0, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Length-normalised score.
 pub fn normalized(log_prob: f64, len: usize, alpha: f64) -> f64 {
     if alpha == 0.0 {

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Beam-5 (or greedy) translation of the bundled 2000-sentence test set by `nmt translate` and by
+# JoeyNMT 2.3.0 with a model of the same size, alternating, same threads; prints every pair and
+# the median ratios of sentences/s, output tokens/s and decoder row-steps/s.
+#
+#   scripts/bench-vs-joeynmt.sh [ROUNDS] [BEAM] [THREADS]     (defaults: 2 rounds, beam 5, 2 threads)
+#
+# Our side: runs/rnnsearch-small/model.safetensors (or $NMT_MODEL), batches of 32 sentences.
+# JoeyNMT side, built on first use in target/joeynmt (or $JOEY_DIR):
+#   - a venv ($JOEY_VENV, default ~/.cache/nmt-joeynmt-venv) with torch and joeynmt 2.3.0;
+#   - sentencepiece BPE models of 8000 pieces per language trained on the train split, used as
+#     JoeyNMT's tokenizer and vocabularies (scripts/joeynmt/prep_spm.py);
+#   - scripts/joeynmt/config.yaml: GRU, bidirectional encoder 256 per direction, embeddings 256,
+#     GRU decoder 256 with Bahdanau attention (JoeyNMT's input feeding and bridge are on) — the
+#     size of rnnsearch-small; batches of 32 sentences; max_output_length JoeyNMT's default;
+#   - trained for $JOEY_TRAIN_MINUTES (default 20) minutes on 1 thread.
+# A tool, not a test dependency.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+rounds=${1:-2}
+beam=${2:-5}
+threads=${3:-2}
+model=${NMT_MODEL:-$root/runs/rnnsearch-small/model.safetensors}
+work=${JOEY_DIR:-$root/target/joeynmt}
+venv=${JOEY_VENV:-$HOME/.cache/nmt-joeynmt-venv}
+minutes=${JOEY_TRAIN_MINUTES:-20}
+here=$root/scripts/joeynmt
+
+if ! "$venv/bin/python" -c "import joeynmt, torch" 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q torch --index-url https://download.pytorch.org/whl/cpu
+  # joeynmt 2.3.0 imports importlib_metadata without requiring it, and calls
+  # SentencePieceProcessor.SetVocabulary, which sentencepiece 0.2.3 dropped.
+  "$venv/bin/pip" install -q joeynmt==2.3.0 importlib_metadata "sentencepiece==0.2.1"
+fi
+py="$venv/bin/python"
+
+mkdir -p "$work/data" "$work/spm" "$work/out"
+cp "$here/config.yaml" "$work/config.yaml"
+sed -i "s/^  beam_size: .*/  beam_size: $beam/" "$work/config.yaml"
+cd "$work"
+if [ ! -f spm/spm.es.model ]; then
+  for s in train dev test; do for l in en es; do zcat "$root/data/bible-en-es/$s.$l.gz" > "data/$s.$l"; done; done
+  head -200 data/dev.en > data/dev200.en
+  head -200 data/dev.es > data/dev200.es
+  OMP_NUM_THREADS=1 "$py" "$here/prep_spm.py" 8000
+fi
+if [ ! -f models/rnn_small/latest.ckpt ]; then
+  echo "training JoeyNMT for $minutes minutes (1 thread)..." >&2
+  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "$py" "$here/train_timed.py" "$minutes" config.yaml > out/train.log 2>&1 || true
+  [ -f models/rnn_small/latest.ckpt ] || { echo "JoeyNMT training left no checkpoint; see $work/out/train.log" >&2; exit 1; }
+fi
+
+cargo build --release -q -p nmt-cli --manifest-path "$root/Cargo.toml"
+nmt="${CARGO_TARGET_DIR:-$root/target}/release/nmt"
+export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
+res=out/results.txt
+: > "$res"
+for r in $(seq "$rounds"); do
+  echo "round $r/$rounds" >&2
+  "$nmt" translate -m "$model" -i data/test.en -o out/nmt.$r.es -b "$beam" --batch-size 32 --threads "$threads" --stats 2> out/nmt.$r.log
+  # "translated N sentences, T target tokens in S s: ...; decoder row-steps: R (...)"
+  sed -n 's/^translated \([0-9]*\) sentences, \([0-9]*\) target tokens in \([0-9.]*\) s.*row-steps: \([0-9]*\).*/nmt '"$r"' \1 \2 \3 \4/p' out/nmt.$r.log >> "$res"
+  "$py" "$here/translate_counted.py" config.yaml < data/test.en > out/joey.$r.es 2> out/joey.$r.log
+  secs=$(sed -n 's/.*Generation took \([0-9.]*\)\[sec\].*/\1/p' out/joey.$r.log | tail -1)
+  steps=$(sed -n 's/^decoder row-steps: \([0-9]*\).*/\1/p' out/joey.$r.log)
+  # JoeyNMT's output re-encoded with its own sentencepiece model: its output tokens.
+  toks=$("$py" -c "import sentencepiece as s,sys; sp=s.SentencePieceProcessor(model_file='spm/spm.es.model'); print(sum(len(sp.encode(l.rstrip('\n'))) for l in open(sys.argv[1], encoding='utf-8')))" out/joey.$r.es)
+  echo "joeynmt $r $(wc -l < out/joey.$r.es) $toks $secs $steps" >> "$res"
+done
+python3 - "$res" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+by = {(w, r): (int(n), int(t), float(s), int(st)) for w, r, n, t, s, st in rows}
+rounds = sorted({r for _, r in by})
+ratios = {"sentences/s": [], "tokens/s": [], "row-steps/s": []}
+for r in rounds:
+    for w in ("nmt", "joeynmt"):
+        n, t, s, st = by[(w, r)]
+        print(f"round {r} {w:8s}: {n} sentences, {t} output tokens ({t / n:.1f}/sentence), {s:.1f} s: "
+              f"{n / s:.1f} sentences/s, {t / s:.0f} tokens/s, {st} row-steps ({st / s:.0f}/s)")
+    (n1, t1, s1, st1), (n2, t2, s2, st2) = by[("nmt", r)], by[("joeynmt", r)]
+    ratios["sentences/s"].append((n1 / s1) / (n2 / s2))
+    ratios["tokens/s"].append((t1 / s1) / (t2 / s2))
+    ratios["row-steps/s"].append((st1 / s1) / (st2 / s2))
+for k, v in ratios.items():
+    print(f"nmt / JoeyNMT {k}: " + ", ".join(f"{x:.2f}" for x in v) + f"; median {statistics.median(v):.2f}")
+PY
