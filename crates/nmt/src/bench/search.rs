@@ -11,6 +11,7 @@ use super::params::{BenchParams, ATT, BOS, EMB, HIDDEN, PARAMS, SRC_LEN};
 use crate::kernels::scores::{Projection, RowBest};
 use crate::error::Result;
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
+use crate::infer::cell::{affine, embed};
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::gru::{self, cell, GruDims};
 use crate::kernels::math::FastMath;
@@ -52,25 +53,13 @@ fn threads() -> usize {
     rayon::current_num_threads()
 }
 
-/// `out (n, cols) = rows of x (n, k) · w (k, cols) + bias`.
-fn affine(x: &[f32], n: usize, k: usize, w: &[f32], bias: &[f32]) -> Vec<f32> {
-    let cols = bias.len();
-    let mut out = fill_rows(bias, n);
-    matmul(&mut out, 0, cols, Mat::new(x, n, k), Mat::new(w, k, cols), true, threads());
-    out
-}
-
-fn embed(table: &[f32], ids: &[u32], dim: usize) -> Vec<f32> {
-    ids.iter().flat_map(|&i| table[i as usize * dim..(i as usize + 1) * dim].iter().copied()).collect()
-}
-
 /// Encoder output per sentence: `[h_j; U_a h_j]` `(B, S, 2H + A)` and `s_0` `(B, H)`.
 fn encode(w: &SearchWeights, src: &[u32]) -> (Vec<f32>, Vec<f32>) {
     let b = src.len() / SRC_LEN;
     let xs = embed(w.get("src_emb"), src, EMB);
     let mut dirs = Vec::new();
     for (k, dir) in ["f", "b"].iter().enumerate() {
-        let gi = affine(&xs, b * SRC_LEN, EMB, w.get(&format!("enc_{dir}_wih")), w.get(&format!("enc_{dir}_bih")));
+        let gi = affine(&xs, b * SRC_LEN, EMB, w.get(&format!("enc_{dir}_wih")), w.get(&format!("enc_{dir}_bih")), threads());
         let dims = GruDims { batch: b, len: SRC_LEN, hidden: H, reverse: k == 1 };
         dirs.push(gru::forward(dims, &gi, &w.enc_pack[k]));
     }
@@ -79,14 +68,14 @@ fn encode(w: &SearchWeights, src: &[u32]) -> (Vec<f32>, Vec<f32>) {
         row[..H].copy_from_slice(&dirs[0][r * H..(r + 1) * H]);
         row[H..].copy_from_slice(&dirs[1][r * H..(r + 1) * H]);
     }
-    let uh = affine(&hs, b * SRC_LEN, C, w.get("att_u"), &[0f32; ATT]);
+    let uh = affine(&hs, b * SRC_LEN, C, w.get("att_u"), &[0f32; ATT], threads());
     let mut enc = vec![0f32; b * SRC_LEN * EW];
     for (r, row) in enc.chunks_mut(EW).enumerate() {
         row[..C].copy_from_slice(&hs[r * C..(r + 1) * C]);
         row[C..].copy_from_slice(&uh[r * ATT..(r + 1) * ATT]);
     }
     let first_back: Vec<f32> = (0..b).flat_map(|bi| dirs[1][bi * SRC_LEN * H..bi * SRC_LEN * H + H].iter().copied()).collect();
-    let mut s0 = affine(&first_back, b, H, w.get("init_w"), w.get("init_b"));
+    let mut s0 = affine(&first_back, b, H, w.get("init_w"), w.get("init_b"), threads());
     s0.iter_mut().for_each(|x| *x = x.tanh_fast());
     (enc, s0)
 }
@@ -95,7 +84,7 @@ fn encode(w: &SearchWeights, src: &[u32]) -> (Vec<f32>, Vec<f32>) {
 /// returns the scores of the next token.
 fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u32], want: &[usize]) -> RowBest {
     let n = y.len();
-    let ws = affine(s, n, H, w.get("att_w"), w.get("att_b"));
+    let ws = affine(s, n, H, w.get("att_w"), w.get("att_b"), threads());
     let mut ctx = vec![0f32; n * C];
     let v = w.get("att_v");
     ctx.par_chunks_mut(C).enumerate().for_each_init(
@@ -106,9 +95,9 @@ fn step(w: &SearchWeights, enc: &[f32], sent: &[usize], s: &mut Vec<f32>, y: &[u
         },
     );
     let ey = embed(w.get("tgt_emb"), y, EMB);
-    let mut gi = affine(&ey, n, EMB, w.get("dec_wie"), w.get("dec_bih"));
+    let mut gi = affine(&ey, n, EMB, w.get("dec_wie"), w.get("dec_bih"), threads());
     matmul(&mut gi, 0, 3 * H, Mat::new(&ctx, n, C), Mat::new(w.get("dec_wic"), C, 3 * H), true, threads());
-    let gh = affine(s, n, H, w.get("dec_whh"), w.get("dec_bhh"));
+    let gh = affine(s, n, H, w.get("dec_whh"), w.get("dec_bhh"), threads());
     let mut s_new = vec![0f32; n * H];
     simd_dispatch!(for r in 0..n {
         cell(&gi[r * 3 * H..(r + 1) * 3 * H], &gh[r * 3 * H..(r + 1) * 3 * H], &s[r * H..(r + 1) * H], &mut s_new[r * H..(r + 1) * H]);

@@ -9,7 +9,7 @@
 //! The input terms `W x + b` are computed by the caller for a whole sequence (encoder) or
 //! with the step's other input products (decoder) and handed in.
 use super::weights::HostGru;
-use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::math::FastMath;
 use crate::simd_dispatch;
 
@@ -32,15 +32,15 @@ impl GruScratch {
 pub fn gru_step(g: &HostGru, n: usize, h: &[f32], sc: &mut GruScratch, out: &mut [f32], live: impl Fn(usize) -> bool, threads: usize) {
     let rows = h.len() / n;
     matmul(&mut sc.rz, 0, 2 * n, Mat::new(h, rows, n), Mat::new(&g.u_rz, n, 2 * n), true, threads);
-    gru_finish(g, n, h, sc, out, live, threads);
+    gru_finish(&g.u, n, h, sc, out, live, threads);
 }
 
 /// [`gru_step`] after its first product: `sc.rz` already holds `W_rz x + b_rz + U_rz h` (the
-/// decoder computes `U_rz h` together with its other products of `h`).
-pub fn gru_finish(g: &HostGru, n: usize, h: &[f32], sc: &mut GruScratch, out: &mut [f32], live: impl Fn(usize) -> bool, threads: usize) {
+/// decoder computes `U_rz h` together with its other products of `h`). `u` is `U (n, n)`.
+pub fn gru_finish(u: &[f32], n: usize, h: &[f32], sc: &mut GruScratch, out: &mut [f32], live: impl Fn(usize) -> bool, threads: usize) {
     let rows = h.len() / n;
     simd_dispatch!(reset(&mut sc.rz, h, &mut sc.rh, n));
-    matmul(&mut sc.cand, 0, n, Mat::new(&sc.rh, rows, n), Mat::new(&g.u, n, n), true, threads);
+    matmul(&mut sc.cand, 0, n, Mat::new(&sc.rh, rows, n), Mat::new(u, n, n), true, threads);
     for r in 0..rows {
         let (hp, o) = (&h[r * n..(r + 1) * n], &mut out[r * n..(r + 1) * n]);
         if live(r) {
@@ -76,10 +76,7 @@ fn update(c: &[f32], z: &[f32], hp: &[f32], out: &mut [f32]) {
 /// `out (rows, cols) = x (rows, k) · w (k, cols) + bias`.
 pub fn affine(x: &[f32], rows: usize, k: usize, w: &[f32], bias: &[f32], threads: usize) -> Vec<f32> {
     let cols = bias.len();
-    let mut out = Vec::with_capacity(rows * cols);
-    for _ in 0..rows {
-        out.extend_from_slice(bias);
-    }
+    let mut out = fill_rows(bias, rows);
     matmul(&mut out, 0, cols, Mat::new(x, rows, k), Mat::new(w, k, cols), true, threads);
     out
 }

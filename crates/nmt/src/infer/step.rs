@@ -48,7 +48,6 @@ pub fn step(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want: &[usize
     let l2 = model.out.b.len();
     let ey = embed(&model.tgt_emb, rows.y, m);
     let mut state = vec![0f32; r_n * n];
-    let mut sc = GruScratch::new(r_n, n);
     let mut alpha = None;
     // The deep output's pre-activation `t~ (R, 2l)`.
     let mut pre = Vec::with_capacity(r_n * l2);
@@ -84,6 +83,7 @@ pub fn step(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want: &[usize
             // E y · [W | O_y] + c_i · [C | O_c] + [b | b_o]: the GRU's input terms and the
             // deep output's word and context terms, in one (R, 3n + 2l) block.
             let w2 = 3 * n + l2;
+            let mut sc = GruScratch::new(r_n, n);
             let mut g2 = affine(&ey, r_n, m, &dec.y_cat, &dec.yc_cat_b, threads);
             matmul(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&dec.c_cat, 2 * n, w2), true, threads);
             for r in 0..r_n {
@@ -100,7 +100,7 @@ pub fn step(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want: &[usize
                     }
                 }
             }
-            gru_finish(&dec.gru, n, rows.s, &mut sc, &mut state, |_| true, threads);
+            gru_finish(&dec.u, n, rows.s, &mut sc, &mut state, |_| true, threads);
             if cfg.output_state == OutputState::Current {
                 matmul(&mut pre, 0, l2, Mat::new(&state, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
             }

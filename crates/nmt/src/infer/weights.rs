@@ -26,28 +26,52 @@ pub enum HostCore {
     Enc { gru: HostGru, dec: HostSummary },
 }
 
-/// RNNsearch's attention decoder (model/decoder.rs, model/attention.rs).
+/// RNNsearch's attention decoder (model/decoder.rs, model/attention.rs), as the search
+/// multiplies it: the step's products that share a left operand sit side by side, so each is
+/// one GEMM (Marian's layout: a few wide products instead of many narrow ones).
 pub struct HostAttention {
-    pub gru: HostGru,
-    /// `C (2n, 3n)`, `W_s (n, n)`, `b_s (n)`.
-    pub c: Vec<f32>,
-    pub w_s: Vec<f32>,
-    pub b_s: Vec<f32>,
-    /// `W_a (n, A)`, `b_a (A)`, `U_a (2n, A)`, `v_a (A)`.
-    pub w_a: Vec<f32>,
-    pub b_a: Vec<f32>,
-    pub u_a: Vec<f32>,
-    pub v_a: Vec<f32>,
-    /// The step's products that share a left operand, side by side so each is one GEMM
-    /// (Marian's trick for the same reason: a few wide products instead of many narrow ones):
-    /// `s_{i-1} · [W_a | U_rz | O_h]` (`O_h` only when the deep output reads `s_{i-1}`),
-    /// `E y · [W | O_y]`, `c_i · [C | O_c]`. Built by [`HostModel::new`].
+    /// `s_{i-1} · [W_a | U_rz | O_h]` `(n, A + 2n [+ 2l])`, with bias `[b_a | 0 | 0]`; `O_h`
+    /// only when the deep output reads `s_{i-1}`.
     pub s_cat: Vec<f32>,
+    pub s_cat_b: Vec<f32>,
+    /// `E y · [W | O_y]` `(m, 3n + 2l)` plus `c_i · [C | O_c]` `(2n, 3n + 2l)`, with bias
+    /// `[b | b_o]`.
     pub y_cat: Vec<f32>,
     pub c_cat: Vec<f32>,
-    /// `[b_a | 0 | 0]` and `[b | b_o]`: the biases of `s_cat` and of `y_cat + c_cat`.
-    pub s_cat_b: Vec<f32>,
     pub yc_cat_b: Vec<f32>,
+    /// The GRU's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`).
+    pub u: Vec<f32>,
+    /// `W_s (n, n)`, `b_s (n)`: `s_0 = tanh(←h_1 W_s + b_s)`.
+    pub w_s: Vec<f32>,
+    pub b_s: Vec<f32>,
+    /// `U_a (2n, A)` (encoder side) and `v_a (A)`.
+    pub u_a: Vec<f32>,
+    pub v_a: Vec<f32>,
+}
+
+impl HostAttention {
+    fn take(t: &mut Take, cfg: &ModelConfig, out: &HostOutput) -> Result<Self> {
+        let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, cfg.att_dim, out.b.len());
+        let gru = t.gru("decoder.gru")?;
+        let (w_a, b_a, c) = (t.get("decoder.attention.w_a")?, t.get("decoder.attention.b_a")?, t.get("decoder.c")?);
+        let prev = cfg.output_state == OutputState::Previous;
+        let mut s_blocks = vec![(&w_a[..], a), (&gru.u_rz[..], 2 * n)];
+        if prev {
+            s_blocks.push((&out.o_h[..], l2));
+        }
+        Ok(HostAttention {
+            s_cat: hcat(&s_blocks, n),
+            s_cat_b: b_a.iter().copied().chain(std::iter::repeat_n(0.0, 2 * n + if prev { l2 } else { 0 })).collect(),
+            y_cat: hcat(&[(&gru.w[..], 3 * n), (&out.o_y[..], l2)], m),
+            c_cat: hcat(&[(&c[..], 3 * n), (&out.o_c[..], l2)], 2 * n),
+            yc_cat_b: gru.b.iter().chain(&out.b).copied().collect(),
+            u: gru.u,
+            w_s: t.get("decoder.w_s")?,
+            b_s: t.get("decoder.b_s")?,
+            u_a: t.get("decoder.attention.u_a")?,
+            v_a: t.get("decoder.attention.v_a")?,
+        })
+    }
 }
 
 /// RNNenc's summary decoder: `W' (m, 3n)`, `b (3n)`, `U' (n, 3n)`, `C (n, 3n)`, `V (n, n)`,
@@ -127,25 +151,18 @@ impl HostModel {
                 .collect::<Result<_>>()?,
         );
         let cfg = model.cfg.clone();
-        let mut core = match cfg.arch {
+        let out = HostOutput {
+            o_h: t.get("output.o_h")?,
+            o_y: t.get("output.o_y")?,
+            o_c: t.get("output.o_c")?,
+            b: t.get("output.b")?,
+            proj: Projection::new(&t.get("output.g")?, &t.get("output.b_g")?),
+        };
+        let core = match cfg.arch {
             Arch::Rnnsearch => HostCore::Search {
                 fwd: t.gru("encoder.fwd")?,
                 bwd: t.gru("encoder.bwd")?,
-                dec: Box::new(HostAttention {
-                    gru: t.gru("decoder.gru")?,
-                    c: t.get("decoder.c")?,
-                    w_s: t.get("decoder.w_s")?,
-                    b_s: t.get("decoder.b_s")?,
-                    w_a: t.get("decoder.attention.w_a")?,
-                    b_a: t.get("decoder.attention.b_a")?,
-                    u_a: t.get("decoder.attention.u_a")?,
-                    v_a: t.get("decoder.attention.v_a")?,
-                    s_cat: Vec::new(),
-                    y_cat: Vec::new(),
-                    c_cat: Vec::new(),
-                    s_cat_b: Vec::new(),
-                    yc_cat_b: Vec::new(),
-                }),
+                dec: Box::new(HostAttention::take(&mut t, &cfg, &out)?),
             },
             Arch::Rnnenc => HostCore::Enc {
                 gru: t.gru("encoder.gru")?,
@@ -161,26 +178,6 @@ impl HostModel {
                 },
             },
         };
-        let out = HostOutput {
-            o_h: t.get("output.o_h")?,
-            o_y: t.get("output.o_y")?,
-            o_c: t.get("output.o_c")?,
-            b: t.get("output.b")?,
-            proj: Projection::new(&t.get("output.g")?, &t.get("output.b_g")?),
-        };
-        if let HostCore::Search { dec, .. } = &mut core {
-            let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, cfg.att_dim, out.b.len());
-            let prev = cfg.output_state == OutputState::Previous;
-            let mut s_blocks = vec![(&dec.w_a[..], a), (&dec.gru.u_rz[..], 2 * n)];
-            if prev {
-                s_blocks.push((&out.o_h[..], l2));
-            }
-            dec.s_cat = hcat(&s_blocks, n);
-            dec.y_cat = hcat(&[(&dec.gru.w[..], 3 * n), (&out.o_y[..], l2)], m);
-            dec.c_cat = hcat(&[(&dec.c[..], 3 * n), (&out.o_c[..], l2)], 2 * n);
-            dec.s_cat_b = dec.b_a.iter().copied().chain(std::iter::repeat_n(0.0, 2 * n + if prev { l2 } else { 0 })).collect();
-            dec.yc_cat_b = dec.gru.b.iter().chain(&out.b).copied().collect();
-        }
         Ok(HostModel { src_emb: t.get("src_emb")?, tgt_emb: t.get("tgt_emb")?, cfg, core, out })
     }
 
@@ -189,11 +186,4 @@ impl HostModel {
         model.dtype() == DType::F32 && model.device().is_cpu()
     }
 
-    /// Width of the context the deep output reads: `2n` (RNNsearch) or `n` (RNNenc).
-    pub fn ctx_dim(&self) -> usize {
-        match self.cfg.arch {
-            Arch::Rnnsearch => 2 * self.cfg.hidden_dim,
-            Arch::Rnnenc => self.cfg.hidden_dim,
-        }
-    }
 }

@@ -67,6 +67,8 @@ struct Part {
     sum: Vec<f32>,
     top: Vec<Vec<(f32, u32)>>,
     thr: Vec<f32>,
+    /// Scratch: the running maxima updated by the current block.
+    bmax: Vec<f32>,
 }
 
 impl Projection {
@@ -101,6 +103,7 @@ impl Projection {
             top: want.iter().map(|&w| Vec::with_capacity(w + 1)).collect(),
             // A row that wants nothing admits nothing.
             thr: want.iter().map(|&w| if w == 0 { f32::INFINITY } else { f32::NEG_INFINITY }).collect(),
+            bmax: vec![0.0; n],
         };
         let tt = Mat::new(t, n, self.hidden).t();
         let mut zb = vec![0f32; block * n];
@@ -120,37 +123,38 @@ impl Projection {
 /// Folds one block `z (bs, n)` of vocabulary rows `j0..` into the running state.
 #[inline(always)]
 fn consume(z: &[f32], j0: usize, want: &[usize], skip: &[u32], st: &mut Part) {
-    let n = st.max.len();
-    let mut bmax = st.max.clone();
+    let Part { max, sum, top, thr, bmax } = st;
+    let n = max.len();
+    bmax.copy_from_slice(max);
     for row in z.chunks_exact(n) {
         for (m, &x) in bmax.iter_mut().zip(row) {
             *m = m.max(x);
         }
     }
     // Rescale the running sums to the new maxima: one exp per row and block.
-    for ((s, &m), &b) in st.sum.iter_mut().zip(&st.max).zip(&bmax) {
+    for ((s, &m), &b) in sum.iter_mut().zip(max.iter()).zip(bmax.iter()) {
         *s *= (m - b).exp_fast();
     }
-    st.max.copy_from_slice(&bmax);
+    max.copy_from_slice(bmax);
     for (i, row) in z.chunks_exact(n).enumerate() {
         // Zipped slices, no indexing: these two loops must vectorise (with bounds checks they
         // did not, and this function was half of a translation's profile).
-        for ((s, &x), &m) in st.sum.iter_mut().zip(row).zip(&bmax) {
+        for ((s, &x), &m) in sum.iter_mut().zip(row).zip(bmax.iter()) {
             *s += (x - m).exp_fast();
         }
-        let any = row.iter().zip(&st.thr).fold(false, |a, (&x, &t)| a | (x > t));
+        let any = row.iter().zip(thr.iter()).fold(false, |a, (&x, &t)| a | (x > t));
         let tok = (j0 + i) as u32;
         if !any || skip.contains(&tok) {
             continue;
         }
         for r in 0..n {
-            if row[r] > st.thr[r] {
-                let (top, w) = (&mut st.top[r], want[r]);
+            if row[r] > thr[r] {
+                let (top, w) = (&mut top[r], want[r]);
                 let at = top.iter().position(|e| row[r] > e.0).unwrap_or(top.len());
                 top.insert(at, (row[r], tok));
                 top.truncate(w);
                 if top.len() == w {
-                    st.thr[r] = top[w - 1].0;
+                    thr[r] = top[w - 1].0;
                 }
             }
         }
