@@ -33,6 +33,43 @@ pub enum OutputState {
     Current,
 }
 
+/// Where the GRU's reset gate acts on the recurrent term (the `model.gru` key).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GruForm {
+    /// As the papers write it (`shared/SPEC.md`): the candidate is `tanh(W x + U (r ⊙ h))`.
+    /// RNNenc's decoder is written `tanh(W' e + r ⊙ (U' h + C c))` in its paper and keeps that.
+    #[default]
+    Paper,
+    /// cuDNN's and PyTorch's cell: `tanh(W x + b + r ⊙ (U h + b_h))`, with a recurrent bias `b_h`
+    /// on every gate (bench-rnnsearch's reference; one `(n, 3n)` GEMM per step instead of two).
+    ResetAfter,
+}
+
+/// Which implementation runs a model's maths: the fused CPU kernels or composed candle ops
+/// (`train.impl`, `nmt train --impl`, `nmt translate --impl`, `nmt bench --impl`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Impl {
+    /// The fused kernels of `crate::kernels` and the host search of `crate::infer` (CPU, f32
+    /// and f64); where they cannot run (a GPU, another dtype) the candle ops do.
+    #[default]
+    Fused,
+    /// Composed candle ops step by step: the reference twin, and the GPU path.
+    Ops,
+}
+
+impl std::str::FromStr for Impl {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "fused" => Ok(Impl::Fused),
+            "ops" => Ok(Impl::Ops),
+            other => Err(Error::Config(format!("unknown implementation {other:?} (known: fused, ops)"))),
+        }
+    }
+}
+
 /// The network: sizes and architecture. Stored in the model file.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -51,6 +88,9 @@ pub struct ModelConfig {
     pub maxout_dim: usize,
     /// Deep output reads the previous or the current decoder state.
     pub output_state: OutputState,
+    /// `paper` (reset gate before `U`, the default) or `reset-after` (cuDNN's cell with `b_h`).
+    #[serde(default)]
+    pub gru: GruForm,
     /// Dropout on embeddings and on the maxout output during training (0 = off, as in the papers).
     pub dropout: f64,
     /// Standard deviation of the N(0, σ²) initialisation of non-recurrent weights (paper: 0.01).
@@ -77,6 +117,7 @@ impl ModelConfig {
                 Arch::Rnnsearch => OutputState::Previous,
                 Arch::Rnnenc => OutputState::Current,
             },
+            gru: GruForm::Paper,
             dropout: 0.0,
             init_std: 0.01,
             orthogonal_recurrent: true,
@@ -201,6 +242,9 @@ pub struct TrainConfig {
     pub seed: u64,
     /// Dev BLEU is computed on the first N dev sentences with greedy search (0 = all).
     pub valid_bleu_sentences: usize,
+    /// `fused` (the CPU kernels, default) or `ops` (composed candle ops) for the loss.
+    #[serde(rename = "impl")]
+    pub imp: Impl,
 }
 
 impl Default for TrainConfig {
@@ -222,6 +266,7 @@ impl Default for TrainConfig {
             max_minutes: 0.0,
             seed: 1,
             valid_bleu_sentences: 300,
+            imp: Impl::Fused,
         }
     }
 }

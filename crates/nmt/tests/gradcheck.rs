@@ -3,20 +3,22 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::Arch;
+use nmt::config::{Arch, GruForm, Impl};
 use nmt::data::batch::{Batch, Example};
 use nmt::model::{BatchTensors, Seq2Seq};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-fn check(arch: Arch) {
+fn check(arch: Arch, gru: GruForm, imp: Impl) {
     let dev = Device::Cpu;
     let mut cfg = common::small_config(arch, 12, 5, 4);
     cfg.att_dim = if arch == Arch::Rnnsearch { 3 } else { 0 };
     cfg.maxout_dim = 3;
     // Larger weights than the paper's 0.01 so that every term contributes measurably.
     cfg.init_std = 0.5;
-    let model = Seq2Seq::fresh(&cfg, 7, DType::F64, &dev).unwrap();
+    cfg.gru = gru;
+    let mut model = Seq2Seq::fresh(&cfg, 7, DType::F64, &dev).unwrap();
+    model.set_impl(imp);
     // Different lengths so that padding and masking are exercised.
     let examples = [
         Example { src: vec![4, 5, 6, 7, 3], tgt: vec![8, 9, 3] },
@@ -51,21 +53,35 @@ fn check(arch: Arch) {
             set(orig[i]);
             let numeric = (up - down) / (2.0 * eps);
             let rel = (g[i] - numeric).abs() / (g[i].abs() + numeric.abs()).max(1e-7);
-            assert!(rel < 1e-4, "{arch:?} {name}[{i}]: analytic {} numeric {numeric} rel {rel:e}", g[i]);
+            assert!(rel < 1e-4, "{arch:?} {gru:?} {imp:?} {name}[{i}]: analytic {} numeric {numeric} rel {rel:e}", g[i]);
             worst = worst.max(rel);
             checked += 1;
         }
     }
-    eprintln!("{arch:?}: {checked} entries checked, max relative error {worst:.2e}");
+    eprintln!("{arch:?} {gru:?} {imp:?}: {checked} entries checked, max relative error {worst:.2e}");
     assert!(checked > 60, "checked only {checked} entries");
 }
 
 #[test]
 fn rnnsearch_gradients_match_finite_differences() {
-    check(Arch::Rnnsearch);
+    check(Arch::Rnnsearch, GruForm::Paper, Impl::Ops);
 }
 
 #[test]
 fn rnnenc_gradients_match_finite_differences() {
-    check(Arch::Rnnenc);
+    check(Arch::Rnnenc, GruForm::Paper, Impl::Ops);
+}
+
+/// The fused kernels, both cell forms: finite differences through the kernels' backward passes
+/// (the GRU op with lengths and a start state, the bidirectional op, the attention decoder).
+#[test]
+fn fused_rnnsearch_gradients_match_finite_differences() {
+    check(Arch::Rnnsearch, GruForm::Paper, Impl::Fused);
+    check(Arch::Rnnsearch, GruForm::ResetAfter, Impl::Fused);
+}
+
+#[test]
+fn fused_rnnenc_gradients_match_finite_differences() {
+    check(Arch::Rnnenc, GruForm::Paper, Impl::Fused);
+    check(Arch::Rnnenc, GruForm::ResetAfter, Impl::Fused);
 }

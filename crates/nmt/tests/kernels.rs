@@ -1,8 +1,9 @@
 //! Every fused kernel against its composed-op twin: values and gradients, in f64 (to rounding)
 //! and f32 (to the fast tanh/exp's accuracy), plus finite differences on the fused ops.
 use candle_core::{DType, Device, Tensor, Var, D};
-use nmt::bench::model::{gru_sequence_ops, gru_step_ops};
+use nmt::config::GruForm;
 use nmt::kernels::{attn_decoder, gru, math, maxout, xent};
+use nmt::model::gru::cell_step;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -55,30 +56,101 @@ fn fast_tanh_and_exp_are_accurate() {
     assert!(worst_e < 1e-6, "exp error {worst_e}");
 }
 
-fn gru_case(dtype: DType, reverse: bool, tol: f64) {
+/// The composed-op twin of the GRU op: `model::gru::cell_step` with the masked carry of
+/// `model/gru.rs`, from per-row `rows = [ghb; h_0]`.
+fn gru_seq_composed(form: GruForm, gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, lens: &[usize]) -> Tensor {
+    let (b, s, h3) = gi.dims3().unwrap();
+    let h = h3 / 3;
+    let ghb = rows.narrow(1, 0, 3 * h).unwrap();
+    let mut st = rows.narrow(1, 3 * h, h).unwrap();
+    let (u_rz, u_n) = (u.narrow(1, 0, 2 * h).unwrap(), u.narrow(1, 2 * h, h).unwrap());
+    let mut out = vec![None; s];
+    for step in 0..s {
+        let t = if reverse { s - 1 - step } else { step };
+        let m: Vec<f64> = lens.iter().map(|&l| f64::from(u8::from(t < l))).collect();
+        let m = Tensor::from_vec(m, (b, 1), &Device::Cpu).unwrap().to_dtype(gi.dtype()).unwrap();
+        let gi_t = gi.narrow(1, t, 1).unwrap().squeeze(1).unwrap();
+        let new = cell_step(form, &gi_t, &st, (&u_rz, &u_n), Some(&ghb)).unwrap();
+        st = (&st + m.broadcast_mul(&(new - &st).unwrap()).unwrap()).unwrap();
+        out[t] = Some(st.clone());
+    }
+    let out: Vec<Tensor> = out.into_iter().flatten().collect();
+    Tensor::stack(&out, 1).unwrap()
+}
+
+const LENS: [usize; 5] = [6, 3, 1, 6, 2];
+
+fn gru_case(dtype: DType, form: GruForm, reverse: bool, tol: f64) {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let (b, s, h) = (5, 6, 8);
     let gi = rand_var(&[b, s, 3 * h], 1.0, dtype, &mut rng);
     let u = rand_var(&[h, 3 * h], 0.5, dtype, &mut rng);
-    let bh = rand_var(&[3 * h], 0.5, dtype, &mut rng);
+    let rows = rand_var(&[b, 4 * h], 0.5, dtype, &mut rng);
     let err = compare(
-        &[&gi, &u, &bh],
-        || {
-            let w = Tensor::cat(&[u.as_tensor(), &bh.as_tensor().unsqueeze(0).unwrap()], 0).unwrap();
-            gru::gru_sequence(gi.as_tensor(), &w, reverse).unwrap()
-        },
-        || gru_sequence_ops(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), reverse).unwrap(),
+        &[&gi, &u, &rows],
+        || gru::gru_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), form, reverse, &LENS).unwrap(),
+        || gru_seq_composed(form, gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, &LENS),
         1,
     );
-    eprintln!("gru {dtype:?} reverse={reverse}: max rel diff {err:.2e}");
-    assert!(err < tol, "gru {dtype:?} reverse={reverse}: {err}");
+    eprintln!("gru {dtype:?} {form:?} reverse={reverse}: max rel diff {err:.2e}");
+    assert!(err < tol, "gru {dtype:?} {form:?} reverse={reverse}: {err}");
 }
 
 #[test]
 fn fused_gru_matches_composed_ops() {
-    for reverse in [false, true] {
-        gru_case(DType::F64, reverse, 1e-12);
-        gru_case(DType::F32, reverse, 2e-5);
+    for form in [GruForm::Paper, GruForm::ResetAfter] {
+        for reverse in [false, true] {
+            gru_case(DType::F64, form, reverse, 1e-12);
+            gru_case(DType::F32, form, reverse, 2e-5);
+        }
+    }
+}
+
+/// Central finite differences on sampled entries of each input of `f` (f64).
+fn finite_differences(vars: &[&Var], f: impl Fn() -> Tensor, seed: u64) -> f64 {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let grads = f().backward().unwrap();
+    let mut worst: f64 = 0.0;
+    for var in vars {
+        let g = grads.get(var.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        let base = var.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        for _ in 0..40 {
+            let i = rng.gen_range(0..base.len());
+            let eps = 1e-6;
+            let at = |delta: f64| {
+                let mut v = base.clone();
+                v[i] += delta;
+                var.set(&Tensor::from_vec(v, var.shape(), &Device::Cpu).unwrap()).unwrap();
+                f().to_scalar::<f64>().unwrap()
+            };
+            let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+            var.set(&Tensor::from_vec(base.clone(), var.shape(), &Device::Cpu).unwrap()).unwrap();
+            worst = worst.max((fd - g[i]).abs() / fd.abs().max(g[i].abs()).max(1e-3));
+        }
+    }
+    worst
+}
+
+/// The GRU op's new variants (paper cell, lengths, per-row recurrent term and start state)
+/// against finite differences.
+#[test]
+fn fused_gru_gradient_matches_finite_differences() {
+    for form in [GruForm::Paper, GruForm::ResetAfter] {
+        for reverse in [false, true] {
+            let mut rng = ChaCha8Rng::seed_from_u64(23);
+            let (b, s, h) = (5, 6, 4);
+            let gi = rand_var(&[b, s, 3 * h], 1.0, DType::F64, &mut rng);
+            let u = rand_var(&[h, 3 * h], 0.7, DType::F64, &mut rng);
+            let rows = rand_var(&[b, 4 * h], 0.7, DType::F64, &mut rng);
+            let probe = rand_var(&[b, s, h], 1.0, DType::F64, &mut rng);
+            let f = || {
+                let y = gru::gru_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), form, reverse, &LENS).unwrap();
+                (y * probe.as_tensor()).unwrap().sum_all().unwrap()
+            };
+            let worst = finite_differences(&[&gi, &u, &rows], f, 29);
+            eprintln!("gru {form:?} reverse={reverse} finite differences: {worst:.2e}");
+            assert!(worst < 1e-6, "{form:?} {reverse}: {worst}");
+        }
     }
 }
 
@@ -89,10 +161,10 @@ struct AttnCase {
     dims: attn_decoder::AttnDims,
 }
 
-fn attn_case(dtype: DType) -> AttnCase {
+fn attn_case(dtype: DType, form: GruForm) -> AttnCase {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let (b, t, s, h, c, a) = (3, 4, 5, 6, 7, 5);
-    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens: vec![5, 3, 1] };
+    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens: vec![5, 3, 1], form };
     let seq = rand_var(&[b * t * 3 * h + b * h], 1.0, dtype, &mut rng);
     let enc = rand_var(&[b, s, c + a], 1.0, dtype, &mut rng);
     let w = rand_var(&[h * a + a + a + c * 3 * h + h * 3 * h + 3 * h], 0.5, dtype, &mut rng);
@@ -128,7 +200,8 @@ fn attn_composed(k: &AttnCase) -> Tensor {
         let al = nmt::model::attention::softmax_last(&e).unwrap();
         let ctx = al.unsqueeze(1).unwrap().matmul(&hs.contiguous().unwrap()).unwrap().squeeze(1).unwrap();
         let gi = (gie.narrow(1, i, 1).unwrap().squeeze(1).unwrap() + ctx.matmul(&wc).unwrap()).unwrap();
-        st = gru_step_ops(&gi, &st, &u, &bh).unwrap();
+        let (u_rz, u_n) = (u.narrow(1, 0, 2 * h).unwrap(), u.narrow(1, 2 * h, h).unwrap());
+        st = cell_step(d.form, &gi, &st, (&u_rz, &u_n), Some(&bh)).unwrap();
         outs.push(Tensor::cat(&[&st, &ctx], 1).unwrap());
     }
     Tensor::stack(&outs, 1).unwrap()
@@ -140,42 +213,28 @@ fn attn_fused(k: &AttnCase) -> Tensor {
 
 #[test]
 fn fused_attention_decoder_matches_composed_ops() {
-    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
-        let k = attn_case(dtype);
-        let err = compare(&[&k.seq, &k.enc, &k.w], || attn_fused(&k), || attn_composed(&k), 2);
-        eprintln!("attention decoder {dtype:?}: max rel diff {err:.2e}");
-        assert!(err < tol, "attention decoder {dtype:?}: {err}");
+    for form in [GruForm::Paper, GruForm::ResetAfter] {
+        for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
+            let k = attn_case(dtype, form);
+            let err = compare(&[&k.seq, &k.enc, &k.w], || attn_fused(&k), || attn_composed(&k), 2);
+            eprintln!("attention decoder {dtype:?} {form:?}: max rel diff {err:.2e}");
+            assert!(err < tol, "attention decoder {dtype:?} {form:?}: {err}");
+        }
     }
 }
 
 /// Central finite differences on sampled entries of each input of the fused decoder (f64).
 #[test]
 fn fused_attention_decoder_gradient_matches_finite_differences() {
-    let k = attn_case(DType::F64);
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let probe = rand_var(&[3, 4, 13], 1.0, DType::F64, &mut rng);
-    let f = |k: &AttnCase| (attn_fused(k) * probe.as_tensor()).unwrap().sum_all().unwrap();
-    let grads = f(&k).backward().unwrap();
-    let mut worst: f64 = 0.0;
-    for var in [&k.seq, &k.enc, &k.w] {
-        let g = grads.get(var.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
-        let base = var.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
-        for _ in 0..40 {
-            let i = rng.gen_range(0..base.len());
-            let eps = 1e-6;
-            let at = |delta: f64| {
-                let mut v = base.clone();
-                v[i] += delta;
-                var.set(&Tensor::from_vec(v, var.shape(), &Device::Cpu).unwrap()).unwrap();
-                f(&k).to_scalar::<f64>().unwrap()
-            };
-            let fd = (at(eps) - at(-eps)) / (2.0 * eps);
-            var.set(&Tensor::from_vec(base.clone(), var.shape(), &Device::Cpu).unwrap()).unwrap();
-            worst = worst.max((fd - g[i]).abs() / fd.abs().max(g[i].abs()).max(1e-3));
-        }
+    for form in [GruForm::Paper, GruForm::ResetAfter] {
+        let k = attn_case(DType::F64, form);
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let probe = rand_var(&[3, 4, 13], 1.0, DType::F64, &mut rng);
+        let f = || (attn_fused(&k) * probe.as_tensor()).unwrap().sum_all().unwrap();
+        let worst = finite_differences(&[&k.seq, &k.enc, &k.w], f, 5);
+        eprintln!("attention decoder {form:?} finite differences: max rel err {worst:.2e}");
+        assert!(worst < 1e-6, "{form:?}: {worst}");
     }
-    eprintln!("attention decoder finite differences: max rel err {worst:.2e}");
-    assert!(worst < 1e-6, "{worst}");
 }
 
 #[test]
@@ -265,29 +324,35 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
 #[test]
 fn fused_bidirectional_gru_matches_composed_ops() {
     use nmt::kernels::bigru::bigru_sequence;
-    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
-        let mut rng = ChaCha8Rng::seed_from_u64(19);
-        let (b, s, h) = (4, 7, 5);
-        let gi = rand_var(&[b, s, 6 * h], 1.0, dtype, &mut rng);
-        let w = rand_var(&[2, h + 1, 3 * h], 0.5, dtype, &mut rng);
-        let composed = || {
-            let dir = |k: usize| {
-                let g = gi.as_tensor().narrow(2, 3 * h * k, 3 * h).unwrap().contiguous().unwrap();
-                let wk = w.as_tensor().get(k).unwrap();
-                gru_sequence_ops(&g, &wk.narrow(0, 0, h).unwrap(), &wk.get(h).unwrap(), k == 1).unwrap()
+    let lens = [7, 2, 5, 1];
+    for form in [GruForm::Paper, GruForm::ResetAfter] {
+        for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
+            let mut rng = ChaCha8Rng::seed_from_u64(19);
+            let (b, s, h) = (4, 7, 5);
+            let gi = rand_var(&[b, s, 6 * h], 1.0, dtype, &mut rng);
+            let u = rand_var(&[2, h, 3 * h], 0.5, dtype, &mut rng);
+            let bh = rand_var(&[2, 3 * h], 0.5, dtype, &mut rng);
+            let composed = || {
+                let dir = |k: usize| {
+                    let g = gi.as_tensor().narrow(2, 3 * h * k, 3 * h).unwrap().contiguous().unwrap();
+                    let bk = bh.as_tensor().get(k).unwrap().unsqueeze(0).unwrap().broadcast_as((b, 3 * h)).unwrap();
+                    let rows = Tensor::cat(&[&bk, &Tensor::zeros((b, h), dtype, &Device::Cpu).unwrap()], 1).unwrap();
+                    gru_seq_composed(form, &g, &u.as_tensor().get(k).unwrap(), &rows, k == 1, &lens)
+                };
+                Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
             };
-            Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
-        };
-        let err = compare(&[&gi, &w], || bigru_sequence(gi.as_tensor(), w.as_tensor()).unwrap(), composed, 12);
-        eprintln!("bidirectional gru {dtype:?}: {err:.2e}");
-        assert!(err < tol, "bidirectional gru {dtype:?}: {err}");
+            let fused = || bigru_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), form, &lens).unwrap();
+            let err = compare(&[&gi, &u, &bh], fused, composed, 12);
+            eprintln!("bidirectional gru {dtype:?} {form:?}: {err:.2e}");
+            assert!(err < tol, "bidirectional gru {dtype:?} {form:?}: {err}");
+        }
     }
 }
 
 /// A second backward through the same graph has no saved forward state and recomputes it.
 #[test]
 fn fused_ops_recompute_when_backward_runs_twice() {
-    let k = attn_case(DType::F64);
+    let k = attn_case(DType::F64, GruForm::Paper);
     let y = (attn_fused(&k) * 1.5).unwrap().sum_all().unwrap();
     let g1 = y.backward().unwrap();
     let g2 = y.backward().unwrap();

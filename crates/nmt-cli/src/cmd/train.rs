@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use nmt::config::Config;
+use nmt::config::{Config, Impl};
 use nmt::train::{train, Progress, StepInfo, TrainOptions, TrainSummary};
 
 use super::common::ComputeArgs;
@@ -26,6 +26,9 @@ pub struct TrainArgs {
     /// No progress bar (log lines only).
     #[arg(long)]
     pub quiet: bool,
+    /// The loss's implementation: `fused` CPU kernels or composed candle `ops` (sets train.impl).
+    #[arg(long = "impl", value_name = "fused|ops")]
+    pub imp: Option<Impl>,
     #[command(flatten)]
     pub compute: ComputeArgs,
 }
@@ -111,7 +114,10 @@ pub fn run_training(cfg: &Config, model_dir: PathBuf, quiet: bool, compute: &Com
 }
 
 pub fn run(args: TrainArgs) -> Result<()> {
-    let cfg = Config::from_file(&args.config, &args.overrides)?;
+    let mut cfg = Config::from_file(&args.config, &args.overrides)?;
+    if let Some(imp) = args.imp {
+        cfg.train.imp = imp;
+    }
     run_training(&cfg, args.model_dir, args.quiet, &args.compute)?;
     Ok(())
 }

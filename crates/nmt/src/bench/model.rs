@@ -8,6 +8,7 @@ use candle_core::{Device, Tensor, D};
 
 use super::params::{BenchBatch, BenchParams, ATT, BATCH, HIDDEN, SRC_LEN, TGT_LEN};
 use crate::error::Result;
+use crate::kernels::gru_cell::GruForm;
 use crate::kernels::{attn_decoder, bigru, linear, maxout, proj_nll};
 
 /// Which implementation computes the loss.
@@ -150,9 +151,10 @@ fn loss_fused(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, batch: &BenchBatch
     let wih = Tensor::cat(&[p.get("enc_f_wih")?, p.get("enc_b_wih")?], 1)?;
     let bih = Tensor::cat(&[p.get("enc_f_bih")?, p.get("enc_b_bih")?], 0)?;
     let gi = linear::linear(&xs, &wih, &bih)?.reshape((BATCH, SRC_LEN, 6 * HIDDEN))?;
-    let pack = |w: &str, b: &str| -> Result<Tensor> { Ok(Tensor::cat(&[p.get(w)?, &p.get(b)?.unsqueeze(0)?], 0)?) };
-    let whh = Tensor::stack(&[pack("enc_f_whh", "enc_f_bhh")?, pack("enc_b_whh", "enc_b_bhh")?], 0)?;
-    let hs = bigru::bigru_sequence(&gi, &whh)?;
+    let u = Tensor::stack(&[p.get("enc_f_whh")?, p.get("enc_b_whh")?], 0)?;
+    let bh = Tensor::stack(&[p.get("enc_f_bhh")?, p.get("enc_b_bhh")?], 0)?;
+    // The reference's GRU runs over the padding (no lengths), as here.
+    let hs = bigru::bigru_sequence(&gi, &u, &bh, GruForm::ResetAfter, &[SRC_LEN; BATCH])?;
     let hb = hs.narrow(2, HIDDEN, HIDDEN)?;
     let (s0, uh) = init_and_keys(p, &hs, &hb, Impl::Fused)?;
     let ys = embed(p.get("tgt_emb")?, tgt_in)?;
@@ -165,7 +167,7 @@ fn loss_fused(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, batch: &BenchBatch
         0,
     )?;
     let lens = batch.src.chunks(SRC_LEN).map(|row| row.iter().rposition(|&t| t != 0).map_or(1, |i| i + 1)).collect();
-    let dims = attn_decoder::AttnDims { batch: BATCH, tgt_len: TGT_LEN, src_len: SRC_LEN, hidden: HIDDEN, ctx: 2 * HIDDEN, att: ATT, lens };
+    let dims = attn_decoder::AttnDims { batch: BATCH, tgt_len: TGT_LEN, src_len: SRC_LEN, hidden: HIDDEN, ctx: 2 * HIDDEN, att: ATT, lens, form: GruForm::ResetAfter };
     let out = attn_decoder::attention_decoder(&seq, &enc, &w, dims)?.reshape((BATCH * TGT_LEN, 3 * HIDDEN))?;
     let st = out.narrow(1, 0, HIDDEN)?;
     let cs = out.narrow(1, HIDDEN, 2 * HIDDEN)?;

@@ -13,7 +13,8 @@ use crate::error::Result;
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::infer::cell::{affine, embed};
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
-use crate::kernels::gru::{self, cell, GruDims};
+use crate::kernels::gru::{self, GruDims};
+use crate::kernels::gru_cell::{reset_after_row as cell, GruForm};
 use crate::kernels::math::FastMath;
 use crate::simd_dispatch;
 
@@ -60,8 +61,11 @@ fn encode(w: &SearchWeights, src: &[u32]) -> (Vec<f32>, Vec<f32>) {
     let mut dirs = Vec::new();
     for (k, dir) in ["f", "b"].iter().enumerate() {
         let gi = affine(&xs, b * SRC_LEN, EMB, w.get(&format!("enc_{dir}_wih")), w.get(&format!("enc_{dir}_bih")), threads());
-        let dims = GruDims { batch: b, len: SRC_LEN, hidden: H, reverse: k == 1 };
-        dirs.push(gru::forward(dims, &gi, &w.enc_pack[k]));
+        let dims = GruDims { batch: b, len: SRC_LEN, hidden: H, reverse: k == 1, form: GruForm::ResetAfter, lens: vec![SRC_LEN; b] };
+        let (u, bh) = w.enc_pack[k].split_at(H * 3 * H);
+        let mut row = bh.to_vec();
+        row.resize(4 * H, 0.0);
+        dirs.push(gru::forward(&dims, &gi, u, &fill_rows(&row, b)).0);
     }
     let mut hs = vec![0f32; b * SRC_LEN * C];
     for (r, row) in hs.chunks_mut(C).enumerate() {

@@ -13,8 +13,9 @@
 use rayon::prelude::*;
 
 use super::attn_decoder::{attend_row, AttnDims, AttnScratch, Steps};
-use super::gemm::{fill_rows, matmul, transpose, Mat, Real};
+use super::gemm::{matmul, transpose, Mat, Real};
 use super::gru::chunk_rows;
+use super::gru_cell::{u_grad, Cell, Rows, StepGrads, StepIn};
 use super::math::{axpy, dot};
 use crate::simd_dispatch;
 
@@ -24,6 +25,7 @@ struct Recomputed<T> {
     ws: Vec<T>,
     gi: Vec<T>,
     gh: Vec<T>,
+    q: Vec<T>,
 }
 
 /// Returns the gradients of `(seq, enc, w)` given the output `out` and its gradient `dout`.
@@ -31,7 +33,7 @@ pub fn backward<T: Real>(d: &AttnDims, steps: Option<Steps<T>>, seq: &[T], enc: 
     let (bt, tl, sl, h, c, a) = (d.batch * d.tgt_len, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
     let (ow, ew, o) = (h + c, c + a, d.woff());
     let threads = rayon::current_num_threads();
-    let (gie, s0) = seq.split_at(bt * 3 * h);
+    let s0 = &seq[bt * 3 * h..];
 
     // S_prev: the state each step started from.
     let mut sprev = vec![T::ZERO; bt * h];
@@ -41,17 +43,9 @@ pub fn backward<T: Real>(d: &AttnDims, steps: Option<Steps<T>>, seq: &[T], enc: 
             sprev[(b * tl + i) * h..][..h].copy_from_slice(src);
         }
     }
-    let steps = steps.unwrap_or_else(|| {
-        // No steps from the forward pass: recompute them, one GEMM each over all steps.
-        let mut ws = fill_rows(&w[o.ba..o.va], bt);
-        matmul(&mut ws, 0, a, Mat::new(&sprev, bt, h), Mat::new(&w[o.wa..o.ba], h, a), true, threads);
-        let mut gh = fill_rows(&w[o.bh..o.end], bt);
-        matmul(&mut gh, 0, 3 * h, Mat::new(&sprev, bt, h), Mat::new(&w[o.u..o.bh], h, 3 * h), true, threads);
-        let mut gi = gie.to_vec();
-        matmul(&mut gi, 0, 3 * h, Mat::strided(out, h, bt, c, ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, threads);
-        Steps { ws, gi, gh }
-    });
-    let re = Recomputed { sprev, ws: steps.ws, gi: steps.gi, gh: steps.gh };
+    // No steps from the forward pass (a second backward): run it again.
+    let steps = steps.unwrap_or_else(|| super::attn_decoder::forward(d, seq, enc, w).1);
+    let re = Recomputed { sprev, ws: steps.ws, gi: steps.gi, gh: steps.gh, q: steps.q };
 
     let mut dgi = vec![T::ZERO; bt * 3 * h];
     let mut dgh = vec![T::ZERO; bt * 3 * h];
@@ -80,7 +74,8 @@ pub fn backward<T: Real>(d: &AttnDims, steps: Option<Steps<T>>, seq: &[T], enc: 
     let sp = Mat::new(&re.sprev, bt, h).t();
     matmul(&mut dw, o.wa, a, sp, Mat::new(&dws, bt, a), false, threads);
     matmul(&mut dw, o.wc, 3 * h, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, 3 * h), false, threads);
-    matmul(&mut dw, o.u, 3 * h, sp, Mat::new(&dgh, bt, 3 * h), false, threads);
+    let du = u_grad(d.form, h, &re.sprev, &re.q, &dgh, threads);
+    dw[o.u..o.bh].copy_from_slice(&du);
     sum_rows(&dws, &mut dw[o.ba..o.va]);
     sum_rows(&dgh, &mut dw[o.bh..o.end]);
     for part in dv_parts {
@@ -140,37 +135,26 @@ fn backward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, enc: &[T], w: &[T
     let mut sc = AttnScratch::new(sl, a);
     let mut ctx = vec![T::ZERO; c];
     let mut dalpha = vec![T::ZERO; sl];
+    let cell = Cell { form: d.form, hidden: h, u: &w[o.u..o.bh] };
+    let active = vec![true; nb];
+    let (mut hp, mut ds, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
     for i in (0..tl).rev() {
         for b in 0..nb {
-            let bg = b0 + b;
-            let (o3, o1) = ((bg * tl + i) * 3 * h, (bg * tl + i) * h);
-            let l3 = (b * tl + i) * 3 * h;
-            let (gi, gh, hp) = (&re.gi[o3..o3 + 3 * h], &re.gh[o3..o3 + 3 * h], &re.sprev[o1..o1 + h]);
-            let ds_out = &dout[(bg * tl + i) * ow..][..h];
-            let cr = &mut g.carry[b * h..(b + 1) * h];
-            let dgi = &mut g.dgi[l3..l3 + 3 * h];
-            let dgh = &mut g.dgh[l3..l3 + 3 * h];
+            let row = (b0 + b) * tl + i;
+            hp[b * h..(b + 1) * h].copy_from_slice(&re.sprev[row * h..(row + 1) * h]);
             for j in 0..h {
-                let r = (gi[j] + gh[j]).sigmoid_fast();
-                let z = (gi[h + j] + gh[h + j]).sigmoid_fast();
-                let n = (gi[2 * h + j] + r * gh[2 * h + j]).tanh_fast();
-                let ds = ds_out[j] + cr[j];
-                let dpn = ds * (T::ONE - z) * (T::ONE - n * n);
-                let dpr = dpn * gh[2 * h + j] * r * (T::ONE - r);
-                let dpz = ds * (hp[j] - n) * z * (T::ONE - z);
-                dgi[j] = dpr;
-                dgi[h + j] = dpz;
-                dgi[2 * h + j] = dpn;
-                dgh[j] = dpr;
-                dgh[h + j] = dpz;
-                dgh[2 * h + j] = dpn * r;
-                cr[j] = ds * z;
+                ds[b * h + j] = dout[row * ow + j] + g.carry[b * h + j];
             }
-            dc[b * c..(b + 1) * c].copy_from_slice(&dout[(bg * tl + i) * ow + h..][..c]);
+            dc[b * c..(b + 1) * c].copy_from_slice(&dout[row * ow + h..][..c]);
         }
-        // dc += dGI Wcᵀ; carry += dGH Uᵀ.
+        // The GRU: dGI, dGH, and the carry becomes the gradient of s_{i-1}.
+        let rg = Rows { off: (b0 * tl + i) * 3 * h, stride: tl * 3 * h };
+        let rl = Rows { off: i * 3 * h, stride: tl * 3 * h };
+        let sin = StepIn { hp: &hp, gi: (&re.gi, rg), active: &active };
+        let grads = StepGrads { dgi: (&mut *g.dgi, rl), dgh: (&mut *g.dgh, rl), carry: &mut *g.carry, dq: &mut dq };
+        cell.backward(&sin, (&re.gh, rg), &ds, &wt.u, grads);
+        // dc += dGI Wcᵀ.
         matmul(&mut dc, 0, c, Mat::strided(g.dgi, i * 3 * h, nb, 3 * h, tl * 3 * h), Mat::new(&wt.wc, 3 * h, c), true, 1);
-        matmul(g.carry, 0, h, Mat::strided(g.dgh, i * 3 * h, nb, 3 * h, tl * 3 * h), Mat::new(&wt.u, 3 * h, h), true, 1);
         for b in 0..nb {
             let bg = b0 + b;
             let len = d.lens[bg];

@@ -1,5 +1,5 @@
 //! The RNNsearch decoder's whole step loop (Bahdanau et al. 2014, appendix A.2.2) as one candle
-//! op: additive attention, context, and a reset-after GRU whose input is `[E y_{i-1}; c_i]`.
+//! op: additive attention, context, and a GRU (either form of `gru_cell.rs`) whose input is `[E y_{i-1}; c_i]`.
 //!
 //! ```text
 //! ws_i  = s_{i-1} W_a + b_a                         (B, A)     one GEMM per step
@@ -7,7 +7,7 @@
 //! α_i   = softmax_j(e_ij) over the source length     (B, S)
 //! c_i   = Σ_j α_ij h_j                              (B, C)     C = 2H for a bi-GRU encoder
 //! gi_i  = gie_i + c_i W_c,  gh_i = s_{i-1} U + b_h   (B, 3H)    gie = E y W_e + b_i, precomputed
-//! s_i   = GRU(gi_i, gh_i, s_{i-1})                  as in `gru.rs`
+//! s_i   = GRU(gi_i, gh_i, s_{i-1})                  `gru_cell.rs`; `gh_i` += `q U_n` for the paper form
 //! ```
 //!
 //! Inputs, packed so that one `CustomOp3` carries them (candle's autodiff splits the gradient
@@ -29,7 +29,8 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use super::gemm::{matmul, Mat, Real};
-use super::gru::{chunk_rows, read_write};
+use super::gru::chunk_rows;
+use super::gru_cell::{Cell, GruForm, Rows, StepIn};
 use super::math::{axpy, dot};
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
 use crate::simd_dispatch;
@@ -45,6 +46,8 @@ pub struct AttnDims {
     pub att: usize,
     /// Source length of each sentence, `<= src_len`.
     pub lens: Vec<usize>,
+    /// The decoder GRU's form (`gru_cell.rs`); `b_h` is zero for the paper's cell.
+    pub form: GruForm,
 }
 
 /// Offsets of the parameters inside the packed `w`.
@@ -220,7 +223,12 @@ pub(crate) fn attend_row<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, sc
 pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>, Steps<T>) {
     let (ow, bt, h) = (d.out_w(), d.batch * d.tgt_len, d.hidden);
     let mut out = vec![T::ZERO; bt * ow];
-    let mut st = Steps { ws: vec![T::ZERO; bt * d.att], gi: vec![T::ZERO; bt * 3 * h], gh: vec![T::ZERO; bt * 3 * h] };
+    let mut st = Steps {
+        ws: vec![T::ZERO; bt * d.att],
+        gi: vec![T::ZERO; bt * 3 * h],
+        gh: vec![T::ZERO; bt * 3 * h],
+        q: vec![T::ZERO; bt * h],
+    };
     let rows = chunk_rows(d.batch);
     let (gie, s0) = seq.split_at(bt * 3 * h);
     let tl = d.tgt_len;
@@ -228,66 +236,77 @@ pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>,
         .zip(st.ws.par_chunks_mut(rows * tl * d.att))
         .zip(st.gi.par_chunks_mut(rows * tl * 3 * h))
         .zip(st.gh.par_chunks_mut(rows * tl * 3 * h))
+        .zip(st.q.par_chunks_mut(rows * tl * h))
         .enumerate()
-        .for_each(|(c, (((out_c, ws_c), gi_c), gh_c))| {
+        .for_each(|(c, ((((out_c, ws_c), gi_c), gh_c), q_c))| {
             let b0 = c * rows;
             let nb = out_c.len() / (tl * ow);
             let gie_c = &gie[b0 * tl * 3 * h..][..nb * tl * 3 * h];
             let s0_c = &s0[b0 * h..][..nb * h];
             let enc_c = &enc[b0 * d.src_len * d.enc_w()..][..nb * d.src_len * d.enc_w()];
-            let mut stc = StepsMut { ws: ws_c, gi: gi_c, gh: gh_c };
-            simd_dispatch!(forward_chunk(d, b0, nb, gie_c, s0_c, enc_c, w, out_c, &mut stc))
+            let mut stc = StepsMut { ws: ws_c, gi: gi_c, gh: gh_c, q: q_c };
+            let ins = ChunkIn { b0, gie: gie_c, s0: s0_c, enc: enc_c };
+            simd_dispatch!(forward_chunk(d, &ins, w, out_c, &mut stc))
         });
     (out, st)
 }
 
-/// Each step's `ws`, `gi` and `gh` `(B, T, ·)`, kept by the op for its backward pass.
+/// Each step's `ws`, `gi`, `gh` `(B, T, ·)` and the paper cell's `q = r ⊙ s_{i-1}` `(B, T, H)`,
+/// kept by the op for its backward pass.
 pub struct Steps<T> {
     pub ws: Vec<T>,
     pub gi: Vec<T>,
     pub gh: Vec<T>,
+    pub q: Vec<T>,
 }
 
 struct StepsMut<'a, T> {
     ws: &'a mut [T],
     gi: &'a mut [T],
     gh: &'a mut [T],
+    q: &'a mut [T],
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A chunk's inputs: its first row, `gie (nb, T, 3H)`, `s0 (nb, H)`, `enc (nb, S, C + A)`.
+struct ChunkIn<'a, T> {
+    b0: usize,
+    gie: &'a [T],
+    s0: &'a [T],
+    enc: &'a [T],
+}
+
 #[inline(always)]
-fn forward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, gie: &[T], s0: &[T], enc: &[T], w: &[T], out: &mut [T], st: &mut StepsMut<'_, T>) {
+fn forward_chunk<T: Real>(d: &AttnDims, x: &ChunkIn<'_, T>, w: &[T], out: &mut [T], st: &mut StepsMut<'_, T>) {
     let (tl, sl, h, c, a) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
     let (ow, ew, o) = (d.out_w(), d.enc_w(), d.woff());
+    let nb = x.s0.len() / h;
     let (ws, gi, gh) = (&mut *st.ws, &mut *st.gi, &mut *st.gh);
     let mut sc = AttnScratch::new(sl, a);
+    let cell = Cell { form: d.form, hidden: h, u: &w[o.u..o.bh] };
+    let active = vec![true; nb];
+    // The previous states s_{i-1}, contiguous: s_0, then each step's output.
+    let mut hp = x.s0.to_vec();
     for i in 0..tl {
-        // The previous state: s_0, or the state output at step i-1.
-        let sp = if i == 0 { Mat::new(s0, nb, h) } else { Mat::strided(out, (i - 1) * ow, nb, h, tl * ow) };
         // Row b of step i sits at (b·T + i) in the (nb, T, ·) step buffers.
         let (r3, ra) = (|b: usize| (b * tl + i) * 3 * h, |b: usize| (b * tl + i) * a);
         for b in 0..nb {
             ws[ra(b)..ra(b) + a].copy_from_slice(&w[o.ba..o.ba + a]);
             gh[r3(b)..r3(b) + 3 * h].copy_from_slice(&w[o.bh..o.end]);
         }
-        matmul(ws, i * a, tl * a, sp, Mat::new(&w[o.wa..o.ba], h, a), true, 1);
-        matmul(gh, i * 3 * h, tl * 3 * h, sp, Mat::new(&w[o.u..o.bh], h, 3 * h), true, 1);
+        matmul(ws, i * a, tl * a, Mat::new(&hp, nb, h), Mat::new(&w[o.wa..o.ba], h, a), true, 1);
         for b in 0..nb {
             let ctx = &mut out[(b * tl + i) * ow + h..(b * tl + i + 1) * ow];
-            let enc_b = &enc[b * sl * ew..(b + 1) * sl * ew];
-            attend_row(enc_b, &ws[ra(b)..ra(b) + a], &w[o.va..o.wc], d.lens[b0 + b], &mut sc, ctx);
-            gi[r3(b)..r3(b) + 3 * h].copy_from_slice(&gie[r3(b)..r3(b) + 3 * h]);
+            let enc_b = &x.enc[b * sl * ew..(b + 1) * sl * ew];
+            attend_row(enc_b, &ws[ra(b)..ra(b) + a], &w[o.va..o.wc], d.lens[x.b0 + b], &mut sc, ctx);
+            gi[r3(b)..r3(b) + 3 * h].copy_from_slice(&x.gie[r3(b)..r3(b) + 3 * h]);
         }
         matmul(gi, i * 3 * h, tl * 3 * h, Mat::strided(out, i * ow + h, nb, c, tl * ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, 1);
+        let (r3v, r1v) = (Rows { off: i * 3 * h, stride: tl * 3 * h }, Rows { off: i * h, stride: tl * h });
+        let sin = StepIn { hp: &hp, gi: (&*gi, r3v), active: &active };
+        let outr = Rows { off: i * ow, stride: tl * ow };
+        cell.forward(&sin, (&mut *gh, r3v), (&mut *st.q, r1v), (&mut *out, outr));
         for b in 0..nb {
-            let (g, hh) = (&gi[r3(b)..r3(b) + 3 * h], &gh[r3(b)..r3(b) + 3 * h]);
-            let cur = (b * tl + i) * ow;
-            if i == 0 {
-                super::gru::cell(g, hh, &s0[b * h..(b + 1) * h], &mut out[cur..cur + h]);
-            } else {
-                let (sp, st) = read_write(out, cur - ow, cur, h);
-                super::gru::cell(g, hh, sp, st);
-            }
+            hp[b * h..(b + 1) * h].copy_from_slice(&out[outr.at(b)..][..h]);
         }
     }
 }

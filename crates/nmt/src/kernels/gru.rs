@@ -1,40 +1,44 @@
 //! A GRU layer over a whole batch of sequences as one candle op, with a hand-written backward
-//! pass through time.
+//! pass through time. The cell, in either form, is `gru_cell.rs`.
 //!
-//! The cell is the "reset after" GRU of cuDNN and PyTorch (the bench-rnnsearch reference,
-//! `../shared/bench/pytorch_rnnsearch.py`), gates ordered `[r | z | n]`:
+//! Inputs:
+//! - `gi (B, S, 3H)`: `x W + b` (plus any per-row input term), one GEMM by the caller for the
+//!   whole sequence (Marian's layout);
+//! - `u (H, 3H)`: `[U_r | U_z | U_n]`;
+//! - `rows (B, 4H)`: each sentence's `[ghb (3H); h_0 (H)]`: the recurrent term added to
+//!   `h U` (a bias `b_h`, RNNenc's decoder `C c`, or zero) and the start state.
 //!
-//! ```text
-//! gh  = h_{t-1} U + b_h                      (B, 3H)   one GEMM per step
-//! r   = σ(gi_r + gh_r),  z = σ(gi_z + gh_z)
-//! n   = tanh(gi_n + r ⊙ gh_n)
-//! h_t = (1 - z) ⊙ n + z ⊙ h_{t-1}            (Cho et al. 2014, eq. 5–8, with U applied before r)
-//! ```
+//! Output: every state `(B, S, H)`. `reverse` runs right to left (the backward half of a
+//! bidirectional encoder) and still writes state `t` at position `t`. Each sentence's length
+//! `lens[b]` bounds its live steps: at padding the state is carried, so the last position of a
+//! forward pass holds the state after the last word and a reverse pass starts at the sentence's
+//! own end from `h_0`, exactly as `model/gru.rs` masks it.
 //!
-//! `gi = x W + b_i` is computed by the caller for the whole sequence in one GEMM (Marian's
-//! layout), so this op sees `gi (B, S, 3H)` and the packed recurrent weights `[U; b_h]`
-//! `(H+1, 3H)`, and returns every state `(B, S, H)`, with `h_0 = 0`. `reverse` runs right to left
-//! (the backward half of a bidirectional encoder) and still writes state `t` at position `t`.
-//!
-//! Backward recomputes the gates instead of storing them: `GH = H_prev U + b_h` is one GEMM
-//! over all steps, the loop back through time does one `dGH_t Uᵀ` GEMM per step, and
-//! `dU = H_prevᵀ dGH` is again one GEMM over all steps. Batch rows are independent, so the
-//! loops run in chunks of rows on the rayon pool with no synchronisation between steps.
+//! The forward pass keeps `GH` (and the paper form's `Q = R ⊙ H_prev`) for the backward pass,
+//! which loops back through time with one or two small GEMMs per step and forms `dU` with GEMMs
+//! over all steps. Batch rows are independent, so both loops run in chunks of rows on the rayon
+//! pool with no synchronisation between steps.
+use std::sync::Mutex;
+
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor, WithDType};
+use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use super::gemm::{fill_rows, matmul, transpose, Mat, Real};
+use super::gemm::{transpose, Real};
+use super::gru_cell::{u_grad, Cell, GruForm, Rows, StepGrads, StepIn};
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
 use crate::simd_dispatch;
 
-/// Dimensions of one GRU sequence op.
-#[derive(Clone, Copy, Debug)]
+/// Dimensions and options of one GRU sequence op.
+#[derive(Clone, Debug)]
 pub struct GruDims {
     pub batch: usize,
     pub len: usize,
     pub hidden: usize,
     pub reverse: bool,
+    pub form: GruForm,
+    /// Each sentence's length, `1..=len`.
+    pub lens: Vec<usize>,
 }
 
 impl GruDims {
@@ -54,18 +58,27 @@ impl GruDims {
             step
         }
     }
+    /// The same op for rows `b0..b0 + nb`.
+    pub(crate) fn chunk(&self, b0: usize, nb: usize) -> GruDims {
+        GruDims { batch: nb, lens: self.lens[b0..b0 + nb].to_vec(), ..self.clone() }
+    }
 }
 
-/// Runs a GRU over `gi (B, S, 3H)` with packed weights `w = [U; b_h] (H+1, 3H)`; returns the
-/// states `(B, S, H)`. Differentiable with respect to both inputs.
-pub fn gru_sequence(gi: &Tensor, w: &Tensor, reverse: bool) -> Result<Tensor> {
+/// Runs a GRU over `gi (B, S, 3H)` with `u (H, 3H)` and per-row `rows = [ghb; h_0] (B, 4H)`;
+/// returns the states `(B, S, H)`. Differentiable with respect to all three inputs.
+pub fn gru_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, form: GruForm, reverse: bool, lens: &[usize]) -> Result<Tensor> {
     let (batch, len, h3) = gi.dims3()?;
     let hidden = h3 / 3;
-    if h3 % 3 != 0 || w.dims() != [hidden + 1, h3] {
-        candle_core::bail!("gru_sequence: gi {:?} and w {:?} do not fit", gi.dims(), w.dims());
+    let ok = h3 % 3 == 0
+        && u.dims() == [hidden, h3]
+        && rows.dims() == [batch, 4 * hidden]
+        && lens.len() == batch
+        && lens.iter().all(|&l| (1..=len).contains(&l));
+    if !ok {
+        candle_core::bail!("gru_sequence: gi {:?}, u {:?}, rows {:?}, lens {lens:?} do not fit", gi.dims(), u.dims(), rows.dims());
     }
-    let op = GruSeq(GruDims { batch, len, hidden, reverse });
-    gi.contiguous()?.apply_op2(&w.contiguous()?, op)
+    let d = GruDims { batch, len, hidden, reverse, form, lens: lens.to_vec() };
+    gi.contiguous()?.apply_op3(&u.contiguous()?, &rows.contiguous()?, GruSeq(d, Mutex::new(None)))
 }
 
 /// Rows per parallel chunk: one chunk per thread. Smaller chunks would let a free core steal
@@ -76,228 +89,209 @@ pub(crate) fn chunk_rows(batch: usize) -> usize {
     batch.div_ceil(chunks).max(1)
 }
 
-/// Splits `buf` into a row to read at `read` and a distinct row to write at `write`.
-pub(crate) fn read_write<T>(buf: &mut [T], read: usize, write: usize, len: usize) -> (&[T], &mut [T]) {
-    if read < write {
-        let (a, b) = buf.split_at_mut(write);
-        (&a[read..read + len], &mut b[..len])
-    } else {
-        let (a, b) = buf.split_at_mut(read);
-        (&b[..len], &mut a[write..write + len])
-    }
+/// What the forward pass keeps for the backward pass: `GH (B, S, 3H)`, `Q (B, S, H)`.
+pub(crate) struct Saved<T> {
+    pub gh: Vec<T>,
+    pub q: Vec<T>,
 }
 
-struct GruSeq(GruDims);
-
-impl CustomOp2 for GruSeq {
-    fn name(&self) -> &'static str {
-        "fused-gru-sequence"
-    }
-
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        let d = self.0;
-        let shape = Shape::from((d.batch, d.len, d.hidden));
-        match float_dtype(&[s1.dtype(), s2.dtype()])? {
-            DType::F32 => {
-                let (gi, w) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?);
-                Ok((CpuStorage::F32(super::profile::timed(0, || forward(d, gi, w))), shape))
-            }
-            _ => Ok((CpuStorage::F64(forward(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?)), shape)),
-        }
-    }
-
-    fn bwd(&self, gi: &Tensor, w: &Tensor, res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let (dgi, dw) = match gi.dtype() {
-            DType::F32 => super::profile::timed(1, || backward_t::<f32>(self.0, gi, w, res, grad))?,
-            _ => backward_t::<f64>(self.0, gi, w, res, grad)?,
-        };
-        Ok((Some(dgi), Some(dw)))
-    }
+enum Cached {
+    F32(Saved<f32>),
+    F64(Saved<f64>),
 }
 
-fn backward_t<T: Real + WithDType>(d: GruDims, gi: &Tensor, w: &Tensor, res: &Tensor, grad: &Tensor) -> Result<(Tensor, Tensor)> {
-    with_slice::<T, _>(gi, |gi_s| {
-        with_slice::<T, _>(w, |w_s| {
-            with_slice::<T, _>(res, |h_s| {
-                with_slice::<T, _>(grad, |g_s| {
-                    let (dgi, dw) = backward(d, gi_s, w_s, h_s, g_s);
-                    Ok((tensor_from(dgi, gi.shape(), gi)?, tensor_from(dw, w.shape(), w)?))
-                })
-            })
-        })
-    })
-}
+struct GruSeq(GruDims, Mutex<Option<Cached>>);
 
-/// Forward pass: the states `(B, S, H)`.
-pub fn forward<T: Real>(d: GruDims, gi: &[T], w: &[T]) -> Vec<T> {
+/// Forward pass: the states `(B, S, H)` and what backward needs.
+pub(crate) fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T]) -> (Vec<T>, Saved<T>) {
     let (s, h) = (d.len, d.hidden);
     let mut out = vec![T::ZERO; d.batch * s * h];
-    let mut gh = vec![T::ZERO; d.batch * s * 3 * h];
-    let rows = chunk_rows(d.batch);
-    out.par_chunks_mut(rows * s * h).zip(gh.par_chunks_mut(rows * s * 3 * h)).enumerate().for_each(|(c, (out_c, gh_c))| {
-        let nb = out_c.len() / (s * h);
-        let gi_c = &gi[c * rows * s * 3 * h..][..nb * s * 3 * h];
-        simd_dispatch!(forward_chunk(d, nb, gi_c, w, out_c, gh_c))
-    });
-    out
+    let mut sv = Saved { gh: vec![T::ZERO; d.batch * s * 3 * h], q: vec![T::ZERO; d.batch * s * h] };
+    let n = chunk_rows(d.batch);
+    out.par_chunks_mut(n * s * h)
+        .zip(sv.gh.par_chunks_mut(n * s * 3 * h))
+        .zip(sv.q.par_chunks_mut(n * s * h))
+        .enumerate()
+        .for_each(|(c, ((out_c, gh_c), q_c))| {
+            let nb = out_c.len() / (s * h);
+            let dc = d.chunk(c * n, nb);
+            let gi_c = &gi[c * n * s * 3 * h..][..nb * s * 3 * h];
+            let rows_c = &rows[c * n * 4 * h..][..nb * 4 * h];
+            simd_dispatch!(forward_chunk(&dc, gi_c, u, rows_c, out_c, &mut Saved2 { gh: gh_c, q: q_c }))
+        });
+    (out, sv)
 }
 
-/// `H_prev (B, S, H)`: the state each step started from, zero for the first step.
-pub(crate) fn prev_states<T: Real>(d: GruDims, hs: &[T]) -> Vec<T> {
+/// Mutable views of a chunk's [`Saved`] buffers.
+pub(crate) struct Saved2<'a, T> {
+    pub gh: &'a mut [T],
+    pub q: &'a mut [T],
+}
+
+/// Runs the rows of `d` (a chunk) through all steps.
+#[inline(always)]
+pub(crate) fn forward_chunk<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T], out: &mut [T], sv: &mut Saved2<'_, T>) {
+    let (nb, s, h) = (d.batch, d.len, d.hidden);
+    let cell = Cell { form: d.form, hidden: h, u };
+    let mut hp: Vec<T> = rows.chunks(4 * h).flat_map(|r| r[3 * h..].iter().copied()).collect();
+    let mut active = vec![true; nb];
+    for step in 0..s {
+        let t = d.pos(step);
+        for b in 0..nb {
+            sv.gh[(b * s + t) * 3 * h..][..3 * h].copy_from_slice(&rows[b * 4 * h..b * 4 * h + 3 * h]);
+            active[b] = t < d.lens[b];
+        }
+        let (r3, r1) = (Rows { off: t * 3 * h, stride: s * 3 * h }, Rows { off: t * h, stride: s * h });
+        let x = StepIn { hp: &hp, gi: (gi, r3), active: &active };
+        cell.forward(&x, (&mut *sv.gh, r3), (&mut *sv.q, r1), (&mut *out, r1));
+        for b in 0..nb {
+            hp[b * h..(b + 1) * h].copy_from_slice(&out[r1.at(b)..][..h]);
+        }
+    }
+}
+
+/// `H_prev (B, S, H)`: the state each step started from (`h_0` for the first step).
+pub(crate) fn prev_states<T: Real>(d: &GruDims, hs: &[T], rows: &[T]) -> Vec<T> {
     let (s, h) = (d.len, d.hidden);
     let mut hprev = vec![T::ZERO; d.batch * s * h];
     for bi in 0..d.batch {
         for t in 0..s {
-            if let Some(tp) = d.prev(t) {
-                let src = (bi * s + tp) * h;
-                hprev[(bi * s + t) * h..][..h].copy_from_slice(&hs[src..src + h]);
-            }
+            let src = match d.prev(t) {
+                Some(tp) => &hs[(bi * s + tp) * h..][..h],
+                None => &rows[bi * 4 * h + 3 * h..][..h],
+            };
+            hprev[(bi * s + t) * h..][..h].copy_from_slice(src);
         }
     }
     hprev
 }
 
-/// `[dU; db_h] (H+1, 3H)` from `H_prev` and `dGH`, over all steps at once.
-pub(crate) fn weight_grads<T: Real>(d: GruDims, hprev: &[T], dgh: &[T], threads: usize) -> Vec<T> {
-    let (n, h) = (d.batch * d.len, d.hidden);
-    let mut dw = vec![T::ZERO; (h + 1) * 3 * h];
-    matmul(&mut dw, 0, 3 * h, Mat::new(hprev, n, h).t(), Mat::new(dgh, n, 3 * h), false, threads);
-    let db = &mut dw[h * 3 * h..];
-    for row in dgh.chunks(3 * h) {
-        for (acc, &x) in db.iter_mut().zip(row) {
-            *acc += x;
-        }
-    }
-    dw
+/// The inputs of a backward pass over rows of `d`.
+pub(crate) struct BackIn<'a, T> {
+    pub gi: &'a [T],
+    pub gh: &'a [T],
+    pub hprev: &'a [T],
+    pub dh: &'a [T],
 }
 
-/// One direction's backward pass on the calling thread: `(dgi, dw)` given the states, their
-/// gradient and the forward pass's `GH`.
-pub(crate) fn backward_serial<T: Real>(d: GruDims, gi: &[T], w: &[T], hs: &[T], dh: &[T], gh: &[T]) -> (Vec<T>, Vec<T>) {
-    let (n, h) = (d.batch * d.len, d.hidden);
-    let hprev = prev_states(d, hs);
-    let ut = transpose(&w[..h * 3 * h], h, 3 * h);
-    let mut dgi = vec![T::ZERO; n * 3 * h];
-    let mut dgh = vec![T::ZERO; n * 3 * h];
-    let ins = ChunkIn { gi, gh, hprev: &hprev, dh };
-    simd_dispatch!(backward_chunk(d, d.batch, &ins, &ut, &mut dgi, &mut dgh));
-    let dw = weight_grads(d, &hprev, &dgh, 1);
-    (dgi, dw)
-}
-
-/// Runs one chunk of `nb` rows through all steps. `gh_all (nb, S, 3H)` receives each step's
-/// `h_{t-1} U + b_h`, which the backward pass would otherwise recompute.
+/// The backward loop through time for the rows of `d` (a chunk): fills `dgi`, `dgh`
+/// `(nb, S, 3H)` and `dh0 (nb, H)`.
 #[inline(always)]
-pub(crate) fn forward_chunk<T: Real>(d: GruDims, nb: usize, gi: &[T], w: &[T], out: &mut [T], gh_all: &mut [T]) {
-    let (s, h) = (d.len, d.hidden);
-    let (u, bias) = w.split_at(h * 3 * h);
-    let h0 = vec![T::ZERO; h];
-    for step in 0..s {
-        let t = d.pos(step);
-        for b in 0..nb {
-            gh_all[(b * s + t) * 3 * h..][..3 * h].copy_from_slice(bias);
-        }
-        if let Some(tp) = d.prev(t) {
-            matmul(gh_all, t * 3 * h, s * 3 * h, Mat::strided(out, tp * h, nb, h, s * h), Mat::new(u, h, 3 * h), true, 1);
-        }
-        for b in 0..nb {
-            let g = &gi[(b * s + t) * 3 * h..][..3 * h];
-            let hh = &gh_all[(b * s + t) * 3 * h..][..3 * h];
-            let cur = (b * s + t) * h;
-            match d.prev(t) {
-                Some(tp) => {
-                    let (hp, ht) = read_write(out, (b * s + tp) * h, cur, h);
-                    cell(g, hh, hp, ht);
-                }
-                None => cell(g, hh, &h0, &mut out[cur..cur + h]),
-            }
-        }
-    }
-}
-
-#[inline(always)]
-pub(crate) fn cell<T: Real>(g: &[T], hh: &[T], hp: &[T], ht: &mut [T]) {
-    let h = ht.len();
-    let (gr, gz, gn) = (&g[..h], &g[h..2 * h], &g[2 * h..3 * h]);
-    let (hr, hz, hn) = (&hh[..h], &hh[h..2 * h], &hh[2 * h..3 * h]);
-    for j in 0..h {
-        let r = (gr[j] + hr[j]).sigmoid_fast();
-        let z = (gz[j] + hz[j]).sigmoid_fast();
-        let n = (gn[j] + r * hn[j]).tanh_fast();
-        ht[j] = n + z * (hp[j] - n);
-    }
-}
-
-/// Backward pass: `(dgi (B, S, 3H), dw (H+1, 3H))` from the states `hs` and their gradient `dh`.
-pub fn backward<T: Real>(d: GruDims, gi: &[T], w: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>) {
-    let (b, s, h) = (d.batch, d.len, d.hidden);
-    let threads = rayon::current_num_threads();
-    let u = &w[..h * 3 * h];
-    let hprev = prev_states(d, hs);
-    // GH = H_prev U + b_h for all steps in one GEMM.
-    let mut gh = fill_rows(&w[h * 3 * h..], b * s);
-    matmul(&mut gh, 0, 3 * h, Mat::new(&hprev, b * s, h), Mat::new(u, h, 3 * h), true, threads);
-
-    let mut dgi = vec![T::ZERO; b * s * 3 * h];
-    let mut dgh = vec![T::ZERO; b * s * 3 * h];
-    let ut = transpose(u, h, 3 * h);
-    let rows = chunk_rows(b);
-    let n3 = rows * s * 3 * h;
-    dgi.par_chunks_mut(n3).zip(dgh.par_chunks_mut(n3)).enumerate().for_each(|(c, (dgi_c, dgh_c))| {
-        let nb = dgi_c.len() / (s * 3 * h);
-        let at3 = c * n3..c * n3 + nb * s * 3 * h;
-        let at1 = c * rows * s * h..(c * rows + nb) * s * h;
-        let ins = ChunkIn { gi: &gi[at3.clone()], gh: &gh[at3], hprev: &hprev[at1.clone()], dh: &dh[at1] };
-        simd_dispatch!(backward_chunk(d, nb, &ins, &ut, dgi_c, dgh_c))
-    });
-
-    (dgi, weight_grads(d, &hprev, &dgh, threads))
-}
-
-pub(crate) struct ChunkIn<'a, T> {
-    gi: &'a [T],
-    gh: &'a [T],
-    hprev: &'a [T],
-    dh: &'a [T],
-}
-
-#[inline(always)]
-pub(crate) fn backward_chunk<T: Real>(d: GruDims, nb: usize, x: &ChunkIn<'_, T>, ut: &[T], dgi: &mut [T], dgh: &mut [T]) {
-    let (s, h) = (d.len, d.hidden);
-    let mut carry = vec![T::ZERO; nb * h];
+pub(crate) fn backward_chunk<T: Real>(d: &GruDims, x: &BackIn<'_, T>, u: &[T], ut: &[T], dgi: &mut [T], dgh: &mut [T], dh0: &mut [T]) {
+    let (nb, s, h) = (d.batch, d.len, d.hidden);
+    let cell = Cell { form: d.form, hidden: h, u };
+    let (mut hp, mut dh, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
+    let mut active = vec![true; nb];
+    // dh0 is the carry: the gradient reaching the state before the current step.
+    dh0.fill(T::ZERO);
     for step in (0..s).rev() {
         let t = d.pos(step);
         for b in 0..nb {
-            let o3 = (b * s + t) * 3 * h;
             let o1 = (b * s + t) * h;
-            let (g, hh) = (&x.gi[o3..o3 + 3 * h], &x.gh[o3..o3 + 3 * h]);
-            let (hp, dht) = (&x.hprev[o1..o1 + h], &x.dh[o1..o1 + h]);
-            let cr = &mut carry[b * h..(b + 1) * h];
-            let (dgi_r, rest) = dgi[o3..o3 + 3 * h].split_at_mut(h);
-            let (dgi_z, dgi_n) = rest.split_at_mut(h);
-            let (dgh_r, rest) = dgh[o3..o3 + 3 * h].split_at_mut(h);
-            let (dgh_z, dgh_n) = rest.split_at_mut(h);
+            hp[b * h..(b + 1) * h].copy_from_slice(&x.hprev[o1..o1 + h]);
             for j in 0..h {
-                let r = (g[j] + hh[j]).sigmoid_fast();
-                let z = (g[h + j] + hh[h + j]).sigmoid_fast();
-                let n = (g[2 * h + j] + r * hh[2 * h + j]).tanh_fast();
-                let dh = dht[j] + cr[j];
-                let dn = dh * (T::ONE - z);
-                let dz = dh * (hp[j] - n);
-                let dpn = dn * (T::ONE - n * n);
-                let dpr = dpn * hh[2 * h + j] * r * (T::ONE - r);
-                let dpz = dz * z * (T::ONE - z);
-                dgi_r[j] = dpr;
-                dgi_z[j] = dpz;
-                dgi_n[j] = dpn;
-                dgh_r[j] = dpr;
-                dgh_z[j] = dpz;
-                dgh_n[j] = dpn * r;
-                cr[j] = dh * z;
+                dh[b * h + j] = x.dh[o1 + j] + dh0[b * h + j];
+            }
+            active[b] = t < d.lens[b];
+        }
+        let r3 = Rows { off: t * 3 * h, stride: s * 3 * h };
+        let si = StepIn { hp: &hp, gi: (x.gi, r3), active: &active };
+        let grads = StepGrads { dgi: (&mut *dgi, r3), dgh: (&mut *dgh, r3), carry: &mut *dh0, dq: &mut dq };
+        cell.backward(&si, (x.gh, r3), &dh, ut, grads);
+    }
+}
+
+/// Backward pass: the gradients of `(gi, u, rows)`.
+pub(crate) fn backward<T: Real>(d: &GruDims, sv: &Saved<T>, gi: &[T], u: &[T], rows: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (b, s, h) = (d.batch, d.len, d.hidden);
+    let threads = rayon::current_num_threads();
+    let hprev = prev_states(d, hs, rows);
+    let ut = transpose(u, h, 3 * h);
+    let mut dgi = vec![T::ZERO; b * s * 3 * h];
+    let mut dgh = vec![T::ZERO; b * s * 3 * h];
+    let mut dh0 = vec![T::ZERO; b * h];
+    let n = chunk_rows(b);
+    dgi.par_chunks_mut(n * s * 3 * h)
+        .zip(dgh.par_chunks_mut(n * s * 3 * h))
+        .zip(dh0.par_chunks_mut(n * h))
+        .enumerate()
+        .for_each(|(c, ((dgi_c, dgh_c), dh0_c))| {
+            let nb = dh0_c.len() / h;
+            let (a3, a1) = (c * n * s * 3 * h..(c * n + nb) * s * 3 * h, c * n * s * h..(c * n + nb) * s * h);
+            let x = BackIn { gi: &gi[a3.clone()], gh: &sv.gh[a3], hprev: &hprev[a1.clone()], dh: &dh[a1] };
+            simd_dispatch!(backward_chunk(&d.chunk(c * n, nb), &x, u, &ut, dgi_c, dgh_c, dh0_c))
+        });
+    let du = u_grad(d.form, h, &hprev, &sv.q, &dgh, threads);
+    let drows = row_grads(&dgh, &dh0, b, s, h);
+    (dgi, du, drows)
+}
+
+/// `[dghb; dh_0] (B, 4H)`: each row's `dGH` summed over its steps, then its `dh_0`.
+pub(crate) fn row_grads<T: Real>(dgh: &[T], dh0: &[T], b: usize, s: usize, h: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; b * 4 * h];
+    for bi in 0..b {
+        let dst = &mut out[bi * 4 * h..(bi + 1) * 4 * h];
+        for row in dgh[bi * s * 3 * h..(bi + 1) * s * 3 * h].chunks(3 * h) {
+            for (acc, &x) in dst[..3 * h].iter_mut().zip(row) {
+                *acc += x;
             }
         }
-        if d.prev(t).is_some() {
-            matmul(&mut carry, 0, h, Mat::strided(dgh, t * 3 * h, nb, 3 * h, s * 3 * h), Mat::new(ut, 3 * h, h), true, 1);
+        dst[3 * h..].copy_from_slice(&dh0[bi * h..(bi + 1) * h]);
+    }
+    out
+}
+
+impl CustomOp3 for GruSeq {
+    fn name(&self) -> &'static str {
+        "fused-gru-sequence"
+    }
+
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<(CpuStorage, Shape)> {
+        let d = &self.0;
+        let shape = Shape::from((d.batch, d.len, d.hidden));
+        let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
+            DType::F32 => {
+                let (gi, u, rows) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
+                let (out, sv) = super::profile::timed(0, || forward::<f32>(d, gi, u, rows));
+                (CpuStorage::F32(out), Cached::F32(sv))
+            }
+            _ => {
+                let (out, sv) = forward::<f64>(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
+                (CpuStorage::F64(out), Cached::F64(sv))
+            }
+        };
+        if let Ok(mut c) = self.1.lock() {
+            *c = Some(cached);
         }
+        Ok((out, shape))
+    }
+
+    fn bwd(&self, gi: &Tensor, u: &Tensor, rows: &Tensor, res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        fn go<T: Real + WithDType>(d: &GruDims, saved: Option<Saved<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
+            let [gi, u, rows, res, grad] = t;
+            with_slice::<T, _>(gi, |gi_s| {
+                with_slice::<T, _>(u, |u_s| {
+                    with_slice::<T, _>(rows, |rows_s| {
+                        with_slice::<T, _>(res, |hs| {
+                            with_slice::<T, _>(grad, |g| {
+                                // No saved forward pass (a second backward): run it again.
+                                let sv = saved.unwrap_or_else(|| forward(d, gi_s, u_s, rows_s).1);
+                                let (dgi, du, drows) = backward(d, &sv, gi_s, u_s, rows_s, hs, g);
+                                Ok((tensor_from(dgi, gi.shape(), gi)?, tensor_from(du, u.shape(), u)?, tensor_from(drows, rows.shape(), rows)?))
+                            })
+                        })
+                    })
+                })
+            })
+        }
+        let cached = self.1.lock().ok().and_then(|mut c| c.take());
+        let t = [gi, u, rows, res, grad];
+        let (a, b, c) = match (gi.dtype(), cached) {
+            (DType::F32, Some(Cached::F32(s))) => super::profile::timed(1, || go::<f32>(&self.0, Some(s), t))?,
+            (DType::F32, _) => go::<f32>(&self.0, None, t)?,
+            (_, Some(Cached::F64(s))) => go::<f64>(&self.0, Some(s), t)?,
+            _ => go::<f64>(&self.0, None, t)?,
+        };
+        Ok((Some(a), Some(b), Some(c)))
     }
 }

@@ -3,6 +3,7 @@
 //! in the model code that it is tested against (values and gradients, f32 and f64).
 pub mod gemm;
 pub mod gru;
+pub mod gru_cell;
 pub mod math;
 pub mod storage;
 pub mod attn_backward;

@@ -9,7 +9,8 @@
 use candle_core::{Tensor, D};
 
 use super::attention::Attention;
-use super::gru::Gru;
+use super::gru::{cell_step, Gru};
+use crate::config::GruForm;
 use super::params::{Init, ParamBuilder};
 use crate::error::Result;
 
@@ -58,6 +59,15 @@ pub struct StepOut {
     pub alpha: Option<Tensor>,
 }
 
+/// Sizes and cell of a decoder: embedding `m`, encoder state `n_enc`, hidden `n`.
+#[derive(Clone, Copy, Debug)]
+pub struct DecoderDims {
+    pub emb: usize,
+    pub enc: usize,
+    pub hidden: usize,
+    pub form: GruForm,
+}
+
 /// RNNsearch's decoder.
 #[derive(Clone, Debug)]
 pub struct AttentionDecoder {
@@ -71,9 +81,10 @@ pub struct AttentionDecoder {
 }
 
 impl AttentionDecoder {
-    pub fn new(emb: usize, enc: usize, hidden: usize, att: usize, pb: &ParamBuilder) -> Result<Self> {
+    pub fn new(dims: DecoderDims, att: usize, pb: &ParamBuilder) -> Result<Self> {
+        let DecoderDims { emb, enc, hidden, form } = dims;
         Ok(AttentionDecoder {
-            gru: Gru::new(emb, hidden, &pb.pp("gru"))?,
+            gru: Gru::new(emb, hidden, form, &pb.pp("gru"))?,
             c: pb.get("c", &[2 * enc, 3 * hidden], Init::Normal)?,
             w_s: pb.get("w_s", &[enc, hidden], Init::Normal)?,
             b_s: pb.get("b_s", &[hidden], Init::Zeros)?,
@@ -113,11 +124,14 @@ pub struct SummaryDecoder {
     pub b_v: Tensor,
     pub v_init: Tensor,
     pub b_init: Tensor,
+    /// The reset-after form's `b_h (3n)`, added to `C c`.
+    pub b_h: Option<Tensor>,
     pub hidden: usize,
 }
 
 impl SummaryDecoder {
-    pub fn new(emb: usize, enc: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
+    pub fn new(dims: DecoderDims, pb: &ParamBuilder) -> Result<Self> {
+        let DecoderDims { emb, enc, hidden, form } = dims;
         Ok(SummaryDecoder {
             w: pb.get("w", &[emb, 3 * hidden], Init::Normal)?,
             b: pb.get("b", &[3 * hidden], Init::Zeros)?,
@@ -127,6 +141,10 @@ impl SummaryDecoder {
             b_v: pb.get("b_v", &[hidden], Init::Zeros)?,
             v_init: pb.get("v_init", &[hidden, hidden], Init::Normal)?,
             b_init: pb.get("b_init", &[hidden], Init::Zeros)?,
+            b_h: match form {
+                GruForm::Paper => None,
+                GruForm::ResetAfter => Some(pb.get("b_h", &[3 * hidden], Init::Zeros)?),
+            },
             hidden,
         })
     }
@@ -148,12 +166,18 @@ impl SummaryDecoder {
             return Err(crate::Error::Config("summary decoder given an attention memory".into()));
         };
         let n = self.hidden;
-        let hc = (h.matmul(&self.u)? + gate_ctx)?;
-        let rz = candle_nn::ops::sigmoid(&(gi.narrow(D::Minus1, 0, 2 * n)? + hc.narrow(D::Minus1, 0, 2 * n)?)?)?;
-        let r = rz.narrow(D::Minus1, 0, n)?;
-        let z = rz.narrow(D::Minus1, n, n)?;
-        let cand = (gi.narrow(D::Minus1, 2 * n, n)? + (r * hc.narrow(D::Minus1, 2 * n, n)?)?)?.tanh()?;
-        let state = (&cand + (z * (h - &cand)?)?)?;
+        let ghb = self.recurrent_term(gate_ctx)?;
+        let u = (&self.u.narrow(D::Minus1, 0, 2 * n)?, &self.u.narrow(D::Minus1, 2 * n, n)?);
+        let state = cell_step(GruForm::ResetAfter, gi, h, u, Some(&ghb))?;
         Ok(StepOut { state, ctx: None, alpha: None })
+    }
+
+    /// The per-sentence recurrent term `C c (+ b_h)` `(batch, 3n)`: the paper's decoder
+    /// resets `U' h' + C c` as a whole, the reset-after cell's way, whichever `model.gru` is.
+    pub fn recurrent_term(&self, gate_ctx: &Tensor) -> Result<Tensor> {
+        match &self.b_h {
+            Some(b) => Ok(gate_ctx.broadcast_add(b)?),
+            None => Ok(gate_ctx.clone()),
+        }
     }
 }

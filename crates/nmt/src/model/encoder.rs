@@ -7,6 +7,7 @@ use candle_core::Tensor;
 
 use super::gru::Gru;
 use super::params::ParamBuilder;
+use crate::config::GruForm;
 use crate::error::Result;
 
 /// Bidirectional GRU encoder.
@@ -17,8 +18,8 @@ pub struct BiGruEncoder {
 }
 
 impl BiGruEncoder {
-    pub fn new(emb: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
-        Ok(BiGruEncoder { fwd: Gru::new(emb, hidden, &pb.pp("fwd"))?, bwd: Gru::new(emb, hidden, &pb.pp("bwd"))? })
+    pub fn new(emb: usize, hidden: usize, form: GruForm, pb: &ParamBuilder) -> Result<Self> {
+        Ok(BiGruEncoder { fwd: Gru::new(emb, hidden, form, &pb.pp("fwd"))?, bwd: Gru::new(emb, hidden, form, &pb.pp("bwd"))? })
     }
 
     /// `x: (batch, src_len, m)`, `mask: (batch, src_len)` → annotations `(batch, src_len, 2n)` and
@@ -38,8 +39,8 @@ pub struct GruEncoder {
 }
 
 impl GruEncoder {
-    pub fn new(emb: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
-        Ok(GruEncoder { gru: Gru::new(emb, hidden, &pb.pp("gru"))? })
+    pub fn new(emb: usize, hidden: usize, form: GruForm, pb: &ParamBuilder) -> Result<Self> {
+        Ok(GruEncoder { gru: Gru::new(emb, hidden, form, &pb.pp("gru"))? })
     }
 
     /// `x: (batch, src_len, m)` → `h^(T)` `(batch, n)`, each sentence's state after its last word.

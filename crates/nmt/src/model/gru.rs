@@ -7,6 +7,7 @@
 //! h  = z ⊙ h_prev + (1 − z) ⊙ h~
 //! ```
 //! (RNNsearch writes `(1 − z) ⊙ h_prev + z ⊙ h~`: the same cell with `z` relabelled.)
+//! `model.gru = "reset-after"` selects cuDNN's cell instead, `h~ = tanh(W x + b + r ⊙ (U h + b_h))`.
 //!
 //! Speed by shape (Marian): the input projection `W x + b` of a whole sequence is one matmul,
 //! done by the caller ([`Gru::project`]); the per-step work is `h U_rz`, `(r ⊙ h) U` and
@@ -15,6 +16,7 @@
 use candle_core::{Tensor, D};
 
 use super::params::{Init, ParamBuilder};
+use crate::config::GruForm;
 use crate::error::Result;
 
 /// One GRU layer's weights.
@@ -28,18 +30,39 @@ pub struct Gru {
     pub u_rz: Tensor,
     /// `(n, n)`: `U` of the candidate.
     pub u: Tensor,
+    /// `(3n)`: the reset-after cell's recurrent bias `b_h` (none for the paper's cell).
+    pub b_h: Option<Tensor>,
+    pub form: GruForm,
     pub hidden: usize,
 }
 
 impl Gru {
-    pub fn new(input: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
+    pub fn new(input: usize, hidden: usize, form: GruForm, pb: &ParamBuilder) -> Result<Self> {
         Ok(Gru {
             w: pb.get("w", &[input, 3 * hidden], Init::Normal)?,
             b: pb.get("b", &[3 * hidden], Init::Zeros)?,
             u_rz: pb.get("u_rz", &[hidden, 2 * hidden], Init::OrthogonalBlocks)?,
             u: pb.get("u", &[hidden, hidden], Init::OrthogonalBlocks)?,
+            b_h: match form {
+                GruForm::Paper => None,
+                GruForm::ResetAfter => Some(pb.get("b_h", &[3 * hidden], Init::Zeros)?),
+            },
+            form,
             hidden,
         })
+    }
+
+    /// `[U_r | U_z | U] (n, 3n)`, the fused kernels' layout.
+    pub fn u_cat(&self) -> Result<Tensor> {
+        Ok(Tensor::cat(&[&self.u_rz, &self.u], 1)?)
+    }
+
+    /// The recurrent bias `(3n)`: `b_h`, or zeros for the paper's cell.
+    pub fn bias_h(&self) -> Result<Tensor> {
+        match &self.b_h {
+            Some(b) => Ok(b.clone()),
+            None => Ok(Tensor::zeros(3 * self.hidden, self.w.dtype(), self.w.device())?),
+        }
     }
 
     /// Input projections `x W + b` for a whole batch of sequences at once.
@@ -51,15 +74,7 @@ impl Gru {
     /// One step. `gi: (batch, 3n)` is the input's projection (plus any extra input term such as
     /// RNNsearch's `C c_i`), `h: (batch, n)` → new `h: (batch, n)`.
     pub fn step(&self, gi: &Tensor, h: &Tensor) -> Result<Tensor> {
-        let n = self.hidden;
-        let gi_rz = gi.narrow(D::Minus1, 0, 2 * n)?;
-        let gi_c = gi.narrow(D::Minus1, 2 * n, n)?;
-        let rz = candle_nn::ops::sigmoid(&(gi_rz + h.matmul(&self.u_rz)?)?)?;
-        let r = rz.narrow(D::Minus1, 0, n)?;
-        let z = rz.narrow(D::Minus1, n, n)?;
-        let cand = (gi_c + (r * h)?.matmul(&self.u)?)?.tanh()?;
-        // z ⊙ h + (1 − z) ⊙ h~  =  h~ + z ⊙ (h − h~)
-        Ok((&cand + (z * (h - &cand)?)?)?)
+        cell_step(self.form, gi, h, (&self.u_rz, &self.u), self.b_h.as_ref())
     }
 
     /// Runs over a padded batch. `gi: (batch, len, 3n)` from [`Gru::project`], `mask: (batch, len)`
@@ -81,6 +96,31 @@ impl Gru {
         let states: Vec<Tensor> = states.into_iter().flatten().collect();
         Ok((Tensor::stack(&states, 1)?, h))
     }
+}
+
+/// One GRU step from composed candle ops, either form (`kernels/gru_cell.rs` is its fused twin):
+/// `gi (batch, 3n)`, `h (batch, n)`, `u = (U_rz (n, 2n), U (n, n))`, and `ghb`, a recurrent term
+/// broadcastable to `(batch, 3n)` (`b_h`, RNNenc's `C c`, or none).
+pub fn cell_step(form: GruForm, gi: &Tensor, h: &Tensor, u: (&Tensor, &Tensor), ghb: Option<&Tensor>) -> Result<Tensor> {
+    let n = h.dim(D::Minus1)?;
+    let (u_rz, u_n) = u;
+    let part = |x: Tensor, at: usize, len: usize| -> Result<Tensor> {
+        match ghb {
+            Some(g) => Ok(x.broadcast_add(&g.narrow(D::Minus1, at, len)?)?),
+            None => Ok(x),
+        }
+    };
+    let gh_rz = part(h.matmul(u_rz)?, 0, 2 * n)?;
+    let rz = candle_nn::ops::sigmoid(&(gi.narrow(D::Minus1, 0, 2 * n)? + gh_rz)?)?;
+    let r = rz.narrow(D::Minus1, 0, n)?;
+    let z = rz.narrow(D::Minus1, n, n)?;
+    let gi_c = gi.narrow(D::Minus1, 2 * n, n)?;
+    let cand = match form {
+        GruForm::Paper => (gi_c + part((r * h)?.matmul(u_n)?, 2 * n, n)?)?.tanh()?,
+        GruForm::ResetAfter => (gi_c + (r * part(h.matmul(u_n)?, 2 * n, n)?)?)?.tanh()?,
+    };
+    // z ⊙ h + (1 − z) ⊙ h~  =  h~ + z ⊙ (h − h~)
+    Ok((&cand + (z * (h - &cand)?)?)?)
 }
 
 /// `x W + b` for every position as one matmul: `(batch, len, in)` → `(batch, len, out)`.

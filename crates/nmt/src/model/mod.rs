@@ -7,6 +7,7 @@ pub mod attention;
 pub mod decoder;
 pub mod dropout;
 pub mod encoder;
+mod fused;
 pub mod gru;
 pub mod inputs;
 pub mod output;
@@ -14,10 +15,10 @@ pub mod params;
 
 use candle_core::{DType, Device, Tensor, D};
 
-use crate::config::{Arch, ModelConfig, OutputState};
+use crate::config::{Arch, Impl, ModelConfig, OutputState};
 use crate::error::Result;
 use attention::logsumexp_last;
-use decoder::{AttentionDecoder, Encoded, Memory, StepOut, SummaryDecoder};
+use decoder::{AttentionDecoder, DecoderDims, Encoded, Memory, StepOut, SummaryDecoder};
 use dropout::Dropout;
 use encoder::{BiGruEncoder, GruEncoder};
 pub use inputs::BatchTensors;
@@ -37,6 +38,8 @@ pub struct Seq2Seq {
     tgt_emb: Tensor,
     core: Core,
     out: DeepOutput,
+    /// How the training loss is computed (see [`Seq2Seq::set_impl`]).
+    imp: Impl,
 }
 
 /// Teacher-forced loss of a batch.
@@ -71,18 +74,19 @@ impl Seq2Seq {
         let (m, n) = (cfg.emb_dim, cfg.hidden_dim);
         let src_emb = pb.get("src_emb", &[cfg.src_vocab, m], Init::Normal)?;
         let tgt_emb = pb.get("tgt_emb", &[cfg.tgt_vocab, m], Init::Normal)?;
+        let dims = DecoderDims { emb: m, enc: n, hidden: n, form: cfg.gru };
         let (core, ctx_dim) = match cfg.arch {
             Arch::Rnnsearch => (
                 Core::Search {
-                    enc: BiGruEncoder::new(m, n, &pb.pp("encoder"))?,
-                    dec: AttentionDecoder::new(m, n, n, cfg.att_dim, &pb.pp("decoder"))?,
+                    enc: BiGruEncoder::new(m, n, cfg.gru, &pb.pp("encoder"))?,
+                    dec: AttentionDecoder::new(dims, cfg.att_dim, &pb.pp("decoder"))?,
                 },
                 2 * n,
             ),
             Arch::Rnnenc => (
                 Core::Enc {
-                    enc: GruEncoder::new(m, n, &pb.pp("encoder"))?,
-                    dec: SummaryDecoder::new(m, n, n, &pb.pp("decoder"))?,
+                    enc: GruEncoder::new(m, n, cfg.gru, &pb.pp("encoder"))?,
+                    dec: SummaryDecoder::new(dims, &pb.pp("decoder"))?,
                 },
                 n,
             ),
@@ -95,7 +99,7 @@ impl Seq2Seq {
                 unclaimed.join(", ")
             )));
         }
-        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, out })
+        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, out, imp: Impl::Fused })
     }
 
     pub fn device(&self) -> &Device {
@@ -204,8 +208,27 @@ impl Seq2Seq {
         self.out.logits(&hidden)
     }
 
+    /// Chooses the loss's implementation. `Fused` (the default) runs the kernels for a model on
+    /// the CPU in f32 or f64; on another device or dtype the composed ops run whatever is set.
+    pub fn set_impl(&mut self, imp: Impl) {
+        self.imp = imp;
+    }
+
+    /// The implementation the loss runs on, given the device and dtype.
+    pub fn loss_impl(&self) -> Impl {
+        let host = self.device().is_cpu() && matches!(self.dtype(), DType::F32 | DType::F64);
+        if self.imp == Impl::Fused && host {
+            Impl::Fused
+        } else {
+            Impl::Ops
+        }
+    }
+
     /// Per-token negative log-likelihood `(B·T)`, zero at padding.
     fn token_nll(&self, batch: &BatchTensors, dropout: Option<&mut Dropout>) -> Result<Tensor> {
+        if self.loss_impl() == Impl::Fused {
+            return self.token_nll_fused(batch, dropout);
+        }
         let mut dropout = dropout;
         let enc = self.encode(&batch.src, &batch.src_mask, dropout.as_deref_mut())?;
         let logits = self.teacher_forced_logits(&enc, &batch.tgt_in, dropout)?;

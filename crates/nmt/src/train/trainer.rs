@@ -144,7 +144,8 @@ fn start(cfg: &Config, corpus: &nmt_data::ParallelCorpus, device: &Device, ui: &
     let mut mc = cfg.model.clone();
     mc.src_vocab = src.vocab_size();
     mc.tgt_vocab = tgt.vocab_size();
-    let model = Seq2Seq::fresh(&mc, cfg.train.seed, DType::F32, device)?;
+    let mut model = Seq2Seq::fresh(&mc, cfg.train.seed, DType::F32, device)?;
+    model.set_impl(cfg.train.imp);
     let opt = Optimizer::new(model.params.named_vars(), &cfg.train)?;
     let meta = ModelMeta { config: mc, search: cfg.search.clone(), src, tgt, step: 0 };
     Ok(Run { model, meta, opt, progress: TrainProgress::default() })
@@ -170,7 +171,9 @@ fn resume(cfg: &Config, path: &std::path::Path, device: &Device, ui: &mut dyn Pr
     ui.on_message(&format!("resuming from {} at update {}", path.display(), ck.progress.step));
     let mut meta = ck.loaded.meta;
     meta.search = cfg.search.clone();
-    Ok(Run { model: ck.loaded.model, meta, opt, progress: ck.progress })
+    let mut model = ck.loaded.model;
+    model.set_impl(cfg.train.imp);
+    Ok(Run { model, meta, opt, progress: ck.progress })
 }
 
 fn write_config(cfg: &Config, meta: &ModelMeta, dir: &std::path::Path) -> Result<()> {

@@ -1,0 +1,212 @@
+//! One GRU step for a block of batch rows, forward and backward: the arithmetic shared by the
+//! GRU-sequence op (`gru.rs`), the bidirectional op (`bigru.rs`), the attention decoder
+//! (`attn_decoder.rs`, `attn_backward.rs`) and the host search (`crate::infer`).
+//!
+//! Gate blocks are ordered `[r | z | n]`; `U (H, 3H) = [U_r | U_z | U_n]`. Each row brings its
+//! input term `gi = W x + b (+ C c)` and a per-row recurrent term `ghb` (a bias `b_h`, RNNenc's
+//! `C c`, or zero), held in `gh` on entry. The two forms of the cell ([`GruForm`]):
+//!
+//! ```text
+//! r = σ(gi_r + h U_r + ghb_r),  z = σ(gi_z + h U_z + ghb_z)
+//! paper:        n = tanh(gi_n + (r ⊙ h) U_n + ghb_n)      two GEMMs per step: h U_rz, q U_n
+//! reset-after:  n = tanh(gi_n + r ⊙ (h U_n + ghb_n))      one GEMM per step:  h U
+//! h' = n + z ⊙ (h − n)        (Cho et al. 2014 eq. 5–8: h' = z h + (1 − z) h~)
+//! ```
+//! `gh` ends holding `[h U_rz + ghb_rz | q U_n + ghb_n]` (paper, with `q = r ⊙ h` kept in `q`)
+//! or `h U + ghb` (reset-after): what the backward pass and the `dU` GEMMs need.
+//!
+//! Rows that are not `active` (a sentence's padding) carry their state: `h' = h`, and in the
+//! backward pass their gradient passes straight through (the masked update of `model/gru.rs`).
+use super::gemm::{matmul, Mat, Real};
+pub use crate::config::GruForm;
+
+/// Row `b` of a `(rows, ·)` view starts at `off + b · stride`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rows {
+    pub off: usize,
+    pub stride: usize,
+}
+
+impl Rows {
+    #[inline(always)]
+    pub fn at(self, b: usize) -> usize {
+        self.off + b * self.stride
+    }
+}
+
+/// The cell: its form, `U (H, 3H)` and, for the backward pass, `Uᵀ (3H, H)`.
+pub(crate) struct Cell<'a, T> {
+    pub form: GruForm,
+    pub hidden: usize,
+    pub u: &'a [T],
+}
+
+/// A step's read-only inputs: previous states `hp (nb, H)`, the rows of `gi` and of `gh`, and
+/// which rows are live.
+pub(crate) struct StepIn<'a, T> {
+    pub hp: &'a [T],
+    pub gi: (&'a [T], Rows),
+    pub active: &'a [bool],
+}
+
+#[inline(always)]
+fn sig_tanh<T: Real>(form: GruForm, g: &[T], hh: &[T], j: usize, h: usize) -> (T, T, T) {
+    let r = (g[j] + hh[j]).sigmoid_fast();
+    let z = (g[h + j] + hh[h + j]).sigmoid_fast();
+    let n = match form {
+        GruForm::Paper => (g[2 * h + j] + hh[2 * h + j]).tanh_fast(),
+        GruForm::ResetAfter => (g[2 * h + j] + r * hh[2 * h + j]).tanh_fast(),
+    };
+    (r, z, n)
+}
+
+impl<T: Real> Cell<'_, T> {
+    /// Forward step: `gh` rows hold `ghb` on entry; writes the new states into `out` rows and,
+    /// for the paper form, `q = r ⊙ h` into `q` rows.
+    #[inline(always)]
+    pub fn forward(&self, x: &StepIn<'_, T>, gh: (&mut [T], Rows), q: (&mut [T], Rows), out: (&mut [T], Rows)) {
+        let h = self.hidden;
+        let nb = x.active.len();
+        let (gi, gir) = x.gi;
+        let (gh, ghr) = gh;
+        let hp = Mat::new(x.hp, nb, h);
+        match self.form {
+            GruForm::ResetAfter => matmul(gh, ghr.off, ghr.stride, hp, Mat::new(self.u, h, 3 * h), true, 1),
+            GruForm::Paper => {
+                matmul(gh, ghr.off, ghr.stride, hp, Mat::strided(self.u, 0, h, 2 * h, 3 * h), true, 1);
+                let (q, qr) = q;
+                for b in 0..nb {
+                    let (g, hh) = (&gi[gir.at(b)..][..h], &gh[ghr.at(b)..][..h]);
+                    let (hpb, qb) = (&x.hp[b * h..(b + 1) * h], &mut q[qr.at(b)..][..h]);
+                    for j in 0..h {
+                        qb[j] = (g[j] + hh[j]).sigmoid_fast() * hpb[j];
+                    }
+                }
+                let qm = Mat::strided(q, qr.off, nb, h, qr.stride);
+                matmul(gh, ghr.off + 2 * h, ghr.stride, qm, Mat::strided(self.u, 2 * h, h, h, 3 * h), true, 1);
+            }
+        }
+        let (out, outr) = out;
+        for b in 0..nb {
+            let hpb = &x.hp[b * h..(b + 1) * h];
+            let ht = &mut out[outr.at(b)..][..h];
+            if !x.active[b] {
+                ht.copy_from_slice(hpb);
+                continue;
+            }
+            let (g, hh) = (&gi[gir.at(b)..][..3 * h], &gh[ghr.at(b)..][..3 * h]);
+            for j in 0..h {
+                let (_, z, n) = sig_tanh(self.form, g, hh, j, h);
+                ht[j] = n + z * (hpb[j] - n);
+            }
+        }
+    }
+
+    /// Backward step. `dh (nb, H)` is the whole gradient reaching the new states; writes the
+    /// rows of `dgi` and `dgh` (the gradient of `gh`'s pre-activations: `dghb`, and through the
+    /// `dU` GEMMs the weights) and overwrites `carry (nb, H)` with the gradient of `hp`.
+    /// `ut` is `Uᵀ (3H, H)`; `dq (nb, H)` is scratch.
+    #[inline(always)]
+    pub fn backward(&self, x: &StepIn<'_, T>, gh: (&[T], Rows), dh: &[T], ut: &[T], grads: StepGrads<'_, T>) {
+        let h = self.hidden;
+        let nb = x.active.len();
+        let (gi, gir) = x.gi;
+        let (gh, ghr) = gh;
+        let StepGrads { dgi: (dgi, dgir), dgh: (dgh, dghr), carry, dq } = grads;
+        for b in 0..nb {
+            let (dgi_b, dgh_b) = (&mut dgi[dgir.at(b)..][..3 * h], &mut dgh[dghr.at(b)..][..3 * h]);
+            let (dhb, cr) = (&dh[b * h..(b + 1) * h], &mut carry[b * h..(b + 1) * h]);
+            if !x.active[b] {
+                dgi_b.fill(T::ZERO);
+                dgh_b.fill(T::ZERO);
+                cr.copy_from_slice(dhb);
+                continue;
+            }
+            let (g, hh) = (&gi[gir.at(b)..][..3 * h], &gh[ghr.at(b)..][..3 * h]);
+            let hpb = &x.hp[b * h..(b + 1) * h];
+            for j in 0..h {
+                let (r, z, n) = sig_tanh(self.form, g, hh, j, h);
+                let d = dhb[j];
+                let dpn = d * (T::ONE - z) * (T::ONE - n * n);
+                let dpz = d * (hpb[j] - n) * z * (T::ONE - z);
+                dgi_b[h + j] = dpz;
+                dgh_b[h + j] = dpz;
+                dgi_b[2 * h + j] = dpn;
+                cr[j] = d * z;
+                if self.form == GruForm::ResetAfter {
+                    let dpr = dpn * hh[2 * h + j] * r * (T::ONE - r);
+                    dgi_b[j] = dpr;
+                    dgh_b[j] = dpr;
+                    dgh_b[2 * h + j] = dpn * r;
+                } else {
+                    dgh_b[2 * h + j] = dpn;
+                }
+            }
+        }
+        match self.form {
+            GruForm::ResetAfter => {
+                // carry += dGH Uᵀ.
+                let dm = Mat::strided(dgh, dghr.off, nb, 3 * h, dghr.stride);
+                matmul(carry, 0, h, dm, Mat::new(ut, 3 * h, h), true, 1);
+            }
+            GruForm::Paper => {
+                // dq = dGH_n U_nᵀ; then dr = dq ⊙ h, and h gets dq ⊙ r and dGH_rz U_rzᵀ.
+                let dn = Mat::strided(dgh, dghr.off + 2 * h, nb, h, dghr.stride);
+                matmul(dq, 0, h, dn, Mat::new(&ut[2 * h * h..], h, h), false, 1);
+                for b in 0..nb {
+                    if !x.active[b] {
+                        continue;
+                    }
+                    let (g, hh) = (&gi[gir.at(b)..][..h], &gh[ghr.at(b)..][..h]);
+                    let hpb = &x.hp[b * h..(b + 1) * h];
+                    let (dqb, cr) = (&dq[b * h..(b + 1) * h], &mut carry[b * h..(b + 1) * h]);
+                    let (dgi_b, dgh_b) = (&mut dgi[dgir.at(b)..][..h], &mut dgh[dghr.at(b)..][..h]);
+                    for j in 0..h {
+                        let r = (g[j] + hh[j]).sigmoid_fast();
+                        let dpr = dqb[j] * hpb[j] * r * (T::ONE - r);
+                        dgi_b[j] = dpr;
+                        dgh_b[j] = dpr;
+                        cr[j] += dqb[j] * r;
+                    }
+                }
+                let drz = Mat::strided(dgh, dghr.off, nb, 2 * h, dghr.stride);
+                matmul(carry, 0, h, drz, Mat::new(&ut[..2 * h * h], 2 * h, h), true, 1);
+            }
+        }
+    }
+}
+
+/// The gradient outputs of [`Cell::backward`].
+pub(crate) struct StepGrads<'a, T> {
+    pub dgi: (&'a mut [T], Rows),
+    pub dgh: (&'a mut [T], Rows),
+    pub carry: &'a mut [T],
+    pub dq: &'a mut [T],
+}
+
+/// `dU (H, 3H)` over all `n` steps at once: `H_prevᵀ dGH` (reset-after), or
+/// `[H_prevᵀ dGH_rz | Qᵀ dGH_n]` (paper). Inactive rows have `dGH = 0` and add nothing.
+pub(crate) fn u_grad<T: Real>(form: GruForm, h: usize, hprev: &[T], q: &[T], dgh: &[T], threads: usize) -> Vec<T> {
+    let n = dgh.len() / (3 * h);
+    let mut du = vec![T::ZERO; h * 3 * h];
+    let hp = Mat::new(hprev, n, h).t();
+    match form {
+        GruForm::ResetAfter => matmul(&mut du, 0, 3 * h, hp, Mat::new(dgh, n, 3 * h), false, threads),
+        GruForm::Paper => {
+            matmul(&mut du, 0, 3 * h, hp, Mat::strided(dgh, 0, n, 2 * h, 3 * h), false, threads);
+            let qm = Mat::new(q, n, h).t();
+            matmul(&mut du, 2 * h, 3 * h, qm, Mat::strided(dgh, 2 * h, n, h, 3 * h), false, threads);
+        }
+    }
+    du
+}
+
+/// The reset-after cell for one row whose `hh = h U + ghb` is already computed.
+#[inline(always)]
+pub(crate) fn reset_after_row<T: Real>(g: &[T], hh: &[T], hp: &[T], ht: &mut [T]) {
+    let h = ht.len();
+    for j in 0..h {
+        let (_, z, n) = sig_tanh(GruForm::ResetAfter, g, hh, j, h);
+        ht[j] = n + z * (hp[j] - n);
+    }
+}

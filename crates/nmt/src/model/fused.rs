@@ -1,0 +1,126 @@
+//! [`Seq2Seq`]'s teacher-forced loss on the fused CPU kernels (`crate::kernels`): the same
+//! parameters, the same dropout masks (drawn in the same order and shapes) and the same
+//! numbers as the composed candle ops of `mod.rs`, which stay as its reference twin
+//! (`tests/fused_model.rs` checks loss and every gradient, f64 to 1e-10, f32 to 2e-5).
+//!
+//! Per batch the graph has a handful of nodes instead of a few per time step:
+//! - RNNsearch: source embeddings → one GEMM for both directions' `x W + b` (`linear`) → the
+//!   bidirectional GRU op (source lengths inside) → `U_a h_j` → the attention-decoder op over
+//!   all target steps → one GEMM for the deep output `[s; E y; c] [O_h; O_y; O_c] + b`.
+//! - RNNenc: `x W + b` → the GRU op → `c = tanh(V h_T)`, `h'_0 = tanh(V' c)` → the GRU op again
+//!   for the decoder, with `C c` as each sentence's recurrent term and `h'_0` as its start →
+//!   `[s; E y] [O_h; O_y] + b + O_c c`.
+//!
+//! then maxout (`maxout_pairs`) and the output projection fused with its log-softmax and NLL
+//! (`proj_nll`), which never materialises the `(B·T, K_y)` probabilities' gradient twice.
+//!
+//! Shapes: `B` sentences, `S`/`T` padded source/target lengths, `m` embedding, `n` hidden,
+//! `l` maxout units.
+use candle_core::Tensor;
+
+use super::dropout::Dropout;
+use super::inputs::BatchTensors;
+use super::{Core, Seq2Seq};
+use crate::config::{GruForm, OutputState};
+use crate::error::Result;
+use crate::kernels::{attn_decoder, bigru, gru, linear, maxout, proj_nll};
+
+/// Each sentence's number of real tokens (at least 1) from a `(B, S)` 0/1 mask.
+fn lengths(mask: &Tensor) -> Result<Vec<usize>> {
+    let per = mask.sum(1)?.to_dtype(candle_core::DType::F64)?.to_vec1::<f64>()?;
+    Ok(per.into_iter().map(|x| (x.round() as usize).max(1)).collect())
+}
+
+/// `(B, T, n)` decoder states → the ones the deep output reads: `s_i` or `s_{i-1}`.
+fn output_states(cur: &Tensor, init: &Tensor, which: OutputState) -> Result<Tensor> {
+    match which {
+        OutputState::Current => Ok(cur.clone()),
+        OutputState::Previous => {
+            let t = cur.dim(1)?;
+            Ok(Tensor::cat(&[&init.unsqueeze(1)?, &cur.narrow(1, 0, t - 1)?], 1)?)
+        }
+    }
+}
+
+impl Seq2Seq {
+    /// Per-token negative log-likelihood `(B·T)`, zero at padding, on the fused kernels.
+    pub(super) fn token_nll_fused(&self, batch: &BatchTensors, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
+        let (b, s) = batch.src.dims2()?;
+        let (_, t) = batch.tgt_in.dims2()?;
+        let (m, n) = (self.cfg.emb_dim, self.cfg.hidden_dim);
+        let src_lens = lengths(&batch.src_mask)?;
+        // Dropout masks in the composed path's order: source, target embeddings, maxout.
+        let mut x = self.src_emb.index_select(&batch.src.flatten_all()?, 0)?;
+        if let Some(d) = dropout.as_deref_mut() {
+            x = d.apply(&x.reshape((b, s, m))?)?.reshape((b * s, m))?;
+        }
+        let mut ey = self.tgt_emb.index_select(&batch.tgt_in.flatten_all()?, 0)?;
+        if let Some(d) = dropout.as_deref_mut() {
+            ey = d.apply(&ey.reshape((b, t, m))?)?.reshape((b * t, m))?;
+        }
+        let pre = match &self.core {
+            Core::Search { enc, dec } => {
+                let w = Tensor::cat(&[&enc.fwd.w, &enc.bwd.w], 1)?;
+                let bias = Tensor::cat(&[&enc.fwd.b, &enc.bwd.b], 0)?;
+                let gi = linear::linear(&x, &w, &bias)?.reshape((b, s, 6 * n))?;
+                let u = Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?;
+                let bh = Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?;
+                let ann = bigru::bigru_sequence(&gi, &u, &bh, self.cfg.gru, &src_lens)?;
+                let back_first = ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, n, n)?;
+                let s0 = dec.init_state(&back_first)?;
+                let uh = dec.att.precompute(&ann)?;
+                let gie = linear::linear(&ey, &dec.gru.w, &dec.gru.b)?;
+                let seq = Tensor::cat(&[gie.flatten_all()?, s0.flatten_all()?], 0)?;
+                let memory = Tensor::cat(&[&ann, &uh], 2)?;
+                let att = &dec.att;
+                let packed = [&att.w_a, &att.b_a, &att.v_a, &dec.c, &dec.gru.u_cat()?, &dec.gru.bias_h()?]
+                    .iter()
+                    .map(|p| p.flatten_all())
+                    .collect::<candle_core::Result<Vec<_>>>()?;
+                let dims = attn_decoder::AttnDims {
+                    batch: b,
+                    tgt_len: t,
+                    src_len: s,
+                    hidden: n,
+                    ctx: 2 * n,
+                    att: self.cfg.att_dim,
+                    lens: src_lens,
+                    form: self.cfg.gru,
+                };
+                let out = attn_decoder::attention_decoder(&seq, &memory, &Tensor::cat(&packed, 0)?, dims)?;
+                let states = output_states(&out.narrow(2, 0, n)?, &s0, self.cfg.output_state)?;
+                let rows = Tensor::cat(&[&states, &ey.reshape((b, t, m))?, &out.narrow(2, n, 2 * n)?], 2)?;
+                let o = &self.out;
+                let w_out = Tensor::cat(&[&o.o_h, &o.o_y, &o.o_c], 0)?;
+                linear::linear(&rows.reshape((b * t, 3 * n + m))?, &w_out, &o.b)?
+            }
+            Core::Enc { enc, dec } => {
+                let g = &enc.gru;
+                let gi = linear::linear(&x, &g.w, &g.b)?.reshape((b, s, 3 * n))?;
+                let zeros = Tensor::zeros((b, n), x.dtype(), x.device())?;
+                let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, 3 * n))?, &zeros], 1)?;
+                let hs = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, self.cfg.gru, false, &src_lens)?;
+                let (c, init) = dec.summarise(&hs.narrow(1, s - 1, 1)?.squeeze(1)?)?;
+                let ghb = dec.recurrent_term(&c.matmul(&dec.c)?)?;
+                let gie = linear::linear(&ey, &dec.w, &dec.b)?.reshape((b, t, 3 * n))?;
+                let dec_rows = Tensor::cat(&[&ghb, &init], 1)?;
+                // The paper's decoder resets `U' h' + C c` as a whole: the reset-after cell.
+                let cur = gru::gru_sequence(&gie, &dec.u, &dec_rows, GruForm::ResetAfter, false, &vec![t; b])?;
+                let states = output_states(&cur, &init, self.cfg.output_state)?;
+                let rows = Tensor::cat(&[&states, &ey.reshape((b, t, m))?], 2)?.reshape((b * t, n + m))?;
+                let o = &self.out;
+                let pre = linear::linear(&rows, &Tensor::cat(&[&o.o_h, &o.o_y], 0)?, &o.b)?;
+                let ctx = o.project_context(&c)?.unsqueeze(1)?; // (B, 1, 2l)
+                let l2 = 2 * self.cfg.maxout_dim;
+                pre.reshape((b, t, l2))?.broadcast_add(&ctx)?.reshape((b * t, l2))?
+            }
+        };
+        let mut hidden = maxout::maxout_pairs(&pre)?;
+        if let Some(d) = dropout {
+            hidden = d.apply(&hidden)?;
+        }
+        let targets = batch.tgt_out.to_vec1::<u32>()?;
+        let nll = proj_nll::proj_nll(&hidden, &self.out.g, &self.out.b_g, &targets)?;
+        Ok((nll * &batch.tgt_mask)?)
+    }
+}

@@ -1,0 +1,93 @@
+//! `Seq2Seq`'s loss on the fused kernels against its composed-op twin: the loss and the gradient
+//! of every parameter, for both architectures, both GRU forms, both output states, batches whose
+//! sentences differ in length on both sides, and dropout on (the same masks on both paths).
+mod common;
+
+use candle_core::{DType, Device, Tensor};
+use nmt::config::{Arch, GruForm, Impl, OutputState};
+use nmt::data::batch::{Batch, Example};
+use nmt::model::dropout::Dropout;
+use nmt::model::{BatchTensors, Seq2Seq};
+
+/// Max |a − b| / max(1, |b|).
+fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
+    let a: Vec<f64> = a.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+    let b: Vec<f64> = b.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+    a.iter().zip(&b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
+}
+
+struct Case {
+    arch: Arch,
+    gru: GruForm,
+    output: OutputState,
+    dropout: f64,
+}
+
+/// The worst relative difference between the two paths over the loss and every gradient.
+fn compare(case: &Case, dtype: DType) -> f64 {
+    let dev = Device::Cpu;
+    let mut cfg = common::small_config(case.arch, 14, 6, 5);
+    cfg.att_dim = if case.arch == Arch::Rnnsearch { 4 } else { 0 };
+    cfg.maxout_dim = 3;
+    cfg.init_std = 0.4;
+    cfg.gru = case.gru;
+    cfg.output_state = case.output;
+    cfg.dropout = case.dropout;
+    let mut model = Seq2Seq::fresh(&cfg, 3, dtype, &dev).unwrap();
+    let examples = [
+        Example { src: vec![4, 5, 6, 7, 8, 3], tgt: vec![8, 9, 3] },
+        Example { src: vec![10, 11, 3], tgt: vec![5, 6, 7, 8, 9, 13, 3] },
+        Example { src: vec![4, 3], tgt: vec![11, 3] },
+        Example { src: vec![12, 13, 9, 3], tgt: vec![4, 12, 6, 3] },
+    ];
+    let rows: Vec<&Example> = examples.iter().collect();
+    let batch = Batch::from_examples(&rows, vec![0, 1, 2, 3]);
+    let bt = BatchTensors::new(&batch, dtype, &dev).unwrap();
+    let mut run = |imp: Impl| {
+        model.set_impl(imp);
+        let mut d = Dropout::new(cfg.dropout, 9, 4);
+        let drop = (cfg.dropout > 0.0).then_some(&mut d);
+        let loss = model.loss(&bt, drop).unwrap().mean;
+        let grads = loss.backward().unwrap();
+        let g: Vec<(String, Tensor)> = model
+            .params
+            .named_vars()
+            .into_iter()
+            .map(|(name, v)| {
+                let g = grads.get(v.as_tensor()).unwrap_or_else(|| panic!("{name}: no gradient")).clone();
+                (name, g)
+            })
+            .collect();
+        (loss, g)
+    };
+    let (lf, gf) = run(Impl::Fused);
+    let (lc, gc) = run(Impl::Ops);
+    let mut worst = max_rel(&lf, &lc);
+    for ((name, a), (_, b)) in gf.iter().zip(&gc) {
+        let d = max_rel(a, b);
+        assert!(d.is_finite(), "{name}: {d}");
+        worst = worst.max(d);
+    }
+    worst
+}
+
+#[test]
+fn fused_loss_and_gradients_equal_composed() {
+    let mut n = 0;
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for gru in [GruForm::Paper, GruForm::ResetAfter] {
+            for output in [OutputState::Previous, OutputState::Current] {
+                for dropout in [0.0, 0.3] {
+                    let case = Case { arch, gru, output, dropout };
+                    let e64 = compare(&case, DType::F64);
+                    let e32 = compare(&case, DType::F32);
+                    eprintln!("{arch:?} {gru:?} {output:?} dropout {dropout}: f64 {e64:.1e}, f32 {e32:.1e}");
+                    assert!(e64 < 1e-10, "{arch:?} {gru:?} {output:?} {dropout}: f64 differs by {e64:e}");
+                    assert!(e32 < 2e-5, "{arch:?} {gru:?} {output:?} {dropout}: f32 differs by {e32:e}");
+                    n += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(n, 16);
+}
