@@ -44,6 +44,8 @@ fn main() -> std::process::ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("NMT_LOG").unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only on a terminal: a log redirected to a file stays plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
     let result = match cli.command {

@@ -60,19 +60,17 @@ fn bench_beam_agrees_with_greedy() {
 /// more than 1 nat in 10 updates (it starts at ≈ ln 8000).
 #[test]
 fn fused_bench_model_learns() {
-    use nmt::kernels::adam::{adam_update, AdamStep};
+    use nmt::train::optim::Optimizer;
     let p = BenchParams::load(None, DType::F32, &Device::Cpu).unwrap();
     let batch = BenchBatch::load(None).unwrap();
-    let mut moments: Vec<(Vec<f32>, Vec<f32>)> = p.vars.iter().map(|v| (vec![0.0; v.elem_count()], vec![0.0; v.elem_count()])).collect();
+    let cfg = nmt::config::TrainConfig { clip_norm: 0.0, ..Default::default() };
+    let vars = p.vars.iter().enumerate().map(|(i, v)| (i.to_string(), v.clone())).collect();
+    let mut opt = Optimizer::new(vars, &cfg).unwrap();
     let mut losses = Vec::new();
-    for step in 1..=10 {
+    for _ in 1..=10 {
         let l = loss(&p, &batch, Impl::Fused).unwrap();
         losses.push(l.to_scalar::<f32>().unwrap());
-        let g = l.backward().unwrap();
-        for (var, (m, v)) in p.vars.iter().zip(moments.iter_mut()) {
-            let h = AdamStep { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, step };
-            adam_update(var.as_tensor(), g.get(var.as_tensor()).unwrap(), m, v, h).unwrap();
-        }
+        opt.update(&l.backward().unwrap()).unwrap();
     }
     eprintln!("losses {losses:?}");
     assert!(losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");

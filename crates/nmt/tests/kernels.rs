@@ -271,30 +271,33 @@ fn fused_maxout_matches_reshape_max() {
     }
 }
 
+/// The in-place optimiser update (Adam and Adadelta, with clipping) against the composed-op
+/// update of the same `Optimizer`, over five steps.
 #[test]
-fn fused_adam_matches_composed_update() {
-    use nmt::kernels::adam::{adam_update, AdamStep};
-    let mut rng = ChaCha8Rng::seed_from_u64(13);
-    let p = rand_var(&[300, 7], 1.0, DType::F32, &mut rng);
-    let mut pc = p.as_tensor().to_dtype(DType::F64).unwrap();
-    let (mut m, mut v) = (vec![0f32; 2100], vec![0f32; 2100]);
-    let (mut mc, mut vc) = (pc.zeros_like().unwrap(), pc.zeros_like().unwrap());
-    let (lr, b1, b2, eps) = (1e-2, 0.9, 0.999, 1e-8);
-    for step in 1..=5u64 {
-        let g = rand_var(&[300, 7], 1.0, DType::F32, &mut rng);
-        adam_update(p.as_tensor(), g.as_tensor(), &mut m, &mut v, AdamStep { lr, beta1: b1, beta2: b2, eps, step }).unwrap();
-        let g = g.as_tensor().to_dtype(DType::F64).unwrap();
-        mc = ((&mc * b1).unwrap() + (&g * (1.0 - b1)).unwrap()).unwrap();
-        vc = ((&vc * b2).unwrap() + (g.sqr().unwrap() * (1.0 - b2)).unwrap()).unwrap();
-        let mhat = (&mc / (1.0 - b1.powi(step as i32))).unwrap();
-        let vhat = (&vc / (1.0 - b2.powi(step as i32))).unwrap();
-        pc = (pc - ((mhat / (vhat.sqrt().unwrap() + eps).unwrap()).unwrap() * lr).unwrap()).unwrap();
+fn fused_optimiser_matches_composed_update() {
+    use nmt::config::{Impl, Optimizer as Kind, TrainConfig};
+    use nmt::train::optim::Optimizer;
+    for (kind, lr) in [(Kind::Adam, 1e-2), (Kind::Adadelta, 1.0)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(13);
+        let p = rand_var(&[300, 7], 1.0, DType::F32, &mut rng);
+        let pc = Var::from_tensor(&p.as_tensor().copy().unwrap()).unwrap();
+        let cfg = TrainConfig { optimizer: kind, lr, clip_norm: 5.0, ..TrainConfig::default() };
+        let mut fused = Optimizer::new(vec![("p".into(), p.clone())], &cfg).unwrap();
+        let cfg_ops = TrainConfig { imp: Impl::Ops, ..cfg.clone() };
+        let mut composed = Optimizer::new(vec![("p".into(), pc.clone())], &cfg_ops).unwrap();
+        for _ in 1..=5 {
+            let g = rand_var(&[300, 7], 1.0, DType::F32, &mut rng);
+            for (opt, var) in [(&mut fused, &p), (&mut composed, &pc)] {
+                let grads = (var.as_tensor() * g.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
+                opt.clip(&grads).unwrap();
+                opt.update(&grads).unwrap();
+            }
+        }
+        let err = max_rel(p.as_tensor(), pc.as_tensor());
+        eprintln!("{kind:?}: {err:.2e}");
+        assert!(err < 1e-5, "{kind:?}: {err}");
     }
-    let err = max_rel(p.as_tensor(), &pc);
-    eprintln!("adam: {err:.2e}");
-    assert!(err < 1e-5, "adam: {err}");
 }
-
 
 #[test]
 fn fused_projection_nll_and_linear_match_composed_ops() {

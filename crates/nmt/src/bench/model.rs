@@ -11,14 +11,7 @@ use crate::error::Result;
 use crate::kernels::gru_cell::GruForm;
 use crate::kernels::{attn_decoder, bigru, linear, maxout, proj_nll};
 
-/// Which implementation computes the loss.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Impl {
-    /// Composed candle ops, step by step.
-    Ops,
-    /// The fused kernels of `crate::kernels`.
-    Fused,
-}
+pub use crate::config::Impl;
 
 /// Mean NLL per target token of the batch.
 pub fn loss(p: &BenchParams, batch: &BenchBatch, imp: Impl) -> Result<Tensor> {

@@ -15,7 +15,6 @@ use crate::config::{Optimizer as OptimizerKind, TrainConfig};
 use crate::train::optim::Optimizer;
 use super::search::{beam, greedy, SearchWeights};
 use crate::error::Result;
-use crate::kernels::adam::{adam_update, AdamStep};
 use crate::kernels::gemm::{matmul, Mat};
 
 /// What to measure.
@@ -75,43 +74,19 @@ fn round(x: f64, digits: i32) -> f64 {
     (x * s).round() / s
 }
 
-/// Adam for the bench: fused in place, or the training code's composed-op optimiser (the `ops`
-/// baseline), both with PyTorch's defaults (lr 1e-3, β = (0.9, 0.999), ε = 1e-8) and no clipping,
-/// as in the reference.
-enum BenchAdam {
-    Fused { moments: Vec<(Vec<f32>, Vec<f32>)>, step: u64 },
-    Ops(Optimizer),
-}
+/// The bench's Adam: the training optimiser, in place (`fused`) or composed (`ops`), with
+/// PyTorch's defaults (lr 1e-3, β = (0.9, 0.999), ε = 1e-8) and no clipping, as in the reference.
+struct BenchAdam(Optimizer);
 
 impl BenchAdam {
     fn new(p: &BenchParams, imp: Impl) -> Result<Self> {
-        let cfg = TrainConfig { optimizer: OptimizerKind::Adam, lr: 1e-3, adam_betas: (0.9, 0.999), adam_eps: 1e-8, clip_norm: 0.0, ..TrainConfig::default() };
-        Ok(match imp {
-            Impl::Fused => BenchAdam::Fused {
-                moments: p.vars.iter().map(|v| (vec![0f32; v.elem_count()], vec![0f32; v.elem_count()])).collect(),
-                step: 0,
-            },
-            Impl::Ops => {
-                let vars = PARAMS.iter().zip(&p.vars).map(|((n, _), v)| (n.to_string(), v.clone())).collect();
-                BenchAdam::Ops(Optimizer::new(vars, &cfg)?)
-            }
-        })
+        let cfg = TrainConfig { optimizer: OptimizerKind::Adam, lr: 1e-3, adam_betas: (0.9, 0.999), adam_eps: 1e-8, clip_norm: 0.0, imp, ..TrainConfig::default() };
+        let vars = PARAMS.iter().zip(&p.vars).map(|((n, _), v)| (n.to_string(), v.clone())).collect();
+        Ok(BenchAdam(Optimizer::new(vars, &cfg)?))
     }
 
-    fn update(&mut self, p: &BenchParams, grads: &candle_core::backprop::GradStore) -> Result<()> {
-        match self {
-            BenchAdam::Fused { moments, step } => {
-                *step += 1;
-                let h = AdamStep { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, step: *step };
-                for (var, (m, v)) in p.vars.iter().zip(moments.iter_mut()) {
-                    if let Some(g) = grads.get(var.as_tensor()) {
-                        adam_update(var.as_tensor(), g, m, v, h)?;
-                    }
-                }
-                Ok(())
-            }
-            BenchAdam::Ops(opt) => opt.update(grads),
-        }
+    fn update(&mut self, _p: &BenchParams, grads: &candle_core::backprop::GradStore) -> Result<()> {
+        self.0.update(grads)
     }
 }
 

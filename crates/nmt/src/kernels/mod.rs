@@ -10,7 +10,7 @@ pub mod attn_backward;
 pub mod attn_decoder;
 pub mod maxout;
 pub mod xent;
-pub mod adam;
+pub mod optim_step;
 pub mod linear;
 pub mod proj_nll;
 pub mod profile;

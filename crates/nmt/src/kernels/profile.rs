@@ -15,7 +15,7 @@ pub const NAMES: [&str; 14] = [
     "linear.bwd",
     "proj_nll.fwd",
     "proj_nll.bwd",
-    "adam",
+    "optim",
     // The host search (crate::infer): encoder, attention, the decoder's other products and
     // cell, the fused scores, and the beam's selection and bookkeeping. `search.step` is a whole
     // decoder step and includes `search.attn` and `search.scores`.

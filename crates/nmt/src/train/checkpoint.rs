@@ -36,7 +36,7 @@ const PROGRESS_KEY: &str = "train_progress";
 /// Writes the checkpoint atomically.
 pub fn save(path: &Path, model: &Seq2Seq, meta: &ModelMeta, opt: &Optimizer, progress: &TrainProgress) -> Result<()> {
     let mut tensors = model_file::model_tensors(model);
-    tensors.extend(opt.state_tensors());
+    tensors.extend(opt.state_tensors()?);
     let mut m = model_file::meta_map(meta)?;
     m.insert(PROGRESS_KEY.to_string(), serde_json::to_string(progress).map_err(|e| Error::Input(e.to_string()))?);
     model_file::write_atomic(path, &model_file::to_safetensors(&tensors, m)?)

@@ -5,43 +5,68 @@
 //!   `E[g²] ← ρ E[g²] + (1−ρ) g²`, `Δ = −sqrt(E[Δ²] + ε) / sqrt(E[g²] + ε) · g`,
 //!   `E[Δ²] ← ρ E[Δ²] + (1−ρ) Δ²`, `θ ← θ + lr·Δ`.
 //!
-//! The moments are plain tensors named after their parameter (`adam.m.NAME`), so the training
-//! state file can hold them and a resumed run continues bit for bit.
+//! Parameters on the CPU in f32 are updated in place by `kernels::optim_step` (one pass, no
+//! temporaries; the clipping scale is applied inside it). Any other parameter runs the same
+//! arithmetic as composed candle ops, the kernel's reference twin. Either way the moments are
+//! saved as tensors named after their parameter (`opt.first.NAME`), so the training-state file
+//! holds them and a resumed run continues bit for bit.
 use std::collections::BTreeMap;
 
 use candle_core::backprop::GradStore;
-use candle_core::{Tensor, Var};
+use candle_core::{DType, Tensor, Var};
 
-use crate::config::{Optimizer as Kind, TrainConfig};
+use crate::config::{Impl, Optimizer as Kind, TrainConfig};
 use crate::error::{Error, Result};
+use crate::kernels::optim_step::{sum_squares, update_in_place, Rule};
+
+/// A parameter's two moments: Adam's `(m, v)`, Adadelta's `(E[g²], E[Δ²])`.
+enum Moments {
+    /// Host buffers, updated in place (CPU f32 parameters).
+    Host(Vec<f32>, Vec<f32>),
+    /// Tensors, replaced by composed ops each update.
+    Ops(Tensor, Tensor),
+}
 
 /// An optimiser with its state.
 pub struct Optimizer {
     kind: Kind,
     vars: Vec<(String, Var)>,
-    /// Two moments per parameter: Adam's (m, v), Adadelta's (E[g²], E[Δ²]).
-    first: Vec<Tensor>,
-    second: Vec<Tensor>,
+    moments: Vec<Moments>,
     /// Updates applied so far (Adam's bias correction uses it).
     pub step: u64,
+    /// The clipping factor the next update applies to the gradients (set by [`Optimizer::clip`]).
+    grad_scale: f64,
     cfg: TrainConfig,
 }
 
+fn fresh_moments(v: &Var, composed: bool) -> Result<Moments> {
+    let t = v.as_tensor();
+    if !composed && t.device().is_cpu() && t.dtype() == DType::F32 {
+        Ok(Moments::Host(vec![0.0; t.elem_count()], vec![0.0; t.elem_count()]))
+    } else {
+        Ok(Moments::Ops(t.zeros_like()?, t.zeros_like()?))
+    }
+}
+
 impl Optimizer {
+    /// `cfg.imp = ops` keeps the composed-op update everywhere (the kernel's twin).
     pub fn new(vars: Vec<(String, Var)>, cfg: &TrainConfig) -> Result<Self> {
-        let zeros = |v: &Var| v.as_tensor().zeros_like();
-        let first = vars.iter().map(|(_, v)| zeros(v)).collect::<candle_core::Result<Vec<_>>>()?;
-        let second = vars.iter().map(|(_, v)| zeros(v)).collect::<candle_core::Result<Vec<_>>>()?;
-        Ok(Optimizer { kind: cfg.optimizer, vars, first, second, step: 0, cfg: cfg.clone() })
+        let composed = cfg.imp == Impl::Ops;
+        let moments = vars.iter().map(|(_, v)| fresh_moments(v, composed)).collect::<Result<Vec<_>>>()?;
+        Ok(Optimizer { kind: cfg.optimizer, vars, moments, step: 0, grad_scale: 1.0, cfg: cfg.clone() })
     }
 
-    /// Global L2 norm of the gradients; scales them down to `clip_norm` when above it.
-    /// Returns the norm before clipping. Parameters without a gradient count as zero.
-    pub fn clip(&self, grads: &mut GradStore) -> Result<f64> {
+    /// Global L2 norm of the gradients; when it exceeds `clip_norm`, the next [`Optimizer::update`]
+    /// scales them down to it. Returns the norm before clipping. Parameters without a gradient
+    /// count as zero. The gradients themselves are not changed.
+    pub fn clip(&mut self, grads: &GradStore) -> Result<f64> {
         let mut sq = 0.0f64;
         for (_, v) in &self.vars {
             if let Some(g) = grads.get(v.as_tensor()) {
-                sq += g.sqr()?.sum_all()?.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
+                sq += match g.device().is_cpu() {
+                    true => sum_squares(g)?,
+                    false => g.sqr()?.sum_all()?.to_dtype(DType::F64)?.to_scalar::<f64>()?,
+                };
             }
         }
         let norm = sq.sqrt();
@@ -49,46 +74,33 @@ impl Optimizer {
             return Err(Error::Input(format!("gradient norm is {norm}: training diverged")));
         }
         let max = self.cfg.clip_norm;
-        if max > 0.0 && norm > max {
-            let scale = max / norm;
-            for (_, v) in &self.vars {
-                if let Some(g) = grads.remove(v.as_tensor()) {
-                    grads.insert(v.as_tensor(), (g * scale)?);
-                }
-            }
-        }
+        self.grad_scale = if max > 0.0 && norm > max { max / norm } else { 1.0 };
         Ok(norm)
     }
 
-    /// Applies one update from `grads`.
+    fn rule(&self) -> Rule {
+        let c = &self.cfg;
+        match self.kind {
+            Kind::Adam => Rule::Adam { lr: c.lr, beta1: c.adam_betas.0, beta2: c.adam_betas.1, eps: c.adam_eps, step: self.step },
+            Kind::Adadelta => Rule::Adadelta { lr: c.lr, rho: c.adadelta_rho, eps: c.adadelta_eps },
+        }
+    }
+
+    /// Applies one update from `grads` (scaled by the factor [`Optimizer::clip`] chose).
     pub fn update(&mut self, grads: &GradStore) -> Result<()> {
         self.step += 1;
-        let c = &self.cfg;
-        for (i, (_, var)) in self.vars.iter().enumerate() {
-            // Detached: moments must not keep the step's autodiff graph alive.
-            let Some(g) = grads.get(var.as_tensor()).map(|g| g.detach()) else { continue };
-            let g = &g;
-            match self.kind {
-                Kind::Adam => {
-                    let (b1, b2) = c.adam_betas;
-                    let m = ((&self.first[i] * b1)? + (g * (1.0 - b1))?)?;
-                    let v = ((&self.second[i] * b2)? + (g.sqr()? * (1.0 - b2))?)?;
-                    let t = self.step as i32;
-                    let lr_t = c.lr * (1.0 - b2.powi(t)).sqrt() / (1.0 - b1.powi(t));
-                    let eps_t = c.adam_eps * (1.0 - b2.powi(t)).sqrt();
-                    let delta = (m.clone() / (v.sqrt()? + eps_t)?)?;
-                    var.set(&(var.as_tensor() - (delta * lr_t)?)?)?;
-                    self.first[i] = m.detach();
-                    self.second[i] = v.detach();
-                }
-                Kind::Adadelta => {
-                    let (rho, eps) = (c.adadelta_rho, c.adadelta_eps);
-                    let eg = ((&self.first[i] * rho)? + (g.sqr()? * (1.0 - rho))?)?;
-                    let delta = (((&self.second[i] + eps)?.sqrt()? / (&eg + eps)?.sqrt()?)? * g)?;
-                    let ed = ((&self.second[i] * rho)? + (delta.sqr()? * (1.0 - rho))?)?;
-                    var.set(&(var.as_tensor() - (delta * c.lr)?)?)?;
-                    self.first[i] = eg.detach();
-                    self.second[i] = ed.detach();
+        let (rule, scale) = (self.rule(), self.grad_scale);
+        self.grad_scale = 1.0;
+        for ((_, var), mom) in self.vars.iter().zip(self.moments.iter_mut()) {
+            let Some(g) = grads.get(var.as_tensor()) else { continue };
+            match mom {
+                Moments::Host(m, v) => update_in_place(var.as_tensor(), g, (m, v), rule, scale)?,
+                Moments::Ops(m, v) => {
+                    // Detached: moments must not keep the step's autodiff graph alive.
+                    let g = (g.detach() * scale)?;
+                    let (m2, v2) = composed_update(var, &g, (m, v), rule)?;
+                    *m = m2.detach();
+                    *v = v2.detach();
                 }
             }
         }
@@ -96,34 +108,67 @@ impl Optimizer {
     }
 
     /// The moments by name, for the training-state file.
-    pub fn state_tensors(&self) -> Vec<(String, Tensor)> {
+    pub fn state_tensors(&self) -> Result<Vec<(String, Tensor)>> {
         let mut out = Vec::with_capacity(2 * self.vars.len());
-        for (i, (name, _)) in self.vars.iter().enumerate() {
-            out.push((format!("opt.first.{name}"), self.first[i].clone()));
-            out.push((format!("opt.second.{name}"), self.second[i].clone()));
+        for ((name, var), mom) in self.vars.iter().zip(&self.moments) {
+            let (m, v) = match mom {
+                Moments::Host(m, v) => {
+                    let t = |x: &Vec<f32>| Tensor::from_slice(x, var.shape(), var.device());
+                    (t(m)?, t(v)?)
+                }
+                Moments::Ops(m, v) => (m.clone(), v.clone()),
+            };
+            out.push((format!("opt.first.{name}"), m));
+            out.push((format!("opt.second.{name}"), v));
         }
-        out
+        Ok(out)
     }
 
     /// Restores the moments written by [`Optimizer::state_tensors`].
     pub fn load_state(&mut self, tensors: &BTreeMap<String, Tensor>, step: u64) -> Result<()> {
-        for (i, (name, var)) in self.vars.iter().enumerate() {
-            for (slot, key) in [(0, format!("opt.first.{name}")), (1, format!("opt.second.{name}"))] {
-                let t = tensors.get(&key).ok_or_else(|| {
-                    Error::Config(format!("training state lacks {key}"))
-                })?;
+        for ((name, var), mom) in self.vars.iter().zip(self.moments.iter_mut()) {
+            let get = |key: String| -> Result<Tensor> {
+                let t = tensors.get(&key).ok_or_else(|| Error::Config(format!("training state lacks {key}")))?;
                 let t = t.to_dtype(var.dtype())?;
                 if t.dims() != var.dims() {
                     return Err(Error::Config(format!("training state {key} has the wrong shape")));
                 }
-                if slot == 0 {
-                    self.first[i] = t;
-                } else {
-                    self.second[i] = t;
+                Ok(t)
+            };
+            let (m, v) = (get(format!("opt.first.{name}"))?, get(format!("opt.second.{name}"))?);
+            *mom = match mom {
+                Moments::Host(..) => {
+                    let host = |t: Tensor| t.flatten_all()?.to_vec1::<f32>();
+                    Moments::Host(host(m)?, host(v)?)
                 }
-            }
+                Moments::Ops(..) => Moments::Ops(m, v),
+            };
         }
         self.step = step;
         Ok(())
+    }
+}
+
+/// The composed-op update of one parameter; returns the new moments.
+fn composed_update(var: &Var, g: &Tensor, moments: (&Tensor, &Tensor), rule: Rule) -> Result<(Tensor, Tensor)> {
+    let (first, second) = moments;
+    match rule {
+        Rule::Adam { lr, beta1: b1, beta2: b2, eps, step } => {
+            let m = ((first * b1)? + (g * (1.0 - b1))?)?;
+            let v = ((second * b2)? + (g.sqr()? * (1.0 - b2))?)?;
+            let t = step as i32;
+            let lr_t = lr * (1.0 - b2.powi(t)).sqrt() / (1.0 - b1.powi(t));
+            let eps_t = eps * (1.0 - b2.powi(t)).sqrt();
+            let delta = (m.clone() / (v.sqrt()? + eps_t)?)?;
+            var.set(&(var.as_tensor() - (delta * lr_t)?)?)?;
+            Ok((m, v))
+        }
+        Rule::Adadelta { lr, rho, eps } => {
+            let eg = ((first * rho)? + (g.sqr()? * (1.0 - rho))?)?;
+            let delta = (((second + eps)?.sqrt()? / (&eg + eps)?.sqrt()?)? * g)?;
+            let ed = ((second * rho)? + (delta.sqr()? * (1.0 - rho))?)?;
+            var.set(&(var.as_tensor() - (delta * lr)?)?)?;
+            Ok((eg, ed))
+        }
     }
 }

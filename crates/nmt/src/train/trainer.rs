@@ -243,8 +243,8 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             if !value.is_finite() {
                 return Err(Error::Input(format!("loss is {value} at update {}: training diverged", run.progress.step + 1)));
             }
-            let mut grads = loss.mean.backward()?;
-            let norm = run.opt.clip(&mut grads)?;
+            let grads = loss.mean.backward()?;
+            let norm = run.opt.clip(&grads)?;
             run.opt.update(&grads)?;
             run.progress.step += 1;
             run.progress.batch_in_epoch += 1;
