@@ -40,9 +40,7 @@ fn main() -> std::process::ExitCode {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("NMT_LOG").unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("NMT_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         // Colour codes only on a terminal: a log redirected to a file stays plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

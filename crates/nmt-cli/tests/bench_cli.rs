@@ -9,8 +9,7 @@ fn nmt() -> Command {
 fn bench_prints_json_lines_with_the_reference_keys() {
     let out = nmt().args(["bench", "--json", "--steps", "1", "--only", "train", "--threads", "1"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<serde_json::Value> =
-        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let train = lines.iter().find(|v| v["bench"] == "train").expect("a train line");
     for key in ["ms_median", "target_tokens_per_s", "loss0", "gflop_per_s", "forward_ms", "backward_ms", "adam_ms"] {
         assert!(train[key].is_number(), "missing {key} in {train}");

@@ -97,10 +97,7 @@ pub struct BatchConfig {
 
 impl Default for BatchConfig {
     fn default() -> Self {
-        Self {
-            max_tokens: 2000,
-            max_sentences: 80,
-        }
+        Self { max_tokens: 2000, max_sentences: 80 }
     }
 }
 
@@ -124,9 +121,7 @@ pub fn epoch_batches(examples: &[Example], cfg: &BatchConfig, seed: u64, epoch: 
     for chunk in order.chunks_mut(pool) {
         // Stable sort: ties keep their shuffled order, so equal-length batches still vary.
         chunk.sort_by_key(|&i| (examples[i].tgt.len(), examples[i].src.len()));
-        for group in cut(chunk, cfg, |i| {
-            examples[i].src.len().max(examples[i].tgt.len())
-        }) {
+        for group in cut(chunk, cfg, |i| examples[i].src.len().max(examples[i].tgt.len())) {
             let rows: Vec<&Example> = group.iter().map(|&i| &examples[i]).collect();
             batches.push(Batch::from_examples(&rows, group.to_vec()));
         }
@@ -141,13 +136,7 @@ pub fn epoch_batches(examples: &[Example], cfg: &BatchConfig, seed: u64, epoch: 
 pub fn inference_batches(srcs: &[Vec<u32>], cfg: &BatchConfig) -> Vec<Batch> {
     let mut order: Vec<usize> = (0..srcs.len()).collect();
     order.sort_by_key(|&i| srcs[i].len());
-    let examples: Vec<Example> = srcs
-        .iter()
-        .map(|s| Example {
-            src: s.clone(),
-            tgt: Vec::new(),
-        })
-        .collect();
+    let examples: Vec<Example> = srcs.iter().map(|s| Example { src: s.clone(), tgt: Vec::new() }).collect();
     cut(&order, cfg, |i| srcs[i].len())
         .into_iter()
         .map(|group| {
@@ -159,11 +148,7 @@ pub fn inference_batches(srcs: &[Vec<u32>], cfg: &BatchConfig) -> Vec<Batch> {
 
 /// Greedily splits `order` into consecutive groups with `len(group) * max cost <= max_tokens`
 /// and `len(group) <= max_sentences`; a group always holds at least one item.
-fn cut<'a>(
-    order: &'a [usize],
-    cfg: &BatchConfig,
-    cost: impl Fn(usize) -> usize,
-) -> Vec<&'a [usize]> {
+fn cut<'a>(order: &'a [usize], cfg: &BatchConfig, cost: impl Fn(usize) -> usize) -> Vec<&'a [usize]> {
     let mut groups = Vec::new();
     let (mut start, mut longest) = (0, 0);
     for (pos, &i) in order.iter().enumerate() {
@@ -190,10 +175,7 @@ mod tests {
     use crate::EOS;
 
     fn ex(src: &[u32], tgt: &[u32]) -> Example {
-        Example {
-            src: src.to_vec(),
-            tgt: tgt.to_vec(),
-        }
+        Example { src: src.to_vec(), tgt: tgt.to_vec() }
     }
 
     #[test]
@@ -215,25 +197,16 @@ mod tests {
 
     #[test]
     fn cut_respects_budget_and_keeps_oversized_alone() {
-        let cfg = BatchConfig {
-            max_tokens: 10,
-            max_sentences: 3,
-        };
+        let cfg = BatchConfig { max_tokens: 10, max_sentences: 3 };
         let lens = [2, 2, 2, 2, 5, 20, 3];
         let order: Vec<usize> = (0..lens.len()).collect();
         let groups = cut(&order, &cfg, |i| lens[i]);
-        assert_eq!(
-            groups,
-            vec![&[0, 1, 2][..], &[3, 4][..], &[5][..], &[6][..]]
-        );
+        assert_eq!(groups, vec![&[0, 1, 2][..], &[3, 4][..], &[5][..], &[6][..]]);
     }
 
     #[test]
     fn zero_limits_do_not_loop_or_drop() {
-        let cfg = BatchConfig {
-            max_tokens: 0,
-            max_sentences: 0,
-        };
+        let cfg = BatchConfig { max_tokens: 0, max_sentences: 0 };
         let exs = vec![ex(&[EOS], &[EOS]); 5];
         let batches = epoch_batches(&exs, &cfg, 1, 0);
         assert_eq!(batches.len(), 5);

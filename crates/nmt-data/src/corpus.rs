@@ -26,25 +26,18 @@ use crate::error::{Error, Result};
 pub fn read_lines(path: &Path) -> Result<Vec<String>> {
     let bytes = read_bytes(path)?;
     if bytes.is_empty() {
-        return Err(Error::EmptyFile {
-            path: path.to_path_buf(),
-        });
+        return Err(Error::EmptyFile { path: path.to_path_buf() });
     }
     split_lines(&bytes, path)
 }
 
 /// Reads the raw (decompressed) content of `path`.
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    let io_err = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io_err = |source| Error::Io { path: path.to_path_buf(), source };
     let file = File::open(path).map_err(io_err)?;
     let mut bytes = Vec::new();
     if is_gzip(path) {
-        MultiGzDecoder::new(file)
-            .read_to_end(&mut bytes)
-            .map_err(io_err)?;
+        MultiGzDecoder::new(file).read_to_end(&mut bytes).map_err(io_err)?;
     } else {
         let mut file = file;
         file.read_to_end(&mut bytes).map_err(io_err)?;
@@ -54,9 +47,7 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 
 /// Whether the path names a gzip file (by its `.gz` extension, case-insensitively).
 fn is_gzip(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("gz"))
 }
 
 /// Splits `bytes` on `'\n'`, strips one trailing `'\r'` per line and validates UTF-8.
@@ -66,12 +57,7 @@ fn split_lines(bytes: &[u8], path: &Path) -> Result<Vec<String>> {
         .enumerate()
         .map(|(i, line)| {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
-            std::str::from_utf8(line)
-                .map(str::to_owned)
-                .map_err(|_| Error::InvalidUtf8 {
-                    path: path.to_path_buf(),
-                    line: i + 1,
-                })
+            std::str::from_utf8(line).map(str::to_owned).map_err(|_| Error::InvalidUtf8 { path: path.to_path_buf(), line: i + 1 })
         })
         .collect()
 }
@@ -180,12 +166,7 @@ mod tests {
     #[test]
     fn filter_counts_empty_before_long() {
         let src = vec!["a b c".into(), "  ".into(), "x".into(), "y".into()];
-        let tgt = vec![
-            "".into(),
-            "a".into(),
-            "one two three four".into(),
-            " z ".into(),
-        ];
+        let tgt = vec!["".into(), "a".into(), "one two three four".into(), " z ".into()];
         let c = filter_pairs(src, tgt, Some(3));
         assert_eq!(c.skipped_empty, 2);
         assert_eq!(c.skipped_long, 1);

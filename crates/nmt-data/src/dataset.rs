@@ -10,12 +10,7 @@ use crate::EOS;
 /// Pairs where either side has more than `max_len` subword tokens (EOS not counted) are
 /// dropped, because very long pairs dominate memory and step time while adding little; the
 /// number dropped is logged with `tracing::info!`.
-pub fn examples(
-    corpus: &ParallelCorpus,
-    src: &Segmenter,
-    tgt: &Segmenter,
-    max_len: Option<usize>,
-) -> Vec<Example> {
+pub fn examples(corpus: &ParallelCorpus, src: &Segmenter, tgt: &Segmenter, max_len: Option<usize>) -> Vec<Example> {
     let mut out = Vec::with_capacity(corpus.src.len());
     let mut dropped = 0usize;
     for (s, t) in corpus.src.iter().zip(&corpus.tgt) {
@@ -29,11 +24,6 @@ pub fn examples(
         t.push(EOS);
         out.push(Example { src: s, tgt: t });
     }
-    tracing::info!(
-        kept = out.len(),
-        dropped_long = dropped,
-        ?max_len,
-        "encoded examples"
-    );
+    tracing::info!(kept = out.len(), dropped_long = dropped, ?max_len, "encoded examples");
     out
 }

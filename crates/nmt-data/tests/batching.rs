@@ -2,10 +2,7 @@
 
 use std::path::Path;
 
-use nmt_data::{
-    epoch_batches, examples, inference_batches, read_parallel, BatchConfig, Example, Segmenter,
-    SubwordConfig, BOS, EOS, PAD,
-};
+use nmt_data::{epoch_batches, examples, inference_batches, read_parallel, BatchConfig, Example, Segmenter, SubwordConfig, BOS, EOS, PAD};
 use proptest::prelude::*;
 
 fn arb_examples() -> impl Strategy<Value = Vec<Example>> {
@@ -22,10 +19,7 @@ fn arb_examples() -> impl Strategy<Value = Vec<Example>> {
 }
 
 fn arb_cfg() -> impl Strategy<Value = BatchConfig> {
-    (1usize..400, 1usize..50).prop_map(|(max_tokens, max_sentences)| BatchConfig {
-        max_tokens,
-        max_sentences,
-    })
+    (1usize..400, 1usize..50).prop_map(|(max_tokens, max_sentences)| BatchConfig { max_tokens, max_sentences })
 }
 
 proptest! {
@@ -85,10 +79,7 @@ fn epochs_and_seeds_differ_and_buckets_are_tight() {
     let exs: Vec<Example> = (0..2000u32)
         .map(|i| {
             let n = 1 + (i.wrapping_mul(2654435761) % 50) as usize;
-            Example {
-                src: vec![5; n],
-                tgt: vec![6; n],
-            }
+            Example { src: vec![5; n], tgt: vec![6; n] }
         })
         .collect();
     let cfg = BatchConfig::default();
@@ -97,34 +88,23 @@ fn epochs_and_seeds_differ_and_buckets_are_tight() {
     assert_ne!(a, epoch_batches(&exs, &cfg, 8, 0));
     let padded: usize = a.iter().map(|b| b.size * b.tgt_len).sum();
     let real: usize = a.iter().map(|b| b.target_tokens()).sum();
-    assert!(
-        padded < real * 11 / 10,
-        "too much padding: {padded} vs {real}"
-    );
+    assert!(padded < real * 11 / 10, "too much padding: {padded} vs {real}");
 }
 
 #[test]
 fn examples_append_eos_and_drop_long_pairs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/bible-en-es");
     let corpus = read_parallel(&root.join("dev.en.gz"), &root.join("dev.es.gz"), None).unwrap();
-    let cfg = SubwordConfig {
-        vocab_size: 500,
-        ..SubwordConfig::default()
-    };
+    let cfg = SubwordConfig { vocab_size: 500, ..SubwordConfig::default() };
     let src = Segmenter::train(&corpus.src, &cfg).unwrap();
     let tgt = Segmenter::train(&corpus.tgt, &cfg).unwrap();
     let all = examples(&corpus, &src, &tgt, None);
     assert_eq!(all.len(), corpus.len());
-    assert!(all
-        .iter()
-        .all(|e| e.src.last() == Some(&EOS) && e.tgt.last() == Some(&EOS)));
+    assert!(all.iter().all(|e| e.src.last() == Some(&EOS) && e.tgt.last() == Some(&EOS)));
     assert_eq!(tgt.decode(&all[0].tgt), corpus.tgt[0]);
     let short = examples(&corpus, &src, &tgt, Some(30));
     assert!(short.len() < all.len() && !short.is_empty());
     assert!(short.iter().all(|e| e.src.len() <= 31 && e.tgt.len() <= 31));
-    let expected = all
-        .iter()
-        .filter(|e| e.src.len() <= 31 && e.tgt.len() <= 31)
-        .count();
+    let expected = all.iter().filter(|e| e.src.len() <= 31 && e.tgt.len() <= 31).count();
     assert_eq!(short.len(), expected);
 }

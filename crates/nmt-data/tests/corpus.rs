@@ -15,10 +15,7 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 
 fn write_gz(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
-    let mut enc = GzEncoder::new(
-        std::fs::File::create(&path).unwrap(),
-        Compression::default(),
-    );
+    let mut enc = GzEncoder::new(std::fs::File::create(&path).unwrap(), Compression::default());
     enc.write_all(bytes).unwrap();
     enc.finish().unwrap();
     path
@@ -34,15 +31,8 @@ fn reads_plain_lines_with_crlf() {
 #[test]
 fn reads_gzip_transparently() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write_gz(
-        dir.path(),
-        "a.en.gz",
-        "In the beginning\nGod created\n".as_bytes(),
-    );
-    assert_eq!(
-        read_lines(&p).unwrap(),
-        vec!["In the beginning", "God created"]
-    );
+    let p = write_gz(dir.path(), "a.en.gz", "In the beginning\nGod created\n".as_bytes());
+    assert_eq!(read_lines(&p).unwrap(), vec!["In the beginning", "God created"]);
 }
 
 #[test]
@@ -50,10 +40,7 @@ fn missing_file_is_io_error_naming_the_path() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("nope.txt");
     let err = read_lines(&p).unwrap_err();
-    assert!(
-        matches!(err, Error::Io { ref path, .. } if path == &p),
-        "{err:?}"
-    );
+    assert!(matches!(err, Error::Io { ref path, .. } if path == &p), "{err:?}");
     assert!(err.to_string().contains("nope.txt"), "{err}");
 }
 
@@ -69,10 +56,7 @@ fn empty_file_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "empty.txt", b"");
     let err = read_lines(&p).unwrap_err();
-    assert!(
-        matches!(err, Error::EmptyFile { ref path } if path == &p),
-        "{err:?}"
-    );
+    assert!(matches!(err, Error::EmptyFile { ref path } if path == &p), "{err:?}");
     assert!(err.to_string().contains("empty.txt"));
     // An empty gzip stream is just as empty.
     let g = write_gz(dir.path(), "empty.gz", b"");
@@ -82,20 +66,13 @@ fn empty_file_is_reported() {
 #[test]
 fn invalid_utf8_names_the_one_based_line() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(
-        dir.path(),
-        "bad.txt",
-        b"fine\nalso fine\nbroken \xc3\x28 here\nok\n",
-    );
+    let p = write(dir.path(), "bad.txt", b"fine\nalso fine\nbroken \xc3\x28 here\nok\n");
     let err = read_lines(&p).unwrap_err();
     assert!(matches!(err, Error::InvalidUtf8 { line: 3, .. }), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains("line 3") && msg.contains("bad.txt"), "{msg}");
     let g = write_gz(dir.path(), "bad.gz", b"\xff\n");
-    assert!(matches!(
-        read_lines(&g),
-        Err(Error::InvalidUtf8 { line: 1, .. })
-    ));
+    assert!(matches!(read_lines(&g), Err(Error::InvalidUtf8 { line: 1, .. })));
 }
 
 #[test]
@@ -104,17 +81,7 @@ fn line_count_mismatch_names_both_files_and_counts() {
     let s = write(dir.path(), "corpus.en", b"a\nb\nc\n");
     let t = write(dir.path(), "corpus.es", b"x\ny\n");
     let err = read_parallel(&s, &t, None).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::LineCountMismatch {
-                src_lines: 3,
-                tgt_lines: 2,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert!(matches!(err, Error::LineCountMismatch { src_lines: 3, tgt_lines: 2, .. }), "{err:?}");
     let msg = err.to_string();
     for needle in ["corpus.en", "corpus.es", "3", "2"] {
         assert!(msg.contains(needle), "{needle:?} missing from {msg}");

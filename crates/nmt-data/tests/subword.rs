@@ -3,9 +3,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use nmt_data::{
-    read_lines, Error, Segmenter, SubwordConfig, SubwordKind, BOS, EOS, PAD, SPECIALS, UNK,
-};
+use nmt_data::{read_lines, Error, Segmenter, SubwordConfig, SubwordKind, BOS, EOS, PAD, SPECIALS, UNK};
 use proptest::prelude::*;
 
 fn dev_en() -> &'static Vec<String> {
@@ -19,11 +17,7 @@ fn dev_en() -> &'static Vec<String> {
 fn bpe() -> &'static Segmenter {
     static SEG: OnceLock<Segmenter> = OnceLock::new();
     SEG.get_or_init(|| {
-        let cfg = SubwordConfig {
-            kind: SubwordKind::Bpe,
-            vocab_size: 1000,
-            min_frequency: 2,
-        };
+        let cfg = SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 1000, min_frequency: 2 };
         Segmenter::train(dev_en(), &cfg).unwrap()
     })
 }
@@ -37,11 +31,7 @@ fn bpe_special_ids_are_fixed() {
     let seg = bpe();
     assert_eq!(seg.kind(), SubwordKind::Bpe);
     assert_eq!(seg.pieces(&[PAD, UNK, BOS, EOS]), SPECIALS.to_vec());
-    assert!(
-        seg.vocab_size() <= 1000 && seg.vocab_size() > 100,
-        "{}",
-        seg.vocab_size()
-    );
+    assert!(seg.vocab_size() <= 1000 && seg.vocab_size() > 100, "{}", seg.vocab_size());
 }
 
 #[test]
@@ -52,18 +42,13 @@ fn bpe_round_trips_training_text_and_segments_into_subwords() {
     for line in dev_en().iter().take(200) {
         let ids = seg.encode(line);
         assert!(!ids.contains(&UNK), "unexpected <unk> in {line:?}");
-        assert!(ids
-            .iter()
-            .all(|&id| (id as usize) < seg.vocab_size() && id > EOS));
+        assert!(ids.iter().all(|&id| (id as usize) < seg.vocab_size() && id > EOS));
         assert_eq!(seg.decode(&ids), normalise(line));
         pieces_total += ids.len();
         words_total += line.split_whitespace().count();
     }
     // Merges were learned: far fewer pieces than characters, at least one per word.
-    assert!(
-        pieces_total >= words_total && pieces_total < 2 * words_total,
-        "{pieces_total} {words_total}"
-    );
+    assert!(pieces_total >= words_total && pieces_total < 2 * words_total, "{pieces_total} {words_total}");
 }
 
 #[test]
@@ -109,15 +94,8 @@ fn bpe_json_round_trip() {
 
 #[test]
 fn word_segmenter() {
-    let lines: Vec<String> = ["the cat sat", "the dog sat", "a  cat\tran"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let cfg = SubwordConfig {
-        kind: SubwordKind::Word,
-        vocab_size: 7,
-        min_frequency: 1,
-    };
+    let lines: Vec<String> = ["the cat sat", "the dog sat", "a  cat\tran"].iter().map(|s| s.to_string()).collect();
+    let cfg = SubwordConfig { kind: SubwordKind::Word, vocab_size: 7, min_frequency: 1 };
     let seg = Segmenter::train(&lines, &cfg).unwrap();
     assert_eq!(seg.kind(), SubwordKind::Word);
     assert_eq!(seg.vocab_size(), 7);
@@ -136,28 +114,13 @@ fn word_segmenter() {
 #[test]
 fn training_errors() {
     let lines = vec!["a b".to_string()];
-    let tiny = SubwordConfig {
-        vocab_size: 4,
-        ..SubwordConfig::default()
-    };
-    assert!(matches!(
-        Segmenter::train(&lines, &tiny),
-        Err(Error::InvalidConfig(_))
-    ));
+    let tiny = SubwordConfig { vocab_size: 4, ..SubwordConfig::default() };
+    assert!(matches!(Segmenter::train(&lines, &tiny), Err(Error::InvalidConfig(_))));
     let blank = vec![" ".to_string(), String::new()];
     for kind in [SubwordKind::Bpe, SubwordKind::Word] {
-        let cfg = SubwordConfig {
-            kind,
-            ..SubwordConfig::default()
-        };
-        assert!(matches!(
-            Segmenter::train(&blank, &cfg),
-            Err(Error::NoTrainingData(_))
-        ));
-        assert!(matches!(
-            Segmenter::train(&[], &cfg),
-            Err(Error::NoTrainingData(_))
-        ));
+        let cfg = SubwordConfig { kind, ..SubwordConfig::default() };
+        assert!(matches!(Segmenter::train(&blank, &cfg), Err(Error::NoTrainingData(_))));
+        assert!(matches!(Segmenter::train(&[], &cfg), Err(Error::NoTrainingData(_))));
     }
 }
 
@@ -171,33 +134,16 @@ fn bad_json_is_rejected() {
         r#"{"version":2,"kind":"word","words":["<pad>","<unk>","<s>","</s>"]}"#,
         r#"{"version":1,"kind":"bpe","tokenizer":{"nonsense":true}}"#,
     ] {
-        assert!(
-            matches!(Segmenter::from_json(bad), Err(Error::Json(_))),
-            "{bad:?}"
-        );
+        assert!(matches!(Segmenter::from_json(bad), Err(Error::Json(_))), "{bad:?}");
     }
 }
 
 #[test]
 fn config_serde() {
     let cfg: SubwordConfig = serde_json::from_str(r#"{"kind":"word","vocab_size":50}"#).unwrap();
-    assert_eq!(
-        cfg,
-        SubwordConfig {
-            kind: SubwordKind::Word,
-            vocab_size: 50,
-            min_frequency: 2
-        }
-    );
+    assert_eq!(cfg, SubwordConfig { kind: SubwordKind::Word, vocab_size: 50, min_frequency: 2 });
     let def: SubwordConfig = serde_json::from_str("{}").unwrap();
-    assert_eq!(
-        def,
-        SubwordConfig {
-            kind: SubwordKind::Bpe,
-            vocab_size: 8000,
-            min_frequency: 2
-        }
-    );
+    assert_eq!(def, SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2 });
     assert!(serde_json::from_str::<SubwordConfig>(r#"{"vocab":5}"#).is_err());
     assert!(serde_json::from_str::<SubwordConfig>(r#"{"kind":"BPE"}"#).is_err());
 }
@@ -232,11 +178,7 @@ fn bpe_trains_full_corpus_quickly() {
     let start = std::time::Instant::now();
     let seg = Segmenter::train(&lines, &SubwordConfig::default()).unwrap();
     let secs = start.elapsed().as_secs_f64();
-    eprintln!(
-        "trained {} symbols on {} lines in {secs:.2}s",
-        seg.vocab_size(),
-        lines.len()
-    );
+    eprintln!("trained {} symbols on {} lines in {secs:.2}s", seg.vocab_size(), lines.len());
     assert_eq!(seg.vocab_size(), 8000);
     assert!(secs < 10.0);
 }

@@ -27,12 +27,8 @@ fn bench(c: &mut Criterion) {
     let refs = vec![refs];
     let mut g = c.benchmark_group("corpus");
     g.sample_size(10);
-    g.bench_function("bleu_10k_lines_30_words", |b| {
-        b.iter(|| corpus_bleu(&hyps, &refs, &BleuOptions::default()).map(|s| s.score))
-    });
-    g.bench_function("chrf_10k_lines_30_words", |b| {
-        b.iter(|| corpus_chrf(&hyps, &refs, &ChrfOptions::default()).map(|s| s.score))
-    });
+    g.bench_function("bleu_10k_lines_30_words", |b| b.iter(|| corpus_bleu(&hyps, &refs, &BleuOptions::default()).map(|s| s.score)));
+    g.bench_function("chrf_10k_lines_30_words", |b| b.iter(|| corpus_chrf(&hyps, &refs, &ChrfOptions::default()).map(|s| s.score)));
     g.finish();
 }
 

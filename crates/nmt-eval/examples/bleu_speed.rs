@@ -48,4 +48,3 @@ fn main() -> Result<(), nmt_eval::Error> {
     println!("corpus BLEU of 100000 lines x 30 words: {:.3} s", elapsed.as_secs_f64());
     Ok(())
 }
-

@@ -25,14 +25,10 @@ fn main() -> Result<(), nmt_eval::Error> {
     let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "/tmp/nmt-eval-pics".into()));
     std::fs::create_dir_all(&dir).map_err(|error| nmt_eval::Error::Io { path: dir.clone(), error })?;
 
-    let src: Vec<String> = "The agreement on the European Economic Area was signed in August 1992 . <eos>"
-        .split(' ')
-        .map(String::from)
-        .collect();
-    let tgt: Vec<String> = "L' accord sur la zone économique européenne a été signé en août 1992 . <eos>"
-        .split(' ')
-        .map(String::from)
-        .collect();
+    let src: Vec<String> =
+        "The agreement on the European Economic Area was signed in August 1992 . <eos>".split(' ').map(String::from).collect();
+    let tgt: Vec<String> =
+        "L' accord sur la zone économique européenne a été signé en août 1992 . <eos>".split(' ').map(String::from).collect();
     // Mostly monotone, with the adjective-noun inversion of "zone économique européenne".
     let align = [0, 1, 2, 3, 6, 5, 4, 7, 7, 8, 9, 10, 11, 12, 13];
     let weights = (0..tgt.len())

@@ -51,9 +51,7 @@ impl FromStr for Smooth {
             "exp" => Ok(Smooth::Exp),
             "floor" => Ok(Smooth::Floor(0.1)),
             "add-k" => Ok(Smooth::AddK(1.0)),
-            other => Err(Error::InvalidArgument(format!(
-                "unknown smoothing method {other:?} (expected none, floor, add-k or exp)"
-            ))),
+            other => Err(Error::InvalidArgument(format!("unknown smoothing method {other:?} (expected none, floor, add-k or exp)"))),
         }
     }
 }
@@ -219,14 +217,7 @@ impl BleuScore {
     /// The verbose part: `60.0/35.1/22.0/14.0 (BP = 1.000 ratio = 1.012 hyp_len = 123 ref_len = 121)`.
     pub fn verbose(&self) -> String {
         let prec: Vec<String> = self.precisions.iter().map(|p| format!("{p:.1}")).collect();
-        format!(
-            "{} (BP = {:.3} ratio = {:.3} hyp_len = {} ref_len = {})",
-            prec.join("/"),
-            self.bp,
-            self.ratio,
-            self.sys_len,
-            self.ref_len
-        )
+        format!("{} (BP = {:.3} ratio = {:.3} hyp_len = {} ref_len = {})", prec.join("/"), self.bp, self.ratio, self.sys_len, self.ref_len)
     }
 
     /// `Score.format(width, signature=...)`: `BLEU|<signature> = 30.12 <verbose>`,
@@ -328,8 +319,7 @@ fn segment_stats<S: AsRef<str>>(hyp: &str, refs: &[S], scratch: &mut Scratch, to
     }
     intern(&mut interner, hyp, &mut scratch.ids, single_spaced);
     let sys_len = scratch.ids.len() as u64;
-    let mut stats =
-        BleuStats { sys_len, ref_len: closest_ref_len(sys_len, &scratch.ref_lens), ..Default::default() };
+    let mut stats = BleuStats { sys_len, ref_len: closest_ref_len(sys_len, &scratch.ref_lens), ..Default::default() };
     for (n, ref_counts) in scratch.refs.iter().enumerate() {
         word_ngram_keys(&scratch.ids, n + 1, &mut scratch.keys);
         count_sorted(&mut scratch.keys, &mut scratch.counts);
@@ -355,12 +345,7 @@ pub(crate) fn check_streams<S: AsRef<str>, R: AsRef<[S]>>(n_hyps: usize, refs: &
 }
 
 /// Statistics of sentences `range` (one worker's share).
-fn stats_range<S: AsRef<str>, R: AsRef<[S]>>(
-    hyps: &[S],
-    refs: &[R],
-    opts: &BleuOptions,
-    range: std::ops::Range<usize>,
-) -> Vec<BleuStats> {
+fn stats_range<S: AsRef<str>, R: AsRef<[S]>>(hyps: &[S], refs: &[R], opts: &BleuOptions, range: std::ops::Range<usize>) -> Vec<BleuStats> {
     let mut scratch = Scratch::default();
     let mut ref_buf: Vec<String> = Vec::with_capacity(refs.len());
     let mut out = Vec::with_capacity(range.len());
@@ -434,11 +419,7 @@ pub fn sentence_bleu<S: AsRef<str>>(hyp: &str, refs: &[S], opts: &BleuOptions) -
 }
 
 /// Sentence BLEU of every line (reference streams as in [`corpus_bleu`]).
-pub fn sentence_bleus<S: AsRef<str> + Sync, R: AsRef<[S]> + Sync>(
-    hyps: &[S],
-    refs: &[R],
-    opts: &BleuOptions,
-) -> Result<Vec<BleuScore>> {
+pub fn sentence_bleus<S: AsRef<str> + Sync, R: AsRef<[S]> + Sync>(hyps: &[S], refs: &[R], opts: &BleuOptions) -> Result<Vec<BleuScore>> {
     let opts = BleuOptions { effective_order: true, ..*opts };
     let stats = bleu_sentence_stats(hyps, refs, &opts)?;
     Ok(stats.iter().map(|s| BleuScore::from_stats(s, &opts, refs.len())).collect())

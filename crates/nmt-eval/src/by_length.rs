@@ -116,11 +116,7 @@ pub fn bleu_by_length(
         for (s, &b) in stats.iter().zip(&bucket_of) {
             sums[b] += *s;
         }
-        let buckets = sums
-            .iter()
-            .zip(&counts)
-            .map(|(s, &c)| (c > 0).then(|| BleuScore::from_stats(s, opts, refs.len())))
-            .collect();
+        let buckets = sums.iter().zip(&counts).map(|(s, &c)| (c > 0).then(|| BleuScore::from_stats(s, opts, refs.len()))).collect();
         let all = BleuScore::from_stats(&stats.iter().copied().sum(), opts, refs.len());
         out.push(SystemByLength { name: name.clone(), buckets, all });
     }

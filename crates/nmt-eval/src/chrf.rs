@@ -128,8 +128,7 @@ pub fn chrf_f_score(stats: &[u64], opts: &ChrfOptions) -> f64 {
 
 /// Character n-gram counts of one (preprocessed) segment, per order.
 fn char_counts(sent: &str, opts: &ChrfOptions, keys: &mut Vec<u128>) -> Vec<Counts> {
-    let chars: Vec<char> =
-        if opts.whitespace { sent.chars().collect() } else { py_remove_spaces(sent).chars().collect() };
+    let chars: Vec<char> = if opts.whitespace { sent.chars().collect() } else { py_remove_spaces(sent).chars().collect() };
     (1..=opts.char_order)
         .map(|n| {
             char_ngram_keys(&chars, n, keys);
@@ -179,18 +178,13 @@ fn segment_stats(hyp: &str, refs: &[String], opts: &ChrfOptions, keys: &mut Vec<
 }
 
 /// Per-sentence chrF statistics (`[hyp, ref, match]` per order, flattened).
-pub fn chrf_sentence_stats<S: AsRef<str>, R: AsRef<[S]>>(
-    hyps: &[S],
-    refs: &[R],
-    opts: &ChrfOptions,
-) -> Result<Vec<Vec<u64>>> {
+pub fn chrf_sentence_stats<S: AsRef<str>, R: AsRef<[S]>>(hyps: &[S], refs: &[R], opts: &ChrfOptions) -> Result<Vec<Vec<u64>>> {
     validate(opts)?;
     check_streams(hyps.len(), refs)?;
     let mut keys = Vec::new();
     let mut out = Vec::with_capacity(hyps.len());
     for (i, hyp) in hyps.iter().enumerate() {
-        let rs: Vec<String> =
-            refs.iter().filter_map(|s| s.as_ref().get(i)).map(|r| preprocess(r.as_ref(), opts)).collect();
+        let rs: Vec<String> = refs.iter().filter_map(|s| s.as_ref().get(i)).map(|r| preprocess(r.as_ref(), opts)).collect();
         out.push(segment_stats(&preprocess(hyp.as_ref(), opts), &rs, opts, &mut keys));
     }
     Ok(out)

@@ -19,9 +19,7 @@ pub mod plot;
 pub mod text;
 pub mod tokenize;
 
-pub use bleu::{
-    bleu_sentence_stats, corpus_bleu, sentence_bleu, sentence_bleus, BleuOptions, BleuScore, BleuStats, Smooth,
-};
+pub use bleu::{bleu_sentence_stats, corpus_bleu, sentence_bleu, sentence_bleus, BleuOptions, BleuScore, BleuStats, Smooth};
 pub use chrf::{chrf_sentence_stats, corpus_chrf, sentence_chrf, ChrfOptions, ChrfScore};
 pub use error::{Error, Result};
 pub use format::SACREBLEU_VERSION;

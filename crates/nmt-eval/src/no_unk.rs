@@ -26,10 +26,7 @@ pub fn known_mask(
     sources
         .iter()
         .enumerate()
-        .map(|(i, s)| {
-            py_split(s).all(&src_known)
-                && refs.iter().all(|stream| stream.get(i).is_none_or(|r| py_split(r).all(&tgt_known)))
-        })
+        .map(|(i, s)| py_split(s).all(&src_known) && refs.iter().all(|stream| stream.get(i).is_none_or(|r| py_split(r).all(&tgt_known))))
         .collect()
 }
 
@@ -92,11 +89,7 @@ pub fn no_unk_report(
 impl NoUnkReport {
     /// A text table: `System | All (n) | No UNK (m)`.
     pub fn format_table(&self) -> String {
-        let mut rows = vec![vec![
-            "System".to_string(),
-            format!("All ({})", self.all_count),
-            format!("No UNK ({})", self.no_unk_count),
-        ]];
+        let mut rows = vec![vec!["System".to_string(), format!("All ({})", self.all_count), format!("No UNK ({})", self.no_unk_count)]];
         for r in &self.systems {
             rows.push(vec![
                 r.name.clone(),
@@ -120,8 +113,7 @@ mod tests {
         let tv: HashSet<String> = ["x", "y"].iter().map(|s| s.to_string()).collect();
         assert_eq!(known_mask(&src, &refs, vocab_predicate(&sv), vocab_predicate(&tv)), [true, false, false]);
         let sys = vec![("s".to_string(), vec!["x y x y".to_string(), "q".to_string(), "q".to_string()])];
-        let r = no_unk_report(&src, &refs, &sys, &BleuOptions::default(), vocab_predicate(&sv), vocab_predicate(&tv))
-            .unwrap();
+        let r = no_unk_report(&src, &refs, &sys, &BleuOptions::default(), vocab_predicate(&sv), vocab_predicate(&tv)).unwrap();
         assert_eq!((r.all_count, r.no_unk_count), (3, 1));
         assert!((r.systems[0].no_unk.as_ref().unwrap().score - 100.0).abs() < 1e-9);
         assert!(r.format_table().contains("No UNK (1)"));

@@ -85,13 +85,7 @@ fn is_period_comma(b: u8) -> bool {
 /// says whether occurrences are located by Y (else by X). Copies untouched runs in bulk.
 /// `sep_first` puts a space before X (`' \1 \2'`), otherwise the result is `'\1 \2 '`.
 #[inline(always)]
-fn sub_pairs(
-    a: &[u8],
-    out: &mut Vec<u8>,
-    x: impl Fn(u8) -> bool,
-    y: impl Fn(u8) -> bool,
-    trigger_second: bool,
-) {
+fn sub_pairs(a: &[u8], out: &mut Vec<u8>, x: impl Fn(u8) -> bool, y: impl Fn(u8) -> bool, trigger_second: bool) {
     out.clear();
     out.reserve(a.len() + a.len() / 4 + 8);
     let mut copied = 0; // a[..copied] already written
@@ -139,12 +133,7 @@ pub fn tokenize_13a(line: &str) -> String {
         s = s.replace("-\n", "").replace('\n', " ").into();
     }
     if s.contains('&') {
-        s = s
-            .replace("&quot;", "\"")
-            .replace("&amp;", "&")
-            .replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .into();
+        s = s.replace("&quot;", "\"").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").into();
     }
     let src = s.as_bytes();
 

@@ -1,9 +1,7 @@
 //! Golden tests against fixtures written by the real sacreBLEU 2.6.0
 //! (`scripts/gen_bleu_fixtures.py`). Statistics and signatures must match
 //! exactly; scores to 1e-9 and their 2-decimal text and JSON forms exactly.
-use nmt_eval::{
-    corpus_bleu, corpus_chrf, sentence_bleu, sentence_chrf, BleuOptions, ChrfOptions, Tokenize, SACREBLEU_VERSION,
-};
+use nmt_eval::{corpus_bleu, corpus_chrf, sentence_bleu, sentence_chrf, BleuOptions, ChrfOptions, Tokenize, SACREBLEU_VERSION};
 use serde_json::Value;
 
 fn load(name: &str) -> Value {

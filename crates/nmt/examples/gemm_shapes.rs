@@ -44,8 +44,20 @@ fn main() {
     let (a, u) = (vec![0.01f32; m * k], vec![0.02f32; n * k]);
     let ut = transpose(&u, n, k);
     let mut c = vec![0f32; m * n];
-    report("per-step dGH·Uᵀ as a view, 1 thread", m, k, n, ms(500, || matmul(&mut c, 0, n, Mat::new(&a, m, k), Mat::new(&u, n, k).t(), true, 1)));
-    report("per-step dGH·Uᵀ contiguous, 1 thread", m, k, n, ms(500, || matmul(&mut c, 0, n, Mat::new(&a, m, k), Mat::new(&ut, k, n), true, 1)));
+    report(
+        "per-step dGH·Uᵀ as a view, 1 thread",
+        m,
+        k,
+        n,
+        ms(500, || matmul(&mut c, 0, n, Mat::new(&a, m, k), Mat::new(&u, n, k).t(), true, 1)),
+    );
+    report(
+        "per-step dGH·Uᵀ contiguous, 1 thread",
+        m,
+        k,
+        n,
+        ms(500, || matmul(&mut c, 0, n, Mat::new(&a, m, k), Mat::new(&ut, k, n), true, 1)),
+    );
     // Search logits: t·W_p row-major against zᵀ = W_pᵀ·tᵀ (what kernels::scores does, per vocabulary block).
     for m in [32, 160] {
         let (k, n) = (256, 8000);
@@ -53,6 +65,12 @@ fn main() {
         let wt = transpose(&w, k, n);
         let mut z = vec![0f32; m * n];
         report("search logits t·W_p", m, k, n, ms(20, || matmul(&mut z, 0, n, Mat::new(&t, m, k), Mat::new(&w, k, n), false, threads)));
-        report("search logits zᵀ = W_pᵀ·tᵀ", m, k, n, ms(20, || matmul(&mut z, 0, m, Mat::new(&wt, n, k), Mat::new(&t, m, k).t(), false, threads)));
+        report(
+            "search logits zᵀ = W_pᵀ·tᵀ",
+            m,
+            k,
+            n,
+            ms(20, || matmul(&mut z, 0, m, Mat::new(&wt, n, k), Mat::new(&t, m, k).t(), false, threads)),
+        );
     }
 }

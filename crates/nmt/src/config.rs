@@ -293,15 +293,7 @@ pub struct SearchConfig {
 
 impl Default for SearchConfig {
     fn default() -> Self {
-        SearchConfig {
-            beam_size: 5,
-            normalize: 1.0,
-            max_len_ratio: 2.0,
-            max_len_extra: 10,
-            no_unk: false,
-            n_best: 1,
-            batch_size: 32,
-        }
+        SearchConfig { beam_size: 5, normalize: 1.0, max_len_ratio: 2.0, max_len_extra: 10, no_unk: false, n_best: 1, batch_size: 32 }
     }
 }
 
@@ -322,15 +314,9 @@ impl Config {
     /// Reads a TOML file; relative data paths are taken relative to the file's folder.
     pub fn from_file(path: &Path, overrides: &[String]) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        let mut cfg = Self::from_toml_str(&text, overrides)
-            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let mut cfg = Self::from_toml_str(&text, overrides).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        for p in [
-            &mut cfg.data.train_src,
-            &mut cfg.data.train_tgt,
-            &mut cfg.data.dev_src,
-            &mut cfg.data.dev_tgt,
-        ] {
+        for p in [&mut cfg.data.train_src, &mut cfg.data.train_tgt, &mut cfg.data.dev_src, &mut cfg.data.dev_tgt] {
             if !p.as_os_str().is_empty() && p.is_relative() {
                 *p = base.join(&*p);
             }
@@ -340,28 +326,22 @@ impl Config {
 
     /// Parses TOML text, expanding `[model] preset` and applying `section.key=value` overrides.
     pub fn from_toml_str(text: &str, overrides: &[String]) -> Result<Self> {
-        let mut root: toml::Table =
-            toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+        let mut root: toml::Table = toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
         for o in overrides {
             apply_override(&mut root, o)?;
         }
         let model = root.entry("model").or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        let model = model
-            .as_table_mut()
-            .ok_or_else(|| Error::Config("[model] must be a table".into()))?;
+        let model = model.as_table_mut().ok_or_else(|| Error::Config("[model] must be a table".into()))?;
         let preset = match model.get("preset") {
             Some(toml::Value::String(s)) => s.clone(),
             Some(_) => return Err(Error::Config("model.preset must be a string".into())),
             None => "rnnsearch-small".to_string(),
         };
-        let defaults = toml::Table::try_from(ModelConfig::preset(&preset)?)
-            .map_err(|e| Error::Config(e.to_string()))?;
+        let defaults = toml::Table::try_from(ModelConfig::preset(&preset)?).map_err(|e| Error::Config(e.to_string()))?;
         for (k, v) in defaults {
             model.entry(k).or_insert(v);
         }
-        let cfg: Config = toml::Value::Table(root)
-            .try_into()
-            .map_err(|e: toml::de::Error| Error::Config(e.to_string()))?;
+        let cfg: Config = toml::Value::Table(root).try_into().map_err(|e: toml::de::Error| Error::Config(e.to_string()))?;
         cfg.model.validate()?;
         Ok(cfg)
     }
@@ -369,9 +349,7 @@ impl Config {
 
 /// Applies one `section.key=value` (value in TOML syntax; bare words are taken as strings).
 fn apply_override(root: &mut toml::Table, spec: &str) -> Result<()> {
-    let (key, value) = spec
-        .split_once('=')
-        .ok_or_else(|| Error::Config(format!("override {spec:?} is not KEY=VALUE")))?;
+    let (key, value) = spec.split_once('=').ok_or_else(|| Error::Config(format!("override {spec:?} is not KEY=VALUE")))?;
     let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
         Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(value.to_string())),
         Err(_) => toml::Value::String(value.to_string()),
@@ -382,9 +360,7 @@ fn apply_override(root: &mut toml::Table, spec: &str) -> Result<()> {
     let mut table = root;
     for p in parts {
         let entry = table.entry(p).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        table = entry
-            .as_table_mut()
-            .ok_or_else(|| Error::Config(format!("override {spec:?}: {p} is not a table")))?;
+        table = entry.as_table_mut().ok_or_else(|| Error::Config(format!("override {spec:?}: {p} is not a table")))?;
     }
     table.insert(last.to_string(), value);
     Ok(())

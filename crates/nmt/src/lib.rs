@@ -15,6 +15,6 @@ pub mod translate;
 
 /// The tensor library, re-exported so that users (and the CLI) use the same version.
 pub use candle_core;
-pub mod kernels;
 pub mod bench;
 pub mod infer;
+pub mod kernels;

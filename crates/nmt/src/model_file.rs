@@ -58,8 +58,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Serialises named tensors with string metadata into safetensors bytes.
 pub fn to_safetensors(tensors: &[(String, Tensor)], meta: HashMap<String, String>) -> Result<Vec<u8>> {
     let data: Vec<(String, &Tensor)> = tensors.iter().map(|(k, t)| (k.clone(), t)).collect();
-    safetensors::serialize(data, Some(meta))
-        .map_err(|e| Error::Input(format!("cannot serialise tensors: {e}")))
+    safetensors::serialize(data, Some(meta)).map_err(|e| Error::Input(format!("cannot serialise tensors: {e}")))
 }
 
 /// Reads a safetensors file: its tensors (on `device`) and metadata.
@@ -127,15 +126,10 @@ pub fn load(path: &Path, dtype: DType, device: &Device) -> Result<LoadedModel> {
 pub type LoadedCheckpoint = (LoadedModel, BTreeMap<String, Tensor>, HashMap<String, String>);
 
 /// Loads a model file and also returns the training-state tensors and the raw metadata.
-pub fn load_parts(
-    path: &Path,
-    dtype: DType,
-    device: &Device,
-) -> Result<LoadedCheckpoint> {
+pub fn load_parts(path: &Path, dtype: DType, device: &Device) -> Result<LoadedCheckpoint> {
     let (mut tensors, raw) = read_safetensors(path, device)?;
     let state_keys: Vec<String> = tensors.keys().filter(|k| k.starts_with(STATE_PREFIX)).cloned().collect();
-    let state: BTreeMap<String, Tensor> =
-        state_keys.into_iter().filter_map(|k| tensors.remove(&k).map(|t| (k, t))).collect();
+    let state: BTreeMap<String, Tensor> = state_keys.into_iter().filter_map(|k| tensors.remove(&k).map(|t| (k, t))).collect();
     let meta = read_meta(&raw, path)?;
     let model = Seq2Seq::build(&meta.config, Params::from_tensors(tensors, dtype, device))
         .map_err(|e| Error::ModelFile { path: path.to_path_buf(), reason: e.to_string() })?;

@@ -316,7 +316,16 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
         let err = compare(
             &[&x, &w, &b],
             || proj_nll::proj_nll(x.as_tensor(), w.as_tensor(), b.as_tensor(), &targets).unwrap(),
-            || candle_nn::ops::log_softmax(&composed_logits(), D::Minus1).unwrap().gather(&tt, 1).unwrap().squeeze(1).unwrap().neg().unwrap(),
+            || {
+                candle_nn::ops::log_softmax(&composed_logits(), D::Minus1)
+                    .unwrap()
+                    .gather(&tt, 1)
+                    .unwrap()
+                    .squeeze(1)
+                    .unwrap()
+                    .neg()
+                    .unwrap()
+            },
             10,
         );
         eprintln!("projection nll {dtype:?}: {err:.2e}");

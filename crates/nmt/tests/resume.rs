@@ -71,11 +71,7 @@ fn resumed_run_continues_exactly() {
     let tmp = tempfile::tempdir().unwrap();
     write_corpus(tmp.path());
     let run = |dir: &str, steps: u64| {
-        let opts = TrainOptions {
-            model_dir: tmp.path().join(dir),
-            device: Device::Cpu,
-            stop: Arc::new(AtomicBool::new(false)),
-        };
+        let opts = TrainOptions { model_dir: tmp.path().join(dir), device: Device::Cpu, stop: Arc::new(AtomicBool::new(false)) };
         train(&config(tmp.path(), steps), &opts, &mut Quiet).unwrap()
     };
     let whole = run("whole", 30);

@@ -25,7 +25,7 @@ fn train_reversal(arch: Arch, lens: std::ops::RangeInclusive<usize>, hidden: usi
     let model = Seq2Seq::fresh(&cfg, 1, DType::F32, &dev).unwrap();
     let train = common::reversal_examples(20_000, 20, lens.clone(), 1);
     let test = common::reversal_examples(500, 20, lens, 2);
-        let tcfg = TrainConfig { lr, ..TrainConfig::default() };
+    let tcfg = TrainConfig { lr, ..TrainConfig::default() };
     let mut opt = Optimizer::new(model.params.named_vars(), &tcfg).unwrap();
     let bcfg = BatchConfig { max_tokens: 64 * 11, max_sentences: 64 };
     let started = Instant::now();
@@ -36,8 +36,8 @@ fn train_reversal(arch: Arch, lens: std::ops::RangeInclusive<usize>, hidden: usi
             let loss = model.loss(&bt, None).unwrap();
             last_loss = loss.mean.to_scalar::<f32>().unwrap();
             first_loss.get_or_insert(last_loss);
-            let mut grads = loss.mean.backward().unwrap();
-            opt.clip(&mut grads).unwrap();
+            let grads = loss.mean.backward().unwrap();
+            opt.clip(&grads).unwrap();
             opt.update(&grads).unwrap();
             step += 1;
             if step % 100 == 0 || step >= max_steps {
@@ -55,13 +55,13 @@ fn train_reversal(arch: Arch, lens: std::ops::RangeInclusive<usize>, hidden: usi
 
 fn accuracy(model: &Seq2Seq, test: &[Example]) -> f64 {
     let srcs: Vec<Vec<u32>> = test.iter().map(|e| e.src.clone()).collect();
-    let opts = SearchOptions { cfg: SearchConfig { beam_size: 1, batch_size: 100, ..SearchConfig::default() }, alignments: false, engine: Default::default() };
+    let opts = SearchOptions {
+        cfg: SearchConfig { beam_size: 1, batch_size: 100, ..SearchConfig::default() },
+        alignments: false,
+        engine: Default::default(),
+    };
     let hyps = search_all(model, &srcs, &opts).unwrap();
-    let right = test
-        .iter()
-        .zip(&hyps)
-        .filter(|(e, h)| h[0].finished && h[0].tokens == e.tgt[..e.tgt.len() - 1])
-        .count();
+    let right = test.iter().zip(&hyps).filter(|(e, h)| h[0].finished && h[0].tokens == e.tgt[..e.tgt.len() - 1]).count();
     right as f64 / test.len() as f64
 }
 

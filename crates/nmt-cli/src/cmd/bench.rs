@@ -57,10 +57,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         if a.json {
             println!("{v}");
         } else {
-            let fields: Vec<String> = v
-                .as_object()
-                .map(|o| o.iter().map(|(k, x)| format!("{k}={x}")).collect())
-                .unwrap_or_default();
+            let fields: Vec<String> = v.as_object().map(|o| o.iter().map(|(k, x)| format!("{k}={x}")).collect()).unwrap_or_default();
             println!("{}", fields.join("  "));
         }
     }

@@ -60,4 +60,3 @@ pub fn read_input_lines(path: Option<&Path>) -> Result<Vec<String>> {
     }
     Ok(lines)
 }
-

@@ -37,10 +37,7 @@ pub struct DemoArgs {
 /// The bundled corpus: `./data/bible-en-es`, else the one in the source tree this binary was
 /// built from.
 fn bundled_data() -> Result<PathBuf> {
-    let candidates = [
-        PathBuf::from("data/bible-en-es"),
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/bible-en-es"),
-    ];
+    let candidates = [PathBuf::from("data/bible-en-es"), Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/bible-en-es")];
     for c in &candidates {
         if c.join("train.en.gz").exists() {
             return Ok(c.clone());
@@ -94,7 +91,8 @@ pub fn run(args: DemoArgs) -> Result<()> {
     let (test_src, test_ref) = (read("test.en.gz")?, read("test.es.gz")?);
     search.beam_size = 5;
     let shown: Vec<String> = test_src.iter().take(5).cloned().collect();
-    for (i, t) in tr.translate(&shown, &SearchOptions { cfg: search.clone(), alignments: false, engine: Engine::Fused })?.iter().enumerate() {
+    for (i, t) in tr.translate(&shown, &SearchOptions { cfg: search.clone(), alignments: false, engine: Engine::Fused })?.iter().enumerate()
+    {
         println!("\nEN  {}\nREF {}\nNMT {}", shown[i], test_ref[i], t.hyps.first().map_or("", |h| h.text.as_str()));
     }
     let m = summary.best_model.display();

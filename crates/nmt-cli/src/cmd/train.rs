@@ -58,13 +58,7 @@ impl Progress for Bar {
         if let Some(f) = i.fraction {
             self.bar.set_position((f * 1000.0) as u64);
         }
-        self.bar.set_message(format!(
-            "update {} epoch {} loss {:.3} {:.0} tok/s",
-            i.step,
-            i.epoch + 1,
-            i.loss,
-            i.tok_per_s
-        ));
+        self.bar.set_message(format!("update {} epoch {} loss {:.3} {:.0} tok/s", i.step, i.epoch + 1, i.loss, i.tok_per_s));
         if self.bar.is_hidden() {
             tracing::info!(step = i.step, loss = i.loss, tok_per_s = i.tok_per_s as u64, "train");
         }
@@ -110,6 +104,12 @@ pub fn run_training(cfg: &Config, model_dir: PathBuf, quiet: bool, compute: &Com
         summary.best_step
     );
     eprintln!("best model: {}", summary.best_model.display());
+    if nmt::kernels::profile::enabled() {
+        // NMT_PROFILE=1: where the fused kernels' time went (docs/PERF.md).
+        for (name, ms) in nmt::kernels::profile::take().into_iter().filter(|(_, ms)| *ms > 0.0) {
+            eprintln!("profile {name}: {ms:.1} ms");
+        }
+    }
     Ok(summary)
 }
 

@@ -129,9 +129,7 @@ pub fn run(args: TranslateArgs) -> Result<()> {
         }
     }
     let mut w: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
+        Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     write_translations(&mut w, &out, args.n_best.is_some())?;
@@ -158,9 +156,7 @@ pub fn write_translations(w: &mut dyn Write, out: &[Translation], n_best: bool) 
 
 /// JSON lines `{"src": [...], "tgt": [...], "weights": [[...]]}`, one per input sentence.
 fn write_alignments(path: &std::path::Path, out: &[Translation]) -> Result<()> {
-    let mut f = std::io::BufWriter::new(
-        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
-    );
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?);
     for t in out {
         let best = t.hyps.first();
         let record = serde_json::json!({

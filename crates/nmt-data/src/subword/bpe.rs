@@ -10,8 +10,7 @@
 use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
 use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::{
-    AddedToken, DecoderWrapper, ModelWrapper, NormalizerWrapper, PostProcessorWrapper,
-    PreTokenizerWrapper, Tokenizer, TokenizerImpl,
+    AddedToken, DecoderWrapper, ModelWrapper, NormalizerWrapper, PostProcessorWrapper, PreTokenizerWrapper, Tokenizer, TokenizerImpl,
 };
 
 use crate::error::{Error, Result};
@@ -44,33 +43,17 @@ impl BpeModel {
     /// Learns merges from `lines` until the vocabulary (specials and alphabet included) has
     /// `vocab_size` entries or no pair occurs `min_frequency` times.
     pub(crate) fn train(lines: &[String], vocab_size: usize, min_frequency: u32) -> Result<Self> {
-        let model = BPE::builder()
-            .unk_token(SPECIALS[UNK as usize].to_owned())
-            .fuse_unk(true)
-            .build()
-            .map_err(tok_err)?;
-        let mut trainer_tok: TokenizerImpl<
-            BPE,
-            NormalizerWrapper,
-            PreTokenizerWrapper,
-            PostProcessorWrapper,
-            DecoderWrapper,
-        > = TokenizerImpl::new(model);
+        let model = BPE::builder().unk_token(SPECIALS[UNK as usize].to_owned()).fuse_unk(true).build().map_err(tok_err)?;
+        let mut trainer_tok: TokenizerImpl<BPE, NormalizerWrapper, PreTokenizerWrapper, PostProcessorWrapper, DecoderWrapper> =
+            TokenizerImpl::new(model);
         trainer_tok.with_pre_tokenizer(Some(metaspace()));
         let mut trainer = BpeTrainerBuilder::new()
             .vocab_size(vocab_size)
             .min_frequency(u64::from(min_frequency))
             .show_progress(false)
-            .special_tokens(
-                SPECIALS
-                    .iter()
-                    .map(|s| AddedToken::from(*s, true))
-                    .collect(),
-            )
+            .special_tokens(SPECIALS.iter().map(|s| AddedToken::from(*s, true)).collect())
             .build();
-        trainer_tok
-            .train(&mut trainer, lines.iter().map(|l| normalise(l)))
-            .map_err(tok_err)?;
+        trainer_tok.train(&mut trainer, lines.iter().map(|l| normalise(l))).map_err(tok_err)?;
         let model = trainer_tok.get_model().clone();
         let mut tokenizer = Tokenizer::new(ModelWrapper::BPE(model));
         tokenizer.with_pre_tokenizer(Some(metaspace()));
@@ -83,9 +66,7 @@ impl BpeModel {
         for (id, s) in SPECIALS.iter().enumerate() {
             let found = tokenizer.token_to_id(s);
             if found != Some(id as u32) {
-                return Err(Error::Json(format!(
-                    "special token {s:?} must have id {id}, found {found:?}"
-                )));
+                return Err(Error::Json(format!("special token {s:?} must have id {id}, found {found:?}")));
             }
         }
         Ok(Self { tokenizer })
@@ -117,44 +98,26 @@ impl BpeModel {
 
     pub(crate) fn decode(&self, ids: &[u32]) -> String {
         let vocab = self.vocab_size();
-        let ids: Vec<u32> = ids
-            .iter()
-            .filter(|&&id| id != PAD && id != BOS && id != EOS)
-            .map(|&id| if (id as usize) < vocab { id } else { UNK })
-            .collect();
+        let ids: Vec<u32> =
+            ids.iter().filter(|&&id| id != PAD && id != BOS && id != EOS).map(|&id| if (id as usize) < vocab { id } else { UNK }).collect();
         match self.tokenizer.decode(&ids, false) {
             Ok(text) => text,
             Err(e) => {
                 tracing::warn!(error = %e, "BPE decoding failed; joining pieces");
-                self.pieces(&ids)
-                    .concat()
-                    .replace(MARKER, " ")
-                    .trim()
-                    .to_owned()
+                self.pieces(&ids).concat().replace(MARKER, " ").trim().to_owned()
             }
         }
     }
 
     /// Piece strings; ids outside the vocabulary render as `<unk>`.
     pub(crate) fn pieces(&self, ids: &[u32]) -> Vec<String> {
-        ids.iter()
-            .map(|&id| {
-                self.tokenizer
-                    .id_to_token(id)
-                    .unwrap_or_else(|| SPECIALS[UNK as usize].to_owned())
-            })
-            .collect()
+        ids.iter().map(|&id| self.tokenizer.id_to_token(id).unwrap_or_else(|| SPECIALS[UNK as usize].to_owned())).collect()
     }
 
     /// A word is "known" when every character is in the learned alphabet, i.e. it can be
     /// segmented without producing `<unk>`.
     pub(crate) fn knows_word(&self, word: &str) -> bool {
         let mut buf = [0u8; 4];
-        !word.is_empty()
-            && word.chars().all(|c| {
-                self.tokenizer
-                    .token_to_id(c.encode_utf8(&mut buf))
-                    .is_some()
-            })
+        !word.is_empty() && word.chars().all(|c| self.tokenizer.token_to_id(c.encode_utf8(&mut buf)).is_some())
     }
 }

@@ -43,11 +43,7 @@ pub struct SubwordConfig {
 
 impl Default for SubwordConfig {
     fn default() -> Self {
-        Self {
-            kind: SubwordKind::Bpe,
-            vocab_size: 8000,
-            min_frequency: 2,
-        }
+        Self { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2 }
     }
 }
 
@@ -93,26 +89,14 @@ impl Segmenter {
     /// BPE training fails.
     pub fn train(lines: &[String], cfg: &SubwordConfig) -> Result<Self> {
         if cfg.vocab_size <= SPECIALS.len() {
-            return Err(Error::InvalidConfig(format!(
-                "vocab_size {} must exceed the {} special symbols",
-                cfg.vocab_size,
-                SPECIALS.len()
-            )));
+            return Err(Error::InvalidConfig(format!("vocab_size {} must exceed the {} special symbols", cfg.vocab_size, SPECIALS.len())));
         }
         if lines.iter().all(|l| l.trim().is_empty()) {
-            return Err(Error::NoTrainingData(
-                "the training text contains no words".into(),
-            ));
+            return Err(Error::NoTrainingData("the training text contains no words".into()));
         }
         let inner = match cfg.kind {
-            SubwordKind::Bpe => Inner::Bpe(Box::new(BpeModel::train(
-                lines,
-                cfg.vocab_size,
-                cfg.min_frequency,
-            )?)),
-            SubwordKind::Word => {
-                Inner::Word(WordVocab::train(lines, cfg.vocab_size, cfg.min_frequency)?)
-            }
+            SubwordKind::Bpe => Inner::Bpe(Box::new(BpeModel::train(lines, cfg.vocab_size, cfg.min_frequency)?)),
+            SubwordKind::Word => Inner::Word(WordVocab::train(lines, cfg.vocab_size, cfg.min_frequency)?),
         };
         let seg = Self { inner };
         tracing::info!(kind = ?seg.kind(), vocab_size = seg.vocab_size(), "trained segmenter");
@@ -176,19 +160,10 @@ impl Segmenter {
     /// [`Error::Json`] if serialisation fails (not expected for a trained segmenter).
     pub fn to_json(&self) -> Result<String> {
         let payload = match &self.inner {
-            Inner::Bpe(m) => Payload::Bpe {
-                tokenizer: serde_json::to_value(m.tokenizer())
-                    .map_err(|e| Error::Json(e.to_string()))?,
-            },
-            Inner::Word(v) => Payload::Word {
-                words: v.words().to_vec(),
-            },
+            Inner::Bpe(m) => Payload::Bpe { tokenizer: serde_json::to_value(m.tokenizer()).map_err(|e| Error::Json(e.to_string()))? },
+            Inner::Word(v) => Payload::Word { words: v.words().to_vec() },
         };
-        serde_json::to_string(&Stored {
-            version: JSON_VERSION,
-            payload,
-        })
-        .map_err(|e| Error::Json(e.to_string()))
+        serde_json::to_string(&Stored { version: JSON_VERSION, payload }).map_err(|e| Error::Json(e.to_string()))
     }
 
     /// Parses JSON written by [`Segmenter::to_json`].
@@ -199,15 +174,11 @@ impl Segmenter {
     pub fn from_json(s: &str) -> Result<Self> {
         let stored: Stored = serde_json::from_str(s).map_err(|e| Error::Json(e.to_string()))?;
         if stored.version != JSON_VERSION {
-            return Err(Error::Json(format!(
-                "unsupported segmenter version {} (expected {JSON_VERSION})",
-                stored.version
-            )));
+            return Err(Error::Json(format!("unsupported segmenter version {} (expected {JSON_VERSION})", stored.version)));
         }
         let inner = match stored.payload {
             Payload::Bpe { tokenizer } => {
-                let tokenizer =
-                    serde_json::from_value(tokenizer).map_err(|e| Error::Json(e.to_string()))?;
+                let tokenizer = serde_json::from_value(tokenizer).map_err(|e| Error::Json(e.to_string()))?;
                 Inner::Bpe(Box::new(BpeModel::from_tokenizer(tokenizer)?))
             }
             Payload::Word { words } => Inner::Word(WordVocab::from_words(words)?),

@@ -27,22 +27,12 @@ impl WordVocab {
             }
         }
         if counts.is_empty() {
-            return Err(Error::NoTrainingData(
-                "the training text contains no words".into(),
-            ));
+            return Err(Error::NoTrainingData("the training text contains no words".into()));
         }
-        let mut ranked: Vec<(&str, u64)> = counts
-            .into_iter()
-            .filter(|&(_, c)| c >= u64::from(min_frequency))
-            .collect();
+        let mut ranked: Vec<(&str, u64)> = counts.into_iter().filter(|&(_, c)| c >= u64::from(min_frequency)).collect();
         ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         ranked.truncate(vocab_size.saturating_sub(SPECIALS.len()));
-        let words = SPECIALS
-            .iter()
-            .copied()
-            .chain(ranked.into_iter().map(|(w, _)| w))
-            .map(str::to_owned)
-            .collect();
+        let words = SPECIALS.iter().copied().chain(ranked.into_iter().map(|(w, _)| w)).map(str::to_owned).collect();
         Self::from_words(words)
     }
 
@@ -50,16 +40,11 @@ impl WordVocab {
     /// `train` guarantees (specials first, no duplicates, no whitespace inside words).
     pub(crate) fn from_words(words: Vec<String>) -> Result<Self> {
         if words.len() < SPECIALS.len() || words[..SPECIALS.len()] != SPECIALS {
-            return Err(Error::Json(format!(
-                "word vocabulary must start with {SPECIALS:?}"
-            )));
+            return Err(Error::Json(format!("word vocabulary must start with {SPECIALS:?}")));
         }
         let mut index = HashMap::with_capacity(words.len());
         for (id, word) in words.iter().enumerate().skip(SPECIALS.len()) {
-            if word.is_empty()
-                || word.chars().any(char::is_whitespace)
-                || SPECIALS.contains(&word.as_str())
-            {
+            if word.is_empty() || word.chars().any(char::is_whitespace) || SPECIALS.contains(&word.as_str()) {
                 return Err(Error::Json(format!("invalid vocabulary word {word:?}")));
             }
             let id = u32::try_from(id).map_err(|_| Error::Json("vocabulary too large".into()))?;
@@ -80,25 +65,17 @@ impl WordVocab {
     }
 
     pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
-        text.split_whitespace()
-            .map(|w| self.index.get(w).copied().unwrap_or(UNK))
-            .collect()
+        text.split_whitespace().map(|w| self.index.get(w).copied().unwrap_or(UNK)).collect()
     }
 
     pub(crate) fn decode(&self, ids: &[u32]) -> String {
-        let words: Vec<&str> = ids
-            .iter()
-            .filter(|&&id| id != PAD && id != BOS && id != EOS)
-            .map(|&id| self.piece(id))
-            .collect();
+        let words: Vec<&str> = ids.iter().filter(|&&id| id != PAD && id != BOS && id != EOS).map(|&id| self.piece(id)).collect();
         words.join(" ")
     }
 
     /// The word for `id`; ids outside the vocabulary render as `<unk>`.
     pub(crate) fn piece(&self, id: u32) -> &str {
-        self.words
-            .get(id as usize)
-            .map_or(SPECIALS[UNK as usize], String::as_str)
+        self.words.get(id as usize).map_or(SPECIALS[UNK as usize], String::as_str)
     }
 
     pub(crate) fn knows_word(&self, word: &str) -> bool {

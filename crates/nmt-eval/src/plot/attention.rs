@@ -72,7 +72,11 @@ fn cell_size(att: &Attention) -> u32 {
 }
 
 fn font_size(att: &Attention) -> u32 {
-    if cell_size(att) < 14 { 11 } else { FONT_SIZE }
+    if cell_size(att) < 14 {
+        11
+    } else {
+        FONT_SIZE
+    }
 }
 
 /// `(cell, left, top)`: cell size and the margins taken by the labels.

@@ -23,11 +23,7 @@ const COLORS: [RGBColor; 8] = [
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &ByLength) -> Result<()> {
     root.fill(&WHITE).map_err(perr)?;
     let n = r.counts.len();
-    let y_max = r
-        .systems
-        .iter()
-        .flat_map(|s| s.buckets.iter().flatten().map(|b| b.score))
-        .fold(0.0f64, f64::max);
+    let y_max = r.systems.iter().flat_map(|s| s.buckets.iter().flatten().map(|b| b.score)).fold(0.0f64, f64::max);
     let y_top = ((y_max / 5.0).ceil() * 5.0).max(5.0);
     let mut chart = ChartBuilder::on(root)
         .caption("BLEU by source sentence length", (FAMILY, 24))
@@ -58,8 +54,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &ByLength) -> Resu
         .map_err(perr)?;
     for (k, sys) in r.systems.iter().enumerate() {
         let color = COLORS[k % COLORS.len()];
-        let points: Vec<(f64, f64)> =
-            sys.buckets.iter().enumerate().filter_map(|(i, b)| b.as_ref().map(|b| (i as f64, b.score))).collect();
+        let points: Vec<(f64, f64)> = sys.buckets.iter().enumerate().filter_map(|(i, b)| b.as_ref().map(|b| (i as f64, b.score))).collect();
         chart
             .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
             .map_err(perr)?

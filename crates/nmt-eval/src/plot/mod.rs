@@ -55,10 +55,7 @@ impl ImageFormat {
         match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
             Some("png") => Ok(ImageFormat::Png),
             Some("svg") => Ok(ImageFormat::Svg),
-            _ => Err(Error::InvalidArgument(format!(
-                "{}: output picture must end in .png or .svg",
-                path.display()
-            ))),
+            _ => Err(Error::InvalidArgument(format!("{}: output picture must end in .png or .svg", path.display()))),
         }
     }
 }

@@ -2,5 +2,5 @@
 //! weights and batch, composed-op and fused training losses, search, and the timing harness.
 pub mod model;
 pub mod params;
-pub mod search;
 pub mod run;
+pub mod search;

@@ -155,12 +155,18 @@ fn loss_fused(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, batch: &BenchBatch
     let seq = Tensor::cat(&[gie.flatten_all()?, s0.flatten_all()?], 0)?;
     let enc = Tensor::cat(&[&hs, &uh], 2)?;
     let flat = |n: &str| -> Result<Tensor> { Ok(p.get(n)?.flatten_all()?) };
-    let w = Tensor::cat(
-        &[flat("att_w")?, flat("att_b")?, flat("att_v")?, flat("dec_wic")?, flat("dec_whh")?, flat("dec_bhh")?],
-        0,
-    )?;
+    let w = Tensor::cat(&[flat("att_w")?, flat("att_b")?, flat("att_v")?, flat("dec_wic")?, flat("dec_whh")?, flat("dec_bhh")?], 0)?;
     let lens = batch.src.chunks(SRC_LEN).map(|row| row.iter().rposition(|&t| t != 0).map_or(1, |i| i + 1)).collect();
-    let dims = attn_decoder::AttnDims { batch: BATCH, tgt_len: TGT_LEN, src_len: SRC_LEN, hidden: HIDDEN, ctx: 2 * HIDDEN, att: ATT, lens, form: GruForm::ResetAfter };
+    let dims = attn_decoder::AttnDims {
+        batch: BATCH,
+        tgt_len: TGT_LEN,
+        src_len: SRC_LEN,
+        hidden: HIDDEN,
+        ctx: 2 * HIDDEN,
+        att: ATT,
+        lens,
+        form: GruForm::ResetAfter,
+    };
     let out = attn_decoder::attention_decoder(&seq, &enc, &w, dims)?.reshape((BATCH * TGT_LEN, 3 * HIDDEN))?;
     let st = out.narrow(1, 0, HIDDEN)?;
     let cs = out.narrow(1, HIDDEN, 2 * HIDDEN)?;

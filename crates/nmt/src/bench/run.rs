@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 
 use super::model::{loss, Impl};
 use super::params::{BenchBatch, BenchParams, ATT, BATCH, EMB, HIDDEN, PARAMS, SRC_LEN, TGT_LEN, VOCAB};
-use crate::config::{Optimizer as OptimizerKind, TrainConfig};
-use crate::train::optim::Optimizer;
 use super::search::{beam, greedy, SearchWeights};
+use crate::config::{Optimizer as OptimizerKind, TrainConfig};
 use crate::error::Result;
 use crate::kernels::gemm::{matmul, Mat};
+use crate::train::optim::Optimizer;
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -80,7 +80,15 @@ struct BenchAdam(Optimizer);
 
 impl BenchAdam {
     fn new(p: &BenchParams, imp: Impl) -> Result<Self> {
-        let cfg = TrainConfig { optimizer: OptimizerKind::Adam, lr: 1e-3, adam_betas: (0.9, 0.999), adam_eps: 1e-8, clip_norm: 0.0, imp, ..TrainConfig::default() };
+        let cfg = TrainConfig {
+            optimizer: OptimizerKind::Adam,
+            lr: 1e-3,
+            adam_betas: (0.9, 0.999),
+            adam_eps: 1e-8,
+            clip_norm: 0.0,
+            imp,
+            ..TrainConfig::default()
+        };
         let vars = PARAMS.iter().zip(&p.vars).map(|((n, _), v)| (n.to_string(), v.clone())).collect();
         Ok(BenchAdam(Optimizer::new(vars, &cfg)?))
     }
@@ -171,7 +179,8 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         if prof.iter().any(|(_, ms)| *ms > 0.0) {
             // Per-step milliseconds of each fused kernel, over warm-up and timed steps.
             let steps = (3 + opts.steps) as f64;
-            let m: serde_json::Map<String, Value> = prof.iter().filter(|(_, ms)| *ms > 0.0).map(|(n, ms)| (n.to_string(), json!(round(ms / steps, 1)))).collect();
+            let m: serde_json::Map<String, Value> =
+                prof.iter().filter(|(_, ms)| *ms > 0.0).map(|(n, ms)| (n.to_string(), json!(round(ms / steps, 1)))).collect();
             if let Some(o) = v.as_object_mut() {
                 o.insert("kernel_ms".into(), Value::Object(m));
             }

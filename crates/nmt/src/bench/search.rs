@@ -8,14 +8,14 @@
 use rayon::prelude::*;
 
 use super::params::{BenchParams, ATT, BOS, EMB, HIDDEN, PARAMS, SRC_LEN};
-use crate::kernels::scores::{Projection, RowBest};
 use crate::error::Result;
-use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::infer::cell::{affine, embed};
+use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::gru::{self, GruDims};
 use crate::kernels::gru_cell::{reset_after_row as cell, GruForm};
 use crate::kernels::math::FastMath;
+use crate::kernels::scores::{Projection, RowBest};
 use crate::simd_dispatch;
 
 const H: usize = HIDDEN;
@@ -32,7 +32,11 @@ pub struct SearchWeights {
 
 impl SearchWeights {
     pub fn new(p: &BenchParams) -> Result<Self> {
-        let w: Vec<Vec<f32>> = p.vars.iter().map(|v| v.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()).collect::<candle_core::Result<_>>()?;
+        let w: Vec<Vec<f32>> = p
+            .vars
+            .iter()
+            .map(|v| v.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>())
+            .collect::<candle_core::Result<_>>()?;
         let i = |name: &str| PARAMS.iter().position(|(n, _)| *n == name).unwrap_or(0);
         let proj = Projection::new(&w[i("proj_w")], &w[i("proj_b")]);
         let mut me = SearchWeights { w, proj, enc_pack: [Vec::new(), Vec::new()] };

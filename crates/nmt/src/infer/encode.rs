@@ -57,10 +57,8 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             // One direction per thread, each with single-threaded GEMMs: no synchronisation
             // inside the step loops (kernels/bigru.rs measured this as the faster split).
             let inner = if threads >= 2 { 1 } else { threads };
-            let ((fs, _), (bs, back_first)) = rayon::join(
-                || run_gru(fwd, n, &x, lens, s, false, inner),
-                || run_gru(bwd, n, &x, lens, s, true, inner),
-            );
+            let ((fs, _), (bs, back_first)) =
+                rayon::join(|| run_gru(fwd, n, &x, lens, s, false, inner), || run_gru(bwd, n, &x, lens, s, true, inner));
             let a = cfg.att_dim;
             let ew = 2 * n + a;
             let mut mem = vec![0f32; b * s * ew];

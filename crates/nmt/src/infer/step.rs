@@ -42,7 +42,15 @@ pub struct StepOut {
 
 /// One step for `rows`; `want_alpha` keeps the attention weights.
 /// `want[r]` is how many best tokens row `r` needs; tokens in `skip` are never chosen.
-pub fn step(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want: &[usize], skip: &[u32], want_alpha: bool, threads: usize) -> StepOut {
+pub fn step(
+    model: &HostModel,
+    enc: &HostEncoded,
+    rows: &Rows<'_>,
+    want: &[usize],
+    skip: &[u32],
+    want_alpha: bool,
+    threads: usize,
+) -> StepOut {
     let cfg = &model.cfg;
     let (r_n, n, m) = (rows.y.len(), cfg.hidden_dim, cfg.emb_dim);
     let l2 = model.out.b.len();

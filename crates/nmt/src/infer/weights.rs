@@ -185,5 +185,4 @@ impl HostModel {
     pub fn supports(model: &Seq2Seq) -> bool {
         model.dtype() == DType::F32 && model.device().is_cpu()
     }
-
 }

@@ -29,7 +29,15 @@ struct Recomputed<T> {
 }
 
 /// Returns the gradients of `(seq, enc, w)` given the output `out` and its gradient `dout`.
-pub fn backward<T: Real>(d: &AttnDims, steps: Option<Steps<T>>, seq: &[T], enc: &[T], w: &[T], out: &[T], dout: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+pub fn backward<T: Real>(
+    d: &AttnDims,
+    steps: Option<Steps<T>>,
+    seq: &[T],
+    enc: &[T],
+    w: &[T],
+    out: &[T],
+    dout: &[T],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (bt, tl, sl, h, c, a) = (d.batch * d.tgt_len, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
     let (ow, ew, o) = (h + c, c + a, d.woff());
     let threads = rayon::current_num_threads();
@@ -52,7 +60,8 @@ pub fn backward<T: Real>(d: &AttnDims, steps: Option<Steps<T>>, seq: &[T], enc: 
     let mut dws = vec![T::ZERO; bt * a];
     let mut denc = vec![T::ZERO; d.batch * sl * ew];
     let mut ds0 = vec![T::ZERO; d.batch * h];
-    let wt = WeightsT { wc: transpose(&w[o.wc..o.u], c, 3 * h), u: transpose(&w[o.u..o.bh], h, 3 * h), wa: transpose(&w[o.wa..o.ba], h, a) };
+    let wt =
+        WeightsT { wc: transpose(&w[o.wc..o.u], c, 3 * h), u: transpose(&w[o.u..o.bh], h, 3 * h), wa: transpose(&w[o.wa..o.ba], h, a) };
     let rows = chunk_rows(d.batch);
     let dv_parts: Vec<Vec<T>> = dgi
         .par_chunks_mut(rows * tl * 3 * h)
@@ -127,7 +136,17 @@ struct ChunkOut<'a, T> {
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn backward_chunk<T: Real>(d: &AttnDims, b0: usize, nb: usize, enc: &[T], w: &[T], wt: &WeightsT<T>, dout: &[T], re: &Recomputed<T>, g: &mut ChunkOut<'_, T>) {
+fn backward_chunk<T: Real>(
+    d: &AttnDims,
+    b0: usize,
+    nb: usize,
+    enc: &[T],
+    w: &[T],
+    wt: &WeightsT<T>,
+    dout: &[T],
+    re: &Recomputed<T>,
+    g: &mut ChunkOut<'_, T>,
+) {
     let (tl, sl, h, c, a) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
     let (ow, ew, o) = (h + c, c + a, d.woff());
     let v = &w[o.va..o.wc];

@@ -223,12 +223,8 @@ pub(crate) fn attend_row<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, sc
 pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>, Steps<T>) {
     let (ow, bt, h) = (d.out_w(), d.batch * d.tgt_len, d.hidden);
     let mut out = vec![T::ZERO; bt * ow];
-    let mut st = Steps {
-        ws: vec![T::ZERO; bt * d.att],
-        gi: vec![T::ZERO; bt * 3 * h],
-        gh: vec![T::ZERO; bt * 3 * h],
-        q: vec![T::ZERO; bt * h],
-    };
+    let mut st =
+        Steps { ws: vec![T::ZERO; bt * d.att], gi: vec![T::ZERO; bt * 3 * h], gh: vec![T::ZERO; bt * 3 * h], q: vec![T::ZERO; bt * h] };
     let rows = chunk_rows(d.batch);
     let (gie, s0) = seq.split_at(bt * 3 * h);
     let tl = d.tgt_len;

@@ -140,7 +140,15 @@ impl CustomOp3 for BiGru {
         "fused-bidirectional-gru"
     }
 
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<(CpuStorage, Shape)> {
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
         let d = &self.0;
         let shape = Shape::from((d.batch, d.len, 2 * d.hidden));
         let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
@@ -160,7 +168,14 @@ impl CustomOp3 for BiGru {
         Ok((out, shape))
     }
 
-    fn bwd(&self, gi: &Tensor, u: &Tensor, bh: &Tensor, res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    fn bwd(
+        &self,
+        gi: &Tensor,
+        u: &Tensor,
+        bh: &Tensor,
+        res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         fn go<T: Real + WithDType>(d: &GruDims, saved: Option<Dirs<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
             let [gi, u, bh, res, grad] = t;
             with_slice::<T, _>(gi, |gi_s| {

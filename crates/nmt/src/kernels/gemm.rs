@@ -99,15 +99,7 @@ impl<'a, T> Mat<'a, T> {
 /// # Panics
 /// On mismatched shapes or views that run past their slices: these are programming errors
 /// in the kernels, never reachable from user input (the kernels check shapes up front).
-pub fn matmul<T: Real>(
-    dst: &mut [T],
-    dst_off: usize,
-    dst_rs: usize,
-    a: Mat<'_, T>,
-    b: Mat<'_, T>,
-    accumulate: bool,
-    threads: usize,
-) {
+pub fn matmul<T: Real>(dst: &mut [T], dst_off: usize, dst_rs: usize, a: Mat<'_, T>, b: Mat<'_, T>, accumulate: bool, threads: usize) {
     assert_eq!(a.cols, b.rows, "gemm: inner dimensions differ");
     let (m, n, k) = (a.rows, b.cols, a.cols);
     if m == 0 || n == 0 {
@@ -123,11 +115,7 @@ pub fn matmul<T: Real>(
         }
         return;
     }
-    let par = if threads > 1 && m * n * k >= 1 << 18 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
+    let par = if threads > 1 && m * n * k >= 1 << 18 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
     // SAFETY: the asserts above keep every index the views describe inside their slices, and
     // `dst` is borrowed mutably, so it cannot alias `a` or `b`.
     unsafe {

@@ -108,17 +108,15 @@ pub(crate) fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T]) -> (V
     let mut out = vec![T::ZERO; d.batch * s * h];
     let mut sv = Saved { gh: vec![T::ZERO; d.batch * s * 3 * h], q: vec![T::ZERO; d.batch * s * h] };
     let n = chunk_rows(d.batch);
-    out.par_chunks_mut(n * s * h)
-        .zip(sv.gh.par_chunks_mut(n * s * 3 * h))
-        .zip(sv.q.par_chunks_mut(n * s * h))
-        .enumerate()
-        .for_each(|(c, ((out_c, gh_c), q_c))| {
+    out.par_chunks_mut(n * s * h).zip(sv.gh.par_chunks_mut(n * s * 3 * h)).zip(sv.q.par_chunks_mut(n * s * h)).enumerate().for_each(
+        |(c, ((out_c, gh_c), q_c))| {
             let nb = out_c.len() / (s * h);
             let dc = d.chunk(c * n, nb);
             let gi_c = &gi[c * n * s * 3 * h..][..nb * s * 3 * h];
             let rows_c = &rows[c * n * 4 * h..][..nb * 4 * h];
             simd_dispatch!(forward_chunk(&dc, gi_c, u, rows_c, out_c, &mut Saved2 { gh: gh_c, q: q_c }))
-        });
+        },
+    );
     (out, sv)
 }
 
@@ -211,16 +209,14 @@ pub(crate) fn backward<T: Real>(d: &GruDims, sv: &Saved<T>, gi: &[T], u: &[T], r
     let mut dgh = vec![T::ZERO; b * s * 3 * h];
     let mut dh0 = vec![T::ZERO; b * h];
     let n = chunk_rows(b);
-    dgi.par_chunks_mut(n * s * 3 * h)
-        .zip(dgh.par_chunks_mut(n * s * 3 * h))
-        .zip(dh0.par_chunks_mut(n * h))
-        .enumerate()
-        .for_each(|(c, ((dgi_c, dgh_c), dh0_c))| {
+    dgi.par_chunks_mut(n * s * 3 * h).zip(dgh.par_chunks_mut(n * s * 3 * h)).zip(dh0.par_chunks_mut(n * h)).enumerate().for_each(
+        |(c, ((dgi_c, dgh_c), dh0_c))| {
             let nb = dh0_c.len() / h;
             let (a3, a1) = (c * n * s * 3 * h..(c * n + nb) * s * 3 * h, c * n * s * h..(c * n + nb) * s * h);
             let x = BackIn { gi: &gi[a3.clone()], gh: &sv.gh[a3], hprev: &hprev[a1.clone()], dh: &dh[a1] };
             simd_dispatch!(backward_chunk(&d.chunk(c * n, nb), &x, u, &ut, dgi_c, dgh_c, dh0_c))
-        });
+        },
+    );
     let du = u_grad(d.form, h, &hprev, &sv.q, &dgh, threads);
     let drows = row_grads(&dgh, &dh0, b, s, h);
     (dgi, du, drows)
@@ -246,7 +242,15 @@ impl CustomOp3 for GruSeq {
         "fused-gru-sequence"
     }
 
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<(CpuStorage, Shape)> {
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
         let d = &self.0;
         let shape = Shape::from((d.batch, d.len, d.hidden));
         let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
@@ -266,7 +270,14 @@ impl CustomOp3 for GruSeq {
         Ok((out, shape))
     }
 
-    fn bwd(&self, gi: &Tensor, u: &Tensor, rows: &Tensor, res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    fn bwd(
+        &self,
+        gi: &Tensor,
+        u: &Tensor,
+        rows: &Tensor,
+        res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         fn go<T: Real + WithDType>(d: &GruDims, saved: Option<Saved<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
             let [gi, u, rows, res, grad] = t;
             with_slice::<T, _>(gi, |gi_s| {
@@ -277,7 +288,11 @@ impl CustomOp3 for GruSeq {
                                 // No saved forward pass (a second backward): run it again.
                                 let sv = saved.unwrap_or_else(|| forward(d, gi_s, u_s, rows_s).1);
                                 let (dgi, du, drows) = backward(d, &sv, gi_s, u_s, rows_s, hs, g);
-                                Ok((tensor_from(dgi, gi.shape(), gi)?, tensor_from(du, u.shape(), u)?, tensor_from(drows, rows.shape(), rows)?))
+                                Ok((
+                                    tensor_from(dgi, gi.shape(), gi)?,
+                                    tensor_from(du, u.shape(), u)?,
+                                    tensor_from(drows, rows.shape(), rows)?,
+                                ))
                             })
                         })
                     })

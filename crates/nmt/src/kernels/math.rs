@@ -29,9 +29,7 @@ macro_rules! simd_dispatch {
             {
                 // SAFETY: the CPU has the features `v4` is compiled for.
                 unsafe { v4(|| $body) }
-            } else if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
+            } else if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
                 // SAFETY: as above, for `v3`.
                 unsafe { v3(|| $body) }
             } else {

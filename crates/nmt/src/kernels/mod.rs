@@ -1,18 +1,18 @@
 //! Fused CPU kernels (issue 4): the recurrences, the loss and the optimizer step written as
 //! candle custom ops with hand-written forward and backward passes. Each has a composed-op twin
 //! in the model code that it is tested against (values and gradients, f32 and f64).
+pub mod attn_backward;
+pub mod attn_decoder;
+pub mod bigru;
 pub mod gemm;
 pub mod gru;
 pub mod gru_cell;
-pub mod math;
-pub mod storage;
-pub mod attn_backward;
-pub mod attn_decoder;
-pub mod maxout;
-pub mod xent;
-pub mod optim_step;
 pub mod linear;
-pub mod proj_nll;
+pub mod math;
+pub mod maxout;
+pub mod optim_step;
 pub mod profile;
-pub mod bigru;
+pub mod proj_nll;
 pub mod scores;
+pub mod storage;
+pub mod xent;

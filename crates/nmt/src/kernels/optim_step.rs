@@ -21,8 +21,18 @@ use crate::simd_dispatch;
 #[derive(Clone, Copy, Debug)]
 pub enum Rule {
     /// `step` is 1 for the first update.
-    Adam { lr: f64, beta1: f64, beta2: f64, eps: f64, step: u64 },
-    Adadelta { lr: f64, rho: f64, eps: f64 },
+    Adam {
+        lr: f64,
+        beta1: f64,
+        beta2: f64,
+        eps: f64,
+        step: u64,
+    },
+    Adadelta {
+        lr: f64,
+        rho: f64,
+        eps: f64,
+    },
 }
 
 /// Updates the CPU f32 tensor `param` in place from `grad · grad_scale`, with the moments `m`
@@ -106,7 +116,17 @@ impl InplaceOp2 for UpdateOp<'_> {
 pub fn sum_squares(grad: &Tensor) -> Result<f64> {
     fn go<T: Copy + Into<f64> + Send + Sync>(x: &[T]) -> f64 {
         // Per-block sums in block order, then added in order: the same bits on every run.
-        let parts: Vec<f64> = x.par_chunks(BLOCK).map(|c| c.iter().map(|&v| { let v: f64 = v.into(); v * v }).sum::<f64>()).collect();
+        let parts: Vec<f64> = x
+            .par_chunks(BLOCK)
+            .map(|c| {
+                c.iter()
+                    .map(|&v| {
+                        let v: f64 = v.into();
+                        v * v
+                    })
+                    .sum::<f64>()
+            })
+            .collect();
         parts.iter().sum()
     }
     match grad.dtype() {

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Kernels that are timed, in report order.
-pub const NAMES: [&str; 14] = [
+pub const NAMES: [&str; 17] = [
     "gru.fwd",
     "gru.bwd",
     "attn.fwd",
@@ -24,6 +24,11 @@ pub const NAMES: [&str; 14] = [
     "search.step",
     "search.scores",
     "search.select",
+    // A training update's phases (`train/trainer.rs`): the loss, its backward pass, clipping
+    // and the optimiser step. The kernels above are inside the first two.
+    "train.forward",
+    "train.backward",
+    "train.update",
 ];
 
 /// Indices of the search's slots in [`NAMES`].
@@ -33,7 +38,12 @@ pub const SEARCH_STEP: usize = 11;
 pub const SEARCH_SCORES: usize = 12;
 pub const SEARCH_SELECT: usize = 13;
 
-static NANOS: [AtomicU64; 14] = [const { AtomicU64::new(0) }; 14];
+/// Indices of the training phases in [`NAMES`].
+pub const TRAIN_FORWARD: usize = 14;
+pub const TRAIN_BACKWARD: usize = 15;
+pub const TRAIN_UPDATE: usize = 16;
+
+static NANOS: [AtomicU64; 17] = [const { AtomicU64::new(0) }; 17];
 
 /// Whether `NMT_PROFILE` is set (and not `0`).
 pub fn enabled() -> bool {

@@ -221,7 +221,9 @@ mod tests {
     /// Scores in f64, row-major `(n, V)`.
     fn reference(w: &[f32], b: &[f32], t: &[f32], n: usize, h: usize) -> Vec<Vec<f64>> {
         let v = b.len();
-        (0..n).map(|r| (0..v).map(|j| b[j] as f64 + (0..h).map(|k| t[r * h + k] as f64 * w[k * v + j] as f64).sum::<f64>()).collect()).collect()
+        (0..n)
+            .map(|r| (0..v).map(|j| b[j] as f64 + (0..h).map(|k| t[r * h + k] as f64 * w[k * v + j] as f64).sum::<f64>()).collect())
+            .collect()
     }
 
     /// Normalisers and per-row lists against f64 sorting, for row counts on and off the

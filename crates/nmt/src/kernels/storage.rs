@@ -1,8 +1,5 @@
 //! Access to the CPU buffers behind candle tensors, for the custom ops.
-use candle_core::{
-    bail, CpuStorage, DType, Layout, Result, Shape, Storage, Tensor,
-    WithDType,
-};
+use candle_core::{bail, CpuStorage, DType, Layout, Result, Shape, Storage, Tensor, WithDType};
 
 /// The contiguous slice a CPU storage and layout describe.
 pub fn cpu_slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {

@@ -42,13 +42,7 @@ impl Attention {
     /// One decoder step. `state: (batch, n)` is `s_{i-1}`, `uh` from [`Attention::precompute`],
     /// `mask_bias: (batch, src_len)` is 0 at words and a large negative number at padding.
     /// Returns the context `c_i: (batch, 2n)` and the weights `α_i: (batch, src_len)`.
-    pub fn attend(
-        &self,
-        state: &Tensor,
-        annotations: &Tensor,
-        uh: &Tensor,
-        mask_bias: &Tensor,
-    ) -> Result<(Tensor, Tensor)> {
+    pub fn attend(&self, state: &Tensor, annotations: &Tensor, uh: &Tensor, mask_bias: &Tensor) -> Result<(Tensor, Tensor)> {
         let (b, s, att) = uh.dims3()?;
         let ws = state.matmul(&self.w_a)?.broadcast_add(&self.b_a)?.unsqueeze(1)?;
         let hidden = uh.broadcast_add(&ws)?.tanh()?;

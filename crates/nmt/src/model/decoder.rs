@@ -10,8 +10,8 @@ use candle_core::{Tensor, D};
 
 use super::attention::Attention;
 use super::gru::{cell_step, Gru};
-use crate::config::GruForm;
 use super::params::{Init, ParamBuilder};
+use crate::config::GruForm;
 use crate::error::Result;
 
 /// What the decoder reads of the source, computed once per batch by `Seq2Seq::encode`.
@@ -37,14 +37,10 @@ impl Encoded {
     pub fn select(&self, idx: &Tensor) -> Result<Encoded> {
         let s = |t: &Tensor| t.index_select(idx, 0);
         let memory = match &self.memory {
-            Memory::Attention { annotations, uh, mask_bias } => Memory::Attention {
-                annotations: s(annotations)?,
-                uh: s(uh)?,
-                mask_bias: s(mask_bias)?,
-            },
-            Memory::Summary { c, gate_ctx, out_ctx } => {
-                Memory::Summary { c: s(c)?, gate_ctx: s(gate_ctx)?, out_ctx: s(out_ctx)? }
+            Memory::Attention { annotations, uh, mask_bias } => {
+                Memory::Attention { annotations: s(annotations)?, uh: s(uh)?, mask_bias: s(mask_bias)? }
             }
+            Memory::Summary { c, gate_ctx, out_ctx } => Memory::Summary { c: s(c)?, gate_ctx: s(gate_ctx)?, out_ctx: s(out_ctx)? },
         };
         Ok(Encoded { memory, init: s(&self.init)? })
     }

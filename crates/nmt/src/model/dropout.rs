@@ -24,8 +24,7 @@ impl Dropout {
         }
         let keep = 1.0 - self.p;
         let scale = (1.0 / keep) as f32;
-        let mask: Vec<f32> =
-            (0..x.elem_count()).map(|_| if self.rng.gen::<f64>() < keep { scale } else { 0.0 }).collect();
+        let mask: Vec<f32> = (0..x.elem_count()).map(|_| if self.rng.gen::<f64>() < keep { scale } else { 0.0 }).collect();
         let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
         Ok((x * mask)?)
     }

@@ -33,10 +33,7 @@ impl BatchTensors {
     pub fn source(batch: &Batch, dtype: DType, device: &Device) -> Result<(Tensor, Tensor)> {
         let (b, s) = (batch.size, batch.src_len);
         let mask = mask_of(&batch.src);
-        Ok((
-            Tensor::from_vec(batch.src.clone(), (b, s), device)?,
-            Tensor::from_vec(mask, (b, s), device)?.to_dtype(dtype)?,
-        ))
+        Ok((Tensor::from_vec(batch.src.clone(), (b, s), device)?, Tensor::from_vec(mask, (b, s), device)?.to_dtype(dtype)?))
     }
 }
 

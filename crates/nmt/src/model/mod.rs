@@ -84,10 +84,7 @@ impl Seq2Seq {
                 2 * n,
             ),
             Arch::Rnnenc => (
-                Core::Enc {
-                    enc: GruEncoder::new(m, n, cfg.gru, &pb.pp("encoder"))?,
-                    dec: SummaryDecoder::new(dims, &pb.pp("decoder"))?,
-                },
+                Core::Enc { enc: GruEncoder::new(m, n, cfg.gru, &pb.pp("encoder"))?, dec: SummaryDecoder::new(dims, &pb.pp("decoder"))? },
                 n,
             ),
         };
@@ -158,19 +155,12 @@ impl Seq2Seq {
                 let per = rows / b.max(1);
                 Ok(out_ctx.unsqueeze(1)?.broadcast_as((b, per, k))?.reshape((rows, k))?)
             }
-            (Memory::Attention { .. }, None) => {
-                Err(crate::Error::Config("attention decoder produced no context".into()))
-            }
+            (Memory::Attention { .. }, None) => Err(crate::Error::Config("attention decoder produced no context".into())),
         }
     }
 
     /// Logits of every target position, teacher-forced: `tgt_in: (B, T)` → `(B·T, K_y)`.
-    pub fn teacher_forced_logits(
-        &self,
-        enc: &Encoded,
-        tgt_in: &Tensor,
-        mut dropout: Option<&mut Dropout>,
-    ) -> Result<Tensor> {
+    pub fn teacher_forced_logits(&self, enc: &Encoded, tgt_in: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
         let (b, t) = tgt_in.dims2()?;
         let m = self.cfg.emb_dim;
         let mut ey = self.tgt_emb.index_select(&tgt_in.flatten_all()?, 0)?.reshape((b, t, m))?;

@@ -25,14 +25,7 @@ pub struct DeepOutput {
 }
 
 impl DeepOutput {
-    pub fn new(
-        state: usize,
-        emb: usize,
-        ctx: usize,
-        maxout: usize,
-        vocab: usize,
-        pb: &ParamBuilder,
-    ) -> Result<Self> {
+    pub fn new(state: usize, emb: usize, ctx: usize, maxout: usize, vocab: usize, pb: &ParamBuilder) -> Result<Self> {
         Ok(DeepOutput {
             o_h: pb.get("o_h", &[state, 2 * maxout], Init::Normal)?,
             o_y: pb.get("o_y", &[emb, 2 * maxout], Init::Normal)?,
@@ -52,9 +45,7 @@ impl DeepOutput {
     /// Maxout hidden layer `t`: `state (rows, n)`, `emb (rows, m)`, `ctx_proj` from
     /// [`DeepOutput::project_context`] broadcastable to `(rows, 2l)` → `(rows, l)`.
     pub fn hidden(&self, state: &Tensor, emb: &Tensor, ctx_proj: &Tensor) -> Result<Tensor> {
-        let pre = (state.matmul(&self.o_h)? + emb.matmul(&self.o_y)?)?
-            .broadcast_add(ctx_proj)?
-            .broadcast_add(&self.b)?;
+        let pre = (state.matmul(&self.o_h)? + emb.matmul(&self.o_y)?)?.broadcast_add(ctx_proj)?.broadcast_add(&self.b)?;
         let rows = pre.dim(0)?;
         Ok(pre.reshape((rows, self.maxout, 2))?.max(D::Minus1)?)
     }

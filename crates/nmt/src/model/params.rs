@@ -79,14 +79,12 @@ impl Params {
 
     fn create(&self, name: String, shape: &[usize], init: Init) -> Result<Tensor> {
         if let Some(loaded) = &self.loaded {
-            let t = loaded.lock_safe().remove(&name).ok_or_else(|| {
-                Error::Config(format!("parameter {name} is missing from the model file"))
-            })?;
+            let t = loaded
+                .lock_safe()
+                .remove(&name)
+                .ok_or_else(|| Error::Config(format!("parameter {name} is missing from the model file")))?;
             if t.dims() != shape {
-                return Err(Error::Config(format!(
-                    "parameter {name} has shape {:?} in the file, the config needs {shape:?}",
-                    t.dims()
-                )));
+                return Err(Error::Config(format!("parameter {name} has shape {:?} in the file, the config needs {shape:?}", t.dims())));
             }
             let var = Var::from_tensor(&t.to_dtype(self.dtype)?.to_device(&self.device)?)?;
             let tensor = var.as_tensor().clone();
@@ -98,12 +96,8 @@ impl Params {
         let data: Vec<f64> = match init {
             Init::Zeros => vec![0.0; n],
             Init::Normal => (0..n).map(|_| sample_normal(&mut *rng) * self.init_std).collect(),
-            Init::OrthogonalBlocks if self.orthogonal && shape.len() == 2 => {
-                orthogonal_blocks(shape[0], shape[1], &mut rng)?
-            }
-            Init::OrthogonalBlocks => {
-                (0..n).map(|_| sample_normal(&mut *rng) * self.init_std).collect()
-            }
+            Init::OrthogonalBlocks if self.orthogonal && shape.len() == 2 => orthogonal_blocks(shape[0], shape[1], &mut rng)?,
+            Init::OrthogonalBlocks => (0..n).map(|_| sample_normal(&mut *rng) * self.init_std).collect(),
         };
         let t = Tensor::from_vec(data, shape, &self.device)?.to_dtype(self.dtype)?;
         let var = Var::from_tensor(&t)?;
@@ -170,8 +164,7 @@ fn orthogonal_blocks(n: usize, cols: usize, rng: &mut ChaCha8Rng) -> Result<Vec<
 /// Modified Gram–Schmidt on the columns of a Gaussian matrix: a uniformly random orthogonal
 /// matrix (the sign convention of QR with positive diagonal).
 fn random_orthogonal(n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
-    let mut cols: Vec<Vec<f64>> =
-        (0..n).map(|_| (0..n).map(|_| sample_normal(rng)).collect()).collect();
+    let mut cols: Vec<Vec<f64>> = (0..n).map(|_| (0..n).map(|_| sample_normal(rng)).collect()).collect();
     for j in 0..n {
         for k in 0..j {
             let dot: f64 = (0..n).map(|i| cols[j][i] * cols[k][i]).sum();

@@ -55,8 +55,7 @@ pub fn load(path: &Path, dtype: DType, device: &Device) -> Result<Checkpoint> {
         .get(PROGRESS_KEY)
         .ok_or_else(|| Error::ModelFile { path: path.to_path_buf(), reason: "no training progress: not a checkpoint".into() })
         .and_then(|s| {
-            serde_json::from_str(s)
-                .map_err(|e| Error::ModelFile { path: path.to_path_buf(), reason: format!("training progress: {e}") })
+            serde_json::from_str(s).map_err(|e| Error::ModelFile { path: path.to_path_buf(), reason: format!("training progress: {e}") })
         })?;
     Ok(Checkpoint { loaded, opt_state, progress })
 }

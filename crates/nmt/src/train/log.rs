@@ -22,11 +22,7 @@ impl JsonlLog {
 
     pub fn append<T: Serialize>(&self, record: &T) -> Result<()> {
         let line = serde_json::to_string(record).map_err(|e| Error::Input(e.to_string()))?;
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(|e| Error::io(&self.path, e))?;
+        let mut f = OpenOptions::new().create(true).append(true).open(&self.path).map_err(|e| Error::io(&self.path, e))?;
         writeln!(f, "{line}").map_err(|e| Error::io(&self.path, e))
     }
 }

@@ -21,6 +21,7 @@ use super::optim::Optimizer;
 use super::validate::{dev_bleu, dev_loss, DevSet};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::kernels::profile;
 use crate::model::dropout::Dropout;
 use crate::model::{BatchTensors, Seq2Seq};
 use crate::model_file::{self, ModelMeta};
@@ -103,11 +104,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         corpus.skipped_empty,
         corpus.skipped_long
     ));
-    let mut run = if ckpt_path.exists() {
-        resume(cfg, &ckpt_path, &opts.device, ui)?
-    } else {
-        start(cfg, &corpus, &opts.device, ui)?
-    };
+    let mut run = if ckpt_path.exists() { resume(cfg, &ckpt_path, &opts.device, ui)? } else { start(cfg, &corpus, &opts.device, ui)? };
     let examples = nmt_data::examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
     if examples.is_empty() {
         return Err(Error::Input(format!("no training pair is at most {} tokens long", d.max_len)));
@@ -238,14 +235,17 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             let bt = BatchTensors::new(batch, run.model.dtype(), run.model.device())?;
             let mut dropout = Dropout::new(run.meta.config.dropout, t.seed, run.progress.step);
             let drop = (run.meta.config.dropout > 0.0).then_some(&mut dropout);
-            let loss = run.model.loss(&bt, drop)?;
+            let loss = profile::timed(profile::TRAIN_FORWARD, || run.model.loss(&bt, drop))?;
             let value = loss.mean.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             if !value.is_finite() {
                 return Err(Error::Input(format!("loss is {value} at update {}: training diverged", run.progress.step + 1)));
             }
-            let grads = loss.mean.backward()?;
-            let norm = run.opt.clip(&grads)?;
-            run.opt.update(&grads)?;
+            let grads = profile::timed(profile::TRAIN_BACKWARD, || loss.mean.backward())?;
+            let norm = profile::timed(profile::TRAIN_UPDATE, || -> Result<f64> {
+                let norm = run.opt.clip(&grads)?;
+                run.opt.update(&grads)?;
+                Ok(norm)
+            })?;
             run.progress.step += 1;
             run.progress.batch_in_epoch += 1;
             run_tokens += loss.tokens;

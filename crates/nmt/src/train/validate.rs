@@ -40,9 +40,9 @@ pub fn dev_loss(model: &Seq2Seq, dev: &DevSet) -> Result<f64> {
 pub fn dev_bleu(model: &Seq2Seq, meta: &ModelMeta, dev: &DevSet, limit: usize) -> Result<f64> {
     let n = if limit == 0 { dev.src_text.len() } else { limit.min(dev.src_text.len()) };
     let search = SearchConfig { beam_size: 1, batch_size: 64, ..SearchConfig::default() };
-    let out = translate_with(model, meta, &dev.src_text[..n], &SearchOptions { cfg: search, alignments: false, engine: Default::default() })?;
-    let hyps: Vec<String> =
-        out.into_iter().map(|t| t.hyps.into_iter().next().map(|h| h.text).unwrap_or_default()).collect();
+    let out =
+        translate_with(model, meta, &dev.src_text[..n], &SearchOptions { cfg: search, alignments: false, engine: Default::default() })?;
+    let hyps: Vec<String> = out.into_iter().map(|t| t.hyps.into_iter().next().map(|h| h.text).unwrap_or_default()).collect();
     let refs = vec![dev.ref_text[..n].to_vec()];
     let score = nmt_eval::bleu::corpus_bleu(&hyps, &refs, &nmt_eval::bleu::BleuOptions::default())?;
     Ok(score.score)
