@@ -1,8 +1,8 @@
 //! Every fused kernel against its composed-op twin: values and gradients, in f64 (to rounding)
 //! and f32 (to the fast tanh/exp's accuracy), plus finite differences on the fused ops.
 use candle_core::{DType, Device, Tensor, Var, D};
-use nmt::config::GruForm;
-use nmt::kernels::{attn_decoder, gru, math, maxout, xent};
+use nmt::config::{GruForm, OutputState};
+use nmt::kernels::{attn_decoder, attn_op, gru, math, maxout, xent};
 use nmt::model::gru::cell_step;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -155,20 +155,20 @@ fn fused_gru_gradient_matches_finite_differences() {
 }
 
 struct AttnCase {
-    seq: Var,
-    enc: Var,
+    gie: Var,
+    ann: Var,
     w: Var,
     dims: attn_decoder::AttnDims,
 }
 
-fn attn_case(dtype: DType, form: GruForm) -> AttnCase {
+fn attn_case(dtype: DType, form: GruForm, output: OutputState) -> AttnCase {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let (b, t, s, h, c, a) = (3, 4, 5, 6, 7, 5);
-    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens: vec![5, 3, 1], form };
-    let seq = rand_var(&[b * t * 3 * h + b * h], 1.0, dtype, &mut rng);
-    let enc = rand_var(&[b, s, c + a], 1.0, dtype, &mut rng);
-    let w = rand_var(&[h * a + a + a + c * 3 * h + h * 3 * h + 3 * h], 0.5, dtype, &mut rng);
-    AttnCase { seq, enc, w, dims }
+    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens: vec![5, 3, 1], form, output };
+    let gie = rand_var(&[b * t, 3 * h], 1.0, dtype, &mut rng);
+    let ann = rand_var(&[b, s, c], 1.0, dtype, &mut rng);
+    let w = rand_var(&[dims.weights_len()], 0.5, dtype, &mut rng);
+    AttnCase { gie, ann, w, dims }
 }
 
 /// The composed-op twin of the fused decoder, unpacking the same inputs.
@@ -184,10 +184,13 @@ fn attn_composed(k: &AttnCase) -> Tensor {
         x
     };
     let (wa, ba, va, wc, u, bh) = (take(&[h, a]), take(&[a]), take(&[a, 1]), take(&[c, 3 * h]), take(&[h, 3 * h]), take(&[3 * h]));
-    let gie = k.seq.narrow(0, 0, b * t * 3 * h).unwrap().reshape((b, t, 3 * h)).unwrap();
-    let mut st = k.seq.narrow(0, b * t * 3 * h, b * h).unwrap().reshape((b, h)).unwrap();
-    let hs = k.enc.narrow(2, 0, c).unwrap();
-    let uh = k.enc.narrow(2, c, a).unwrap();
+    let (ua, ws_init, bs_init) = (take(&[c, a]), take(&[h, h]), take(&[h]));
+    let gie = k.gie.reshape((b, t, 3 * h)).unwrap();
+    let hs = k.ann.as_tensor();
+    let back_first = hs.narrow(1, 0, 1).unwrap().squeeze(1).unwrap().narrow(1, c - h, h).unwrap();
+    let s0 = back_first.matmul(&ws_init).unwrap().broadcast_add(&bs_init).unwrap().tanh().unwrap();
+    let uh = hs.reshape((b * s, c)).unwrap().matmul(&ua).unwrap().reshape((b, s, a)).unwrap();
+    let mut st = s0.clone();
     let mask: Vec<f64> = (0..b).flat_map(|bi| (0..s).map(move |j| if j < d.lens[bi] { 0.0 } else { -1e9 })).collect();
     let mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap().to_dtype(gie.dtype()).unwrap();
     let mut outs = Vec::new();
@@ -201,24 +204,29 @@ fn attn_composed(k: &AttnCase) -> Tensor {
         let ctx = al.unsqueeze(1).unwrap().matmul(&hs.contiguous().unwrap()).unwrap().squeeze(1).unwrap();
         let gi = (gie.narrow(1, i, 1).unwrap().squeeze(1).unwrap() + ctx.matmul(&wc).unwrap()).unwrap();
         let (u_rz, u_n) = (u.narrow(1, 0, 2 * h).unwrap(), u.narrow(1, 2 * h, h).unwrap());
-        st = cell_step(d.form, &gi, &st, (&u_rz, &u_n), Some(&bh)).unwrap();
-        outs.push(Tensor::cat(&[&st, &ctx], 1).unwrap());
+        let next = cell_step(d.form, &gi, &st, (&u_rz, &u_n), Some(&bh)).unwrap();
+        let shown = if d.output == OutputState::Previous { &st } else { &next };
+        outs.push(Tensor::cat(&[shown, &ctx], 1).unwrap());
+        st = next;
     }
-    Tensor::stack(&outs, 1).unwrap()
+    Tensor::stack(&outs, 1).unwrap().reshape((b * t, h + c)).unwrap()
 }
 
 fn attn_fused(k: &AttnCase) -> Tensor {
-    attn_decoder::attention_decoder(k.seq.as_tensor(), k.enc.as_tensor(), k.w.as_tensor(), k.dims.clone()).unwrap()
+    attn_op::attention_decoder(k.gie.as_tensor(), k.ann.as_tensor(), k.w.as_tensor(), k.dims.clone()).unwrap()
 }
+
+const ATTN_VARIANTS: [(GruForm, OutputState); 3] =
+    [(GruForm::Paper, OutputState::Previous), (GruForm::Paper, OutputState::Current), (GruForm::ResetAfter, OutputState::Previous)];
 
 #[test]
 fn fused_attention_decoder_matches_composed_ops() {
-    for form in [GruForm::Paper, GruForm::ResetAfter] {
+    for (form, output) in ATTN_VARIANTS {
         for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
-            let k = attn_case(dtype, form);
-            let err = compare(&[&k.seq, &k.enc, &k.w], || attn_fused(&k), || attn_composed(&k), 2);
-            eprintln!("attention decoder {dtype:?} {form:?}: max rel diff {err:.2e}");
-            assert!(err < tol, "attention decoder {dtype:?} {form:?}: {err}");
+            let k = attn_case(dtype, form, output);
+            let err = compare(&[&k.gie, &k.ann, &k.w], || attn_fused(&k), || attn_composed(&k), 2);
+            eprintln!("attention decoder {dtype:?} {form:?} {output:?}: max rel diff {err:.2e}");
+            assert!(err < tol, "attention decoder {dtype:?} {form:?} {output:?}: {err}");
         }
     }
 }
@@ -226,14 +234,14 @@ fn fused_attention_decoder_matches_composed_ops() {
 /// Central finite differences on sampled entries of each input of the fused decoder (f64).
 #[test]
 fn fused_attention_decoder_gradient_matches_finite_differences() {
-    for form in [GruForm::Paper, GruForm::ResetAfter] {
-        let k = attn_case(DType::F64, form);
+    for (form, output) in ATTN_VARIANTS {
+        let k = attn_case(DType::F64, form, output);
         let mut rng = ChaCha8Rng::seed_from_u64(5);
-        let probe = rand_var(&[3, 4, 13], 1.0, DType::F64, &mut rng);
+        let probe = rand_var(&[12, 13], 1.0, DType::F64, &mut rng);
         let f = || (attn_fused(&k) * probe.as_tensor()).unwrap().sum_all().unwrap();
-        let worst = finite_differences(&[&k.seq, &k.enc, &k.w], f, 5);
-        eprintln!("attention decoder {form:?} finite differences: max rel err {worst:.2e}");
-        assert!(worst < 1e-6, "{form:?}: {worst}");
+        let worst = finite_differences(&[&k.gie, &k.ann, &k.w], f, 5);
+        eprintln!("attention decoder {form:?} {output:?} finite differences: max rel err {worst:.2e}");
+        assert!(worst < 1e-6, "{form:?} {output:?}: {worst}");
     }
 }
 
@@ -364,11 +372,11 @@ fn fused_bidirectional_gru_matches_composed_ops() {
 /// A second backward through the same graph has no saved forward state and recomputes it.
 #[test]
 fn fused_ops_recompute_when_backward_runs_twice() {
-    let k = attn_case(DType::F64, GruForm::Paper);
+    let k = attn_case(DType::F64, GruForm::Paper, OutputState::Previous);
     let y = (attn_fused(&k) * 1.5).unwrap().sum_all().unwrap();
     let g1 = y.backward().unwrap();
     let g2 = y.backward().unwrap();
-    for v in [&k.seq, &k.enc, &k.w] {
+    for v in [&k.gie, &k.ann, &k.w] {
         assert!(max_rel(g1.get(v.as_tensor()).unwrap(), g2.get(v.as_tensor()).unwrap()) < 1e-12);
     }
 }

@@ -9,7 +9,7 @@ use candle_core::{Device, Tensor, D};
 use super::params::{BenchBatch, BenchParams, ATT, BATCH, HIDDEN, SRC_LEN, TGT_LEN};
 use crate::error::Result;
 use crate::kernels::gru_cell::GruForm;
-use crate::kernels::{attn_decoder, bigru, linear, maxout, proj_nll};
+use crate::kernels::{attn_decoder, attn_op, bigru, linear, maxout, proj_nll};
 
 pub use crate::config::Impl;
 
@@ -86,15 +86,10 @@ fn encode_inputs(p: &BenchParams, src: &Tensor) -> Result<(Tensor, Tensor)> {
 }
 
 /// `s_0 = tanh(W_s ←h_1 + b)` and `U_a h_j` for all positions.
-fn init_and_keys(p: &BenchParams, hs: &Tensor, hb: &Tensor, imp: Impl) -> Result<(Tensor, Tensor)> {
-    let s0 = affine_with(imp, &hb.narrow(1, 0, 1)?.squeeze(1)?, p.get("init_w")?, p.get("init_b")?)?.tanh()?;
-    let hs2 = hs.reshape((BATCH * SRC_LEN, 2 * HIDDEN))?;
-    let uh = match imp {
-        Impl::Ops => hs2.matmul(p.get("att_u")?)?,
-        Impl::Fused => linear::linear(&hs2, p.get("att_u")?, &Tensor::zeros(ATT, hs.dtype(), hs.device())?)?,
-    };
-    let uh = uh.reshape((BATCH, SRC_LEN, ATT))?;
-    Ok((s0, uh))
+fn init_and_keys(p: &BenchParams, hs: &Tensor, hb: &Tensor) -> Result<(Tensor, Tensor)> {
+    let s0 = affine(&hb.narrow(1, 0, 1)?.squeeze(1)?, p.get("init_w")?, p.get("init_b")?)?.tanh()?;
+    let uh = hs.reshape((BATCH * SRC_LEN, 2 * HIDDEN))?.matmul(p.get("att_u")?)?;
+    Ok((s0, uh.reshape((BATCH, SRC_LEN, ATT))?))
 }
 
 /// Deep output: `maxout([s; Ey; c] W_o + b_o)`, `(N, H)`; the logits are this times `W_p`.
@@ -115,7 +110,7 @@ fn loss_ops(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, tgt: &[u32], dev: &D
     let hf = gru_sequence_ops(&gi_f, p.get("enc_f_whh")?, p.get("enc_f_bhh")?, false)?;
     let hb = gru_sequence_ops(&gi_b, p.get("enc_b_whh")?, p.get("enc_b_bhh")?, true)?;
     let hs = Tensor::cat(&[&hf, &hb], 2)?;
-    let (mut s, uh) = init_and_keys(p, &hs, &hb, Impl::Ops)?;
+    let (mut s, uh) = init_and_keys(p, &hs, &hb)?;
     let mask_bias = ((src.ne(0u32)?.to_dtype(hs.dtype())? - 1.0)? * 1e9)?;
     let ys = embed(p.get("tgt_emb")?, tgt_in)?;
     let gie = affine(&ys, p.get("dec_wie")?, p.get("dec_bih")?)?.reshape((BATCH, TGT_LEN, 3 * HIDDEN))?;
@@ -143,19 +138,16 @@ fn loss_fused(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, batch: &BenchBatch
     let xs = embed(p.get("src_emb")?, src)?;
     let wih = Tensor::cat(&[p.get("enc_f_wih")?, p.get("enc_b_wih")?], 1)?;
     let bih = Tensor::cat(&[p.get("enc_f_bih")?, p.get("enc_b_bih")?], 0)?;
-    let gi = linear::linear(&xs, &wih, &bih)?.reshape((BATCH, SRC_LEN, 6 * HIDDEN))?;
+    let gi = linear::linear(&xs, &wih, &bih)?;
     let u = Tensor::stack(&[p.get("enc_f_whh")?, p.get("enc_b_whh")?], 0)?;
     let bh = Tensor::stack(&[p.get("enc_f_bhh")?, p.get("enc_b_bhh")?], 0)?;
     // The reference's GRU runs over the padding (no lengths), as here.
     let hs = bigru::bigru_sequence(&gi, &u, &bh, GruForm::ResetAfter, &[SRC_LEN; BATCH])?;
-    let hb = hs.narrow(2, HIDDEN, HIDDEN)?;
-    let (s0, uh) = init_and_keys(p, &hs, &hb, Impl::Fused)?;
     let ys = embed(p.get("tgt_emb")?, tgt_in)?;
     let gie = linear::linear(&ys, p.get("dec_wie")?, p.get("dec_bih")?)?;
-    let seq = Tensor::cat(&[gie.flatten_all()?, s0.flatten_all()?], 0)?;
-    let enc = Tensor::cat(&[&hs, &uh], 2)?;
     let flat = |n: &str| -> Result<Tensor> { Ok(p.get(n)?.flatten_all()?) };
-    let w = Tensor::cat(&[flat("att_w")?, flat("att_b")?, flat("att_v")?, flat("dec_wic")?, flat("dec_whh")?, flat("dec_bhh")?], 0)?;
+    let names = ["att_w", "att_b", "att_v", "dec_wic", "dec_whh", "dec_bhh", "att_u", "init_w", "init_b"];
+    let w = Tensor::cat(&names.iter().map(|n| flat(n)).collect::<Result<Vec<_>>>()?, 0)?;
     let lens = batch.src.chunks(SRC_LEN).map(|row| row.iter().rposition(|&t| t != 0).map_or(1, |i| i + 1)).collect();
     let dims = attn_decoder::AttnDims {
         batch: BATCH,
@@ -166,8 +158,9 @@ fn loss_fused(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, batch: &BenchBatch
         att: ATT,
         lens,
         form: GruForm::ResetAfter,
+        output: crate::config::OutputState::Current,
     };
-    let out = attn_decoder::attention_decoder(&seq, &enc, &w, dims)?.reshape((BATCH * TGT_LEN, 3 * HIDDEN))?;
+    let out = attn_op::attention_decoder(&gie, &hs, &w, dims)?;
     let st = out.narrow(1, 0, HIDDEN)?;
     let cs = out.narrow(1, HIDDEN, 2 * HIDDEN)?;
     let t = deep_output(p, &st, &ys, &cs, Impl::Fused)?;

@@ -10,11 +10,11 @@
 //! s_i   = GRU(gi_i, gh_i, s_{i-1})                  `gru_cell.rs`; `gh_i` += `q U_n` for the paper form
 //! ```
 //!
-//! Inputs, packed so that one `CustomOp3` carries them (candle's autodiff splits the gradient
-//! back through the `cat`s):
+//! This file is the loop itself, on the internal layout that `attn_op.rs` (the candle op) builds:
 //! - `seq`: flat `[gie (B, T, 3H); s_0 (B, H)]`;
 //! - `enc`: `(B, S, C + A)`, each source position's `[h_j; U_a h_j]`;
-//! - `w`: flat `[W_a (H, A); b_a (A); v_a (A); W_c (C, 3H); U (H, 3H); b_h (3H)]`.
+//! - `w`: flat `[W_a (H, A); b_a (A); v_a (A); W_c (C, 3H); U (H, 3H); b_h (3H)]` (a prefix of
+//!   the op's packed weights).
 //!
 //! Output `(B, T, H + C)`: each step's `[s_i; c_i]`. The source lengths are part of the op
 //! (positions at or past a sentence's length get no attention).
@@ -22,17 +22,13 @@
 //! Backward recomputes the attention and the gates: `WS`, `GH` and `GI` for all steps are three
 //! GEMMs before the loop, the loop back through time does three small GEMMs per step
 //! (`dGI Wcᵀ`, `dGH Uᵀ`, `dWS W_aᵀ`), and the weight gradients are GEMMs over all steps.
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
-use std::sync::Mutex;
-
 use rayon::prelude::*;
 
 use super::gemm::{matmul, Mat, Real};
 use super::gru::chunk_rows;
 use super::gru_cell::{Cell, GruForm, Rows, StepIn};
 use super::math::{axpy, dot};
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
+use crate::config::OutputState;
 use crate::simd_dispatch;
 
 /// Dimensions of the attention decoder op.
@@ -48,6 +44,8 @@ pub struct AttnDims {
     pub lens: Vec<usize>,
     /// The decoder GRU's form (`gru_cell.rs`); `b_h` is zero for the paper's cell.
     pub form: GruForm,
+    /// Which state each output row carries: `s_i`, or `s_{i-1}` (RNNsearch's deep output).
+    pub output: OutputState,
 }
 
 /// Offsets of the parameters inside the packed `w`.
@@ -59,10 +57,20 @@ pub(crate) struct WOff {
     pub wc: usize,
     pub u: usize,
     pub bh: usize,
+    /// The loop's own weights end here; the prologue's `U_a`, `W_s`, `b_s` follow.
     pub end: usize,
+    pub ua: usize,
+    pub ws: usize,
+    pub bs: usize,
+    pub total: usize,
 }
 
 impl AttnDims {
+    /// Length of the op's packed weights `w` (`attn_op.rs`).
+    pub fn weights_len(&self) -> usize {
+        self.woff().total
+    }
+
     pub(crate) fn woff(&self) -> WOff {
         let (h, c, a) = (self.hidden, self.ctx, self.att);
         let ba = h * a;
@@ -70,107 +78,17 @@ impl AttnDims {
         let wc = va + a;
         let u = wc + c * 3 * h;
         let bh = u + h * 3 * h;
-        WOff { wa: 0, ba, va, wc, u, bh, end: bh + 3 * h }
+        let end = bh + 3 * h;
+        let ws = end + c * a;
+        let bs = ws + h * h;
+        WOff { wa: 0, ba, va, wc, u, bh, end, ua: end, ws, bs, total: bs + h }
     }
-    fn out_w(&self) -> usize {
+    pub(crate) fn out_w(&self) -> usize {
         self.hidden + self.ctx
     }
-    fn enc_w(&self) -> usize {
+    pub(crate) fn enc_w(&self) -> usize {
         self.ctx + self.att
     }
-}
-
-/// Runs the decoder loop; see the module docs for the packing. Returns `(B, T, H + C)`.
-pub fn attention_decoder(seq: &Tensor, enc: &Tensor, w: &Tensor, dims: AttnDims) -> Result<Tensor> {
-    let d = &dims;
-    let ok = seq.dims1()? == d.batch * (d.tgt_len * 3 * d.hidden + d.hidden)
-        && enc.dims() == [d.batch, d.src_len, d.enc_w()]
-        && w.dims1()? == d.woff().end
-        && d.lens.len() == d.batch
-        && d.lens.iter().all(|&l| l >= 1 && l <= d.src_len);
-    if !ok {
-        candle_core::bail!("attention_decoder: inputs {:?} {:?} {:?} do not fit {d:?}", seq.dims(), enc.dims(), w.dims());
-    }
-    seq.contiguous()?.apply_op3(&enc.contiguous()?, &w.contiguous()?, AttnDecoder(dims, Mutex::new(None)))
-}
-
-/// The step buffers of the forward pass, in either precision.
-enum Cached {
-    F32(Steps<f32>),
-    F64(Steps<f64>),
-}
-
-/// The op; its forward pass leaves the per-step GEMM results for the backward pass (taken
-/// once; a second backward recomputes them).
-struct AttnDecoder(AttnDims, Mutex<Option<Cached>>);
-
-impl CustomOp3 for AttnDecoder {
-    fn name(&self) -> &'static str {
-        "fused-attention-decoder"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let d = &self.0;
-        let shape = Shape::from((d.batch, d.tgt_len, d.out_w()));
-        let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
-            DType::F32 => {
-                let (a, b, c) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                let (out, st) = super::profile::timed(2, || forward(d, a, b, c));
-                (CpuStorage::F32(out), Cached::F32(st))
-            }
-            _ => {
-                let (out, st) = forward(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                (CpuStorage::F64(out), Cached::F64(st))
-            }
-        };
-        if let Ok(mut c) = self.1.lock() {
-            *c = Some(cached);
-        }
-        Ok((out, shape))
-    }
-
-    fn bwd(
-        &self,
-        seq: &Tensor,
-        enc: &Tensor,
-        w: &Tensor,
-        res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let cached = self.1.lock().ok().and_then(|mut c| c.take());
-        let t = [seq, enc, w, res, grad];
-        let (a, b, c) = match (seq.dtype(), cached) {
-            (DType::F32, Some(Cached::F32(st))) => super::profile::timed(3, || backward_t::<f32>(&self.0, Some(st), t))?,
-            (DType::F32, _) => super::profile::timed(3, || backward_t::<f32>(&self.0, None, t))?,
-            (_, Some(Cached::F64(st))) => backward_t::<f64>(&self.0, Some(st), t)?,
-            _ => backward_t::<f64>(&self.0, None, t)?,
-        };
-        Ok((Some(a), Some(b), Some(c)))
-    }
-}
-
-fn backward_t<T: Real + WithDType>(d: &AttnDims, st: Option<Steps<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
-    let [seq, enc, w, res, grad] = t;
-    with_slice::<T, _>(seq, |seq_s| {
-        with_slice::<T, _>(enc, |enc_s| {
-            with_slice::<T, _>(w, |w_s| {
-                with_slice::<T, _>(res, |out_s| {
-                    with_slice::<T, _>(grad, |g_s| {
-                        let (ds, de, dw) = super::attn_backward::backward(d, st, seq_s, enc_s, w_s, out_s, g_s);
-                        Ok((tensor_from(ds, seq.shape(), seq)?, tensor_from(de, enc.shape(), enc)?, tensor_from(dw, w.shape(), w)?))
-                    })
-                })
-            })
-        })
-    })
 }
 
 /// Per-thread scratch of [`attend_row`]: the `tanh` activations `x (S, A)` (kept for the

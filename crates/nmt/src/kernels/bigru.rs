@@ -22,12 +22,14 @@ use super::gru_cell::{u_grad, GruForm};
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
 use crate::simd_dispatch;
 
-/// Runs both directions over `gi (B, S, 6H)` with `u (2, H, 3H)` and `bh (2, 3H)`; returns
-/// `(B, S, 2H)`.
+/// Runs both directions over `gi (B, S, 6H)` (or `(B·S, 6H)`: no reshape node is needed) with
+/// `u (2, H, 3H)` and `bh (2, 3H)`; `B = lens.len()`. Returns `(B, S, 2H)`.
 pub fn bigru_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, form: GruForm, lens: &[usize]) -> Result<Tensor> {
-    let (batch, len, h6) = gi.dims3()?;
-    let hidden = h6 / 6;
-    let ok = h6 % 6 == 0
+    let (batch, hidden) = (lens.len(), u.dim(1)?);
+    let h6 = 6 * hidden;
+    let len = gi.elem_count() / (batch * h6).max(1);
+    let ok = gi.elem_count() == batch * len * h6
+        && gi.dims().last() == Some(&h6)
         && u.dims() == [2, hidden, 3 * hidden]
         && bh.dims() == [2, 3 * hidden]
         && lens.len() == batch
@@ -151,6 +153,7 @@ impl CustomOp3 for BiGru {
     ) -> Result<(CpuStorage, Shape)> {
         let d = &self.0;
         let shape = Shape::from((d.batch, d.len, 2 * d.hidden));
+        // (B, S, 2H) whatever the input's shape.
         let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
             DType::F32 => {
                 let (gi, u, bh) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);

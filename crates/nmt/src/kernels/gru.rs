@@ -64,12 +64,14 @@ impl GruDims {
     }
 }
 
-/// Runs a GRU over `gi (B, S, 3H)` with `u (H, 3H)` and per-row `rows = [ghb; h_0] (B, 4H)`;
+/// Runs a GRU over `gi (B, S, 3H)` (or `(B·S, 3H)`; `B = lens.len()`) with `u (H, 3H)` and per-row `rows = [ghb; h_0] (B, 4H)`;
 /// returns the states `(B, S, H)`. Differentiable with respect to all three inputs.
 pub fn gru_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, form: GruForm, reverse: bool, lens: &[usize]) -> Result<Tensor> {
-    let (batch, len, h3) = gi.dims3()?;
-    let hidden = h3 / 3;
-    let ok = h3 % 3 == 0
+    let (batch, hidden) = (lens.len(), u.dim(0)?);
+    let h3 = 3 * hidden;
+    let len = gi.elem_count() / (batch * h3).max(1);
+    let ok = gi.elem_count() == batch * len * h3
+        && gi.dims().last() == Some(&h3)
         && u.dims() == [hidden, h3]
         && rows.dims() == [batch, 4 * hidden]
         && lens.len() == batch

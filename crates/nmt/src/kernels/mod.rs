@@ -3,6 +3,7 @@
 //! in the model code that it is tested against (values and gradients, f32 and f64).
 pub mod attn_backward;
 pub mod attn_decoder;
+pub mod attn_op;
 pub mod bigru;
 pub mod gemm;
 pub mod gru;

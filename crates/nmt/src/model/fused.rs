@@ -5,8 +5,8 @@
 //!
 //! Per batch the graph has a handful of nodes instead of a few per time step:
 //! - RNNsearch: source embeddings → one GEMM for both directions' `x W + b` (`linear`) → the
-//!   bidirectional GRU op (source lengths inside) → `U_a h_j` → the attention-decoder op over
-//!   all target steps → one GEMM for the deep output `[s; E y; c] [O_h; O_y; O_c] + b`.
+//!   bidirectional GRU op (source lengths inside) → the attention-decoder op (`s_0`, `U_a h_j`
+//!   and all target steps) → one GEMM for the deep output `[s; c; E y] [O_h; O_c; O_y] + b`.
 //! - RNNenc: `x W + b` → the GRU op → `c = tanh(V h_T)`, `h'_0 = tanh(V' c)` → the GRU op again
 //!   for the decoder, with `C c` as each sentence's recurrent term and `h'_0` as its start →
 //!   `[s; E y] [O_h; O_y] + b + O_c c`.
@@ -23,7 +23,7 @@ use super::inputs::BatchTensors;
 use super::{Core, Seq2Seq};
 use crate::config::{GruForm, OutputState};
 use crate::error::Result;
-use crate::kernels::{attn_decoder, bigru, gru, linear, maxout, proj_nll};
+use crate::kernels::{attn_decoder, attn_op, bigru, gru, linear, maxout, proj_nll};
 
 /// Each sentence's number of real tokens (at least 1) from a `(B, S)` 0/1 mask.
 fn lengths(mask: &Tensor) -> Result<Vec<usize>> {
@@ -62,18 +62,14 @@ impl Seq2Seq {
             Core::Search { enc, dec } => {
                 let w = Tensor::cat(&[&enc.fwd.w, &enc.bwd.w], 1)?;
                 let bias = Tensor::cat(&[&enc.fwd.b, &enc.bwd.b], 0)?;
-                let gi = linear::linear(&x, &w, &bias)?.reshape((b, s, 6 * n))?;
+                let gi = linear::linear(&x, &w, &bias)?;
                 let u = Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?;
                 let bh = Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?;
                 let ann = bigru::bigru_sequence(&gi, &u, &bh, self.cfg.gru, &src_lens)?;
-                let back_first = ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, n, n)?;
-                let s0 = dec.init_state(&back_first)?;
-                let uh = dec.att.precompute(&ann)?;
                 let gie = linear::linear(&ey, &dec.gru.w, &dec.gru.b)?;
-                let seq = Tensor::cat(&[gie.flatten_all()?, s0.flatten_all()?], 0)?;
-                let memory = Tensor::cat(&[&ann, &uh], 2)?;
                 let att = &dec.att;
-                let packed = [&att.w_a, &att.b_a, &att.v_a, &dec.c, &dec.gru.u_cat()?, &dec.gru.bias_h()?]
+                let (u_cat, b_h) = (dec.gru.u_cat()?, dec.gru.bias_h()?);
+                let packed = [&att.w_a, &att.b_a, &att.v_a, &dec.c, &u_cat, &b_h, &att.u_a, &dec.w_s, &dec.b_s]
                     .iter()
                     .map(|p| p.flatten_all())
                     .collect::<candle_core::Result<Vec<_>>>()?;
@@ -86,13 +82,13 @@ impl Seq2Seq {
                     att: self.cfg.att_dim,
                     lens: src_lens,
                     form: self.cfg.gru,
+                    output: self.cfg.output_state,
                 };
-                let out = attn_decoder::attention_decoder(&seq, &memory, &Tensor::cat(&packed, 0)?, dims)?;
-                let states = output_states(&out.narrow(2, 0, n)?, &s0, self.cfg.output_state)?;
-                let rows = Tensor::cat(&[&states, &ey.reshape((b, t, m))?, &out.narrow(2, n, 2 * n)?], 2)?;
+                // (B·T, n + 2n): [s; c] per target position, the deep output's state and context.
+                let out = attn_op::attention_decoder(&gie, &ann, &Tensor::cat(&packed, 0)?, dims)?;
                 let o = &self.out;
-                let w_out = Tensor::cat(&[&o.o_h, &o.o_y, &o.o_c], 0)?;
-                linear::linear(&rows.reshape((b * t, 3 * n + m))?, &w_out, &o.b)?
+                let w_out = Tensor::cat(&[&o.o_h, &o.o_c, &o.o_y], 0)?;
+                linear::linear(&Tensor::cat(&[&out, &ey], 1)?, &w_out, &o.b)?
             }
             Core::Enc { enc, dec } => {
                 let g = &enc.gru;
