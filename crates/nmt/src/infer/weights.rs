@@ -181,8 +181,10 @@ impl HostModel {
         Ok(HostModel { src_emb: t.get("src_emb")?, tgt_emb: t.get("tgt_emb")?, cfg, core, out })
     }
 
-    /// Whether the fused search can run `model`: `f32` parameters in host memory.
+    /// Whether the fused search can run `model`: `f32` parameters in host memory, and the
+    /// paper's GRU (the host cells do not yet read the reset-after form's `b_h`; such models
+    /// are searched with the candle ops, which do).
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu()
+        model.dtype() == DType::F32 && model.device().is_cpu() && model.cfg.gru == crate::config::GruForm::Paper
     }
 }
