@@ -19,7 +19,7 @@ use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, W
 
 use super::attn_decoder::{forward, AttnDims, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
+use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
 use crate::config::OutputState;
 
 /// Runs the decoder; see the module docs. Returns `(B·T, H + C)`.
@@ -106,9 +106,9 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     let threads = rayon::current_num_threads();
     // Back to the loop's layout: rows [s_i; c_i] and their gradients. For `previous`, the
     // state of row i came from row i+1's output; s_T itself reaches no output (zeros).
-    let (mut out, mut dout) = (res.to_vec(), g.to_vec());
     let mut ds0_out = vec![T::ZERO; b * h];
-    if d.output == OutputState::Previous {
+    let shifted = (d.output == OutputState::Previous).then(|| {
+        let (mut out, mut dout) = (res.to_vec(), g.to_vec());
         for bi in 0..b {
             for i in 0..tl {
                 let row = (bi * tl + i) * ow;
@@ -128,8 +128,10 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
                 }
             }
         }
-    }
-    let (mut dseq, denc, mut dw) = super::attn_backward::backward(d, Some(p.steps), &p.seq, &p.enc, &w[..o.end], &out, &dout);
+        (out, dout)
+    });
+    let (out, dout) = shifted.as_ref().map_or((res, g), |(o, dg)| (o.as_slice(), dg.as_slice()));
+    let (mut dseq, denc, mut dw) = super::attn_backward::backward(d, Some(p.steps), &p.seq, &p.enc, &w[..o.end], out, dout);
     dw.resize(o.total, T::ZERO);
     // s_0: the loop's gradient plus the output's, through tanh into W_s, b_s and ←h_1.
     let s0 = &p.seq[bt * 3 * h..];
@@ -202,20 +204,12 @@ impl CustomOp3 for AttnDecoder {
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         fn go<T: Real + WithDType>(d: &AttnDims, p: Option<Prepared<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [gie, ann, w, res, grad] = t;
-            with_slice::<T, _>(gie, |gie_s| {
-                with_slice::<T, _>(ann, |ann_s| {
-                    with_slice::<T, _>(w, |w_s| {
-                        with_slice::<T, _>(res, |out_s| {
-                            with_slice::<T, _>(grad, |g_s| {
-                                // No saved forward pass (a second backward): run it again.
-                                let p = p.unwrap_or_else(|| run_forward(d, gie_s, ann_s, w_s).1);
-                                let (dg, da, dw) = backward(d, p, ann_s, w_s, out_s, g_s);
-                                Ok((tensor_from(dg, gie.shape(), gie)?, tensor_from(da, ann.shape(), ann)?, tensor_from(dw, w.shape(), w)?))
-                            })
-                        })
-                    })
-                })
+            let [gie, ann, w, _, _] = t;
+            with_slices::<T, _, 5>(t, |[gie_s, ann_s, w_s, out_s, g_s]| {
+                // No saved forward pass (a second backward): run it again.
+                let p = p.unwrap_or_else(|| run_forward(d, gie_s, ann_s, w_s).1);
+                let (dg, da, dw) = backward(d, p, ann_s, w_s, out_s, g_s);
+                Ok((tensor_from(dg, gie.shape(), gie)?, tensor_from(da, ann.shape(), ann)?, tensor_from(dw, w.shape(), w)?))
             })
         }
         let cached = self.1.lock().ok().and_then(|mut c| c.take());

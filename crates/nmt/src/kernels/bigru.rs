@@ -19,7 +19,7 @@ use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, W
 use super::gemm::{fill_rows, transpose, Real};
 use super::gru::{backward_chunk, forward_chunk, prev_states, BackIn, GruDims, Saved, Saved2};
 use super::gru_cell::{u_grad, GruForm};
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
+use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
 use crate::simd_dispatch;
 
 /// Runs both directions over `gi (B, S, 6H)` (or `(B·S, 6H)`: no reshape node is needed) with
@@ -180,20 +180,12 @@ impl CustomOp3 for BiGru {
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         fn go<T: Real + WithDType>(d: &GruDims, saved: Option<Dirs<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [gi, u, bh, res, grad] = t;
-            with_slice::<T, _>(gi, |gi_s| {
-                with_slice::<T, _>(u, |u_s| {
-                    with_slice::<T, _>(bh, |bh_s| {
-                        with_slice::<T, _>(res, |hs| {
-                            with_slice::<T, _>(grad, |g| {
-                                // No saved forward pass (a second backward): run it again.
-                                let saved = saved.unwrap_or_else(|| forward(d, gi_s, u_s, bh_s).1);
-                                let (dgi, du, dbh) = backward(d, saved, u_s, bh_s, hs, g);
-                                Ok((tensor_from(dgi, gi.shape(), gi)?, tensor_from(du, u.shape(), u)?, tensor_from(dbh, bh.shape(), bh)?))
-                            })
-                        })
-                    })
-                })
+            let [gi, u, bh, _, _] = t;
+            with_slices::<T, _, 5>(t, |[gi_s, u_s, bh_s, hs, g]| {
+                // No saved forward pass (a second backward): run it again.
+                let saved = saved.unwrap_or_else(|| forward(d, gi_s, u_s, bh_s).1);
+                let (dgi, du, dbh) = backward(d, saved, u_s, bh_s, hs, g);
+                Ok((tensor_from(dgi, gi.shape(), gi)?, tensor_from(du, u.shape(), u)?, tensor_from(dbh, bh.shape(), bh)?))
             })
         }
         let cached = self.1.lock().ok().and_then(|mut c| c.take());

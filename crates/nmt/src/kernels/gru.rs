@@ -26,7 +26,7 @@ use rayon::prelude::*;
 
 use super::gemm::{transpose, Real};
 use super::gru_cell::{u_grad, Cell, GruForm, Rows, StepGrads, StepIn};
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
+use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
 use crate::simd_dispatch;
 
 /// Dimensions and options of one GRU sequence op.
@@ -281,24 +281,12 @@ impl CustomOp3 for GruSeq {
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         fn go<T: Real + WithDType>(d: &GruDims, saved: Option<Saved<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [gi, u, rows, res, grad] = t;
-            with_slice::<T, _>(gi, |gi_s| {
-                with_slice::<T, _>(u, |u_s| {
-                    with_slice::<T, _>(rows, |rows_s| {
-                        with_slice::<T, _>(res, |hs| {
-                            with_slice::<T, _>(grad, |g| {
-                                // No saved forward pass (a second backward): run it again.
-                                let sv = saved.unwrap_or_else(|| forward(d, gi_s, u_s, rows_s).1);
-                                let (dgi, du, drows) = backward(d, &sv, gi_s, u_s, rows_s, hs, g);
-                                Ok((
-                                    tensor_from(dgi, gi.shape(), gi)?,
-                                    tensor_from(du, u.shape(), u)?,
-                                    tensor_from(drows, rows.shape(), rows)?,
-                                ))
-                            })
-                        })
-                    })
-                })
+            let [gi, u, rows, _, _] = t;
+            with_slices::<T, _, 5>(t, |[gi_s, u_s, rows_s, hs, g]| {
+                // No saved forward pass (a second backward): run it again.
+                let sv = saved.unwrap_or_else(|| forward(d, gi_s, u_s, rows_s).1);
+                let (dgi, du, drows) = backward(d, &sv, gi_s, u_s, rows_s, hs, g);
+                Ok((tensor_from(dgi, gi.shape(), gi)?, tensor_from(du, u.shape(), u)?, tensor_from(drows, rows.shape(), rows)?))
             })
         }
         let cached = self.1.lock().ok().and_then(|mut c| c.take());

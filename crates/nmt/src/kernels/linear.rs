@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::gemm::{fill_rows, matmul, Mat, Real};
 use super::math::axpy;
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
+use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
 use crate::simd_dispatch;
 
 /// `x W + b` for `x (N, K)`, `w (K, M)`, `b (M)`; differentiable in all three.
@@ -83,18 +83,14 @@ impl CustomOp3 for Linear {
         fn go<T: Real + WithDType>(op: &Linear, x: &Tensor, w: &Tensor, b: &Tensor, grad: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
             let (n, k, m) = (op.n, op.k, op.m);
             let threads = rayon::current_num_threads();
-            with_slice::<T, _>(x, |xs| {
-                with_slice::<T, _>(w, |ws| {
-                    with_slice::<T, _>(grad, |dy| {
-                        let mut dx = vec![T::ZERO; n * k];
-                        // Transposed views are as fast as copies at these sizes (see proj_nll.rs).
-                        matmul(&mut dx, 0, k, Mat::new(dy, n, m), Mat::new(ws, k, m).t(), false, threads);
-                        let mut dw = vec![T::ZERO; k * m];
-                        matmul(&mut dw, 0, m, Mat::new(xs, n, k).t(), Mat::new(dy, n, m), false, threads);
-                        let db = col_sums(dy, n, m);
-                        Ok((tensor_from(dx, x.shape(), x)?, tensor_from(dw, w.shape(), w)?, tensor_from(db, b.shape(), b)?))
-                    })
-                })
+            with_slices::<T, _, 3>([x, w, grad], |[xs, ws, dy]| {
+                let mut dx = vec![T::ZERO; n * k];
+                // Transposed views are as fast as copies at these sizes (see proj_nll.rs).
+                matmul(&mut dx, 0, k, Mat::new(dy, n, m), Mat::new(ws, k, m).t(), false, threads);
+                let mut dw = vec![T::ZERO; k * m];
+                matmul(&mut dw, 0, m, Mat::new(xs, n, k).t(), Mat::new(dy, n, m), false, threads);
+                let db = col_sums(dy, n, m);
+                Ok((tensor_from(dx, x.shape(), x)?, tensor_from(dw, w.shape(), w)?, tensor_from(db, b.shape(), b)?))
             })
         }
         let (dx, dw, db) = match x.dtype() {

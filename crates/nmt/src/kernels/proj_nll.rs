@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use super::gemm::{matmul, Mat, Real};
 use super::linear::col_sums;
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
+use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
 use super::xent::ROWS;
 use crate::simd_dispatch;
 
@@ -178,18 +178,12 @@ impl CustomOp3 for ProjNll {
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let cached = self.cache.lock().ok().and_then(|mut c| c.take());
         fn go<T: Real + WithDType>(op: &ProjNll, probs: Option<Probs<T>>, t: [&Tensor; 4]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [x, w, b, grad] = t;
-            with_slice::<T, _>(x, |xs| {
-                with_slice::<T, _>(w, |ws| {
-                    with_slice::<T, _>(grad, |g| {
-                        let probs = match probs {
-                            Some(p) => p,
-                            None => with_slice::<T, _>(b, |bs| Ok(op.forward(xs, ws, bs).1))?,
-                        };
-                        let (dx, dw, db) = op.backward(xs, ws, probs, g);
-                        Ok((tensor_from(dx, x.shape(), x)?, tensor_from(dw, w.shape(), w)?, tensor_from(db, b.shape(), b)?))
-                    })
-                })
+            let [x, w, b, _] = t;
+            with_slices::<T, _, 4>(t, |[xs, ws, bs, g]| {
+                // No cached probabilities (a second backward): recompute them.
+                let probs = probs.unwrap_or_else(|| op.forward(xs, ws, bs).1);
+                let (dx, dw, db) = op.backward(xs, ws, probs, g);
+                Ok((tensor_from(dx, x.shape(), x)?, tensor_from(dw, w.shape(), w)?, tensor_from(db, b.shape(), b)?))
             })
         }
         let t = [x, w, b, grad];

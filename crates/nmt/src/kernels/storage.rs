@@ -35,3 +35,19 @@ pub fn float_dtype(dtypes: &[DType]) -> Result<DType> {
         _ => bail!("fused kernels run in f32 or f64, got {d:?}"),
     }
 }
+
+/// Runs `f` on the contiguous CPU slices behind `N` tensors of one dtype: an op's inputs, its
+/// output and its gradient in `bwd`, without a closure nested per tensor.
+pub fn with_slices<T: WithDType, R, const N: usize>(ts: [&Tensor; N], f: impl FnOnce([&[T]; N]) -> Result<R>) -> Result<R> {
+    let cont = ts.iter().map(|t| t.contiguous()).collect::<Result<Vec<_>>>()?;
+    let guards: Vec<_> = cont.iter().map(|t| t.storage_and_layout()).collect();
+    let mut slices = Vec::with_capacity(N);
+    for (storage, layout) in &guards {
+        match &**storage {
+            Storage::Cpu(cpu) => slices.push(cpu_slice::<T>(cpu, layout)?),
+            other => bail!("fused kernels run on the CPU, got a {:?} tensor", other.device().location()),
+        }
+    }
+    let Ok(slices) = <[&[T]; N]>::try_from(slices) else { bail!("with_slices: {N} tensors expected") };
+    f(slices)
+}

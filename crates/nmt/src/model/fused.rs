@@ -25,12 +25,6 @@ use crate::config::{GruForm, OutputState};
 use crate::error::Result;
 use crate::kernels::{attn_decoder, attn_op, bigru, gru, linear, maxout, proj_nll};
 
-/// Each sentence's number of real tokens (at least 1) from a `(B, S)` 0/1 mask.
-fn lengths(mask: &Tensor) -> Result<Vec<usize>> {
-    let per = mask.sum(1)?.to_dtype(candle_core::DType::F64)?.to_vec1::<f64>()?;
-    Ok(per.into_iter().map(|x| (x.round() as usize).max(1)).collect())
-}
-
 /// `(B, T, n)` decoder states → the ones the deep output reads: `s_i` or `s_{i-1}`.
 fn output_states(cur: &Tensor, init: &Tensor, which: OutputState) -> Result<Tensor> {
     match which {
@@ -48,15 +42,17 @@ impl Seq2Seq {
         let (b, s) = batch.src.dims2()?;
         let (_, t) = batch.tgt_in.dims2()?;
         let (m, n) = (self.cfg.emb_dim, self.cfg.hidden_dim);
-        let src_lens = lengths(&batch.src_mask)?;
-        // Dropout masks in the composed path's order: source, target embeddings, maxout.
+        // The kernels take each sentence's length; an empty source still has its `</s>`.
+        let src_lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
+        // Dropout masks in the composed path's order and element order (a mask depends only
+        // on the element count): source, target embeddings, maxout.
         let mut x = self.src_emb.index_select(&batch.src.flatten_all()?, 0)?;
         if let Some(d) = dropout.as_deref_mut() {
-            x = d.apply(&x.reshape((b, s, m))?)?.reshape((b * s, m))?;
+            x = d.apply(&x)?;
         }
         let mut ey = self.tgt_emb.index_select(&batch.tgt_in.flatten_all()?, 0)?;
         if let Some(d) = dropout.as_deref_mut() {
-            ey = d.apply(&ey.reshape((b, t, m))?)?.reshape((b * t, m))?;
+            ey = d.apply(&ey)?;
         }
         let pre = match &self.core {
             Core::Search { enc, dec } => {

@@ -15,6 +15,8 @@ pub struct BatchTensors {
     pub tgt_mask: Tensor,
     /// Real target tokens (the mask's sum).
     pub tokens: usize,
+    /// Each sentence's source length (`</s>` included): the fused kernels' lengths.
+    pub src_lengths: Vec<usize>,
 }
 
 impl BatchTensors {
@@ -26,7 +28,8 @@ impl BatchTensors {
         let tgt_mask_v = mask_of(&batch.tgt_out);
         let tokens = tgt_mask_v.iter().filter(|&&x| x > 0.0).count();
         let tgt_mask = Tensor::from_vec(tgt_mask_v, b * t, device)?.to_dtype(dtype)?;
-        Ok(BatchTensors { src, src_mask, tgt_in, tgt_out, tgt_mask, tokens })
+        let src_lengths = batch.src_lengths.clone();
+        Ok(BatchTensors { src, src_mask, tgt_in, tgt_out, tgt_mask, tokens, src_lengths })
     }
 
     /// Source side only (for search): `(src, src_mask)`.
