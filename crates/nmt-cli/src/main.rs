@@ -24,6 +24,8 @@ enum Command {
     Translate(cmd::translate::TranslateArgs),
     /// BLEU, chrF and BLEU by sentence length.
     Eval(cmd::eval::EvalArgs),
+    /// Average the weights of several model files of one run (checkpoint averaging).
+    Average(cmd::average::AverageArgs),
     /// Attention pictures and training curves.
     Plot(cmd::plot::PlotArgs),
     /// Speed of the bench-rnnsearch model: training step, greedy and beam-5 search, GEMM rate.
@@ -52,6 +54,7 @@ fn main() -> std::process::ExitCode {
         Command::Translate(a) => cmd::translate::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Plot(a) => cmd::plot::run(a),
+        Command::Average(a) => cmd::average::run(a),
         Command::Bench(a) => cmd::bench::run(a),
     };
     match result {

@@ -93,6 +93,10 @@ pub struct ModelConfig {
     pub gru: GruForm,
     /// Dropout on embeddings and on the maxout output during training (0 = off, as in the papers).
     pub dropout: f64,
+    /// Share the target embedding matrix `E (K_y, m)` with the output projection (`G = Eᵀ`,
+    /// Press & Wolf 2017). Needs `maxout_dim = emb_dim`. Off in the papers.
+    #[serde(default)]
+    pub tie_target_embeddings: bool,
     /// Standard deviation of the N(0, σ²) initialisation of non-recurrent weights (paper: 0.01).
     pub init_std: f64,
     /// Recurrent matrices initialised as random orthogonal matrices (paper: true).
@@ -119,6 +123,7 @@ impl ModelConfig {
             },
             gru: GruForm::Paper,
             dropout: 0.0,
+            tie_target_embeddings: false,
             init_std: 0.01,
             orthogonal_recurrent: true,
             src_vocab: vocab,
@@ -161,6 +166,12 @@ impl ModelConfig {
         }
         if !(0.0..1.0).contains(&self.dropout) {
             return Err(Error::Config("model.dropout must be in [0, 1)".into()));
+        }
+        if self.tie_target_embeddings && self.maxout_dim != self.emb_dim {
+            return Err(Error::Config(format!(
+                "model.tie_target_embeddings needs maxout_dim = emb_dim (the output layer reads maxout units), got {} and {}",
+                self.maxout_dim, self.emb_dim
+            )));
         }
         Ok(())
     }
@@ -245,6 +256,22 @@ pub struct TrainConfig {
     /// `fused` (the CPU kernels, default) or `ops` (composed candle ops) for the loss.
     #[serde(rename = "impl")]
     pub imp: Impl,
+    /// Beam size of the dev-BLEU search (1 = greedy, the cheapest).
+    pub valid_beam_size: usize,
+    /// Word dropout: the probability of zeroing a whole source / target word's embedding
+    /// (Gal & Ghahramani 2016; Nematus' `dropout_source`/`dropout_target`). 0 = off.
+    pub src_word_dropout: f64,
+    pub tgt_word_dropout: f64,
+    /// Label smoothing ε (Szegedy et al. 2016): the training loss is
+    /// `(1−ε)·NLL + ε·mean_k(−log p_k)`. Dev loss and scores stay plain NLL. 0 = off.
+    pub label_smoothing: f64,
+    /// Multiply the learning rate by this when dev BLEU has not improved for `lr_patience`
+    /// validations (0.5 = halve; 1 = never). The count restarts after each decay.
+    pub lr_decay: f64,
+    pub lr_patience: u32,
+    /// Keep the weights of the last N validations and write their average to
+    /// `model.avg.safetensors` at the end (0 = off; `nmt average` does the same by hand).
+    pub average_last: usize,
 }
 
 impl Default for TrainConfig {
@@ -267,7 +294,37 @@ impl Default for TrainConfig {
             seed: 1,
             valid_bleu_sentences: 300,
             imp: Impl::Fused,
+            valid_beam_size: 1,
+            src_word_dropout: 0.0,
+            tgt_word_dropout: 0.0,
+            label_smoothing: 0.0,
+            lr_decay: 1.0,
+            lr_patience: 0,
+            average_last: 0,
         }
+    }
+}
+
+impl TrainConfig {
+    /// Checks the regularisation and schedule keys' ranges.
+    pub fn validate(&self) -> Result<()> {
+        let probs = [
+            ("src_word_dropout", self.src_word_dropout),
+            ("tgt_word_dropout", self.tgt_word_dropout),
+            ("label_smoothing", self.label_smoothing),
+        ];
+        for (key, p) in probs {
+            if !(0.0..1.0).contains(&p) {
+                return Err(Error::Config(format!("train.{key} must be in [0, 1), got {p}")));
+            }
+        }
+        if !(self.lr_decay > 0.0 && self.lr_decay <= 1.0) {
+            return Err(Error::Config(format!("train.lr_decay must be in (0, 1], got {}", self.lr_decay)));
+        }
+        if self.valid_beam_size == 0 {
+            return Err(Error::Config("train.valid_beam_size must be at least 1".into()));
+        }
+        Ok(())
     }
 }
 
@@ -343,6 +400,7 @@ impl Config {
         }
         let cfg: Config = toml::Value::Table(root).try_into().map_err(|e: toml::de::Error| Error::Config(e.to_string()))?;
         cfg.model.validate()?;
+        cfg.train.validate()?;
         Ok(cfg)
     }
 }

@@ -3,6 +3,7 @@
 //! re-exported here as [`data`] and [`eval`].
 pub mod config;
 pub mod error;
+pub mod hypothesis;
 pub mod model;
 
 pub use error::{Error, Result};

@@ -1,12 +1,13 @@
 //! `Seq2Seq`'s loss on the fused kernels against its composed-op twin: the loss and the gradient
 //! of every parameter, for both architectures, both GRU forms, both output states, batches whose
-//! sentences differ in length on both sides, and dropout on (the same masks on both paths).
+//! sentences differ in length on both sides, and dropout on (the same masks on both paths);
+//! then the training recipe's options: word dropout, label smoothing and tied embeddings.
 mod common;
 
 use candle_core::{DType, Device, Tensor};
 use nmt::config::{Arch, GruForm, Impl, OutputState};
 use nmt::data::batch::{Batch, Example};
-use nmt::model::dropout::Dropout;
+use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
 
 /// Max |a − b| / max(1, |b|).
@@ -21,6 +22,8 @@ struct Case {
     gru: GruForm,
     output: OutputState,
     dropout: f64,
+    /// Source and target word dropout, label smoothing, tied target embeddings.
+    recipe: Option<(f64, f64, bool)>,
 }
 
 /// The worst relative difference between the two paths over the loss and every gradient.
@@ -29,6 +32,11 @@ fn compare(case: &Case, dtype: DType) -> f64 {
     let mut cfg = common::small_config(case.arch, 14, 6, 5);
     cfg.att_dim = if case.arch == Arch::Rnnsearch { 4 } else { 0 };
     cfg.maxout_dim = 3;
+    let (word, smoothing, tied) = case.recipe.unwrap_or((0.0, 0.0, false));
+    if tied {
+        cfg.emb_dim = cfg.maxout_dim;
+    }
+    cfg.tie_target_embeddings = tied;
     cfg.init_std = 0.4;
     cfg.gru = case.gru;
     cfg.output_state = case.output;
@@ -45,9 +53,9 @@ fn compare(case: &Case, dtype: DType) -> f64 {
     let bt = BatchTensors::new(&batch, dtype, &dev).unwrap();
     let mut run = |imp: Impl| {
         model.set_impl(imp);
-        let mut d = Dropout::new(cfg.dropout, 9, 4);
-        let drop = (cfg.dropout > 0.0).then_some(&mut d);
-        let loss = model.loss(&bt, drop).unwrap().mean;
+        let rates = DropoutRates { units: cfg.dropout, src_words: word, tgt_words: word };
+        let mut reg = Regularizer::new(rates, smoothing, 9, 4);
+        let loss = model.loss(&bt, Some(&mut reg)).unwrap().mean;
         let grads = loss.backward().unwrap();
         let g: Vec<(String, Tensor)> = model
             .params
@@ -78,7 +86,7 @@ fn fused_loss_and_gradients_equal_composed() {
         for gru in [GruForm::Paper, GruForm::ResetAfter] {
             for output in [OutputState::Previous, OutputState::Current] {
                 for dropout in [0.0, 0.3] {
-                    let case = Case { arch, gru, output, dropout };
+                    let case = Case { arch, gru, output, dropout, recipe: None };
                     let e64 = compare(&case, DType::F64);
                     let e32 = compare(&case, DType::F32);
                     eprintln!("{arch:?} {gru:?} {output:?} dropout {dropout}: f64 {e64:.1e}, f32 {e32:.1e}");
@@ -90,4 +98,35 @@ fn fused_loss_and_gradients_equal_composed() {
         }
     }
     assert_eq!(n, 16);
+}
+
+#[test]
+fn fused_equals_composed_with_word_dropout_label_smoothing_and_tied_embeddings() {
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for recipe in [(0.25, 0.0, false), (0.0, 0.1, false), (0.0, 0.0, true), (0.2, 0.1, true)] {
+            let case = Case { arch, gru: GruForm::Paper, output: OutputState::Previous, dropout: 0.2, recipe: Some(recipe) };
+            let e64 = compare(&case, DType::F64);
+            let e32 = compare(&case, DType::F32);
+            eprintln!("{arch:?} {recipe:?}: f64 {e64:.1e}, f32 {e32:.1e}");
+            assert!(e64 < 1e-10, "{arch:?} {recipe:?}: f64 differs by {e64:e}");
+            assert!(e32 < 2e-5, "{arch:?} {recipe:?}: f32 differs by {e32:e}");
+        }
+    }
+}
+
+#[test]
+fn label_smoothing_changes_the_training_loss_but_not_the_dev_loss() {
+    let dev = Device::Cpu;
+    let mut cfg = common::small_config(Arch::Rnnsearch, 14, 6, 5);
+    cfg.init_std = 0.5; // far from uniform, where smoothing would change little
+    let model = Seq2Seq::fresh(&cfg, 3, DType::F64, &dev).unwrap();
+    let ex = [Example { src: vec![4, 5, 3], tgt: vec![8, 9, 3] }];
+    let rows: Vec<&Example> = ex.iter().collect();
+    let bt = BatchTensors::new(&Batch::from_examples(&rows, vec![0]), DType::F64, &dev).unwrap();
+    let value = |reg: Option<&mut Regularizer>| model.loss(&bt, reg).unwrap().mean.to_scalar::<f64>().unwrap();
+    let plain = value(None);
+    let none = value(Some(&mut Regularizer::new(DropoutRates::default(), 0.0, 1, 1)));
+    let smoothed = value(Some(&mut Regularizer::new(DropoutRates::default(), 0.1, 1, 1)));
+    assert_eq!(plain, none);
+    assert!((smoothed - plain).abs() > 1e-3, "smoothing had no effect: {smoothed} vs {plain}");
 }

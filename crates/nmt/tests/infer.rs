@@ -4,10 +4,10 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, OutputState, SearchConfig};
+use nmt::config::{Arch, Impl, OutputState, SearchConfig};
 use nmt::data::EOS;
 use nmt::model::Seq2Seq;
-use nmt::search::{search_all, Engine, Hypothesis, SearchOptions};
+use nmt::search::{search_all, Hypothesis, SearchOptions};
 
 /// A random model with a likely `</s>`, so that hypotheses finish at different steps.
 fn model(arch: Arch, output_state: OutputState) -> Seq2Seq {
@@ -22,8 +22,8 @@ fn model(arch: Arch, output_state: OutputState) -> Seq2Seq {
     m
 }
 
-fn run(m: &Seq2Seq, srcs: &[Vec<u32>], cfg: &SearchConfig, engine: Engine) -> Vec<Vec<Hypothesis>> {
-    search_all(m, srcs, &SearchOptions { cfg: cfg.clone(), alignments: true, engine }).unwrap()
+fn run(m: &Seq2Seq, srcs: &[Vec<u32>], cfg: &SearchConfig, imp: Impl) -> Vec<Vec<Hypothesis>> {
+    search_all(m, srcs, &SearchOptions { cfg: cfg.clone(), alignments: true, imp }).unwrap()
 }
 
 fn assert_same(a: &[Vec<Hypothesis>], b: &[Vec<Hypothesis>], what: &str) {
@@ -63,8 +63,8 @@ fn fused_search_equals_candle_search() {
                 // Batches of 7 sentences: several batches, padded, restored to input order.
                 let cfg = SearchConfig { beam_size, n_best, normalize, no_unk, batch_size: 7, ..SearchConfig::default() };
                 let what = format!("{arch:?} {state:?} beam {beam_size}");
-                let fused = run(&m, &srcs, &cfg, Engine::Fused);
-                let ops = run(&m, &srcs, &cfg, Engine::Ops);
+                let fused = run(&m, &srcs, &cfg, Impl::Fused);
+                let ops = run(&m, &srcs, &cfg, Impl::Ops);
                 assert_same(&fused, &ops, &what);
                 assert!(ops.iter().flatten().any(|h| h.finished) && ops.iter().flatten().any(|h| h.tokens.len() > 3), "{what}: degenerate");
                 checked += ops.len();
@@ -72,4 +72,18 @@ fn fused_search_equals_candle_search() {
         }
     }
     assert_eq!(checked, 12 * 30);
+}
+
+/// With tied target embeddings the host search reads `G = Eᵀ` from the layer and still agrees.
+#[test]
+fn fused_search_equals_candle_search_with_tied_embeddings() {
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(12, 20, 1..=9, 4).into_iter().map(|e| e.src).collect();
+    let mut cfg = common::small_config(Arch::Rnnsearch, 30, 16, 24);
+    cfg.init_std = 0.3;
+    cfg.maxout_dim = 16;
+    cfg.tie_target_embeddings = true;
+    let m = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
+    assert!(!m.params.named_vars().iter().any(|(n, _)| n == "output.g"), "a tied model has no G of its own");
+    let search = SearchConfig { beam_size: 4, n_best: 2, batch_size: 5, ..SearchConfig::default() };
+    assert_same(&run(&m, &srcs, &search, Impl::Fused), &run(&m, &srcs, &search, Impl::Ops), "tied");
 }

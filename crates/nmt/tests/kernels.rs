@@ -321,23 +321,23 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
         let composed_logits = || x.as_tensor().matmul(w.as_tensor()).unwrap().broadcast_add(b.as_tensor()).unwrap();
         let err = compare(&[&x, &w, &b], || linear::linear(x.as_tensor(), w.as_tensor(), b.as_tensor()).unwrap(), composed_logits, 8);
         assert!(err < tol, "linear {dtype:?}: {err}");
-        let err = compare(
-            &[&x, &w, &b],
-            || proj_nll::proj_nll(x.as_tensor(), w.as_tensor(), b.as_tensor(), &targets).unwrap(),
-            || {
-                candle_nn::ops::log_softmax(&composed_logits(), D::Minus1)
-                    .unwrap()
-                    .gather(&tt, 1)
-                    .unwrap()
-                    .squeeze(1)
-                    .unwrap()
-                    .neg()
-                    .unwrap()
-            },
-            10,
-        );
-        eprintln!("projection nll {dtype:?}: {err:.2e}");
-        assert!(err < tol, "projection nll {dtype:?}: {err}");
+        for eps in [0.0, 0.1] {
+            // Label smoothing against the composed cross-entropy with smoothed labels:
+            // −Σ_k ((1−ε)·onehot_k + ε/V) log p_k.
+            let err = compare(
+                &[&x, &w, &b],
+                || proj_nll::proj_nll(x.as_tensor(), w.as_tensor(), b.as_tensor(), &targets, eps).unwrap(),
+                || {
+                    let lp = candle_nn::ops::log_softmax(&composed_logits(), D::Minus1).unwrap();
+                    let picked = lp.gather(&tt, 1).unwrap().squeeze(1).unwrap();
+                    let mean = lp.mean(D::Minus1).unwrap();
+                    ((picked * (1.0 - eps)).unwrap() + (mean * eps).unwrap()).unwrap().neg().unwrap()
+                },
+                10,
+            );
+            eprintln!("projection nll {dtype:?} smoothing {eps}: {err:.2e}");
+            assert!(err < tol, "projection nll {dtype:?} smoothing {eps}: {err}");
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! Resume: a run stopped right after a checkpoint and restarted continues from that update, and
-//! its next 20 losses equal those of the uninterrupted run (within 1e-5).
+//! its next 20 losses equal those of the uninterrupted run (within 1e-5). The run uses the whole
+//! training recipe (unit and word dropout, label smoothing, learning-rate decay with its state in
+//! the checkpoint, snapshot averaging, beam-2 validation), so all of it resumes exactly.
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -49,6 +51,13 @@ valid_every = 10
 log_every = 1
 max_steps = {max_steps}
 valid_bleu_sentences = 20
+valid_beam_size = 2
+src_word_dropout = 0.1
+tgt_word_dropout = 0.1
+label_smoothing = 0.1
+lr_decay = 0.5
+lr_patience = 1
+average_last = 2
 "#,
         d = dir.display()
     );
@@ -89,6 +98,21 @@ fn resumed_run_continues_exactly() {
         assert_eq!(sa, sb);
         assert!((la - lb).abs() < 1e-5, "update {sa}: {la} vs {lb}");
     }
+    // Both runs saw the same validations and learning rates.
+    let valids = |d: &str| -> Vec<(u64, f64)> {
+        std::fs::read_to_string(tmp.path().join(d).join("train_log.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v.get("dev_bleu").is_some())
+            .map(|v| (v["step"].as_u64().unwrap(), v["lr"].as_f64().unwrap()))
+            .collect()
+    };
+    assert_eq!(valids("whole"), valids("split"));
+    // Two snapshots kept, and their average written.
+    let snaps: Vec<_> = std::fs::read_dir(tmp.path().join("whole/snapshots")).unwrap().collect();
+    assert_eq!(snaps.len(), 2);
+    assert!(tmp.path().join("whole/model.avg.safetensors").exists());
     // And training actually moved.
     assert!(a[29].1 < a[0].1, "loss did not fall: {} -> {}", a[0].1, a[29].1);
 }

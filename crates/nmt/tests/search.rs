@@ -3,11 +3,11 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, SearchConfig};
+use nmt::config::{Arch, Impl, SearchConfig};
 use nmt::data::batch::{inference_batches, Batch, BatchConfig, Example};
 use nmt::data::EOS;
 use nmt::model::{BatchTensors, Seq2Seq};
-use nmt::search::{beam::beam, greedy::greedy, max_output_len, normalized, Engine, SearchOptions};
+use nmt::search::{beam::beam, greedy::greedy, max_output_len, normalized, SearchOptions};
 
 /// A random model whose `</s>` is likely enough that most hypotheses finish.
 fn model(arch: Arch) -> Seq2Seq {
@@ -28,7 +28,7 @@ fn sources() -> (Vec<Vec<u32>>, Batch) {
 }
 
 fn opts(beam_size: usize, normalize: f64, n_best: usize) -> SearchOptions {
-    SearchOptions { cfg: SearchConfig { beam_size, normalize, n_best, ..SearchConfig::default() }, alignments: true, engine: Engine::Ops }
+    SearchOptions { cfg: SearchConfig { beam_size, normalize, n_best, ..SearchConfig::default() }, alignments: true, imp: Impl::Ops }
 }
 
 #[test]

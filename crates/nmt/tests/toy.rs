@@ -58,7 +58,7 @@ fn accuracy(model: &Seq2Seq, test: &[Example]) -> f64 {
     let opts = SearchOptions {
         cfg: SearchConfig { beam_size: 1, batch_size: 100, ..SearchConfig::default() },
         alignments: false,
-        engine: Default::default(),
+        imp: Default::default(),
     };
     let hyps = search_all(model, &srcs, &opts).unwrap();
     let right = test.iter().zip(&hyps).filter(|(e, h)| h[0].finished && h[0].tokens == e.tgt[..e.tgt.len() - 1]).count();

@@ -2,19 +2,11 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
-use nmt::bench::model::Impl;
+use clap::Args;
 use nmt::bench::run::{run as run_bench, BenchOptions};
+use nmt::config::Impl;
 
 use super::common::ComputeArgs;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ImplArg {
-    /// The fused kernels (default).
-    Fused,
-    /// Composed candle ops, step by step: the baseline the kernels are measured against.
-    Ops,
-}
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -29,8 +21,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 20)]
     steps: usize,
     /// Implementation to measure.
-    #[arg(long = "impl", value_enum, default_value_t = ImplArg::Fused)]
-    imp: ImplArg,
+    /// `fused` (default) or `ops`, composed candle ops step by step: the baseline the kernels
+    /// are measured against.
+    #[arg(long = "impl", value_name = "fused|ops", default_value = "fused")]
+    imp: Impl,
     /// Measure only these (comma-separated): train, greedy, beam5, gemm.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -48,11 +42,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
             anyhow::bail!("--only: unknown measurement {o:?} (train, greedy, beam5, gemm)");
         }
     }
-    let imp = match a.imp {
-        ImplArg::Fused => Impl::Fused,
-        ImplArg::Ops => Impl::Ops,
-    };
-    let opts = BenchOptions { data: a.data, steps: a.steps.max(1), imp, only: a.only };
+    let opts = BenchOptions { data: a.data, steps: a.steps.max(1), imp: a.imp, only: a.only };
     for v in run_bench(&opts)? {
         if a.json {
             println!("{v}");

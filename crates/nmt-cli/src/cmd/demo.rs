@@ -1,13 +1,16 @@
 //! `nmt demo`: the main job. Trains `rnnsearch-small` on the bundled English→Spanish Bible for a
-//! bounded time, reports dev BLEU (sacreBLEU-identical), translates a few test sentences and
-//! says how to use the model.
+//! bounded time with the shipped recipe (`configs/rnnsearch-small.toml`, compiled in, so the demo
+//! and `nmt train -c configs/…` are one recipe), reports test BLEU and chrF with beam 5 on all
+//! test verses (sacreBLEU-identical), translates a few of them and says how to use the model.
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::Args;
+use nmt::config::Impl;
 use nmt::config::{Config, ModelConfig};
 use nmt::eval::bleu::{corpus_bleu, BleuOptions};
-use nmt::search::{Engine, SearchOptions};
+use nmt::eval::chrf::{corpus_chrf, ChrfOptions};
+use nmt::search::SearchOptions;
 use nmt::translate::Translator;
 
 use super::common::ComputeArgs;
@@ -46,6 +49,25 @@ fn bundled_data() -> Result<PathBuf> {
     bail!("cannot find the bundled corpus (data/bible-en-es/train.en.gz); pass --data-dir")
 }
 
+/// The shipped recipes; the demo uses the one of the preset's architecture.
+const RNNSEARCH_RECIPE: &str = include_str!("../../../../configs/rnnsearch-small.toml");
+const RNNENC_RECIPE: &str = include_str!("../../../../configs/rnnenc-small.toml");
+
+/// The shipped config of `preset`'s architecture with `preset`'s sizes; tied embeddings are
+/// turned off where the preset's shapes do not allow them.
+fn recipe(preset: &str) -> Result<Config> {
+    let m = ModelConfig::preset(preset)?;
+    let text = match m.arch {
+        nmt::config::Arch::Rnnsearch => RNNSEARCH_RECIPE,
+        nmt::config::Arch::Rnnenc => RNNENC_RECIPE,
+    };
+    let mut overrides = vec![format!("model.preset={preset:?}")];
+    if m.maxout_dim != m.emb_dim {
+        overrides.push("model.tie_target_embeddings=false".into());
+    }
+    Ok(Config::from_toml_str(text, &overrides)?)
+}
+
 pub fn run(args: DemoArgs) -> Result<()> {
     // Written so that NaN is rejected too.
     if args.minutes.is_nan() || args.minutes <= 0.0 {
@@ -56,15 +78,12 @@ pub fn run(args: DemoArgs) -> Result<()> {
         None => bundled_data()?,
     };
     let f = |name: &str| data.join(name);
-    let mut cfg = Config::from_toml_str("", &[])?;
-    cfg.model = ModelConfig::preset(&args.preset)?;
+    let mut cfg = recipe(&args.preset)?;
     cfg.data.train_src = f("train.en.gz");
     cfg.data.train_tgt = f("train.es.gz");
     cfg.data.dev_src = f("dev.en.gz");
     cfg.data.dev_tgt = f("dev.es.gz");
     cfg.train.max_minutes = args.minutes;
-    cfg.train.valid_every = 250;
-    cfg.train.valid_bleu_sentences = 200;
     cfg.train.log_every = 10;
     eprintln!(
         "nmt demo: training {} on {} (English→Spanish) for {} minutes into {}",
@@ -77,23 +96,22 @@ pub fn run(args: DemoArgs) -> Result<()> {
     let device = args.compute.setup()?;
     let tr = Translator::load(&summary.best_model, &device)?;
     let read = |name: &str| nmt::data::read_lines(&f(name));
-    let (dev_src, dev_ref) = (read("dev.en.gz")?, read("dev.es.gz")?);
-    let mut search = tr.default_search();
-    search.beam_size = 1;
-    let hyps: Vec<String> = tr
-        .translate(&dev_src, &SearchOptions { cfg: search.clone(), alignments: false, engine: Engine::Fused })?
-        .into_iter()
-        .map(|t| t.hyps.into_iter().next().map(|h| h.text).unwrap_or_default())
-        .collect();
-    let bleu = corpus_bleu(&hyps, &[dev_ref], &BleuOptions::default())?;
-    println!("\ndev BLEU (greedy, all {} sentences): {bleu}", hyps.len());
-    println!("signature: {}", bleu.signature());
     let (test_src, test_ref) = (read("test.en.gz")?, read("test.es.gz")?);
+    let mut search = tr.default_search();
     search.beam_size = 5;
-    let shown: Vec<String> = test_src.iter().take(5).cloned().collect();
-    for (i, t) in tr.translate(&shown, &SearchOptions { cfg: search.clone(), alignments: false, engine: Engine::Fused })?.iter().enumerate()
-    {
-        println!("\nEN  {}\nREF {}\nNMT {}", shown[i], test_ref[i], t.hyps.first().map_or("", |h| h.text.as_str()));
+    let opts = SearchOptions { cfg: search, alignments: false, imp: Impl::Fused };
+    let started = std::time::Instant::now();
+    let hyps: Vec<String> =
+        tr.translate(&test_src, &opts)?.into_iter().map(|t| t.hyps.into_iter().next().map(|h| h.text).unwrap_or_default()).collect();
+    let secs = started.elapsed().as_secs_f64();
+    let refs = [test_ref.clone()];
+    let bleu = corpus_bleu(&hyps, &refs, &BleuOptions::default())?;
+    let chrf = corpus_chrf(&hyps, &refs, &ChrfOptions::default())?;
+    println!("\ntest set, all {} verses, beam 5 ({secs:.1} s):", hyps.len());
+    println!("  {bleu}\n  signature: {}", bleu.signature());
+    println!("  {chrf}");
+    for i in 0..5.min(hyps.len()) {
+        println!("\nEN  {}\nREF {}\nNMT {}", test_src[i], test_ref[i], hyps[i]);
     }
     let m = summary.best_model.display();
     let exe = std::env::current_exe().map_or_else(|_| "nmt".to_string(), |p| p.display().to_string());

@@ -1,4 +1,5 @@
 //! One module per subcommand; each parses its flags and calls the library.
+pub mod average;
 pub mod bench;
 pub mod common;
 pub mod demo;

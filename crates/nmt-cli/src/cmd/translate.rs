@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use nmt::config::Impl;
 use nmt::config::SearchConfig;
-use nmt::search::{Engine, SearchOptions};
+use nmt::search::SearchOptions;
 use nmt::translate::{Translation, Translator};
 
 use super::common::{read_input_lines, ComputeArgs};
@@ -45,8 +46,8 @@ pub struct TranslateArgs {
     pub alignments: Option<PathBuf>,
     /// Search implementation: `fused` (host kernels; used when the model is f32 on the CPU,
     /// otherwise falls back to `ops`) or `ops` (candle ops, the reference).
-    #[arg(long = "impl", value_enum, default_value_t = EngineArg::Fused)]
-    pub engine: EngineArg,
+    #[arg(long = "impl", value_name = "fused|ops", default_value = "fused")]
+    pub imp: Impl,
     /// Print speed to stderr when done: sentences, target subword tokens (the best
     /// hypotheses', without `</s>`), wall time of the search, sentences/s, tokens/s, and the
     /// decoder's work in hypothesis rows × steps.
@@ -54,21 +55,6 @@ pub struct TranslateArgs {
     pub stats: bool,
     #[command(flatten)]
     pub compute: ComputeArgs,
-}
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum EngineArg {
-    Fused,
-    Ops,
-}
-
-impl From<EngineArg> for Engine {
-    fn from(e: EngineArg) -> Engine {
-        match e {
-            EngineArg::Fused => Engine::Fused,
-            EngineArg::Ops => Engine::Ops,
-        }
-    }
 }
 
 impl TranslateArgs {
@@ -105,7 +91,7 @@ pub fn run(args: TranslateArgs) -> Result<()> {
     let translator = Translator::load(&args.model, &device)?;
     let search = args.search(translator.default_search())?;
     let lines = read_input_lines(args.input.as_deref())?;
-    let opts = SearchOptions { cfg: search, alignments: args.alignments.is_some(), engine: args.engine.into() };
+    let opts = SearchOptions { cfg: search, alignments: args.alignments.is_some(), imp: args.imp };
     let t0 = std::time::Instant::now();
     nmt::search::take_row_steps();
     let out = translator.translate(&lines, &opts)?;

@@ -164,7 +164,7 @@ fn loss_fused(p: &BenchParams, src: &Tensor, tgt_in: &Tensor, batch: &BenchBatch
     let st = out.narrow(1, 0, HIDDEN)?;
     let cs = out.narrow(1, HIDDEN, 2 * HIDDEN)?;
     let t = deep_output(p, &st, &ys, &cs, Impl::Fused)?;
-    let nll = proj_nll::proj_nll(&t, p.get("proj_w")?, p.get("proj_b")?, &batch.tgt)?;
+    let nll = proj_nll::proj_nll(&t, p.get("proj_w")?, p.get("proj_b")?, &batch.tgt, 0.0)?;
     let mask: Vec<f32> = batch.tgt.iter().map(|&t| f32::from(t != 0)).collect();
     let mask = Tensor::from_vec(mask, BATCH * TGT_LEN, nll.device())?.to_dtype(nll.dtype())?;
     Ok(((nll * &mask)?.sum_all()? / mask.sum_all()?)?)

@@ -22,9 +22,8 @@ pub use weights::HostModel;
 
 use nmt_data::batch::Batch;
 
+use crate::hypothesis::{max_output_len, Hypothesis, SearchOptions};
 use crate::kernels::profile;
-
-use crate::search::{max_output_len, Hypothesis, SearchOptions};
 
 /// Translates one batch: up to `n_best` hypotheses per row, best first, in the batch's order.
 pub fn search_batch(model: &HostModel, batch: &Batch, opts: &SearchOptions) -> Vec<Vec<Hypothesis>> {

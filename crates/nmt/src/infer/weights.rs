@@ -1,14 +1,20 @@
 //! A [`Seq2Seq`]'s parameters copied to host `f32` slices once per search call, laid out for
 //! the search kernels: matrices stay `(in, out)` row-major (the per-step products `x W` read
 //! them as they are), and the output projection is pre-transposed for column-major scores.
-use std::collections::BTreeMap;
+//! The weights are read from the model's typed layers ([`Seq2Seq::layers`]), never by name.
+use candle_core::{DType, Tensor};
 
-use candle_core::DType;
-
-use crate::config::{Arch, ModelConfig, OutputState};
+use crate::config::{ModelConfig, OutputState};
 use crate::error::{Error, Result};
 use crate::kernels::scores::Projection;
-use crate::model::Seq2Seq;
+use crate::model::decoder::AttentionDecoder;
+use crate::model::gru::Gru;
+use crate::model::{Layers, Seq2Seq};
+
+/// A tensor's elements as host `f32` (a transposed view is laid out row-major first).
+fn host(t: &Tensor) -> Result<Vec<f32>> {
+    Ok(t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?)
+}
 
 /// One GRU layer (model/gru.rs): `W (in, 3n)`, `b (3n)`, `U_rz (n, 2n)`, `U (n, n)`.
 pub struct HostGru {
@@ -50,10 +56,10 @@ pub struct HostAttention {
 }
 
 impl HostAttention {
-    fn take(t: &mut Take, cfg: &ModelConfig, out: &HostOutput) -> Result<Self> {
+    fn new(dec: &AttentionDecoder, cfg: &ModelConfig, out: &HostOutput) -> Result<Self> {
         let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, cfg.att_dim, out.b.len());
-        let gru = t.gru("decoder.gru")?;
-        let (w_a, b_a, c) = (t.get("decoder.attention.w_a")?, t.get("decoder.attention.b_a")?, t.get("decoder.c")?);
+        let gru = HostGru::new(&dec.gru)?;
+        let (w_a, b_a, c) = (host(&dec.att.w_a)?, host(&dec.att.b_a)?, host(&dec.c)?);
         let prev = cfg.output_state == OutputState::Previous;
         let mut s_blocks = vec![(&w_a[..], a), (&gru.u_rz[..], 2 * n)];
         if prev {
@@ -66,10 +72,10 @@ impl HostAttention {
             c_cat: hcat(&[(&c[..], 3 * n), (&out.o_c[..], l2)], 2 * n),
             yc_cat_b: gru.b.iter().chain(&out.b).copied().collect(),
             u: gru.u,
-            w_s: t.get("decoder.w_s")?,
-            b_s: t.get("decoder.b_s")?,
-            u_a: t.get("decoder.attention.u_a")?,
-            v_a: t.get("decoder.attention.v_a")?,
+            w_s: host(&dec.w_s)?,
+            b_s: host(&dec.b_s)?,
+            u_a: host(&dec.att.u_a)?,
+            v_a: host(&dec.att.v_a)?,
         })
     }
 }
@@ -117,21 +123,9 @@ fn hcat(blocks: &[(&[f32], usize)], rows: usize) -> Vec<f32> {
     out
 }
 
-/// The parameters by name, taken one by one; a missing name is a model/config mismatch.
-struct Take(BTreeMap<String, Vec<f32>>);
-
-impl Take {
-    fn get(&mut self, name: &str) -> Result<Vec<f32>> {
-        self.0.remove(name).ok_or_else(|| Error::Config(format!("fused search: the model has no parameter {name}")))
-    }
-
-    fn gru(&mut self, prefix: &str) -> Result<HostGru> {
-        Ok(HostGru {
-            w: self.get(&format!("{prefix}.w"))?,
-            b: self.get(&format!("{prefix}.b"))?,
-            u_rz: self.get(&format!("{prefix}.u_rz"))?,
-            u: self.get(&format!("{prefix}.u"))?,
-        })
+impl HostGru {
+    fn new(g: &Gru) -> Result<Self> {
+        Ok(HostGru { w: host(&g.w)?, b: host(&g.b)?, u_rz: host(&g.u_rz)?, u: host(&g.u)? })
     }
 }
 
@@ -142,43 +136,38 @@ impl HostModel {
         if !Self::supports(model) {
             return Err(Error::Config("fused search needs an f32 model on the CPU".into()));
         }
-        let mut t = Take(
-            model
-                .params
-                .named_vars()
-                .into_iter()
-                .map(|(name, var)| Ok((name, var.as_tensor().flatten_all()?.to_vec1::<f32>()?)))
-                .collect::<Result<_>>()?,
-        );
         let cfg = model.cfg.clone();
+        let o = model.output();
+        // `G` comes from the layer: with tied embeddings it is the view `Eᵀ`.
         let out = HostOutput {
-            o_h: t.get("output.o_h")?,
-            o_y: t.get("output.o_y")?,
-            o_c: t.get("output.o_c")?,
-            b: t.get("output.b")?,
-            proj: Projection::new(&t.get("output.g")?, &t.get("output.b_g")?),
+            o_h: host(&o.o_h)?,
+            o_y: host(&o.o_y)?,
+            o_c: host(&o.o_c)?,
+            b: host(&o.b)?,
+            proj: Projection::new(&host(&o.g)?, &host(&o.b_g)?),
         };
-        let core = match cfg.arch {
-            Arch::Rnnsearch => HostCore::Search {
-                fwd: t.gru("encoder.fwd")?,
-                bwd: t.gru("encoder.bwd")?,
-                dec: Box::new(HostAttention::take(&mut t, &cfg, &out)?),
+        let core = match model.layers() {
+            Layers::Search { enc, dec } => HostCore::Search {
+                fwd: HostGru::new(&enc.fwd)?,
+                bwd: HostGru::new(&enc.bwd)?,
+                dec: Box::new(HostAttention::new(dec, &cfg, &out)?),
             },
-            Arch::Rnnenc => HostCore::Enc {
-                gru: t.gru("encoder.gru")?,
+            Layers::Enc { enc, dec } => HostCore::Enc {
+                gru: HostGru::new(&enc.gru)?,
                 dec: HostSummary {
-                    w: t.get("decoder.w")?,
-                    b: t.get("decoder.b")?,
-                    u: t.get("decoder.u")?,
-                    c: t.get("decoder.c")?,
-                    v: t.get("decoder.v")?,
-                    b_v: t.get("decoder.b_v")?,
-                    v_init: t.get("decoder.v_init")?,
-                    b_init: t.get("decoder.b_init")?,
+                    w: host(&dec.w)?,
+                    b: host(&dec.b)?,
+                    u: host(&dec.u)?,
+                    c: host(&dec.c)?,
+                    v: host(&dec.v)?,
+                    b_v: host(&dec.b_v)?,
+                    v_init: host(&dec.v_init)?,
+                    b_init: host(&dec.b_init)?,
                 },
             },
         };
-        Ok(HostModel { src_emb: t.get("src_emb")?, tgt_emb: t.get("tgt_emb")?, cfg, core, out })
+        let (src_emb, tgt_emb) = model.embeddings();
+        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, out })
     }
 
     /// Whether the fused search can run `model`: `f32` parameters in host memory, and the

@@ -1,5 +1,7 @@
-//! The vocabulary projection and its loss as one op: `nll_r = lse(x_r W + b) - (x_r W + b)[y_r]`
-//! for `x (N, K)`, `W (K, V)`, `b (V)`; the composed twin is `linear` then `xent::nll_rows`.
+//! The vocabulary projection and its loss as one op: `nll_r = lse(z_r) − (1−ε) z_r[y_r] − ε·mean(z_r)`
+//! with `z = x W + b` for `x (N, K)`, `W (K, V)`, `b (V)`: the cross-entropy against the
+//! smoothed labels `(1−ε)·onehot + ε/V` (ε = 0: the plain NLL). Its gradient in `z` is
+//! `softmax − (1−ε)·onehot − ε/V`. The composed twin is `linear` then `xent::nll_rows`.
 //!
 //! The logits `(N, V)` (30 MB on the bench) are computed once, turned in place into
 //! `exp(z − max)` with each row's `1 / Σ`, and kept by the op instance for its own backward
@@ -19,14 +21,14 @@ use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
 use super::xent::ROWS;
 use crate::simd_dispatch;
 
-/// Per-row NLL `(N,)` of `targets` under `softmax(x W + b)`.
-pub fn proj_nll(x: &Tensor, w: &Tensor, b: &Tensor, targets: &[u32]) -> Result<Tensor> {
+/// Per-row NLL `(N,)` of `targets` under `softmax(x W + b)`, label-smoothed by `smoothing` (ε).
+pub fn proj_nll(x: &Tensor, w: &Tensor, b: &Tensor, targets: &[u32], smoothing: f64) -> Result<Tensor> {
     let (n, k) = x.dims2()?;
     let (k2, v) = w.dims2()?;
     if k != k2 || b.dims1()? != v || targets.len() != n || targets.iter().any(|&t| t as usize >= v) {
         candle_core::bail!("proj_nll: x {:?}, w {:?}, b {:?}, {} targets do not fit", x.dims(), w.dims(), b.dims(), targets.len());
     }
-    let op = ProjNll { n, k, v, targets: targets.to_vec(), cache: Mutex::new(None) };
+    let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, cache: Mutex::new(None) };
     x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op)
 }
 
@@ -48,6 +50,7 @@ struct ProjNll {
     k: usize,
     v: usize,
     targets: Vec<u32>,
+    smoothing: f64,
     cache: Mutex<Option<Cached>>,
 }
 
@@ -61,11 +64,12 @@ impl ProjNll {
         matmul(&mut z, 0, v, Mat::new(x, n, self.k), Mat::new(w, self.k, v), false, rayon::current_num_threads());
         let mut nll = vec![T::ZERO; n];
         let mut inv_sum = vec![T::ZERO; n];
+        let eps = T::from_f64(self.smoothing);
         z.par_chunks_mut(ROWS * v).zip(nll.par_chunks_mut(ROWS)).zip(inv_sum.par_chunks_mut(ROWS)).enumerate().for_each(
             |(c, ((zb, nb), ib))| {
                 simd_dispatch!(for (i, row) in zb.chunks_mut(v).enumerate() {
                     let t = self.targets[c * ROWS + i] as usize;
-                    let (l, inv) = softmax_row(row, b, t);
+                    let (l, inv) = softmax_row(row, b, t, eps);
                     nb[i] = l;
                     ib[i] = inv;
                 })
@@ -79,15 +83,18 @@ impl ProjNll {
         let (n, k, v) = (self.n, self.k, self.v);
         let threads = rayon::current_num_threads();
         let Probs { p: mut z, inv_sum } = probs;
+        let eps = T::from_f64(self.smoothing);
+        let uniform = eps / T::from_f64(v as f64);
         z.par_chunks_mut(ROWS * v).enumerate().for_each(|(c, blk)| {
             simd_dispatch!(for (i, row) in blk.chunks_mut(v).enumerate() {
                 let r = c * ROWS + i;
                 let t = self.targets[r] as usize;
                 let scale = g[r] * inv_sum[r];
+                let shift = g[r] * uniform;
                 for zj in row.iter_mut() {
-                    *zj = *zj * scale;
+                    *zj = *zj * scale - shift;
                 }
-                row[t] = row[t] - g[r];
+                row[t] = row[t] - g[r] * (T::ONE - eps);
             })
         });
         // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
@@ -102,9 +109,9 @@ impl ProjNll {
 }
 
 /// Adds the bias to a row of logits, replaces it by `exp(z − max)`, and returns
-/// `(lse − z[target], 1 / Σ exp(z − max))`.
+/// `(lse − (1−ε) z[target] − ε mean(z), 1 / Σ exp(z − max))`.
 #[inline(always)]
-fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize) -> (T, T) {
+fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize, eps: T) -> (T, T) {
     let v = row.len();
     let (row, bias) = (&mut row[..v], &bias[..v]);
     let mut mx = [T::from_f64(f64::NEG_INFINITY); 16];
@@ -121,6 +128,8 @@ fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize) -> (T, T) {
     }
     let max = mx.iter().fold(T::from_f64(f64::NEG_INFINITY), |a, &b| a.max(b));
     let zt = row[target];
+    // The mean logit, only when smoothing needs it (a second pass over the row).
+    let mean = if eps == T::ZERO { T::ZERO } else { row.iter().fold(T::ZERO, |a, &x| a + x) / T::from_f64(v as f64) };
     let mut acc = [T::ZERO; 16];
     for ch in row[..full].chunks_exact_mut(16) {
         for k in 0..16 {
@@ -133,7 +142,7 @@ fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize) -> (T, T) {
         *x = (*x - max).exp_fast();
         sum += *x;
     }
-    (max + sum.ln() - zt, T::ONE / sum)
+    (max + sum.ln() - (T::ONE - eps) * zt - eps * mean, T::ONE / sum)
 }
 
 impl CustomOp3 for ProjNll {

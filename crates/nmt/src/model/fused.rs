@@ -18,8 +18,8 @@
 //! `l` maxout units.
 use candle_core::Tensor;
 
-use super::dropout::Dropout;
 use super::inputs::BatchTensors;
+use super::regularizer::Dropout;
 use super::{Core, Seq2Seq};
 use crate::config::{GruForm, OutputState};
 use crate::error::Result;
@@ -37,8 +37,9 @@ fn output_states(cur: &Tensor, init: &Tensor, which: OutputState) -> Result<Tens
 }
 
 impl Seq2Seq {
-    /// Per-token negative log-likelihood `(B·T)`, zero at padding, on the fused kernels.
-    pub(super) fn token_nll_fused(&self, batch: &BatchTensors, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
+    /// Per-token negative log-likelihood `(B·T)`, zero at padding, on the fused kernels;
+    /// label-smoothed by `eps`.
+    pub(super) fn token_nll_fused(&self, batch: &BatchTensors, mut dropout: Option<&mut Dropout>, eps: f64) -> Result<Tensor> {
         let (b, s) = batch.src.dims2()?;
         let (_, t) = batch.tgt_in.dims2()?;
         let (m, n) = (self.cfg.emb_dim, self.cfg.hidden_dim);
@@ -48,11 +49,11 @@ impl Seq2Seq {
         // on the element count): source, target embeddings, maxout.
         let mut x = self.src_emb.index_select(&batch.src.flatten_all()?, 0)?;
         if let Some(d) = dropout.as_deref_mut() {
-            x = d.apply(&x)?;
+            x = d.source(&x)?;
         }
         let mut ey = self.tgt_emb.index_select(&batch.tgt_in.flatten_all()?, 0)?;
         if let Some(d) = dropout.as_deref_mut() {
-            ey = d.apply(&ey)?;
+            ey = d.target(&ey)?;
         }
         let pre = match &self.core {
             Core::Search { enc, dec } => {
@@ -112,7 +113,7 @@ impl Seq2Seq {
             hidden = d.apply(&hidden)?;
         }
         let targets = batch.tgt_out.to_vec1::<u32>()?;
-        let nll = proj_nll::proj_nll(&hidden, &self.out.g, &self.out.b_g, &targets)?;
+        let nll = proj_nll::proj_nll(&hidden, &self.out.g, &self.out.b_g, &targets, eps)?;
         Ok((nll * &batch.tgt_mask)?)
     }
 }

@@ -5,13 +5,13 @@
 //! `n` hidden, `l` maxout units, `K_y` target vocabulary.
 pub mod attention;
 pub mod decoder;
-pub mod dropout;
 pub mod encoder;
 mod fused;
 pub mod gru;
 pub mod inputs;
 pub mod output;
 pub mod params;
+pub mod regularizer;
 
 use candle_core::{DType, Device, Tensor, D};
 
@@ -19,15 +19,21 @@ use crate::config::{Arch, Impl, ModelConfig, OutputState};
 use crate::error::Result;
 use attention::logsumexp_last;
 use decoder::{AttentionDecoder, DecoderDims, Encoded, Memory, StepOut, SummaryDecoder};
-use dropout::Dropout;
 use encoder::{BiGruEncoder, GruEncoder};
 pub use inputs::BatchTensors;
-use output::DeepOutput;
+use output::{DeepOutput, OutputDims};
 use params::{Init, Params};
+use regularizer::{Dropout, Regularizer};
 
 enum Core {
     Search { enc: BiGruEncoder, dec: AttentionDecoder },
     Enc { enc: GruEncoder, dec: SummaryDecoder },
+}
+
+/// A borrowed view of the encoder and decoder of either architecture.
+pub enum Layers<'a> {
+    Search { enc: &'a BiGruEncoder, dec: &'a AttentionDecoder },
+    Enc { enc: &'a GruEncoder, dec: &'a SummaryDecoder },
 }
 
 /// An RNN encoder-decoder with its parameters.
@@ -88,7 +94,9 @@ impl Seq2Seq {
                 n,
             ),
         };
-        let out = DeepOutput::new(n, m, ctx_dim, cfg.maxout_dim, cfg.tgt_vocab, &pb.pp("output"))?;
+        let tied = cfg.tie_target_embeddings.then_some(&tgt_emb);
+        let dims = OutputDims { state: n, emb: m, ctx: ctx_dim, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
+        let out = DeepOutput::new(dims, tied, &pb.pp("output"))?;
         let unclaimed = params.unclaimed();
         if !unclaimed.is_empty() {
             return Err(crate::Error::Config(format!(
@@ -112,7 +120,7 @@ impl Seq2Seq {
         let (b, s) = src.dims2()?;
         let mut x = self.src_emb.index_select(&src.flatten_all()?, 0)?.reshape((b, s, self.cfg.emb_dim))?;
         if let Some(d) = dropout {
-            x = d.apply(&x)?;
+            x = d.source(&x)?;
         }
         match &self.core {
             Core::Search { enc, dec } => {
@@ -165,7 +173,7 @@ impl Seq2Seq {
         let m = self.cfg.emb_dim;
         let mut ey = self.tgt_emb.index_select(&tgt_in.flatten_all()?, 0)?.reshape((b, t, m))?;
         if let Some(d) = dropout.as_deref_mut() {
-            ey = d.apply(&ey)?;
+            ey = d.target(&ey)?;
         }
         let gi = self.project_targets(&ey)?;
         let mut s = enc.init.clone();
@@ -214,23 +222,32 @@ impl Seq2Seq {
         }
     }
 
-    /// Per-token negative log-likelihood `(B·T)`, zero at padding.
-    fn token_nll(&self, batch: &BatchTensors, dropout: Option<&mut Dropout>) -> Result<Tensor> {
+    /// Per-token negative log-likelihood `(B·T)`, zero at padding; label-smoothed and with
+    /// dropout when training (`reg`).
+    fn token_nll(&self, batch: &BatchTensors, reg: Option<&mut Regularizer>) -> Result<Tensor> {
+        let eps = reg.as_ref().map_or(0.0, |r| r.label_smoothing);
+        let mut dropout = reg.map(|r| &mut r.dropout);
         if self.loss_impl() == Impl::Fused {
-            return self.token_nll_fused(batch, dropout);
+            return self.token_nll_fused(batch, dropout, eps);
         }
-        let mut dropout = dropout;
         let enc = self.encode(&batch.src, &batch.src_mask, dropout.as_deref_mut())?;
         let logits = self.teacher_forced_logits(&enc, &batch.tgt_in, dropout)?;
         // log p(y) = logit_y − logsumexp(logits): no (B·T, K_y) log-softmax tensor is built.
         let picked = logits.gather(&batch.tgt_out.unsqueeze(1)?, 1)?.squeeze(1)?;
         let lse = logsumexp_last(&logits)?.squeeze(D::Minus1)?;
-        Ok(((lse - picked)? * &batch.tgt_mask)?)
+        let nll = if eps > 0.0 {
+            // Cross-entropy against (1−ε)·onehot + ε/K_y: lse − (1−ε) z_y − ε mean(z).
+            let mean = logits.mean(D::Minus1)?;
+            ((lse - (picked * (1.0 - eps))?)? - (mean * eps)?)?
+        } else {
+            (lse - picked)?
+        };
+        Ok((nll * &batch.tgt_mask)?)
     }
 
-    /// Mean token NLL of a batch; with `dropout` for training.
-    pub fn loss(&self, batch: &BatchTensors, dropout: Option<&mut Dropout>) -> Result<Loss> {
-        let nll = self.token_nll(batch, dropout)?;
+    /// Mean token NLL of a batch; with dropout and label smoothing (`reg`) for training.
+    pub fn loss(&self, batch: &BatchTensors, reg: Option<&mut Regularizer>) -> Result<Loss> {
+        let nll = self.token_nll(batch, reg)?;
         let mean = (nll.sum_all()? / batch.tokens.max(1) as f64)?;
         Ok(Loss { mean, tokens: batch.tokens })
     }
@@ -257,6 +274,24 @@ impl Seq2Seq {
         let logits = self.out.logits(&self.out.hidden(s_out, &ey, &ctx_proj)?)?;
         let log_probs = logits.broadcast_sub(&logsumexp_last(&logits)?)?;
         Ok(Step { state: out.state, log_probs, alpha: out.alpha })
+    }
+
+    /// The deep output layer's weights (the host search reads them).
+    pub fn output(&self) -> &DeepOutput {
+        &self.out
+    }
+
+    /// The encoder and decoder layers, typed: the host search reads its weights from them.
+    pub fn layers(&self) -> Layers<'_> {
+        match &self.core {
+            Core::Search { enc, dec } => Layers::Search { enc, dec },
+            Core::Enc { enc, dec } => Layers::Enc { enc, dec },
+        }
+    }
+
+    /// Source and target embeddings `(K_x, m)`, `(K_y, m)`.
+    pub fn embeddings(&self) -> (&Tensor, &Tensor) {
+        (&self.src_emb, &self.tgt_emb)
     }
 
     /// Whether the model has attention weights to report (RNNsearch).

@@ -11,6 +11,16 @@ use candle_core::{Tensor, D};
 use super::params::{Init, ParamBuilder};
 use crate::error::Result;
 
+/// Sizes of the deep output: decoder state `n`, embedding `m`, context, maxout units `l`, `K_y`.
+#[derive(Clone, Copy, Debug)]
+pub struct OutputDims {
+    pub state: usize,
+    pub emb: usize,
+    pub ctx: usize,
+    pub maxout: usize,
+    pub vocab: usize,
+}
+
 #[derive(Clone, Debug)]
 pub struct DeepOutput {
     /// `(n, 2l)`, `(m, 2l)`, `(ctx, 2l)`, bias `(2l)`.
@@ -18,23 +28,27 @@ pub struct DeepOutput {
     pub o_y: Tensor,
     pub o_c: Tensor,
     pub b: Tensor,
-    /// `(l, K_y)`, bias `(K_y)`.
+    /// `(l, K_y)`, bias `(K_y)`. With tied embeddings `G` is the target embedding's
+    /// transpose `Eᵀ` (a view, not a parameter of its own).
     pub g: Tensor,
     pub b_g: Tensor,
     pub maxout: usize,
 }
 
 impl DeepOutput {
-    pub fn new(state: usize, emb: usize, ctx: usize, maxout: usize, vocab: usize, pb: &ParamBuilder) -> Result<Self> {
-        Ok(DeepOutput {
-            o_h: pb.get("o_h", &[state, 2 * maxout], Init::Normal)?,
-            o_y: pb.get("o_y", &[emb, 2 * maxout], Init::Normal)?,
-            o_c: pb.get("o_c", &[ctx, 2 * maxout], Init::Normal)?,
-            b: pb.get("b", &[2 * maxout], Init::Zeros)?,
-            g: pb.get("g", &[maxout, vocab], Init::Normal)?,
-            b_g: pb.get("b_g", &[vocab], Init::Zeros)?,
-            maxout,
-        })
+    /// `tied`: the target embedding `E (K_y, l)` to use as `Gᵀ` instead of a separate `G`.
+    pub fn new(d: OutputDims, tied: Option<&Tensor>, pb: &ParamBuilder) -> Result<Self> {
+        let OutputDims { state, emb, ctx, maxout, vocab } = d;
+        // Created in field order: a seed gives the same model as before `tied` existed.
+        let o_h = pb.get("o_h", &[state, 2 * maxout], Init::Normal)?;
+        let o_y = pb.get("o_y", &[emb, 2 * maxout], Init::Normal)?;
+        let o_c = pb.get("o_c", &[ctx, 2 * maxout], Init::Normal)?;
+        let b = pb.get("b", &[2 * maxout], Init::Zeros)?;
+        let g = match tied {
+            Some(e) => e.t()?,
+            None => pb.get("g", &[maxout, vocab], Init::Normal)?,
+        };
+        Ok(DeepOutput { o_h, o_y, o_c, b, g, b_g: pb.get("b_g", &[vocab], Init::Zeros)?, maxout })
     }
 
     /// `O_c c`: `(rows, ctx)` → `(rows, 2l)`; for RNNenc done once per sentence.

@@ -24,7 +24,7 @@ pub fn greedy(model: &Seq2Seq, enc: &Encoded, limits: &[usize], opts: &SearchOpt
     let max_steps = limits.iter().copied().max().unwrap_or(0);
     for step in 0..max_steps {
         let y_t = Tensor::from_vec(y.clone(), rows, model.device())?;
-        super::count_row_steps(rows);
+        crate::hypothesis::count_row_steps(rows);
         let out = model.decode_step(enc, &state, &y_t)?;
         let lp = to_rows(&out.log_probs)?;
         let alpha = match (&out.alpha, opts.alignments) {

@@ -16,7 +16,7 @@ use crate::model::Seq2Seq;
 use crate::model_file::{self, LoadedModel, ModelMeta};
 
 /// Where training stands; with the seed this fixes the rest of the run.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TrainProgress {
     /// Updates done.
     pub step: u64,
@@ -27,8 +27,34 @@ pub struct TrainProgress {
     pub best_bleu: Option<f64>,
     pub best_step: u64,
     pub bad_validations: u32,
+    /// Learning-rate decay: the current factor on `train.lr` and validations since the last
+    /// improvement or decay (older checkpoints: 1 and 0).
+    #[serde(default = "one")]
+    pub lr_scale: f64,
+    #[serde(default)]
+    pub lr_bad_validations: u32,
     /// Training seconds across all runs of this model directory.
     pub elapsed_s: f64,
+}
+
+impl Default for TrainProgress {
+    fn default() -> Self {
+        TrainProgress {
+            step: 0,
+            epoch: 0,
+            batch_in_epoch: 0,
+            best_bleu: None,
+            best_step: 0,
+            bad_validations: 0,
+            lr_scale: 1.0,
+            lr_bad_validations: 0,
+            elapsed_s: 0.0,
+        }
+    }
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 const PROGRESS_KEY: &str = "train_progress";

@@ -1,6 +1,7 @@
 //! The machine-readable training log: one JSON object per line in `MODEL_DIR/train_log.jsonl`.
 //! Every line has `step`; training lines have `loss` (token-weighted mean since the last line),
-//! `tok_per_s`, `grad_norm`; validation lines have `dev_ppl`, `dev_loss` and `dev_bleu`.
+//! `tok_per_s`, `grad_norm`; validation lines have `dev_ppl`, `dev_loss`, `dev_bleu`, the
+//! learning rate `lr` and the validation's own cost `valid_s`.
 //! `nmt plot curves` draws it.
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -48,4 +49,10 @@ pub struct ValidRecord {
     pub dev_bleu: f64,
     pub best: bool,
     pub elapsed_s: f64,
+    /// Learning rate after this validation (decay may have lowered it).
+    #[serde(default)]
+    pub lr: f64,
+    /// Seconds this validation took (dev loss + search + BLEU).
+    #[serde(default)]
+    pub valid_s: f64,
 }

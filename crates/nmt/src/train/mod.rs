@@ -1,4 +1,5 @@
 //! Training by maximum likelihood: the loop, validation, checkpoints and resume.
+pub mod average;
 pub mod checkpoint;
 pub mod log;
 pub mod optim;

@@ -36,6 +36,8 @@ pub struct Optimizer {
     pub step: u64,
     /// The clipping factor the next update applies to the gradients (set by [`Optimizer::clip`]).
     grad_scale: f64,
+    /// Factor on `cfg.lr` from learning-rate decay (1 until dev BLEU plateaus).
+    lr_scale: f64,
     cfg: TrainConfig,
 }
 
@@ -53,7 +55,7 @@ impl Optimizer {
     pub fn new(vars: Vec<(String, Var)>, cfg: &TrainConfig) -> Result<Self> {
         let composed = cfg.imp == Impl::Ops;
         let moments = vars.iter().map(|(_, v)| fresh_moments(v, composed)).collect::<Result<Vec<_>>>()?;
-        Ok(Optimizer { kind: cfg.optimizer, vars, moments, step: 0, grad_scale: 1.0, cfg: cfg.clone() })
+        Ok(Optimizer { kind: cfg.optimizer, vars, moments, step: 0, grad_scale: 1.0, lr_scale: 1.0, cfg: cfg.clone() })
     }
 
     /// Global L2 norm of the gradients; when it exceeds `clip_norm`, the next [`Optimizer::update`]
@@ -78,11 +80,17 @@ impl Optimizer {
         Ok(norm)
     }
 
+    /// Sets the factor on the configured learning rate (decay on a dev-BLEU plateau).
+    pub fn set_lr_scale(&mut self, scale: f64) {
+        self.lr_scale = scale;
+    }
+
     fn rule(&self) -> Rule {
         let c = &self.cfg;
+        let lr = c.lr * self.lr_scale;
         match self.kind {
-            Kind::Adam => Rule::Adam { lr: c.lr, beta1: c.adam_betas.0, beta2: c.adam_betas.1, eps: c.adam_eps, step: self.step },
-            Kind::Adadelta => Rule::Adadelta { lr: c.lr, rho: c.adadelta_rho, eps: c.adadelta_eps },
+            Kind::Adam => Rule::Adam { lr, beta1: c.adam_betas.0, beta2: c.adam_betas.1, eps: c.adam_eps, step: self.step },
+            Kind::Adadelta => Rule::Adadelta { lr, rho: c.adadelta_rho, eps: c.adadelta_eps },
         }
     }
 

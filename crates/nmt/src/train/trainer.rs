@@ -15,6 +15,7 @@ use candle_core::{DType, Device};
 use nmt_data::subword::Segmenter;
 use nmt_data::{read_parallel, Example};
 
+use super::average;
 use super::checkpoint::{self, TrainProgress};
 use super::log::{JsonlLog, TrainRecord, ValidRecord};
 use super::optim::Optimizer;
@@ -22,7 +23,7 @@ use super::validate::{dev_bleu, dev_loss, DevSet};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::kernels::profile;
-use crate::model::dropout::Dropout;
+use crate::model::regularizer::{DropoutRates, Regularizer};
 use crate::model::{BatchTensors, Seq2Seq};
 use crate::model_file::{self, ModelMeta};
 
@@ -120,8 +121,21 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         examples.len(),
         run.progress.step
     ));
-    let env = LoopEnv { cfg, opts, examples: &examples, dev: &dev, log: &log, ckpt_path: &ckpt_path, best_path: &best_path };
+    let snapshot_dir = dir.join("snapshots");
+    let env = LoopEnv {
+        cfg,
+        opts,
+        examples: &examples,
+        dev: &dev,
+        log: &log,
+        ckpt_path: &ckpt_path,
+        best_path: &best_path,
+        snapshot_dir: &snapshot_dir,
+    };
     let reason = run_loop(&env, &mut run, ui)?;
+    if cfg.train.average_last > 0 && reason.0 != StopReason::Interrupted {
+        average_snapshots(&env, &run, ui)?;
+    }
     Ok(TrainSummary {
         steps: run.progress.step,
         best_bleu: run.progress.best_bleu,
@@ -165,6 +179,7 @@ fn resume(cfg: &Config, path: &std::path::Path, device: &Device, ui: &mut dyn Pr
     }
     let mut opt = Optimizer::new(ck.loaded.model.params.named_vars(), &cfg.train)?;
     opt.load_state(&ck.opt_state, ck.progress.step)?;
+    opt.set_lr_scale(ck.progress.lr_scale);
     ui.on_message(&format!("resuming from {} at update {}", path.display(), ck.progress.step));
     let mut meta = ck.loaded.meta;
     meta.search = cfg.search.clone();
@@ -196,6 +211,7 @@ struct LoopEnv<'a> {
     log: &'a JsonlLog,
     ckpt_path: &'a std::path::Path,
     best_path: &'a std::path::Path,
+    snapshot_dir: &'a std::path::Path,
 }
 
 /// Loss and tokens since the last log line.
@@ -233,9 +249,9 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             let batch = &batches[run.progress.batch_in_epoch];
             win.started.get_or_insert_with(Instant::now);
             let bt = BatchTensors::new(batch, run.model.dtype(), run.model.device())?;
-            let mut dropout = Dropout::new(run.meta.config.dropout, t.seed, run.progress.step);
-            let drop = (run.meta.config.dropout > 0.0).then_some(&mut dropout);
-            let loss = profile::timed(profile::TRAIN_FORWARD, || run.model.loss(&bt, drop))?;
+            let rates = DropoutRates { units: run.meta.config.dropout, src_words: t.src_word_dropout, tgt_words: t.tgt_word_dropout };
+            let mut reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step);
+            let loss = profile::timed(profile::TRAIN_FORWARD, || run.model.loss(&bt, Some(&mut reg)))?;
             let value = loss.mean.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             if !value.is_finite() {
                 return Err(Error::Input(format!("loss is {value} at update {}: training diverged", run.progress.step + 1)));
@@ -298,12 +314,14 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
     Ok((reason, run_tokens as f64 / secs))
 }
 
-/// Dev loss, perplexity and BLEU; keeps the best model; writes the checkpoint.
-/// Returns true when patience ran out.
+/// Dev loss, perplexity and BLEU; keeps the best model; decays the learning rate on a plateau;
+/// keeps the snapshot for averaging; writes the checkpoint. Returns true when patience ran out.
 fn validate_and_save(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<bool> {
     let t = &env.cfg.train;
+    let began = Instant::now();
     let loss = dev_loss(&run.model, env.dev)?;
-    let bleu = dev_bleu(&run.model, &run.meta, env.dev, t.valid_bleu_sentences)?;
+    let bleu = dev_bleu(&run.model, &run.meta, env.dev, t.valid_bleu_sentences, t.valid_beam_size)?;
+    let valid_s = began.elapsed().as_secs_f64();
     let p = &mut run.progress;
     let better = match p.best_bleu {
         None => true,
@@ -314,9 +332,18 @@ fn validate_and_save(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Res
         p.best_bleu = Some(bleu);
         p.best_step = p.step;
         p.bad_validations = 0;
+        p.lr_bad_validations = 0;
         model_file::save(env.best_path, &run.model, &run.meta)?;
     } else {
         p.bad_validations += 1;
+        p.lr_bad_validations += 1;
+    }
+    let mut decayed = false;
+    if t.lr_decay < 1.0 && t.lr_patience > 0 && p.lr_bad_validations >= t.lr_patience {
+        p.lr_scale *= t.lr_decay;
+        p.lr_bad_validations = 0;
+        run.opt.set_lr_scale(p.lr_scale);
+        decayed = true;
     }
     env.log.append(&ValidRecord {
         step: p.step,
@@ -326,16 +353,41 @@ fn validate_and_save(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Res
         dev_bleu: bleu,
         best: better,
         elapsed_s: p.elapsed_s,
+        lr: t.lr * p.lr_scale,
+        valid_s,
     })?;
     ui.on_message(&format!(
-        "update {}: dev loss {loss:.4}, ppl {:.2}, BLEU {bleu:.2}{}",
+        "update {}: dev loss {loss:.4}, ppl {:.2}, BLEU {bleu:.2}{} [validation {valid_s:.1} s]{}",
         p.step,
         loss.exp(),
-        if better { " (best, saved)" } else { "" }
+        if better { " (best, saved)" } else { "" },
+        if decayed { format!("; learning rate now {:.3e}", t.lr * p.lr_scale) } else { String::new() }
     ));
     let out_of_patience = t.patience > 0 && p.bad_validations >= t.patience;
+    if t.average_last > 0 {
+        average::keep_snapshot(env.snapshot_dir, &run.model, &run.meta, t.average_last)?;
+    }
     checkpoint::save(env.ckpt_path, &run.model, &run.meta, &run.opt, &run.progress)?;
     Ok(out_of_patience)
+}
+
+/// Writes the mean of the kept snapshots to `model.avg.safetensors` and reports its dev BLEU
+/// beside the best single model's, so the user can pick (`translate` uses `model.safetensors`).
+fn average_snapshots(env: &LoopEnv, run: &Run, ui: &mut dyn Progress) -> Result<()> {
+    let t = &env.cfg.train;
+    let files = average::snapshots(env.snapshot_dir)?;
+    let avg_path = env.opts.model_dir.join("model.avg.safetensors");
+    let mut avg = average::average(&files)?;
+    avg.model.set_impl(t.imp);
+    model_file::save(&avg_path, &avg.model, &avg.meta)?;
+    let bleu = dev_bleu(&avg.model, &run.meta, env.dev, t.valid_bleu_sentences, t.valid_beam_size)?;
+    ui.on_message(&format!(
+        "averaged the last {} snapshots into {}: dev BLEU {bleu:.2} (best single model {:.2})",
+        files.len(),
+        avg_path.display(),
+        run.progress.best_bleu.unwrap_or(0.0)
+    ));
+    Ok(())
 }
 
 /// How much of the run is done, by whichever limit is closest.

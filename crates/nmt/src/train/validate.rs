@@ -1,4 +1,5 @@
-//! Validation: dev perplexity (teacher-forced) and dev BLEU (greedy search, sacreBLEU-identical).
+//! Validation: dev perplexity (teacher-forced) and dev BLEU (greedy or beam search, as
+//! `train.valid_beam_size` says; sacreBLEU-identical).
 use candle_core::DType;
 use nmt_data::{Batch, BatchConfig, Example};
 
@@ -36,12 +37,12 @@ pub fn dev_loss(model: &Seq2Seq, dev: &DevSet) -> Result<f64> {
     Ok(sum / tokens.max(1) as f64)
 }
 
-/// Corpus BLEU of greedy translations of the first `limit` dev sentences (0 = all).
-pub fn dev_bleu(model: &Seq2Seq, meta: &ModelMeta, dev: &DevSet, limit: usize) -> Result<f64> {
+/// Corpus BLEU of the first `limit` dev sentences (0 = all), translated with beam size `beam`
+/// (1 = greedy) by the same search `nmt translate` runs, with the model's other search settings.
+pub fn dev_bleu(model: &Seq2Seq, meta: &ModelMeta, dev: &DevSet, limit: usize, beam: usize) -> Result<f64> {
     let n = if limit == 0 { dev.src_text.len() } else { limit.min(dev.src_text.len()) };
-    let search = SearchConfig { beam_size: 1, batch_size: 64, ..SearchConfig::default() };
-    let out =
-        translate_with(model, meta, &dev.src_text[..n], &SearchOptions { cfg: search, alignments: false, engine: Default::default() })?;
+    let search = SearchConfig { beam_size: beam.max(1), n_best: 1, batch_size: 64, ..meta.search.clone() };
+    let out = translate_with(model, meta, &dev.src_text[..n], &SearchOptions { cfg: search, alignments: false, imp: Default::default() })?;
     let hyps: Vec<String> = out.into_iter().map(|t| t.hyps.into_iter().next().map(|h| h.text).unwrap_or_default()).collect();
     let refs = vec![dev.ref_text[..n].to_vec()];
     let score = nmt_eval::bleu::corpus_bleu(&hyps, &refs, &nmt_eval::bleu::BleuOptions::default())?;

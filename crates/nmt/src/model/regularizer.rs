@@ -1,0 +1,94 @@
+//! What training adds to the loss: dropout masks from a seeded RNG (so a run and its resume are
+//! exact) and label smoothing.
+//!
+//! - Unit dropout (Srivastava et al. 2014), inverted: units dropped with probability `p`, the
+//!   rest scaled by `1/(1−p)`; on the embeddings and the maxout output.
+//! - Word dropout (Gal & Ghahramani 2016, as Nematus' `dropout_source`/`dropout_target`): a
+//!   whole word's embedding row zeroed with probability `p`, the rest scaled by `1/(1−p)`, so the
+//!   model learns not to lean on any single word.
+//! - Label smoothing ε (Szegedy et al. 2016): see [`Regularizer::label_smoothing`].
+//!
+//! A mask depends only on the tensor's element count and the draw order, so the fused and the
+//! composed losses, which draw in the same order, see the same masks.
+use candle_core::{Tensor, D};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::error::Result;
+
+/// Dropout probabilities (0 = off).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DropoutRates {
+    /// Units of the embeddings and of the maxout output (`model.dropout`).
+    pub units: f64,
+    /// Whole source / target words (`train.src_word_dropout`, `train.tgt_word_dropout`).
+    pub src_words: f64,
+    pub tgt_words: f64,
+}
+
+/// Draws the masks of one update.
+pub struct Dropout {
+    rates: DropoutRates,
+    rng: ChaCha8Rng,
+}
+
+impl Dropout {
+    /// The RNG is seeded from the run's seed and the update number: no state to save.
+    pub fn new(rates: DropoutRates, seed: u64, step: u64) -> Self {
+        let mixed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step.wrapping_add(0xD1B5_4A32_D192_ED03);
+        Dropout { rates, rng: ChaCha8Rng::seed_from_u64(mixed) }
+    }
+
+    /// Unit dropout on every element of `x`.
+    pub fn apply(&mut self, x: &Tensor) -> Result<Tensor> {
+        let p = self.rates.units;
+        self.masked(x, p, x.elem_count(), x.dims().to_vec())
+    }
+
+    /// Source embeddings `(…, m)`: word dropout, then unit dropout.
+    pub fn source(&mut self, x: &Tensor) -> Result<Tensor> {
+        let x = self.words(x, self.rates.src_words)?;
+        self.apply(&x)
+    }
+
+    /// Target embeddings `(…, m)`: word dropout, then unit dropout.
+    pub fn target(&mut self, x: &Tensor) -> Result<Tensor> {
+        let x = self.words(x, self.rates.tgt_words)?;
+        self.apply(&x)
+    }
+
+    /// One draw per row of the last dimension (a word's embedding), broadcast over it.
+    fn words(&mut self, x: &Tensor, p: f64) -> Result<Tensor> {
+        let dim = x.dim(D::Minus1)?;
+        let mut shape = x.dims().to_vec();
+        if let Some(last) = shape.last_mut() {
+            *last = 1;
+        }
+        self.masked(x, p, x.elem_count() / dim.max(1), shape)
+    }
+
+    fn masked(&mut self, x: &Tensor, p: f64, count: usize, shape: Vec<usize>) -> Result<Tensor> {
+        if p <= 0.0 {
+            return Ok(x.clone());
+        }
+        let keep = 1.0 - p;
+        let scale = (1.0 / keep) as f32;
+        let mask: Vec<f32> = (0..count).map(|_| if self.rng.gen::<f64>() < keep { scale } else { 0.0 }).collect();
+        let mask = Tensor::from_vec(mask, shape, x.device())?.to_dtype(x.dtype())?;
+        Ok(x.broadcast_mul(&mask)?)
+    }
+}
+
+/// Dropout plus label smoothing: everything the training loss does that evaluation does not.
+pub struct Regularizer {
+    pub dropout: Dropout,
+    /// ε of label smoothing: the loss per token is `(1−ε)·(−log p_y) + ε·mean_k(−log p_k)`,
+    /// i.e. cross-entropy against `(1−ε)·onehot + ε/K_y`, minus a constant.
+    pub label_smoothing: f64,
+}
+
+impl Regularizer {
+    pub fn new(rates: DropoutRates, label_smoothing: f64, seed: u64, step: u64) -> Self {
+        Regularizer { dropout: Dropout::new(rates, seed, step), label_smoothing }
+    }
+}
