@@ -1,19 +1,20 @@
 //! The fused host search (`nmt::infer`) against the candle search it replaces on the CPU: the
 //! same hypotheses, scores and attention weights, for both architectures, both deep-output
-//! state choices, greedy and beam, n-best lists, `--no-unk`, several batches.
+//! state choices, both GRU forms, greedy and beam, n-best lists, `--no-unk`, several batches.
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, Impl, OutputState, SearchConfig};
+use nmt::config::{Arch, GruForm, Impl, OutputState, SearchConfig};
 use nmt::data::EOS;
 use nmt::model::Seq2Seq;
 use nmt::search::{search_all, Hypothesis, SearchOptions};
 
 /// A random model with a likely `</s>`, so that hypotheses finish at different steps.
-fn model(arch: Arch, output_state: OutputState) -> Seq2Seq {
+fn model(arch: Arch, output_state: OutputState, gru: GruForm) -> Seq2Seq {
     let mut cfg = common::small_config(arch, 30, 16, 24);
     cfg.init_std = 0.3;
     cfg.output_state = output_state;
+    cfg.gru = gru;
     let m = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
     let (_, b_g) = m.params.named_vars().into_iter().find(|(n, _)| n == "output.b_g").unwrap();
     let mut bias: Vec<f32> = b_g.as_tensor().to_vec1().unwrap();
@@ -56,13 +57,17 @@ fn assert_same(a: &[Vec<Hypothesis>], b: &[Vec<Hypothesis>], what: &str) {
 fn fused_search_equals_candle_search() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(30, 20, 1..=11, 9).into_iter().map(|e| e.src).collect();
     let mut checked = 0;
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
-        for state in [OutputState::Previous, OutputState::Current] {
-            let m = model(arch, state);
+    for (arch, state, gru) in [Arch::Rnnsearch, Arch::Rnnenc]
+        .into_iter()
+        .flat_map(|a| [OutputState::Previous, OutputState::Current].map(|s| (a, s)))
+        .flat_map(|(a, s)| [GruForm::Paper, GruForm::ResetAfter].map(|g| (a, s, g)))
+    {
+        {
+            let m = model(arch, state, gru);
             for (beam_size, n_best, normalize, no_unk) in [(1, 1, 1.0, false), (3, 3, 0.0, true), (5, 2, 1.0, false)] {
                 // Batches of 7 sentences: several batches, padded, restored to input order.
                 let cfg = SearchConfig { beam_size, n_best, normalize, no_unk, batch_size: 7, ..SearchConfig::default() };
-                let what = format!("{arch:?} {state:?} beam {beam_size}");
+                let what = format!("{arch:?} {state:?} {gru:?} beam {beam_size}");
                 let fused = run(&m, &srcs, &cfg, Impl::Fused);
                 let ops = run(&m, &srcs, &cfg, Impl::Ops);
                 assert_same(&fused, &ops, &what);
@@ -71,7 +76,7 @@ fn fused_search_equals_candle_search() {
             }
         }
     }
-    assert_eq!(checked, 12 * 30);
+    assert_eq!(checked, 24 * 30);
 }
 
 /// With tied target embeddings the host search reads `G = Eᵀ` from the layer and still agrees.

@@ -1,5 +1,6 @@
-//! The reset-before GRU step (Cho et al. 2014, RNNenc §2.3; model/gru.rs is its candle twin)
-//! for a block of rows, forward only:
+//! The attention decoder's reset-before GRU step (Cho et al. 2014, RNNenc §2.3; model/gru.rs
+//! is its candle twin) for a block of rows, forward only. (The encoders run the training
+//! kernels' GRU forward pass itself, `kernels::gru`/`kernels::bigru`.)
 //!
 //! ```text
 //! r, z = σ(W_rz x + b_rz + U_rz h)      (rows, 2n): one GEMM
@@ -8,7 +9,6 @@
 //! ```
 //! The input terms `W x + b` are computed by the caller for a whole sequence (encoder) or
 //! with the step's other input products (decoder) and handed in.
-use super::weights::HostGru;
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::math::FastMath;
 use crate::simd_dispatch;
@@ -26,16 +26,7 @@ impl GruScratch {
     }
 }
 
-/// One step. On entry `sc.rz (rows, 2n)` holds `W_rz x + b_rz` and `sc.cand (rows, n)` holds
-/// `W x + b`; `h (rows, n)` is the previous state. Writes the new state to `out (rows, n)`,
-/// except for rows where `live(row)` is false: those carry `h` unchanged (padding).
-pub fn gru_step(g: &HostGru, n: usize, h: &[f32], sc: &mut GruScratch, out: &mut [f32], live: impl Fn(usize) -> bool, threads: usize) {
-    let rows = h.len() / n;
-    matmul(&mut sc.rz, 0, 2 * n, Mat::new(h, rows, n), Mat::new(&g.u_rz, n, 2 * n), true, threads);
-    gru_finish(&g.u, n, h, sc, out, live, threads);
-}
-
-/// [`gru_step`] after its first product: `sc.rz` already holds `W_rz x + b_rz + U_rz h` (the
+/// The decoder's step after its first product: `sc.rz` already holds `W_rz x + b_rz + U_rz h` (the
 /// decoder computes `U_rz h` together with its other products of `h`). `u` is `U (n, n)`.
 pub fn gru_finish(u: &[f32], n: usize, h: &[f32], sc: &mut GruScratch, out: &mut [f32], live: impl Fn(usize) -> bool, threads: usize) {
     let rows = h.len() / n;

@@ -1,9 +1,12 @@
 //! The encoders' forward pass on the host (model/encoder.rs and `Seq2Seq::encode` are the
-//! candle twins): embeddings, the GRU(s) over the padded batch with each sentence's state
-//! carried through its padding, and what the decoder reads.
-use super::cell::{affine, embed, gru_step, tanh_in_place, GruScratch};
-use super::weights::{HostCore, HostGru, HostModel};
-use crate::kernels::gemm::{matmul, Mat};
+//! candle twins): embeddings, then the GRU(s) over the padded batch by the training kernels'
+//! own forward pass (`kernels::bigru`, `kernels::gru`: both GRU forms, each sentence's state
+//! carried through its padding), and what the decoder reads.
+use super::cell::{affine, embed, tanh_in_place};
+use super::weights::{HostCore, HostModel};
+use crate::kernels::bigru;
+use crate::kernels::gemm::{fill_rows, matmul, Mat};
+use crate::kernels::gru::{self, GruDims};
 
 /// The encoded batch of `B` sentences, padded to `S` positions.
 pub struct HostEncoded {
@@ -20,52 +23,27 @@ pub struct HostEncoded {
     pub src_len: usize,
 }
 
-/// A GRU over `x (B, S, m)`: all states `(B, S, n)` and the state after each sentence's last
-/// word (first word when `reverse`) `(B, n)`.
-fn run_gru(g: &HostGru, n: usize, x: &[f32], lens: &[usize], s: usize, reverse: bool, threads: usize) -> (Vec<f32>, Vec<f32>) {
-    let b = lens.len();
-    let m = g.w.len() / (3 * n);
-    let gi = affine(x, b * s, m, &g.w, &g.b, threads);
-    let mut h = vec![0f32; b * n];
-    let mut next = vec![0f32; b * n];
-    let mut states = vec![0f32; b * s * n];
-    let mut sc = GruScratch::new(b, n);
-    let order: Vec<usize> = if reverse { (0..s).rev().collect() } else { (0..s).collect() };
-    for t in order {
-        for r in 0..b {
-            let row = &gi[(r * s + t) * 3 * n..(r * s + t + 1) * 3 * n];
-            sc.rz[r * 2 * n..(r + 1) * 2 * n].copy_from_slice(&row[..2 * n]);
-            sc.cand[r * n..(r + 1) * n].copy_from_slice(&row[2 * n..]);
-        }
-        gru_step(g, n, &h, &mut sc, &mut next, |r| t < lens[r], threads);
-        std::mem::swap(&mut h, &mut next);
-        for r in 0..b {
-            states[(r * s + t) * n..(r * s + t + 1) * n].copy_from_slice(&h[r * n..(r + 1) * n]);
-        }
-    }
-    (states, h)
-}
-
 /// Encodes `src (B, S)` ids with true lengths `lens`.
 pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) -> HostEncoded {
     let cfg = &model.cfg;
     let (b, n, m) = (lens.len(), cfg.hidden_dim, cfg.emb_dim);
     let s = src.len() / b.max(1);
     let x = embed(&model.src_emb, src, m);
+    // An empty source still has its `</s>`; the kernels need lengths of at least 1.
+    let dims = GruDims { batch: b, len: s, hidden: n, reverse: false, form: cfg.gru, lens: lens.iter().map(|&l| l.max(1)).collect() };
     match &model.core {
-        HostCore::Search { fwd, bwd, dec } => {
-            // One direction per thread, each with single-threaded GEMMs: no synchronisation
-            // inside the step loops (kernels/bigru.rs measured this as the faster split).
-            let inner = if threads >= 2 { 1 } else { threads };
-            let ((fs, _), (bs, back_first)) =
-                rayon::join(|| run_gru(fwd, n, &x, lens, s, false, inner), || run_gru(bwd, n, &x, lens, s, true, inner));
+        HostCore::Search { enc, dec } => {
+            // Both directions at once, one per thread (kernels/bigru.rs): `(B, S, 2n)`.
+            let gi = affine(&x, b * s, m, &enc.w, &enc.b, threads);
+            let ann = bigru::annotations(&dims, &gi, &enc.u, &enc.bh);
             let a = cfg.att_dim;
             let ew = 2 * n + a;
             let mut mem = vec![0f32; b * s * ew];
-            for (p, row) in mem.chunks_exact_mut(ew).enumerate() {
-                row[..n].copy_from_slice(&fs[p * n..(p + 1) * n]);
-                row[n..2 * n].copy_from_slice(&bs[p * n..(p + 1) * n]);
+            for (row, h) in mem.chunks_exact_mut(ew).zip(ann.chunks_exact(2 * n)) {
+                row[..2 * n].copy_from_slice(h);
             }
+            // ←h_1: the backward direction's state at each sentence's first position.
+            let back_first: Vec<f32> = (0..b).flat_map(|r| ann[r * s * 2 * n + n..r * s * 2 * n + 2 * n].iter().copied()).collect();
             // U_a h_j for every position, written next to h_j.
             let annotations = Mat::strided(&mem, 0, b * s, 2 * n, ew);
             let mut uh = vec![0f32; b * s * a];
@@ -77,13 +55,19 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             tanh_in_place(&mut init);
             HostEncoded { mem, gate_ctx: Vec::new(), out_ctx: Vec::new(), init, lens: lens.to_vec(), src_len: s }
         }
-        HostCore::Enc { gru, dec } => {
-            let (_, last) = run_gru(gru, n, &x, lens, s, false, threads);
+        HostCore::Enc { enc, dec } => {
+            let gi = affine(&x, b * s, m, &enc.w, &enc.b, threads);
+            let mut row = enc.bh.clone();
+            row.resize(4 * n, 0.0); // [b_h; h_0 = 0]
+            let (states, _) = gru::forward(&dims, &gi, &enc.u, &fill_rows(&row, b));
+            // The state carried to the last position is each sentence's h_T.
+            let last: Vec<f32> = (0..b).flat_map(|r| states[((r + 1) * s - 1) * n..(r + 1) * s * n].iter().copied()).collect();
             let mut c = affine(&last, b, n, &dec.v, &dec.b_v, threads);
             tanh_in_place(&mut c);
             let mut init = affine(&c, b, n, &dec.v_init, &dec.b_init, threads);
             tanh_in_place(&mut init);
-            let gate_ctx = affine(&c, b, n, &dec.c, &vec![0f32; 3 * n], threads);
+            // C c (+ b_h for the reset-after form): the recurrent term the reset multiplies.
+            let gate_ctx = affine(&c, b, n, &dec.c, &dec.b_h, threads);
             let l2 = model.out.b.len();
             let out_ctx = affine(&c, b, n, &model.out.o_c, &vec![0f32; l2], threads);
             HostEncoded { mem: Vec::new(), gate_ctx, out_ctx, init, lens: lens.to_vec(), src_len: s }

@@ -15,10 +15,10 @@ use rayon::prelude::*;
 use super::cell::{affine, embed, gru_finish, GruScratch};
 use super::encode::HostEncoded;
 use super::weights::{HostCore, HostModel};
-use crate::config::OutputState;
+use crate::config::{GruForm, OutputState};
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::gemm::{matmul, Mat};
-use crate::kernels::math::FastMath;
+use crate::kernels::gru_cell::reset_after_row;
 use crate::kernels::profile;
 use crate::kernels::scores::RowBest;
 use crate::simd_dispatch;
@@ -94,21 +94,35 @@ pub fn step(
             let mut sc = GruScratch::new(r_n, n);
             let mut g2 = affine(&ey, r_n, m, &dec.y_cat, &dec.yc_cat_b, threads);
             matmul(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&dec.c_cat, 2 * n, w2), true, threads);
+            let rec = dec.rec;
             for r in 0..r_n {
                 let (x, h) = (&g2[r * w2..(r + 1) * w2], &g1[r * w1..(r + 1) * w1]);
-                for ((o, &u), &v) in sc.rz[r * 2 * n..(r + 1) * 2 * n].iter_mut().zip(&x[..2 * n]).zip(&h[a..a + 2 * n]) {
-                    *o = u + v;
+                match dec.form {
+                    GruForm::Paper => {
+                        for ((o, &u), &v) in sc.rz[r * 2 * n..(r + 1) * 2 * n].iter_mut().zip(&x[..2 * n]).zip(&h[a..a + 2 * n]) {
+                            *o = u + v;
+                        }
+                        sc.cand[r * n..(r + 1) * n].copy_from_slice(&x[2 * n..3 * n]);
+                    }
+                    // The whole cell per row, with the training kernels' arithmetic.
+                    GruForm::ResetAfter => simd_dispatch!(reset_after_row(
+                        &x[..3 * n],
+                        &h[a..a + 3 * n],
+                        &rows.s[r * n..(r + 1) * n],
+                        &mut state[r * n..(r + 1) * n]
+                    )),
                 }
-                sc.cand[r * n..(r + 1) * n].copy_from_slice(&x[2 * n..3 * n]);
                 let start = pre.len();
                 pre.extend_from_slice(&x[3 * n..]);
                 if cfg.output_state == OutputState::Previous {
-                    for (o, &v) in pre[start..].iter_mut().zip(&h[a + 2 * n..]) {
+                    for (o, &v) in pre[start..].iter_mut().zip(&h[a + rec..]) {
                         *o += v;
                     }
                 }
             }
-            gru_finish(&dec.u, n, rows.s, &mut sc, &mut state, |_| true, threads);
+            if dec.form == GruForm::Paper {
+                gru_finish(&dec.u, n, rows.s, &mut sc, &mut state, |_| true, threads);
+            }
             if cfg.output_state == OutputState::Current {
                 matmul(&mut pre, 0, l2, Mat::new(&state, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
             }
@@ -121,7 +135,12 @@ pub fn step(
                 hc.extend_from_slice(&enc.gate_ctx[b * 3 * n..(b + 1) * 3 * n]);
             }
             matmul(&mut hc, 0, 3 * n, Mat::new(rows.s, r_n, n), Mat::new(&dec.u, n, 3 * n), true, threads);
-            simd_dispatch!(summary_cell(&gi, &hc, rows.s, &mut state, n));
+            // r, z = σ(gi + hc), h~ = tanh(gi_n + r ⊙ hc_n): the reset-after cell of the
+            // training kernels, row by row.
+            for r in 0..r_n {
+                let (g, c) = (&gi[r * 3 * n..(r + 1) * 3 * n], &hc[r * 3 * n..(r + 1) * 3 * n]);
+                simd_dispatch!(reset_after_row(g, c, &rows.s[r * n..(r + 1) * n], &mut state[r * n..(r + 1) * n]));
+            }
             for &b in rows.sent {
                 let oc = &enc.out_ctx[b * l2..(b + 1) * l2];
                 pre.extend(model.out.b.iter().zip(oc).map(|(x, y)| x + y));
@@ -137,20 +156,4 @@ pub fn step(
     let t: Vec<f32> = pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
     let best = profile::timed(profile::SEARCH_SCORES, || model.out.proj.best(&t, r_n, want, skip));
     StepOut { state, best, alpha }
-}
-
-/// RNNenc's decoder cell: `r, z = σ(gi_rz + hc_rz)`, `h~ = tanh(gi_c + r ⊙ hc_c)`,
-/// `h' = h~ + z ⊙ (h − h~)`.
-#[inline(always)]
-fn summary_cell(gi: &[f32], hc: &[f32], h: &[f32], out: &mut [f32], n: usize) {
-    for r in 0..h.len() / n {
-        let (g, c) = (&gi[r * 3 * n..(r + 1) * 3 * n], &hc[r * 3 * n..(r + 1) * 3 * n]);
-        let (hp, o) = (&h[r * n..(r + 1) * n], &mut out[r * n..(r + 1) * n]);
-        for k in 0..n {
-            let rg = (g[k] + c[k]).sigmoid_fast();
-            let z = (g[n + k] + c[n + k]).sigmoid_fast();
-            let hh = (g[2 * n + k] + rg * c[2 * n + k]).tanh_fast();
-            o[k] = hh + z * (hp[k] - hh);
-        }
-    }
 }

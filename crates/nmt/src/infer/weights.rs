@@ -4,7 +4,7 @@
 //! The weights are read from the model's typed layers ([`Seq2Seq::layers`]), never by name.
 use candle_core::{DType, Tensor};
 
-use crate::config::{ModelConfig, OutputState};
+use crate::config::{GruForm, ModelConfig, OutputState};
 use crate::error::{Error, Result};
 use crate::kernels::scores::Projection;
 use crate::model::decoder::AttentionDecoder;
@@ -16,7 +16,7 @@ fn host(t: &Tensor) -> Result<Vec<f32>> {
     Ok(t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?)
 }
 
-/// One GRU layer (model/gru.rs): `W (in, 3n)`, `b (3n)`, `U_rz (n, 2n)`, `U (n, n)`.
+/// The attention decoder's GRU (model/gru.rs): `W (in, 3n)`, `b (3n)`, `U_rz (n, 2n)`, `U (n, n)`.
 pub struct HostGru {
     pub w: Vec<f32>,
     pub b: Vec<f32>,
@@ -24,28 +24,60 @@ pub struct HostGru {
     pub u: Vec<f32>,
 }
 
+/// An encoder's GRU(s) in the training kernels' layout (`kernels::gru`, `kernels::bigru`), so
+/// the search encodes with the very code that trains: `k` directions (2 for RNNsearch's
+/// bidirectional encoder, 1 for RNNenc), `W (m, k·3n)` and `b (k·3n)` side by side,
+/// `U (k, n, 3n)` packed `[U_r | U_z | U_n]`, recurrent biases `b_h (k, 3n)` (zero for the
+/// paper's cell).
+pub struct HostEncoder {
+    pub w: Vec<f32>,
+    pub b: Vec<f32>,
+    pub u: Vec<f32>,
+    pub bh: Vec<f32>,
+}
+
+impl HostEncoder {
+    fn new(grus: &[&Gru], emb: usize) -> Result<Self> {
+        let n3 = 3 * grus.first().map_or(0, |g| g.hidden);
+        let ws: Vec<Vec<f32>> = grus.iter().map(|g| host(&g.w)).collect::<Result<_>>()?;
+        let blocks: Vec<(&[f32], usize)> = ws.iter().map(|w| (&w[..], n3)).collect();
+        let mut b = Vec::new();
+        let (mut u, mut bh) = (Vec::new(), Vec::new());
+        for g in grus {
+            b.extend(host(&g.b)?);
+            u.extend(host(&g.u_cat()?)?);
+            bh.extend(host(&g.bias_h()?)?);
+        }
+        Ok(HostEncoder { w: hcat(&blocks, emb), b, u, bh })
+    }
+}
+
 /// The encoder and decoder of one architecture.
 pub enum HostCore {
-    /// RNNsearch: forward and backward encoder GRUs, attention decoder.
-    Search { fwd: HostGru, bwd: HostGru, dec: Box<HostAttention> },
+    /// RNNsearch: the bidirectional encoder, attention decoder.
+    Search { enc: HostEncoder, dec: Box<HostAttention> },
     /// RNNenc: one encoder GRU, summary decoder.
-    Enc { gru: HostGru, dec: HostSummary },
+    Enc { enc: HostEncoder, dec: Box<HostSummary> },
 }
 
 /// RNNsearch's attention decoder (model/decoder.rs, model/attention.rs), as the search
 /// multiplies it: the step's products that share a left operand sit side by side, so each is
 /// one GEMM (Marian's layout: a few wide products instead of many narrow ones).
 pub struct HostAttention {
-    /// `s_{i-1} · [W_a | U_rz | O_h]` `(n, A + 2n [+ 2l])`, with bias `[b_a | 0 | 0]`; `O_h`
-    /// only when the deep output reads `s_{i-1}`.
+    /// `s_{i-1} · [W_a | U_rec | O_h]` `(n, A + rec [+ 2l])`, with bias `[b_a | b_h | 0]`: the
+    /// recurrent block is `U_rz` (`rec = 2n`, paper cell, `b_h = 0`) or all of `U` with its
+    /// bias (`rec = 3n`, reset-after cell); `O_h` only when the deep output reads `s_{i-1}`.
     pub s_cat: Vec<f32>,
     pub s_cat_b: Vec<f32>,
+    /// The cell's form and the width `rec` of the recurrent block in `s_cat`.
+    pub form: GruForm,
+    pub rec: usize,
     /// `E y · [W | O_y]` `(m, 3n + 2l)` plus `c_i · [C | O_c]` `(2n, 3n + 2l)`, with bias
     /// `[b | b_o]`.
     pub y_cat: Vec<f32>,
     pub c_cat: Vec<f32>,
     pub yc_cat_b: Vec<f32>,
-    /// The GRU's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`).
+    /// The paper cell's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`).
     pub u: Vec<f32>,
     /// `W_s (n, n)`, `b_s (n)`: `s_0 = tanh(←h_1 W_s + b_s)`.
     pub w_s: Vec<f32>,
@@ -61,13 +93,26 @@ impl HostAttention {
         let gru = HostGru::new(&dec.gru)?;
         let (w_a, b_a, c) = (host(&dec.att.w_a)?, host(&dec.att.b_a)?, host(&dec.c)?);
         let prev = cfg.output_state == OutputState::Previous;
-        let mut s_blocks = vec![(&w_a[..], a), (&gru.u_rz[..], 2 * n)];
+        let form = dec.gru.form;
+        let (u_rec, rec) = match form {
+            GruForm::Paper => (gru.u_rz.clone(), 2 * n),
+            GruForm::ResetAfter => (host(&dec.gru.u_cat()?)?, 3 * n),
+        };
+        let mut s_blocks = vec![(&w_a[..], a), (&u_rec[..], rec)];
         if prev {
             s_blocks.push((&out.o_h[..], l2));
         }
+        let mut s_cat_b = b_a.clone();
+        match form {
+            GruForm::Paper => s_cat_b.resize(a + rec, 0.0),
+            GruForm::ResetAfter => s_cat_b.extend(host(&dec.gru.bias_h()?)?),
+        }
+        s_cat_b.resize(a + rec + if prev { l2 } else { 0 }, 0.0);
         Ok(HostAttention {
             s_cat: hcat(&s_blocks, n),
-            s_cat_b: b_a.iter().copied().chain(std::iter::repeat_n(0.0, 2 * n + if prev { l2 } else { 0 })).collect(),
+            s_cat_b,
+            form,
+            rec,
             y_cat: hcat(&[(&gru.w[..], 3 * n), (&out.o_y[..], l2)], m),
             c_cat: hcat(&[(&c[..], 3 * n), (&out.o_c[..], l2)], 2 * n),
             yc_cat_b: gru.b.iter().chain(&out.b).copied().collect(),
@@ -91,6 +136,8 @@ pub struct HostSummary {
     pub b_v: Vec<f32>,
     pub v_init: Vec<f32>,
     pub b_init: Vec<f32>,
+    /// The recurrent bias `b_h (3n)` of the reset-after form (zeros for the paper's).
+    pub b_h: Vec<f32>,
 }
 
 /// The deep output (model/output.rs): `O_h (n, 2l)`, `O_y (m, 2l)`, `O_c (ctx, 2l)`, `b (2l)`,
@@ -148,13 +195,12 @@ impl HostModel {
         };
         let core = match model.layers() {
             Layers::Search { enc, dec } => HostCore::Search {
-                fwd: HostGru::new(&enc.fwd)?,
-                bwd: HostGru::new(&enc.bwd)?,
+                enc: HostEncoder::new(&[&enc.fwd, &enc.bwd], cfg.emb_dim)?,
                 dec: Box::new(HostAttention::new(dec, &cfg, &out)?),
             },
             Layers::Enc { enc, dec } => HostCore::Enc {
-                gru: HostGru::new(&enc.gru)?,
-                dec: HostSummary {
+                enc: HostEncoder::new(&[&enc.gru], cfg.emb_dim)?,
+                dec: Box::new(HostSummary {
                     w: host(&dec.w)?,
                     b: host(&dec.b)?,
                     u: host(&dec.u)?,
@@ -163,17 +209,20 @@ impl HostModel {
                     b_v: host(&dec.b_v)?,
                     v_init: host(&dec.v_init)?,
                     b_init: host(&dec.b_init)?,
-                },
+                    b_h: match &dec.b_h {
+                        Some(b) => host(b)?,
+                        None => vec![0.0; 3 * cfg.hidden_dim],
+                    },
+                }),
             },
         };
         let (src_emb, tgt_emb) = model.embeddings();
         Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, out })
     }
 
-    /// Whether the fused search can run `model`: `f32` parameters in host memory, and the
-    /// paper's GRU (the host cells do not yet read the reset-after form's `b_h`; such models
-    /// are searched with the candle ops, which do).
+    /// Whether the fused search can run `model`: `f32` parameters in host memory (both GRU
+    /// forms).
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu() && model.cfg.gru == crate::config::GruForm::Paper
+        model.dtype() == DType::F32 && model.device().is_cpu()
     }
 }

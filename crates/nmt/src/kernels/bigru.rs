@@ -85,6 +85,12 @@ fn dir_rows<T: Real>(bh: &[T], batch: usize) -> Vec<T> {
     fill_rows(&row, batch)
 }
 
+/// The annotations `(B, S, 2H)` alone: the forward pass for search, which keeps nothing for a
+/// backward pass (`crate::infer` encodes with it).
+pub(crate) fn annotations<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> Vec<T> {
+    forward(d, gi, u, bh).0
+}
+
 fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> (Vec<T>, Dirs<T>) {
     let (n, h) = (d.batch * d.len, d.hidden);
     let gis = split_dirs(gi, 3 * h);
