@@ -108,7 +108,8 @@ pub struct ModelConfig {
 
 impl ModelConfig {
     /// A named preset: `rnnsearch`, `rnnenc` (the papers' sizes), `rnnsearch-small`,
-    /// `rnnenc-small` (sizes a 2-core CPU can train in minutes), `tiny` (tests).
+    /// `rnnenc-small` (sizes a 2-core CPU can train in minutes), `bench-rnnsearch` (the speed
+    /// benchmark's model), `tiny` (tests).
     pub fn preset(name: &str) -> Result<Self> {
         let base = |arch, emb, hid, att, maxout, vocab| ModelConfig {
             preset: Some(name.to_string()),
@@ -137,11 +138,18 @@ impl ModelConfig {
             "rnnsearch-small" => base(Arch::Rnnsearch, 256, 256, 256, 256, 8000),
             // No attention: the summary vector carries everything, so a wider GRU.
             "rnnenc-small" => base(Arch::Rnnenc, 256, 512, 0, 256, 8000),
+            // The speed benchmark's model (`nmt bench`, ../shared/bench): rnnsearch-small's sizes
+            // with the reset-after GRU (PyTorch's cell, with `b_h`) and the deep output on `s_i`.
+            "bench-rnnsearch" => ModelConfig {
+                gru: GruForm::ResetAfter,
+                output_state: OutputState::Current,
+                ..base(Arch::Rnnsearch, 256, 256, 256, 256, 8000)
+            },
             "tiny" => base(Arch::Rnnsearch, 16, 16, 16, 16, 32),
             "tiny-rnnenc" => base(Arch::Rnnenc, 16, 16, 0, 16, 32),
             other => {
                 return Err(Error::Config(format!(
-                    "unknown model preset {other:?} (known: rnnsearch, rnnenc, rnnsearch-small, rnnenc-small, tiny, tiny-rnnenc)"
+                    "unknown model preset {other:?} (known: rnnsearch, rnnenc, rnnsearch-small, rnnenc-small, bench-rnnsearch, tiny, tiny-rnnenc)"
                 )))
             }
         })

@@ -1,6 +1,7 @@
-//! `bench-rnnsearch`: the fixed model every speed comparison uses (issue 4), its reference
-//! weights and batch, composed-op and fused training losses, search, and the timing harness.
-pub mod model;
-pub mod params;
+//! `nmt bench`: the speed of the code `nmt train` and `nmt translate` run, on the preset
+//! `bench-rnnsearch` (`ModelConfig::preset`) — the model of the PyTorch reference
+//! (`../shared/bench`): its weights and batch load into an ordinary [`crate::model::Seq2Seq`]
+//! ([`reference`]), and the harness ([`run`]) times that model's loss, backward pass and
+//! optimiser step, and the host search, exactly as training and translation call them.
+pub mod reference;
 pub mod run;
-pub mod search;

@@ -3,18 +3,26 @@
 //! Adam, ms per step, target tokens/s), `greedy` and `beam5` (32 sentences × 30 decoder steps,
 //! sentences/s), each with `loss0`; plus `gemm` (the CPU's fp32 GEMM rate through the GEMM the
 //! project uses) and the effective GFLOP/s of training from the FLOP count below.
+//!
+//! What is timed is the code users run: `Seq2Seq::loss`, its backward pass and the training
+//! `Optimizer` (as `nmt train` calls them, `train.impl` = `--impl`), and the host search's
+//! `infer::search_batch` (as `nmt translate` calls it per batch; `--impl ops`: the candle
+//! search). The reference decodes 30 steps with no early stop; so that ours does the same
+//! work, the search runs on a copy of the model whose `</s>` can never win (its output bias
+//! set to −10⁹) with an output limit of 30 tokens.
 use std::path::PathBuf;
 use std::time::Instant;
 
-use candle_core::{DType, Device};
+use candle_core::{DType, Device, Tensor};
 use serde_json::{json, Value};
 
-use super::model::{loss, Impl};
-use super::params::{BenchBatch, BenchParams, ATT, BATCH, EMB, HIDDEN, PARAMS, SRC_LEN, TGT_LEN, VOCAB};
-use super::search::{beam, greedy, SearchWeights};
-use crate::config::{Optimizer as OptimizerKind, TrainConfig};
+use super::reference::{self, BATCH, SRC_LEN, TGT_LEN};
+use crate::config::{Impl, Optimizer as OptimizerKind, SearchConfig, TrainConfig};
 use crate::error::Result;
+use crate::hypothesis::SearchOptions;
+use crate::infer::{self, HostModel};
 use crate::kernels::gemm::{matmul, Mat};
+use crate::model::{BatchTensors, Seq2Seq};
 use crate::train::optim::Optimizer;
 
 /// What to measure.
@@ -24,6 +32,7 @@ pub struct BenchOptions {
     pub data: Option<PathBuf>,
     /// Timed repetitions (after 3 untimed warm-up runs), as the reference's `STEPS`.
     pub steps: usize,
+    /// `Fused` (what `nmt train`/`translate` run by default) or `Ops` (composed candle ops).
     pub imp: Impl,
     /// Any of `train`, `greedy`, `beam5`, `gemm`.
     pub only: Vec<String>,
@@ -33,7 +42,8 @@ pub struct BenchOptions {
 /// ignoring elementwise work (gates, tanh, softmax: under 1 %). A training step is counted as
 /// 3× the forward pass (each GEMM has two GEMMs of the same size in its backward).
 pub fn forward_flops() -> f64 {
-    let (h, e, a, v) = (HIDDEN as f64, EMB as f64, ATT as f64, VOCAB as f64);
+    let c = ModelDims::bench();
+    let (h, e, a, v) = (c.hidden as f64, c.emb as f64, c.att as f64, c.vocab as f64);
     let src_tok = (BATCH * SRC_LEN) as f64;
     let tgt_tok = (BATCH * TGT_LEN) as f64;
     // Encoder, per source token: two directions of input and recurrent GEMMs; U_a h_j.
@@ -45,6 +55,24 @@ pub fn forward_flops() -> f64 {
     let gru = 2.0 * e * 3.0 * h + 2.0 * (2.0 * h) * 3.0 * h + 2.0 * h * 3.0 * h;
     let out = 2.0 * (h + e + 2.0 * h) * 2.0 * h + 2.0 * h * v;
     enc + init + tgt_tok * (att + gru + out)
+}
+
+/// The preset's sizes, for the FLOP count.
+struct ModelDims {
+    hidden: usize,
+    emb: usize,
+    att: usize,
+    vocab: usize,
+}
+
+impl ModelDims {
+    fn bench() -> Self {
+        // The preset is a constant table; its sizes are known to exist.
+        match reference::config() {
+            Ok(c) => ModelDims { hidden: c.hidden_dim, emb: c.emb_dim, att: c.att_dim, vocab: c.tgt_vocab },
+            Err(_) => ModelDims { hidden: 256, emb: 256, att: 256, vocab: 8000 },
+        }
+    }
 }
 
 /// Peak resident memory of this process in MB (Linux; `None` elsewhere).
@@ -74,28 +102,47 @@ fn round(x: f64, digits: i32) -> f64 {
     (x * s).round() / s
 }
 
-/// The bench's Adam: the training optimiser, in place (`fused`) or composed (`ops`), with
-/// PyTorch's defaults (lr 1e-3, β = (0.9, 0.999), ε = 1e-8) and no clipping, as in the reference.
-struct BenchAdam(Optimizer);
+/// The training optimiser with PyTorch's Adam defaults (lr 1e-3, β = (0.9, 0.999), ε = 1e-8)
+/// and no clipping, as in the reference.
+fn adam(model: &Seq2Seq, imp: Impl) -> Result<Optimizer> {
+    let cfg = TrainConfig {
+        optimizer: OptimizerKind::Adam,
+        lr: 1e-3,
+        adam_betas: (0.9, 0.999),
+        adam_eps: 1e-8,
+        clip_norm: 0.0,
+        imp,
+        ..TrainConfig::default()
+    };
+    Optimizer::new(model.params.named_vars(), &cfg)
+}
 
-impl BenchAdam {
-    fn new(p: &BenchParams, imp: Impl) -> Result<Self> {
-        let cfg = TrainConfig {
-            optimizer: OptimizerKind::Adam,
-            lr: 1e-3,
-            adam_betas: (0.9, 0.999),
-            adam_eps: 1e-8,
-            clip_norm: 0.0,
-            imp,
-            ..TrainConfig::default()
-        };
-        let vars = PARAMS.iter().zip(&p.vars).map(|((n, _), v)| (n.to_string(), v.clone())).collect();
-        Ok(BenchAdam(Optimizer::new(vars, &cfg)?))
+/// A copy of `model` whose `</s>` never wins a search step (output bias −10⁹), so that every
+/// hypothesis runs the reference's full 30 steps.
+fn without_eos(model: &Seq2Seq) -> Result<Seq2Seq> {
+    let tensors = model.params.named_vars().into_iter().map(|(k, v)| Ok((k, v.as_tensor().copy()?))).collect::<Result<_>>()?;
+    let copy = Seq2Seq::build(&model.cfg, crate::model::params::Params::from_tensors(tensors, model.dtype(), model.device()))?;
+    let b_g = &copy.output().b_g;
+    let mut bias = b_g.to_vec1::<f32>()?;
+    bias[nmt_data::EOS as usize] = -1e9;
+    match copy.params.var_of(b_g) {
+        Some(v) => v.set(&Tensor::new(bias, b_g.device())?)?,
+        None => return Err(crate::Error::Config("bench: the output bias is not a parameter".into())),
     }
+    Ok(copy)
+}
 
-    fn update(&mut self, _p: &BenchParams, grads: &candle_core::backprop::GradStore) -> Result<()> {
-        self.0.update(grads)
-    }
+/// Searches the reference's source batch with beam `k` for 30 steps, by the code `nmt
+/// translate` runs for a batch.
+fn search(model: &Seq2Seq, host: Option<&HostModel>, batch: &nmt_data::Batch, k: usize) -> Result<usize> {
+    let cfg =
+        SearchConfig { beam_size: k, n_best: 1, max_len_ratio: 0.0, max_len_extra: TGT_LEN, normalize: 0.0, ..SearchConfig::default() };
+    let opts = SearchOptions { cfg, alignments: false, imp: if host.is_some() { Impl::Fused } else { Impl::Ops } };
+    let hyps = match host {
+        Some(h) => infer::search_batch(h, batch, &opts),
+        None => crate::search::search_batch(model, batch, &opts)?,
+    };
+    Ok(hyps.iter().flatten().map(|h| h.tokens.len()).sum())
 }
 
 /// Runs the selected measurements; one JSON object per measurement.
@@ -114,9 +161,11 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         out.push(json!({"impl": imp_name, "threads": threads, "bench": "gemm", "n": n, "gflop_per_s": round(gflops, 1)}));
     }
     let dev = Device::Cpu;
-    let p = BenchParams::load(opts.data.as_deref(), DType::F32, &dev)?;
-    let batch = BenchBatch::load(opts.data.as_deref())?;
-    let loss0 = loss(&p, &batch, opts.imp)?.to_scalar::<f32>()? as f64;
+    let mut model = reference::model(opts.data.as_deref(), &dev)?;
+    model.set_impl(opts.imp);
+    let batch = reference::batch(opts.data.as_deref())?;
+    let bt = BatchTensors::new(&batch, DType::F32, &dev)?;
+    let loss0 = model.loss(&bt, None)?.mean.to_scalar::<f32>()? as f64;
     crate::kernels::profile::take();
     let base = json!({"impl": imp_name, "threads": threads, "loss0": round(loss0, 6)});
     let with = |extra: Value| -> Value {
@@ -127,33 +176,38 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         v
     };
     if want("greedy") || want("beam5") {
-        let w = SearchWeights::new(&p)?;
-        if want("greedy") {
-            let (ms, mn) = timed(opts.steps, || {
-                std::hint::black_box(greedy(&w, &batch.src, TGT_LEN));
+        let searcher = without_eos(&model)?;
+        let host = match opts.imp {
+            Impl::Fused if HostModel::supports(&searcher) => Some(HostModel::new(&searcher)?),
+            _ => None,
+        };
+        for (name, k, reps) in [("greedy", 1, opts.steps), ("beam5", 5, (opts.steps / 2).max(5))] {
+            if !want(name) {
+                continue;
+            }
+            let mut tokens = 0;
+            let (ms, mn) = timed(reps, || {
+                tokens = std::hint::black_box(search(&searcher, host.as_ref(), &batch, k)?);
                 Ok(())
             })?;
-            out.push(with(json!({"bench": "greedy", "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(BATCH as f64 / (ms / 1e3), 1)})));
-        }
-        if want("beam5") {
-            let (ms, mn) = timed((opts.steps / 2).max(5), || {
-                std::hint::black_box(beam(&w, &batch.src, TGT_LEN, 5));
-                Ok(())
-            })?;
-            out.push(with(json!({"bench": "beam5", "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(BATCH as f64 / (ms / 1e3), 1)})));
+            if tokens != BATCH * TGT_LEN {
+                return Err(crate::Error::Input(format!("bench {name}: {tokens} output tokens, expected {}", BATCH * TGT_LEN)));
+            }
+            out.push(with(json!({"bench": name, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(BATCH as f64 / (ms / 1e3), 1)})));
         }
     }
     if want("train") {
-        let mut adam = BenchAdam::new(&p, opts.imp)?;
+        let mut adam = adam(&model, opts.imp)?;
         let mut last = 0f32;
         let mut phases: [Vec<f64>; 3] = Default::default();
         let (ms, mn) = timed(opts.steps, || {
             let t0 = Instant::now();
-            let l = loss(&p, &batch, opts.imp)?;
+            let l = model.loss(&bt, None)?.mean;
             let t1 = Instant::now();
             let grads = l.backward()?;
             let t2 = Instant::now();
-            adam.update(&p, &grads)?;
+            adam.clip(&grads)?;
+            adam.update(&grads)?;
             last = l.to_scalar::<f32>()?;
             for (slot, (a, b)) in phases.iter_mut().zip([(t0, t1), (t1, t2), (t2, Instant::now())]) {
                 slot.push((b - a).as_secs_f64() * 1e3);
