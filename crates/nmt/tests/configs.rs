@@ -1,0 +1,37 @@
+//! Every shipped config in `configs/` parses, validates, and names existing data files; the
+//! small recipes regularise, the paper-faithful ones do not.
+use std::path::Path;
+
+use nmt::config::{Config, Optimizer};
+
+fn load(name: &str) -> Config {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs").join(name);
+    let cfg = Config::from_file(&path, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for p in [&cfg.data.train_src, &cfg.data.train_tgt, &cfg.data.dev_src, &cfg.data.dev_tgt] {
+        assert!(p.exists(), "{name}: {} does not exist", p.display());
+    }
+    cfg
+}
+
+#[test]
+fn shipped_configs_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".toml") {
+            load(&name);
+            n += 1;
+        }
+    }
+    assert!(n >= 4, "expected the small and the paper configs, found {n}");
+    for small in ["rnnsearch-small.toml", "rnnenc-small.toml"] {
+        let c = load(small);
+        assert!(c.model.dropout > 0.0 && c.train.label_smoothing > 0.0 && c.train.lr_decay < 1.0, "{small}: the recipe is off");
+    }
+    for paper in ["rnnsearch-paper.toml", "rnnenc-paper.toml"] {
+        let c = load(paper);
+        assert_eq!(c.train.optimizer, Optimizer::Adadelta, "{paper}");
+        assert_eq!((c.model.dropout, c.train.label_smoothing, c.model.tie_target_embeddings), (0.0, 0.0, false), "{paper}");
+    }
+}
