@@ -28,8 +28,13 @@ pub fn proj_nll(x: &Tensor, w: &Tensor, b: &Tensor, targets: &[u32], smoothing: 
     if k != k2 || b.dims1()? != v || targets.len() != n || targets.iter().any(|&t| t as usize >= v) {
         candle_core::bail!("proj_nll: x {:?}, w {:?}, b {:?}, {} targets do not fit", x.dims(), w.dims(), b.dims(), targets.len());
     }
-    let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, cache: Mutex::new(None) };
-    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, op)
+    // A transposed view of a contiguous `(V, K)` matrix (tied embeddings: `W = Eᵀ`) is read
+    // as it is, with no copy in either pass; its gradient comes back as `(V, K)`.
+    let wt = w.t()?;
+    let transposed = !w.is_contiguous() && wt.is_contiguous();
+    let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed, cache: Mutex::new(None) };
+    let w = if transposed { wt } else { w.contiguous()? };
+    x.contiguous()?.apply_op3(&w, &b.contiguous()?, op)
 }
 
 /// Unnormalised probabilities `exp(z − max)` `(N, V)` and each row's `1 / Σ`, kept between
@@ -51,17 +56,28 @@ struct ProjNll {
     v: usize,
     targets: Vec<u32>,
     smoothing: f64,
+    /// The op's `w` input is `Wᵀ (V, K)` (contiguous) rather than `W (K, V)`.
+    transposed: bool,
     cache: Mutex<Option<Cached>>,
 }
 
 impl ProjNll {
+    /// `W (K, V)` as a GEMM operand, whichever layout the input has.
+    fn w_mat<'a, T: Real>(&self, w: &'a [T]) -> Mat<'a, T> {
+        if self.transposed {
+            Mat::new(w, self.v, self.k).t()
+        } else {
+            Mat::new(w, self.k, self.v)
+        }
+    }
+
     /// NLL per row and the probabilities, from `x W + b` computed here.
     fn forward<T: Real>(&self, x: &[T], w: &[T], b: &[T]) -> (Vec<T>, Probs<T>) {
         let (n, v) = (self.n, self.v);
         // The bias is added in the first elementwise pass rather than copied into the GEMM's
         // destination first (a 30 MB copy on the bench).
         let mut z = vec![T::ZERO; n * v];
-        matmul(&mut z, 0, v, Mat::new(x, n, self.k), Mat::new(w, self.k, v), false, rayon::current_num_threads());
+        matmul(&mut z, 0, v, Mat::new(x, n, self.k), self.w_mat(w), false, rayon::current_num_threads());
         let mut nll = vec![T::ZERO; n];
         let mut inv_sum = vec![T::ZERO; n];
         let eps = T::from_f64(self.smoothing);
@@ -100,9 +116,14 @@ impl ProjNll {
         // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
         // measurable (36 ms either way for dx on 2 threads), unlike the per-step GEMMs.
         let mut dx = vec![T::ZERO; n * k];
-        matmul(&mut dx, 0, k, Mat::new(&z, n, v), Mat::new(w, k, v).t(), false, threads);
+        matmul(&mut dx, 0, k, Mat::new(&z, n, v), self.w_mat(w).t(), false, threads);
         let mut dw = vec![T::ZERO; k * v];
-        matmul(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
+        if self.transposed {
+            // dWᵀ (V, K) = dZᵀ X, the layout of the op's input.
+            matmul(&mut dw, 0, k, Mat::new(&z, n, v).t(), Mat::new(x, n, k), false, threads);
+        } else {
+            matmul(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
+        }
         let db = col_sums(&z, n, v);
         (dx, dw, db)
     }

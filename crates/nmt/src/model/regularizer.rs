@@ -41,44 +41,53 @@ impl Dropout {
 
     /// Unit dropout on every element of `x`.
     pub fn apply(&mut self, x: &Tensor) -> Result<Tensor> {
-        let p = self.rates.units;
-        self.masked(x, p, x.elem_count(), x.dims().to_vec())
+        self.embedding(x, 0.0)
     }
 
-    /// Source embeddings `(…, m)`: word dropout, then unit dropout.
+    /// Source embeddings `(…, m)`: word dropout and unit dropout.
     pub fn source(&mut self, x: &Tensor) -> Result<Tensor> {
-        let x = self.words(x, self.rates.src_words)?;
-        self.apply(&x)
+        self.embedding(x, self.rates.src_words)
     }
 
-    /// Target embeddings `(…, m)`: word dropout, then unit dropout.
+    /// Target embeddings `(…, m)`: word dropout and unit dropout.
     pub fn target(&mut self, x: &Tensor) -> Result<Tensor> {
-        let x = self.words(x, self.rates.tgt_words)?;
-        self.apply(&x)
+        self.embedding(x, self.rates.tgt_words)
     }
 
-    /// One draw per row of the last dimension (a word's embedding), broadcast over it.
-    fn words(&mut self, x: &Tensor, p: f64) -> Result<Tensor> {
-        let dim = x.dim(D::Minus1)?;
-        let mut shape = x.dims().to_vec();
-        if let Some(last) = shape.last_mut() {
-            *last = 1;
-        }
-        self.masked(x, p, x.elem_count() / dim.max(1), shape)
+    /// Word dropout with probability `words` (one draw per row of the last dimension, drawn
+    /// first) and unit dropout (one draw per element), as one mask: one multiplication in the
+    /// graph instead of two.
+    fn embedding(&mut self, x: &Tensor, words: f64) -> Result<Tensor> {
+        let dim = x.dim(D::Minus1)?.max(1);
+        let rows = x.elem_count() / dim;
+        let word_mask = self.draw(words, rows);
+        let unit_mask = self.draw(self.rates.units, rows * dim);
+        let mask: Vec<f32> = match (word_mask, unit_mask) {
+            (None, None) => return Ok(x.clone()),
+            (Some(w), None) => w.iter().flat_map(|&m| std::iter::repeat_n(m, dim)).collect(),
+            (None, Some(u)) => u,
+            (Some(w), Some(mut u)) => {
+                for (row, &m) in u.chunks_exact_mut(dim).zip(&w) {
+                    row.iter_mut().for_each(|v| *v *= m);
+                }
+                u
+            }
+        };
+        let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
+        Ok((x * mask)?)
     }
 
-    fn masked(&mut self, x: &Tensor, p: f64, count: usize, shape: Vec<usize>) -> Result<Tensor> {
+    /// `count` inverted-dropout factors (`0` or `1/(1−p)`), or `None` when `p` is 0.
+    fn draw(&mut self, p: f64, count: usize) -> Option<Vec<f32>> {
         if p <= 0.0 {
-            return Ok(x.clone());
+            return None;
         }
         let keep = 1.0 - p;
         let scale = (1.0 / keep) as f32;
         // One 32-bit draw per unit against a threshold: half the RNG work of a uniform f64,
         // and keep-probabilities are exact to 2⁻³².
         let threshold = (keep * 4_294_967_296.0).min(u32::MAX as f64) as u32;
-        let mask: Vec<f32> = (0..count).map(|_| if self.rng.next_u32() < threshold { scale } else { 0.0 }).collect();
-        let mask = Tensor::from_vec(mask, shape, x.device())?.to_dtype(x.dtype())?;
-        Ok(x.broadcast_mul(&mask)?)
+        Some((0..count).map(|_| if self.rng.next_u32() < threshold { scale } else { 0.0 }).collect())
     }
 }
 
