@@ -2,7 +2,7 @@
 //! candle twins): embeddings, then the GRU(s) over the padded batch by the training kernels'
 //! own forward pass (`kernels::bigru`, `kernels::gru`: both GRU forms, each sentence's state
 //! carried through its padding), and what the decoder reads.
-use super::cell::{affine, embed, tanh_in_place};
+use super::dense::{affine, embed, tanh_in_place};
 use super::weights::{HostCore, HostModel};
 use crate::kernels::bigru;
 use crate::kernels::gemm::{fill_rows, matmul, Mat};

@@ -13,7 +13,7 @@
 //! - only live hypotheses are computed: finished ones and finished sentences leave the batch;
 //! - the two encoder directions run on one thread each.
 pub mod beam;
-pub mod cell;
+pub mod dense;
 pub mod encode;
 pub mod step;
 pub mod weights;

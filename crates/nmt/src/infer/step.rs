@@ -12,13 +12,13 @@
 //! term `C c` joins `U' h` before the reset gate, and `O_c c` joins the deep output's bias.
 use rayon::prelude::*;
 
-use super::cell::{affine, embed, gru_finish, GruScratch};
+use super::dense::{affine, embed};
 use super::encode::HostEncoded;
 use super::weights::{HostCore, HostModel};
 use crate::config::{GruForm, OutputState};
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::gemm::{matmul, Mat};
-use crate::kernels::gru_cell::reset_after_row;
+use crate::kernels::gru_cell::{reset_row, update_row};
 use crate::kernels::profile;
 use crate::kernels::scores::RowBest;
 use crate::simd_dispatch;
@@ -91,27 +91,39 @@ pub fn step(
             // E y · [W | O_y] + c_i · [C | O_c] + [b | b_o]: the GRU's input terms and the
             // deep output's word and context terms, in one (R, 3n + 2l) block.
             let w2 = 3 * n + l2;
-            let mut sc = GruScratch::new(r_n, n);
             let mut g2 = affine(&ey, r_n, m, &dec.y_cat, &dec.yc_cat_b, threads);
             matmul(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&dec.c_cat, 2 * n, w2), true, threads);
+            // The cell, with the training kernels' row arithmetic (`kernels::gru_cell`): the
+            // input terms are g2's first 3n columns, the recurrent ones g1's block after W_a.
             let rec = dec.rec;
+            let hh_n = match dec.form {
+                GruForm::Paper => {
+                    // q = r ⊙ s_{i-1}, then q U_n.
+                    let mut q = vec![0f32; r_n * n];
+                    for r in 0..r_n {
+                        let (x, h) = (&g2[r * w2..], &g1[r * w1..]);
+                        simd_dispatch!(reset_row(&x[..n], &h[a..a + n], &rows.s[r * n..(r + 1) * n], &mut q[r * n..(r + 1) * n]));
+                    }
+                    let mut hn = vec![0f32; r_n * n];
+                    matmul(&mut hn, 0, n, Mat::new(&q, r_n, n), Mat::new(&dec.u, n, n), false, threads);
+                    hn
+                }
+                GruForm::ResetAfter => Vec::new(),
+            };
             for r in 0..r_n {
                 let (x, h) = (&g2[r * w2..(r + 1) * w2], &g1[r * w1..(r + 1) * w1]);
-                match dec.form {
-                    GruForm::Paper => {
-                        for ((o, &u), &v) in sc.rz[r * 2 * n..(r + 1) * 2 * n].iter_mut().zip(&x[..2 * n]).zip(&h[a..a + 2 * n]) {
-                            *o = u + v;
-                        }
-                        sc.cand[r * n..(r + 1) * n].copy_from_slice(&x[2 * n..3 * n]);
-                    }
-                    // The whole cell per row, with the training kernels' arithmetic.
-                    GruForm::ResetAfter => simd_dispatch!(reset_after_row(
-                        &x[..3 * n],
-                        &h[a..a + 3 * n],
-                        &rows.s[r * n..(r + 1) * n],
-                        &mut state[r * n..(r + 1) * n]
-                    )),
-                }
+                let hn = match dec.form {
+                    GruForm::Paper => &hh_n[r * n..(r + 1) * n],
+                    GruForm::ResetAfter => &h[a + 2 * n..a + 3 * n],
+                };
+                simd_dispatch!(update_row(
+                    dec.form,
+                    &x[..3 * n],
+                    &h[a..a + 2 * n],
+                    hn,
+                    &rows.s[r * n..(r + 1) * n],
+                    &mut state[r * n..(r + 1) * n]
+                ));
                 let start = pre.len();
                 pre.extend_from_slice(&x[3 * n..]);
                 if cfg.output_state == OutputState::Previous {
@@ -119,9 +131,6 @@ pub fn step(
                         *o += v;
                     }
                 }
-            }
-            if dec.form == GruForm::Paper {
-                gru_finish(&dec.u, n, rows.s, &mut sc, &mut state, |_| true, threads);
             }
             if cfg.output_state == OutputState::Current {
                 matmul(&mut pre, 0, l2, Mat::new(&state, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
@@ -139,7 +148,14 @@ pub fn step(
             // training kernels, row by row.
             for r in 0..r_n {
                 let (g, c) = (&gi[r * 3 * n..(r + 1) * 3 * n], &hc[r * 3 * n..(r + 1) * 3 * n]);
-                simd_dispatch!(reset_after_row(g, c, &rows.s[r * n..(r + 1) * n], &mut state[r * n..(r + 1) * n]));
+                simd_dispatch!(update_row(
+                    GruForm::ResetAfter,
+                    g,
+                    &c[..2 * n],
+                    &c[2 * n..],
+                    &rows.s[r * n..(r + 1) * n],
+                    &mut state[r * n..(r + 1) * n]
+                ));
             }
             for &b in rows.sent {
                 let oc = &enc.out_ctx[b * l2..(b + 1) * l2];

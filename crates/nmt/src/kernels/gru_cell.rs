@@ -77,10 +77,7 @@ impl<T: Real> Cell<'_, T> {
                 let (q, qr) = q;
                 for b in 0..nb {
                     let (g, hh) = (&gi[gir.at(b)..][..h], &gh[ghr.at(b)..][..h]);
-                    let (hpb, qb) = (&x.hp[b * h..(b + 1) * h], &mut q[qr.at(b)..][..h]);
-                    for j in 0..h {
-                        qb[j] = (g[j] + hh[j]).sigmoid_fast() * hpb[j];
-                    }
+                    reset_row(g, hh, &x.hp[b * h..(b + 1) * h], &mut q[qr.at(b)..][..h]);
                 }
                 let qm = Mat::strided(q, qr.off, nb, h, qr.stride);
                 matmul(gh, ghr.off + 2 * h, ghr.stride, qm, Mat::strided(self.u, 2 * h, h, h, 3 * h), true, 1);
@@ -95,10 +92,7 @@ impl<T: Real> Cell<'_, T> {
                 continue;
             }
             let (g, hh) = (&gi[gir.at(b)..][..3 * h], &gh[ghr.at(b)..][..3 * h]);
-            for j in 0..h {
-                let (_, z, n) = sig_tanh(self.form, g, hh, j, h);
-                ht[j] = n + z * (hpb[j] - n);
-            }
+            update_row(self.form, g, &hh[..2 * h], &hh[2 * h..], hpb, ht);
         }
     }
 
@@ -201,12 +195,30 @@ pub(crate) fn u_grad<T: Real>(form: GruForm, h: usize, hprev: &[T], q: &[T], dgh
     du
 }
 
-/// The reset-after cell for one row whose `hh = h U + ghb` is already computed.
+/// The paper form's reset for one row: `q = σ(g_r + hh_r) ⊙ h`, with `g_r` the input term's
+/// and `hh_r` the recurrent term's reset block (`H` each).
 #[inline(always)]
-pub(crate) fn reset_after_row<T: Real>(g: &[T], hh: &[T], hp: &[T], ht: &mut [T]) {
+pub(crate) fn reset_row<T: Real>(g_r: &[T], hh_r: &[T], hp: &[T], q: &mut [T]) {
+    for j in 0..q.len() {
+        q[j] = (g_r[j] + hh_r[j]).sigmoid_fast() * hp[j];
+    }
+}
+
+/// One row's new state from its pre-activations: `g = gi (3H)`, `hh_rz = h U_rz + ghb_rz (2H)`
+/// and `hh_n (H)`, which is `q U_n + ghb_n` (paper) or `h U_n + ghb_n` (reset-after):
+/// `h' = n + z ⊙ (h − n)`. The training ops and the host search both step with this.
+#[inline(always)]
+pub(crate) fn update_row<T: Real>(form: GruForm, g: &[T], hh_rz: &[T], hh_n: &[T], hp: &[T], ht: &mut [T]) {
     let h = ht.len();
     for j in 0..h {
-        let (_, z, n) = sig_tanh(GruForm::ResetAfter, g, hh, j, h);
+        let z = (g[h + j] + hh_rz[h + j]).sigmoid_fast();
+        let n = match form {
+            GruForm::Paper => (g[2 * h + j] + hh_n[j]).tanh_fast(),
+            GruForm::ResetAfter => {
+                let r = (g[j] + hh_rz[j]).sigmoid_fast();
+                (g[2 * h + j] + r * hh_n[j]).tanh_fast()
+            }
+        };
         ht[j] = n + z * (hp[j] - n);
     }
 }
