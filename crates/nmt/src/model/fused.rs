@@ -6,12 +6,13 @@
 //! Per batch the graph has a handful of nodes instead of a few per time step:
 //! - RNNsearch: source embeddings → one GEMM for both directions' `x W + b` (`linear`) → the
 //!   bidirectional GRU op (source lengths inside) → the attention-decoder op (`s_0`, `U_a h_j`
-//!   and all target steps) → one GEMM for the deep output `[s; c; E y] [O_h; O_c; O_y] + b`.
+//!   and all target steps) → the deep output `maxout([s; c] [O_h; O_c] + E y O_y + b)` as one
+//!   op (`deep_output`, no concatenation of activations).
 //! - RNNenc: `x W + b` → the GRU op → `c = tanh(V h_T)`, `h'_0 = tanh(V' c)` → the GRU op again
 //!   for the decoder, with `C c` as each sentence's recurrent term and `h'_0` as its start →
 //!   `[s; E y] [O_h; O_y] + b + O_c c`.
 //!
-//! then maxout (`maxout_pairs`) and the output projection fused with its log-softmax and NLL
+//! then maxout (inside `deep_output` for RNNsearch, `maxout_pairs` for RNNenc) and the output projection fused with its log-softmax and NLL
 //! (`proj_nll`), which never materialises the `(B·T, K_y)` probabilities' gradient twice.
 //!
 //! Shapes: `B` sentences, `S`/`T` padded source/target lengths, `m` embedding, `n` hidden,
@@ -23,7 +24,7 @@ use super::regularizer::Dropout;
 use super::{Core, Seq2Seq};
 use crate::config::{GruForm, OutputState};
 use crate::error::Result;
-use crate::kernels::{attn_decoder, attn_op, bigru, gru, linear, maxout, proj_nll};
+use crate::kernels::{attn_decoder, attn_op, bigru, deep_output, gru, linear, maxout, proj_nll};
 
 /// `(B, T, n)` decoder states → the ones the deep output reads: `s_i` or `s_{i-1}`.
 fn output_states(cur: &Tensor, init: &Tensor, which: OutputState) -> Result<Tensor> {
@@ -55,7 +56,8 @@ impl Seq2Seq {
         if let Some(d) = dropout.as_deref_mut() {
             ey = d.target(&ey)?;
         }
-        let pre = match &self.core {
+        // The deep output's maxout layer `t (B·T, l)`.
+        let mut hidden = match &self.core {
             Core::Search { enc, dec } => {
                 let w = Tensor::cat(&[&enc.fwd.w, &enc.bwd.w], 1)?;
                 let bias = Tensor::cat(&[&enc.fwd.b, &enc.bwd.b], 0)?;
@@ -84,8 +86,9 @@ impl Seq2Seq {
                 // (B·T, n + 2n): [s; c] per target position, the deep output's state and context.
                 let out = attn_op::attention_decoder(&gie, &ann, &Tensor::cat(&packed, 0)?, dims)?;
                 let o = &self.out;
-                let w_out = Tensor::cat(&[&o.o_h, &o.o_c, &o.o_y], 0)?;
-                linear::linear(&Tensor::cat(&[&out, &ey], 1)?, &w_out, &o.b)?
+                // maxout([s; c] [O_h; O_c] + E y O_y + b) in one op.
+                let wb = Tensor::cat(&[&o.o_h, &o.o_c, &o.o_y, &o.b.unsqueeze(0)?], 0)?;
+                deep_output::deep_output(&out, &ey, &wb)?
             }
             Core::Enc { enc, dec } => {
                 let g = &enc.gru;
@@ -105,10 +108,9 @@ impl Seq2Seq {
                 let pre = linear::linear(&rows, &Tensor::cat(&[&o.o_h, &o.o_y], 0)?, &o.b)?;
                 let ctx = o.project_context(&c)?.unsqueeze(1)?; // (B, 1, 2l)
                 let l2 = 2 * self.cfg.maxout_dim;
-                pre.reshape((b, t, l2))?.broadcast_add(&ctx)?.reshape((b * t, l2))?
+                maxout::maxout_pairs(&pre.reshape((b, t, l2))?.broadcast_add(&ctx)?.reshape((b * t, l2))?)?
             }
         };
-        let mut hidden = maxout::maxout_pairs(&pre)?;
         if let Some(d) = dropout {
             hidden = d.apply(&hidden)?;
         }
