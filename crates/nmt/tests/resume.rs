@@ -64,14 +64,19 @@ average_last = 2
     Config::from_toml_str(&text, &[]).unwrap()
 }
 
-fn losses(model_dir: &Path) -> Vec<(u64, f64)> {
+/// `(step, value of key)` of the log lines that have `kind` (`loss` lines or `dev_bleu` lines).
+fn log_values(model_dir: &Path, kind: &str, key: &str) -> Vec<(u64, f64)> {
     std::fs::read_to_string(model_dir.join("train_log.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v.get("loss").is_some())
-        .map(|v| (v["step"].as_u64().unwrap(), v["loss"].as_f64().unwrap()))
+        .filter(|v| v.get(kind).is_some())
+        .map(|v| (v["step"].as_u64().unwrap(), v[key].as_f64().unwrap()))
         .collect()
+}
+
+fn losses(model_dir: &Path) -> Vec<(u64, f64)> {
+    log_values(model_dir, "loss", "loss")
 }
 
 #[test]
@@ -99,15 +104,7 @@ fn resumed_run_continues_exactly() {
         assert!((la - lb).abs() < 1e-5, "update {sa}: {la} vs {lb}");
     }
     // Both runs saw the same validations and learning rates.
-    let valids = |d: &str| -> Vec<(u64, f64)> {
-        std::fs::read_to_string(tmp.path().join(d).join("train_log.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|v| v.get("dev_bleu").is_some())
-            .map(|v| (v["step"].as_u64().unwrap(), v["lr"].as_f64().unwrap()))
-            .collect()
-    };
+    let valids = |d: &str| log_values(&tmp.path().join(d), "dev_bleu", "lr");
     assert_eq!(valids("whole"), valids("split"));
     // Two snapshots kept, and their average written.
     let snaps: Vec<_> = std::fs::read_dir(tmp.path().join("whole/snapshots")).unwrap().collect();
