@@ -12,14 +12,11 @@
 //! last `H` columns of `h_1` (the backward GRU's state after reading the whole sentence), and
 //! the keys `U_a h_j` for all positions in one GEMM. Output `(B·T, H + C)`: `[s; c_i]` per
 //! target position, with `s = s_i` or `s_{i-1}` ([`OutputState`]).
-use std::sync::Mutex;
-
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
+use candle_core::{Result, Shape, Tensor};
 
 use super::attn_decoder::{forward, AttnDims, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
+use super::saved_op::{apply, SavedForward};
 use crate::config::OutputState;
 
 /// Runs the decoder; see the module docs. Returns `(B·T, H + C)`.
@@ -34,7 +31,7 @@ pub fn attention_decoder(gie: &Tensor, ann: &Tensor, w: &Tensor, dims: AttnDims)
     if !ok {
         candle_core::bail!("attention_decoder: inputs {:?} {:?} {:?} do not fit {d:?}", gie.dims(), ann.dims(), w.dims());
     }
-    gie.contiguous()?.apply_op3(&ann.contiguous()?, &w.contiguous()?, AttnDecoder(dims, Mutex::new(None)))
+    apply(AttnDecoder(dims), gie, ann, w)
 }
 
 /// The loop's internal inputs (`seq = [gie; s_0]`, `enc = [h_j; U_a h_j]`) and its steps.
@@ -44,14 +41,9 @@ struct Prepared<T> {
     steps: Steps<T>,
 }
 
-enum Cached {
-    F32(Prepared<f32>),
-    F64(Prepared<f64>),
-}
-
 /// The op; its forward pass leaves what the backward pass needs (taken once; a second
 /// backward recomputes it).
-struct AttnDecoder(AttnDims, Mutex<Option<Cached>>);
+struct AttnDecoder(AttnDims);
 
 /// Builds `seq` and `enc` from the op's inputs.
 fn prologue<T: Real>(d: &AttnDims, gie: &[T], ann: &[T], w: &[T]) -> (Vec<T>, Vec<T>) {
@@ -162,64 +154,21 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     (dseq, dann, dw)
 }
 
-impl CustomOp3 for AttnDecoder {
-    fn name(&self) -> &'static str {
-        "fused-attention-decoder"
+impl SavedForward for AttnDecoder {
+    type Saved<T: Real> = Prepared<T>;
+    const NAME: &'static str = "fused-attention-decoder";
+    const SLOTS: (usize, usize) = (2, 3);
+
+    fn out_shape(&self) -> Shape {
+        Shape::from((self.0.batch * self.0.tgt_len, self.0.out_w()))
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let d = &self.0;
-        let shape = Shape::from((d.batch * d.tgt_len, d.out_w()));
-        let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
-            DType::F32 => {
-                let (a, b, c) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                let (out, p) = super::profile::timed(2, || run_forward::<f32>(d, a, b, c));
-                (CpuStorage::F32(out), Cached::F32(p))
-            }
-            _ => {
-                let (out, p) = run_forward::<f64>(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                (CpuStorage::F64(out), Cached::F64(p))
-            }
-        };
-        if let Ok(mut c) = self.1.lock() {
-            *c = Some(cached);
-        }
-        Ok((out, shape))
+    fn forward<T: Real>(&self, [gie, ann, w]: [&[T]; 3]) -> (Vec<T>, Prepared<T>) {
+        run_forward(&self.0, gie, ann, w)
     }
 
-    fn bwd(
-        &self,
-        gie: &Tensor,
-        ann: &Tensor,
-        w: &Tensor,
-        res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        fn go<T: Real + WithDType>(d: &AttnDims, p: Option<Prepared<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [gie, ann, w, _, _] = t;
-            with_slices::<T, _, 5>(t, |[gie_s, ann_s, w_s, out_s, g_s]| {
-                // No saved forward pass (a second backward): run it again.
-                let p = p.unwrap_or_else(|| run_forward(d, gie_s, ann_s, w_s).1);
-                let (dg, da, dw) = backward(d, p, ann_s, w_s, out_s, g_s);
-                Ok((tensor_from(dg, gie.shape(), gie)?, tensor_from(da, ann.shape(), ann)?, tensor_from(dw, w.shape(), w)?))
-            })
-        }
-        let cached = self.1.lock().ok().and_then(|mut c| c.take());
-        let t = [gie, ann, w, res, grad];
-        let (a, b, c) = match (gie.dtype(), cached) {
-            (DType::F32, Some(Cached::F32(p))) => super::profile::timed(3, || go::<f32>(&self.0, Some(p), t))?,
-            (DType::F32, _) => super::profile::timed(3, || go::<f32>(&self.0, None, t))?,
-            (_, Some(Cached::F64(p))) => go::<f64>(&self.0, Some(p), t)?,
-            _ => go::<f64>(&self.0, None, t)?,
-        };
-        Ok((Some(a), Some(b), Some(c)))
+    fn backward<T: Real>(&self, p: Prepared<T>, [_, ann, w]: [&[T]; 3], out: &[T], g: &[T]) -> [Vec<T>; 3] {
+        let (dg, da, dw) = backward(&self.0, p, ann, w, out, g);
+        [dg, da, dw]
     }
 }

@@ -11,15 +11,12 @@
 //! (`m = 32` multiplies faster than two chunks of 16), there is no synchronisation at all
 //! between the threads, the forward pass's `GH` is kept for the backward pass, and candle's
 //! graph has one node instead of four. With one thread the directions run in turn.
-use std::sync::Mutex;
-
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
+use candle_core::{Result, Shape, Tensor};
 
 use super::gemm::{fill_rows, transpose, Real};
 use super::gru::{backward_chunk, forward_chunk, prev_states, BackIn, GruDims, Saved, Saved2};
 use super::gru_cell::{u_grad, GruForm};
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
+use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
 /// Runs both directions over `gi (B, S, 6H)` (or `(B·S, 6H)`: no reshape node is needed) with
@@ -38,7 +35,7 @@ pub fn bigru_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, form: GruForm, lens:
         candle_core::bail!("bigru_sequence: gi {:?}, u {:?}, bh {:?}, lens {lens:?} do not fit", gi.dims(), u.dims(), bh.dims());
     }
     let d = GruDims { batch, len, hidden, reverse: false, form, lens: lens.to_vec() };
-    gi.contiguous()?.apply_op3(&u.contiguous()?, &bh.contiguous()?, BiGru(d, Mutex::new(None)))
+    apply(BiGru(d), gi, u, bh)
 }
 
 /// Per direction: its `gi (B, S, 3H)` and the forward pass's [`Saved`] buffers.
@@ -47,12 +44,7 @@ struct Dirs<T> {
     saved: [Saved<T>; 2],
 }
 
-enum Cached {
-    F32(Dirs<f32>),
-    F64(Dirs<f64>),
-}
-
-struct BiGru(GruDims, Mutex<Option<Cached>>);
+struct BiGru(GruDims);
 
 fn dims(d: &GruDims, dir: usize) -> GruDims {
     GruDims { reverse: dir == 1, ..d.clone() }
@@ -143,65 +135,22 @@ fn backward<T: Real>(d: &GruDims, saved: Dirs<T>, u: &[T], bh: &[T], hs: &[T], d
     (join_dirs(&dgf, &dgb, 3 * h), du, dbh)
 }
 
-impl CustomOp3 for BiGru {
-    fn name(&self) -> &'static str {
-        "fused-bidirectional-gru"
+impl SavedForward for BiGru {
+    type Saved<T: Real> = Dirs<T>;
+    const NAME: &'static str = "fused-bidirectional-gru";
+    const SLOTS: (usize, usize) = (0, 1);
+
+    /// `(B, S, 2H)` whatever the input's shape.
+    fn out_shape(&self) -> Shape {
+        Shape::from((self.0.batch, self.0.len, 2 * self.0.hidden))
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let d = &self.0;
-        let shape = Shape::from((d.batch, d.len, 2 * d.hidden));
-        // (B, S, 2H) whatever the input's shape.
-        let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
-            DType::F32 => {
-                let (gi, u, bh) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                let (out, saved) = super::profile::timed(0, || forward::<f32>(d, gi, u, bh));
-                (CpuStorage::F32(out), Cached::F32(saved))
-            }
-            _ => {
-                let (out, saved) = forward::<f64>(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                (CpuStorage::F64(out), Cached::F64(saved))
-            }
-        };
-        if let Ok(mut c) = self.1.lock() {
-            *c = Some(cached);
-        }
-        Ok((out, shape))
+    fn forward<T: Real>(&self, [gi, u, bh]: [&[T]; 3]) -> (Vec<T>, Dirs<T>) {
+        forward(&self.0, gi, u, bh)
     }
 
-    fn bwd(
-        &self,
-        gi: &Tensor,
-        u: &Tensor,
-        bh: &Tensor,
-        res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        fn go<T: Real + WithDType>(d: &GruDims, saved: Option<Dirs<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [gi, u, bh, _, _] = t;
-            with_slices::<T, _, 5>(t, |[gi_s, u_s, bh_s, hs, g]| {
-                // No saved forward pass (a second backward): run it again.
-                let saved = saved.unwrap_or_else(|| forward(d, gi_s, u_s, bh_s).1);
-                let (dgi, du, dbh) = backward(d, saved, u_s, bh_s, hs, g);
-                Ok((tensor_from(dgi, gi.shape(), gi)?, tensor_from(du, u.shape(), u)?, tensor_from(dbh, bh.shape(), bh)?))
-            })
-        }
-        let cached = self.1.lock().ok().and_then(|mut c| c.take());
-        let t = [gi, u, bh, res, grad];
-        let (a, b, c) = match (gi.dtype(), cached) {
-            (DType::F32, Some(Cached::F32(s))) => super::profile::timed(1, || go::<f32>(&self.0, Some(s), t))?,
-            (DType::F32, _) => go::<f32>(&self.0, None, t)?,
-            (_, Some(Cached::F64(s))) => go::<f64>(&self.0, Some(s), t)?,
-            _ => go::<f64>(&self.0, None, t)?,
-        };
-        Ok((Some(a), Some(b), Some(c)))
+    fn backward<T: Real>(&self, saved: Dirs<T>, [_, u, bh]: [&[T]; 3], hs: &[T], dh: &[T]) -> [Vec<T>; 3] {
+        let (dgi, du, dbh) = backward(&self.0, saved, u, bh, hs, dh);
+        [dgi, du, dbh]
     }
 }

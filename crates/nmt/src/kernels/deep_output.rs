@@ -7,14 +7,11 @@
 //! `(N, K1 + K2)` concatenation, nor the `(N, 2l)` pre-activation as a graph node, so candle
 //! neither copies them nor allocates and adds their gradients. It keeps which element of each
 //! pair won for its backward pass.
-use std::sync::Mutex;
-
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
+use candle_core::{Result, Shape, Tensor};
 
 use super::gemm::{fill_rows, matmul, Mat, Real};
 use super::linear::col_sums;
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
+use super::saved_op::{apply, SavedForward};
 
 /// `maxout([sc, ey] [O_sc; O_y] + b)` with `wb = [O_sc; O_y; b]`.
 pub fn deep_output(sc: &Tensor, ey: &Tensor, wb: &Tensor) -> Result<Tensor> {
@@ -24,8 +21,7 @@ pub fn deep_output(sc: &Tensor, ey: &Tensor, wb: &Tensor) -> Result<Tensor> {
     if n != n2 || rows != k1 + k2 + 1 || m2 % 2 != 0 {
         candle_core::bail!("deep_output: sc {:?}, ey {:?}, wb {:?} do not fit", sc.dims(), ey.dims(), wb.dims());
     }
-    let op = DeepOut { n, k1, k2, m2, winners: Mutex::new(None) };
-    sc.contiguous()?.apply_op3(&ey.contiguous()?, &wb.contiguous()?, op)
+    apply(DeepOut { n, k1, k2, m2 }, sc, ey, wb)
 }
 
 struct DeepOut {
@@ -33,13 +29,20 @@ struct DeepOut {
     k1: usize,
     k2: usize,
     m2: usize,
-    /// Per output unit, whether the second of its pair won (from the forward pass).
-    winners: Mutex<Option<Vec<bool>>>,
 }
 
-impl DeepOut {
+impl SavedForward for DeepOut {
+    /// Per output unit, whether the second of its pair won.
+    type Saved<T: Real> = Vec<bool>;
+    const NAME: &'static str = "fused-deep-output";
+    const SLOTS: (usize, usize) = (4, 5);
+
+    fn out_shape(&self) -> Shape {
+        Shape::from((self.n, self.m2 / 2))
+    }
+
     /// `t (N, l)` and the winners.
-    fn forward<T: Real>(&self, sc: &[T], ey: &[T], wb: &[T]) -> (Vec<T>, Vec<bool>) {
+    fn forward<T: Real>(&self, [sc, ey, wb]: [&[T]; 3]) -> (Vec<T>, Vec<bool>) {
         let (n, k1, k2, m2) = (self.n, self.k1, self.k2, self.m2);
         let threads = rayon::current_num_threads();
         let mut pre = fill_rows(&wb[(k1 + k2) * m2..], n);
@@ -50,13 +53,13 @@ impl DeepOut {
     }
 
     /// Gradients of `(sc, ey, wb)` from `dt (N, l)`.
-    fn backward<T: Real>(&self, sc: &[T], ey: &[T], wb: &[T], second: &[bool], dt: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+    fn backward<T: Real>(&self, second: Vec<bool>, [sc, ey, wb]: [&[T]; 3], _t: &[T], dt: &[T]) -> [Vec<T>; 3] {
         let (n, k1, k2, m2) = (self.n, self.k1, self.k2, self.m2);
         let threads = rayon::current_num_threads();
         // The pre-activation's gradient: each unit's gradient to its pair's winner (ties to
         // the first, as `maxout_pairs`).
         let mut dpre = vec![T::ZERO; n * m2];
-        for ((d, &g), &s) in dpre.chunks_exact_mut(2).zip(dt).zip(second) {
+        for ((d, &g), s) in dpre.chunks_exact_mut(2).zip(dt).zip(second) {
             d[usize::from(s)] = g;
         }
         let mut dsc = vec![T::ZERO; n * k1];
@@ -68,65 +71,6 @@ impl DeepOut {
         matmul(&mut dwb, k1 * m2, m2, Mat::new(ey, n, k2).t(), Mat::new(&dpre, n, m2), false, threads);
         let db = col_sums(&dpre, n, m2);
         dwb[(k1 + k2) * m2..].copy_from_slice(&db);
-        (dsc, dey, dwb)
-    }
-}
-
-impl CustomOp3 for DeepOut {
-    fn name(&self) -> &'static str {
-        "fused-deep-output"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let shape = Shape::from((self.n, self.m2 / 2));
-        let (out, second) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
-            DType::F32 => {
-                let (a, b, c) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                let (t, w) = super::profile::timed(4, || self.forward::<f32>(a, b, c));
-                (CpuStorage::F32(t), w)
-            }
-            _ => {
-                let (t, w) = self.forward::<f64>(cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                (CpuStorage::F64(t), w)
-            }
-        };
-        if let Ok(mut c) = self.winners.lock() {
-            *c = Some(second);
-        }
-        Ok((out, shape))
-    }
-
-    fn bwd(
-        &self,
-        sc: &Tensor,
-        ey: &Tensor,
-        wb: &Tensor,
-        _res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let cached = self.winners.lock().ok().and_then(|mut c| c.take());
-        fn go<T: Real + WithDType>(op: &DeepOut, cached: Option<Vec<bool>>, t: [&Tensor; 4]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [sc, ey, wb, _] = t;
-            with_slices::<T, _, 4>(t, |[a, b, c, g]| {
-                // No winners kept (a second backward through the graph): recompute them.
-                let second = cached.unwrap_or_else(|| op.forward(a, b, c).1);
-                let (dsc, dey, dwb) = op.backward(a, b, c, &second, g);
-                Ok((tensor_from(dsc, sc.shape(), sc)?, tensor_from(dey, ey.shape(), ey)?, tensor_from(dwb, wb.shape(), wb)?))
-            })
-        }
-        let t = [sc, ey, wb, grad];
-        let (a, b, c) = match sc.dtype() {
-            DType::F32 => super::profile::timed(5, || go::<f32>(self, cached, t))?,
-            _ => go::<f64>(self, cached, t)?,
-        };
-        Ok((Some(a), Some(b), Some(c)))
+        [dsc, dey, dwb]
     }
 }

@@ -18,15 +18,12 @@
 //! which loops back through time with one or two small GEMMs per step and forms `dU` with GEMMs
 //! over all steps. Batch rows are independent, so both loops run in chunks of rows on the rayon
 //! pool with no synchronisation between steps.
-use std::sync::Mutex;
-
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
+use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::gemm::{transpose, Real};
 use super::gru_cell::{u_grad, Cell, GruForm, Rows, StepGrads, StepIn};
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
+use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
 /// Dimensions and options of one GRU sequence op.
@@ -80,7 +77,7 @@ pub fn gru_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, form: GruForm, rever
         candle_core::bail!("gru_sequence: gi {:?}, u {:?}, rows {:?}, lens {lens:?} do not fit", gi.dims(), u.dims(), rows.dims());
     }
     let d = GruDims { batch, len, hidden, reverse, form, lens: lens.to_vec() };
-    gi.contiguous()?.apply_op3(&u.contiguous()?, &rows.contiguous()?, GruSeq(d, Mutex::new(None)))
+    apply(GruSeq(d), gi, u, rows)
 }
 
 /// Rows per parallel chunk: one chunk per thread. Smaller chunks would let a free core steal
@@ -97,12 +94,7 @@ pub(crate) struct Saved<T> {
     pub q: Vec<T>,
 }
 
-enum Cached {
-    F32(Saved<f32>),
-    F64(Saved<f64>),
-}
-
-struct GruSeq(GruDims, Mutex<Option<Cached>>);
+struct GruSeq(GruDims);
 
 /// Forward pass: the states `(B, S, H)` and what backward needs.
 pub(crate) fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T]) -> (Vec<T>, Saved<T>) {
@@ -239,64 +231,21 @@ pub(crate) fn row_grads<T: Real>(dgh: &[T], dh0: &[T], b: usize, s: usize, h: us
     out
 }
 
-impl CustomOp3 for GruSeq {
-    fn name(&self) -> &'static str {
-        "fused-gru-sequence"
+impl SavedForward for GruSeq {
+    type Saved<T: Real> = Saved<T>;
+    const NAME: &'static str = "fused-gru-sequence";
+    const SLOTS: (usize, usize) = (0, 1);
+
+    fn out_shape(&self) -> Shape {
+        Shape::from((self.0.batch, self.0.len, self.0.hidden))
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let d = &self.0;
-        let shape = Shape::from((d.batch, d.len, d.hidden));
-        let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
-            DType::F32 => {
-                let (gi, u, rows) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                let (out, sv) = super::profile::timed(0, || forward::<f32>(d, gi, u, rows));
-                (CpuStorage::F32(out), Cached::F32(sv))
-            }
-            _ => {
-                let (out, sv) = forward::<f64>(d, cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                (CpuStorage::F64(out), Cached::F64(sv))
-            }
-        };
-        if let Ok(mut c) = self.1.lock() {
-            *c = Some(cached);
-        }
-        Ok((out, shape))
+    fn forward<T: Real>(&self, [gi, u, rows]: [&[T]; 3]) -> (Vec<T>, Saved<T>) {
+        forward(&self.0, gi, u, rows)
     }
 
-    fn bwd(
-        &self,
-        gi: &Tensor,
-        u: &Tensor,
-        rows: &Tensor,
-        res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        fn go<T: Real + WithDType>(d: &GruDims, saved: Option<Saved<T>>, t: [&Tensor; 5]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [gi, u, rows, _, _] = t;
-            with_slices::<T, _, 5>(t, |[gi_s, u_s, rows_s, hs, g]| {
-                // No saved forward pass (a second backward): run it again.
-                let sv = saved.unwrap_or_else(|| forward(d, gi_s, u_s, rows_s).1);
-                let (dgi, du, drows) = backward(d, &sv, gi_s, u_s, rows_s, hs, g);
-                Ok((tensor_from(dgi, gi.shape(), gi)?, tensor_from(du, u.shape(), u)?, tensor_from(drows, rows.shape(), rows)?))
-            })
-        }
-        let cached = self.1.lock().ok().and_then(|mut c| c.take());
-        let t = [gi, u, rows, res, grad];
-        let (a, b, c) = match (gi.dtype(), cached) {
-            (DType::F32, Some(Cached::F32(s))) => super::profile::timed(1, || go::<f32>(&self.0, Some(s), t))?,
-            (DType::F32, _) => go::<f32>(&self.0, None, t)?,
-            (_, Some(Cached::F64(s))) => go::<f64>(&self.0, Some(s), t)?,
-            _ => go::<f64>(&self.0, None, t)?,
-        };
-        Ok((Some(a), Some(b), Some(c)))
+    fn backward<T: Real>(&self, sv: Saved<T>, [gi, u, rows]: [&[T]; 3], hs: &[T], dh: &[T]) -> [Vec<T>; 3] {
+        let (dgi, du, drows) = backward(&self.0, &sv, gi, u, rows, hs, dh);
+        [dgi, du, drows]
     }
 }

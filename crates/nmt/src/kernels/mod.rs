@@ -15,6 +15,7 @@ pub mod maxout;
 pub mod optim_step;
 pub mod profile;
 pub mod proj_nll;
+mod saved_op;
 pub mod scores;
 pub mod storage;
 pub mod xent;

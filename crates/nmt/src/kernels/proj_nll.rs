@@ -9,15 +9,12 @@
 //! sees them as a graph node, so no zero-filled gradient buffer of that size is allocated and
 //! added into (measured 23 ms for candle's `zeros_like + add` on that shape). If the cache is
 //! gone (a second backward through the same graph), the logits are recomputed.
-use std::sync::Mutex;
-
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
+use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::gemm::{matmul, Mat, Real};
 use super::linear::col_sums;
-use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
+use super::saved_op::{apply, SavedForward};
 use super::xent::ROWS;
 use crate::simd_dispatch;
 
@@ -32,9 +29,8 @@ pub fn proj_nll(x: &Tensor, w: &Tensor, b: &Tensor, targets: &[u32], smoothing: 
     // as it is, with no copy in either pass; its gradient comes back as `(V, K)`.
     let wt = w.t()?;
     let transposed = !w.is_contiguous() && wt.is_contiguous();
-    let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed, cache: Mutex::new(None) };
-    let w = if transposed { wt } else { w.contiguous()? };
-    x.contiguous()?.apply_op3(&w, &b.contiguous()?, op)
+    let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed };
+    apply(op, x, if transposed { &wt } else { w }, b)
 }
 
 /// Unnormalised probabilities `exp(z − max)` `(N, V)` and each row's `1 / Σ`, kept between
@@ -42,12 +38,6 @@ pub fn proj_nll(x: &Tensor, w: &Tensor, b: &Tensor, targets: &[u32], smoothing: 
 struct Probs<T> {
     p: Vec<T>,
     inv_sum: Vec<T>,
-}
-
-/// [`Probs`] in either precision.
-enum Cached {
-    F32(Probs<f32>),
-    F64(Probs<f64>),
 }
 
 struct ProjNll {
@@ -58,7 +48,6 @@ struct ProjNll {
     smoothing: f64,
     /// The op's `w` input is `Wᵀ (V, K)` (contiguous) rather than `W (K, V)`.
     transposed: bool,
-    cache: Mutex<Option<Cached>>,
 }
 
 impl ProjNll {
@@ -70,9 +59,19 @@ impl ProjNll {
             Mat::new(w, self.k, self.v)
         }
     }
+}
+
+impl SavedForward for ProjNll {
+    type Saved<T: Real> = Probs<T>;
+    const NAME: &'static str = "fused-projection-nll";
+    const SLOTS: (usize, usize) = (6, 7);
+
+    fn out_shape(&self) -> Shape {
+        Shape::from(self.n)
+    }
 
     /// NLL per row and the probabilities, from `x W + b` computed here.
-    fn forward<T: Real>(&self, x: &[T], w: &[T], b: &[T]) -> (Vec<T>, Probs<T>) {
+    fn forward<T: Real>(&self, [x, w, b]: [&[T]; 3]) -> (Vec<T>, Probs<T>) {
         let (n, v) = (self.n, self.v);
         // The bias is added in the first elementwise pass rather than copied into the GEMM's
         // destination first (a 30 MB copy on the bench).
@@ -95,7 +94,7 @@ impl ProjNll {
     }
 
     /// Gradients of `(x, w, b)` from the probabilities (consumed) and `g = ∂L/∂nll`.
-    fn backward<T: Real>(&self, x: &[T], w: &[T], probs: Probs<T>, g: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+    fn backward<T: Real>(&self, probs: Probs<T>, [x, w, _]: [&[T]; 3], _nll: &[T], g: &[T]) -> [Vec<T>; 3] {
         let (n, k, v) = (self.n, self.k, self.v);
         let threads = rayon::current_num_threads();
         let Probs { p: mut z, inv_sum } = probs;
@@ -125,7 +124,7 @@ impl ProjNll {
             matmul(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
         }
         let db = col_sums(&z, n, v);
-        (dx, dw, db)
+        [dx, dw, db]
     }
 }
 
@@ -164,65 +163,4 @@ fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize, eps: T) -> (T,
         sum += *x;
     }
     (max + sum.ln() - (T::ONE - eps) * zt - eps * mean, T::ONE / sum)
-}
-
-impl CustomOp3 for ProjNll {
-    fn name(&self) -> &'static str {
-        "fused-projection-nll"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let shape = Shape::from(self.n);
-        let (out, cached) = match float_dtype(&[s1.dtype(), s2.dtype(), s3.dtype()])? {
-            DType::F32 => {
-                let (a, b, c) = (cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                let (nll, p) = super::profile::timed(6, || self.forward::<f32>(a, b, c));
-                (CpuStorage::F32(nll), Cached::F32(p))
-            }
-            _ => {
-                let (nll, p) = self.forward::<f64>(cpu_slice(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?);
-                (CpuStorage::F64(nll), Cached::F64(p))
-            }
-        };
-        if let Ok(mut c) = self.cache.lock() {
-            *c = Some(cached);
-        }
-        Ok((out, shape))
-    }
-
-    fn bwd(
-        &self,
-        x: &Tensor,
-        w: &Tensor,
-        b: &Tensor,
-        _res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let cached = self.cache.lock().ok().and_then(|mut c| c.take());
-        fn go<T: Real + WithDType>(op: &ProjNll, probs: Option<Probs<T>>, t: [&Tensor; 4]) -> Result<(Tensor, Tensor, Tensor)> {
-            let [x, w, b, _] = t;
-            with_slices::<T, _, 4>(t, |[xs, ws, bs, g]| {
-                // No cached probabilities (a second backward): recompute them.
-                let probs = probs.unwrap_or_else(|| op.forward(xs, ws, bs).1);
-                let (dx, dw, db) = op.backward(xs, ws, probs, g);
-                Ok((tensor_from(dx, x.shape(), x)?, tensor_from(dw, w.shape(), w)?, tensor_from(db, b.shape(), b)?))
-            })
-        }
-        let t = [x, w, b, grad];
-        let (dx, dw, db) = match (x.dtype(), cached) {
-            (DType::F32, Some(Cached::F32(z))) => super::profile::timed(7, || go::<f32>(self, Some(z), t))?,
-            (DType::F32, _) => go::<f32>(self, None, t)?,
-            (_, Some(Cached::F64(z))) => go::<f64>(self, Some(z), t)?,
-            _ => go::<f64>(self, None, t)?,
-        };
-        Ok((Some(dx), Some(dw), Some(db)))
-    }
 }
