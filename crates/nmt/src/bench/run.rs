@@ -17,7 +17,7 @@ use candle_core::{DType, Device, Tensor};
 use serde_json::{json, Value};
 
 use super::reference::{self, BATCH, SRC_LEN, TGT_LEN};
-use crate::config::{Impl, Optimizer as OptimizerKind, SearchConfig, TrainConfig};
+use crate::config::{Impl, ModelConfig, Optimizer as OptimizerKind, SearchConfig, TrainConfig};
 use crate::error::Result;
 use crate::hypothesis::SearchOptions;
 use crate::infer::{self, HostModel};
@@ -38,12 +38,12 @@ pub struct BenchOptions {
     pub only: Vec<String>,
 }
 
-/// FLOPs of one forward pass of bench-rnnsearch over the batch, counting multiply-adds as 2 and
+/// FLOPs of one forward pass of an RNNsearch of sizes `c` (the preset bench-rnnsearch) over the
+/// reference batch, counting multiply-adds as 2 and
 /// ignoring elementwise work (gates, tanh, softmax: under 1 %). A training step is counted as
 /// 3× the forward pass (each GEMM has two GEMMs of the same size in its backward).
-pub fn forward_flops() -> f64 {
-    let c = ModelDims::bench();
-    let (h, e, a, v) = (c.hidden as f64, c.emb as f64, c.att as f64, c.vocab as f64);
+pub fn forward_flops(c: &ModelConfig) -> f64 {
+    let (h, e, a, v) = (c.hidden_dim as f64, c.emb_dim as f64, c.att_dim as f64, c.tgt_vocab as f64);
     let src_tok = (BATCH * SRC_LEN) as f64;
     let tgt_tok = (BATCH * TGT_LEN) as f64;
     // Encoder, per source token: two directions of input and recurrent GEMMs; U_a h_j.
@@ -55,24 +55,6 @@ pub fn forward_flops() -> f64 {
     let gru = 2.0 * e * 3.0 * h + 2.0 * (2.0 * h) * 3.0 * h + 2.0 * h * 3.0 * h;
     let out = 2.0 * (h + e + 2.0 * h) * 2.0 * h + 2.0 * h * v;
     enc + init + tgt_tok * (att + gru + out)
-}
-
-/// The preset's sizes, for the FLOP count.
-struct ModelDims {
-    hidden: usize,
-    emb: usize,
-    att: usize,
-    vocab: usize,
-}
-
-impl ModelDims {
-    fn bench() -> Self {
-        // The preset is a constant table; its sizes are known to exist.
-        match reference::config() {
-            Ok(c) => ModelDims { hidden: c.hidden_dim, emb: c.emb_dim, att: c.att_dim, vocab: c.tgt_vocab },
-            Err(_) => ModelDims { hidden: 256, emb: 256, att: 256, vocab: 8000 },
-        }
-    }
 }
 
 /// Peak resident memory of this process in MB (Linux; `None` elsewhere).
@@ -220,11 +202,11 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         };
         let [f, b, a] = &mut phases;
         let (fwd, bwd, opt) = (median(f), median(b), median(a));
-        let gflops = 3.0 * forward_flops() / (ms / 1e3) / 1e9;
+        let gflops = 3.0 * forward_flops(&model.cfg) / (ms / 1e3) / 1e9;
         let mut v = with(json!({
             "bench": "train", "ms_median": round(ms, 2), "ms_min": round(mn, 2),
             "target_tokens_per_s": round((BATCH * TGT_LEN) as f64 / (ms / 1e3), 1),
-            "gflop_per_step": round(3.0 * forward_flops() / 1e9, 2),
+            "gflop_per_step": round(3.0 * forward_flops(&model.cfg) / 1e9, 2),
             "gflop_per_s": round(gflops, 1),
             "loss_last": round(last as f64, 6),
             "forward_ms": fwd, "backward_ms": bwd, "adam_ms": opt,
