@@ -93,6 +93,11 @@ pub struct ModelConfig {
     pub gru: GruForm,
     /// Dropout on embeddings and on the maxout output during training (0 = off, as in the papers).
     pub dropout: f64,
+    /// Recurrent dropout during training: each GRU layer's state, where it enters `U`, times a
+    /// mask drawn once per sentence and kept for every step (Gal & Ghahramani 2016; Nematus'
+    /// `dropout_hidden`). 0 = off, as in the papers.
+    #[serde(default)]
+    pub recurrent_dropout: f64,
     /// Share the target embedding matrix `E (K_y, m)` with the output projection (`G = Eᵀ`,
     /// Press & Wolf 2017). Needs `maxout_dim = emb_dim`. Off in the papers.
     #[serde(default)]
@@ -124,6 +129,7 @@ impl ModelConfig {
             },
             gru: GruForm::Paper,
             dropout: 0.0,
+            recurrent_dropout: 0.0,
             tie_target_embeddings: false,
             init_std: 0.01,
             orthogonal_recurrent: true,
@@ -172,8 +178,10 @@ impl ModelConfig {
         if self.arch == Arch::Rnnsearch && self.att_dim == 0 {
             return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));
         }
-        if !(0.0..1.0).contains(&self.dropout) {
-            return Err(Error::Config("model.dropout must be in [0, 1)".into()));
+        for (key, p) in [("dropout", self.dropout), ("recurrent_dropout", self.recurrent_dropout)] {
+            if !(0.0..1.0).contains(&p) {
+                return Err(Error::Config(format!("model.{key} must be in [0, 1), got {p}")));
+            }
         }
         if self.tie_target_embeddings && self.maxout_dim != self.emb_dim {
             return Err(Error::Config(format!(

@@ -22,6 +22,8 @@ struct Case {
     gru: GruForm,
     output: OutputState,
     dropout: f64,
+    /// Recurrent dropout.
+    recurrent: f64,
     /// Source and target word dropout, label smoothing, tied target embeddings.
     recipe: Option<(f64, f64, bool)>,
 }
@@ -41,6 +43,7 @@ fn compare(case: &Case, dtype: DType) -> f64 {
     cfg.gru = case.gru;
     cfg.output_state = case.output;
     cfg.dropout = case.dropout;
+    cfg.recurrent_dropout = case.recurrent;
     let mut model = Seq2Seq::fresh(&cfg, 3, dtype, &dev).unwrap();
     let examples = [
         Example { src: vec![4, 5, 6, 7, 8, 3], tgt: vec![8, 9, 3] },
@@ -53,7 +56,7 @@ fn compare(case: &Case, dtype: DType) -> f64 {
     let bt = BatchTensors::new(&batch, dtype, &dev).unwrap();
     let mut run = |imp: Impl| {
         model.set_impl(imp);
-        let rates = DropoutRates { units: cfg.dropout, src_words: word, tgt_words: word };
+        let rates = DropoutRates { units: cfg.dropout, src_words: word, tgt_words: word, recurrent: cfg.recurrent_dropout };
         let mut reg = Regularizer::new(rates, smoothing, 9, 4);
         let loss = model.loss(&bt, Some(&mut reg)).unwrap().mean;
         let grads = loss.backward().unwrap();
@@ -86,7 +89,8 @@ fn fused_loss_and_gradients_equal_composed() {
         for gru in [GruForm::Paper, GruForm::ResetAfter] {
             for output in [OutputState::Previous, OutputState::Current] {
                 for dropout in [0.0, 0.3] {
-                    let case = Case { arch, gru, output, dropout, recipe: None };
+                    // Dropout on: units and the recurrent states, the same masks on both paths.
+                    let case = Case { arch, gru, output, dropout, recurrent: dropout, recipe: None };
                     let e64 = compare(&case, DType::F64);
                     let e32 = compare(&case, DType::F32);
                     eprintln!("{arch:?} {gru:?} {output:?} dropout {dropout}: f64 {e64:.1e}, f32 {e32:.1e}");
@@ -104,7 +108,8 @@ fn fused_loss_and_gradients_equal_composed() {
 fn fused_equals_composed_with_word_dropout_label_smoothing_and_tied_embeddings() {
     for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
         for recipe in [(0.25, 0.0, false), (0.0, 0.1, false), (0.0, 0.0, true), (0.2, 0.1, true)] {
-            let case = Case { arch, gru: GruForm::Paper, output: OutputState::Previous, dropout: 0.2, recipe: Some(recipe) };
+            let case =
+                Case { arch, gru: GruForm::Paper, output: OutputState::Previous, dropout: 0.2, recurrent: 0.0, recipe: Some(recipe) };
             let e64 = compare(&case, DType::F64);
             let e32 = compare(&case, DType::F32);
             eprintln!("{arch:?} {recipe:?}: f64 {e64:.1e}, f32 {e32:.1e}");
@@ -129,4 +134,26 @@ fn label_smoothing_changes_the_training_loss_but_not_the_dev_loss() {
     let smoothed = value(Some(&mut Regularizer::new(DropoutRates::default(), 0.1, 1, 1)));
     assert_eq!(plain, none);
     assert!((smoothed - plain).abs() > 1e-3, "smoothing had no effect: {smoothed} vs {plain}");
+}
+
+#[test]
+fn recurrent_dropout_changes_the_training_loss_on_both_paths() {
+    let dev = Device::Cpu;
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        let mut cfg = common::small_config(arch, 14, 6, 5);
+        cfg.init_std = 0.5;
+        let mut model = Seq2Seq::fresh(&cfg, 3, DType::F64, &dev).unwrap();
+        let ex = [Example { src: vec![4, 5, 6, 3], tgt: vec![8, 9, 10, 3] }];
+        let rows: Vec<&Example> = ex.iter().collect();
+        let bt = BatchTensors::new(&Batch::from_examples(&rows, vec![0]), DType::F64, &dev).unwrap();
+        for imp in [Impl::Fused, Impl::Ops] {
+            model.set_impl(imp);
+            let mut value = |p: f64| {
+                let rates = DropoutRates { recurrent: p, ..DropoutRates::default() };
+                model.loss(&bt, Some(&mut Regularizer::new(rates, 0.0, 2, 3))).unwrap().mean.to_scalar::<f64>().unwrap()
+            };
+            let (plain, dropped) = (value(0.0), value(0.5));
+            assert!((plain - dropped).abs() > 1e-4, "{arch:?} {imp:?}: recurrent dropout had no effect ({plain} vs {dropped})");
+        }
+    }
 }

@@ -5,11 +5,14 @@ mod common;
 use candle_core::{DType, Device, Tensor};
 use nmt::config::{Arch, GruForm, Impl};
 use nmt::data::batch::{Batch, Example};
+use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-fn check(arch: Arch, gru: GruForm, imp: Impl) {
+/// `recurrent`: recurrent dropout, with the same masks at every evaluation (a fresh
+/// regularizer of the same seed and step).
+fn check(arch: Arch, gru: GruForm, imp: Impl, recurrent: f64) {
     let dev = Device::Cpu;
     let mut cfg = common::small_config(arch, 12, 5, 4);
     cfg.att_dim = if arch == Arch::Rnnsearch { 3 } else { 0 };
@@ -28,8 +31,9 @@ fn check(arch: Arch, gru: GruForm, imp: Impl) {
     let rows: Vec<&Example> = examples.iter().collect();
     let batch = Batch::from_examples(&rows, vec![0, 1, 2]);
     let bt = BatchTensors::new(&batch, DType::F64, &dev).unwrap();
-    let loss = |m: &Seq2Seq| m.loss(&bt, None).unwrap().mean.to_scalar::<f64>().unwrap();
-    let grads = model.loss(&bt, None).unwrap().mean.backward().unwrap();
+    let reg = || Regularizer::new(DropoutRates { recurrent, ..DropoutRates::default() }, 0.0, 5, 2);
+    let loss = |m: &Seq2Seq| m.loss(&bt, Some(&mut reg())).unwrap().mean.to_scalar::<f64>().unwrap();
+    let grads = model.loss(&bt, Some(&mut reg())).unwrap().mean.backward().unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let (mut checked, mut worst) = (0, 0.0f64);
     for (name, var) in model.params.named_vars() {
@@ -64,24 +68,34 @@ fn check(arch: Arch, gru: GruForm, imp: Impl) {
 
 #[test]
 fn rnnsearch_gradients_match_finite_differences() {
-    check(Arch::Rnnsearch, GruForm::Paper, Impl::Ops);
+    check(Arch::Rnnsearch, GruForm::Paper, Impl::Ops, 0.0);
 }
 
 #[test]
 fn rnnenc_gradients_match_finite_differences() {
-    check(Arch::Rnnenc, GruForm::Paper, Impl::Ops);
+    check(Arch::Rnnenc, GruForm::Paper, Impl::Ops, 0.0);
 }
 
 /// The fused kernels, both cell forms: finite differences through the kernels' backward passes
 /// (the GRU op with lengths and a start state, the bidirectional op, the attention decoder).
 #[test]
 fn fused_rnnsearch_gradients_match_finite_differences() {
-    check(Arch::Rnnsearch, GruForm::Paper, Impl::Fused);
-    check(Arch::Rnnsearch, GruForm::ResetAfter, Impl::Fused);
+    check(Arch::Rnnsearch, GruForm::Paper, Impl::Fused, 0.0);
+    check(Arch::Rnnsearch, GruForm::ResetAfter, Impl::Fused, 0.0);
 }
 
 #[test]
 fn fused_rnnenc_gradients_match_finite_differences() {
-    check(Arch::Rnnenc, GruForm::Paper, Impl::Fused);
-    check(Arch::Rnnenc, GruForm::ResetAfter, Impl::Fused);
+    check(Arch::Rnnenc, GruForm::Paper, Impl::Fused, 0.0);
+    check(Arch::Rnnenc, GruForm::ResetAfter, Impl::Fused, 0.0);
+}
+
+/// Recurrent dropout through the fused kernels of both architectures and both cell forms.
+#[test]
+fn fused_gradients_with_recurrent_dropout_match_finite_differences() {
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for gru in [GruForm::Paper, GruForm::ResetAfter] {
+            check(arch, gru, Impl::Fused, 0.4);
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use candle_core::{DType, Device, Tensor, Var, D};
 use nmt::config::{GruForm, OutputState};
 use nmt::kernels::{attn_decoder, attn_op, gru, math, maxout, xent};
-use nmt::model::gru::cell_step;
+use nmt::model::gru::{cell_step, Recurrent};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -56,9 +56,21 @@ fn fast_tanh_and_exp_are_accurate() {
     assert!(worst_e < 1e-6, "exp error {worst_e}");
 }
 
+/// A recurrent-dropout mask of `n` entries: `0` or `1/(1−p)` with `p = 0.3`, as the training
+/// loss draws them.
+fn state_mask(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n).map(|_| if rng.gen_bool(0.7) { 1.0 / 0.7 } else { 0.0 }).collect()
+}
+
+/// A `(rows, h)` mask tensor in `dtype`.
+fn mask_tensor(m: &[f32], rows: usize, h: usize, dtype: DType) -> Tensor {
+    Tensor::from_vec(m.to_vec(), (rows, h), &Device::Cpu).unwrap().to_dtype(dtype).unwrap()
+}
+
 /// The composed-op twin of the GRU op: `model::gru::cell_step` with the masked carry of
-/// `model/gru.rs`, from per-row `rows = [ghb; h_0]`.
-fn gru_seq_composed(form: GruForm, gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, lens: &[usize]) -> Tensor {
+/// `model/gru.rs`, from per-row `rows = [ghb; h_0]`, with an optional recurrent-dropout mask.
+fn gru_seq_composed(form: GruForm, gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, lens: &[usize], drop: Option<&Tensor>) -> Tensor {
     let (b, s, h3) = gi.dims3().unwrap();
     let h = h3 / 3;
     let ghb = rows.narrow(1, 0, 3 * h).unwrap();
@@ -70,7 +82,8 @@ fn gru_seq_composed(form: GruForm, gi: &Tensor, u: &Tensor, rows: &Tensor, rever
         let m: Vec<f64> = lens.iter().map(|&l| f64::from(u8::from(t < l))).collect();
         let m = Tensor::from_vec(m, (b, 1), &Device::Cpu).unwrap().to_dtype(gi.dtype()).unwrap();
         let gi_t = gi.narrow(1, t, 1).unwrap().squeeze(1).unwrap();
-        let new = cell_step(form, &gi_t, &st, (&u_rz, &u_n), Some(&ghb)).unwrap();
+        let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(&ghb), state_mask: drop };
+        let new = cell_step(form, &gi_t, &st, &rec).unwrap();
         st = (&st + m.broadcast_mul(&(new - &st).unwrap()).unwrap()).unwrap();
         out[t] = Some(st.clone());
     }
@@ -80,28 +93,33 @@ fn gru_seq_composed(form: GruForm, gi: &Tensor, u: &Tensor, rows: &Tensor, rever
 
 const LENS: [usize; 5] = [6, 3, 1, 6, 2];
 
-fn gru_case(dtype: DType, form: GruForm, reverse: bool, tol: f64) {
+fn gru_case(dtype: DType, form: GruForm, reverse: bool, dropout: bool, tol: f64) {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let (b, s, h) = (5, 6, 8);
     let gi = rand_var(&[b, s, 3 * h], 1.0, dtype, &mut rng);
     let u = rand_var(&[h, 3 * h], 0.5, dtype, &mut rng);
     let rows = rand_var(&[b, 4 * h], 0.5, dtype, &mut rng);
+    let mask = dropout.then(|| state_mask(b * h, 31));
+    let spec = gru::GruSpec { form, lens: &LENS, state_mask: mask.as_deref() };
+    let drop = mask.as_ref().map(|m| mask_tensor(m, b, h, dtype));
     let err = compare(
         &[&gi, &u, &rows],
-        || gru::gru_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), form, reverse, &LENS).unwrap(),
-        || gru_seq_composed(form, gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, &LENS),
+        || gru::gru_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap(),
+        || gru_seq_composed(form, gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, &LENS, drop.as_ref()),
         1,
     );
-    eprintln!("gru {dtype:?} {form:?} reverse={reverse}: max rel diff {err:.2e}");
-    assert!(err < tol, "gru {dtype:?} {form:?} reverse={reverse}: {err}");
+    eprintln!("gru {dtype:?} {form:?} reverse={reverse} dropout={dropout}: max rel diff {err:.2e}");
+    assert!(err < tol, "gru {dtype:?} {form:?} reverse={reverse} dropout={dropout}: {err}");
 }
 
 #[test]
 fn fused_gru_matches_composed_ops() {
     for form in [GruForm::Paper, GruForm::ResetAfter] {
         for reverse in [false, true] {
-            gru_case(DType::F64, form, reverse, 1e-12);
-            gru_case(DType::F32, form, reverse, 2e-5);
+            for dropout in [false, true] {
+                gru_case(DType::F64, form, reverse, dropout, 1e-12);
+                gru_case(DType::F32, form, reverse, dropout, 2e-5);
+            }
         }
     }
 }
@@ -131,25 +149,27 @@ fn finite_differences(vars: &[&Var], f: impl Fn() -> Tensor, seed: u64) -> f64 {
     worst
 }
 
-/// The GRU op's new variants (paper cell, lengths, per-row recurrent term and start state)
-/// against finite differences.
+/// The GRU op's variants (paper cell, lengths, per-row recurrent term and start state,
+/// recurrent dropout) against finite differences.
 #[test]
 fn fused_gru_gradient_matches_finite_differences() {
     for form in [GruForm::Paper, GruForm::ResetAfter] {
-        for reverse in [false, true] {
+        for (reverse, dropout) in [(false, false), (true, false), (false, true), (true, true)] {
             let mut rng = ChaCha8Rng::seed_from_u64(23);
             let (b, s, h) = (5, 6, 4);
             let gi = rand_var(&[b, s, 3 * h], 1.0, DType::F64, &mut rng);
             let u = rand_var(&[h, 3 * h], 0.7, DType::F64, &mut rng);
             let rows = rand_var(&[b, 4 * h], 0.7, DType::F64, &mut rng);
             let probe = rand_var(&[b, s, h], 1.0, DType::F64, &mut rng);
+            let mask = dropout.then(|| state_mask(b * h, 37));
+            let spec = gru::GruSpec { form, lens: &LENS, state_mask: mask.as_deref() };
             let f = || {
-                let y = gru::gru_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), form, reverse, &LENS).unwrap();
+                let y = gru::gru_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
                 (y * probe.as_tensor()).unwrap().sum_all().unwrap()
             };
             let worst = finite_differences(&[&gi, &u, &rows], f, 29);
-            eprintln!("gru {form:?} reverse={reverse} finite differences: {worst:.2e}");
-            assert!(worst < 1e-6, "{form:?} {reverse}: {worst}");
+            eprintln!("gru {form:?} reverse={reverse} dropout={dropout} finite differences: {worst:.2e}");
+            assert!(worst < 1e-6, "{form:?} {reverse} {dropout}: {worst}");
         }
     }
 }
@@ -161,10 +181,12 @@ struct AttnCase {
     dims: attn_decoder::AttnDims,
 }
 
-fn attn_case(dtype: DType, form: GruForm, output: OutputState) -> AttnCase {
+fn attn_case(dtype: DType, form: GruForm, output: OutputState, dropout: bool) -> AttnCase {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let (b, t, s, h, c, a) = (3, 4, 5, 6, 7, 5);
-    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens: vec![5, 3, 1], form, output };
+    let state_mask = dropout.then(|| state_mask(b * h, 41));
+    let lens = vec![5, 3, 1];
+    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens, form, output, state_mask };
     let gie = rand_var(&[b * t, 3 * h], 1.0, dtype, &mut rng);
     let ann = rand_var(&[b, s, c], 1.0, dtype, &mut rng);
     let w = rand_var(&[dims.weights_len()], 0.5, dtype, &mut rng);
@@ -191,6 +213,7 @@ fn attn_composed(k: &AttnCase) -> Tensor {
     let s0 = back_first.matmul(&ws_init).unwrap().broadcast_add(&bs_init).unwrap().tanh().unwrap();
     let uh = hs.reshape((b * s, c)).unwrap().matmul(&ua).unwrap().reshape((b, s, a)).unwrap();
     let mut st = s0.clone();
+    let drop = d.state_mask.as_ref().map(|m| mask_tensor(m, b, h, gie.dtype()));
     let mask: Vec<f64> = (0..b).flat_map(|bi| (0..s).map(move |j| if j < d.lens[bi] { 0.0 } else { -1e9 })).collect();
     let mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap().to_dtype(gie.dtype()).unwrap();
     let mut outs = Vec::new();
@@ -204,7 +227,8 @@ fn attn_composed(k: &AttnCase) -> Tensor {
         let ctx = al.unsqueeze(1).unwrap().matmul(&hs.contiguous().unwrap()).unwrap().squeeze(1).unwrap();
         let gi = (gie.narrow(1, i, 1).unwrap().squeeze(1).unwrap() + ctx.matmul(&wc).unwrap()).unwrap();
         let (u_rz, u_n) = (u.narrow(1, 0, 2 * h).unwrap(), u.narrow(1, 2 * h, h).unwrap());
-        let next = cell_step(d.form, &gi, &st, (&u_rz, &u_n), Some(&bh)).unwrap();
+        let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(&bh), state_mask: drop.as_ref() };
+        let next = cell_step(d.form, &gi, &st, &rec).unwrap();
         let shown = if d.output == OutputState::Previous { &st } else { &next };
         outs.push(Tensor::cat(&[shown, &ctx], 1).unwrap());
         st = next;
@@ -216,17 +240,23 @@ fn attn_fused(k: &AttnCase) -> Tensor {
     attn_op::attention_decoder(k.gie.as_tensor(), k.ann.as_tensor(), k.w.as_tensor(), k.dims.clone()).unwrap()
 }
 
-const ATTN_VARIANTS: [(GruForm, OutputState); 3] =
-    [(GruForm::Paper, OutputState::Previous), (GruForm::Paper, OutputState::Current), (GruForm::ResetAfter, OutputState::Previous)];
+/// Cell form, output state and recurrent dropout.
+const ATTN_VARIANTS: [(GruForm, OutputState, bool); 5] = [
+    (GruForm::Paper, OutputState::Previous, false),
+    (GruForm::Paper, OutputState::Current, false),
+    (GruForm::ResetAfter, OutputState::Previous, false),
+    (GruForm::Paper, OutputState::Previous, true),
+    (GruForm::ResetAfter, OutputState::Current, true),
+];
 
 #[test]
 fn fused_attention_decoder_matches_composed_ops() {
-    for (form, output) in ATTN_VARIANTS {
+    for (form, output, dropout) in ATTN_VARIANTS {
         for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
-            let k = attn_case(dtype, form, output);
+            let k = attn_case(dtype, form, output, dropout);
             let err = compare(&[&k.gie, &k.ann, &k.w], || attn_fused(&k), || attn_composed(&k), 2);
-            eprintln!("attention decoder {dtype:?} {form:?} {output:?}: max rel diff {err:.2e}");
-            assert!(err < tol, "attention decoder {dtype:?} {form:?} {output:?}: {err}");
+            eprintln!("attention decoder {dtype:?} {form:?} {output:?} dropout={dropout}: max rel diff {err:.2e}");
+            assert!(err < tol, "attention decoder {dtype:?} {form:?} {output:?} dropout={dropout}: {err}");
         }
     }
 }
@@ -234,14 +264,14 @@ fn fused_attention_decoder_matches_composed_ops() {
 /// Central finite differences on sampled entries of each input of the fused decoder (f64).
 #[test]
 fn fused_attention_decoder_gradient_matches_finite_differences() {
-    for (form, output) in ATTN_VARIANTS {
-        let k = attn_case(DType::F64, form, output);
+    for (form, output, dropout) in ATTN_VARIANTS {
+        let k = attn_case(DType::F64, form, output, dropout);
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let probe = rand_var(&[12, 13], 1.0, DType::F64, &mut rng);
         let f = || (attn_fused(&k) * probe.as_tensor()).unwrap().sum_all().unwrap();
         let worst = finite_differences(&[&k.gie, &k.ann, &k.w], f, 5);
-        eprintln!("attention decoder {form:?} {output:?} finite differences: max rel err {worst:.2e}");
-        assert!(worst < 1e-6, "{form:?} {output:?}: {worst}");
+        eprintln!("attention decoder {form:?} {output:?} dropout={dropout} finite differences: max rel err {worst:.2e}");
+        assert!(worst < 1e-6, "{form:?} {output:?} {dropout}: {worst}");
     }
 }
 
@@ -354,7 +384,7 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
             // −Σ_k ((1−ε)·onehot_k + ε/V) log p_k.
             let err = compare(
                 &[&x, &w, &b],
-                || proj_nll::proj_nll(x.as_tensor(), w.as_tensor(), b.as_tensor(), &targets, eps).unwrap(),
+                || proj_nll::proj_nll(x.as_tensor(), proj_nll::ProjWeight::Kv(w.as_tensor()), b.as_tensor(), &targets, eps).unwrap(),
                 || {
                     let lp = candle_nn::ops::log_softmax(&composed_logits(), D::Minus1).unwrap();
                     let picked = lp.gather(&tt, 1).unwrap().squeeze(1).unwrap();
@@ -373,10 +403,11 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
 fn fused_bidirectional_gru_matches_composed_ops() {
     use nmt::kernels::bigru::bigru_sequence;
     let lens = [7, 2, 5, 1];
-    for form in [GruForm::Paper, GruForm::ResetAfter] {
+    for (form, dropout) in [(GruForm::Paper, false), (GruForm::ResetAfter, false), (GruForm::Paper, true), (GruForm::ResetAfter, true)] {
         for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
             let mut rng = ChaCha8Rng::seed_from_u64(19);
             let (b, s, h) = (4, 7, 5);
+            let mask = dropout.then(|| state_mask(2 * b * h, 43));
             let gi = rand_var(&[b, s, 6 * h], 1.0, dtype, &mut rng);
             let u = rand_var(&[2, h, 3 * h], 0.5, dtype, &mut rng);
             let bh = rand_var(&[2, 3 * h], 0.5, dtype, &mut rng);
@@ -385,14 +416,16 @@ fn fused_bidirectional_gru_matches_composed_ops() {
                     let g = gi.as_tensor().narrow(2, 3 * h * k, 3 * h).unwrap().contiguous().unwrap();
                     let bk = bh.as_tensor().get(k).unwrap().unsqueeze(0).unwrap().broadcast_as((b, 3 * h)).unwrap();
                     let rows = Tensor::cat(&[&bk, &Tensor::zeros((b, h), dtype, &Device::Cpu).unwrap()], 1).unwrap();
-                    gru_seq_composed(form, &g, &u.as_tensor().get(k).unwrap(), &rows, k == 1, &lens)
+                    let drop = mask.as_ref().map(|m| mask_tensor(&m[k * b * h..(k + 1) * b * h], b, h, dtype));
+                    gru_seq_composed(form, &g, &u.as_tensor().get(k).unwrap(), &rows, k == 1, &lens, drop.as_ref())
                 };
                 Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
             };
-            let fused = || bigru_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), form, &lens).unwrap();
+            let spec = gru::GruSpec { form, lens: &lens, state_mask: mask.as_deref() };
+            let fused = || bigru_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
             let err = compare(&[&gi, &u, &bh], fused, composed, 12);
-            eprintln!("bidirectional gru {dtype:?} {form:?}: {err:.2e}");
-            assert!(err < tol, "bidirectional gru {dtype:?} {form:?}: {err}");
+            eprintln!("bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err:.2e}");
+            assert!(err < tol, "bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err}");
         }
     }
 }
@@ -400,7 +433,7 @@ fn fused_bidirectional_gru_matches_composed_ops() {
 /// A second backward through the same graph has no saved forward state and recomputes it.
 #[test]
 fn fused_ops_recompute_when_backward_runs_twice() {
-    let k = attn_case(DType::F64, GruForm::Paper, OutputState::Previous);
+    let k = attn_case(DType::F64, GruForm::Paper, OutputState::Previous, true);
     let y = (attn_fused(&k) * 1.5).unwrap().sum_all().unwrap();
     let g1 = y.backward().unwrap();
     let g2 = y.backward().unwrap();

@@ -17,6 +17,10 @@ pub struct ComputeArgs {
     pub gpu: bool,
 }
 
+/// candle's barrier-pool spin limit (read once, when its pool starts) and the value `nmt` sets.
+const SPIN_VAR: &str = "CANDLE_BARRIER_POOL_SPIN_LIMIT";
+const SPIN_LIMIT: &str = "100";
+
 impl ComputeArgs {
     /// Applies the thread count and returns the device.
     pub fn setup(&self) -> Result<Device> {
@@ -26,6 +30,14 @@ impl ComputeArgs {
             }
             // candle reads RAYON_NUM_THREADS for its matmul thread count; set it before any work.
             std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+        }
+        // candle runs its CPU ops on a pool of its own whose idle workers spin 25 000 times
+        // before they park; the fused kernels and the host search run on rayon's pool, so
+        // after every candle op those spinning workers hold the cores the kernels need.
+        // A short spin gives them back (docs/PERF.md has the measurement). A value the user
+        // set is kept.
+        if std::env::var_os(SPIN_VAR).is_none() {
+            std::env::set_var(SPIN_VAR, SPIN_LIMIT);
         }
         if self.gpu {
             return Device::new_cuda(0).context("cannot use the GPU (was nmt built with --features cuda?)");

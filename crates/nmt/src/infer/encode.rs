@@ -30,7 +30,8 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
     let s = src.len() / b.max(1);
     let x = embed(&model.src_emb, src, m);
     // An empty source still has its `</s>`; the kernels need lengths of at least 1.
-    let dims = GruDims { batch: b, len: s, hidden: n, reverse: false, form: cfg.gru, lens: lens.iter().map(|&l| l.max(1)).collect() };
+    let kernel_lens = lens.iter().map(|&l| l.max(1)).collect();
+    let dims = GruDims { batch: b, len: s, hidden: n, reverse: false, form: cfg.gru, lens: kernel_lens, mask: None };
     match &model.core {
         HostCore::Search { enc, dec } => {
             // Both directions at once, one per thread (kernels/bigru.rs): `(B, S, 2n)`.

@@ -9,13 +9,14 @@
 //!             dpre_j = de_j v_a ⊙ (1 - x_j²);  d(U_a h_j) += dpre_j;  dv_a += de_j x_j
 //!             dWS_i = Σ_j dpre_j;              ds_{i-1} += dWS_i W_aᵀ
 //! ```
-//! then `dW_a = S_prevᵀ dWS`, `dW_c = Cᵀ dGI`, `dU = S_prevᵀ dGH` as GEMMs over all steps.
+//! then `dW_a = S_prevᵀ dWS`, `dW_c = Cᵀ dGI`, `dU = S_prevᵀ dGH` as GEMMs over all steps
+//! (under recurrent dropout the `U` terms use `m ⊙ s` and `ds_{i-1}` gets `m ⊙ (dGH Uᵀ)`).
 use rayon::prelude::*;
 
 use super::attn_decoder::{attend_row, AttnDims, AttnScratch, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
 use super::gru::chunk_rows;
-use super::gru_cell::{u_grad, Cell, Rows, StepGrads, StepIn};
+use super::gru_cell::{chunk_mask, dropped, masked_states, u_grad, Cell, Rows, StepGrads, StepIn};
 use super::math::{axpy, dot};
 use crate::simd_dispatch;
 
@@ -83,7 +84,7 @@ pub fn backward<T: Real>(
     let sp = Mat::new(&re.sprev, bt, h).t();
     matmul(&mut dw, o.wa, a, sp, Mat::new(&dws, bt, a), false, threads);
     matmul(&mut dw, o.wc, 3 * h, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, 3 * h), false, threads);
-    let du = u_grad(d.form, h, &re.sprev, &re.q, &dgh, threads);
+    let du = u_grad(d.form, h, &masked_states(&re.sprev, d.state_mask.as_deref(), tl, h), &re.q, &dgh, threads);
     dw[o.u..o.bh].copy_from_slice(&du);
     sum_rows(&dws, &mut dw[o.ba..o.va]);
     sum_rows(&dgh, &mut dw[o.bh..o.end]);
@@ -157,6 +158,8 @@ fn backward_chunk<T: Real>(
     let cell = Cell { form: d.form, hidden: h, u: &w[o.u..o.bh] };
     let active = vec![true; nb];
     let (mut hp, mut ds, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
+    let mask = chunk_mask::<T>(d.state_mask.as_deref(), b0, nb, h);
+    let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
     for i in (0..tl).rev() {
         for b in 0..nb {
             let row = (b0 + b) * tl + i;
@@ -169,7 +172,8 @@ fn backward_chunk<T: Real>(
         // The GRU: dGI, dGH, and the carry becomes the gradient of s_{i-1}.
         let rg = Rows { off: (b0 * tl + i) * 3 * h, stride: tl * 3 * h };
         let rl = Rows { off: i * 3 * h, stride: tl * 3 * h };
-        let sin = StepIn { hp: &hp, gi: (&re.gi, rg), active: &active };
+        let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
+        let sin = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (&re.gi, rg), active: &active };
         let grads = StepGrads { dgi: (&mut *g.dgi, rl), dgh: (&mut *g.dgh, rl), carry: &mut *g.carry, dq: &mut dq };
         cell.backward(&sin, (&re.gh, rg), &ds, &wt.u, grads);
         // dc += dGI Wcᵀ.

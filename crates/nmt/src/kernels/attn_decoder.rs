@@ -26,7 +26,7 @@ use rayon::prelude::*;
 
 use super::gemm::{matmul, Mat, Real};
 use super::gru::chunk_rows;
-use super::gru_cell::{Cell, GruForm, Rows, StepIn};
+use super::gru_cell::{chunk_mask, dropped, Cell, GruForm, Rows, StepIn};
 use super::math::{axpy, dot};
 use crate::config::OutputState;
 use crate::simd_dispatch;
@@ -46,6 +46,9 @@ pub struct AttnDims {
     pub form: GruForm,
     /// Which state each output row carries: `s_i`, or `s_{i-1}` (RNNsearch's deep output).
     pub output: OutputState,
+    /// Recurrent dropout on `s_{i-1}` where it enters `U` (`gru_cell.rs`): a mask `(B, H)`
+    /// of `0` or `1/(1−p)`, the same at every step. The attention reads the undropped state.
+    pub state_mask: Option<Vec<f32>>,
 }
 
 /// Offsets of the parameters inside the packed `w`.
@@ -198,6 +201,8 @@ fn forward_chunk<T: Real>(d: &AttnDims, x: &ChunkIn<'_, T>, w: &[T], out: &mut [
     let mut sc = AttnScratch::new(sl, a);
     let cell = Cell { form: d.form, hidden: h, u: &w[o.u..o.bh] };
     let active = vec![true; nb];
+    let mask = chunk_mask::<T>(d.state_mask.as_deref(), x.b0, nb, h);
+    let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
     // The previous states s_{i-1}, contiguous: s_0, then each step's output.
     let mut hp = x.s0.to_vec();
     for i in 0..tl {
@@ -216,7 +221,8 @@ fn forward_chunk<T: Real>(d: &AttnDims, x: &ChunkIn<'_, T>, w: &[T], out: &mut [
         }
         matmul(gi, i * 3 * h, tl * 3 * h, Mat::strided(out, i * ow + h, nb, c, tl * ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, 1);
         let (r3v, r1v) = (Rows { off: i * 3 * h, stride: tl * 3 * h }, Rows { off: i * h, stride: tl * h });
-        let sin = StepIn { hp: &hp, gi: (&*gi, r3v), active: &active };
+        let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
+        let sin = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (&*gi, r3v), active: &active };
         let outr = Rows { off: i * ow, stride: tl * ow };
         cell.forward(&sin, (&mut *gh, r3v), (&mut *st.q, r1v), (&mut *out, outr));
         for b in 0..nb {

@@ -27,7 +27,8 @@ pub fn attention_decoder(gie: &Tensor, ann: &Tensor, w: &Tensor, dims: AttnDims)
         && d.ctx >= d.hidden
         && w.dims1()? == d.woff().total
         && d.lens.len() == d.batch
-        && d.lens.iter().all(|&l| l >= 1 && l <= d.src_len);
+        && d.lens.iter().all(|&l| l >= 1 && l <= d.src_len)
+        && d.state_mask.as_ref().is_none_or(|m| m.len() == d.batch * d.hidden);
     if !ok {
         candle_core::bail!("attention_decoder: inputs {:?} {:?} {:?} do not fit {d:?}", gie.dims(), ann.dims(), w.dims());
     }

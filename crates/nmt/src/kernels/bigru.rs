@@ -14,28 +14,32 @@
 use candle_core::{Result, Shape, Tensor};
 
 use super::gemm::{fill_rows, transpose, Real};
-use super::gru::{backward_chunk, forward_chunk, prev_states, BackIn, GruDims, Saved, Saved2};
-use super::gru_cell::{u_grad, GruForm};
+use super::gru::{backward_chunk, forward_chunk, prev_states, BackIn, GruDims, GruSpec, Saved, Saved2};
+use super::gru_cell::{masked_states, u_grad};
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
 /// Runs both directions over `gi (B, S, 6H)` (or `(B·S, 6H)`: no reshape node is needed) with
-/// `u (2, H, 3H)` and `bh (2, 3H)`; `B = lens.len()`. Returns `(B, S, 2H)`.
-pub fn bigru_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, form: GruForm, lens: &[usize]) -> Result<Tensor> {
-    let (batch, hidden) = (lens.len(), u.dim(1)?);
+/// `u (2, H, 3H)` and `bh (2, 3H)`; `B = spec.lens.len()`, a state mask is `(2, B, H)`.
+/// Returns `(B, S, 2H)`.
+pub fn bigru_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: GruSpec<'_>) -> Result<Tensor> {
+    let (batch, hidden, lens) = (spec.lens.len(), u.dim(1)?, spec.lens);
     let h6 = 6 * hidden;
     let len = gi.elem_count() / (batch * h6).max(1);
     let ok = gi.elem_count() == batch * len * h6
         && gi.dims().last() == Some(&h6)
         && u.dims() == [2, hidden, 3 * hidden]
         && bh.dims() == [2, 3 * hidden]
-        && lens.len() == batch
         && lens.iter().all(|&l| (1..=len).contains(&l));
-    if !ok {
-        candle_core::bail!("bigru_sequence: gi {:?}, u {:?}, bh {:?}, lens {lens:?} do not fit", gi.dims(), u.dims(), bh.dims());
+    match spec.dims(len, hidden, false, 2) {
+        Some(d) if ok => apply(BiGru(d), gi, u, bh),
+        _ => candle_core::bail!(
+            "bigru_sequence: gi {:?}, u {:?}, bh {:?}, lens {lens:?} (or the state mask) do not fit",
+            gi.dims(),
+            u.dims(),
+            bh.dims()
+        ),
     }
-    let d = GruDims { batch, len, hidden, reverse: false, form, lens: lens.to_vec() };
-    apply(BiGru(d), gi, u, bh)
 }
 
 /// Per direction: its `gi (B, S, 3H)` and the forward pass's [`Saved`] buffers.
@@ -46,8 +50,11 @@ struct Dirs<T> {
 
 struct BiGru(GruDims);
 
+/// Direction `dir`'s dimensions: reversed for the backward direction, with its half of the mask.
 fn dims(d: &GruDims, dir: usize) -> GruDims {
-    GruDims { reverse: dir == 1, ..d.clone() }
+    let n = d.batch * d.hidden;
+    let mask = d.mask.as_ref().map(|m| m[dir * n..(dir + 1) * n].to_vec());
+    GruDims { reverse: dir == 1, mask, ..d.clone() }
 }
 
 /// Splits `(B, S, 6H)` into the two directions' contiguous `(B, S, 3H)`.
@@ -110,7 +117,7 @@ fn backward_dir<T: Real>(d: &GruDims, gi: &[T], sv: &Saved<T>, u: &[T], bh: &[T]
     let mut dh0 = vec![T::ZERO; d.batch * h];
     let x = BackIn { gi, gh: &sv.gh, hprev: &hprev, dh };
     simd_dispatch!(backward_chunk(d, &x, u, &ut, &mut dgi, &mut dgh, &mut dh0));
-    let du = u_grad(d.form, h, &hprev, &sv.q, &dgh, 1);
+    let du = u_grad(d.form, h, &masked_states(&hprev, d.mask.as_deref(), d.len, h), &sv.q, &dgh, 1);
     let mut dbh = vec![T::ZERO; 3 * h];
     for row in dgh.chunks(3 * h) {
         for (acc, &x) in dbh.iter_mut().zip(row) {

@@ -22,7 +22,7 @@ use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::gemm::{transpose, Real};
-use super::gru_cell::{u_grad, Cell, GruForm, Rows, StepGrads, StepIn};
+use super::gru_cell::{chunk_mask, dropped, masked_states, u_grad, Cell, GruForm, Rows, StepGrads, StepIn};
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
@@ -36,6 +36,8 @@ pub struct GruDims {
     pub form: GruForm,
     /// Each sentence's length, `1..=len`.
     pub lens: Vec<usize>,
+    /// Recurrent-dropout mask `(batch, hidden)` (see [`GruSpec`]).
+    pub mask: Option<Vec<f32>>,
 }
 
 impl GruDims {
@@ -57,27 +59,55 @@ impl GruDims {
     }
     /// The same op for rows `b0..b0 + nb`.
     pub(crate) fn chunk(&self, b0: usize, nb: usize) -> GruDims {
-        GruDims { batch: nb, lens: self.lens[b0..b0 + nb].to_vec(), ..self.clone() }
+        let h = self.hidden;
+        let mask = self.mask.as_ref().map(|m| m[b0 * h..(b0 + nb) * h].to_vec());
+        GruDims { batch: nb, lens: self.lens[b0..b0 + nb].to_vec(), mask, ..self.clone() }
     }
 }
 
-/// Runs a GRU over `gi (B, S, 3H)` (or `(B·S, 3H)`; `B = lens.len()`) with `u (H, 3H)` and per-row `rows = [ghb; h_0] (B, 4H)`;
-/// returns the states `(B, S, H)`. Differentiable with respect to all three inputs.
-pub fn gru_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, form: GruForm, reverse: bool, lens: &[usize]) -> Result<Tensor> {
-    let (batch, hidden) = (lens.len(), u.dim(0)?);
+/// How a GRU op runs: the cell's form, each sentence's length `1..=S` (`B = lens.len()`) and
+/// an optional recurrent-dropout mask `(B, H)` of `0` or `1/(1−p)` (`gru_cell.rs`; `(2, B, H)`
+/// for the bidirectional op, forward direction first).
+#[derive(Clone, Copy, Debug)]
+pub struct GruSpec<'a> {
+    pub form: GruForm,
+    pub lens: &'a [usize],
+    pub state_mask: Option<&'a [f32]>,
+}
+
+impl GruSpec<'_> {
+    /// The op's dimensions, or `None` when the mask does not hold `dirs · B · H` entries.
+    pub(crate) fn dims(&self, len: usize, hidden: usize, reverse: bool, dirs: usize) -> Option<GruDims> {
+        let batch = self.lens.len();
+        if self.state_mask.is_some_and(|m| m.len() != dirs * batch * hidden) {
+            return None;
+        }
+        let mask = self.state_mask.map(<[f32]>::to_vec);
+        Some(GruDims { batch, len, hidden, reverse, form: self.form, lens: self.lens.to_vec(), mask })
+    }
+}
+
+/// Runs a GRU over `gi (B, S, 3H)` (or `(B·S, 3H)`) with `u (H, 3H)` and per-row
+/// `rows = [ghb; h_0] (B, 4H)`; returns the states `(B, S, H)`. Differentiable with respect to
+/// all three inputs.
+pub fn gru_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, spec: GruSpec<'_>) -> Result<Tensor> {
+    let (batch, hidden, lens) = (spec.lens.len(), u.dim(0)?, spec.lens);
     let h3 = 3 * hidden;
     let len = gi.elem_count() / (batch * h3).max(1);
     let ok = gi.elem_count() == batch * len * h3
         && gi.dims().last() == Some(&h3)
         && u.dims() == [hidden, h3]
         && rows.dims() == [batch, 4 * hidden]
-        && lens.len() == batch
         && lens.iter().all(|&l| (1..=len).contains(&l));
-    if !ok {
-        candle_core::bail!("gru_sequence: gi {:?}, u {:?}, rows {:?}, lens {lens:?} do not fit", gi.dims(), u.dims(), rows.dims());
+    match spec.dims(len, hidden, reverse, 1) {
+        Some(d) if ok => apply(GruSeq(d), gi, u, rows),
+        _ => candle_core::bail!(
+            "gru_sequence: gi {:?}, u {:?}, rows {:?}, lens {lens:?} (or the state mask) do not fit",
+            gi.dims(),
+            u.dims(),
+            rows.dims()
+        ),
     }
-    let d = GruDims { batch, len, hidden, reverse, form, lens: lens.to_vec() };
-    apply(GruSeq(d), gi, u, rows)
 }
 
 /// Rows per parallel chunk: one chunk per thread. Smaller chunks would let a free core steal
@@ -126,6 +156,8 @@ pub(crate) fn forward_chunk<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T],
     let (nb, s, h) = (d.batch, d.len, d.hidden);
     let cell = Cell { form: d.form, hidden: h, u };
     let mut hp: Vec<T> = rows.chunks(4 * h).flat_map(|r| r[3 * h..].iter().copied()).collect();
+    let mask = chunk_mask::<T>(d.mask.as_deref(), 0, nb, h);
+    let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
     let mut active = vec![true; nb];
     for step in 0..s {
         let t = d.pos(step);
@@ -134,7 +166,8 @@ pub(crate) fn forward_chunk<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T],
             active[b] = t < d.lens[b];
         }
         let (r3, r1) = (Rows { off: t * 3 * h, stride: s * 3 * h }, Rows { off: t * h, stride: s * h });
-        let x = StepIn { hp: &hp, gi: (gi, r3), active: &active };
+        let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
+        let x = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (gi, r3), active: &active };
         cell.forward(&x, (&mut *sv.gh, r3), (&mut *sv.q, r1), (&mut *out, r1));
         for b in 0..nb {
             hp[b * h..(b + 1) * h].copy_from_slice(&out[r1.at(b)..][..h]);
@@ -173,6 +206,8 @@ pub(crate) fn backward_chunk<T: Real>(d: &GruDims, x: &BackIn<'_, T>, u: &[T], u
     let (nb, s, h) = (d.batch, d.len, d.hidden);
     let cell = Cell { form: d.form, hidden: h, u };
     let (mut hp, mut dh, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
+    let mask = chunk_mask::<T>(d.mask.as_deref(), 0, nb, h);
+    let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
     let mut active = vec![true; nb];
     // dh0 is the carry: the gradient reaching the state before the current step.
     dh0.fill(T::ZERO);
@@ -187,7 +222,8 @@ pub(crate) fn backward_chunk<T: Real>(d: &GruDims, x: &BackIn<'_, T>, u: &[T], u
             active[b] = t < d.lens[b];
         }
         let r3 = Rows { off: t * 3 * h, stride: s * 3 * h };
-        let si = StepIn { hp: &hp, gi: (x.gi, r3), active: &active };
+        let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
+        let si = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (x.gi, r3), active: &active };
         let grads = StepGrads { dgi: (&mut *dgi, r3), dgh: (&mut *dgh, r3), carry: &mut *dh0, dq: &mut dq };
         cell.backward(&si, (x.gh, r3), &dh, ut, grads);
     }
@@ -211,7 +247,7 @@ pub(crate) fn backward<T: Real>(d: &GruDims, sv: &Saved<T>, gi: &[T], u: &[T], r
             simd_dispatch!(backward_chunk(&d.chunk(c * n, nb), &x, u, &ut, dgi_c, dgh_c, dh0_c))
         },
     );
-    let du = u_grad(d.form, h, &hprev, &sv.q, &dgh, threads);
+    let du = u_grad(d.form, h, &masked_states(&hprev, d.mask.as_deref(), s, h), &sv.q, &dgh, threads);
     let drows = row_grads(&dgh, &dh0, b, s, h);
     (dgi, du, drows)
 }

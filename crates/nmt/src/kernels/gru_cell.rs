@@ -17,6 +17,11 @@
 //!
 //! Rows that are not `active` (a sentence's padding) carry their state: `h' = h`, and in the
 //! backward pass their gradient passes straight through (the masked update of `model/gru.rs`).
+//!
+//! Recurrent dropout (Gal & Ghahramani 2016, Nematus' `dropout_hidden`): a per-row mask `m`
+//! `(nb, H)` of `0` or `1/(1−p)`, the same at every step, multiplies the state where it enters
+//! `U` only: `hu = m ⊙ h` replaces `h` in `h U_rz`, `r ⊙ h` and `h U`, while the update
+//! `h' = n + z ⊙ (h − n)` keeps the undropped `h`. Without a mask `hu` is `h` itself.
 use super::gemm::{matmul, Mat, Real};
 pub use crate::config::GruForm;
 
@@ -41,12 +46,35 @@ pub(crate) struct Cell<'a, T> {
     pub u: &'a [T],
 }
 
-/// A step's read-only inputs: previous states `hp (nb, H)`, the rows of `gi` and of `gh`, and
-/// which rows are live.
+/// A step's read-only inputs: previous states `hp (nb, H)`, the states entering `U`
+/// `hu = m ⊙ hp (nb, H)` with their dropout mask `m` (or `hp` and `None`), the rows of `gi`,
+/// and which rows are live.
 pub(crate) struct StepIn<'a, T> {
     pub hp: &'a [T],
+    pub hu: &'a [T],
+    pub mask: Option<&'a [T]>,
     pub gi: (&'a [T], Rows),
     pub active: &'a [bool],
+}
+
+/// The states entering `U`: `hp ⊙ mask` written into `buf`, or `hp` itself without a mask.
+#[inline(always)]
+pub(crate) fn dropped<'a, T: Real>(hp: &'a [T], mask: Option<&[T]>, buf: &'a mut [T]) -> &'a [T] {
+    match mask {
+        None => hp,
+        Some(m) => {
+            for ((o, &x), &k) in buf.iter_mut().zip(hp).zip(m) {
+                *o = x * k;
+            }
+            buf
+        }
+    }
+}
+
+/// A chunk's recurrent-dropout mask `(nb, H)` in the kernel's element type, from the op's
+/// `f32` mask of all rows (`b0` is the chunk's first row).
+pub(crate) fn chunk_mask<T: Real>(mask: Option<&[f32]>, b0: usize, nb: usize, h: usize) -> Option<Vec<T>> {
+    mask.map(|m| m[b0 * h..(b0 + nb) * h].iter().map(|&x| T::from_f64(f64::from(x))).collect())
 }
 
 #[inline(always)]
@@ -69,7 +97,7 @@ impl<T: Real> Cell<'_, T> {
         let nb = x.active.len();
         let (gi, gir) = x.gi;
         let (gh, ghr) = gh;
-        let hp = Mat::new(x.hp, nb, h);
+        let hp = Mat::new(x.hu, nb, h);
         match self.form {
             GruForm::ResetAfter => matmul(gh, ghr.off, ghr.stride, hp, Mat::new(self.u, h, 3 * h), true, 1),
             GruForm::Paper => {
@@ -77,7 +105,7 @@ impl<T: Real> Cell<'_, T> {
                 let (q, qr) = q;
                 for b in 0..nb {
                     let (g, hh) = (&gi[gir.at(b)..][..h], &gh[ghr.at(b)..][..h]);
-                    reset_row(g, hh, &x.hp[b * h..(b + 1) * h], &mut q[qr.at(b)..][..h]);
+                    reset_row(g, hh, &x.hu[b * h..(b + 1) * h], &mut q[qr.at(b)..][..h]);
                 }
                 let qm = Mat::strided(q, qr.off, nb, h, qr.stride);
                 matmul(gh, ghr.off + 2 * h, ghr.stride, qm, Mat::strided(self.u, 2 * h, h, h, 3 * h), true, 1);
@@ -99,7 +127,8 @@ impl<T: Real> Cell<'_, T> {
     /// Backward step. `dh (nb, H)` is the whole gradient reaching the new states; writes the
     /// rows of `dgi` and `dgh` (the gradient of `gh`'s pre-activations: `dghb`, and through the
     /// `dU` GEMMs the weights) and overwrites `carry (nb, H)` with the gradient of `hp`.
-    /// `ut` is `Uᵀ (3H, H)`; `dq (nb, H)` is scratch.
+    /// `ut` is `Uᵀ (3H, H)`; `dq (nb, H)` is scratch. Under recurrent dropout the gradient
+    /// through `U` reaches `hp` times the mask.
     #[inline(always)]
     pub fn backward(&self, x: &StepIn<'_, T>, gh: (&[T], Rows), dh: &[T], ut: &[T], grads: StepGrads<'_, T>) {
         let h = self.hidden;
@@ -139,9 +168,9 @@ impl<T: Real> Cell<'_, T> {
         }
         match self.form {
             GruForm::ResetAfter => {
-                // carry += dGH Uᵀ.
+                // carry += dGH Uᵀ (⊙ m).
                 let dm = Mat::strided(dgh, dghr.off, nb, 3 * h, dghr.stride);
-                matmul(carry, 0, h, dm, Mat::new(ut, 3 * h, h), true, 1);
+                through_u(carry, dq, x.mask, dm, Mat::new(ut, 3 * h, h));
             }
             GruForm::Paper => {
                 // dq = dGH_n U_nᵀ; then dr = dq ⊙ h, and h gets dq ⊙ r and dGH_rz U_rzᵀ.
@@ -152,22 +181,56 @@ impl<T: Real> Cell<'_, T> {
                         continue;
                     }
                     let (g, hh) = (&gi[gir.at(b)..][..h], &gh[ghr.at(b)..][..h]);
-                    let hpb = &x.hp[b * h..(b + 1) * h];
+                    let hub = &x.hu[b * h..(b + 1) * h];
                     let (dqb, cr) = (&dq[b * h..(b + 1) * h], &mut carry[b * h..(b + 1) * h]);
                     let (dgi_b, dgh_b) = (&mut dgi[dgir.at(b)..][..h], &mut dgh[dghr.at(b)..][..h]);
+                    let mb = x.mask.map(|m| &m[b * h..(b + 1) * h]);
                     for j in 0..h {
                         let r = (g[j] + hh[j]).sigmoid_fast();
-                        let dpr = dqb[j] * hpb[j] * r * (T::ONE - r);
+                        let dpr = dqb[j] * hub[j] * r * (T::ONE - r);
                         dgi_b[j] = dpr;
                         dgh_b[j] = dpr;
-                        cr[j] += dqb[j] * r;
+                        cr[j] += match mb {
+                            None => dqb[j] * r,
+                            Some(m) => dqb[j] * r * m[j],
+                        };
                     }
                 }
                 let drz = Mat::strided(dgh, dghr.off, nb, 2 * h, dghr.stride);
-                matmul(carry, 0, h, drz, Mat::new(&ut[..2 * h * h], 2 * h, h), true, 1);
+                through_u(carry, dq, x.mask, drz, Mat::new(&ut[..2 * h * h], 2 * h, h));
             }
         }
     }
+}
+
+/// `carry += dG Uᵀ`, or `carry += m ⊙ (dG Uᵀ)` under recurrent dropout (through the
+/// scratch `buf (nb, H)`).
+#[inline(always)]
+fn through_u<T: Real>(carry: &mut [T], buf: &mut [T], mask: Option<&[T]>, dg: Mat<'_, T>, ut: Mat<'_, T>) {
+    let h = ut.cols;
+    match mask {
+        None => matmul(carry, 0, h, dg, ut, true, 1),
+        Some(m) => {
+            matmul(buf, 0, h, dg, ut, false, 1);
+            for ((c, &x), &k) in carry.iter_mut().zip(&*buf).zip(m) {
+                *c += x * k;
+            }
+        }
+    }
+}
+
+/// States `(B, S, H)` as they enter `U`: each row times its mask `(B, H)` at every step (the
+/// input of [`u_grad`] under recurrent dropout), or the states themselves.
+pub(crate) fn masked_states<'a, T: Real>(states: &'a [T], mask: Option<&[f32]>, steps: usize, h: usize) -> std::borrow::Cow<'a, [T]> {
+    let Some(m) = mask else { return std::borrow::Cow::Borrowed(states) };
+    let mut out = states.to_vec();
+    for (row, o) in out.chunks_mut(h).enumerate() {
+        let mb = &m[(row / steps) * h..][..h];
+        for (x, &k) in o.iter_mut().zip(mb) {
+            *x = *x * T::from_f64(f64::from(k));
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The gradient outputs of [`Cell::backward`].
@@ -180,6 +243,7 @@ pub(crate) struct StepGrads<'a, T> {
 
 /// `dU (H, 3H)` over all `n` steps at once: `H_prevᵀ dGH` (reset-after), or
 /// `[H_prevᵀ dGH_rz | Qᵀ dGH_n]` (paper). Inactive rows have `dGH = 0` and add nothing.
+/// Under recurrent dropout `hprev` must be the states entering `U`, `m ⊙ H_prev`.
 pub(crate) fn u_grad<T: Real>(form: GruForm, h: usize, hprev: &[T], q: &[T], dgh: &[T], threads: usize) -> Vec<T> {
     let n = dgh.len() / (3 * h);
     let mut du = vec![T::ZERO; h * 3 * h];

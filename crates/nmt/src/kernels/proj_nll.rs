@@ -18,19 +18,31 @@ use super::saved_op::{apply, SavedForward};
 use super::xent::ROWS;
 use crate::simd_dispatch;
 
+/// The projection matrix as the op reads it.
+#[derive(Clone, Copy, Debug)]
+pub enum ProjWeight<'a> {
+    /// `W (K, V)`.
+    Kv(&'a Tensor),
+    /// `Wᵀ (V, K)`, contiguous: the target embeddings `E` when they are tied (`G = Eᵀ`). The op
+    /// reads them as they are, with no copy in either pass, and returns their gradient as
+    /// `(V, K)` straight to `E`: no transpose node (each would cost a strided 8 MB add in
+    /// candle's backward pass).
+    Vk(&'a Tensor),
+}
+
 /// Per-row NLL `(N,)` of `targets` under `softmax(x W + b)`, label-smoothed by `smoothing` (ε).
-pub fn proj_nll(x: &Tensor, w: &Tensor, b: &Tensor, targets: &[u32], smoothing: f64) -> Result<Tensor> {
+pub fn proj_nll(x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], smoothing: f64) -> Result<Tensor> {
     let (n, k) = x.dims2()?;
-    let (k2, v) = w.dims2()?;
+    let (transposed, wt) = match w {
+        ProjWeight::Kv(w) => (false, w),
+        ProjWeight::Vk(w) => (true, w),
+    };
+    let (k2, v) = if transposed { (wt.dim(1)?, wt.dim(0)?) } else { wt.dims2()? };
     if k != k2 || b.dims1()? != v || targets.len() != n || targets.iter().any(|&t| t as usize >= v) {
-        candle_core::bail!("proj_nll: x {:?}, w {:?}, b {:?}, {} targets do not fit", x.dims(), w.dims(), b.dims(), targets.len());
+        candle_core::bail!("proj_nll: x {:?}, w {:?}, b {:?}, {} targets do not fit", x.dims(), wt.dims(), b.dims(), targets.len());
     }
-    // A transposed view of a contiguous `(V, K)` matrix (tied embeddings: `W = Eᵀ`) is read
-    // as it is, with no copy in either pass; its gradient comes back as `(V, K)`.
-    let wt = w.t()?;
-    let transposed = !w.is_contiguous() && wt.is_contiguous();
     let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed };
-    apply(op, x, if transposed { &wt } else { w }, b)
+    apply(op, x, wt, b)
 }
 
 /// Unnormalised probabilities `exp(z − max)` `(N, V)` and each row's `1 / Σ`, kept between

@@ -9,7 +9,7 @@
 use candle_core::{Tensor, D};
 
 use super::attention::Attention;
-use super::gru::{cell_step, Gru};
+use super::gru::{cell_step, Gru, Recurrent};
 use super::params::{Init, ParamBuilder};
 use crate::config::GruForm;
 use crate::error::Result;
@@ -93,14 +93,15 @@ impl AttentionDecoder {
         Ok(back_first.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
     }
 
-    /// `gi = E y_{i-1} W + b` `(batch, 3n)`, `s = s_{i-1}` → `s_i`, `c_i`, `α_i`.
-    pub fn step(&self, memory: &Memory, gi: &Tensor, s: &Tensor) -> Result<StepOut> {
+    /// `gi = E y_{i-1} W + b` `(batch, 3n)`, `s = s_{i-1}` → `s_i`, `c_i`, `α_i`;
+    /// `state_mask (batch, n)`: recurrent dropout on `s_{i-1}` entering `U` (training only).
+    pub fn step(&self, memory: &Memory, gi: &Tensor, s: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
         let Memory::Attention { annotations, uh, mask_bias } = memory else {
             return Err(crate::Error::Config("attention decoder given a summary memory".into()));
         };
         let (ctx, alpha) = self.att.attend(s, annotations, uh, mask_bias)?;
         let gi = (gi + ctx.matmul(&self.c)?)?;
-        let state = self.gru.step(&gi, s)?;
+        let state = self.gru.step(&gi, s, state_mask)?;
         Ok(StepOut { state, ctx: Some(ctx), alpha: Some(alpha) })
     }
 }
@@ -157,14 +158,16 @@ impl SummaryDecoder {
         super::gru::project_sequence(x, &self.w, &self.b)
     }
 
-    pub fn step(&self, memory: &Memory, gi: &Tensor, h: &Tensor) -> Result<StepOut> {
+    /// One step from `h = h'_{i-1}`; `state_mask` as for [`AttentionDecoder::step`].
+    pub fn step(&self, memory: &Memory, gi: &Tensor, h: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
         let Memory::Summary { gate_ctx, .. } = memory else {
             return Err(crate::Error::Config("summary decoder given an attention memory".into()));
         };
         let n = self.hidden;
         let ghb = self.recurrent_term(gate_ctx)?;
-        let u = (&self.u.narrow(D::Minus1, 0, 2 * n)?, &self.u.narrow(D::Minus1, 2 * n, n)?);
-        let state = cell_step(GruForm::ResetAfter, gi, h, u, Some(&ghb))?;
+        let (u_rz, u_n) = (self.u.narrow(D::Minus1, 0, 2 * n)?, self.u.narrow(D::Minus1, 2 * n, n)?);
+        let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(&ghb), state_mask };
+        let state = cell_step(GruForm::ResetAfter, gi, h, &rec)?;
         Ok(StepOut { state, ctx: None, alpha: None })
     }
 

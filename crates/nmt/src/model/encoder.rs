@@ -24,10 +24,11 @@ impl BiGruEncoder {
 
     /// `x: (batch, src_len, m)`, `mask: (batch, src_len)` → annotations `(batch, src_len, 2n)` and
     /// `←h_1`, the backward GRU's state at the first word `(batch, n)` (it has read the whole
-    /// sentence; RNNsearch initialises the decoder from it).
-    pub fn forward(&self, x: &Tensor, mask: &Tensor) -> Result<(Tensor, Tensor)> {
-        let (fwd, _) = self.fwd.run(&self.fwd.project(x)?, mask, false)?;
-        let (bwd, back_first) = self.bwd.run(&self.bwd.project(x)?, mask, true)?;
+    /// sentence; RNNsearch initialises the decoder from it). `state_masks`: each direction's
+    /// recurrent-dropout mask `(batch, n)` (training only).
+    pub fn forward(&self, x: &Tensor, mask: &Tensor, state_masks: [Option<&Tensor>; 2]) -> Result<(Tensor, Tensor)> {
+        let (fwd, _) = self.fwd.run(&self.fwd.project(x)?, mask, false, state_masks[0])?;
+        let (bwd, back_first) = self.bwd.run(&self.bwd.project(x)?, mask, true, state_masks[1])?;
         Ok((Tensor::cat(&[fwd, bwd], 2)?, back_first))
     }
 }
@@ -44,8 +45,8 @@ impl GruEncoder {
     }
 
     /// `x: (batch, src_len, m)` → `h^(T)` `(batch, n)`, each sentence's state after its last word.
-    pub fn forward(&self, x: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let (_, last) = self.gru.run(&self.gru.project(x)?, mask, false)?;
+    pub fn forward(&self, x: &Tensor, mask: &Tensor, state_mask: Option<&Tensor>) -> Result<Tensor> {
+        let (_, last) = self.gru.run(&self.gru.project(x)?, mask, false, state_mask)?;
         Ok(last)
     }
 }

@@ -47,15 +47,22 @@ impl Seq2Seq {
         // The kernels take each sentence's length; an empty source still has its `</s>`.
         let src_lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
         // Dropout masks in the composed path's order and element order (a mask depends only
-        // on the element count): source, target embeddings, maxout.
+        // on the element count): source embeddings, encoder states, target embeddings,
+        // decoder states, maxout.
         let mut x = self.src_emb.index_select(&batch.src.flatten_all()?, 0)?;
         if let Some(d) = dropout.as_deref_mut() {
             x = d.source(&x)?;
         }
+        let enc_dirs = if matches!(self.core, Core::Search { .. }) { 2 } else { 1 };
+        let enc_mask: Option<Vec<f32>> = match dropout.as_deref_mut() {
+            Some(d) => (0..enc_dirs).map(|_| d.recurrent(b, n)).collect::<Option<Vec<_>>>().map(|v| v.concat()),
+            None => None,
+        };
         let mut ey = self.tgt_emb.index_select(&batch.tgt_in.flatten_all()?, 0)?;
         if let Some(d) = dropout.as_deref_mut() {
             ey = d.target(&ey)?;
         }
+        let dec_mask = dropout.as_deref_mut().and_then(|d| d.recurrent(b, n));
         // The deep output's maxout layer `t (B·T, l)`.
         let mut hidden = match &self.core {
             Core::Search { enc, dec } => {
@@ -64,7 +71,8 @@ impl Seq2Seq {
                 let gi = linear::linear(&x, &w, &bias)?;
                 let u = Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?;
                 let bh = Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?;
-                let ann = bigru::bigru_sequence(&gi, &u, &bh, self.cfg.gru, &src_lens)?;
+                let spec = gru::GruSpec { form: self.cfg.gru, lens: &src_lens, state_mask: enc_mask.as_deref() };
+                let ann = bigru::bigru_sequence(&gi, &u, &bh, spec)?;
                 let gie = linear::linear(&ey, &dec.gru.w, &dec.gru.b)?;
                 let att = &dec.att;
                 let (u_cat, b_h) = (dec.gru.u_cat()?, dec.gru.bias_h()?);
@@ -82,6 +90,7 @@ impl Seq2Seq {
                     lens: src_lens,
                     form: self.cfg.gru,
                     output: self.cfg.output_state,
+                    state_mask: dec_mask,
                 };
                 // (B·T, n + 2n): [s; c] per target position, the deep output's state and context.
                 let out = attn_op::attention_decoder(&gie, &ann, &Tensor::cat(&packed, 0)?, dims)?;
@@ -95,13 +104,16 @@ impl Seq2Seq {
                 let gi = linear::linear(&x, &g.w, &g.b)?.reshape((b, s, 3 * n))?;
                 let zeros = Tensor::zeros((b, n), x.dtype(), x.device())?;
                 let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, 3 * n))?, &zeros], 1)?;
-                let hs = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, self.cfg.gru, false, &src_lens)?;
+                let spec = gru::GruSpec { form: self.cfg.gru, lens: &src_lens, state_mask: enc_mask.as_deref() };
+                let hs = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, false, spec)?;
                 let (c, init) = dec.summarise(&hs.narrow(1, s - 1, 1)?.squeeze(1)?)?;
                 let ghb = dec.recurrent_term(&c.matmul(&dec.c)?)?;
                 let gie = linear::linear(&ey, &dec.w, &dec.b)?.reshape((b, t, 3 * n))?;
                 let dec_rows = Tensor::cat(&[&ghb, &init], 1)?;
                 // The paper's decoder resets `U' h' + C c` as a whole: the reset-after cell.
-                let cur = gru::gru_sequence(&gie, &dec.u, &dec_rows, GruForm::ResetAfter, false, &vec![t; b])?;
+                let tgt_lens = vec![t; b];
+                let spec = gru::GruSpec { form: GruForm::ResetAfter, lens: &tgt_lens, state_mask: dec_mask.as_deref() };
+                let cur = gru::gru_sequence(&gie, &dec.u, &dec_rows, false, spec)?;
                 let states = output_states(&cur, &init, self.cfg.output_state)?;
                 let rows = Tensor::cat(&[&states, &ey.reshape((b, t, m))?], 2)?.reshape((b * t, n + m))?;
                 let o = &self.out;
@@ -115,7 +127,7 @@ impl Seq2Seq {
             hidden = d.apply(&hidden)?;
         }
         let targets = batch.tgt_out.to_vec1::<u32>()?;
-        let nll = proj_nll::proj_nll(&hidden, &self.out.g, &self.out.b_g, &targets, eps)?;
+        let nll = proj_nll::proj_nll(&hidden, self.out.projection(), &self.out.b_g, &targets, eps)?;
         Ok((nll * &batch.tgt_mask)?)
     }
 }

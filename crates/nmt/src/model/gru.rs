@@ -72,16 +72,19 @@ impl Gru {
     }
 
     /// One step. `gi: (batch, 3n)` is the input's projection (plus any extra input term such as
-    /// RNNsearch's `C c_i`), `h: (batch, n)` → new `h: (batch, n)`.
-    pub fn step(&self, gi: &Tensor, h: &Tensor) -> Result<Tensor> {
-        cell_step(self.form, gi, h, (&self.u_rz, &self.u), self.b_h.as_ref())
+    /// RNNsearch's `C c_i`), `h: (batch, n)` → new `h: (batch, n)`; `state_mask (batch, n)`
+    /// is recurrent dropout's mask (training only).
+    pub fn step(&self, gi: &Tensor, h: &Tensor, state_mask: Option<&Tensor>) -> Result<Tensor> {
+        let rec = Recurrent { u_rz: &self.u_rz, u_n: &self.u, ghb: self.b_h.as_ref(), state_mask };
+        cell_step(self.form, gi, h, &rec)
     }
 
     /// Runs over a padded batch. `gi: (batch, len, 3n)` from [`Gru::project`], `mask: (batch, len)`
     /// with 1 for real tokens; at padding the state is carried unchanged, so the state after the
     /// loop is each sentence's last real state, and a reversed pass starts cleanly at each
-    /// sentence's own end. Returns the states `(batch, len, n)` and the final state `(batch, n)`.
-    pub fn run(&self, gi: &Tensor, mask: &Tensor, reverse: bool) -> Result<(Tensor, Tensor)> {
+    /// sentence's own end. `state_mask (batch, n)`: recurrent dropout, the same at every step.
+    /// Returns the states `(batch, len, n)` and the final state `(batch, n)`.
+    pub fn run(&self, gi: &Tensor, mask: &Tensor, reverse: bool, state_mask: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
         let (b, t, _) = gi.dims3()?;
         let mut h = Tensor::zeros((b, self.hidden), gi.dtype(), gi.device())?;
         let mut states = vec![None; t];
@@ -89,7 +92,7 @@ impl Gru {
         for i in order {
             let gi_t = gi.narrow(1, i, 1)?.squeeze(1)?;
             let m = mask.narrow(1, i, 1)?; // (b, 1)
-            let new = self.step(&gi_t, &h)?;
+            let new = self.step(&gi_t, &h, state_mask)?;
             h = (&h + m.broadcast_mul(&(new - &h)?)?)?;
             states[i] = Some(h.clone());
         }
@@ -98,26 +101,39 @@ impl Gru {
     }
 }
 
+/// The recurrent side of a GRU step: `U_rz (n, 2n)`, `U (n, n)`; `ghb`, a recurrent term
+/// broadcastable to `(batch, 3n)` (`b_h`, RNNenc's `C c`, or none); and `state_mask`, recurrent
+/// dropout's `(batch, n)` mask on the state where it enters `U` (Gal & Ghahramani 2016).
+pub struct Recurrent<'a> {
+    pub u_rz: &'a Tensor,
+    pub u_n: &'a Tensor,
+    pub ghb: Option<&'a Tensor>,
+    pub state_mask: Option<&'a Tensor>,
+}
+
 /// One GRU step from composed candle ops, either form (`kernels/gru_cell.rs` is its fused twin):
-/// `gi (batch, 3n)`, `h (batch, n)`, `u = (U_rz (n, 2n), U (n, n))`, and `ghb`, a recurrent term
-/// broadcastable to `(batch, 3n)` (`b_h`, RNNenc's `C c`, or none).
-pub fn cell_step(form: GruForm, gi: &Tensor, h: &Tensor, u: (&Tensor, &Tensor), ghb: Option<&Tensor>) -> Result<Tensor> {
+/// `gi (batch, 3n)`, `h (batch, n)`. Under recurrent dropout `U` reads `hu = m ⊙ h`; the
+/// update `h~ + z ⊙ (h − h~)` keeps `h`.
+pub fn cell_step(form: GruForm, gi: &Tensor, h: &Tensor, rec: &Recurrent<'_>) -> Result<Tensor> {
     let n = h.dim(D::Minus1)?;
-    let (u_rz, u_n) = u;
     let part = |x: Tensor, at: usize, len: usize| -> Result<Tensor> {
-        match ghb {
+        match rec.ghb {
             Some(g) => Ok(x.broadcast_add(&g.narrow(D::Minus1, at, len)?)?),
             None => Ok(x),
         }
     };
-    let gh_rz = part(h.matmul(u_rz)?, 0, 2 * n)?;
+    let hu = match rec.state_mask {
+        Some(m) => (h * m)?,
+        None => h.clone(),
+    };
+    let gh_rz = part(hu.matmul(rec.u_rz)?, 0, 2 * n)?;
     let rz = candle_nn::ops::sigmoid(&(gi.narrow(D::Minus1, 0, 2 * n)? + gh_rz)?)?;
     let r = rz.narrow(D::Minus1, 0, n)?;
     let z = rz.narrow(D::Minus1, n, n)?;
     let gi_c = gi.narrow(D::Minus1, 2 * n, n)?;
     let cand = match form {
-        GruForm::Paper => (gi_c + part((r * h)?.matmul(u_n)?, 2 * n, n)?)?.tanh()?,
-        GruForm::ResetAfter => (gi_c + (r * part(h.matmul(u_n)?, 2 * n, n)?)?)?.tanh()?,
+        GruForm::Paper => (gi_c + part((r * &hu)?.matmul(rec.u_n)?, 2 * n, n)?)?.tanh()?,
+        GruForm::ResetAfter => (gi_c + (r * part(hu.matmul(rec.u_n)?, 2 * n, n)?)?)?.tanh()?,
     };
     // z ⊙ h + (1 − z) ⊙ h~  =  h~ + z ⊙ (h − h~)
     Ok((&cand + (z * (h - &cand)?)?)?)

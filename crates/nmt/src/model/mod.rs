@@ -115,23 +115,34 @@ impl Seq2Seq {
         self.params.dtype
     }
 
+    /// A recurrent-dropout mask `(rows, n)` as a tensor of the model's dtype (composed path).
+    fn state_mask(&self, dropout: Option<&mut Dropout>, rows: usize) -> Result<Option<Tensor>> {
+        let n = self.cfg.hidden_dim;
+        match dropout.and_then(|d| d.recurrent(rows, n)) {
+            Some(m) => Ok(Some(Tensor::from_vec(m, (rows, n), self.device())?.to_dtype(self.dtype())?)),
+            None => Ok(None),
+        }
+    }
+
     /// Encodes a padded source batch `src: (B, S)` u32 with `mask: (B, S)` (1 at words).
-    pub fn encode(&self, src: &Tensor, mask: &Tensor, dropout: Option<&mut Dropout>) -> Result<Encoded> {
+    pub fn encode(&self, src: &Tensor, mask: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Encoded> {
         let (b, s) = src.dims2()?;
         let mut x = self.src_emb.index_select(&src.flatten_all()?, 0)?.reshape((b, s, self.cfg.emb_dim))?;
-        if let Some(d) = dropout {
+        if let Some(d) = dropout.as_deref_mut() {
             x = d.source(&x)?;
         }
         match &self.core {
             Core::Search { enc, dec } => {
-                let (annotations, back_first) = enc.forward(&x, mask)?;
+                let fwd = self.state_mask(dropout.as_deref_mut(), b)?;
+                let bwd = self.state_mask(dropout, b)?;
+                let (annotations, back_first) = enc.forward(&x, mask, [fwd.as_ref(), bwd.as_ref()])?;
                 let uh = dec.att.precompute(&annotations)?;
                 let mask_bias = ((mask - 1.0)? * 1e9)?;
                 let init = dec.init_state(&back_first)?;
                 Ok(Encoded { memory: Memory::Attention { annotations, uh, mask_bias }, init })
             }
             Core::Enc { enc, dec } => {
-                let last = enc.forward(&x, mask)?;
+                let last = enc.forward(&x, mask, self.state_mask(dropout, b)?.as_ref())?;
                 let (c, init) = dec.summarise(&last)?;
                 let gate_ctx = c.matmul(&dec.c)?;
                 let out_ctx = self.out.project_context(&c)?;
@@ -147,10 +158,10 @@ impl Seq2Seq {
         }
     }
 
-    fn dec_step(&self, memory: &Memory, gi: &Tensor, s: &Tensor) -> Result<StepOut> {
+    fn dec_step(&self, memory: &Memory, gi: &Tensor, s: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
         match &self.core {
-            Core::Search { dec, .. } => dec.step(memory, gi, s),
-            Core::Enc { dec, .. } => dec.step(memory, gi, s),
+            Core::Search { dec, .. } => dec.step(memory, gi, s, state_mask),
+            Core::Enc { dec, .. } => dec.step(memory, gi, s, state_mask),
         }
     }
 
@@ -176,10 +187,11 @@ impl Seq2Seq {
             ey = d.target(&ey)?;
         }
         let gi = self.project_targets(&ey)?;
+        let state_mask = self.state_mask(dropout.as_deref_mut(), b)?;
         let mut s = enc.init.clone();
         let (mut states, mut ctxs) = (Vec::with_capacity(t), Vec::with_capacity(t));
         for i in 0..t {
-            let out = self.dec_step(&enc.memory, &gi.narrow(1, i, 1)?.squeeze(1)?, &s)?;
+            let out = self.dec_step(&enc.memory, &gi.narrow(1, i, 1)?.squeeze(1)?, &s, state_mask.as_ref())?;
             states.push(match self.cfg.output_state {
                 OutputState::Previous => s,
                 OutputState::Current => out.state.clone(),
@@ -264,7 +276,7 @@ impl Seq2Seq {
     pub fn decode_step(&self, enc: &Encoded, state: &Tensor, y_prev: &Tensor) -> Result<Step> {
         let ey = self.tgt_emb.index_select(y_prev, 0)?;
         let gi = self.project_targets(&ey.unsqueeze(1)?)?.squeeze(1)?;
-        let out = self.dec_step(&enc.memory, &gi, state)?;
+        let out = self.dec_step(&enc.memory, &gi, state, None)?;
         let s_out = match self.cfg.output_state {
             OutputState::Previous => state,
             OutputState::Current => &out.state,

@@ -10,6 +10,7 @@ use candle_core::{Tensor, D};
 
 use super::params::{Init, ParamBuilder};
 use crate::error::Result;
+use crate::kernels::proj_nll::ProjWeight;
 
 /// Sizes of the deep output: decoder state `n`, embedding `m`, context, maxout units `l`, `K_y`.
 #[derive(Clone, Copy, Debug)]
@@ -33,6 +34,8 @@ pub struct DeepOutput {
     pub g: Tensor,
     pub b_g: Tensor,
     pub maxout: usize,
+    /// The tied target embedding `E (K_y, l)` itself (`g` is its transpose).
+    tied: Option<Tensor>,
 }
 
 impl DeepOutput {
@@ -48,7 +51,16 @@ impl DeepOutput {
             Some(e) => e.t()?,
             None => pb.get("g", &[maxout, vocab], Init::Normal)?,
         };
-        Ok(DeepOutput { o_h, o_y, o_c, b, g, b_g: pb.get("b_g", &[vocab], Init::Zeros)?, maxout })
+        let b_g = pb.get("b_g", &[vocab], Init::Zeros)?;
+        Ok(DeepOutput { o_h, o_y, o_c, b, g, b_g, maxout, tied: tied.cloned() })
+    }
+
+    /// `G` as the fused projection reads it: `G (l, K_y)`, or `E (K_y, l)` itself when tied.
+    pub fn projection(&self) -> ProjWeight<'_> {
+        match &self.tied {
+            Some(e) => ProjWeight::Vk(e),
+            None => ProjWeight::Kv(&self.g),
+        }
     }
 
     /// `O_c c`: `(rows, ctx)` → `(rows, 2l)`; for RNNenc done once per sentence.

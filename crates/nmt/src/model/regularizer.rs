@@ -6,10 +6,15 @@
 //! - Word dropout (Gal & Ghahramani 2016, as Nematus' `dropout_source`/`dropout_target`): a
 //!   whole word's embedding row zeroed with probability `p`, the rest scaled by `1/(1−p)`, so the
 //!   model learns not to lean on any single word.
+//! - Recurrent dropout (Gal & Ghahramani 2016, Nematus' `dropout_hidden`): one mask per
+//!   sentence and GRU layer, the same at every time step, on the state where it enters the
+//!   recurrent matrix `U` (`kernels/gru_cell.rs`).
 //! - Label smoothing ε (Szegedy et al. 2016): see [`Regularizer::label_smoothing`].
 //!
 //! A mask depends only on the tensor's element count and the draw order, so the fused and the
-//! composed losses, which draw in the same order, see the same masks.
+//! composed losses, which draw in the same order, see the same masks. The order: source
+//! embeddings, the encoder's recurrent masks (forward, then backward direction), target
+//! embeddings, the decoder's recurrent mask, the maxout output.
 use candle_core::{Tensor, D};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -24,6 +29,8 @@ pub struct DropoutRates {
     /// Whole source / target words (`train.src_word_dropout`, `train.tgt_word_dropout`).
     pub src_words: f64,
     pub tgt_words: f64,
+    /// The GRU states entering `U`, per sentence and layer (`model.recurrent_dropout`).
+    pub recurrent: f64,
 }
 
 /// Draws the masks of one update.
@@ -52,6 +59,11 @@ impl Dropout {
     /// Target embeddings `(…, m)`: word dropout and unit dropout.
     pub fn target(&mut self, x: &Tensor) -> Result<Tensor> {
         self.embedding(x, self.rates.tgt_words)
+    }
+
+    /// A recurrent-dropout mask `(rows, hidden)` of `0` or `1/(1−p)`, or `None` when off.
+    pub fn recurrent(&mut self, rows: usize, hidden: usize) -> Option<Vec<f32>> {
+        self.draw(self.rates.recurrent, rows * hidden)
     }
 
     /// Word dropout with probability `words` (one draw per row of the last dimension, drawn

@@ -249,7 +249,13 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             let batch = &batches[run.progress.batch_in_epoch];
             win.started.get_or_insert_with(Instant::now);
             let bt = BatchTensors::new(batch, run.model.dtype(), run.model.device())?;
-            let rates = DropoutRates { units: run.meta.config.dropout, src_words: t.src_word_dropout, tgt_words: t.tgt_word_dropout };
+            let m = &run.meta.config;
+            let rates = DropoutRates {
+                units: m.dropout,
+                src_words: t.src_word_dropout,
+                tgt_words: t.tgt_word_dropout,
+                recurrent: m.recurrent_dropout,
+            };
             let mut reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step);
             let loss = profile::timed(profile::TRAIN_FORWARD, || run.model.loss(&bt, Some(&mut reg)))?;
             let value = loss.mean.to_dtype(DType::F64)?.to_scalar::<f64>()?;
