@@ -13,7 +13,7 @@
 //! (under recurrent dropout the `U` terms use `m ⊙ s` and `ds_{i-1}` gets `m ⊙ (dGH Uᵀ)`).
 use rayon::prelude::*;
 
-use super::attn_decoder::{attend_row, AttnDims, AttnScratch, Steps};
+use super::attn_decoder::{attention_weights, AttnDims, AttnScratch, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
 use super::gru::chunk_rows;
 use super::gru_cell::{chunk_mask, dropped, masked_states, u_grad, Cell, Rows, StepGrads, StepIn};
@@ -153,7 +153,6 @@ fn backward_chunk<T: Real>(
     let v = &w[o.va..o.wc];
     let mut dc = vec![T::ZERO; nb * c];
     let mut sc = AttnScratch::new(sl, a);
-    let mut ctx = vec![T::ZERO; c];
     let mut dalpha = vec![T::ZERO; sl];
     let cell = Cell { form: d.form, hidden: h, u: &w[o.u..o.bh] };
     let active = vec![true; nb];
@@ -183,7 +182,7 @@ fn backward_chunk<T: Real>(
             let len = d.lens[bg];
             let enc_b = &enc[bg * sl * ew..(bg + 1) * sl * ew];
             let ws = &re.ws[(bg * tl + i) * a..][..a];
-            attend_row(enc_b, ws, v, len, &mut sc, &mut ctx);
+            attention_weights(enc_b, c, ws, v, len, &mut sc);
             let (x, alpha) = (&sc.x, &sc.alpha);
             let dcb = &dc[b * c..(b + 1) * c];
             let denc_b = &mut g.denc[b * sl * ew..(b + 1) * sl * ew];

@@ -111,8 +111,20 @@ impl<T: Real> AttnScratch<T> {
 /// `ws (A)`; `enc_b (S, C + A)` holds each position's `[h_j; U_a h_j]`.
 #[inline(always)]
 pub(crate) fn attend_row<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, sc: &mut AttnScratch<T>, ctx: &mut [T]) {
-    let (x, alpha) = (&mut sc.x, &mut sc.alpha);
     let ctx_dim = ctx.len();
+    attention_weights(enc_b, ctx_dim, ws, v, len, sc);
+    let ew = ctx_dim + ws.len();
+    ctx.fill(T::ZERO);
+    for j in 0..len {
+        axpy(sc.alpha[j], &enc_b[j * ew..j * ew + ctx_dim], ctx);
+    }
+}
+
+/// The weights alone (the backward pass recomputes them but not the context): `sc.x (S, A)`
+/// and `sc.alpha (S)`, zero past `len`.
+#[inline(always)]
+pub(crate) fn attention_weights<T: Real>(enc_b: &[T], ctx_dim: usize, ws: &[T], v: &[T], len: usize, sc: &mut AttnScratch<T>) {
+    let (x, alpha) = (&mut sc.x, &mut sc.alpha);
     let a = ws.len();
     let ew = ctx_dim + a;
     let mut max = T::from_f64(f64::NEG_INFINITY);
@@ -132,10 +144,8 @@ pub(crate) fn attend_row<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, sc
         sum += *al;
     }
     let inv = T::ONE / sum;
-    ctx.fill(T::ZERO);
-    for j in 0..len {
-        alpha[j] = alpha[j] * inv;
-        axpy(alpha[j], &enc_b[j * ew..j * ew + ctx_dim], ctx);
+    for al in alpha[..len].iter_mut() {
+        *al = *al * inv;
     }
     alpha[len..].fill(T::ZERO);
 }
