@@ -399,6 +399,34 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
     }
 }
 
+/// The tied layout: the op reads `E (V, K)` as `Wᵀ` and returns `dE` in that layout.
+#[test]
+fn fused_projection_nll_reads_transposed_weights() {
+    use nmt::kernels::proj_nll::{proj_nll, ProjWeight};
+    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 3e-5)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(29);
+        let (n, k, v) = (13, 7, 31);
+        let x = rand_var(&[n, k], 1.0, dtype, &mut rng);
+        let e = rand_var(&[v, k], 1.0, dtype, &mut rng);
+        let b = rand_var(&[v], 1.0, dtype, &mut rng);
+        let targets: Vec<u32> = (0..n).map(|_| rng.gen_range(0..v as u32)).collect();
+        let tt = Tensor::from_vec(targets.clone(), (n, 1), &Device::Cpu).unwrap();
+        let err = compare(
+            &[&x, &e, &b],
+            || proj_nll(x.as_tensor(), ProjWeight::Vk(e.as_tensor()), b.as_tensor(), &targets, 0.1).unwrap(),
+            || {
+                let z = x.as_tensor().matmul(&e.as_tensor().t().unwrap()).unwrap().broadcast_add(b.as_tensor()).unwrap();
+                let lp = candle_nn::ops::log_softmax(&z, D::Minus1).unwrap();
+                let picked = lp.gather(&tt, 1).unwrap().squeeze(1).unwrap();
+                ((picked * 0.9).unwrap() + (lp.mean(D::Minus1).unwrap() * 0.1).unwrap()).unwrap().neg().unwrap()
+            },
+            14,
+        );
+        eprintln!("projection nll, transposed weights, {dtype:?}: {err:.2e}");
+        assert!(err < tol, "projection nll transposed {dtype:?}: {err}");
+    }
+}
+
 #[test]
 fn fused_bidirectional_gru_matches_composed_ops() {
     use nmt::kernels::bigru::bigru_sequence;
