@@ -399,6 +399,34 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
     }
 }
 
+/// The embedding op (lookup and dropout mask) against `index_select` times the mask, with
+/// repeated ids so that the scatter adds.
+#[test]
+fn fused_embedding_matches_index_select_times_mask() {
+    use nmt::kernels::embed::embed;
+    for (dtype, masked) in [(DType::F64, false), (DType::F64, true), (DType::F32, true)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(31);
+        let (v, m) = (11, 6);
+        let table = rand_var(&[v, m], 1.0, dtype, &mut rng);
+        let ids: Vec<u32> = vec![3, 7, 3, 0, 10, 7, 7];
+        let mask = masked.then(|| state_mask(ids.len() * m, 47));
+        let idt = Tensor::new(ids.as_slice(), &Device::Cpu).unwrap();
+        let err = compare(
+            &[&table],
+            || embed(table.as_tensor(), &ids, mask.as_deref()).unwrap(),
+            || {
+                let x = table.as_tensor().index_select(&idt, 0).unwrap();
+                match &mask {
+                    Some(mk) => (x * mask_tensor(mk, ids.len(), m, dtype)).unwrap(),
+                    None => x,
+                }
+            },
+            16,
+        );
+        assert!(err < 1e-6, "embed {dtype:?} masked={masked}: {err}");
+    }
+}
+
 /// The tied layout: the op reads `E (V, K)` as `Wᵀ` and returns `dE` in that layout.
 #[test]
 fn fused_projection_nll_reads_transposed_weights() {

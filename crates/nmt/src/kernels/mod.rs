@@ -6,6 +6,7 @@ pub mod attn_decoder;
 pub mod attn_op;
 pub mod bigru;
 pub mod deep_output;
+pub mod embed;
 pub mod gemm;
 pub mod gru;
 pub mod gru_cell;

@@ -24,7 +24,7 @@ use super::regularizer::Dropout;
 use super::{Core, Seq2Seq};
 use crate::config::{GruForm, OutputState};
 use crate::error::Result;
-use crate::kernels::{attn_decoder, attn_op, bigru, deep_output, gru, linear, maxout, proj_nll};
+use crate::kernels::{attn_decoder, attn_op, bigru, deep_output, embed, gru, linear, maxout, proj_nll};
 
 /// `(B, T, n)` decoder states → the ones the deep output reads: `s_i` or `s_{i-1}`.
 fn output_states(cur: &Tensor, init: &Tensor, which: OutputState) -> Result<Tensor> {
@@ -49,19 +49,17 @@ impl Seq2Seq {
         // Dropout masks in the composed path's order and element order (a mask depends only
         // on the element count): source embeddings, encoder states, target embeddings,
         // decoder states, maxout.
-        let mut x = self.src_emb.index_select(&batch.src.flatten_all()?, 0)?;
-        if let Some(d) = dropout.as_deref_mut() {
-            x = d.source(&x)?;
-        }
+        let src_ids = batch.src.flatten_all()?.to_vec1::<u32>()?;
+        let src_mask = dropout.as_deref_mut().and_then(|d| d.source_mask(src_ids.len(), m));
+        let x = embed::embed(&self.src_emb, &src_ids, src_mask.as_deref())?;
         let enc_dirs = if matches!(self.core, Core::Search { .. }) { 2 } else { 1 };
         let enc_mask: Option<Vec<f32>> = match dropout.as_deref_mut() {
             Some(d) => (0..enc_dirs).map(|_| d.recurrent(b, n)).collect::<Option<Vec<_>>>().map(|v| v.concat()),
             None => None,
         };
-        let mut ey = self.tgt_emb.index_select(&batch.tgt_in.flatten_all()?, 0)?;
-        if let Some(d) = dropout.as_deref_mut() {
-            ey = d.target(&ey)?;
-        }
+        let tgt_ids = batch.tgt_in.flatten_all()?.to_vec1::<u32>()?;
+        let tgt_mask = dropout.as_deref_mut().and_then(|d| d.target_mask(tgt_ids.len(), m));
+        let ey = embed::embed(&self.tgt_emb, &tgt_ids, tgt_mask.as_deref())?;
         let dec_mask = dropout.as_deref_mut().and_then(|d| d.recurrent(b, n));
         // The deep output's maxout layer `t (B·T, l)`.
         let mut hidden = match &self.core {

@@ -66,27 +66,45 @@ impl Dropout {
         self.draw(self.rates.recurrent, rows * hidden)
     }
 
-    /// Word dropout with probability `words` (one draw per row of the last dimension, drawn
-    /// first) and unit dropout (one draw per element), as one mask: one multiplication in the
-    /// graph instead of two.
+    /// The combined mask of [`Dropout::source`] for `rows` embeddings of `dim` units, or
+    /// `None` when both rates are 0 (the fused embedding op applies it).
+    pub fn source_mask(&mut self, rows: usize, dim: usize) -> Option<Vec<f32>> {
+        self.embedding_mask(rows, dim, self.rates.src_words)
+    }
+
+    /// The combined mask of [`Dropout::target`].
+    pub fn target_mask(&mut self, rows: usize, dim: usize) -> Option<Vec<f32>> {
+        self.embedding_mask(rows, dim, self.rates.tgt_words)
+    }
+
+    /// Word dropout (one mask per row of the last dimension) and unit dropout on `x`.
     fn embedding(&mut self, x: &Tensor, words: f64) -> Result<Tensor> {
         let dim = x.dim(D::Minus1)?.max(1);
-        let rows = x.elem_count() / dim;
+        match self.embedding_mask(x.elem_count() / dim, dim, words) {
+            None => Ok(x.clone()),
+            Some(mask) => {
+                let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
+                Ok((x * mask)?)
+            }
+        }
+    }
+
+    /// Word dropout with probability `words` (one draw per row, drawn first) and unit dropout
+    /// (one draw per element), as one `(rows, dim)` mask: one multiplication instead of two.
+    fn embedding_mask(&mut self, rows: usize, dim: usize, words: f64) -> Option<Vec<f32>> {
         let word_mask = self.draw(words, rows);
         let unit_mask = self.draw(self.rates.units, rows * dim);
-        let mask: Vec<f32> = match (word_mask, unit_mask) {
-            (None, None) => return Ok(x.clone()),
-            (Some(w), None) => w.iter().flat_map(|&m| std::iter::repeat_n(m, dim)).collect(),
-            (None, Some(u)) => u,
+        match (word_mask, unit_mask) {
+            (None, None) => None,
+            (Some(w), None) => Some(w.iter().flat_map(|&m| std::iter::repeat_n(m, dim)).collect()),
+            (None, Some(u)) => Some(u),
             (Some(w), Some(mut u)) => {
                 for (row, &m) in u.chunks_exact_mut(dim).zip(&w) {
                     row.iter_mut().for_each(|v| *v *= m);
                 }
-                u
+                Some(u)
             }
-        };
-        let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
-        Ok((x * mask)?)
+        }
     }
 
     /// `count` inverted-dropout factors (`0` or `1/(1−p)`), or `None` when `p` is 0.
