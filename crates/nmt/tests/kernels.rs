@@ -314,26 +314,33 @@ fn fused_maxout_matches_reshape_max() {
 #[test]
 fn fused_deep_output_matches_composed_ops() {
     use nmt::kernels::deep_output::deep_output;
-    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 3e-5)] {
+    for (dtype, tol, masked) in [(DType::F64, 1e-12, false), (DType::F32, 3e-5, false), (DType::F64, 1e-12, true), (DType::F32, 3e-5, true)]
+    {
         let mut rng = ChaCha8Rng::seed_from_u64(21);
         let (n, k1, k2, m2) = (13, 10, 6, 8);
         let sc = rand_var(&[n, k1], 1.0, dtype, &mut rng);
         let ey = rand_var(&[n, k2], 1.0, dtype, &mut rng);
         let wb = rand_var(&[k1 + k2 + 1, m2], 1.0, dtype, &mut rng);
+        // A dropout mask on the maxout output.
+        let mask = masked.then(|| state_mask(n * m2 / 2, 53));
         let err = compare(
             &[&sc, &ey, &wb],
-            || deep_output(sc.as_tensor(), ey.as_tensor(), wb.as_tensor()).unwrap(),
+            || deep_output(sc.as_tensor(), ey.as_tensor(), wb.as_tensor(), mask.as_deref()).unwrap(),
             || {
                 let x = Tensor::cat(&[sc.as_tensor(), ey.as_tensor()], 1).unwrap();
                 let w = wb.as_tensor().narrow(0, 0, k1 + k2).unwrap();
                 let b = wb.as_tensor().narrow(0, k1 + k2, 1).unwrap();
                 let pre = x.matmul(&w).unwrap().broadcast_add(&b).unwrap();
-                pre.reshape((n, m2 / 2, 2)).unwrap().max(D::Minus1).unwrap()
+                let t = pre.reshape((n, m2 / 2, 2)).unwrap().max(D::Minus1).unwrap();
+                match &mask {
+                    Some(mk) => (t * mask_tensor(mk, n, m2 / 2, dtype)).unwrap(),
+                    None => t,
+                }
             },
             12,
         );
-        eprintln!("deep output {dtype:?}: {err:.2e}");
-        assert!(err < tol, "deep output {dtype:?}: {err}");
+        eprintln!("deep output {dtype:?} masked={masked}: {err:.2e}");
+        assert!(err < tol, "deep output {dtype:?} masked={masked}: {err}");
     }
 }
 

@@ -6,22 +6,23 @@
 //! twin is `maxout_pairs(linear(cat([sc, ey], 1), [O_sc; O_y], b))`: this op never builds the
 //! `(N, K1 + K2)` concatenation, nor the `(N, 2l)` pre-activation as a graph node, so candle
 //! neither copies them nor allocates and adds their gradients. It keeps which element of each
-//! pair won for its backward pass.
+//! pair won for its backward pass. A dropout mask `(N, l)` on `t`, when given, is applied here
+//! too (the composed twin multiplies it after the maxout).
 use candle_core::{Result, Shape, Tensor};
 
 use super::gemm::{fill_rows, matmul, Mat, Real};
 use super::linear::col_sums;
 use super::saved_op::{apply, SavedForward};
 
-/// `maxout([sc, ey] [O_sc; O_y] + b)` with `wb = [O_sc; O_y; b]`.
-pub fn deep_output(sc: &Tensor, ey: &Tensor, wb: &Tensor) -> Result<Tensor> {
+/// `maxout([sc, ey] [O_sc; O_y] + b) ⊙ mask` with `wb = [O_sc; O_y; b]`.
+pub fn deep_output(sc: &Tensor, ey: &Tensor, wb: &Tensor, mask: Option<&[f32]>) -> Result<Tensor> {
     let (n, k1) = sc.dims2()?;
     let (n2, k2) = ey.dims2()?;
     let (rows, m2) = wb.dims2()?;
-    if n != n2 || rows != k1 + k2 + 1 || m2 % 2 != 0 {
-        candle_core::bail!("deep_output: sc {:?}, ey {:?}, wb {:?} do not fit", sc.dims(), ey.dims(), wb.dims());
+    if n != n2 || rows != k1 + k2 + 1 || m2 % 2 != 0 || mask.is_some_and(|m| m.len() != n * m2 / 2) {
+        candle_core::bail!("deep_output: sc {:?}, ey {:?}, wb {:?} (or the mask) do not fit", sc.dims(), ey.dims(), wb.dims());
     }
-    apply(DeepOut { n, k1, k2, m2 }, sc, ey, wb)
+    apply(DeepOut { n, k1, k2, m2, mask: mask.map(<[f32]>::to_vec) }, sc, ey, wb)
 }
 
 struct DeepOut {
@@ -29,6 +30,7 @@ struct DeepOut {
     k1: usize,
     k2: usize,
     m2: usize,
+    mask: Option<Vec<f32>>,
 }
 
 impl SavedForward for DeepOut {
@@ -48,7 +50,13 @@ impl SavedForward for DeepOut {
         let mut pre = fill_rows(&wb[(k1 + k2) * m2..], n);
         matmul(&mut pre, 0, m2, Mat::new(sc, n, k1), Mat::new(wb, k1, m2), true, threads);
         matmul(&mut pre, 0, m2, Mat::new(ey, n, k2), Mat::strided(wb, k1 * m2, k2, m2, m2), true, threads);
-        let (t, second): (Vec<T>, Vec<bool>) = pre.chunks_exact(2).map(|p| if p[1] > p[0] { (p[1], true) } else { (p[0], false) }).unzip();
+        let (mut t, second): (Vec<T>, Vec<bool>) =
+            pre.chunks_exact(2).map(|p| if p[1] > p[0] { (p[1], true) } else { (p[0], false) }).unzip();
+        if let Some(mask) = &self.mask {
+            for (x, &k) in t.iter_mut().zip(mask) {
+                *x = *x * T::from_f64(f64::from(k));
+            }
+        }
         (t, second)
     }
 
@@ -59,8 +67,11 @@ impl SavedForward for DeepOut {
         // The pre-activation's gradient: each unit's gradient to its pair's winner (ties to
         // the first, as `maxout_pairs`).
         let mut dpre = vec![T::ZERO; n * m2];
-        for ((d, &g), s) in dpre.chunks_exact_mut(2).zip(dt).zip(second) {
-            d[usize::from(s)] = g;
+        for (i, ((d, &g), s)) in dpre.chunks_exact_mut(2).zip(dt).zip(second).enumerate() {
+            d[usize::from(s)] = match &self.mask {
+                Some(mask) => g * T::from_f64(f64::from(mask[i])),
+                None => g,
+            };
         }
         let mut dsc = vec![T::ZERO; n * k1];
         matmul(&mut dsc, 0, k1, Mat::new(&dpre, n, m2), Mat::new(wb, k1, m2).t(), false, threads);

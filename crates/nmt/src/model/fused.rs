@@ -61,8 +61,9 @@ impl Seq2Seq {
         let tgt_mask = dropout.as_deref_mut().and_then(|d| d.target_mask(tgt_ids.len(), m));
         let ey = embed::embed(&self.tgt_emb, &tgt_ids, tgt_mask.as_deref())?;
         let dec_mask = dropout.as_deref_mut().and_then(|d| d.recurrent(b, n));
-        // The deep output's maxout layer `t (B·T, l)`.
-        let mut hidden = match &self.core {
+        // The deep output's maxout layer `t (B·T, l)`, with its dropout mask (drawn last).
+        let out_mask = dropout.and_then(|d| d.units_mask(b * t * self.cfg.maxout_dim));
+        let hidden = match &self.core {
             Core::Search { enc, dec } => {
                 let w = Tensor::cat(&[&enc.fwd.w, &enc.bwd.w], 1)?;
                 let bias = Tensor::cat(&[&enc.fwd.b, &enc.bwd.b], 0)?;
@@ -95,7 +96,7 @@ impl Seq2Seq {
                 let o = &self.out;
                 // maxout([s; c] [O_h; O_c] + E y O_y + b) in one op.
                 let wb = Tensor::cat(&[&o.o_h, &o.o_c, &o.o_y, &o.b.unsqueeze(0)?], 0)?;
-                deep_output::deep_output(&out, &ey, &wb)?
+                deep_output::deep_output(&out, &ey, &wb, out_mask.as_deref())?
             }
             Core::Enc { enc, dec } => {
                 let g = &enc.gru;
@@ -118,12 +119,13 @@ impl Seq2Seq {
                 let pre = linear::linear(&rows, &Tensor::cat(&[&o.o_h, &o.o_y], 0)?, &o.b)?;
                 let ctx = o.project_context(&c)?.unsqueeze(1)?; // (B, 1, 2l)
                 let l2 = 2 * self.cfg.maxout_dim;
-                maxout::maxout_pairs(&pre.reshape((b, t, l2))?.broadcast_add(&ctx)?.reshape((b * t, l2))?)?
+                let hidden = maxout::maxout_pairs(&pre.reshape((b, t, l2))?.broadcast_add(&ctx)?.reshape((b * t, l2))?)?;
+                match out_mask {
+                    Some(mk) => (hidden * Tensor::from_vec(mk, (b * t, l2 / 2), x.device())?.to_dtype(x.dtype())?)?,
+                    None => hidden,
+                }
             }
         };
-        if let Some(d) = dropout {
-            hidden = d.apply(&hidden)?;
-        }
         let targets = batch.tgt_out.to_vec1::<u32>()?;
         let nll = proj_nll::proj_nll(&hidden, self.out.projection(), &self.out.b_g, &targets, eps)?;
         Ok((nll * &batch.tgt_mask)?)

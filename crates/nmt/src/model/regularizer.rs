@@ -46,6 +46,11 @@ impl Dropout {
         Dropout { rates, rng: ChaCha8Rng::seed_from_u64(mixed) }
     }
 
+    /// The mask of [`Dropout::apply`] for `count` elements, or `None` when off.
+    pub fn units_mask(&mut self, count: usize) -> Option<Vec<f32>> {
+        self.draw(self.rates.units, count)
+    }
+
     /// Unit dropout on every element of `x`.
     pub fn apply(&mut self, x: &Tensor) -> Result<Tensor> {
         self.embedding(x, 0.0)
