@@ -148,7 +148,7 @@ fn recurrent_dropout_changes_the_training_loss_on_both_paths() {
         let bt = BatchTensors::new(&Batch::from_examples(&rows, vec![0]), DType::F64, &dev).unwrap();
         for imp in [Impl::Fused, Impl::Ops] {
             model.set_impl(imp);
-            let mut value = |p: f64| {
+            let value = |p: f64| {
                 let rates = DropoutRates { recurrent: p, ..DropoutRates::default() };
                 model.loss(&bt, Some(&mut Regularizer::new(rates, 0.0, 2, 3))).unwrap().mean.to_scalar::<f64>().unwrap()
             };
