@@ -42,22 +42,22 @@ pub fn bigru_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: GruSpec<'_>) -
     }
 }
 
-/// Per direction: its `gi (B, S, 3H)` and the forward pass's [`Saved`] buffers.
+/// Per direction: the forward pass's [`Saved`] buffers.
 struct Dirs<T> {
-    gi: [Vec<T>; 2],
     saved: [Saved<T>; 2],
 }
 
 struct BiGru(GruDims);
 
-/// Direction `dir`'s dimensions: reversed for the backward direction, with its half of the mask.
+/// Direction `dir`'s dimensions: reversed for the backward direction, with its half of the
+/// mask and of each `gi` row (read in place).
 fn dims(d: &GruDims, dir: usize) -> GruDims {
     let n = d.batch * d.hidden;
     let mask = d.mask.as_ref().map(|m| m[dir * n..(dir + 1) * n].to_vec());
-    GruDims { reverse: dir == 1, mask, ..d.clone() }
+    GruDims { reverse: dir == 1, mask, gi_off: dir * 3 * d.hidden, ..d.clone() }
 }
 
-/// Splits `(B, S, 6H)` into the two directions' contiguous `(B, S, 3H)`.
+/// Splits `(N, 2k)` rows into the two directions' contiguous `(N, k)`.
 fn split_dirs<T: Real>(gi: &[T], h3: usize) -> [Vec<T>; 2] {
     let mut out = [Vec::with_capacity(gi.len() / 2), Vec::with_capacity(gi.len() / 2)];
     for row in gi.chunks(2 * h3) {
@@ -92,18 +92,17 @@ pub(crate) fn annotations<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> 
 
 fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> (Vec<T>, Dirs<T>) {
     let (n, h) = (d.batch * d.len, d.hidden);
-    let gis = split_dirs(gi, 3 * h);
     let run = |dir: usize| {
         let mut out = vec![T::ZERO; n * h];
         let mut sv = Saved { gh: vec![T::ZERO; n * 3 * h], q: vec![T::ZERO; n * h] };
         let ud = &u[dir * h * 3 * h..(dir + 1) * h * 3 * h];
         let rows = dir_rows(&bh[dir * 3 * h..(dir + 1) * 3 * h], d.batch);
         let mut s2 = Saved2 { gh: &mut sv.gh, q: &mut sv.q };
-        simd_dispatch!(forward_chunk(&dims(d, dir), &gis[dir], ud, &rows, &mut out, &mut s2));
+        simd_dispatch!(forward_chunk(&dims(d, dir), gi, ud, &rows, &mut out, &mut s2));
         (out, sv)
     };
     let ((hf, sf), (hb, sb)) = rayon::join(|| run(0), || run(1));
-    (join_dirs(&hf, &hb, h), Dirs { gi: gis, saved: [sf, sb] })
+    (join_dirs(&hf, &hb, h), Dirs { saved: [sf, sb] })
 }
 
 /// One direction's backward pass on the calling thread: `(dgi, du, dbh)`.
@@ -127,14 +126,14 @@ fn backward_dir<T: Real>(d: &GruDims, gi: &[T], sv: &Saved<T>, u: &[T], bh: &[T]
     (dgi, du, dbh)
 }
 
-fn backward<T: Real>(d: &GruDims, saved: Dirs<T>, u: &[T], bh: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+fn backward<T: Real>(d: &GruDims, saved: Dirs<T>, [gi, u, bh]: [&[T]; 3], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
     let h = d.hidden;
     let hs = split_dirs(hs, h);
     let dh = split_dirs(dh, h);
     let run = |dir: usize| {
         let ud = &u[dir * h * 3 * h..(dir + 1) * h * 3 * h];
         let bd = &bh[dir * 3 * h..(dir + 1) * 3 * h];
-        backward_dir(&dims(d, dir), &saved.gi[dir], &saved.saved[dir], ud, bd, &hs[dir], &dh[dir])
+        backward_dir(&dims(d, dir), gi, &saved.saved[dir], ud, bd, &hs[dir], &dh[dir])
     };
     let ((dgf, mut du, mut dbh), (dgb, mut dub, mut dbhb)) = rayon::join(|| run(0), || run(1));
     du.append(&mut dub);
@@ -156,8 +155,8 @@ impl SavedForward for BiGru {
         forward(&self.0, gi, u, bh)
     }
 
-    fn backward<T: Real>(&self, saved: Dirs<T>, [_, u, bh]: [&[T]; 3], hs: &[T], dh: &[T]) -> [Vec<T>; 3] {
-        let (dgi, du, dbh) = backward(&self.0, saved, u, bh, hs, dh);
+    fn backward<T: Real>(&self, saved: Dirs<T>, x: [&[T]; 3], hs: &[T], dh: &[T]) -> [Vec<T>; 3] {
+        let (dgi, du, dbh) = backward(&self.0, saved, x, hs, dh);
         [dgi, du, dbh]
     }
 }

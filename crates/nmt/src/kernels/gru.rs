@@ -38,6 +38,11 @@ pub struct GruDims {
     pub lens: Vec<usize>,
     /// Recurrent-dropout mask `(batch, hidden)` (see [`GruSpec`]).
     pub mask: Option<Vec<f32>>,
+    /// Where this GRU's `gi` is: position `(b, t)`'s `3H` values start at
+    /// `(b·len + t)·gi_stride + gi_off` (`gi_stride = 3H`; the bidirectional op reads each
+    /// direction's half of its `(B, S, 6H)` input in place).
+    pub gi_stride: usize,
+    pub gi_off: usize,
 }
 
 impl GruDims {
@@ -83,7 +88,8 @@ impl GruSpec<'_> {
             return None;
         }
         let mask = self.state_mask.map(<[f32]>::to_vec);
-        Some(GruDims { batch, len, hidden, reverse, form: self.form, lens: self.lens.to_vec(), mask })
+        let gi_stride = 3 * hidden * dirs;
+        Some(GruDims { batch, len, hidden, reverse, form: self.form, lens: self.lens.to_vec(), mask, gi_stride, gi_off: 0 })
     }
 }
 
@@ -136,7 +142,7 @@ pub(crate) fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T]) -> (V
         |(c, ((out_c, gh_c), q_c))| {
             let nb = out_c.len() / (s * h);
             let dc = d.chunk(c * n, nb);
-            let gi_c = &gi[c * n * s * 3 * h..][..nb * s * 3 * h];
+            let gi_c = &gi[c * n * s * d.gi_stride..][..nb * s * d.gi_stride];
             let rows_c = &rows[c * n * 4 * h..][..nb * 4 * h];
             simd_dispatch!(forward_chunk(&dc, gi_c, u, rows_c, out_c, &mut Saved2 { gh: gh_c, q: q_c }))
         },
@@ -166,8 +172,9 @@ pub(crate) fn forward_chunk<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T],
             active[b] = t < d.lens[b];
         }
         let (r3, r1) = (Rows { off: t * 3 * h, stride: s * 3 * h }, Rows { off: t * h, stride: s * h });
+        let rg = Rows { off: t * d.gi_stride + d.gi_off, stride: s * d.gi_stride };
         let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
-        let x = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (gi, r3), active: &active };
+        let x = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (gi, rg), active: &active };
         cell.forward(&x, (&mut *sv.gh, r3), (&mut *sv.q, r1), (&mut *out, r1));
         for b in 0..nb {
             hp[b * h..(b + 1) * h].copy_from_slice(&out[r1.at(b)..][..h]);
@@ -222,8 +229,9 @@ pub(crate) fn backward_chunk<T: Real>(d: &GruDims, x: &BackIn<'_, T>, u: &[T], u
             active[b] = t < d.lens[b];
         }
         let r3 = Rows { off: t * 3 * h, stride: s * 3 * h };
+        let rg = Rows { off: t * d.gi_stride + d.gi_off, stride: s * d.gi_stride };
         let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
-        let si = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (x.gi, r3), active: &active };
+        let si = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (x.gi, rg), active: &active };
         let grads = StepGrads { dgi: (&mut *dgi, r3), dgh: (&mut *dgh, r3), carry: &mut *dh0, dq: &mut dq };
         cell.backward(&si, (x.gh, r3), &dh, ut, grads);
     }
@@ -243,7 +251,8 @@ pub(crate) fn backward<T: Real>(d: &GruDims, sv: &Saved<T>, gi: &[T], u: &[T], r
         |(c, ((dgi_c, dgh_c), dh0_c))| {
             let nb = dh0_c.len() / h;
             let (a3, a1) = (c * n * s * 3 * h..(c * n + nb) * s * 3 * h, c * n * s * h..(c * n + nb) * s * h);
-            let x = BackIn { gi: &gi[a3.clone()], gh: &sv.gh[a3], hprev: &hprev[a1.clone()], dh: &dh[a1] };
+            let gi_c = &gi[c * n * s * d.gi_stride..][..nb * s * d.gi_stride];
+            let x = BackIn { gi: gi_c, gh: &sv.gh[a3], hprev: &hprev[a1.clone()], dh: &dh[a1] };
             simd_dispatch!(backward_chunk(&d.chunk(c * n, nb), &x, u, &ut, dgi_c, dgh_c, dh0_c))
         },
     );
