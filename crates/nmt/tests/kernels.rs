@@ -372,6 +372,15 @@ fn fused_optimiser_matches_composed_update() {
     }
 }
 
+/// The composed twin of the projection op's loss: cross-entropy of `logits (N, V)` against
+/// the smoothed labels `(1−ε)·onehot + ε/V`, i.e. `−Σ_k ((1−ε)·onehot_k + ε/V) log p_k`.
+fn smoothed_nll(logits: &Tensor, targets: &Tensor, eps: f64) -> Tensor {
+    let lp = candle_nn::ops::log_softmax(logits, D::Minus1).unwrap();
+    let picked = lp.gather(targets, 1).unwrap().squeeze(1).unwrap();
+    let mean = lp.mean(D::Minus1).unwrap();
+    ((picked * (1.0 - eps)).unwrap() + (mean * eps).unwrap()).unwrap().neg().unwrap()
+}
+
 #[test]
 fn fused_projection_nll_and_linear_match_composed_ops() {
     use nmt::kernels::{linear, proj_nll};
@@ -387,17 +396,10 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
         let err = compare(&[&x, &w, &b], || linear::linear(x.as_tensor(), w.as_tensor(), b.as_tensor()).unwrap(), composed_logits, 8);
         assert!(err < tol, "linear {dtype:?}: {err}");
         for eps in [0.0, 0.1] {
-            // Label smoothing against the composed cross-entropy with smoothed labels:
-            // −Σ_k ((1−ε)·onehot_k + ε/V) log p_k.
             let err = compare(
                 &[&x, &w, &b],
                 || proj_nll::proj_nll(x.as_tensor(), proj_nll::ProjWeight::Kv(w.as_tensor()), b.as_tensor(), &targets, eps).unwrap(),
-                || {
-                    let lp = candle_nn::ops::log_softmax(&composed_logits(), D::Minus1).unwrap();
-                    let picked = lp.gather(&tt, 1).unwrap().squeeze(1).unwrap();
-                    let mean = lp.mean(D::Minus1).unwrap();
-                    ((picked * (1.0 - eps)).unwrap() + (mean * eps).unwrap()).unwrap().neg().unwrap()
-                },
+                || smoothed_nll(&composed_logits(), &tt, eps),
                 10,
             );
             eprintln!("projection nll {dtype:?} smoothing {eps}: {err:.2e}");
@@ -451,9 +453,7 @@ fn fused_projection_nll_reads_transposed_weights() {
             || proj_nll(x.as_tensor(), ProjWeight::Vk(e.as_tensor()), b.as_tensor(), &targets, 0.1).unwrap(),
             || {
                 let z = x.as_tensor().matmul(&e.as_tensor().t().unwrap()).unwrap().broadcast_add(b.as_tensor()).unwrap();
-                let lp = candle_nn::ops::log_softmax(&z, D::Minus1).unwrap();
-                let picked = lp.gather(&tt, 1).unwrap().squeeze(1).unwrap();
-                ((picked * 0.9).unwrap() + (lp.mean(D::Minus1).unwrap() * 0.1).unwrap()).unwrap().neg().unwrap()
+                smoothed_nll(&z, &tt, 0.1)
             },
             14,
         );

@@ -23,23 +23,9 @@ use crate::simd_dispatch;
 /// `u (2, H, 3H)` and `bh (2, 3H)`; `B = spec.lens.len()`, a state mask is `(2, B, H)`.
 /// Returns `(B, S, 2H)`.
 pub fn bigru_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: GruSpec<'_>) -> Result<Tensor> {
-    let (batch, hidden, lens) = (spec.lens.len(), u.dim(1)?, spec.lens);
-    let h6 = 6 * hidden;
-    let len = gi.elem_count() / (batch * h6).max(1);
-    let ok = gi.elem_count() == batch * len * h6
-        && gi.dims().last() == Some(&h6)
-        && u.dims() == [2, hidden, 3 * hidden]
-        && bh.dims() == [2, 3 * hidden]
-        && lens.iter().all(|&l| (1..=len).contains(&l));
-    match spec.dims(len, hidden, false, 2) {
-        Some(d) if ok => apply(BiGru(d), gi, u, bh),
-        _ => candle_core::bail!(
-            "bigru_sequence: gi {:?}, u {:?}, bh {:?}, lens {lens:?} (or the state mask) do not fit",
-            gi.dims(),
-            u.dims(),
-            bh.dims()
-        ),
-    }
+    let hidden = u.dim(1)?;
+    let fit = u.dims() == [2, hidden, 3 * hidden] && bh.dims() == [2, 3 * hidden];
+    apply(BiGru(spec.dims("bigru_sequence", gi, hidden, false, 2, fit)?), gi, u, bh)
 }
 
 /// Per direction: the forward pass's [`Saved`] buffers.

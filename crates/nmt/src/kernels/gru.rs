@@ -81,15 +81,22 @@ pub struct GruSpec<'a> {
 }
 
 impl GruSpec<'_> {
-    /// The op's dimensions, or `None` when the mask does not hold `dirs · B · H` entries.
-    pub(crate) fn dims(&self, len: usize, hidden: usize, reverse: bool, dirs: usize) -> Option<GruDims> {
-        let batch = self.lens.len();
-        if self.state_mask.is_some_and(|m| m.len() != dirs * batch * hidden) {
-            return None;
+    /// The dimensions of an op over `gi` with `dirs · 3H` columns, after checking `gi`, the
+    /// lengths and the mask; `weights_fit` is the caller's check of its other inputs.
+    pub(crate) fn dims(&self, op: &str, gi: &Tensor, hidden: usize, reverse: bool, dirs: usize, weights_fit: bool) -> Result<GruDims> {
+        let (batch, lens) = (self.lens.len(), self.lens);
+        let width = 3 * hidden * dirs;
+        let len = gi.elem_count() / (batch * width).max(1);
+        let ok = weights_fit
+            && gi.elem_count() == batch * len * width
+            && gi.dims().last() == Some(&width)
+            && lens.iter().all(|&l| (1..=len).contains(&l))
+            && self.state_mask.is_none_or(|m| m.len() == dirs * batch * hidden);
+        if !ok {
+            candle_core::bail!("{op}: gi {:?}, lens {lens:?}, the weights or the state mask do not fit", gi.dims());
         }
         let mask = self.state_mask.map(<[f32]>::to_vec);
-        let gi_stride = 3 * hidden * dirs;
-        Some(GruDims { batch, len, hidden, reverse, form: self.form, lens: self.lens.to_vec(), mask, gi_stride, gi_off: 0 })
+        Ok(GruDims { batch, len, hidden, reverse, form: self.form, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0 })
     }
 }
 
@@ -97,23 +104,9 @@ impl GruSpec<'_> {
 /// `rows = [ghb; h_0] (B, 4H)`; returns the states `(B, S, H)`. Differentiable with respect to
 /// all three inputs.
 pub fn gru_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, spec: GruSpec<'_>) -> Result<Tensor> {
-    let (batch, hidden, lens) = (spec.lens.len(), u.dim(0)?, spec.lens);
-    let h3 = 3 * hidden;
-    let len = gi.elem_count() / (batch * h3).max(1);
-    let ok = gi.elem_count() == batch * len * h3
-        && gi.dims().last() == Some(&h3)
-        && u.dims() == [hidden, h3]
-        && rows.dims() == [batch, 4 * hidden]
-        && lens.iter().all(|&l| (1..=len).contains(&l));
-    match spec.dims(len, hidden, reverse, 1) {
-        Some(d) if ok => apply(GruSeq(d), gi, u, rows),
-        _ => candle_core::bail!(
-            "gru_sequence: gi {:?}, u {:?}, rows {:?}, lens {lens:?} (or the state mask) do not fit",
-            gi.dims(),
-            u.dims(),
-            rows.dims()
-        ),
-    }
+    let hidden = u.dim(0)?;
+    let fit = u.dims() == [hidden, 3 * hidden] && rows.dims() == [spec.lens.len(), 4 * hidden];
+    apply(GruSeq(spec.dims("gru_sequence", gi, hidden, reverse, 1, fit)?), gi, u, rows)
 }
 
 /// Rows per parallel chunk: one chunk per thread. Smaller chunks would let a free core steal
