@@ -40,6 +40,13 @@ fn main() -> std::process::ExitCode {
     // does not export a constant for it.
     const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+    // A closed stdout (`nmt eval bleu … | head -1`) ends the program quietly, as Unix filters
+    // do: Rust ignores SIGPIPE, and `println!` would panic on the broken pipe.
+    // SAFETY: restores one signal's default disposition before any other thread starts.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("NMT_LOG").unwrap_or_else(|_| "info".into()))

@@ -146,3 +146,26 @@ fn eval_bleu_rejects_malformed_input() {
     assert!(ok.status.success());
     assert!(String::from_utf8_lossy(&ok.stdout).starts_with("BLEU = 100.00"), "{}", String::from_utf8_lossy(&ok.stdout));
 }
+
+/// Output into a pipe whose reader has gone (`nmt … | head`) ends the program without a panic.
+#[cfg(unix)]
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("ref.es");
+    let line = "a b c d e f g h\n".repeat(2000);
+    std::fs::write(&r, &line).unwrap();
+    let rs = r.to_str().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nmt"))
+        .args(["eval", "bleu", "-r", rs, rs])
+        .env("NMT_LOG", "error")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before the child has scored 2000 lines and printed.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "panic on a closed stdout: {err}");
+}
