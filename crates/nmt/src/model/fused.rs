@@ -20,7 +20,7 @@
 use candle_core::Tensor;
 
 use super::inputs::BatchTensors;
-use super::regularizer::Dropout;
+use super::regularizer::{times_mask, Dropout};
 use super::{Core, Seq2Seq};
 use crate::config::{GruForm, OutputState};
 use crate::error::Result;
@@ -121,7 +121,7 @@ impl Seq2Seq {
                 let l2 = 2 * self.cfg.maxout_dim;
                 let hidden = maxout::maxout_pairs(&pre.reshape((b, t, l2))?.broadcast_add(&ctx)?.reshape((b * t, l2))?)?;
                 match out_mask {
-                    Some(mk) => (hidden * Tensor::from_vec(mk, (b * t, l2 / 2), x.device())?.to_dtype(x.dtype())?)?,
+                    Some(mk) => times_mask(&hidden, mk)?,
                     None => hidden,
                 }
             }

@@ -87,10 +87,7 @@ impl Dropout {
         let dim = x.dim(D::Minus1)?.max(1);
         match self.embedding_mask(x.elem_count() / dim, dim, words) {
             None => Ok(x.clone()),
-            Some(mask) => {
-                let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
-                Ok((x * mask)?)
-            }
+            Some(mask) => times_mask(x, mask),
         }
     }
 
@@ -124,6 +121,12 @@ impl Dropout {
         let threshold = (keep * 4_294_967_296.0).min(u32::MAX as f64) as u32;
         Some((0..count).map(|_| if self.rng.next_u32() < threshold { scale } else { 0.0 }).collect())
     }
+}
+
+/// `x ⊙ mask`, the mask (one factor per element of `x`) made a tensor of `x`'s shape and dtype.
+pub fn times_mask(x: &Tensor, mask: Vec<f32>) -> Result<Tensor> {
+    let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
+    Ok((x * mask)?)
 }
 
 /// Dropout plus label smoothing: everything the training loss does that evaluation does not.
