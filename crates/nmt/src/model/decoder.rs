@@ -165,7 +165,12 @@ impl SummaryDecoder {
         };
         let n = self.hidden;
         let ghb = self.recurrent_term(gate_ctx)?;
-        let (u_rz, u_n) = (self.u.narrow(D::Minus1, 0, 2 * n)?, self.u.narrow(D::Minus1, 2 * n, n)?);
+        // `U'` is one `(n, 3n)` parameter; its column blocks are strided views, which candle's
+        // CUDA matmul refuses (the CPU one accepts them), so they are copied. Only this
+        // composed path (the GPU, f64, the reference twin) pays for it: the fused kernels and
+        // the host search read `U'` in place.
+        let u_rz = self.u.narrow(D::Minus1, 0, 2 * n)?.contiguous()?;
+        let u_n = self.u.narrow(D::Minus1, 2 * n, n)?.contiguous()?;
         let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(&ghb), state_mask };
         let state = cell_step(GruForm::ResetAfter, gi, h, &rec)?;
         Ok(StepOut { state, ctx: None, alpha: None })

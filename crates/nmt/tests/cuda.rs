@@ -1,0 +1,131 @@
+//! The model on an NVIDIA GPU against the same model on the CPU. Built only with
+//! `--features cuda`, and skipped (with a message) when no GPU is present, so the default
+//! build and CI are unaffected. On the GPU the model runs the composed candle ops (the fused
+//! kernels are CPU custom ops); on the CPU the reference is the fused f32 path that `nmt train`
+//! uses. The weights are the same on both devices: initialisation draws on the host.
+//!
+//! Covered: the training loss and every parameter's gradient (both architectures, both GRU
+//! forms, unit, recurrent and word dropout with the same masks, label smoothing, tied
+//! embeddings), and greedy and beam search (tokens equal, scores close).
+#![cfg(feature = "cuda")]
+mod common;
+
+use candle_core::{DType, Device, Tensor};
+use nmt::config::{Arch, GruForm, Impl, SearchConfig};
+use nmt::data::batch::{inference_batches, Batch, BatchConfig, Example};
+use nmt::model::regularizer::{DropoutRates, Regularizer};
+use nmt::model::{BatchTensors, Seq2Seq};
+use nmt::search::{beam::beam, greedy::greedy, max_output_len, SearchOptions};
+
+/// The first GPU, or `None` (and a note on stderr) when there is none.
+fn gpu() -> Option<Device> {
+    match Device::new_cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("no CUDA device ({e}); skipping");
+            None
+        }
+    }
+}
+
+/// Max |a − b| / max(1, |b|).
+fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
+    let a: Vec<f64> = a.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+    let b: Vec<f64> = b.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+    a.iter().zip(&b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
+}
+
+fn examples() -> Vec<Example> {
+    vec![
+        Example { src: vec![4, 5, 6, 7, 8, 3], tgt: vec![8, 9, 3] },
+        Example { src: vec![10, 11, 3], tgt: vec![5, 6, 7, 8, 9, 13, 3] },
+        Example { src: vec![4, 3], tgt: vec![11, 3] },
+        Example { src: vec![12, 13, 9, 3], tgt: vec![4, 12, 6, 3] },
+    ]
+}
+
+/// The loss and the gradients (in parameter order) on `dev`.
+fn loss_and_grads(arch: Arch, gru: GruForm, tied: bool, dev: &Device) -> (Tensor, Vec<(String, Tensor)>) {
+    let mut cfg = common::small_config(arch, 14, 6, 5);
+    cfg.att_dim = if arch == Arch::Rnnsearch { 4 } else { 0 };
+    cfg.maxout_dim = 3;
+    if tied {
+        cfg.emb_dim = cfg.maxout_dim;
+    }
+    cfg.tie_target_embeddings = tied;
+    cfg.init_std = 0.4;
+    cfg.gru = gru;
+    cfg.dropout = 0.2;
+    cfg.recurrent_dropout = 0.2;
+    let model = Seq2Seq::fresh(&cfg, 3, DType::F32, dev).unwrap();
+    assert_eq!(model.loss_impl(), if dev.is_cpu() { Impl::Fused } else { Impl::Ops });
+    let ex = examples();
+    let rows: Vec<&Example> = ex.iter().collect();
+    let batch = Batch::from_examples(&rows, vec![0, 1, 2, 3]);
+    let bt = BatchTensors::new(&batch, DType::F32, dev).unwrap();
+    let rates = DropoutRates { units: cfg.dropout, src_words: 0.2, tgt_words: 0.2, recurrent: cfg.recurrent_dropout };
+    let mut reg = Regularizer::new(rates, 0.1, 9, 4);
+    let loss = model.loss(&bt, Some(&mut reg)).unwrap().mean;
+    let grads = loss.backward().unwrap();
+    let g = model
+        .params
+        .named_vars()
+        .into_iter()
+        .map(|(name, v)| {
+            let g = grads.get(v.as_tensor()).unwrap_or_else(|| panic!("{name}: no gradient")).to_device(&Device::Cpu).unwrap();
+            (name, g)
+        })
+        .collect();
+    (loss.to_device(&Device::Cpu).unwrap(), g)
+}
+
+#[test]
+fn gpu_loss_and_gradients_equal_the_cpu_fused_path() {
+    let Some(gpu) = gpu() else { return };
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for gru in [GruForm::Paper, GruForm::ResetAfter] {
+            for tied in [false, true] {
+                let (lc, gc) = loss_and_grads(arch, gru, tied, &Device::Cpu);
+                let (lg, gg) = loss_and_grads(arch, gru, tied, &gpu);
+                let mut worst = max_rel(&lg, &lc);
+                for ((name, a), (_, b)) in gg.iter().zip(&gc) {
+                    let d = max_rel(a, b);
+                    assert!(d.is_finite(), "{name}: {d}");
+                    worst = worst.max(d);
+                }
+                eprintln!("{arch:?} {gru:?} tied {tied}: GPU against CPU {worst:.1e}");
+                assert!(worst < 1e-4, "{arch:?} {gru:?} tied {tied}: GPU differs from CPU by {worst:e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_search_equals_cpu_search() {
+    let Some(gpu) = gpu() else { return };
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        let mut cfg = common::small_config(arch, 30, 16, 24);
+        cfg.init_std = 0.3;
+        let srcs: Vec<Vec<u32>> = common::reversal_examples(24, 20, 2..=9, 5).into_iter().map(|e| e.src).collect();
+        let batch = inference_batches(&srcs, &BatchConfig { max_tokens: 10_000, max_sentences: 100 }).remove(0);
+        for beam_size in [1, 5] {
+            let o = SearchOptions { cfg: SearchConfig { beam_size, ..SearchConfig::default() }, alignments: false, imp: Impl::Ops };
+            let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &o.cfg)).collect();
+            let run = |dev: &Device| {
+                let m = Seq2Seq::fresh(&cfg, 11, DType::F32, dev).unwrap();
+                let (src, mask) = BatchTensors::source(&batch, DType::F32, dev).unwrap();
+                let enc = m.encode(&src, &mask, None).unwrap();
+                if beam_size == 1 {
+                    greedy(&m, &enc, &limits, &o).unwrap().into_iter().map(|h| (h.tokens, h.log_prob)).collect::<Vec<_>>()
+                } else {
+                    beam(&m, &enc, &limits, &o).unwrap().into_iter().map(|n| (n[0].tokens.clone(), n[0].log_prob)).collect()
+                }
+            };
+            let (c, g) = (run(&Device::Cpu), run(&gpu));
+            for (i, ((tc, sc), (tg, sg))) in c.iter().zip(&g).enumerate() {
+                assert_eq!(tc, tg, "{arch:?} beam {beam_size}, sentence {i}");
+                assert!((sc - sg).abs() < 1e-3 * sc.abs().max(1.0), "{arch:?} beam {beam_size}, sentence {i}: {sc} vs {sg}");
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Builds `nmt` and the GPU test (crates/nmt/tests/cuda.rs) with `--features cuda` into
+# target/cuda, for NVIDIA GPUs of compute capability $CUDA_COMPUTE_CAP (default 90: H100/H200).
+#
+#   scripts/build-cuda.sh            # uses the CUDA toolkit in $CUDA_HOME or on the PATH (nvcc)
+#   NMT_CUDA_FROM_PIP=1 scripts/build-cuda.sh
+#
+# NMT_CUDA_FROM_PIP=1 is for a build machine without a CUDA toolkit or driver (the GPU machine
+# may have no Rust): it takes CUDA 13.0's compiler and headers from NVIDIA's wheels on the
+# default package index into $NMT_CUDA_DIR (default ~/.cache/nmt-cuda13), and links against stub libraries of the
+# driver, cuBLAS, cuRAND and NVRTC made from the function names cudarc binds (what the
+# toolkit's lib/stubs are for). The binary then loads the real libraries on the GPU machine:
+# libcuda.so.1 from the driver, libcublas.so.13, libcublasLt.so.13, libcurand.so.10 and
+# libcudart.so.13 (e.g. PyTorch's nvidia/cu13/lib) through LD_LIBRARY_PATH.
+#
+# Prints the paths of the binary and of the test executable (run it with --nocapture).
+# Measured use: docs/PERF.md, "On an NVIDIA GPU".
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+export CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-90}
+export CARGO_TARGET_DIR=$root/target/cuda
+
+if [ "${NMT_CUDA_FROM_PIP:-0}" = 1 ]; then
+  cache=${NMT_CUDA_DIR:-$HOME/.cache/nmt-cuda13}
+  cu=$cache/nvidia/cu13
+  if [ ! -x "$cu/bin/nvcc" ]; then
+    mkdir -p "$cache/wheels"
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+      --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+      -d "$cache/wheels" "nvidia-cuda-nvcc==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*" \
+      "nvidia-nvvm==13.0.*" "nvidia-cuda-cccl==13.0.*"
+    for w in "$cache"/wheels/*.whl; do (cd "$cache" && python3 -m zipfile -e "$w" .); done
+    chmod +x "$cu"/bin/* "$cu"/nvvm/bin/*
+    mkdir -p "$cu/targets" && ln -sfn .. "$cu/targets/x86_64-linux"   # where nvcc.profile looks
+    ln -sf libcudart.so.13 "$cu/lib/libcudart.so"
+  fi
+  # cudarc's bindings name every function it may call; a stub defines each (as an empty
+  # function) under the real library's soname, so the link succeeds and the loader later
+  # binds the real library.
+  (cd "$root" && cargo fetch -q)
+  cudarc=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/cudarc-0.19.* | tail -1)/src
+  mkdir -p "$cu/lib/stubs"
+  for spec in cuda:driver:libcuda.so.1 nvrtc:nvrtc:libnvrtc.so.13 curand:curand:libcurand.so.10 \
+    cublas:cublas:libcublas.so.13 cublasLt:cublaslt:libcublasLt.so.13; do
+    IFS=: read -r lib dir soname <<<"$spec"
+    grep -o "^pub unsafe fn [A-Za-z0-9_]*" "$cudarc/$dir/sys/mod.rs" | awk '{print "void " $4 "(void){}"}' | sort -u \
+      > "$cu/lib/stubs/$lib.c"
+    cc -shared -fPIC -Wl,-soname,"$soname" -o "$cu/lib/stubs/lib$lib.so" "$cu/lib/stubs/$lib.c"
+  done
+  export PATH=$cu/bin:$cu/nvvm/bin:$PATH CUDA_HOME=$cu CUDA_PATH=$cu CUDA_ROOT=$cu
+  export RUSTFLAGS="-L native=$cu/lib/stubs -L native=$cu/lib"
+fi
+
+command -v nvcc > /dev/null || { echo "nvcc not found: set CUDA_HOME/PATH, or NMT_CUDA_FROM_PIP=1" >&2; exit 1; }
+cd "$root"
+cargo build --release -p nmt-cli --features cuda
+test_exe=$(cargo test --release -p nmt --features cuda --test cuda --no-run --message-format=json 2> /dev/null |
+  python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "cuda": print(m["executable"])')
+echo "nmt:      $CARGO_TARGET_DIR/release/nmt"
+echo "GPU test: $test_exe"
