@@ -28,13 +28,6 @@ fn gpu() -> Option<Device> {
     }
 }
 
-/// Max |a − b| / max(1, |b|).
-fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
-    let a: Vec<f64> = a.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1().unwrap();
-    let b: Vec<f64> = b.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1().unwrap();
-    a.iter().zip(&b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
-}
-
 fn examples() -> Vec<Example> {
     vec![
         Example { src: vec![4, 5, 6, 7, 8, 3], tgt: vec![8, 9, 3] },
@@ -87,9 +80,9 @@ fn gpu_loss_and_gradients_equal_the_cpu_fused_path() {
             for tied in [false, true] {
                 let (lc, gc) = loss_and_grads(arch, gru, tied, &Device::Cpu);
                 let (lg, gg) = loss_and_grads(arch, gru, tied, &gpu);
-                let mut worst = max_rel(&lg, &lc);
+                let mut worst = common::max_rel(&lg, &lc);
                 for ((name, a), (_, b)) in gg.iter().zip(&gc) {
-                    let d = max_rel(a, b);
+                    let d = common::max_rel(a, b);
                     assert!(d.is_finite(), "{name}: {d}");
                     worst = worst.max(d);
                 }

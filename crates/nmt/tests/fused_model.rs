@@ -10,13 +10,6 @@ use nmt::data::batch::{Batch, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
 
-/// Max |a − b| / max(1, |b|).
-fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
-    let a: Vec<f64> = a.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1().unwrap();
-    let b: Vec<f64> = b.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1().unwrap();
-    a.iter().zip(&b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
-}
-
 struct Case {
     arch: Arch,
     gru: GruForm,
@@ -73,9 +66,9 @@ fn compare(case: &Case, dtype: DType) -> f64 {
     };
     let (lf, gf) = run(Impl::Fused);
     let (lc, gc) = run(Impl::Ops);
-    let mut worst = max_rel(&lf, &lc);
+    let mut worst = common::max_rel(&lf, &lc);
     for ((name, a), (_, b)) in gf.iter().zip(&gc) {
-        let d = max_rel(a, b);
+        let d = common::max_rel(a, b);
         assert!(d.is_finite(), "{name}: {d}");
         worst = worst.max(d);
     }

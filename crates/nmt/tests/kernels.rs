@@ -1,5 +1,7 @@
 //! Every fused kernel against its composed-op twin: values and gradients, in f64 (to rounding)
 //! and f32 (to the fast tanh/exp's accuracy), plus finite differences on the fused ops.
+mod common;
+
 use candle_core::{DType, Device, Tensor, Var, D};
 use nmt::config::{GruForm, OutputState};
 use nmt::kernels::{attn_decoder, attn_op, gru, math, maxout, xent};
@@ -13,26 +15,18 @@ fn rand_var(shape: &[usize], scale: f64, dtype: DType, rng: &mut ChaCha8Rng) -> 
     Var::from_tensor(&Tensor::from_vec(v, shape, &Device::Cpu).unwrap().to_dtype(dtype).unwrap()).unwrap()
 }
 
-/// Max |a-b| / max(1, |b|) over all entries.
-fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
-    let a = a.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
-    let b = b.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(&b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
-}
-
 /// Compares `fused` and `composed` (functions of the same vars) on a random linear functional:
 /// values, and the gradient of every var. Returns the worst relative difference.
 fn compare(vars: &[&Var], fused: impl Fn() -> Tensor, composed: impl Fn() -> Tensor, seed: u64) -> f64 {
     let (yf, yc) = (fused(), composed());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let probe = rand_var(yf.dims(), 1.0, yf.dtype(), &mut rng);
-    let mut worst = max_rel(&yf, &yc);
+    let mut worst = common::max_rel(&yf, &yc);
     let gf = (yf * probe.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
     let gc = (yc * probe.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
     for v in vars {
         let (a, b) = (gf.get(v.as_tensor()).expect("fused grad"), gc.get(v.as_tensor()).expect("composed grad"));
-        worst = worst.max(max_rel(a, b));
+        worst = worst.max(common::max_rel(a, b));
     }
     worst
 }
@@ -366,7 +360,7 @@ fn fused_optimiser_matches_composed_update() {
                 opt.update(&grads).unwrap();
             }
         }
-        let err = max_rel(p.as_tensor(), pc.as_tensor());
+        let err = common::max_rel(p.as_tensor(), pc.as_tensor());
         eprintln!("{kind:?}: {err:.2e}");
         assert!(err < 1e-5, "{kind:?}: {err}");
     }
@@ -501,6 +495,6 @@ fn fused_ops_recompute_when_backward_runs_twice() {
     let g1 = y.backward().unwrap();
     let g2 = y.backward().unwrap();
     for v in [&k.gie, &k.ann, &k.w] {
-        assert!(max_rel(g1.get(v.as_tensor()).unwrap(), g2.get(v.as_tensor()).unwrap()) < 1e-12);
+        assert!(common::max_rel(g1.get(v.as_tensor()).unwrap(), g2.get(v.as_tensor()).unwrap()) < 1e-12);
     }
 }

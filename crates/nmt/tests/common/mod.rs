@@ -1,5 +1,6 @@
 //! Shared pieces of the integration tests: the toy reversal task and small configs.
 #![allow(dead_code)]
+use candle_core::{DType, Tensor};
 use nmt::config::{Arch, ModelConfig};
 use nmt::data::batch::Example;
 use nmt::data::EOS;
@@ -55,4 +56,13 @@ pub fn tiny_meta(arch: Arch) -> (nmt::model_file::ModelMeta, ModelConfig) {
         step: 0,
     };
     (meta, cfg)
+}
+
+/// Max |a − b| / max(1, |b|) over all entries: the tests' measure of how far a fused kernel,
+/// or another device, is from its reference.
+pub fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
+    let a = a.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+    let b = b.to_dtype(DType::F64).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(&b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
 }
