@@ -13,6 +13,7 @@ pub mod subword;
 
 pub use batch::{epoch_batches, examples, inference_batches, Batch, BatchConfig, Example};
 pub use corpus::{read_lines, read_parallel, ParallelCorpus};
+pub use dataset::reverse_source;
 pub use error::{Error, Result};
 pub use subword::{Segmenter, SubwordConfig, SubwordKind};
 

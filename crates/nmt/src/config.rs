@@ -102,6 +102,12 @@ pub struct ModelConfig {
     /// Press & Wolf 2017). Needs `maxout_dim = emb_dim`. Off in the papers.
     #[serde(default)]
     pub tie_target_embeddings: bool,
+    /// Read the source backwards (Sutskever et al. 2014): each sentence's tokens, before its
+    /// `</s>`, enter the encoder in reverse order. Done on the ids (`nmt_data::reverse_source`)
+    /// wherever a source enters the model, so every encoder, kernel and search sees it alike;
+    /// attention weights are mapped back to the source's own order. Off in the papers.
+    #[serde(default)]
+    pub reverse_source: bool,
     /// Standard deviation of the N(0, σ²) initialisation of non-recurrent weights (paper: 0.01).
     pub init_std: f64,
     /// Recurrent matrices initialised as random orthogonal matrices (paper: true).
@@ -131,6 +137,7 @@ impl ModelConfig {
             dropout: 0.0,
             recurrent_dropout: 0.0,
             tie_target_embeddings: false,
+            reverse_source: false,
             init_std: 0.01,
             orthogonal_recurrent: true,
             src_vocab: vocab,
@@ -162,6 +169,15 @@ impl ModelConfig {
     }
 
     /// Checks sizes before any tensor is built, so mistakes are reported by name.
+    /// Puts an `</s>`-terminated source sentence's ids in the order the encoder reads them
+    /// (reversed under `reverse_source`). Applied again, it restores the source's own order,
+    /// which is how attention rows over the read order are mapped back.
+    pub fn order_source<T>(&self, xs: &mut [T]) {
+        if self.reverse_source {
+            nmt_data::reverse_source(xs, true);
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         let positive = [
             ("emb_dim", self.emb_dim),

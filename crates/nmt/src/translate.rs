@@ -61,7 +61,15 @@ pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts:
             ids
         })
         .collect();
-    let nbest = search_all(model, &srcs, opts)?;
+    let read: Vec<Vec<u32>> = srcs
+        .iter()
+        .map(|s| {
+            let mut r = s.clone();
+            model.cfg.order_source(&mut r);
+            r
+        })
+        .collect();
+    let nbest = search_all(model, &read, opts)?;
     Ok(srcs
         .iter()
         .zip(nbest)
@@ -69,7 +77,12 @@ pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts:
             src_pieces: meta.src.pieces(src),
             hyps: hyps
                 .into_iter()
-                .map(|hyp| {
+                .map(|mut hyp| {
+                    // Attention rows are over the order the encoder read; report the source's.
+                    for row in hyp.alignment.iter_mut().flatten() {
+                        let len = src.len().min(row.len());
+                        model.cfg.order_source(&mut row[..len]);
+                    }
                     let mut ids = hyp.tokens.clone();
                     if hyp.finished {
                         ids.push(EOS);

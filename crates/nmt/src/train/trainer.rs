@@ -106,12 +106,15 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         corpus.skipped_long
     ));
     let mut run = if ckpt_path.exists() { resume(cfg, &ckpt_path, &opts.device, ui)? } else { start(cfg, &corpus, &opts.device, ui)? };
-    let examples = nmt_data::examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
+    let mut examples = nmt_data::examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
     if examples.is_empty() {
         return Err(Error::Input(format!("no training pair is at most {} tokens long", d.max_len)));
     }
     let dev_corpus = read_parallel(&d.dev_src, &d.dev_tgt, None)?;
-    let dev_examples = nmt_data::examples(&dev_corpus, &run.meta.src, &run.meta.tgt, None);
+    let mut dev_examples = nmt_data::examples(&dev_corpus, &run.meta.src, &run.meta.tgt, None);
+    for e in examples.iter_mut().chain(dev_examples.iter_mut()) {
+        run.meta.config.order_source(&mut e.src);
+    }
     let dev = DevSet::new(&dev_examples, dev_corpus.src.clone(), dev_corpus.tgt.clone(), &cfg.train.batch);
     write_config(cfg, &run.meta, dir)?;
     ui.on_message(&format!(
