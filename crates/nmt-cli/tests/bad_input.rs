@@ -127,6 +127,12 @@ fn train_translate_and_bad_stdin() {
     assert!(stats.contains("translated 4 sentences") && stats.contains("row-steps"), "{stats}");
     let bad = nmt(&["translate", "-m", m, "--impl", "gpu"], Some(b"uno\n"));
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("--impl"));
+    // --replace-unk: no `<unk>` survives (this 2-update model says little else); a missing
+    // dictionary is named.
+    let rep = nmt(&["translate", "-m", m, "--replace-unk", "--n-best", "3"], Some(b"zeta uno omega\nxi\n"));
+    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    assert!(!String::from_utf8_lossy(&rep.stdout).contains("<unk>"), "{}", String::from_utf8_lossy(&rep.stdout));
+    fails_with(&nmt(&["translate", "-m", m, "--replace-unk", "--dict", "/no/dict.txt"], Some(b"uno\n")), &["/no/dict.txt"]);
 }
 
 #[test]

@@ -15,7 +15,7 @@ pub use batch::{epoch_batches, examples, inference_batches, Batch, BatchConfig, 
 pub use corpus::{read_lines, read_parallel, ParallelCorpus};
 pub use dataset::reverse_source;
 pub use error::{Error, Result};
-pub use subword::{Segmenter, SubwordConfig, SubwordKind};
+pub use subword::{Segmenter, SubwordConfig, SubwordKind, WordIds};
 
 /// Id of the padding symbol, the same in every vocabulary.
 pub const PAD: u32 = 0;

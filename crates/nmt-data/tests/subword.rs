@@ -182,3 +182,19 @@ fn bpe_trains_full_corpus_quickly() {
     assert_eq!(seg.vocab_size(), 8000);
     assert!(secs < 10.0);
 }
+
+#[test]
+fn encode_words_equals_encode_and_maps_every_id_to_its_word() {
+    let word = Segmenter::train(dev_en(), &SubwordConfig { kind: SubwordKind::Word, vocab_size: 500, min_frequency: 1 }).unwrap();
+    for seg in [bpe(), &word] {
+        for line in dev_en().iter().take(300).chain([&"  odd   spacing, Zebedee's ñandú  ".to_string()]) {
+            let w = seg.encode_words(line);
+            assert_eq!(w.ids, seg.encode(line), "{line:?}");
+            assert_eq!(w.word_of.len(), w.ids.len());
+            assert_eq!(w.words, line.split_whitespace().collect::<Vec<_>>());
+            // Word indices start at 0, never decrease and cover every word.
+            assert!(w.word_of.windows(2).all(|p| p[1] == p[0] || p[1] == p[0] + 1));
+            assert_eq!(w.word_of.last().map(|&i| i + 1).unwrap_or(0), w.words.len());
+        }
+    }
+}

@@ -13,6 +13,7 @@ pub mod model_file;
 pub mod search;
 pub mod train;
 pub mod translate;
+pub mod unk;
 
 /// The tensor library, re-exported so that users (and the CLI) use the same version.
 pub use candle_core;

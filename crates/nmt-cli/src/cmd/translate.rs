@@ -8,6 +8,7 @@ use nmt::config::Impl;
 use nmt::config::SearchConfig;
 use nmt::search::SearchOptions;
 use nmt::translate::{Translation, Translator};
+use nmt::unk::UnkReplacer;
 
 use super::common::{read_input_lines, ComputeArgs};
 
@@ -44,6 +45,14 @@ pub struct TranslateArgs {
     /// Write the attention matrix of each best hypothesis as JSON lines (for `nmt plot attention`).
     #[arg(long, value_name = "FILE")]
     pub alignments: Option<PathBuf>,
+    /// Replace each `<unk>` of the output with the source word it attended to most (attention
+    /// models only; Luong et al. 2015).
+    #[arg(long)]
+    pub replace_unk: bool,
+    /// With --replace-unk: translate the attended word through this dictionary
+    /// (`source target [probability]` per line; words not in it are copied).
+    #[arg(long, value_name = "FILE", requires = "replace_unk")]
+    pub dict: Option<PathBuf>,
     /// Search implementation: `fused` (host kernels; used when the model is f32 on the CPU,
     /// otherwise falls back to `ops`) or `ops` (candle ops, the reference).
     #[arg(long = "impl", value_name = "fused|ops", default_value = "fused")]
@@ -91,10 +100,21 @@ pub fn run(args: TranslateArgs) -> Result<()> {
     let translator = Translator::load(&args.model, &device)?;
     let search = args.search(translator.default_search())?;
     let lines = read_input_lines(args.input.as_deref())?;
-    let opts = SearchOptions { cfg: search, alignments: args.alignments.is_some(), imp: args.imp };
+    let unk = match (args.replace_unk, &args.dict) {
+        (false, _) => None,
+        (true, _) if !translator.model.has_attention() => {
+            bail!("--replace-unk needs an attention model; this one is {:?}", translator.model.cfg.arch)
+        }
+        (true, None) => Some(UnkReplacer::new()),
+        (true, Some(path)) => Some(UnkReplacer::with_dictionary(path)?),
+    };
+    let opts = SearchOptions { cfg: search, alignments: args.alignments.is_some() || unk.is_some(), imp: args.imp };
     let t0 = std::time::Instant::now();
     nmt::search::take_row_steps();
-    let out = translator.translate(&lines, &opts)?;
+    let mut out = translator.translate(&lines, &opts)?;
+    if let Some(unk) = &unk {
+        unk.apply(&lines, &mut out, &translator.meta.src, &translator.meta.tgt)?;
+    }
     if args.stats {
         let secs = t0.elapsed().as_secs_f64();
         let tokens: usize = out.iter().filter_map(|t| t.hyps.first()).map(|h| h.hyp.tokens.len()).sum();

@@ -16,6 +16,17 @@ use crate::SPECIALS;
 use bpe::BpeModel;
 use word::WordVocab;
 
+/// A sentence's ids with their whitespace words ([`Segmenter::encode_words`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WordIds {
+    /// The sentence's whitespace-separated words.
+    pub words: Vec<String>,
+    /// Its ids, as [`Segmenter::encode`] gives them (no `</s>`).
+    pub ids: Vec<u32>,
+    /// For each id, the index in `words` of the word it belongs to.
+    pub word_of: Vec<usize>,
+}
+
 /// Which segmentation algorithm a [`Segmenter`] uses.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "kebab-case")]
@@ -109,6 +120,21 @@ impl Segmenter {
             Inner::Bpe(m) => m.encode(text),
             Inner::Word(v) => v.encode(text),
         }
+    }
+
+    /// [`Segmenter::encode`] with the whitespace word each id came from: UNK replacement needs
+    /// the source word under a target `<unk>`'s attention, and `<unk>` itself has no surface.
+    /// Each word is encoded alone; both kinds split at whitespace first (BPE's metaspace
+    /// pre-tokenizer marks every word), so the ids equal `encode(text)` (tested).
+    pub fn encode_words(&self, text: &str) -> WordIds {
+        let words: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
+        let (mut ids, mut word_of) = (Vec::new(), Vec::new());
+        for (w, word) in words.iter().enumerate() {
+            let piece_ids = self.encode(word);
+            word_of.extend(std::iter::repeat_n(w, piece_ids.len()));
+            ids.extend(piece_ids);
+        }
+        WordIds { words, ids, word_of }
     }
 
     /// Ids → plain text, desegmented: subwords joined, PAD/BOS/EOS dropped, UNK (and any id
