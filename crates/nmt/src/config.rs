@@ -46,6 +46,35 @@ pub enum GruForm {
     ResetAfter,
 }
 
+/// The recurrent cell of every layer (the `model.cell` key).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cell {
+    /// The gated recurrent unit of Cho et al. 2014 (the papers' cell), in the form `model.gru`.
+    #[default]
+    Gru,
+    /// The LSTM (Hochreiter & Schmidhuber 1997, forget gate of Gers et al. 2000), as in
+    /// Sutskever et al. 2014 and the lecture notes: `[i | f | g | o]` gates, a cell state.
+    Lstm,
+}
+
+/// A layer's cell as the kernels run it: `model.cell` with, for the GRU, `model.gru`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellKind {
+    Gru(GruForm),
+    Lstm,
+}
+
+impl CellKind {
+    /// Gate blocks per unit: the width of `gi`, `gh` and `U` is `gates() · H`.
+    pub fn gates(self) -> usize {
+        match self {
+            CellKind::Gru(_) => 3,
+            CellKind::Lstm => 4,
+        }
+    }
+}
+
 /// Which implementation runs a model's maths: the fused CPU kernels or composed candle ops
 /// (`train.impl`, `nmt train --impl`, `nmt translate --impl`, `nmt bench --impl`).
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]

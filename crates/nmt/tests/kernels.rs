@@ -3,9 +3,10 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor, Var, D};
-use nmt::config::{GruForm, OutputState};
+use nmt::config::{CellKind, GruForm, OutputState};
 use nmt::kernels::{attn_decoder, attn_op, gru, math, maxout, xent};
 use nmt::model::gru::{cell_step, Recurrent};
+use nmt::model::lstm::lstm_step;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -62,39 +63,71 @@ fn mask_tensor(m: &[f32], rows: usize, h: usize, dtype: DType) -> Tensor {
     Tensor::from_vec(m.to_vec(), (rows, h), &Device::Cpu).unwrap().to_dtype(dtype).unwrap()
 }
 
-/// The composed-op twin of the GRU op: `model::gru::cell_step` with the masked carry of
+/// One composed step of either cell: `model::gru::cell_step` on `h`, or `model::lstm::lstm_step`
+/// on the state `[h; c]`; `u (H, G)`, `ghb (G)` or `(rows, G)`.
+fn composed_step(kind: CellKind, gi: &Tensor, st: &Tensor, u: &Tensor, ghb: &Tensor, drop: Option<&Tensor>) -> Tensor {
+    match kind {
+        CellKind::Gru(form) => {
+            let h = u.dim(0).unwrap();
+            let (u_rz, u_n) = (u.narrow(1, 0, 2 * h).unwrap(), u.narrow(1, 2 * h, h).unwrap());
+            let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(ghb), state_mask: drop };
+            cell_step(form, gi, st, &rec).unwrap()
+        }
+        CellKind::Lstm => lstm_step(gi, st, u, Some(ghb), drop).unwrap(),
+    }
+}
+
+/// A cell's start state from `h_0 (rows, H)`: `h_0` itself, or the LSTM's `[h_0; 0]`.
+fn start_state(kind: CellKind, h0: &Tensor) -> Tensor {
+    match kind {
+        CellKind::Gru(_) => h0.clone(),
+        CellKind::Lstm => Tensor::cat(&[h0, &h0.zeros_like().unwrap()], 1).unwrap(),
+    }
+}
+
+/// The composed-op twin of the sequence op: [`composed_step`] with the masked carry of
 /// `model/gru.rs`, from per-row `rows = [ghb; h_0]`, with an optional recurrent-dropout mask.
-fn gru_seq_composed(form: GruForm, gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, lens: &[usize], drop: Option<&Tensor>) -> Tensor {
-    let (b, s, h3) = gi.dims3().unwrap();
-    let h = h3 / 3;
-    let ghb = rows.narrow(1, 0, 3 * h).unwrap();
-    let mut st = rows.narrow(1, 3 * h, h).unwrap();
-    let (u_rz, u_n) = (u.narrow(1, 0, 2 * h).unwrap(), u.narrow(1, 2 * h, h).unwrap());
+fn gru_seq_composed(
+    kind: CellKind,
+    gi: &Tensor,
+    u: &Tensor,
+    rows: &Tensor,
+    reverse: bool,
+    lens: &[usize],
+    drop: Option<&Tensor>,
+) -> Tensor {
+    let (b, s, gw) = gi.dims3().unwrap();
+    let h = u.dim(0).unwrap();
+    let ghb = rows.narrow(1, 0, gw).unwrap();
+    let mut st = start_state(kind, &rows.narrow(1, gw, h).unwrap());
     let mut out = vec![None; s];
     for step in 0..s {
         let t = if reverse { s - 1 - step } else { step };
         let m: Vec<f64> = lens.iter().map(|&l| f64::from(u8::from(t < l))).collect();
         let m = Tensor::from_vec(m, (b, 1), &Device::Cpu).unwrap().to_dtype(gi.dtype()).unwrap();
         let gi_t = gi.narrow(1, t, 1).unwrap().squeeze(1).unwrap();
-        let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(&ghb), state_mask: drop };
-        let new = cell_step(form, &gi_t, &st, &rec).unwrap();
+        let new = composed_step(kind, &gi_t, &st, u, &ghb, drop);
         st = (&st + m.broadcast_mul(&(new - &st).unwrap()).unwrap()).unwrap();
-        out[t] = Some(st.clone());
+        out[t] = Some(st.narrow(1, 0, h).unwrap());
     }
     let out: Vec<Tensor> = out.into_iter().flatten().collect();
     Tensor::stack(&out, 1).unwrap()
 }
 
+/// Every cell the kernels run.
+const KINDS: [CellKind; 3] = [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm];
+
 const LENS: [usize; 5] = [6, 3, 1, 6, 2];
 
-fn gru_case(dtype: DType, form: GruForm, reverse: bool, dropout: bool, tol: f64) {
+fn gru_case(dtype: DType, form: CellKind, reverse: bool, dropout: bool, tol: f64) {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let (b, s, h) = (5, 6, 8);
-    let gi = rand_var(&[b, s, 3 * h], 1.0, dtype, &mut rng);
-    let u = rand_var(&[h, 3 * h], 0.5, dtype, &mut rng);
-    let rows = rand_var(&[b, 4 * h], 0.5, dtype, &mut rng);
+    let g = form.gates() * h;
+    let gi = rand_var(&[b, s, g], 1.0, dtype, &mut rng);
+    let u = rand_var(&[h, g], 0.5, dtype, &mut rng);
+    let rows = rand_var(&[b, g + h], 0.5, dtype, &mut rng);
     let mask = dropout.then(|| state_mask(b * h, 31));
-    let spec = gru::GruSpec { form, lens: &LENS, state_mask: mask.as_deref() };
+    let spec = gru::GruSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
     let drop = mask.as_ref().map(|m| mask_tensor(m, b, h, dtype));
     let err = compare(
         &[&gi, &u, &rows],
@@ -108,7 +141,7 @@ fn gru_case(dtype: DType, form: GruForm, reverse: bool, dropout: bool, tol: f64)
 
 #[test]
 fn fused_gru_matches_composed_ops() {
-    for form in [GruForm::Paper, GruForm::ResetAfter] {
+    for form in KINDS {
         for reverse in [false, true] {
             for dropout in [false, true] {
                 gru_case(DType::F64, form, reverse, dropout, 1e-12);
@@ -147,16 +180,17 @@ fn finite_differences(vars: &[&Var], f: impl Fn() -> Tensor, seed: u64) -> f64 {
 /// recurrent dropout) against finite differences.
 #[test]
 fn fused_gru_gradient_matches_finite_differences() {
-    for form in [GruForm::Paper, GruForm::ResetAfter] {
+    for form in KINDS {
         for (reverse, dropout) in [(false, false), (true, false), (false, true), (true, true)] {
             let mut rng = ChaCha8Rng::seed_from_u64(23);
             let (b, s, h) = (5, 6, 4);
-            let gi = rand_var(&[b, s, 3 * h], 1.0, DType::F64, &mut rng);
-            let u = rand_var(&[h, 3 * h], 0.7, DType::F64, &mut rng);
-            let rows = rand_var(&[b, 4 * h], 0.7, DType::F64, &mut rng);
+            let g = form.gates() * h;
+            let gi = rand_var(&[b, s, g], 1.0, DType::F64, &mut rng);
+            let u = rand_var(&[h, g], 0.7, DType::F64, &mut rng);
+            let rows = rand_var(&[b, g + h], 0.7, DType::F64, &mut rng);
             let probe = rand_var(&[b, s, h], 1.0, DType::F64, &mut rng);
             let mask = dropout.then(|| state_mask(b * h, 37));
-            let spec = gru::GruSpec { form, lens: &LENS, state_mask: mask.as_deref() };
+            let spec = gru::GruSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
             let f = || {
                 let y = gru::gru_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
                 (y * probe.as_tensor()).unwrap().sum_all().unwrap()
@@ -175,13 +209,13 @@ struct AttnCase {
     dims: attn_decoder::AttnDims,
 }
 
-fn attn_case(dtype: DType, form: GruForm, output: OutputState, dropout: bool) -> AttnCase {
+fn attn_case(dtype: DType, kind: CellKind, output: OutputState, dropout: bool) -> AttnCase {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let (b, t, s, h, c, a) = (3, 4, 5, 6, 7, 5);
     let state_mask = dropout.then(|| state_mask(b * h, 41));
     let lens = vec![5, 3, 1];
-    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens, form, output, state_mask };
-    let gie = rand_var(&[b * t, 3 * h], 1.0, dtype, &mut rng);
+    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens, kind, output, state_mask };
+    let gie = rand_var(&[b * t, kind.gates() * h], 1.0, dtype, &mut rng);
     let ann = rand_var(&[b, s, c], 1.0, dtype, &mut rng);
     let w = rand_var(&[dims.weights_len()], 0.5, dtype, &mut rng);
     AttnCase { gie, ann, w, dims }
@@ -191,6 +225,7 @@ fn attn_case(dtype: DType, form: GruForm, output: OutputState, dropout: bool) ->
 fn attn_composed(k: &AttnCase) -> Tensor {
     let d = &k.dims;
     let (b, t, s, h, c, a) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
+    let g = d.kind.gates() * h;
     let w = k.w.as_tensor();
     let mut off = 0;
     let mut take = |shape: &[usize]| {
@@ -199,20 +234,21 @@ fn attn_composed(k: &AttnCase) -> Tensor {
         off += n;
         x
     };
-    let (wa, ba, va, wc, u, bh) = (take(&[h, a]), take(&[a]), take(&[a, 1]), take(&[c, 3 * h]), take(&[h, 3 * h]), take(&[3 * h]));
+    let (wa, ba, va, wc, u, bh) = (take(&[h, a]), take(&[a]), take(&[a, 1]), take(&[c, g]), take(&[h, g]), take(&[g]));
     let (ua, ws_init, bs_init) = (take(&[c, a]), take(&[h, h]), take(&[h]));
-    let gie = k.gie.reshape((b, t, 3 * h)).unwrap();
+    let gie = k.gie.reshape((b, t, g)).unwrap();
     let hs = k.ann.as_tensor();
     let back_first = hs.narrow(1, 0, 1).unwrap().squeeze(1).unwrap().narrow(1, c - h, h).unwrap();
     let s0 = back_first.matmul(&ws_init).unwrap().broadcast_add(&bs_init).unwrap().tanh().unwrap();
     let uh = hs.reshape((b * s, c)).unwrap().matmul(&ua).unwrap().reshape((b, s, a)).unwrap();
-    let mut st = s0.clone();
+    let mut st = start_state(d.kind, &s0);
     let drop = d.state_mask.as_ref().map(|m| mask_tensor(m, b, h, gie.dtype()));
     let mask: Vec<f64> = (0..b).flat_map(|bi| (0..s).map(move |j| if j < d.lens[bi] { 0.0 } else { -1e9 })).collect();
     let mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap().to_dtype(gie.dtype()).unwrap();
     let mut outs = Vec::new();
     for i in 0..t {
-        let ws = st.matmul(&wa).unwrap().broadcast_add(&ba).unwrap();
+        let sh = st.narrow(1, 0, h).unwrap();
+        let ws = sh.matmul(&wa).unwrap().broadcast_add(&ba).unwrap();
         let x = uh.broadcast_add(&ws.unsqueeze(1).unwrap()).unwrap().tanh().unwrap();
         let e = (x.reshape((b * s, a)).unwrap().matmul(&va).unwrap().reshape((b, s)).unwrap() + &mask).unwrap();
         // Not candle_nn::ops::softmax_last_dim: it has no backward in candle-nn 0.11.1 and the
@@ -220,11 +256,9 @@ fn attn_composed(k: &AttnCase) -> Tensor {
         let al = nmt::model::attention::softmax_last(&e).unwrap();
         let ctx = al.unsqueeze(1).unwrap().matmul(&hs.contiguous().unwrap()).unwrap().squeeze(1).unwrap();
         let gi = (gie.narrow(1, i, 1).unwrap().squeeze(1).unwrap() + ctx.matmul(&wc).unwrap()).unwrap();
-        let (u_rz, u_n) = (u.narrow(1, 0, 2 * h).unwrap(), u.narrow(1, 2 * h, h).unwrap());
-        let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(&bh), state_mask: drop.as_ref() };
-        let next = cell_step(d.form, &gi, &st, &rec).unwrap();
-        let shown = if d.output == OutputState::Previous { &st } else { &next };
-        outs.push(Tensor::cat(&[shown, &ctx], 1).unwrap());
+        let next = composed_step(d.kind, &gi, &st, &u, &bh, drop.as_ref());
+        let shown = if d.output == OutputState::Previous { sh } else { next.narrow(1, 0, h).unwrap() };
+        outs.push(Tensor::cat(&[&shown, &ctx], 1).unwrap());
         st = next;
     }
     Tensor::stack(&outs, 1).unwrap().reshape((b * t, h + c)).unwrap()
@@ -234,13 +268,15 @@ fn attn_fused(k: &AttnCase) -> Tensor {
     attn_op::attention_decoder(k.gie.as_tensor(), k.ann.as_tensor(), k.w.as_tensor(), k.dims.clone()).unwrap()
 }
 
-/// Cell form, output state and recurrent dropout.
-const ATTN_VARIANTS: [(GruForm, OutputState, bool); 5] = [
-    (GruForm::Paper, OutputState::Previous, false),
-    (GruForm::Paper, OutputState::Current, false),
-    (GruForm::ResetAfter, OutputState::Previous, false),
-    (GruForm::Paper, OutputState::Previous, true),
-    (GruForm::ResetAfter, OutputState::Current, true),
+/// Cell, output state and recurrent dropout.
+const ATTN_VARIANTS: [(CellKind, OutputState, bool); 7] = [
+    (CellKind::Gru(GruForm::Paper), OutputState::Previous, false),
+    (CellKind::Gru(GruForm::Paper), OutputState::Current, false),
+    (CellKind::Gru(GruForm::ResetAfter), OutputState::Previous, false),
+    (CellKind::Gru(GruForm::Paper), OutputState::Previous, true),
+    (CellKind::Gru(GruForm::ResetAfter), OutputState::Current, true),
+    (CellKind::Lstm, OutputState::Previous, false),
+    (CellKind::Lstm, OutputState::Current, true),
 ];
 
 #[test]
@@ -460,29 +496,32 @@ fn fused_projection_nll_reads_transposed_weights() {
 fn fused_bidirectional_gru_matches_composed_ops() {
     use nmt::kernels::bigru::bigru_sequence;
     let lens = [7, 2, 5, 1];
-    for (form, dropout) in [(GruForm::Paper, false), (GruForm::ResetAfter, false), (GruForm::Paper, true), (GruForm::ResetAfter, true)] {
-        for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
-            let mut rng = ChaCha8Rng::seed_from_u64(19);
-            let (b, s, h) = (4, 7, 5);
-            let mask = dropout.then(|| state_mask(2 * b * h, 43));
-            let gi = rand_var(&[b, s, 6 * h], 1.0, dtype, &mut rng);
-            let u = rand_var(&[2, h, 3 * h], 0.5, dtype, &mut rng);
-            let bh = rand_var(&[2, 3 * h], 0.5, dtype, &mut rng);
-            let composed = || {
-                let dir = |k: usize| {
-                    let g = gi.as_tensor().narrow(2, 3 * h * k, 3 * h).unwrap().contiguous().unwrap();
-                    let bk = bh.as_tensor().get(k).unwrap().unsqueeze(0).unwrap().broadcast_as((b, 3 * h)).unwrap();
-                    let rows = Tensor::cat(&[&bk, &Tensor::zeros((b, h), dtype, &Device::Cpu).unwrap()], 1).unwrap();
-                    let drop = mask.as_ref().map(|m| mask_tensor(&m[k * b * h..(k + 1) * b * h], b, h, dtype));
-                    gru_seq_composed(form, &g, &u.as_tensor().get(k).unwrap(), &rows, k == 1, &lens, drop.as_ref())
+    for form in KINDS {
+        for dropout in [false, true] {
+            for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
+                let mut rng = ChaCha8Rng::seed_from_u64(19);
+                let (b, s, h) = (4, 7, 5);
+                let gw = form.gates() * h;
+                let mask = dropout.then(|| state_mask(2 * b * h, 43));
+                let gi = rand_var(&[b, s, 2 * gw], 1.0, dtype, &mut rng);
+                let u = rand_var(&[2, h, gw], 0.5, dtype, &mut rng);
+                let bh = rand_var(&[2, gw], 0.5, dtype, &mut rng);
+                let composed = || {
+                    let dir = |k: usize| {
+                        let g = gi.as_tensor().narrow(2, gw * k, gw).unwrap().contiguous().unwrap();
+                        let bk = bh.as_tensor().get(k).unwrap().unsqueeze(0).unwrap().broadcast_as((b, gw)).unwrap();
+                        let rows = Tensor::cat(&[&bk, &Tensor::zeros((b, h), dtype, &Device::Cpu).unwrap()], 1).unwrap();
+                        let drop = mask.as_ref().map(|m| mask_tensor(&m[k * b * h..(k + 1) * b * h], b, h, dtype));
+                        gru_seq_composed(form, &g, &u.as_tensor().get(k).unwrap(), &rows, k == 1, &lens, drop.as_ref())
+                    };
+                    Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
                 };
-                Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
-            };
-            let spec = gru::GruSpec { form, lens: &lens, state_mask: mask.as_deref() };
-            let fused = || bigru_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
-            let err = compare(&[&gi, &u, &bh], fused, composed, 12);
-            eprintln!("bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err:.2e}");
-            assert!(err < tol, "bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err}");
+                let spec = gru::GruSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
+                let fused = || bigru_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
+                let err = compare(&[&gi, &u, &bh], fused, composed, 12);
+                eprintln!("bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err:.2e}");
+                assert!(err < tol, "bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err}");
+            }
         }
     }
 }
@@ -490,7 +529,7 @@ fn fused_bidirectional_gru_matches_composed_ops() {
 /// A second backward through the same graph has no saved forward state and recomputes it.
 #[test]
 fn fused_ops_recompute_when_backward_runs_twice() {
-    let k = attn_case(DType::F64, GruForm::Paper, OutputState::Previous, true);
+    let k = attn_case(DType::F64, CellKind::Gru(GruForm::Paper), OutputState::Previous, true);
     let y = (attn_fused(&k) * 1.5).unwrap().sum_all().unwrap();
     let g1 = y.backward().unwrap();
     let g2 = y.backward().unwrap();

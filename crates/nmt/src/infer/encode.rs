@@ -33,7 +33,17 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
     let kernel_lens = lens.iter().map(|&l| l.max(1)).collect();
     let dirs = if matches!(model.core, HostCore::Search { .. }) { 2 } else { 1 };
     let gi_stride = 3 * n * dirs;
-    let dims = GruDims { batch: b, len: s, hidden: n, reverse: false, form: cfg.gru, lens: kernel_lens, mask: None, gi_stride, gi_off: 0 };
+    let dims = GruDims {
+        batch: b,
+        len: s,
+        hidden: n,
+        reverse: false,
+        kind: crate::config::CellKind::Gru(cfg.gru),
+        lens: kernel_lens,
+        mask: None,
+        gi_stride,
+        gi_off: 0,
+    };
     match &model.core {
         HostCore::Search { enc, dec } => {
             // Both directions at once, one per thread (kernels/bigru.rs): `(B, S, 2n)`.

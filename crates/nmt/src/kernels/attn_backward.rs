@@ -16,13 +16,15 @@ use rayon::prelude::*;
 use super::attn_decoder::{attention_weights, AttnDims, AttnScratch, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
 use super::gru::chunk_rows;
-use super::gru_cell::{chunk_mask, dropped, masked_states, u_grad, Cell, Rows, StepGrads, StepIn};
+use super::gru_cell::{chunk_mask, dropped, masked_states, u_grad, Cell, CellKind, Rows, StepGrads, StepIn};
 use super::math::{axpy, dot};
 use crate::simd_dispatch;
 
 /// Recomputed per-step quantities, `(B, T, ·)` each.
 struct Recomputed<T> {
     sprev: Vec<T>,
+    /// The LSTM's previous cell states (empty for a GRU).
+    cprev: Vec<T>,
     ws: Vec<T>,
     gi: Vec<T>,
     gh: Vec<T>,
@@ -40,9 +42,9 @@ pub fn backward<T: Real>(
     dout: &[T],
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (bt, tl, sl, h, c, a) = (d.batch * d.tgt_len, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
-    let (ow, ew, o) = (h + c, c + a, d.woff());
+    let (ow, ew, o, g) = (h + c, c + a, d.woff(), d.g());
     let threads = rayon::current_num_threads();
-    let s0 = &seq[bt * 3 * h..];
+    let s0 = &seq[bt * g..];
 
     // S_prev: the state each step started from.
     let mut sprev = vec![T::ZERO; bt * h];
@@ -54,19 +56,28 @@ pub fn backward<T: Real>(
     }
     // No steps from the forward pass (a second backward): run it again.
     let steps = steps.unwrap_or_else(|| super::attn_decoder::forward(d, seq, enc, w).1);
-    let re = Recomputed { sprev, ws: steps.ws, gi: steps.gi, gh: steps.gh, q: steps.q };
+    // C_prev: the LSTM's cell state each step started from (zero at the first).
+    let mut cprev = Vec::new();
+    if d.kind == CellKind::Lstm {
+        cprev = vec![T::ZERO; bt * h];
+        for b in 0..d.batch {
+            for i in 1..tl {
+                cprev[(b * tl + i) * h..][..h].copy_from_slice(&steps.q[(b * tl + i - 1) * h..][..h]);
+            }
+        }
+    }
+    let re = Recomputed { sprev, cprev, ws: steps.ws, gi: steps.gi, gh: steps.gh, q: steps.q };
 
-    let mut dgi = vec![T::ZERO; bt * 3 * h];
-    let mut dgh = vec![T::ZERO; bt * 3 * h];
+    let mut dgi = vec![T::ZERO; bt * g];
+    let mut dgh = vec![T::ZERO; bt * g];
     let mut dws = vec![T::ZERO; bt * a];
     let mut denc = vec![T::ZERO; d.batch * sl * ew];
     let mut ds0 = vec![T::ZERO; d.batch * h];
-    let wt =
-        WeightsT { wc: transpose(&w[o.wc..o.u], c, 3 * h), u: transpose(&w[o.u..o.bh], h, 3 * h), wa: transpose(&w[o.wa..o.ba], h, a) };
+    let wt = WeightsT { wc: transpose(&w[o.wc..o.u], c, g), u: transpose(&w[o.u..o.bh], h, g), wa: transpose(&w[o.wa..o.ba], h, a) };
     let rows = chunk_rows(d.batch);
     let dv_parts: Vec<Vec<T>> = dgi
-        .par_chunks_mut(rows * tl * 3 * h)
-        .zip(dgh.par_chunks_mut(rows * tl * 3 * h))
+        .par_chunks_mut(rows * tl * g)
+        .zip(dgh.par_chunks_mut(rows * tl * g))
         .zip(dws.par_chunks_mut(rows * tl * a))
         .zip(denc.par_chunks_mut(rows * sl * ew))
         .zip(ds0.par_chunks_mut(rows * h))
@@ -83,8 +94,8 @@ pub fn backward<T: Real>(
     let mut dw = vec![T::ZERO; o.end];
     let sp = Mat::new(&re.sprev, bt, h).t();
     matmul(&mut dw, o.wa, a, sp, Mat::new(&dws, bt, a), false, threads);
-    matmul(&mut dw, o.wc, 3 * h, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, 3 * h), false, threads);
-    let du = u_grad(d.form, h, &masked_states(&re.sprev, d.state_mask.as_deref(), tl, h), &re.q, &dgh, threads);
+    matmul(&mut dw, o.wc, g, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, g), false, threads);
+    let du = u_grad(d.kind, h, &masked_states(&re.sprev, d.state_mask.as_deref(), tl, h), &re.q, &dgh, threads);
     dw[o.u..o.bh].copy_from_slice(&du);
     sum_rows(&dws, &mut dw[o.ba..o.va]);
     sum_rows(&dgh, &mut dw[o.bh..o.end]);
@@ -117,7 +128,7 @@ fn score_grad<T: Real>(de: T, xj: &[T], v: &[T], dv: &mut [T], duh: &mut [T], dw
     }
 }
 
-/// `W_cᵀ (3H, C)`, `Uᵀ (3H, H)`, `W_aᵀ (A, H)`, transposed once per call (see `gemm::transpose`).
+/// `W_cᵀ (G, C)`, `Uᵀ (G, H)`, `W_aᵀ (A, H)`, transposed once per call (see `gemm::transpose`).
 struct WeightsT<T> {
     wc: Vec<T>,
     u: Vec<T>,
@@ -148,35 +159,41 @@ fn backward_chunk<T: Real>(
     re: &Recomputed<T>,
     g: &mut ChunkOut<'_, T>,
 ) {
-    let (tl, sl, h, c, a) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
+    let (tl, sl, h, c, a, g3) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
     let (ow, ew, o) = (h + c, c + a, d.woff());
     let v = &w[o.va..o.wc];
     let mut dc = vec![T::ZERO; nb * c];
     let mut sc = AttnScratch::new(sl, a);
     let mut dalpha = vec![T::ZERO; sl];
-    let cell = Cell { form: d.form, hidden: h, u: &w[o.u..o.bh] };
+    let cell = Cell { kind: d.kind, hidden: h, u: &w[o.u..o.bh] };
     let active = vec![true; nb];
     let (mut hp, mut ds, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
+    let lstm = d.kind == CellKind::Lstm;
+    // The LSTM's previous cell states and the gradient carried into its cell state.
+    let (mut cp, mut dcell) = (vec![T::ZERO; if lstm { nb * h } else { 0 }], vec![T::ZERO; if lstm { nb * h } else { 0 }]);
     let mask = chunk_mask::<T>(d.state_mask.as_deref(), b0, nb, h);
     let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
     for i in (0..tl).rev() {
         for b in 0..nb {
             let row = (b0 + b) * tl + i;
             hp[b * h..(b + 1) * h].copy_from_slice(&re.sprev[row * h..(row + 1) * h]);
+            if lstm {
+                cp[b * h..(b + 1) * h].copy_from_slice(&re.cprev[row * h..(row + 1) * h]);
+            }
             for j in 0..h {
                 ds[b * h + j] = dout[row * ow + j] + g.carry[b * h + j];
             }
             dc[b * c..(b + 1) * c].copy_from_slice(&dout[row * ow + h..][..c]);
         }
         // The GRU: dGI, dGH, and the carry becomes the gradient of s_{i-1}.
-        let rg = Rows { off: (b0 * tl + i) * 3 * h, stride: tl * 3 * h };
-        let rl = Rows { off: i * 3 * h, stride: tl * 3 * h };
+        let rg = Rows { off: (b0 * tl + i) * g3, stride: tl * g3 };
+        let rl = Rows { off: i * g3, stride: tl * g3 };
         let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
-        let sin = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (&re.gi, rg), active: &active };
-        let grads = StepGrads { dgi: (&mut *g.dgi, rl), dgh: (&mut *g.dgh, rl), carry: &mut *g.carry, dq: &mut dq };
+        let sin = StepIn { hp: &hp, cp: &cp, hu, mask: mask.as_deref(), gi: (&re.gi, rg), active: &active };
+        let grads = StepGrads { dgi: (&mut *g.dgi, rl), dgh: (&mut *g.dgh, rl), carry: &mut *g.carry, dq: &mut dq, dc: &mut dcell };
         cell.backward(&sin, (&re.gh, rg), &ds, &wt.u, grads);
         // dc += dGI Wcᵀ.
-        matmul(&mut dc, 0, c, Mat::strided(g.dgi, i * 3 * h, nb, 3 * h, tl * 3 * h), Mat::new(&wt.wc, 3 * h, c), true, 1);
+        matmul(&mut dc, 0, c, Mat::strided(g.dgi, i * g3, nb, g3, tl * g3), Mat::new(&wt.wc, g3, c), true, 1);
         for b in 0..nb {
             let bg = b0 + b;
             let len = d.lens[bg];

@@ -1,5 +1,7 @@
 //! The RNNsearch decoder's whole step loop (Bahdanau et al. 2014, appendix A.2.2) as one candle
-//! op: additive attention, context, and a GRU (either form of `gru_cell.rs`) whose input is `[E y_{i-1}; c_i]`.
+//! op: additive attention, context, and a recurrent cell (`gru_cell.rs`: a GRU in either form,
+//! or an LSTM) whose input is `[E y_{i-1}; c_i]`. Below, `3H` is the GRU's gate width `G`
+//! (the LSTM's is `4H`; it keeps its cell states where the GRU keeps `q`).
 //!
 //! ```text
 //! ws_i  = s_{i-1} W_a + b_a                         (B, A)     one GEMM per step
@@ -26,7 +28,7 @@ use rayon::prelude::*;
 
 use super::gemm::{matmul, Mat, Real};
 use super::gru::chunk_rows;
-use super::gru_cell::{chunk_mask, dropped, Cell, GruForm, Rows, StepIn};
+use super::gru_cell::{chunk_mask, dropped, Cell, CellKind, Rows, StepIn};
 use super::math::{axpy, dot};
 use crate::config::OutputState;
 use crate::simd_dispatch;
@@ -42,8 +44,8 @@ pub struct AttnDims {
     pub att: usize,
     /// Source length of each sentence, `<= src_len`.
     pub lens: Vec<usize>,
-    /// The decoder GRU's form (`gru_cell.rs`); `b_h` is zero for the paper's cell.
-    pub form: GruForm,
+    /// The decoder's cell (`gru_cell.rs`); `b_h` is zero for the paper's GRU and the LSTM.
+    pub kind: CellKind,
     /// Which state each output row carries: `s_i`, or `s_{i-1}` (RNNsearch's deep output).
     pub output: OutputState,
     /// Recurrent dropout on `s_{i-1}` where it enters `U` (`gru_cell.rs`): a mask `(B, H)`
@@ -69,19 +71,24 @@ pub(crate) struct WOff {
 }
 
 impl AttnDims {
+    /// The cell's gate width `G`.
+    pub(crate) fn g(&self) -> usize {
+        self.kind.gates() * self.hidden
+    }
+
     /// Length of the op's packed weights `w` (`attn_op.rs`).
     pub fn weights_len(&self) -> usize {
         self.woff().total
     }
 
     pub(crate) fn woff(&self) -> WOff {
-        let (h, c, a) = (self.hidden, self.ctx, self.att);
+        let (h, c, a, g) = (self.hidden, self.ctx, self.att, self.g());
         let ba = h * a;
         let va = ba + a;
         let wc = va + a;
-        let u = wc + c * 3 * h;
-        let bh = u + h * 3 * h;
-        let end = bh + 3 * h;
+        let u = wc + c * g;
+        let bh = u + h * g;
+        let end = bh + g;
         let ws = end + c * a;
         let bs = ws + h * h;
         WOff { wa: 0, ba, va, wc, u, bh, end, ua: end, ws, bs, total: bs + h }
@@ -152,23 +159,22 @@ pub(crate) fn attention_weights<T: Real>(enc_b: &[T], ctx_dim: usize, ws: &[T], 
 
 /// Forward pass: `(B, T, H + C)`.
 pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>, Steps<T>) {
-    let (ow, bt, h) = (d.out_w(), d.batch * d.tgt_len, d.hidden);
+    let (ow, bt, h, g) = (d.out_w(), d.batch * d.tgt_len, d.hidden, d.g());
     let mut out = vec![T::ZERO; bt * ow];
-    let mut st =
-        Steps { ws: vec![T::ZERO; bt * d.att], gi: vec![T::ZERO; bt * 3 * h], gh: vec![T::ZERO; bt * 3 * h], q: vec![T::ZERO; bt * h] };
+    let mut st = Steps { ws: vec![T::ZERO; bt * d.att], gi: vec![T::ZERO; bt * g], gh: vec![T::ZERO; bt * g], q: vec![T::ZERO; bt * h] };
     let rows = chunk_rows(d.batch);
-    let (gie, s0) = seq.split_at(bt * 3 * h);
+    let (gie, s0) = seq.split_at(bt * g);
     let tl = d.tgt_len;
     out.par_chunks_mut(rows * tl * ow)
         .zip(st.ws.par_chunks_mut(rows * tl * d.att))
-        .zip(st.gi.par_chunks_mut(rows * tl * 3 * h))
-        .zip(st.gh.par_chunks_mut(rows * tl * 3 * h))
+        .zip(st.gi.par_chunks_mut(rows * tl * g))
+        .zip(st.gh.par_chunks_mut(rows * tl * g))
         .zip(st.q.par_chunks_mut(rows * tl * h))
         .enumerate()
         .for_each(|(c, ((((out_c, ws_c), gi_c), gh_c), q_c))| {
             let b0 = c * rows;
             let nb = out_c.len() / (tl * ow);
-            let gie_c = &gie[b0 * tl * 3 * h..][..nb * tl * 3 * h];
+            let gie_c = &gie[b0 * tl * g..][..nb * tl * g];
             let s0_c = &s0[b0 * h..][..nb * h];
             let enc_c = &enc[b0 * d.src_len * d.enc_w()..][..nb * d.src_len * d.enc_w()];
             let mut stc = StepsMut { ws: ws_c, gi: gi_c, gh: gh_c, q: q_c };
@@ -178,8 +184,8 @@ pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>,
     (out, st)
 }
 
-/// Each step's `ws`, `gi`, `gh` `(B, T, ·)` and the paper cell's `q = r ⊙ s_{i-1}` `(B, T, H)`,
-/// kept by the op for its backward pass.
+/// Each step's `ws`, `gi`, `gh` `(B, T, ·)` and the paper cell's `q = r ⊙ s_{i-1}` (the
+/// LSTM's cell state) `(B, T, H)`, kept by the op for its backward pass.
 pub struct Steps<T> {
     pub ws: Vec<T>,
     pub gi: Vec<T>,
@@ -204,12 +210,15 @@ struct ChunkIn<'a, T> {
 
 #[inline(always)]
 fn forward_chunk<T: Real>(d: &AttnDims, x: &ChunkIn<'_, T>, w: &[T], out: &mut [T], st: &mut StepsMut<'_, T>) {
-    let (tl, sl, h, c, a) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
+    let (tl, sl, h, c, a, g) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
     let (ow, ew, o) = (d.out_w(), d.enc_w(), d.woff());
     let nb = x.s0.len() / h;
     let (ws, gi, gh) = (&mut *st.ws, &mut *st.gi, &mut *st.gh);
     let mut sc = AttnScratch::new(sl, a);
-    let cell = Cell { form: d.form, hidden: h, u: &w[o.u..o.bh] };
+    let cell = Cell { kind: d.kind, hidden: h, u: &w[o.u..o.bh] };
+    let lstm = d.kind == CellKind::Lstm;
+    // The LSTM's cell states, from zero.
+    let mut cp = vec![T::ZERO; if lstm { nb * h } else { 0 }];
     let active = vec![true; nb];
     let mask = chunk_mask::<T>(d.state_mask.as_deref(), x.b0, nb, h);
     let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
@@ -217,26 +226,29 @@ fn forward_chunk<T: Real>(d: &AttnDims, x: &ChunkIn<'_, T>, w: &[T], out: &mut [
     let mut hp = x.s0.to_vec();
     for i in 0..tl {
         // Row b of step i sits at (b·T + i) in the (nb, T, ·) step buffers.
-        let (r3, ra) = (|b: usize| (b * tl + i) * 3 * h, |b: usize| (b * tl + i) * a);
+        let (r3, ra) = (|b: usize| (b * tl + i) * g, |b: usize| (b * tl + i) * a);
         for b in 0..nb {
             ws[ra(b)..ra(b) + a].copy_from_slice(&w[o.ba..o.ba + a]);
-            gh[r3(b)..r3(b) + 3 * h].copy_from_slice(&w[o.bh..o.end]);
+            gh[r3(b)..r3(b) + g].copy_from_slice(&w[o.bh..o.end]);
         }
         matmul(ws, i * a, tl * a, Mat::new(&hp, nb, h), Mat::new(&w[o.wa..o.ba], h, a), true, 1);
         for b in 0..nb {
             let ctx = &mut out[(b * tl + i) * ow + h..(b * tl + i + 1) * ow];
             let enc_b = &x.enc[b * sl * ew..(b + 1) * sl * ew];
             attend_row(enc_b, &ws[ra(b)..ra(b) + a], &w[o.va..o.wc], d.lens[x.b0 + b], &mut sc, ctx);
-            gi[r3(b)..r3(b) + 3 * h].copy_from_slice(&x.gie[r3(b)..r3(b) + 3 * h]);
+            gi[r3(b)..r3(b) + g].copy_from_slice(&x.gie[r3(b)..r3(b) + g]);
         }
-        matmul(gi, i * 3 * h, tl * 3 * h, Mat::strided(out, i * ow + h, nb, c, tl * ow), Mat::new(&w[o.wc..o.u], c, 3 * h), true, 1);
-        let (r3v, r1v) = (Rows { off: i * 3 * h, stride: tl * 3 * h }, Rows { off: i * h, stride: tl * h });
+        matmul(gi, i * g, tl * g, Mat::strided(out, i * ow + h, nb, c, tl * ow), Mat::new(&w[o.wc..o.u], c, g), true, 1);
+        let (r3v, r1v) = (Rows { off: i * g, stride: tl * g }, Rows { off: i * h, stride: tl * h });
         let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
-        let sin = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (&*gi, r3v), active: &active };
+        let sin = StepIn { hp: &hp, cp: &cp, hu, mask: mask.as_deref(), gi: (&*gi, r3v), active: &active };
         let outr = Rows { off: i * ow, stride: tl * ow };
         cell.forward(&sin, (&mut *gh, r3v), (&mut *st.q, r1v), (&mut *out, outr));
         for b in 0..nb {
             hp[b * h..(b + 1) * h].copy_from_slice(&out[outr.at(b)..][..h]);
+            if lstm {
+                cp[b * h..(b + 1) * h].copy_from_slice(&st.q[r1v.at(b)..][..h]);
+            }
         }
     }
 }

@@ -3,9 +3,10 @@
 //!
 //! Inputs, each a plain graph node (no `cat` or `reshape` of large activations in front of
 //! the op: each such node costs candle a zero-filled gradient buffer and an add per update):
-//! - `gie (B·T, 3H)`: `E y_{i-1} W + b` for every target position, from one GEMM;
+//! - `gie (B·T, G)`: `E y_{i-1} W + b` for every target position, from one GEMM (`G` is the
+//!   cell's gate width: `3H` for the GRU, `4H` for the LSTM);
 //! - `ann (B, S, C)`: the annotations `h_j` (`C = 2H` for the bidirectional encoder);
-//! - `w`: flat `[W_a (H, A); b_a (A); v_a (A); W_c (C, 3H); U (H, 3H); b_h (3H); U_a (C, A);
+//! - `w`: flat `[W_a (H, A); b_a (A); v_a (A); W_c (C, G); U (H, G); b_h (G); U_a (C, A);
 //!   W_s (H, H); b_s (H)]`.
 //!
 //! Prologue (RNNsearch appendix A.2.2): `s_0 = tanh(←h_1 W_s + b_s)`, where `←h_1` is the
@@ -22,7 +23,7 @@ use crate::config::OutputState;
 /// Runs the decoder; see the module docs. Returns `(B·T, H + C)`.
 pub fn attention_decoder(gie: &Tensor, ann: &Tensor, w: &Tensor, dims: AttnDims) -> Result<Tensor> {
     let d = &dims;
-    let ok = gie.elem_count() == d.batch * d.tgt_len * 3 * d.hidden
+    let ok = gie.elem_count() == d.batch * d.tgt_len * d.g()
         && ann.dims() == [d.batch, d.src_len, d.ctx]
         && d.ctx >= d.hidden
         && w.dims1()? == d.woff().total
@@ -88,14 +89,14 @@ fn shift_out<T: Real>(d: &AttnDims, out: &mut [T], s0: &[T]) {
 fn run_forward<T: Real>(d: &AttnDims, gie: &[T], ann: &[T], w: &[T]) -> (Vec<T>, Prepared<T>) {
     let (seq, enc) = prologue(d, gie, ann, w);
     let (mut out, steps) = forward(d, &seq, &enc, &w[..d.woff().end]);
-    shift_out(d, &mut out, &seq[d.batch * d.tgt_len * 3 * d.hidden..]);
+    shift_out(d, &mut out, &seq[d.batch * d.tgt_len * d.g()..]);
     (out, Prepared { seq, enc, steps })
 }
 
 /// Gradients of `(gie, ann, w)` from the op's output `res` and its gradient `g`.
 fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T], g: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (b, tl, s, h, c, a) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att);
-    let (ow, o, bt) = (d.out_w(), d.woff(), b * tl);
+    let (ow, o, bt, gw) = (d.out_w(), d.woff(), b * tl, d.g());
     let threads = rayon::current_num_threads();
     // Back to the loop's layout: rows [s_i; c_i] and their gradients. For `previous`, the
     // state of row i came from row i+1's output; s_T itself reaches no output (zeros).
@@ -127,10 +128,10 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     let (mut dseq, denc, mut dw) = super::attn_backward::backward(d, Some(p.steps), &p.seq, &p.enc, &w[..o.end], out, dout);
     dw.resize(o.total, T::ZERO);
     // s_0: the loop's gradient plus the output's, through tanh into W_s, b_s and ←h_1.
-    let s0 = &p.seq[bt * 3 * h..];
+    let s0 = &p.seq[bt * gw..];
     let mut dpre = vec![T::ZERO; b * h];
     for (i, dp) in dpre.iter_mut().enumerate() {
-        *dp = (dseq[bt * 3 * h + i] + ds0_out[i]) * (T::ONE - s0[i] * s0[i]);
+        *dp = (dseq[bt * gw + i] + ds0_out[i]) * (T::ONE - s0[i] * s0[i]);
     }
     let back_first = Mat::strided(ann, c - h, b, h, s * c);
     matmul(&mut dw, o.ws, h, back_first.t(), Mat::new(&dpre, b, h), false, threads);
@@ -151,7 +152,7 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     matmul(&mut dann, 0, c, duh, Mat::new(&uat, a, c), true, threads);
     let wst = transpose(&w[o.ws..o.bs], h, h);
     matmul(&mut dann, c - h, s * c, Mat::new(&dpre, b, h), Mat::new(&wst, h, h), true, 1);
-    dseq.truncate(bt * 3 * h);
+    dseq.truncate(bt * gw);
     (dseq, dann, dw)
 }
 

@@ -1,9 +1,10 @@
-//! A bidirectional GRU layer (Bahdanau et al. 2014, §3.2: `h_j = [→h_j; ←h_j]`) as one op:
-//! the two directions run at the same time, one per thread, each over the whole batch.
+//! A bidirectional recurrent layer (Bahdanau et al. 2014, §3.2: `h_j = [→h_j; ←h_j]`) as one
+//! op: the two directions run at the same time, one per thread, each over the whole batch.
+//! The cell is a GRU or an LSTM (`gru_cell.rs`), of gate width `G` (`3H` or `4H`).
 //!
-//! Input `gi (B, S, 6H)`: `[x W_f + b_f | x W_b + b_b]`, from one GEMM for both directions.
-//! Weights `u (2, H, 3H)`: `U_f` then `U_b`; recurrent biases `bh (2, 3H)` (zero for the paper's
-//! cell, `b_h` for the reset-after cell). Source lengths as in `gru.rs`: the backward direction
+//! Input `gi (B, S, 2G)`: `[x W_f + b_f | x W_b + b_b]`, from one GEMM for both directions.
+//! Weights `u (2, H, G)`: `U_f` then `U_b`; recurrent biases `bh (2, G)` (zero for the paper's
+//! cell and the LSTM, `b_h` for the reset-after cell). Source lengths as in `gru.rs`: the backward direction
 //! starts at each sentence's own last word.
 //! Output `(B, S, 2H)`: the annotations, forward state first.
 //!
@@ -14,17 +15,18 @@
 use candle_core::{Result, Shape, Tensor};
 
 use super::gemm::{fill_rows, transpose, Real};
-use super::gru::{backward_chunk, forward_chunk, prev_states, BackIn, GruDims, GruSpec, Saved, Saved2};
+use super::gru::{backward_chunk, forward_chunk, prev_cells, prev_states, BackIn, GruDims, GruSpec, Saved, Saved2};
 use super::gru_cell::{masked_states, u_grad};
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
-/// Runs both directions over `gi (B, S, 6H)` (or `(B·S, 6H)`: no reshape node is needed) with
-/// `u (2, H, 3H)` and `bh (2, 3H)`; `B = spec.lens.len()`, a state mask is `(2, B, H)`.
+/// Runs both directions over `gi (B, S, 2G)` (or `(B·S, 2G)`: no reshape node is needed) with
+/// `u (2, H, G)` and `bh (2, G)`; `B = spec.lens.len()`, a state mask is `(2, B, H)`.
 /// Returns `(B, S, 2H)`.
 pub fn bigru_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: GruSpec<'_>) -> Result<Tensor> {
     let hidden = u.dim(1)?;
-    let fit = u.dims() == [2, hidden, 3 * hidden] && bh.dims() == [2, 3 * hidden];
+    let g = spec.kind.gates() * hidden;
+    let fit = u.dims() == [2, hidden, g] && bh.dims() == [2, g];
     apply(BiGru(spec.dims("bigru_sequence", gi, hidden, false, 2, fit)?), gi, u, bh)
 }
 
@@ -40,7 +42,7 @@ struct BiGru(GruDims);
 fn dims(d: &GruDims, dir: usize) -> GruDims {
     let n = d.batch * d.hidden;
     let mask = d.mask.as_ref().map(|m| m[dir * n..(dir + 1) * n].to_vec());
-    GruDims { reverse: dir == 1, mask, gi_off: dir * 3 * d.hidden, ..d.clone() }
+    GruDims { reverse: dir == 1, mask, gi_off: dir * d.g(), ..d.clone() }
 }
 
 /// Splits `(N, 2k)` rows into the two directions' contiguous `(N, k)`.
@@ -63,10 +65,10 @@ fn join_dirs<T: Real>(a: &[T], b: &[T], k: usize) -> Vec<T> {
     out
 }
 
-/// A direction's per-row `[b_h; h_0 = 0] (B, 4H)`.
-fn dir_rows<T: Real>(bh: &[T], batch: usize) -> Vec<T> {
+/// A direction's per-row `[b_h; h_0 = 0] (B, G + H)`.
+fn dir_rows<T: Real>(bh: &[T], batch: usize, h: usize) -> Vec<T> {
     let mut row = bh.to_vec();
-    row.resize(bh.len() + bh.len() / 3, T::ZERO);
+    row.resize(bh.len() + h, T::ZERO);
     fill_rows(&row, batch)
 }
 
@@ -77,12 +79,12 @@ pub(crate) fn annotations<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> 
 }
 
 fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> (Vec<T>, Dirs<T>) {
-    let (n, h) = (d.batch * d.len, d.hidden);
+    let (n, h, g) = (d.batch * d.len, d.hidden, d.g());
     let run = |dir: usize| {
         let mut out = vec![T::ZERO; n * h];
-        let mut sv = Saved { gh: vec![T::ZERO; n * 3 * h], q: vec![T::ZERO; n * h] };
-        let ud = &u[dir * h * 3 * h..(dir + 1) * h * 3 * h];
-        let rows = dir_rows(&bh[dir * 3 * h..(dir + 1) * 3 * h], d.batch);
+        let mut sv = Saved { gh: vec![T::ZERO; n * g], q: vec![T::ZERO; n * h] };
+        let ud = &u[dir * h * g..(dir + 1) * h * g];
+        let rows = dir_rows(&bh[dir * g..(dir + 1) * g], d.batch, h);
         let mut s2 = Saved2 { gh: &mut sv.gh, q: &mut sv.q };
         simd_dispatch!(forward_chunk(&dims(d, dir), gi, ud, &rows, &mut out, &mut s2));
         (out, sv)
@@ -93,18 +95,19 @@ fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> (Vec<T>, Dirs<T
 
 /// One direction's backward pass on the calling thread: `(dgi, du, dbh)`.
 fn backward_dir<T: Real>(d: &GruDims, gi: &[T], sv: &Saved<T>, u: &[T], bh: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
-    let (n, h) = (d.batch * d.len, d.hidden);
-    let rows = dir_rows(bh, d.batch);
+    let (n, h, g) = (d.batch * d.len, d.hidden, d.g());
+    let rows = dir_rows(bh, d.batch, h);
     let hprev = prev_states(d, hs, &rows);
-    let ut = transpose(u, h, 3 * h);
-    let mut dgi = vec![T::ZERO; n * 3 * h];
-    let mut dgh = vec![T::ZERO; n * 3 * h];
+    let cprev = prev_cells(d, &sv.q);
+    let ut = transpose(u, h, g);
+    let mut dgi = vec![T::ZERO; n * g];
+    let mut dgh = vec![T::ZERO; n * g];
     let mut dh0 = vec![T::ZERO; d.batch * h];
-    let x = BackIn { gi, gh: &sv.gh, hprev: &hprev, dh };
+    let x = BackIn { gi, gh: &sv.gh, hprev: &hprev, cprev: &cprev, dh };
     simd_dispatch!(backward_chunk(d, &x, u, &ut, &mut dgi, &mut dgh, &mut dh0));
-    let du = u_grad(d.form, h, &masked_states(&hprev, d.mask.as_deref(), d.len, h), &sv.q, &dgh, 1);
-    let mut dbh = vec![T::ZERO; 3 * h];
-    for row in dgh.chunks(3 * h) {
+    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), d.len, h), &sv.q, &dgh, 1);
+    let mut dbh = vec![T::ZERO; g];
+    for row in dgh.chunks(g) {
         for (acc, &x) in dbh.iter_mut().zip(row) {
             *acc += x;
         }
@@ -113,18 +116,18 @@ fn backward_dir<T: Real>(d: &GruDims, gi: &[T], sv: &Saved<T>, u: &[T], bh: &[T]
 }
 
 fn backward<T: Real>(d: &GruDims, saved: Dirs<T>, [gi, u, bh]: [&[T]; 3], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
-    let h = d.hidden;
+    let (h, g) = (d.hidden, d.g());
     let hs = split_dirs(hs, h);
     let dh = split_dirs(dh, h);
     let run = |dir: usize| {
-        let ud = &u[dir * h * 3 * h..(dir + 1) * h * 3 * h];
-        let bd = &bh[dir * 3 * h..(dir + 1) * 3 * h];
+        let ud = &u[dir * h * g..(dir + 1) * h * g];
+        let bd = &bh[dir * g..(dir + 1) * g];
         backward_dir(&dims(d, dir), gi, &saved.saved[dir], ud, bd, &hs[dir], &dh[dir])
     };
     let ((dgf, mut du, mut dbh), (dgb, mut dub, mut dbhb)) = rayon::join(|| run(0), || run(1));
     du.append(&mut dub);
     dbh.append(&mut dbhb);
-    (join_dirs(&dgf, &dgb, 3 * h), du, dbh)
+    (join_dirs(&dgf, &dgb, g), du, dbh)
 }
 
 impl SavedForward for BiGru {

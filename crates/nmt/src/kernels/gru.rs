@@ -1,12 +1,14 @@
-//! A GRU layer over a whole batch of sequences as one candle op, with a hand-written backward
-//! pass through time. The cell, in either form, is `gru_cell.rs`.
+//! A recurrent layer over a whole batch of sequences as one candle op, with a hand-written
+//! backward pass through time. The cell (a GRU in either form, or an LSTM) is `gru_cell.rs`;
+//! `G` below is its gate width, `3H` for the GRU and `4H` for the LSTM.
 //!
 //! Inputs:
-//! - `gi (B, S, 3H)`: `x W + b` (plus any per-row input term), one GEMM by the caller for the
+//! - `gi (B, S, G)`: `x W + b` (plus any per-row input term), one GEMM by the caller for the
 //!   whole sequence (Marian's layout);
-//! - `u (H, 3H)`: `[U_r | U_z | U_n]`;
-//! - `rows (B, 4H)`: each sentence's `[ghb (3H); h_0 (H)]`: the recurrent term added to
-//!   `h U` (a bias `b_h`, RNNenc's decoder `C c`, or zero) and the start state.
+//! - `u (H, G)`: `[U_r | U_z | U_n]` (LSTM: `[U_i | U_f | U_g | U_o]`);
+//! - `rows (B, G + H)`: each sentence's `[ghb (G); h_0 (H)]`: the recurrent term added to
+//!   `h U` (a bias `b_h`, RNNenc's decoder `C c`, or zero) and the start state (the LSTM's
+//!   cell state starts at zero).
 //!
 //! Output: every state `(B, S, H)`. `reverse` runs right to left (the backward half of a
 //! bidirectional encoder) and still writes state `t` at position `t`. Each sentence's length
@@ -14,7 +16,7 @@
 //! forward pass holds the state after the last word and a reverse pass starts at the sentence's
 //! own end from `h_0`, exactly as `model/gru.rs` masks it.
 //!
-//! The forward pass keeps `GH` (and the paper form's `Q = R ⊙ H_prev`) for the backward pass,
+//! The forward pass keeps `GH` (and `Q`: the paper form's `R ⊙ H_prev`, the LSTM's cell states) for the backward pass,
 //! which loops back through time with one or two small GEMMs per step and forms `dU` with GEMMs
 //! over all steps. Batch rows are independent, so both loops run in chunks of rows on the rayon
 //! pool with no synchronisation between steps.
@@ -22,7 +24,7 @@ use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::gemm::{transpose, Real};
-use super::gru_cell::{chunk_mask, dropped, masked_states, u_grad, Cell, GruForm, Rows, StepGrads, StepIn};
+use super::gru_cell::{chunk_mask, dropped, masked_states, u_grad, Cell, CellKind, Rows, StepGrads, StepIn};
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
@@ -33,19 +35,23 @@ pub struct GruDims {
     pub len: usize,
     pub hidden: usize,
     pub reverse: bool,
-    pub form: GruForm,
+    pub kind: CellKind,
     /// Each sentence's length, `1..=len`.
     pub lens: Vec<usize>,
     /// Recurrent-dropout mask `(batch, hidden)` (see [`GruSpec`]).
     pub mask: Option<Vec<f32>>,
-    /// Where this GRU's `gi` is: position `(b, t)`'s `3H` values start at
-    /// `(b·len + t)·gi_stride + gi_off` (`gi_stride = 3H`; the bidirectional op reads each
-    /// direction's half of its `(B, S, 6H)` input in place).
+    /// Where this layer's `gi` is: position `(b, t)`'s `G` values start at
+    /// `(b·len + t)·gi_stride + gi_off` (`gi_stride = G`; the bidirectional op reads each
+    /// direction's half of its `(B, S, 2G)` input in place).
     pub gi_stride: usize,
     pub gi_off: usize,
 }
 
 impl GruDims {
+    /// The gate width `G`.
+    pub(crate) fn g(&self) -> usize {
+        self.kind.gates() * self.hidden
+    }
     /// The step processed before position `t`, if any.
     fn prev(&self, t: usize) -> Option<usize> {
         if self.reverse {
@@ -70,22 +76,22 @@ impl GruDims {
     }
 }
 
-/// How a GRU op runs: the cell's form, each sentence's length `1..=S` (`B = lens.len()`) and
+/// How a recurrent op runs: the cell, each sentence's length `1..=S` (`B = lens.len()`) and
 /// an optional recurrent-dropout mask `(B, H)` of `0` or `1/(1−p)` (`gru_cell.rs`; `(2, B, H)`
 /// for the bidirectional op, forward direction first).
 #[derive(Clone, Copy, Debug)]
 pub struct GruSpec<'a> {
-    pub form: GruForm,
+    pub kind: CellKind,
     pub lens: &'a [usize],
     pub state_mask: Option<&'a [f32]>,
 }
 
 impl GruSpec<'_> {
-    /// The dimensions of an op over `gi` with `dirs · 3H` columns, after checking `gi`, the
+    /// The dimensions of an op over `gi` with `dirs · G` columns, after checking `gi`, the
     /// lengths and the mask; `weights_fit` is the caller's check of its other inputs.
     pub(crate) fn dims(&self, op: &str, gi: &Tensor, hidden: usize, reverse: bool, dirs: usize, weights_fit: bool) -> Result<GruDims> {
         let (batch, lens) = (self.lens.len(), self.lens);
-        let width = 3 * hidden * dirs;
+        let width = self.kind.gates() * hidden * dirs;
         let len = gi.elem_count() / (batch * width).max(1);
         let ok = weights_fit
             && gi.elem_count() == batch * len * width
@@ -96,16 +102,17 @@ impl GruSpec<'_> {
             candle_core::bail!("{op}: gi {:?}, lens {lens:?}, the weights or the state mask do not fit", gi.dims());
         }
         let mask = self.state_mask.map(<[f32]>::to_vec);
-        Ok(GruDims { batch, len, hidden, reverse, form: self.form, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0 })
+        Ok(GruDims { batch, len, hidden, reverse, kind: self.kind, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0 })
     }
 }
 
-/// Runs a GRU over `gi (B, S, 3H)` (or `(B·S, 3H)`) with `u (H, 3H)` and per-row
-/// `rows = [ghb; h_0] (B, 4H)`; returns the states `(B, S, H)`. Differentiable with respect to
-/// all three inputs.
+/// Runs the cell over `gi (B, S, G)` (or `(B·S, G)`) with `u (H, G)` and per-row
+/// `rows = [ghb; h_0] (B, G + H)`; returns the states `(B, S, H)`. Differentiable with respect
+/// to all three inputs.
 pub fn gru_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, spec: GruSpec<'_>) -> Result<Tensor> {
     let hidden = u.dim(0)?;
-    let fit = u.dims() == [hidden, 3 * hidden] && rows.dims() == [spec.lens.len(), 4 * hidden];
+    let g = spec.kind.gates() * hidden;
+    let fit = u.dims() == [hidden, g] && rows.dims() == [spec.lens.len(), g + hidden];
     apply(GruSeq(spec.dims("gru_sequence", gi, hidden, reverse, 1, fit)?), gi, u, rows)
 }
 
@@ -117,7 +124,7 @@ pub(crate) fn chunk_rows(batch: usize) -> usize {
     batch.div_ceil(chunks).max(1)
 }
 
-/// What the forward pass keeps for the backward pass: `GH (B, S, 3H)`, `Q (B, S, H)`.
+/// What the forward pass keeps for the backward pass: `GH (B, S, G)`, `Q (B, S, H)`.
 pub(crate) struct Saved<T> {
     pub gh: Vec<T>,
     pub q: Vec<T>,
@@ -127,16 +134,16 @@ struct GruSeq(GruDims);
 
 /// Forward pass: the states `(B, S, H)` and what backward needs.
 pub(crate) fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T]) -> (Vec<T>, Saved<T>) {
-    let (s, h) = (d.len, d.hidden);
+    let (s, h, g) = (d.len, d.hidden, d.g());
     let mut out = vec![T::ZERO; d.batch * s * h];
-    let mut sv = Saved { gh: vec![T::ZERO; d.batch * s * 3 * h], q: vec![T::ZERO; d.batch * s * h] };
+    let mut sv = Saved { gh: vec![T::ZERO; d.batch * s * g], q: vec![T::ZERO; d.batch * s * h] };
     let n = chunk_rows(d.batch);
-    out.par_chunks_mut(n * s * h).zip(sv.gh.par_chunks_mut(n * s * 3 * h)).zip(sv.q.par_chunks_mut(n * s * h)).enumerate().for_each(
+    out.par_chunks_mut(n * s * h).zip(sv.gh.par_chunks_mut(n * s * g)).zip(sv.q.par_chunks_mut(n * s * h)).enumerate().for_each(
         |(c, ((out_c, gh_c), q_c))| {
             let nb = out_c.len() / (s * h);
             let dc = d.chunk(c * n, nb);
             let gi_c = &gi[c * n * s * d.gi_stride..][..nb * s * d.gi_stride];
-            let rows_c = &rows[c * n * 4 * h..][..nb * 4 * h];
+            let rows_c = &rows[c * n * (g + h)..][..nb * (g + h)];
             simd_dispatch!(forward_chunk(&dc, gi_c, u, rows_c, out_c, &mut Saved2 { gh: gh_c, q: q_c }))
         },
     );
@@ -152,38 +159,44 @@ pub(crate) struct Saved2<'a, T> {
 /// Runs the rows of `d` (a chunk) through all steps.
 #[inline(always)]
 pub(crate) fn forward_chunk<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T], out: &mut [T], sv: &mut Saved2<'_, T>) {
-    let (nb, s, h) = (d.batch, d.len, d.hidden);
-    let cell = Cell { form: d.form, hidden: h, u };
-    let mut hp: Vec<T> = rows.chunks(4 * h).flat_map(|r| r[3 * h..].iter().copied()).collect();
+    let (nb, s, h, g) = (d.batch, d.len, d.hidden, d.g());
+    let cell = Cell { kind: d.kind, hidden: h, u };
+    let mut hp: Vec<T> = rows.chunks(g + h).flat_map(|r| r[g..].iter().copied()).collect();
+    let lstm = d.kind == CellKind::Lstm;
+    // The LSTM's cell states, starting at zero.
+    let mut cp = vec![T::ZERO; if lstm { nb * h } else { 0 }];
     let mask = chunk_mask::<T>(d.mask.as_deref(), 0, nb, h);
     let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
     let mut active = vec![true; nb];
     for step in 0..s {
         let t = d.pos(step);
         for b in 0..nb {
-            sv.gh[(b * s + t) * 3 * h..][..3 * h].copy_from_slice(&rows[b * 4 * h..b * 4 * h + 3 * h]);
+            sv.gh[(b * s + t) * g..][..g].copy_from_slice(&rows[b * (g + h)..b * (g + h) + g]);
             active[b] = t < d.lens[b];
         }
-        let (r3, r1) = (Rows { off: t * 3 * h, stride: s * 3 * h }, Rows { off: t * h, stride: s * h });
+        let (rg3, r1) = (Rows { off: t * g, stride: s * g }, Rows { off: t * h, stride: s * h });
         let rg = Rows { off: t * d.gi_stride + d.gi_off, stride: s * d.gi_stride };
         let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
-        let x = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (gi, rg), active: &active };
-        cell.forward(&x, (&mut *sv.gh, r3), (&mut *sv.q, r1), (&mut *out, r1));
+        let x = StepIn { hp: &hp, cp: &cp, hu, mask: mask.as_deref(), gi: (gi, rg), active: &active };
+        cell.forward(&x, (&mut *sv.gh, rg3), (&mut *sv.q, r1), (&mut *out, r1));
         for b in 0..nb {
             hp[b * h..(b + 1) * h].copy_from_slice(&out[r1.at(b)..][..h]);
+            if lstm {
+                cp[b * h..(b + 1) * h].copy_from_slice(&sv.q[r1.at(b)..][..h]);
+            }
         }
     }
 }
 
 /// `H_prev (B, S, H)`: the state each step started from (`h_0` for the first step).
 pub(crate) fn prev_states<T: Real>(d: &GruDims, hs: &[T], rows: &[T]) -> Vec<T> {
-    let (s, h) = (d.len, d.hidden);
+    let (s, h, g) = (d.len, d.hidden, d.g());
     let mut hprev = vec![T::ZERO; d.batch * s * h];
     for bi in 0..d.batch {
         for t in 0..s {
             let src = match d.prev(t) {
                 Some(tp) => &hs[(bi * s + tp) * h..][..h],
-                None => &rows[bi * 4 * h + 3 * h..][..h],
+                None => &rows[bi * (g + h) + g..][..h],
             };
             hprev[(bi * s + t) * h..][..h].copy_from_slice(src);
         }
@@ -191,21 +204,43 @@ pub(crate) fn prev_states<T: Real>(d: &GruDims, hs: &[T], rows: &[T]) -> Vec<T> 
     hprev
 }
 
+/// The LSTM's `C_prev (B, S, H)` from its cell states `q (B, S, H)`: zero before the first
+/// step. Empty for a GRU, which has none.
+pub(crate) fn prev_cells<T: Real>(d: &GruDims, q: &[T]) -> Vec<T> {
+    if d.kind != CellKind::Lstm {
+        return Vec::new();
+    }
+    let (s, h) = (d.len, d.hidden);
+    let mut cprev = vec![T::ZERO; d.batch * s * h];
+    for bi in 0..d.batch {
+        for t in 0..s {
+            if let Some(tp) = d.prev(t) {
+                cprev[(bi * s + t) * h..][..h].copy_from_slice(&q[(bi * s + tp) * h..][..h]);
+            }
+        }
+    }
+    cprev
+}
+
 /// The inputs of a backward pass over rows of `d`.
 pub(crate) struct BackIn<'a, T> {
     pub gi: &'a [T],
     pub gh: &'a [T],
     pub hprev: &'a [T],
+    /// The LSTM's `C_prev` ([`prev_cells`]); empty for a GRU.
+    pub cprev: &'a [T],
     pub dh: &'a [T],
 }
 
 /// The backward loop through time for the rows of `d` (a chunk): fills `dgi`, `dgh`
-/// `(nb, S, 3H)` and `dh0 (nb, H)`.
+/// `(nb, S, G)` and `dh0 (nb, H)`.
 #[inline(always)]
 pub(crate) fn backward_chunk<T: Real>(d: &GruDims, x: &BackIn<'_, T>, u: &[T], ut: &[T], dgi: &mut [T], dgh: &mut [T], dh0: &mut [T]) {
-    let (nb, s, h) = (d.batch, d.len, d.hidden);
-    let cell = Cell { form: d.form, hidden: h, u };
+    let (nb, s, h, g) = (d.batch, d.len, d.hidden, d.g());
+    let cell = Cell { kind: d.kind, hidden: h, u };
     let (mut hp, mut dh, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
+    let lstm = d.kind == CellKind::Lstm;
+    let (mut cp, mut dc) = (vec![T::ZERO; if lstm { nb * h } else { 0 }], vec![T::ZERO; if lstm { nb * h } else { 0 }]);
     let mask = chunk_mask::<T>(d.mask.as_deref(), 0, nb, h);
     let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
     let mut active = vec![true; nb];
@@ -216,55 +251,60 @@ pub(crate) fn backward_chunk<T: Real>(d: &GruDims, x: &BackIn<'_, T>, u: &[T], u
         for b in 0..nb {
             let o1 = (b * s + t) * h;
             hp[b * h..(b + 1) * h].copy_from_slice(&x.hprev[o1..o1 + h]);
+            if lstm {
+                cp[b * h..(b + 1) * h].copy_from_slice(&x.cprev[o1..o1 + h]);
+            }
             for j in 0..h {
                 dh[b * h + j] = x.dh[o1 + j] + dh0[b * h + j];
             }
             active[b] = t < d.lens[b];
         }
-        let r3 = Rows { off: t * 3 * h, stride: s * 3 * h };
+        let r3 = Rows { off: t * g, stride: s * g };
         let rg = Rows { off: t * d.gi_stride + d.gi_off, stride: s * d.gi_stride };
         let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
-        let si = StepIn { hp: &hp, hu, mask: mask.as_deref(), gi: (x.gi, rg), active: &active };
-        let grads = StepGrads { dgi: (&mut *dgi, r3), dgh: (&mut *dgh, r3), carry: &mut *dh0, dq: &mut dq };
+        let si = StepIn { hp: &hp, cp: &cp, hu, mask: mask.as_deref(), gi: (x.gi, rg), active: &active };
+        let grads = StepGrads { dgi: (&mut *dgi, r3), dgh: (&mut *dgh, r3), carry: &mut *dh0, dq: &mut dq, dc: &mut dc };
         cell.backward(&si, (x.gh, r3), &dh, ut, grads);
     }
 }
 
 /// Backward pass: the gradients of `(gi, u, rows)`.
 pub(crate) fn backward<T: Real>(d: &GruDims, sv: &Saved<T>, gi: &[T], u: &[T], rows: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
-    let (b, s, h) = (d.batch, d.len, d.hidden);
+    let (b, s, h, g) = (d.batch, d.len, d.hidden, d.g());
     let threads = rayon::current_num_threads();
     let hprev = prev_states(d, hs, rows);
-    let ut = transpose(u, h, 3 * h);
-    let mut dgi = vec![T::ZERO; b * s * 3 * h];
-    let mut dgh = vec![T::ZERO; b * s * 3 * h];
+    let cprev = prev_cells(d, &sv.q);
+    let ut = transpose(u, h, g);
+    let mut dgi = vec![T::ZERO; b * s * g];
+    let mut dgh = vec![T::ZERO; b * s * g];
     let mut dh0 = vec![T::ZERO; b * h];
     let n = chunk_rows(b);
-    dgi.par_chunks_mut(n * s * 3 * h).zip(dgh.par_chunks_mut(n * s * 3 * h)).zip(dh0.par_chunks_mut(n * h)).enumerate().for_each(
+    dgi.par_chunks_mut(n * s * g).zip(dgh.par_chunks_mut(n * s * g)).zip(dh0.par_chunks_mut(n * h)).enumerate().for_each(
         |(c, ((dgi_c, dgh_c), dh0_c))| {
             let nb = dh0_c.len() / h;
-            let (a3, a1) = (c * n * s * 3 * h..(c * n + nb) * s * 3 * h, c * n * s * h..(c * n + nb) * s * h);
+            let (ag, a1) = (c * n * s * g..(c * n + nb) * s * g, c * n * s * h..(c * n + nb) * s * h);
             let gi_c = &gi[c * n * s * d.gi_stride..][..nb * s * d.gi_stride];
-            let x = BackIn { gi: gi_c, gh: &sv.gh[a3], hprev: &hprev[a1.clone()], dh: &dh[a1] };
+            let cp = if cprev.is_empty() { &cprev[..] } else { &cprev[a1.clone()] };
+            let x = BackIn { gi: gi_c, gh: &sv.gh[ag], hprev: &hprev[a1.clone()], cprev: cp, dh: &dh[a1] };
             simd_dispatch!(backward_chunk(&d.chunk(c * n, nb), &x, u, &ut, dgi_c, dgh_c, dh0_c))
         },
     );
-    let du = u_grad(d.form, h, &masked_states(&hprev, d.mask.as_deref(), s, h), &sv.q, &dgh, threads);
-    let drows = row_grads(&dgh, &dh0, b, s, h);
+    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), s, h), &sv.q, &dgh, threads);
+    let drows = row_grads(&dgh, &dh0, b, s, h, g);
     (dgi, du, drows)
 }
 
-/// `[dghb; dh_0] (B, 4H)`: each row's `dGH` summed over its steps, then its `dh_0`.
-pub(crate) fn row_grads<T: Real>(dgh: &[T], dh0: &[T], b: usize, s: usize, h: usize) -> Vec<T> {
-    let mut out = vec![T::ZERO; b * 4 * h];
+/// `[dghb; dh_0] (B, G + H)`: each row's `dGH` summed over its steps, then its `dh_0`.
+pub(crate) fn row_grads<T: Real>(dgh: &[T], dh0: &[T], b: usize, s: usize, h: usize, g: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; b * (g + h)];
     for bi in 0..b {
-        let dst = &mut out[bi * 4 * h..(bi + 1) * 4 * h];
-        for row in dgh[bi * s * 3 * h..(bi + 1) * s * 3 * h].chunks(3 * h) {
-            for (acc, &x) in dst[..3 * h].iter_mut().zip(row) {
+        let dst = &mut out[bi * (g + h)..(bi + 1) * (g + h)];
+        for row in dgh[bi * s * g..(bi + 1) * s * g].chunks(g) {
+            for (acc, &x) in dst[..g].iter_mut().zip(row) {
                 *acc += x;
             }
         }
-        dst[3 * h..].copy_from_slice(&dh0[bi * h..(bi + 1) * h]);
+        dst[g..].copy_from_slice(&dh0[bi * h..(bi + 1) * h]);
     }
     out
 }

@@ -1,6 +1,9 @@
-//! One GRU step for a block of batch rows, forward and backward: the arithmetic shared by the
-//! GRU-sequence op (`gru.rs`), the bidirectional op (`bigru.rs`), the attention decoder
-//! (`attn_decoder.rs`, `attn_backward.rs`) and the host search (`crate::infer`).
+//! One recurrent step for a block of batch rows, forward and backward: the arithmetic shared
+//! by the sequence op (`gru.rs`), the bidirectional op (`bigru.rs`), the attention decoder
+//! (`attn_decoder.rs`, `attn_backward.rs`) and the host search (`crate::infer`). The cell is
+//! a GRU in either form (this file) or an LSTM (`lstm_cell.rs`, [`CellKind::Lstm`]: `4H`
+//! gate columns instead of `3H`, and a cell state kept in `q`); the GEMMs, padding and
+//! recurrent dropout below serve both.
 //!
 //! Gate blocks are ordered `[r | z | n]`; `U (H, 3H) = [U_r | U_z | U_n]`. Each row brings its
 //! input term `gi = W x + b (+ C c)` and a per-row recurrent term `ghb` (a bias `b_h`, RNNenc's
@@ -23,7 +26,8 @@
 //! `U` only: `hu = m ⊙ h` replaces `h` in `h U_rz`, `r ⊙ h` and `h U`, while the update
 //! `h' = n + z ⊙ (h − n)` keeps the undropped `h`. Without a mask `hu` is `h` itself.
 use super::gemm::{matmul, Mat, Real};
-pub use crate::config::GruForm;
+use super::lstm_cell;
+pub use crate::config::{CellKind, GruForm};
 
 /// Row `b` of a `(rows, ·)` view starts at `off + b · stride`.
 #[derive(Clone, Copy, Debug)]
@@ -39,18 +43,20 @@ impl Rows {
     }
 }
 
-/// The cell: its form, `U (H, 3H)` and, for the backward pass, `Uᵀ (3H, H)`.
+/// The cell: its kind, `U (H, G)` with `G = gates · H` and, for the backward pass, `Uᵀ (G, H)`.
 pub(crate) struct Cell<'a, T> {
-    pub form: GruForm,
+    pub kind: CellKind,
     pub hidden: usize,
     pub u: &'a [T],
 }
 
 /// A step's read-only inputs: previous states `hp (nb, H)`, the states entering `U`
-/// `hu = m ⊙ hp (nb, H)` with their dropout mask `m` (or `hp` and `None`), the rows of `gi`,
-/// and which rows are live.
+/// `hu = m ⊙ hp (nb, H)` with their dropout mask `m` (or `hp` and `None`), the LSTM's
+/// previous cell states `cp (nb, H)` (empty for a GRU), the rows of `gi`, and which rows are
+/// live.
 pub(crate) struct StepIn<'a, T> {
     pub hp: &'a [T],
+    pub cp: &'a [T],
     pub hu: &'a [T],
     pub mask: Option<&'a [T]>,
     pub gi: (&'a [T], Rows),
@@ -90,7 +96,7 @@ fn sig_tanh<T: Real>(form: GruForm, g: &[T], hh: &[T], j: usize, h: usize) -> (T
 
 impl<T: Real> Cell<'_, T> {
     /// Forward step: `gh` rows hold `ghb` on entry; writes the new states into `out` rows and,
-    /// for the paper form, `q = r ⊙ h` into `q` rows.
+    /// for the paper form, `q = r ⊙ h` into `q` rows (the LSTM: its new cell states).
     #[inline(always)]
     pub fn forward(&self, x: &StepIn<'_, T>, gh: (&mut [T], Rows), q: (&mut [T], Rows), out: (&mut [T], Rows)) {
         let h = self.hidden;
@@ -98,7 +104,25 @@ impl<T: Real> Cell<'_, T> {
         let (gi, gir) = x.gi;
         let (gh, ghr) = gh;
         let hp = Mat::new(x.hu, nb, h);
-        match self.form {
+        let form = match self.kind {
+            CellKind::Gru(form) => form,
+            CellKind::Lstm => {
+                matmul(gh, ghr.off, ghr.stride, hp, Mat::new(self.u, h, 4 * h), true, 1);
+                let ((q, qr), (out, outr)) = (q, out);
+                for b in 0..nb {
+                    let (ht, c) = (&mut out[outr.at(b)..][..h], &mut q[qr.at(b)..][..h]);
+                    let cpb = &x.cp[b * h..(b + 1) * h];
+                    if !x.active[b] {
+                        ht.copy_from_slice(&x.hp[b * h..(b + 1) * h]);
+                        c.copy_from_slice(cpb);
+                        continue;
+                    }
+                    lstm_cell::update_row(&gi[gir.at(b)..][..4 * h], &gh[ghr.at(b)..][..4 * h], cpb, c, ht);
+                }
+                return;
+            }
+        };
+        match form {
             GruForm::ResetAfter => matmul(gh, ghr.off, ghr.stride, hp, Mat::new(self.u, h, 3 * h), true, 1),
             GruForm::Paper => {
                 matmul(gh, ghr.off, ghr.stride, hp, Mat::strided(self.u, 0, h, 2 * h, 3 * h), true, 1);
@@ -120,22 +144,45 @@ impl<T: Real> Cell<'_, T> {
                 continue;
             }
             let (g, hh) = (&gi[gir.at(b)..][..3 * h], &gh[ghr.at(b)..][..3 * h]);
-            update_row(self.form, g, &hh[..2 * h], &hh[2 * h..], hpb, ht);
+            update_row(form, g, &hh[..2 * h], &hh[2 * h..], hpb, ht);
         }
     }
 
     /// Backward step. `dh (nb, H)` is the whole gradient reaching the new states; writes the
     /// rows of `dgi` and `dgh` (the gradient of `gh`'s pre-activations: `dghb`, and through the
     /// `dU` GEMMs the weights) and overwrites `carry (nb, H)` with the gradient of `hp`.
-    /// `ut` is `Uᵀ (3H, H)`; `dq (nb, H)` is scratch. Under recurrent dropout the gradient
-    /// through `U` reaches `hp` times the mask.
+    /// `ut` is `Uᵀ (G, H)`; `dq (nb, H)` is scratch; the LSTM carries its cell state's
+    /// gradient in `dc (nb, H)` from step to step (zero before the last step). Under
+    /// recurrent dropout the gradient through `U` reaches `hp` times the mask.
     #[inline(always)]
     pub fn backward(&self, x: &StepIn<'_, T>, gh: (&[T], Rows), dh: &[T], ut: &[T], grads: StepGrads<'_, T>) {
         let h = self.hidden;
         let nb = x.active.len();
         let (gi, gir) = x.gi;
         let (gh, ghr) = gh;
-        let StepGrads { dgi: (dgi, dgir), dgh: (dgh, dghr), carry, dq } = grads;
+        let StepGrads { dgi: (dgi, dgir), dgh: (dgh, dghr), carry, dq, dc } = grads;
+        let form = match self.kind {
+            CellKind::Gru(form) => form,
+            CellKind::Lstm => {
+                for b in 0..nb {
+                    let (dgi_b, dgh_b) = (&mut dgi[dgir.at(b)..][..4 * h], &mut dgh[dghr.at(b)..][..4 * h]);
+                    let (dhb, cr) = (&dh[b * h..(b + 1) * h], &mut carry[b * h..(b + 1) * h]);
+                    if !x.active[b] {
+                        dgi_b.fill(T::ZERO);
+                        dgh_b.fill(T::ZERO);
+                        cr.copy_from_slice(dhb);
+                        continue;
+                    }
+                    let (g, hh) = (&gi[gir.at(b)..][..4 * h], &gh[ghr.at(b)..][..4 * h]);
+                    lstm_cell::backward_row(g, hh, &x.cp[b * h..(b + 1) * h], dhb, &mut dc[b * h..(b + 1) * h], dgi_b);
+                    dgh_b.copy_from_slice(dgi_b);
+                    cr.fill(T::ZERO);
+                }
+                let dm = Mat::strided(dgh, dghr.off, nb, 4 * h, dghr.stride);
+                through_u(carry, dq, x.mask, dm, Mat::new(ut, 4 * h, h));
+                return;
+            }
+        };
         for b in 0..nb {
             let (dgi_b, dgh_b) = (&mut dgi[dgir.at(b)..][..3 * h], &mut dgh[dghr.at(b)..][..3 * h]);
             let (dhb, cr) = (&dh[b * h..(b + 1) * h], &mut carry[b * h..(b + 1) * h]);
@@ -148,7 +195,7 @@ impl<T: Real> Cell<'_, T> {
             let (g, hh) = (&gi[gir.at(b)..][..3 * h], &gh[ghr.at(b)..][..3 * h]);
             let hpb = &x.hp[b * h..(b + 1) * h];
             for j in 0..h {
-                let (r, z, n) = sig_tanh(self.form, g, hh, j, h);
+                let (r, z, n) = sig_tanh(form, g, hh, j, h);
                 let d = dhb[j];
                 let dpn = d * (T::ONE - z) * (T::ONE - n * n);
                 let dpz = d * (hpb[j] - n) * z * (T::ONE - z);
@@ -156,7 +203,7 @@ impl<T: Real> Cell<'_, T> {
                 dgh_b[h + j] = dpz;
                 dgi_b[2 * h + j] = dpn;
                 cr[j] = d * z;
-                if self.form == GruForm::ResetAfter {
+                if form == GruForm::ResetAfter {
                     let dpr = dpn * hh[2 * h + j] * r * (T::ONE - r);
                     dgi_b[j] = dpr;
                     dgh_b[j] = dpr;
@@ -166,7 +213,7 @@ impl<T: Real> Cell<'_, T> {
                 }
             }
         }
-        match self.form {
+        match form {
             GruForm::ResetAfter => {
                 // carry += dGH Uᵀ (⊙ m).
                 let dm = Mat::strided(dgh, dghr.off, nb, 3 * h, dghr.stride);
@@ -239,18 +286,21 @@ pub(crate) struct StepGrads<'a, T> {
     pub dgh: (&'a mut [T], Rows),
     pub carry: &'a mut [T],
     pub dq: &'a mut [T],
+    /// The LSTM's cell-state gradient carried between steps (unused by the GRU).
+    pub dc: &'a mut [T],
 }
 
-/// `dU (H, 3H)` over all `n` steps at once: `H_prevᵀ dGH` (reset-after), or
+/// `dU (H, G)` over all `n` steps at once: `H_prevᵀ dGH` (reset-after, LSTM), or
 /// `[H_prevᵀ dGH_rz | Qᵀ dGH_n]` (paper). Inactive rows have `dGH = 0` and add nothing.
 /// Under recurrent dropout `hprev` must be the states entering `U`, `m ⊙ H_prev`.
-pub(crate) fn u_grad<T: Real>(form: GruForm, h: usize, hprev: &[T], q: &[T], dgh: &[T], threads: usize) -> Vec<T> {
-    let n = dgh.len() / (3 * h);
-    let mut du = vec![T::ZERO; h * 3 * h];
+pub(crate) fn u_grad<T: Real>(kind: CellKind, h: usize, hprev: &[T], q: &[T], dgh: &[T], threads: usize) -> Vec<T> {
+    let g = kind.gates() * h;
+    let n = dgh.len() / g;
+    let mut du = vec![T::ZERO; h * g];
     let hp = Mat::new(hprev, n, h).t();
-    match form {
-        GruForm::ResetAfter => matmul(&mut du, 0, 3 * h, hp, Mat::new(dgh, n, 3 * h), false, threads),
-        GruForm::Paper => {
+    match kind {
+        CellKind::Gru(GruForm::ResetAfter) | CellKind::Lstm => matmul(&mut du, 0, g, hp, Mat::new(dgh, n, g), false, threads),
+        CellKind::Gru(GruForm::Paper) => {
             matmul(&mut du, 0, 3 * h, hp, Mat::strided(dgh, 0, n, 2 * h, 3 * h), false, threads);
             let qm = Mat::new(q, n, h).t();
             matmul(&mut du, 2 * h, 3 * h, qm, Mat::strided(dgh, 2 * h, n, h, 3 * h), false, threads);

@@ -11,6 +11,7 @@ pub mod gemm;
 pub mod gru;
 pub mod gru_cell;
 pub mod linear;
+pub mod lstm_cell;
 pub mod math;
 pub mod maxout;
 pub mod optim_step;

@@ -22,7 +22,7 @@ use candle_core::Tensor;
 use super::inputs::BatchTensors;
 use super::regularizer::{times_mask, Dropout};
 use super::{Core, Seq2Seq};
-use crate::config::{GruForm, OutputState};
+use crate::config::{CellKind, GruForm, OutputState};
 use crate::error::Result;
 use crate::kernels::{attn_decoder, attn_op, bigru, deep_output, embed, gru, linear, maxout, proj_nll};
 
@@ -70,7 +70,7 @@ impl Seq2Seq {
                 let gi = linear::linear(&x, &w, &bias)?;
                 let u = Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?;
                 let bh = Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?;
-                let spec = gru::GruSpec { form: self.cfg.gru, lens: &src_lens, state_mask: enc_mask.as_deref() };
+                let spec = gru::GruSpec { kind: CellKind::Gru(self.cfg.gru), lens: &src_lens, state_mask: enc_mask.as_deref() };
                 let ann = bigru::bigru_sequence(&gi, &u, &bh, spec)?;
                 let gie = linear::linear(&ey, &dec.gru.w, &dec.gru.b)?;
                 let att = &dec.att;
@@ -87,7 +87,7 @@ impl Seq2Seq {
                     ctx: 2 * n,
                     att: self.cfg.att_dim,
                     lens: src_lens,
-                    form: self.cfg.gru,
+                    kind: CellKind::Gru(self.cfg.gru),
                     output: self.cfg.output_state,
                     state_mask: dec_mask,
                 };
@@ -103,7 +103,7 @@ impl Seq2Seq {
                 let gi = linear::linear(&x, &g.w, &g.b)?.reshape((b, s, 3 * n))?;
                 let zeros = Tensor::zeros((b, n), x.dtype(), x.device())?;
                 let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, 3 * n))?, &zeros], 1)?;
-                let spec = gru::GruSpec { form: self.cfg.gru, lens: &src_lens, state_mask: enc_mask.as_deref() };
+                let spec = gru::GruSpec { kind: CellKind::Gru(self.cfg.gru), lens: &src_lens, state_mask: enc_mask.as_deref() };
                 let hs = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, false, spec)?;
                 let (c, init) = dec.summarise(&hs.narrow(1, s - 1, 1)?.squeeze(1)?)?;
                 let ghb = dec.recurrent_term(&c.matmul(&dec.c)?)?;
@@ -111,7 +111,7 @@ impl Seq2Seq {
                 let dec_rows = Tensor::cat(&[&ghb, &init], 1)?;
                 // The paper's decoder resets `U' h' + C c` as a whole: the reset-after cell.
                 let tgt_lens = vec![t; b];
-                let spec = gru::GruSpec { form: GruForm::ResetAfter, lens: &tgt_lens, state_mask: dec_mask.as_deref() };
+                let spec = gru::GruSpec { kind: CellKind::Gru(GruForm::ResetAfter), lens: &tgt_lens, state_mask: dec_mask.as_deref() };
                 let cur = gru::gru_sequence(&gie, &dec.u, &dec_rows, false, spec)?;
                 let states = output_states(&cur, &init, self.cfg.output_state)?;
                 let rows = Tensor::cat(&[&states, &ey.reshape((b, t, m))?], 2)?.reshape((b * t, n + m))?;

@@ -9,6 +9,7 @@ pub mod encoder;
 mod fused;
 pub mod gru;
 pub mod inputs;
+pub mod lstm;
 pub mod output;
 pub mod params;
 pub mod regularizer;
