@@ -117,6 +117,9 @@ pub struct ModelConfig {
     pub maxout_dim: usize,
     /// Deep output reads the previous or the current decoder state.
     pub output_state: OutputState,
+    /// The recurrent cell of every layer: `gru` (the papers', the default) or `lstm`.
+    #[serde(default)]
+    pub cell: Cell,
     /// `paper` (reset gate before `U`, the default) or `reset-after` (cuDNN's cell with `b_h`).
     #[serde(default)]
     pub gru: GruForm,
@@ -162,6 +165,7 @@ impl ModelConfig {
                 Arch::Rnnsearch => OutputState::Previous,
                 Arch::Rnnenc => OutputState::Current,
             },
+            cell: Cell::Gru,
             gru: GruForm::Paper,
             dropout: 0.0,
             recurrent_dropout: 0.0,
@@ -198,6 +202,14 @@ impl ModelConfig {
     }
 
     /// Checks sizes before any tensor is built, so mistakes are reported by name.
+    /// The cell the kernels run: `cell`, with `gru`'s form for the GRU.
+    pub fn cell_kind(&self) -> CellKind {
+        match self.cell {
+            Cell::Gru => CellKind::Gru(self.gru),
+            Cell::Lstm => CellKind::Lstm,
+        }
+    }
+
     /// Puts an `</s>`-terminated source sentence's ids in the order the encoder reads them
     /// (reversed under `reverse_source`). Applied again, it restores the source's own order,
     /// which is how attention rows over the read order are mapped back.

@@ -1,18 +1,18 @@
 //! `Seq2Seq`'s loss on the fused kernels against its composed-op twin: the loss and the gradient
-//! of every parameter, for both architectures, both GRU forms, both output states, batches whose
+//! of every parameter, for both architectures, both GRU forms and the LSTM, both output states, batches whose
 //! sentences differ in length on both sides, and dropout on (the same masks on both paths);
 //! then the training recipe's options: word dropout, label smoothing and tied embeddings.
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, GruForm, Impl, OutputState};
+use nmt::config::{Arch, Cell, CellKind, GruForm, Impl, OutputState};
 use nmt::data::batch::{Batch, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
 
 struct Case {
     arch: Arch,
-    gru: GruForm,
+    cell: CellKind,
     output: OutputState,
     dropout: f64,
     /// Recurrent dropout.
@@ -33,7 +33,10 @@ fn compare(case: &Case, dtype: DType) -> f64 {
     }
     cfg.tie_target_embeddings = tied;
     cfg.init_std = 0.4;
-    cfg.gru = case.gru;
+    (cfg.cell, cfg.gru) = match case.cell {
+        CellKind::Gru(form) => (Cell::Gru, form),
+        CellKind::Lstm => (Cell::Lstm, GruForm::Paper),
+    };
     cfg.output_state = case.output;
     cfg.dropout = case.dropout;
     cfg.recurrent_dropout = case.recurrent;
@@ -79,11 +82,11 @@ fn compare(case: &Case, dtype: DType) -> f64 {
 fn fused_loss_and_gradients_equal_composed() {
     let mut n = 0;
     for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
-        for gru in [GruForm::Paper, GruForm::ResetAfter] {
+        for gru in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
             for output in [OutputState::Previous, OutputState::Current] {
                 for dropout in [0.0, 0.3] {
                     // Dropout on: units and the recurrent states, the same masks on both paths.
-                    let case = Case { arch, gru, output, dropout, recurrent: dropout, recipe: None };
+                    let case = Case { arch, cell: gru, output, dropout, recurrent: dropout, recipe: None };
                     let e64 = compare(&case, DType::F64);
                     let e32 = compare(&case, DType::F32);
                     eprintln!("{arch:?} {gru:?} {output:?} dropout {dropout}: f64 {e64:.1e}, f32 {e32:.1e}");
@@ -94,15 +97,21 @@ fn fused_loss_and_gradients_equal_composed() {
             }
         }
     }
-    assert_eq!(n, 16);
+    assert_eq!(n, 24);
 }
 
 #[test]
 fn fused_equals_composed_with_word_dropout_label_smoothing_and_tied_embeddings() {
     for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
         for recipe in [(0.25, 0.0, false), (0.0, 0.1, false), (0.0, 0.0, true), (0.2, 0.1, true)] {
-            let case =
-                Case { arch, gru: GruForm::Paper, output: OutputState::Previous, dropout: 0.2, recurrent: 0.0, recipe: Some(recipe) };
+            let case = Case {
+                arch,
+                cell: CellKind::Gru(GruForm::Paper),
+                output: OutputState::Previous,
+                dropout: 0.2,
+                recurrent: 0.0,
+                recipe: Some(recipe),
+            };
             let e64 = compare(&case, DType::F64);
             let e32 = compare(&case, DType::F32);
             eprintln!("{arch:?} {recipe:?}: f64 {e64:.1e}, f32 {e32:.1e}");

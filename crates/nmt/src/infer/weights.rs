@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::kernels::scores::Projection;
 use crate::model::decoder::AttentionDecoder;
 use crate::model::gru::Gru;
+use crate::model::rnn::Rnn;
 use crate::model::{Layers, Seq2Seq};
 
 /// A tensor's elements as host `f32` (a transposed view is laid out row-major first).
@@ -37,14 +38,14 @@ pub struct HostEncoder {
 }
 
 impl HostEncoder {
-    fn new(grus: &[&Gru], emb: usize) -> Result<Self> {
-        let n3 = 3 * grus.first().map_or(0, |g| g.hidden);
-        let ws: Vec<Vec<f32>> = grus.iter().map(|g| host(&g.w)).collect::<Result<_>>()?;
+    fn new(grus: &[&Rnn], emb: usize) -> Result<Self> {
+        let n3 = grus.first().map_or(0, |g| g.kind().gates() * g.hidden());
+        let ws: Vec<Vec<f32>> = grus.iter().map(|g| host(g.input_weights().0)).collect::<Result<_>>()?;
         let blocks: Vec<(&[f32], usize)> = ws.iter().map(|w| (&w[..], n3)).collect();
         let mut b = Vec::new();
         let (mut u, mut bh) = (Vec::new(), Vec::new());
         for g in grus {
-            b.extend(host(&g.b)?);
+            b.extend(host(g.input_weights().1)?);
             u.extend(host(&g.u_cat()?)?);
             bh.extend(host(&g.bias_h()?)?);
         }
@@ -90,13 +91,16 @@ pub struct HostAttention {
 impl HostAttention {
     fn new(dec: &AttentionDecoder, cfg: &ModelConfig, out: &HostOutput) -> Result<Self> {
         let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, cfg.att_dim, out.b.len());
-        let gru = HostGru::new(&dec.gru)?;
+        let Rnn::Gru(g) = &dec.rnn else {
+            return Err(Error::Config("the fused search does not run the LSTM decoder yet".into()));
+        };
+        let gru = HostGru::new(g)?;
         let (w_a, b_a, c) = (host(&dec.att.w_a)?, host(&dec.att.b_a)?, host(&dec.c)?);
         let prev = cfg.output_state == OutputState::Previous;
-        let form = dec.gru.form;
+        let form = g.form;
         let (u_rec, rec) = match form {
             GruForm::Paper => (gru.u_rz.clone(), 2 * n),
-            GruForm::ResetAfter => (host(&dec.gru.u_cat()?)?, 3 * n),
+            GruForm::ResetAfter => (host(&g.u_cat()?)?, 3 * n),
         };
         let mut s_blocks = vec![(&w_a[..], a), (&u_rec[..], rec)];
         if prev {
@@ -105,7 +109,7 @@ impl HostAttention {
         let mut s_cat_b = b_a.clone();
         match form {
             GruForm::Paper => s_cat_b.resize(a + rec, 0.0),
-            GruForm::ResetAfter => s_cat_b.extend(host(&dec.gru.bias_h()?)?),
+            GruForm::ResetAfter => s_cat_b.extend(host(&g.bias_h()?)?),
         }
         s_cat_b.resize(a + rec + if prev { l2 } else { 0 }, 0.0);
         Ok(HostAttention {
@@ -199,7 +203,7 @@ impl HostModel {
                 dec: Box::new(HostAttention::new(dec, &cfg, &out)?),
             },
             Layers::Enc { enc, dec } => HostCore::Enc {
-                enc: HostEncoder::new(&[&enc.gru], cfg.emb_dim)?,
+                enc: HostEncoder::new(&[&enc.rnn], cfg.emb_dim)?,
                 dec: Box::new(HostSummary {
                     w: host(&dec.w)?,
                     b: host(&dec.b)?,
@@ -220,9 +224,9 @@ impl HostModel {
         Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, out })
     }
 
-    /// Whether the fused search can run `model`: `f32` parameters in host memory (both GRU
-    /// forms).
+    /// Whether the fused search can run `model`: `f32` parameters in host memory, GRU cells
+    /// (both forms). LSTM models search on the candle ops until the host step has the LSTM.
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu()
+        model.dtype() == DType::F32 && model.device().is_cpu() && model.cfg.cell == crate::config::Cell::Gru
     }
 }

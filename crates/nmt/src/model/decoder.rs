@@ -1,4 +1,4 @@
-//! Decoders: one GRU step conditioned on the source, for both papers.
+//! Decoders: one recurrent step conditioned on the source, for both papers.
 //!
 //! * [`AttentionDecoder`] (RNNsearch appendix A.2.2): `s_0 = tanh(W_s ←h_1)`; at step `i` the
 //!   context `c_i` from additive attention over `s_{i-1}`, then
@@ -6,12 +6,20 @@
 //! * [`SummaryDecoder`] (RNNenc appendix A): `c = tanh(V h^(T))`, `h'_0 = tanh(V' c)`, and
 //!   `z', r' = σ(W' e(y) + U' h' + C c)`, `h~' = tanh(W' e(y) + r' ⊙ (U' h' + C c))` — here the
 //!   reset multiplies `U' h' + C c` (the paper's decoder), so `h' U'` is one `(n, 3n)` matmul.
+//!
+//! With `model.cell = "lstm"` the same decoders step an LSTM (`lstm.rs`) on the same inputs
+//! (`C c_i` or `C c` joins its four gates' pre-activations); its state is `[s; cell]`
+//! (`rnn.rs`), `s_0` and `h'_0` as above with a zero cell, and attention, the deep output and
+//! the search read `s`.
 use candle_core::{Tensor, D};
 
 use super::attention::Attention;
-use super::gru::{cell_step, Gru, Recurrent};
+use super::encoder::cell_name;
+use super::gru::{cell_step, Recurrent};
+use super::lstm::lstm_step;
 use super::params::{Init, ParamBuilder};
-use crate::config::GruForm;
+use super::rnn::Rnn;
+use crate::config::{CellKind, GruForm};
 use crate::error::Result;
 
 /// What the decoder reads of the source, computed once per batch by `Seq2Seq::encode`.
@@ -25,7 +33,7 @@ pub enum Memory {
     Summary { c: Tensor, gate_ctx: Tensor, out_ctx: Tensor },
 }
 
-/// Encoder output plus the decoder's initial state `(batch, n)`.
+/// Encoder output plus the decoder's initial state `(batch, n)` (the LSTM's: `(batch, 2n)`).
 #[derive(Clone, Debug)]
 pub struct Encoded {
     pub memory: Memory,
@@ -61,14 +69,14 @@ pub struct DecoderDims {
     pub emb: usize,
     pub enc: usize,
     pub hidden: usize,
-    pub form: GruForm,
+    pub kind: CellKind,
 }
 
 /// RNNsearch's decoder.
 #[derive(Clone, Debug)]
 pub struct AttentionDecoder {
-    pub gru: Gru,
-    /// `(2n_enc, 3n)`: `[C_r | C_z | C]`.
+    pub rnn: Rnn,
+    /// `(2n_enc, G)`: `[C_r | C_z | C]` (the LSTM: `[C_i | C_f | C_g | C_o]`).
     pub c: Tensor,
     /// `W_s (n_enc, n)` and bias: `s_0 = tanh(←h_1 W_s + b_s)`.
     pub w_s: Tensor,
@@ -78,43 +86,44 @@ pub struct AttentionDecoder {
 
 impl AttentionDecoder {
     pub fn new(dims: DecoderDims, att: usize, pb: &ParamBuilder) -> Result<Self> {
-        let DecoderDims { emb, enc, hidden, form } = dims;
+        let DecoderDims { emb, enc, hidden, kind } = dims;
         Ok(AttentionDecoder {
-            gru: Gru::new(emb, hidden, form, &pb.pp("gru"))?,
-            c: pb.get("c", &[2 * enc, 3 * hidden], Init::Normal)?,
+            rnn: Rnn::new(emb, hidden, kind, &pb.pp(cell_name(kind)))?,
+            c: pb.get("c", &[2 * enc, kind.gates() * hidden], Init::Normal)?,
             w_s: pb.get("w_s", &[enc, hidden], Init::Normal)?,
             b_s: pb.get("b_s", &[hidden], Init::Zeros)?,
             att: Attention::new(hidden, 2 * enc, att, &pb.pp("attention"))?,
         })
     }
 
-    /// `s_0 = tanh(←h_1 W_s + b_s)`.
+    /// The start state from `s_0 = tanh(←h_1 W_s + b_s)` (the LSTM's cell at zero).
     pub fn init_state(&self, back_first: &Tensor) -> Result<Tensor> {
-        Ok(back_first.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
+        self.rnn.start(&back_first.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
     }
 
-    /// `gi = E y_{i-1} W + b` `(batch, 3n)`, `s = s_{i-1}` → `s_i`, `c_i`, `α_i`;
-    /// `state_mask (batch, n)`: recurrent dropout on `s_{i-1}` entering `U` (training only).
+    /// `gi = E y_{i-1} W + b` `(batch, G)`, `s` the state after `s_{i-1}` → the new state, `c_i`,
+    /// `α_i`; `state_mask (batch, n)`: recurrent dropout on `s_{i-1}` entering `U` (training only).
     pub fn step(&self, memory: &Memory, gi: &Tensor, s: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
         let Memory::Attention { annotations, uh, mask_bias } = memory else {
             return Err(crate::Error::Config("attention decoder given a summary memory".into()));
         };
-        let (ctx, alpha) = self.att.attend(s, annotations, uh, mask_bias)?;
+        let (ctx, alpha) = self.att.attend(&self.rnn.output(s)?, annotations, uh, mask_bias)?;
         let gi = (gi + ctx.matmul(&self.c)?)?;
-        let state = self.gru.step(&gi, s, state_mask)?;
+        let state = self.rnn.step(&gi, s, state_mask)?;
         Ok(StepOut { state, ctx: Some(ctx), alpha: Some(alpha) })
     }
 }
 
-/// RNNenc's decoder, with the summary-vector bridge `c = tanh(V h^(T))`.
+/// RNNenc's decoder, with the summary-vector bridge `c = tanh(V h^(T))`. Its GRU is the
+/// paper's (reset over `U' h' + C c`), whatever `model.gru`; or an LSTM.
 #[derive(Clone, Debug)]
 pub struct SummaryDecoder {
-    /// `(m, 3n)` and bias: `[W'_r | W'_z | W']`.
+    /// `(m, G)` and bias: `[W'_r | W'_z | W']`.
     pub w: Tensor,
     pub b: Tensor,
-    /// `(n, 3n)`: `[U'_r | U'_z | U']`.
+    /// `(n, G)`: `[U'_r | U'_z | U']`.
     pub u: Tensor,
-    /// `(n, 3n)`: `[C_r | C_z | C]`.
+    /// `(n, G)`: `[C_r | C_z | C]`.
     pub c: Tensor,
     /// `V (n_enc, n)`, `V' (n, n)` and biases.
     pub v: Tensor,
@@ -124,36 +133,50 @@ pub struct SummaryDecoder {
     /// The reset-after form's `b_h (3n)`, added to `C c`.
     pub b_h: Option<Tensor>,
     pub hidden: usize,
+    pub kind: CellKind,
 }
 
 impl SummaryDecoder {
     pub fn new(dims: DecoderDims, pb: &ParamBuilder) -> Result<Self> {
-        let DecoderDims { emb, enc, hidden, form } = dims;
+        let DecoderDims { emb, enc, hidden, kind } = dims;
+        let g = kind.gates() * hidden;
         Ok(SummaryDecoder {
-            w: pb.get("w", &[emb, 3 * hidden], Init::Normal)?,
-            b: pb.get("b", &[3 * hidden], Init::Zeros)?,
-            u: pb.get("u", &[hidden, 3 * hidden], Init::OrthogonalBlocks)?,
-            c: pb.get("c", &[hidden, 3 * hidden], Init::Normal)?,
+            w: pb.get("w", &[emb, g], Init::Normal)?,
+            b: pb.get("b", &[g], Init::Zeros)?,
+            u: pb.get("u", &[hidden, g], Init::OrthogonalBlocks)?,
+            c: pb.get("c", &[hidden, g], Init::Normal)?,
             v: pb.get("v", &[enc, hidden], Init::Normal)?,
             b_v: pb.get("b_v", &[hidden], Init::Zeros)?,
             v_init: pb.get("v_init", &[hidden, hidden], Init::Normal)?,
             b_init: pb.get("b_init", &[hidden], Init::Zeros)?,
-            b_h: match form {
-                GruForm::Paper => None,
-                GruForm::ResetAfter => Some(pb.get("b_h", &[3 * hidden], Init::Zeros)?),
+            b_h: match kind {
+                CellKind::Gru(GruForm::ResetAfter) => Some(pb.get("b_h", &[g], Init::Zeros)?),
+                CellKind::Gru(GruForm::Paper) | CellKind::Lstm => None,
             },
             hidden,
+            kind,
         })
     }
 
-    /// `c = tanh(h^(T) V + b_v)` `(batch, n)` and `h'_0 = tanh(c V' + b')`.
+    /// `c = tanh(h^(T) V + b_v)` `(batch, n)` and `h'_0 = tanh(c V' + b')` `(batch, n)`: the
+    /// decoder's first output (the LSTM starts from `[h'_0; 0]`, [`Self::start`]).
     pub fn summarise(&self, last: &Tensor) -> Result<(Tensor, Tensor)> {
         let c = last.matmul(&self.v)?.broadcast_add(&self.b_v)?.tanh()?;
         let init = c.matmul(&self.v_init)?.broadcast_add(&self.b_init)?.tanh()?;
         Ok((c, init))
     }
 
-    /// Input projections of all target embeddings: `(batch, len, m)` → `(batch, len, 3n)`.
+    /// The start state from `h'_0`: itself, or the LSTM's `[h'_0; 0]`.
+    pub fn start(&self, h0: &Tensor) -> Result<Tensor> {
+        super::rnn::start_state(self.kind, h0)
+    }
+
+    /// The output `h' (batch, n)` of a state.
+    pub fn output(&self, state: &Tensor) -> Result<Tensor> {
+        Ok(state.narrow(D::Minus1, 0, self.hidden)?)
+    }
+
+    /// Input projections of all target embeddings: `(batch, len, m)` → `(batch, len, G)`.
     pub fn project(&self, x: &Tensor) -> Result<Tensor> {
         super::gru::project_sequence(x, &self.w, &self.b)
     }
@@ -165,6 +188,10 @@ impl SummaryDecoder {
         };
         let n = self.hidden;
         let ghb = self.recurrent_term(gate_ctx)?;
+        if self.kind == CellKind::Lstm {
+            let state = lstm_step(gi, h, &self.u, Some(&ghb), state_mask)?;
+            return Ok(StepOut { state, ctx: None, alpha: None });
+        }
         // `U'` is one `(n, 3n)` parameter; its column blocks are strided views, which candle's
         // CUDA matmul refuses (the CPU one accepts them), so they are copied. Only this
         // composed path (the GPU, f64, the reference twin) pays for it: the fused kernels and
@@ -176,7 +203,7 @@ impl SummaryDecoder {
         Ok(StepOut { state, ctx: None, alpha: None })
     }
 
-    /// The per-sentence recurrent term `C c (+ b_h)` `(batch, 3n)`: the paper's decoder
+    /// The per-sentence recurrent term `C c (+ b_h)` `(batch, G)`: the paper's decoder
     /// resets `U' h' + C c` as a whole, the reset-after cell's way, whichever `model.gru` is.
     pub fn recurrent_term(&self, gate_ctx: &Tensor) -> Result<Tensor> {
         match &self.b_h {

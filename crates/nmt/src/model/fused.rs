@@ -63,18 +63,21 @@ impl Seq2Seq {
         let dec_mask = dropout.as_deref_mut().and_then(|d| d.recurrent(b, n));
         // The deep output's maxout layer `t (B·T, l)`, with its dropout mask (drawn last).
         let out_mask = dropout.and_then(|d| d.units_mask(b * t * self.cfg.maxout_dim));
+        let kind = self.cfg.cell_kind();
         let hidden = match &self.core {
             Core::Search { enc, dec } => {
-                let w = Tensor::cat(&[&enc.fwd.w, &enc.bwd.w], 1)?;
-                let bias = Tensor::cat(&[&enc.fwd.b, &enc.bwd.b], 0)?;
+                let ((wf, bf), (wb, bb)) = (enc.fwd.input_weights(), enc.bwd.input_weights());
+                let w = Tensor::cat(&[wf, wb], 1)?;
+                let bias = Tensor::cat(&[bf, bb], 0)?;
                 let gi = linear::linear(&x, &w, &bias)?;
                 let u = Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?;
                 let bh = Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?;
-                let spec = gru::GruSpec { kind: CellKind::Gru(self.cfg.gru), lens: &src_lens, state_mask: enc_mask.as_deref() };
+                let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: enc_mask.as_deref() };
                 let ann = bigru::bigru_sequence(&gi, &u, &bh, spec)?;
-                let gie = linear::linear(&ey, &dec.gru.w, &dec.gru.b)?;
+                let (dw, db) = dec.rnn.input_weights();
+                let gie = linear::linear(&ey, dw, db)?;
                 let att = &dec.att;
-                let (u_cat, b_h) = (dec.gru.u_cat()?, dec.gru.bias_h()?);
+                let (u_cat, b_h) = (dec.rnn.u_cat()?, dec.rnn.bias_h()?);
                 let packed = [&att.w_a, &att.b_a, &att.v_a, &dec.c, &u_cat, &b_h, &att.u_a, &dec.w_s, &dec.b_s]
                     .iter()
                     .map(|p| p.flatten_all())
@@ -87,7 +90,7 @@ impl Seq2Seq {
                     ctx: 2 * n,
                     att: self.cfg.att_dim,
                     lens: src_lens,
-                    kind: CellKind::Gru(self.cfg.gru),
+                    kind,
                     output: self.cfg.output_state,
                     state_mask: dec_mask,
                 };
@@ -99,19 +102,25 @@ impl Seq2Seq {
                 deep_output::deep_output(&out, &ey, &wb, out_mask.as_deref())?
             }
             Core::Enc { enc, dec } => {
-                let g = &enc.gru;
-                let gi = linear::linear(&x, &g.w, &g.b)?.reshape((b, s, 3 * n))?;
+                let g = &enc.rnn;
+                let gw = kind.gates() * n;
+                let (w, bias) = g.input_weights();
+                let gi = linear::linear(&x, w, bias)?.reshape((b, s, gw))?;
                 let zeros = Tensor::zeros((b, n), x.dtype(), x.device())?;
-                let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, 3 * n))?, &zeros], 1)?;
-                let spec = gru::GruSpec { kind: CellKind::Gru(self.cfg.gru), lens: &src_lens, state_mask: enc_mask.as_deref() };
+                let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
+                let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: enc_mask.as_deref() };
                 let hs = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, false, spec)?;
                 let (c, init) = dec.summarise(&hs.narrow(1, s - 1, 1)?.squeeze(1)?)?;
                 let ghb = dec.recurrent_term(&c.matmul(&dec.c)?)?;
-                let gie = linear::linear(&ey, &dec.w, &dec.b)?.reshape((b, t, 3 * n))?;
+                let gie = linear::linear(&ey, &dec.w, &dec.b)?.reshape((b, t, gw))?;
                 let dec_rows = Tensor::cat(&[&ghb, &init], 1)?;
                 // The paper's decoder resets `U' h' + C c` as a whole: the reset-after cell.
                 let tgt_lens = vec![t; b];
-                let spec = gru::GruSpec { kind: CellKind::Gru(GruForm::ResetAfter), lens: &tgt_lens, state_mask: dec_mask.as_deref() };
+                let dec_kind = match kind {
+                    CellKind::Gru(_) => CellKind::Gru(GruForm::ResetAfter),
+                    CellKind::Lstm => CellKind::Lstm,
+                };
+                let spec = gru::GruSpec { kind: dec_kind, lens: &tgt_lens, state_mask: dec_mask.as_deref() };
                 let cur = gru::gru_sequence(&gie, &dec.u, &dec_rows, false, spec)?;
                 let states = output_states(&cur, &init, self.cfg.output_state)?;
                 let rows = Tensor::cat(&[&states, &ey.reshape((b, t, m))?], 2)?.reshape((b * t, n + m))?;

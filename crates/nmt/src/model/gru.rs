@@ -10,7 +10,7 @@
 //! `model.gru = "reset-after"` selects cuDNN's cell instead, `h~ = tanh(W x + b + r ⊙ (U h + b_h))`.
 //!
 //! Speed by shape (Marian): the input projection `W x + b` of a whole sequence is one matmul,
-//! done by the caller ([`Gru::project`]); the per-step work is `h U_rz`, `(r ⊙ h) U` and
+//! done by the caller (`Rnn::project`, `rnn.rs`, which also runs a layer over a sequence); the per-step work is `h U_rz`, `(r ⊙ h) U` and
 //! element-wise gate arithmetic. Matrices are stored `(in, out)` so a row-vector batch multiplies
 //! on the left; gate blocks are ordered `[r | z | candidate]`.
 use candle_core::{Tensor, D};
@@ -65,39 +65,12 @@ impl Gru {
         }
     }
 
-    /// Input projections `x W + b` for a whole batch of sequences at once.
-    /// `x: (batch, len, in)` → `(batch, len, 3n)`.
-    pub fn project(&self, x: &Tensor) -> Result<Tensor> {
-        project_sequence(x, &self.w, &self.b)
-    }
-
     /// One step. `gi: (batch, 3n)` is the input's projection (plus any extra input term such as
     /// RNNsearch's `C c_i`), `h: (batch, n)` → new `h: (batch, n)`; `state_mask (batch, n)`
     /// is recurrent dropout's mask (training only).
     pub fn step(&self, gi: &Tensor, h: &Tensor, state_mask: Option<&Tensor>) -> Result<Tensor> {
         let rec = Recurrent { u_rz: &self.u_rz, u_n: &self.u, ghb: self.b_h.as_ref(), state_mask };
         cell_step(self.form, gi, h, &rec)
-    }
-
-    /// Runs over a padded batch. `gi: (batch, len, 3n)` from [`Gru::project`], `mask: (batch, len)`
-    /// with 1 for real tokens; at padding the state is carried unchanged, so the state after the
-    /// loop is each sentence's last real state, and a reversed pass starts cleanly at each
-    /// sentence's own end. `state_mask (batch, n)`: recurrent dropout, the same at every step.
-    /// Returns the states `(batch, len, n)` and the final state `(batch, n)`.
-    pub fn run(&self, gi: &Tensor, mask: &Tensor, reverse: bool, state_mask: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
-        let (b, t, _) = gi.dims3()?;
-        let mut h = Tensor::zeros((b, self.hidden), gi.dtype(), gi.device())?;
-        let mut states = vec![None; t];
-        let order: Vec<usize> = if reverse { (0..t).rev().collect() } else { (0..t).collect() };
-        for i in order {
-            let gi_t = gi.narrow(1, i, 1)?.squeeze(1)?;
-            let m = mask.narrow(1, i, 1)?; // (b, 1)
-            let new = self.step(&gi_t, &h, state_mask)?;
-            h = (&h + m.broadcast_mul(&(new - &h)?)?)?;
-            states[i] = Some(h.clone());
-        }
-        let states: Vec<Tensor> = states.into_iter().flatten().collect();
-        Ok((Tensor::stack(&states, 1)?, h))
     }
 }
 

@@ -12,6 +12,7 @@
 //! `h`, its first `n` columns.
 use candle_core::{Tensor, D};
 
+use super::params::{Init, ParamBuilder};
 use crate::error::Result;
 
 /// One step: `gi (batch, 4n)` the input term, `state (batch, 2n) = [h; c]`, `u (n, 4n)`, an
@@ -35,4 +36,27 @@ pub fn lstm_step(gi: &Tensor, state: &Tensor, u: &Tensor, ghb: Option<&Tensor>, 
     let c_new = ((f * c)? + (i * g)?)?;
     let h_new = (o * c_new.tanh()?)?;
     Ok(Tensor::cat(&[h_new, c_new], D::Minus1)?)
+}
+
+/// One LSTM layer's weights. The input projection is the caller's, once per sequence.
+#[derive(Clone, Debug)]
+pub struct Lstm {
+    /// `(in, 4n)`: `[W_i | W_f | W_g | W_o]`.
+    pub w: Tensor,
+    /// `(4n)`.
+    pub b: Tensor,
+    /// `(n, 4n)`: `[U_i | U_f | U_g | U_o]`, each block orthogonal at initialisation.
+    pub u: Tensor,
+    pub hidden: usize,
+}
+
+impl Lstm {
+    pub fn new(input: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
+        Ok(Lstm {
+            w: pb.get("w", &[input, 4 * hidden], Init::Normal)?,
+            b: pb.get("b", &[4 * hidden], Init::Zeros)?,
+            u: pb.get("u", &[hidden, 4 * hidden], Init::OrthogonalBlocks)?,
+            hidden,
+        })
+    }
 }

@@ -13,6 +13,7 @@ pub mod lstm;
 pub mod output;
 pub mod params;
 pub mod regularizer;
+pub mod rnn;
 
 use candle_core::{DType, Device, Tensor, D};
 
@@ -20,21 +21,21 @@ use crate::config::{Arch, Impl, ModelConfig, OutputState};
 use crate::error::Result;
 use attention::logsumexp_last;
 use decoder::{AttentionDecoder, DecoderDims, Encoded, Memory, StepOut, SummaryDecoder};
-use encoder::{BiGruEncoder, GruEncoder};
+use encoder::{BiRnnEncoder, RnnEncoder};
 pub use inputs::BatchTensors;
 use output::{DeepOutput, OutputDims};
 use params::{Init, Params};
 use regularizer::{Dropout, Regularizer};
 
 enum Core {
-    Search { enc: BiGruEncoder, dec: AttentionDecoder },
-    Enc { enc: GruEncoder, dec: SummaryDecoder },
+    Search { enc: BiRnnEncoder, dec: AttentionDecoder },
+    Enc { enc: RnnEncoder, dec: SummaryDecoder },
 }
 
 /// A borrowed view of the encoder and decoder of either architecture.
 pub enum Layers<'a> {
-    Search { enc: &'a BiGruEncoder, dec: &'a AttentionDecoder },
-    Enc { enc: &'a GruEncoder, dec: &'a SummaryDecoder },
+    Search { enc: &'a BiRnnEncoder, dec: &'a AttentionDecoder },
+    Enc { enc: &'a RnnEncoder, dec: &'a SummaryDecoder },
 }
 
 /// An RNN encoder-decoder with its parameters.
@@ -59,7 +60,7 @@ pub struct Loss {
 
 /// One search step's result for `rows` hypotheses.
 pub struct Step {
-    /// New decoder state `(rows, n)`.
+    /// New decoder state `(rows, n)` (the LSTM's `[s; cell]`: `(rows, 2n)`).
     pub state: Tensor,
     /// `log p(y_i | y_<i, x)` `(rows, K_y)`.
     pub log_probs: Tensor,
@@ -81,19 +82,19 @@ impl Seq2Seq {
         let (m, n) = (cfg.emb_dim, cfg.hidden_dim);
         let src_emb = pb.get("src_emb", &[cfg.src_vocab, m], Init::Normal)?;
         let tgt_emb = pb.get("tgt_emb", &[cfg.tgt_vocab, m], Init::Normal)?;
-        let dims = DecoderDims { emb: m, enc: n, hidden: n, form: cfg.gru };
+        let kind = cfg.cell_kind();
+        let dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
         let (core, ctx_dim) = match cfg.arch {
             Arch::Rnnsearch => (
                 Core::Search {
-                    enc: BiGruEncoder::new(m, n, cfg.gru, &pb.pp("encoder"))?,
+                    enc: BiRnnEncoder::new(m, n, kind, &pb.pp("encoder"))?,
                     dec: AttentionDecoder::new(dims, cfg.att_dim, &pb.pp("decoder"))?,
                 },
                 2 * n,
             ),
-            Arch::Rnnenc => (
-                Core::Enc { enc: GruEncoder::new(m, n, cfg.gru, &pb.pp("encoder"))?, dec: SummaryDecoder::new(dims, &pb.pp("decoder"))? },
-                n,
-            ),
+            Arch::Rnnenc => {
+                (Core::Enc { enc: RnnEncoder::new(m, n, kind, &pb.pp("encoder"))?, dec: SummaryDecoder::new(dims, &pb.pp("decoder"))? }, n)
+            }
         };
         let tied = cfg.tie_target_embeddings.then_some(&tgt_emb);
         let dims = OutputDims { state: n, emb: m, ctx: ctx_dim, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
@@ -144,19 +145,25 @@ impl Seq2Seq {
             }
             Core::Enc { enc, dec } => {
                 let last = enc.forward(&x, mask, self.state_mask(dropout, b)?.as_ref())?;
-                let (c, init) = dec.summarise(&last)?;
+                let (c, h0) = dec.summarise(&last)?;
                 let gate_ctx = c.matmul(&dec.c)?;
                 let out_ctx = self.out.project_context(&c)?;
-                Ok(Encoded { memory: Memory::Summary { c, gate_ctx, out_ctx }, init })
+                Ok(Encoded { memory: Memory::Summary { c, gate_ctx, out_ctx }, init: dec.start(&h0)? })
             }
         }
     }
 
     fn project_targets(&self, ey: &Tensor) -> Result<Tensor> {
         match &self.core {
-            Core::Search { dec, .. } => dec.gru.project(ey),
+            Core::Search { dec, .. } => dec.rnn.project(ey),
             Core::Enc { dec, .. } => dec.project(ey),
         }
+    }
+
+    /// The decoder output `s (rows, n)` of a decoder state (all of it for the GRU; the LSTM's
+    /// `h` part).
+    fn dec_output(&self, state: &Tensor) -> Result<Tensor> {
+        Ok(state.narrow(D::Minus1, 0, self.cfg.hidden_dim)?)
     }
 
     fn dec_step(&self, memory: &Memory, gi: &Tensor, s: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
@@ -193,10 +200,10 @@ impl Seq2Seq {
         let (mut states, mut ctxs) = (Vec::with_capacity(t), Vec::with_capacity(t));
         for i in 0..t {
             let out = self.dec_step(&enc.memory, &gi.narrow(1, i, 1)?.squeeze(1)?, &s, state_mask.as_ref())?;
-            states.push(match self.cfg.output_state {
-                OutputState::Previous => s,
-                OutputState::Current => out.state.clone(),
-            });
+            states.push(self.dec_output(match self.cfg.output_state {
+                OutputState::Previous => &s,
+                OutputState::Current => &out.state,
+            })?);
             if let Some(c) = out.ctx {
                 ctxs.push(c);
             }
@@ -278,13 +285,13 @@ impl Seq2Seq {
         let ey = self.tgt_emb.index_select(y_prev, 0)?;
         let gi = self.project_targets(&ey.unsqueeze(1)?)?.squeeze(1)?;
         let out = self.dec_step(&enc.memory, &gi, state, None)?;
-        let s_out = match self.cfg.output_state {
+        let s_out = self.dec_output(match self.cfg.output_state {
             OutputState::Previous => state,
             OutputState::Current => &out.state,
-        };
+        })?;
         let rows = ey.dim(0)?;
         let ctx_proj = self.output_context(&enc.memory, out.ctx.as_ref(), rows)?;
-        let logits = self.out.logits(&self.out.hidden(s_out, &ey, &ctx_proj)?)?;
+        let logits = self.out.logits(&self.out.hidden(&s_out, &ey, &ctx_proj)?)?;
         let log_probs = logits.broadcast_sub(&logsumexp_last(&logits)?)?;
         Ok(Step { state: out.state, log_probs, alpha: out.alpha })
     }

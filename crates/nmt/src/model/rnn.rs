@@ -1,0 +1,119 @@
+//! A recurrent layer of either cell (`model.cell`): the GRU of `gru.rs` or the LSTM of
+//! `lstm.rs`, behind one interface, so that encoders and decoders are written once.
+//!
+//! A layer's *state* is what a step carries: `h (batch, n)` for the GRU, `[h; c] (batch, 2n)`
+//! for the LSTM. Padding carries the whole state and search reorders it as one row; the
+//! layers above read [`Rnn::output`], the `h` part. Gate width `G`: `3n` or `4n`.
+use candle_core::{Tensor, D};
+
+use super::gru::{project_sequence, Gru};
+use super::lstm::{lstm_step, Lstm};
+use super::params::ParamBuilder;
+use crate::config::CellKind;
+use crate::error::Result;
+
+/// The state a layer of cell `kind` starts from, given its `h_0 (batch, n)`: `h_0`, or the
+/// LSTM's `[h_0; 0]`.
+pub fn start_state(kind: CellKind, h0: &Tensor) -> Result<Tensor> {
+    match kind {
+        CellKind::Gru(_) => Ok(h0.clone()),
+        CellKind::Lstm => Ok(Tensor::cat(&[h0, &h0.zeros_like()?], D::Minus1)?),
+    }
+}
+
+/// One recurrent layer.
+#[derive(Clone, Debug)]
+pub enum Rnn {
+    Gru(Gru),
+    Lstm(Lstm),
+}
+
+impl Rnn {
+    pub fn new(input: usize, hidden: usize, kind: CellKind, pb: &ParamBuilder) -> Result<Self> {
+        Ok(match kind {
+            CellKind::Gru(form) => Rnn::Gru(Gru::new(input, hidden, form, pb)?),
+            CellKind::Lstm => Rnn::Lstm(Lstm::new(input, hidden, pb)?),
+        })
+    }
+
+    pub fn kind(&self) -> CellKind {
+        match self {
+            Rnn::Gru(g) => CellKind::Gru(g.form),
+            Rnn::Lstm(_) => CellKind::Lstm,
+        }
+    }
+
+    pub fn hidden(&self) -> usize {
+        match self {
+            Rnn::Gru(g) => g.hidden,
+            Rnn::Lstm(l) => l.hidden,
+        }
+    }
+
+    /// The input projection's weights `W (in, G)` and bias `b (G)`.
+    pub fn input_weights(&self) -> (&Tensor, &Tensor) {
+        match self {
+            Rnn::Gru(g) => (&g.w, &g.b),
+            Rnn::Lstm(l) => (&l.w, &l.b),
+        }
+    }
+
+    /// `U (n, G)` in the fused kernels' layout.
+    pub fn u_cat(&self) -> Result<Tensor> {
+        match self {
+            Rnn::Gru(g) => g.u_cat(),
+            Rnn::Lstm(l) => Ok(l.u.clone()),
+        }
+    }
+
+    /// The recurrent bias `(G)`: the reset-after GRU's `b_h`, else zeros.
+    pub fn bias_h(&self) -> Result<Tensor> {
+        match self {
+            Rnn::Gru(g) => g.bias_h(),
+            Rnn::Lstm(l) => Ok(Tensor::zeros(4 * l.hidden, l.w.dtype(), l.w.device())?),
+        }
+    }
+
+    /// Input projections of a whole batch of sequences: `(batch, len, in)` → `(batch, len, G)`.
+    pub fn project(&self, x: &Tensor) -> Result<Tensor> {
+        let (w, b) = self.input_weights();
+        project_sequence(x, w, b)
+    }
+
+    /// The state a layer starts from, given its `h_0 (batch, n)` ([`start_state`]).
+    pub fn start(&self, h0: &Tensor) -> Result<Tensor> {
+        start_state(self.kind(), h0)
+    }
+
+    /// The output `h (batch, n)` of a state.
+    pub fn output(&self, state: &Tensor) -> Result<Tensor> {
+        Ok(state.narrow(D::Minus1, 0, self.hidden())?)
+    }
+
+    /// One step: `gi (batch, G)` (the input projection plus any extra input term), `state` →
+    /// the new state; `state_mask (batch, n)` is recurrent dropout's mask (training only).
+    pub fn step(&self, gi: &Tensor, state: &Tensor, state_mask: Option<&Tensor>) -> Result<Tensor> {
+        match self {
+            Rnn::Gru(g) => g.step(gi, state, state_mask),
+            Rnn::Lstm(l) => lstm_step(gi, state, &l.u, None, state_mask),
+        }
+    }
+
+    /// Runs over a padded batch from a zero state: `gi (batch, len, G)`, `mask (batch, len)`
+    /// with 1 at real tokens; at padding the state is carried unchanged (see `Gru::run`).
+    /// Returns the outputs `h` `(batch, len, n)` and the final state.
+    pub fn run(&self, gi: &Tensor, mask: &Tensor, reverse: bool, state_mask: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
+        let (b, t, _) = gi.dims3()?;
+        let mut st = self.start(&Tensor::zeros((b, self.hidden()), gi.dtype(), gi.device())?)?;
+        let mut outs = vec![None; t];
+        let order: Vec<usize> = if reverse { (0..t).rev().collect() } else { (0..t).collect() };
+        for i in order {
+            let m = mask.narrow(1, i, 1)?;
+            let new = self.step(&gi.narrow(1, i, 1)?.squeeze(1)?, &st, state_mask)?;
+            st = (&st + m.broadcast_mul(&(new - &st)?)?)?;
+            outs[i] = Some(self.output(&st)?);
+        }
+        let outs: Vec<Tensor> = outs.into_iter().flatten().collect();
+        Ok((Tensor::stack(&outs, 1)?, st))
+    }
+}
