@@ -1,20 +1,23 @@
 //! The fused host search (`nmt::infer`) against the candle search it replaces on the CPU: the
-//! same hypotheses, scores and attention weights, for both architectures, both deep-output
+//! same hypotheses, scores and attention weights, for both architectures, both cells, both deep-output
 //! state choices, both GRU forms, greedy and beam, n-best lists, `--no-unk`, several batches.
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, GruForm, Impl, OutputState, SearchConfig};
+use nmt::config::{Arch, Cell, CellKind, GruForm, Impl, OutputState, SearchConfig};
 use nmt::data::EOS;
 use nmt::model::Seq2Seq;
 use nmt::search::{search_all, Hypothesis, SearchOptions};
 
 /// A random model with a likely `</s>`, so that hypotheses finish at different steps.
-fn model(arch: Arch, output_state: OutputState, gru: GruForm) -> Seq2Seq {
+fn model(arch: Arch, output_state: OutputState, cell: CellKind) -> Seq2Seq {
     let mut cfg = common::small_config(arch, 30, 16, 24);
     cfg.init_std = 0.3;
     cfg.output_state = output_state;
-    cfg.gru = gru;
+    (cfg.cell, cfg.gru) = match cell {
+        CellKind::Gru(form) => (Cell::Gru, form),
+        CellKind::Lstm => (Cell::Lstm, GruForm::Paper),
+    };
     let m = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
     let (_, b_g) = m.params.named_vars().into_iter().find(|(n, _)| n == "output.b_g").unwrap();
     let mut bias: Vec<f32> = b_g.as_tensor().to_vec1().unwrap();
@@ -60,7 +63,7 @@ fn fused_search_equals_candle_search() {
     for (arch, state, gru) in [Arch::Rnnsearch, Arch::Rnnenc]
         .into_iter()
         .flat_map(|a| [OutputState::Previous, OutputState::Current].map(|s| (a, s)))
-        .flat_map(|(a, s)| [GruForm::Paper, GruForm::ResetAfter].map(|g| (a, s, g)))
+        .flat_map(|(a, s)| [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].map(|g| (a, s, g)))
     {
         {
             let m = model(arch, state, gru);
@@ -76,7 +79,7 @@ fn fused_search_equals_candle_search() {
             }
         }
     }
-    assert_eq!(checked, 24 * 30);
+    assert_eq!(checked, 36 * 30);
 }
 
 /// With tied target embeddings the host search reads `G = Eᵀ` from the layer and still agrees.

@@ -18,7 +18,8 @@ use crate::kernels::profile;
 pub fn beam(model: &HostModel, enc: &HostEncoded, limits: &[usize], opts: &SearchOptions, threads: usize) -> Vec<Vec<Hypothesis>> {
     let k = opts.cfg.beam_size.max(1);
     let batch = limits.len();
-    let n = model.cfg.hidden_dim;
+    // The decoder state's width: `n`, or the LSTM's `[s; cell]`.
+    let n = model.state_width();
     let want_alpha = opts.alignments && matches!(model.core, super::weights::HostCore::Search { .. });
     let skip: Vec<u32> = if opts.cfg.no_unk { vec![PAD, BOS, UNK] } else { vec![PAD, BOS] };
     let mut beams = Beams::new(limits, k, want_alpha, opts.cfg.normalize);

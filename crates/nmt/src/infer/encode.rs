@@ -1,7 +1,7 @@
 //! The encoders' forward pass on the host (model/encoder.rs and `Seq2Seq::encode` are the
-//! candle twins): embeddings, then the GRU(s) over the padded batch by the training kernels'
-//! own forward pass (`kernels::bigru`, `kernels::gru`: both GRU forms, each sentence's state
-//! carried through its padding), and what the decoder reads.
+//! candle twins): embeddings, then the recurrent layer(s) over the padded batch by the training
+//! kernels' own forward pass (`kernels::bigru`, `kernels::gru`: either cell, each sentence's
+//! state carried through its padding), and what the decoder reads.
 use super::dense::{affine, embed, tanh_in_place};
 use super::weights::{HostCore, HostModel};
 use crate::kernels::bigru;
@@ -13,10 +13,10 @@ pub struct HostEncoded {
     /// RNNsearch: `(B, S, 2n + A)`, position `j` of sentence `b` holds `[h_j ; U_a h_j]`
     /// (the layout `attend_row` reads). Empty for RNNenc.
     pub mem: Vec<f32>,
-    /// RNNenc: `C c` `(B, 3n)` and `O_c c` `(B, 2l)`. Empty for RNNsearch.
+    /// RNNenc: `C c` `(B, G)` and `O_c c` `(B, 2l)`. Empty for RNNsearch.
     pub gate_ctx: Vec<f32>,
     pub out_ctx: Vec<f32>,
-    /// `s_0 (B, n)`.
+    /// The decoder's start state `(B, w)`: `s_0`, or the LSTM's `[s_0; 0]` ([`HostModel::state_width`]).
     pub init: Vec<f32>,
     /// True source lengths (`</s>` included) and the padded length `S`.
     pub lens: Vec<usize>,
@@ -32,18 +32,10 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
     // An empty source still has its `</s>`; the kernels need lengths of at least 1.
     let kernel_lens = lens.iter().map(|&l| l.max(1)).collect();
     let dirs = if matches!(model.core, HostCore::Search { .. }) { 2 } else { 1 };
-    let gi_stride = 3 * n * dirs;
-    let dims = GruDims {
-        batch: b,
-        len: s,
-        hidden: n,
-        reverse: false,
-        kind: crate::config::CellKind::Gru(cfg.gru),
-        lens: kernel_lens,
-        mask: None,
-        gi_stride,
-        gi_off: 0,
-    };
+    let kind = cfg.cell_kind();
+    let g = kind.gates() * n;
+    let gi_stride = g * dirs;
+    let dims = GruDims { batch: b, len: s, hidden: n, reverse: false, kind, lens: kernel_lens, mask: None, gi_stride, gi_off: 0 };
     match &model.core {
         HostCore::Search { enc, dec } => {
             // Both directions at once, one per thread (kernels/bigru.rs): `(B, S, 2n)`.
@@ -66,12 +58,13 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             }
             let mut init = affine(&back_first, b, n, &dec.w_s, &dec.b_s, threads);
             tanh_in_place(&mut init);
+            let init = start_states(init, n, model.state_width());
             HostEncoded { mem, gate_ctx: Vec::new(), out_ctx: Vec::new(), init, lens: lens.to_vec(), src_len: s }
         }
         HostCore::Enc { enc, dec } => {
             let gi = affine(&x, b * s, m, &enc.w, &enc.b, threads);
             let mut row = enc.bh.clone();
-            row.resize(4 * n, 0.0); // [b_h; h_0 = 0]
+            row.resize(g + n, 0.0); // [b_h; h_0 = 0]
             let (states, _) = gru::forward(&dims, &gi, &enc.u, &fill_rows(&row, b));
             // The state carried to the last position is each sentence's h_T.
             let last: Vec<f32> = (0..b).flat_map(|r| states[((r + 1) * s - 1) * n..(r + 1) * s * n].iter().copied()).collect();
@@ -79,6 +72,7 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             tanh_in_place(&mut c);
             let mut init = affine(&c, b, n, &dec.v_init, &dec.b_init, threads);
             tanh_in_place(&mut init);
+            let init = start_states(init, n, model.state_width());
             // C c (+ b_h for the reset-after form): the recurrent term the reset multiplies.
             let gate_ctx = affine(&c, b, n, &dec.c, &dec.b_h, threads);
             let l2 = model.out.b.len();
@@ -86,4 +80,13 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             HostEncoded { mem: Vec::new(), gate_ctx, out_ctx, init, lens: lens.to_vec(), src_len: s }
         }
     }
+}
+
+/// Start states `(B, width)` from each sentence's `h_0 (B, n)`: the LSTM's rows get a zero
+/// cell state after `h_0` (`model/rnn.rs`, `start_state`).
+fn start_states(h0: Vec<f32>, n: usize, width: usize) -> Vec<f32> {
+    if width == n {
+        return h0;
+    }
+    h0.chunks_exact(n).flat_map(|r| r.iter().copied().chain(std::iter::repeat_n(0.0, width - n))).collect()
 }

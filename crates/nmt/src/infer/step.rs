@@ -10,21 +10,26 @@
 //! ```
 //! RNNenc (appendix A) replaces attention by the summary `c` of the row's sentence: its gate
 //! term `C c` joins `U' h` before the reset gate, and `O_c c` joins the deep output's bias.
+//!
+//! With the LSTM (`model.cell`) a state row is `[s; cell]` (`2n`); the products read `s`, the
+//! four gates come out of the same GEMMs (`G = 4n` columns instead of `3n`), and the row
+//! update is the training kernels' `lstm_cell::update_row`.
 use rayon::prelude::*;
 
 use super::dense::{affine, embed};
 use super::encode::HostEncoded;
 use super::weights::{HostCore, HostModel};
-use crate::config::{GruForm, OutputState};
+use crate::config::{CellKind, GruForm, OutputState};
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::gemm::{matmul, Mat};
 use crate::kernels::gru_cell::{reset_row, update_row};
+use crate::kernels::lstm_cell;
 use crate::kernels::profile;
 use crate::kernels::scores::RowBest;
 use crate::simd_dispatch;
 
-/// The live rows of a step: previous states `s (R, n)`, previous words `y (R)`, and each
-/// row's sentence in the encoded batch.
+/// The live rows of a step: previous states `s (R, w)` (`w = n`, or the LSTM's `2n`),
+/// previous words `y (R)`, and each row's sentence in the encoded batch.
 pub struct Rows<'a> {
     pub s: &'a [f32],
     pub y: &'a [u32],
@@ -32,7 +37,7 @@ pub struct Rows<'a> {
 }
 
 pub struct StepOut {
-    /// `s_i (R, n)`.
+    /// The new states `(R, w)`.
     pub state: Vec<f32>,
     /// Each row's normaliser and best tokens.
     pub best: RowBest,
@@ -53,9 +58,18 @@ pub fn step(
 ) -> StepOut {
     let cfg = &model.cfg;
     let (r_n, n, m) = (rows.y.len(), cfg.hidden_dim, cfg.emb_dim);
+    let (sw, g) = (model.state_width(), cfg.cell_kind().gates() * n);
     let l2 = model.out.b.len();
     let ey = embed(&model.tgt_emb, rows.y, m);
-    let mut state = vec![0f32; r_n * n];
+    let mut state = vec![0f32; r_n * sw];
+    // The previous outputs `s_{i-1} (R, n)`: the states themselves, or the LSTM's `s` parts.
+    let s_prev: std::borrow::Cow<[f32]> = if sw == n {
+        std::borrow::Cow::Borrowed(rows.s)
+    } else {
+        std::borrow::Cow::Owned(rows.s.chunks_exact(sw).flat_map(|r| r[..n].iter().copied()).collect())
+    };
+    // The LSTM's cell states of row `r`: previous and new.
+    let cell = |r: usize| &rows.s[r * sw + n..(r + 1) * sw];
     let mut alpha = None;
     // The deep output's pre-activation `t~ (R, 2l)`.
     let mut pre = Vec::with_capacity(r_n * l2);
@@ -67,7 +81,7 @@ pub fn step(
             // term, and (deep output on s_{i-1}) the output's state term.
             let t_attn = profile::start();
             let w1 = dec.s_cat_b.len();
-            let g1 = affine(rows.s, r_n, n, &dec.s_cat, &dec.s_cat_b, threads);
+            let g1 = affine(&s_prev, r_n, n, &dec.s_cat, &dec.s_cat_b, threads);
             let mut ctx = vec![0f32; r_n * 2 * n];
             let mut al = vec![0f32; if want_alpha { r_n * s_len } else { 0 }];
             let per_row = |sc: &mut AttnScratch<f32>, r: usize, c: &mut [f32]| {
@@ -88,44 +102,43 @@ pub fn step(
                 ctx.par_chunks_mut(2 * n).enumerate().for_each_init(|| AttnScratch::new(s_len, a), |sc, (r, c)| per_row(sc, r, c));
             }
             profile::stop(profile::SEARCH_ATTN, t_attn);
-            // E y · [W | O_y] + c_i · [C | O_c] + [b | b_o]: the GRU's input terms and the
-            // deep output's word and context terms, in one (R, 3n + 2l) block.
-            let w2 = 3 * n + l2;
+            // E y · [W | O_y] + c_i · [C | O_c] + [b | b_o]: the cell's input terms and the
+            // deep output's word and context terms, in one (R, G + 2l) block.
+            let w2 = g + l2;
             let mut g2 = affine(&ey, r_n, m, &dec.y_cat, &dec.yc_cat_b, threads);
             matmul(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&dec.c_cat, 2 * n, w2), true, threads);
             // The cell, with the training kernels' row arithmetic (`kernels::gru_cell`): the
             // input terms are g2's first 3n columns, the recurrent ones g1's block after W_a.
             let rec = dec.rec;
-            let hh_n = match dec.form {
-                GruForm::Paper => {
+            let hh_n = match dec.kind {
+                CellKind::Gru(GruForm::Paper) => {
                     // q = r ⊙ s_{i-1}, then q U_n.
                     let mut q = vec![0f32; r_n * n];
                     for r in 0..r_n {
                         let (x, h) = (&g2[r * w2..], &g1[r * w1..]);
-                        simd_dispatch!(reset_row(&x[..n], &h[a..a + n], &rows.s[r * n..(r + 1) * n], &mut q[r * n..(r + 1) * n]));
+                        simd_dispatch!(reset_row(&x[..n], &h[a..a + n], &s_prev[r * n..(r + 1) * n], &mut q[r * n..(r + 1) * n]));
                     }
                     let mut hn = vec![0f32; r_n * n];
                     matmul(&mut hn, 0, n, Mat::new(&q, r_n, n), Mat::new(&dec.u, n, n), false, threads);
                     hn
                 }
-                GruForm::ResetAfter => Vec::new(),
+                CellKind::Gru(GruForm::ResetAfter) | CellKind::Lstm => Vec::new(),
             };
             for r in 0..r_n {
                 let (x, h) = (&g2[r * w2..(r + 1) * w2], &g1[r * w1..(r + 1) * w1]);
-                let hn = match dec.form {
-                    GruForm::Paper => &hh_n[r * n..(r + 1) * n],
-                    GruForm::ResetAfter => &h[a + 2 * n..a + 3 * n],
-                };
-                simd_dispatch!(update_row(
-                    dec.form,
-                    &x[..3 * n],
-                    &h[a..a + 2 * n],
-                    hn,
-                    &rows.s[r * n..(r + 1) * n],
-                    &mut state[r * n..(r + 1) * n]
-                ));
+                let (s_new, c_new) = state[r * sw..(r + 1) * sw].split_at_mut(n);
+                match dec.kind {
+                    CellKind::Gru(form) => {
+                        let hn = match form {
+                            GruForm::Paper => &hh_n[r * n..(r + 1) * n],
+                            GruForm::ResetAfter => &h[a + 2 * n..a + 3 * n],
+                        };
+                        simd_dispatch!(update_row(form, &x[..g], &h[a..a + 2 * n], hn, &s_prev[r * n..(r + 1) * n], s_new));
+                    }
+                    CellKind::Lstm => simd_dispatch!(lstm_cell::update_row(&x[..g], &h[a..a + g], cell(r), c_new, s_new)),
+                }
                 let start = pre.len();
-                pre.extend_from_slice(&x[3 * n..]);
+                pre.extend_from_slice(&x[g..]);
                 if cfg.output_state == OutputState::Previous {
                     for (o, &v) in pre[start..].iter_mut().zip(&h[a + rec..]) {
                         *o += v;
@@ -133,39 +146,38 @@ pub fn step(
                 }
             }
             if cfg.output_state == OutputState::Current {
-                matmul(&mut pre, 0, l2, Mat::new(&state, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
+                matmul(&mut pre, 0, l2, Mat::strided(&state, 0, r_n, n, sw), Mat::new(&model.out.o_h, n, l2), true, threads);
             }
         }
         HostCore::Enc { dec, .. } => {
             let gi = affine(&ey, r_n, m, &dec.w, &dec.b, threads);
             // hc = h U' + C c, then the reset multiplies all of it (model/decoder.rs).
-            let mut hc = Vec::with_capacity(r_n * 3 * n);
+            let mut hc = Vec::with_capacity(r_n * g);
             for &b in rows.sent {
-                hc.extend_from_slice(&enc.gate_ctx[b * 3 * n..(b + 1) * 3 * n]);
+                hc.extend_from_slice(&enc.gate_ctx[b * g..(b + 1) * g]);
             }
-            matmul(&mut hc, 0, 3 * n, Mat::new(rows.s, r_n, n), Mat::new(&dec.u, n, 3 * n), true, threads);
+            matmul(&mut hc, 0, g, Mat::new(&s_prev, r_n, n), Mat::new(&dec.u, n, g), true, threads);
             // r, z = σ(gi + hc), h~ = tanh(gi_n + r ⊙ hc_n): the reset-after cell of the
-            // training kernels, row by row.
+            // training kernels, row by row (or the LSTM's gates on gi + hc).
             for r in 0..r_n {
-                let (g, c) = (&gi[r * 3 * n..(r + 1) * 3 * n], &hc[r * 3 * n..(r + 1) * 3 * n]);
-                simd_dispatch!(update_row(
-                    GruForm::ResetAfter,
-                    g,
-                    &c[..2 * n],
-                    &c[2 * n..],
-                    &rows.s[r * n..(r + 1) * n],
-                    &mut state[r * n..(r + 1) * n]
-                ));
+                let (x, c) = (&gi[r * g..(r + 1) * g], &hc[r * g..(r + 1) * g]);
+                let (s_new, c_new) = state[r * sw..(r + 1) * sw].split_at_mut(n);
+                match dec.kind {
+                    CellKind::Gru(_) => {
+                        simd_dispatch!(update_row(GruForm::ResetAfter, x, &c[..2 * n], &c[2 * n..], &s_prev[r * n..(r + 1) * n], s_new))
+                    }
+                    CellKind::Lstm => simd_dispatch!(lstm_cell::update_row(x, c, cell(r), c_new, s_new)),
+                }
             }
             for &b in rows.sent {
                 let oc = &enc.out_ctx[b * l2..(b + 1) * l2];
                 pre.extend(model.out.b.iter().zip(oc).map(|(x, y)| x + y));
             }
             let s_out = match cfg.output_state {
-                OutputState::Previous => rows.s,
-                OutputState::Current => &state[..],
+                OutputState::Previous => Mat::new(&s_prev, r_n, n),
+                OutputState::Current => Mat::strided(&state, 0, r_n, n, sw),
             };
-            matmul(&mut pre, 0, l2, Mat::new(s_out, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
+            matmul(&mut pre, 0, l2, s_out, Mat::new(&model.out.o_h, n, l2), true, threads);
             matmul(&mut pre, 0, l2, Mat::new(&ey, r_n, m), Mat::new(&model.out.o_y, m, l2), true, threads);
         }
     }

@@ -4,11 +4,10 @@
 //! The weights are read from the model's typed layers ([`Seq2Seq::layers`]), never by name.
 use candle_core::{DType, Tensor};
 
-use crate::config::{GruForm, ModelConfig, OutputState};
+use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::{Error, Result};
 use crate::kernels::scores::Projection;
 use crate::model::decoder::AttentionDecoder;
-use crate::model::gru::Gru;
 use crate::model::rnn::Rnn;
 use crate::model::{Layers, Seq2Seq};
 
@@ -17,19 +16,11 @@ fn host(t: &Tensor) -> Result<Vec<f32>> {
     Ok(t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?)
 }
 
-/// The attention decoder's GRU (model/gru.rs): `W (in, 3n)`, `b (3n)`, `U_rz (n, 2n)`, `U (n, n)`.
-pub struct HostGru {
-    pub w: Vec<f32>,
-    pub b: Vec<f32>,
-    pub u_rz: Vec<f32>,
-    pub u: Vec<f32>,
-}
-
-/// An encoder's GRU(s) in the training kernels' layout (`kernels::gru`, `kernels::bigru`), so
-/// the search encodes with the very code that trains: `k` directions (2 for RNNsearch's
-/// bidirectional encoder, 1 for RNNenc), `W (m, k·3n)` and `b (k·3n)` side by side,
-/// `U (k, n, 3n)` packed `[U_r | U_z | U_n]`, recurrent biases `b_h (k, 3n)` (zero for the
-/// paper's cell).
+/// An encoder's layer(s) in the training kernels' layout (`kernels::gru`, `kernels::bigru`),
+/// so the search encodes with the very code that trains: `k` directions (2 for RNNsearch's
+/// bidirectional encoder, 1 for RNNenc), `W (m, k·G)` and `b (k·G)` side by side,
+/// `U (k, n, G)` packed `[U_r | U_z | U_n]` (LSTM: `[U_i | U_f | U_g | U_o]`), recurrent biases
+/// `b_h (k, G)` (zero for the paper's GRU and the LSTM).
 pub struct HostEncoder {
     pub w: Vec<f32>,
     pub b: Vec<f32>,
@@ -67,18 +58,19 @@ pub enum HostCore {
 pub struct HostAttention {
     /// `s_{i-1} · [W_a | U_rec | O_h]` `(n, A + rec [+ 2l])`, with bias `[b_a | b_h | 0]`: the
     /// recurrent block is `U_rz` (`rec = 2n`, paper cell, `b_h = 0`) or all of `U` with its
-    /// bias (`rec = 3n`, reset-after cell); `O_h` only when the deep output reads `s_{i-1}`.
+    /// bias (`rec = 3n`, reset-after cell; `rec = 4n` and no bias, the LSTM); `O_h` only when
+    /// the deep output reads `s_{i-1}`.
     pub s_cat: Vec<f32>,
     pub s_cat_b: Vec<f32>,
-    /// The cell's form and the width `rec` of the recurrent block in `s_cat`.
-    pub form: GruForm,
+    /// The cell and the width `rec` of the recurrent block in `s_cat`.
+    pub kind: CellKind,
     pub rec: usize,
-    /// `E y · [W | O_y]` `(m, 3n + 2l)` plus `c_i · [C | O_c]` `(2n, 3n + 2l)`, with bias
+    /// `E y · [W | O_y]` `(m, G + 2l)` plus `c_i · [C | O_c]` `(2n, G + 2l)`, with bias
     /// `[b | b_o]`.
     pub y_cat: Vec<f32>,
     pub c_cat: Vec<f32>,
     pub yc_cat_b: Vec<f32>,
-    /// The paper cell's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`).
+    /// The paper cell's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`; empty otherwise).
     pub u: Vec<f32>,
     /// `W_s (n, n)`, `b_s (n)`: `s_0 = tanh(←h_1 W_s + b_s)`.
     pub w_s: Vec<f32>,
@@ -91,36 +83,33 @@ pub struct HostAttention {
 impl HostAttention {
     fn new(dec: &AttentionDecoder, cfg: &ModelConfig, out: &HostOutput) -> Result<Self> {
         let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, cfg.att_dim, out.b.len());
-        let Rnn::Gru(g) = &dec.rnn else {
-            return Err(Error::Config("the fused search does not run the LSTM decoder yet".into()));
-        };
-        let gru = HostGru::new(g)?;
+        let kind = dec.rnn.kind();
+        let g = kind.gates() * n;
+        let (w, b) = (host(dec.rnn.input_weights().0)?, host(dec.rnn.input_weights().1)?);
         let (w_a, b_a, c) = (host(&dec.att.w_a)?, host(&dec.att.b_a)?, host(&dec.c)?);
         let prev = cfg.output_state == OutputState::Previous;
-        let form = g.form;
-        let (u_rec, rec) = match form {
-            GruForm::Paper => (gru.u_rz.clone(), 2 * n),
-            GruForm::ResetAfter => (host(&g.u_cat()?)?, 3 * n),
+        // The paper GRU multiplies `r ⊙ s` by its candidate's `U` after the gates: only
+        // `U_rz` joins the shared product, and `U` stays apart.
+        let (u_rec, rec, u) = match &dec.rnn {
+            Rnn::Gru(gru) if gru.form == GruForm::Paper => (host(&gru.u_rz)?, 2 * n, host(&gru.u)?),
+            rnn => (host(&rnn.u_cat()?)?, g, Vec::new()),
         };
         let mut s_blocks = vec![(&w_a[..], a), (&u_rec[..], rec)];
         if prev {
             s_blocks.push((&out.o_h[..], l2));
         }
         let mut s_cat_b = b_a.clone();
-        match form {
-            GruForm::Paper => s_cat_b.resize(a + rec, 0.0),
-            GruForm::ResetAfter => s_cat_b.extend(host(&g.bias_h()?)?),
-        }
+        s_cat_b.extend(host(&dec.rnn.bias_h()?)?.into_iter().take(rec));
         s_cat_b.resize(a + rec + if prev { l2 } else { 0 }, 0.0);
         Ok(HostAttention {
             s_cat: hcat(&s_blocks, n),
             s_cat_b,
-            form,
+            kind,
             rec,
-            y_cat: hcat(&[(&gru.w[..], 3 * n), (&out.o_y[..], l2)], m),
-            c_cat: hcat(&[(&c[..], 3 * n), (&out.o_c[..], l2)], 2 * n),
-            yc_cat_b: gru.b.iter().chain(&out.b).copied().collect(),
-            u: gru.u,
+            y_cat: hcat(&[(&w[..], g), (&out.o_y[..], l2)], m),
+            c_cat: hcat(&[(&c[..], g), (&out.o_c[..], l2)], 2 * n),
+            yc_cat_b: b.iter().chain(&out.b).copied().collect(),
+            u,
             w_s: host(&dec.w_s)?,
             b_s: host(&dec.b_s)?,
             u_a: host(&dec.att.u_a)?,
@@ -129,8 +118,8 @@ impl HostAttention {
     }
 }
 
-/// RNNenc's summary decoder: `W' (m, 3n)`, `b (3n)`, `U' (n, 3n)`, `C (n, 3n)`, `V (n, n)`,
-/// `b_v`, `V' (n, n)`, `b'`.
+/// RNNenc's summary decoder: `W' (m, G)`, `b (G)`, `U' (n, G)`, `C (n, G)`, `V (n, n)`,
+/// `b_v`, `V' (n, n)`, `b'`; its cell (the GRU's reset-after arithmetic, or the LSTM).
 pub struct HostSummary {
     pub w: Vec<f32>,
     pub b: Vec<f32>,
@@ -140,8 +129,9 @@ pub struct HostSummary {
     pub b_v: Vec<f32>,
     pub v_init: Vec<f32>,
     pub b_init: Vec<f32>,
-    /// The recurrent bias `b_h (3n)` of the reset-after form (zeros for the paper's).
+    /// The recurrent bias `b_h (G)` of the reset-after form (zeros for the paper's and the LSTM).
     pub b_h: Vec<f32>,
+    pub kind: CellKind,
 }
 
 /// The deep output (model/output.rs): `O_h (n, 2l)`, `O_y (m, 2l)`, `O_c (ctx, 2l)`, `b (2l)`,
@@ -172,12 +162,6 @@ fn hcat(blocks: &[(&[f32], usize)], rows: usize) -> Vec<f32> {
         }
     }
     out
-}
-
-impl HostGru {
-    fn new(g: &Gru) -> Result<Self> {
-        Ok(HostGru { w: host(&g.w)?, b: host(&g.b)?, u_rz: host(&g.u_rz)?, u: host(&g.u)? })
-    }
 }
 
 impl HostModel {
@@ -215,8 +199,9 @@ impl HostModel {
                     b_init: host(&dec.b_init)?,
                     b_h: match &dec.b_h {
                         Some(b) => host(b)?,
-                        None => vec![0.0; 3 * cfg.hidden_dim],
+                        None => vec![0.0; dec.kind.gates() * cfg.hidden_dim],
                     },
+                    kind: dec.kind,
                 }),
             },
         };
@@ -224,9 +209,16 @@ impl HostModel {
         Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, out })
     }
 
-    /// Whether the fused search can run `model`: `f32` parameters in host memory, GRU cells
-    /// (both forms). LSTM models search on the candle ops until the host step has the LSTM.
+    /// Whether the fused search can run `model`: `f32` parameters in host memory (either cell).
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu() && model.cfg.cell == crate::config::Cell::Gru
+        model.dtype() == DType::F32 && model.device().is_cpu()
+    }
+
+    /// The width of a decoder state row: `n`, or the LSTM's `[s; cell]`, `2n`.
+    pub fn state_width(&self) -> usize {
+        match self.cfg.cell_kind() {
+            CellKind::Gru(_) => self.cfg.hidden_dim,
+            CellKind::Lstm => 2 * self.cfg.hidden_dim,
+        }
     }
 }

@@ -173,7 +173,7 @@ impl SummaryDecoder {
 
     /// The output `h' (batch, n)` of a state.
     pub fn output(&self, state: &Tensor) -> Result<Tensor> {
-        Ok(state.narrow(D::Minus1, 0, self.hidden)?)
+        super::rnn::state_output(state, self.hidden)
     }
 
     /// Input projections of all target embeddings: `(batch, len, m)` → `(batch, len, G)`.

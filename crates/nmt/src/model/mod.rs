@@ -163,7 +163,7 @@ impl Seq2Seq {
     /// The decoder output `s (rows, n)` of a decoder state (all of it for the GRU; the LSTM's
     /// `h` part).
     fn dec_output(&self, state: &Tensor) -> Result<Tensor> {
-        Ok(state.narrow(D::Minus1, 0, self.cfg.hidden_dim)?)
+        rnn::state_output(state, self.cfg.hidden_dim)
     }
 
     fn dec_step(&self, memory: &Memory, gi: &Tensor, s: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {

@@ -21,6 +21,11 @@ pub fn start_state(kind: CellKind, h0: &Tensor) -> Result<Tensor> {
     }
 }
 
+/// The output `h (batch, n)` of a state of either cell, contiguous.
+pub fn state_output(state: &Tensor, hidden: usize) -> Result<Tensor> {
+    Ok(state.narrow(D::Minus1, 0, hidden)?.contiguous()?)
+}
+
 /// One recurrent layer.
 #[derive(Clone, Debug)]
 pub enum Rnn {
@@ -85,9 +90,10 @@ impl Rnn {
         start_state(self.kind(), h0)
     }
 
-    /// The output `h (batch, n)` of a state.
+    /// The output `h (batch, n)` of a state, contiguous (the LSTM's is a column block, which
+    /// `index_select` and CUDA's matmul refuse as a view).
     pub fn output(&self, state: &Tensor) -> Result<Tensor> {
-        Ok(state.narrow(D::Minus1, 0, self.hidden())?)
+        state_output(state, self.hidden())
     }
 
     /// One step: `gi (batch, G)` (the input projection plus any extra input term), `state` →
