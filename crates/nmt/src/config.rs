@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+fn one() -> usize {
+    1
+}
+
 /// Which encoder-decoder family.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -134,6 +138,18 @@ pub struct ModelConfig {
     /// Press & Wolf 2017). Needs `maxout_dim = emb_dim`. Off in the papers.
     #[serde(default)]
     pub tie_target_embeddings: bool,
+    /// Recurrent layers of the encoder (each bidirectional for RNNsearch) and of the decoder
+    /// (the first one conditioned on the source, the others reading the layer below).
+    /// 1 in the papers.
+    #[serde(default = "one")]
+    pub enc_layers: usize,
+    #[serde(default = "one")]
+    pub dec_layers: usize,
+    /// Residual connections between stacked layers: a layer's output adds its input, from the
+    /// second layer on (Wu et al. 2016). Unit dropout (`dropout`) applies to each upper layer's
+    /// input either way.
+    #[serde(default)]
+    pub residual: bool,
     /// Read the source backwards (Sutskever et al. 2014): each sentence's tokens, before its
     /// `</s>`, enter the encoder in reverse order. Done on the ids (`nmt_data::reverse_source`)
     /// wherever a source enters the model, so every encoder, kernel and search sees it alike;
@@ -170,6 +186,9 @@ impl ModelConfig {
             dropout: 0.0,
             recurrent_dropout: 0.0,
             tie_target_embeddings: false,
+            enc_layers: 1,
+            dec_layers: 1,
+            residual: false,
             reverse_source: false,
             init_std: 0.01,
             orthogonal_recurrent: true,
@@ -231,6 +250,9 @@ impl ModelConfig {
             if v == 0 {
                 return Err(Error::Config(format!("model.{key} must be > 0")));
             }
+        }
+        if self.enc_layers == 0 || self.dec_layers == 0 {
+            return Err(Error::Config("model.enc_layers and model.dec_layers must be at least 1".into()));
         }
         if self.arch == Arch::Rnnsearch && self.att_dim == 0 {
             return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));

@@ -23,6 +23,11 @@ struct Case {
 
 /// The worst relative difference between the two paths over the loss and every gradient.
 fn compare(case: &Case, dtype: DType) -> f64 {
+    compare_with(case, dtype, &|_| {})
+}
+
+/// [`compare`] after a change to the model's configuration.
+fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::ModelConfig)) -> f64 {
     let dev = Device::Cpu;
     let mut cfg = common::small_config(case.arch, 14, 6, 5);
     cfg.att_dim = if case.arch == Arch::Rnnsearch { 4 } else { 0 };
@@ -40,6 +45,7 @@ fn compare(case: &Case, dtype: DType) -> f64 {
     cfg.output_state = case.output;
     cfg.dropout = case.dropout;
     cfg.recurrent_dropout = case.recurrent;
+    tweak(&mut cfg);
     let mut model = Seq2Seq::fresh(&cfg, 3, dtype, &dev).unwrap();
     let examples = [
         Example { src: vec![4, 5, 6, 7, 8, 3], tgt: vec![8, 9, 3] },
@@ -156,6 +162,25 @@ fn recurrent_dropout_changes_the_training_loss_on_both_paths() {
             };
             let (plain, dropped) = (value(0.0), value(0.5));
             assert!((plain - dropped).abs() > 1e-4, "{arch:?} {imp:?}: recurrent dropout had no effect ({plain} vs {dropped})");
+        }
+    }
+}
+
+/// Stacked layers (2 + 2, 3 + 2), with and without residual connections, both cells, both
+/// architectures, dropout between layers: fused equals composed.
+#[test]
+fn stacked_fused_equals_composed() {
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for (cell, layers, residual, output) in [
+            (CellKind::Gru(GruForm::Paper), (2, 2), false, OutputState::Previous),
+            (CellKind::Lstm, (3, 2), true, OutputState::Current),
+            (CellKind::Gru(GruForm::ResetAfter), (2, 3), true, OutputState::Previous),
+        ] {
+            let case = Case { arch, cell, output, dropout: 0.3, recurrent: 0.2, recipe: None };
+            let stack = |c: &mut nmt::config::ModelConfig| (c.enc_layers, c.dec_layers, c.residual) = (layers.0, layers.1, residual);
+            let (e64, e32) = (compare_with(&case, DType::F64, &stack), compare_with(&case, DType::F32, &stack));
+            eprintln!("{arch:?} {cell:?} layers {layers:?} residual {residual}: f64 {e64:.1e}, f32 {e32:.1e}");
+            assert!(e64 < 1e-10 && e32 < 2e-5, "{arch:?} {cell:?} {layers:?} {residual}: {e64:e} {e32:e}");
         }
     }
 }

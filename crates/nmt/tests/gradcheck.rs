@@ -1,9 +1,10 @@
 //! Analytic gradients against central finite differences, in f64, for every parameter tensor
-//! of tiny RNNsearch and RNNenc models on a padded batch.
+//! of tiny RNNsearch and RNNenc models on a padded batch: GRU and LSTM cells, single layers
+//! and stacks (with dropout between layers and residual connections).
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, GruForm, Impl};
+use nmt::config::{Arch, Cell, GruForm, Impl, ModelConfig};
 use nmt::data::batch::{Batch, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
@@ -13,6 +14,11 @@ use rand_chacha::ChaCha8Rng;
 /// `recurrent`: recurrent dropout, with the same masks at every evaluation (a fresh
 /// regularizer of the same seed and step).
 fn check(arch: Arch, gru: GruForm, imp: Impl, recurrent: f64) {
+    check_with(arch, gru, imp, DropoutRates { recurrent, ..DropoutRates::default() }, &|_| {});
+}
+
+/// [`check`] with any dropout `rates` and a change to the model's configuration.
+fn check_with(arch: Arch, gru: GruForm, imp: Impl, rates: DropoutRates, tweak: &dyn Fn(&mut ModelConfig)) {
     let dev = Device::Cpu;
     let mut cfg = common::small_config(arch, 12, 5, 4);
     cfg.att_dim = if arch == Arch::Rnnsearch { 3 } else { 0 };
@@ -20,6 +26,7 @@ fn check(arch: Arch, gru: GruForm, imp: Impl, recurrent: f64) {
     // Larger weights than the paper's 0.01 so that every term contributes measurably.
     cfg.init_std = 0.5;
     cfg.gru = gru;
+    tweak(&mut cfg);
     let mut model = Seq2Seq::fresh(&cfg, 7, DType::F64, &dev).unwrap();
     model.set_impl(imp);
     // Different lengths so that padding and masking are exercised.
@@ -31,7 +38,7 @@ fn check(arch: Arch, gru: GruForm, imp: Impl, recurrent: f64) {
     let rows: Vec<&Example> = examples.iter().collect();
     let batch = Batch::from_examples(&rows, vec![0, 1, 2]);
     let bt = BatchTensors::new(&batch, DType::F64, &dev).unwrap();
-    let reg = || Regularizer::new(DropoutRates { recurrent, ..DropoutRates::default() }, 0.0, 5, 2);
+    let reg = || Regularizer::new(rates, 0.0, 5, 2);
     let loss = |m: &Seq2Seq| m.loss(&bt, Some(&mut reg())).unwrap().mean.to_scalar::<f64>().unwrap();
     let grads = model.loss(&bt, Some(&mut reg())).unwrap().mean.backward().unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -57,12 +64,13 @@ fn check(arch: Arch, gru: GruForm, imp: Impl, recurrent: f64) {
             set(orig[i]);
             let numeric = (up - down) / (2.0 * eps);
             let rel = (g[i] - numeric).abs() / (g[i].abs() + numeric.abs()).max(1e-7);
-            assert!(rel < 1e-4, "{arch:?} {gru:?} {imp:?} {name}[{i}]: analytic {} numeric {numeric} rel {rel:e}", g[i]);
+            assert!(rel < 1e-4, "{arch:?} {gru:?} {imp:?} {cfg:?} {name}[{i}]: analytic {} numeric {numeric} rel {rel:e}", g[i]);
             worst = worst.max(rel);
             checked += 1;
         }
     }
-    eprintln!("{arch:?} {gru:?} {imp:?}: {checked} entries checked, max relative error {worst:.2e}");
+    let what = format!("{:?} layers {}+{} residual {}", cfg.cell, cfg.enc_layers, cfg.dec_layers, cfg.residual);
+    eprintln!("{arch:?} {gru:?} {imp:?} {what}: {checked} entries checked, max relative error {worst:.2e}");
     assert!(checked > 60, "checked only {checked} entries");
 }
 
@@ -96,6 +104,32 @@ fn fused_gradients_with_recurrent_dropout_match_finite_differences() {
     for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
         for gru in [GruForm::Paper, GruForm::ResetAfter] {
             check(arch, gru, Impl::Fused, 0.4);
+        }
+    }
+}
+
+/// The LSTM, composed and fused, with recurrent dropout.
+#[test]
+fn lstm_gradients_match_finite_differences() {
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for imp in [Impl::Ops, Impl::Fused] {
+            let rates = DropoutRates { recurrent: 0.4, ..DropoutRates::default() };
+            check_with(arch, GruForm::Paper, imp, rates, &|c| c.cell = Cell::Lstm);
+        }
+    }
+}
+
+/// Stacked encoders and decoders (two layers each), with unit dropout between layers and
+/// recurrent dropout, with and without residual connections, both cells, both paths.
+#[test]
+fn stacked_gradients_match_finite_differences() {
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for (cell, residual, imp) in [(Cell::Gru, false, Impl::Fused), (Cell::Lstm, true, Impl::Fused), (Cell::Gru, true, Impl::Ops)] {
+            let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
+            check_with(arch, GruForm::Paper, imp, rates, &|c| {
+                c.cell = cell;
+                (c.enc_layers, c.dec_layers, c.residual) = (2, 2, residual);
+            });
         }
     }
 }

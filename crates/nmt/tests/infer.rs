@@ -11,6 +11,17 @@ use nmt::search::{search_all, Hypothesis, SearchOptions};
 
 /// A random model with a likely `</s>`, so that hypotheses finish at different steps.
 fn model(arch: Arch, output_state: OutputState, cell: CellKind) -> Seq2Seq {
+    model_with(arch, output_state, cell, 1.0, &|_| {})
+}
+
+/// [`model`] after a change to the configuration.
+fn model_with(
+    arch: Arch,
+    output_state: OutputState,
+    cell: CellKind,
+    eos_boost: f32,
+    tweak: &dyn Fn(&mut nmt::config::ModelConfig),
+) -> Seq2Seq {
     let mut cfg = common::small_config(arch, 30, 16, 24);
     cfg.init_std = 0.3;
     cfg.output_state = output_state;
@@ -18,10 +29,11 @@ fn model(arch: Arch, output_state: OutputState, cell: CellKind) -> Seq2Seq {
         CellKind::Gru(form) => (Cell::Gru, form),
         CellKind::Lstm => (Cell::Lstm, GruForm::Paper),
     };
+    tweak(&mut cfg);
     let m = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
     let (_, b_g) = m.params.named_vars().into_iter().find(|(n, _)| n == "output.b_g").unwrap();
     let mut bias: Vec<f32> = b_g.as_tensor().to_vec1().unwrap();
-    bias[EOS as usize] += 1.0;
+    bias[EOS as usize] += eos_boost;
     b_g.set(&Tensor::new(bias, &Device::Cpu).unwrap()).unwrap();
     m
 }
@@ -94,4 +106,30 @@ fn fused_search_equals_candle_search_with_tied_embeddings() {
     assert!(!m.params.named_vars().iter().any(|(n, _)| n == "output.g"), "a tied model has no G of its own");
     let search = SearchConfig { beam_size: 4, n_best: 2, batch_size: 5, ..SearchConfig::default() };
     assert_same(&run(&m, &srcs, &search, Impl::Fused), &run(&m, &srcs, &search, Impl::Ops), "tied");
+}
+
+/// Stacked encoders and decoders, with and without residual connections.
+#[test]
+fn fused_search_equals_candle_search_for_stacks() {
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 4).into_iter().map(|e| e.src).collect();
+    let (mut finished, mut long) = (false, false);
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for (cell, state, residual) in [
+            (CellKind::Gru(GruForm::Paper), OutputState::Previous, false),
+            (CellKind::Lstm, OutputState::Current, true),
+            (CellKind::Gru(GruForm::ResetAfter), OutputState::Current, true),
+            (CellKind::Lstm, OutputState::Previous, false),
+        ] {
+            let m = model_with(arch, state, cell, 1.8, &|c| (c.enc_layers, c.dec_layers, c.residual) = (2, 3, residual));
+            let cfg = SearchConfig { beam_size: 4, n_best: 2, batch_size: 6, ..SearchConfig::default() };
+            let what = format!("{arch:?} {cell:?} {state:?} residual {residual}");
+            let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Ops));
+            assert_same(&fused, &ops, &what);
+            let lens: Vec<usize> = ops.iter().flatten().map(|h| h.tokens.len()).collect();
+            eprintln!("{what}: lengths {lens:?}");
+            finished |= ops.iter().flatten().any(|h| h.finished && h.tokens.len() > 1);
+            long |= lens.iter().any(|&l| l > 3);
+        }
+    }
+    assert!(finished && long, "degenerate: no variant gave both finished and long hypotheses");
 }

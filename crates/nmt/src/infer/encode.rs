@@ -36,11 +36,28 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
     let g = kind.gates() * n;
     let gi_stride = g * dirs;
     let dims = GruDims { batch: b, len: s, hidden: n, reverse: false, kind, lens: kernel_lens, mask: None, gi_stride, gi_off: 0 };
+    // Each layer's outputs `(B, S, dirs·n)`, bottom up; upper layers read the one below and,
+    // with residual connections, add it (model/encoder.rs).
+    let layers = match &model.core {
+        HostCore::Search { enc, .. } | HostCore::Enc { enc, .. } => enc,
+    };
+    let mut out = x.clone();
+    for (k, layer) in layers.iter().enumerate() {
+        let width = if k == 0 { m } else { dirs * n };
+        let gi = affine(&out, b * s, width, &layer.w, &layer.b, threads);
+        let h = if dirs == 2 {
+            // Both directions at once, one per thread (kernels/bigru.rs).
+            bigru::annotations(&dims, &gi, &layer.u, &layer.bh)
+        } else {
+            let mut row = layer.bh.clone();
+            row.resize(g + n, 0.0); // [b_h; h_0 = 0]
+            gru::forward(&dims, &gi, &layer.u, &fill_rows(&row, b)).0
+        };
+        out = if k > 0 && cfg.residual { h.iter().zip(&out).map(|(a, b)| a + b).collect() } else { h };
+    }
     match &model.core {
-        HostCore::Search { enc, dec } => {
-            // Both directions at once, one per thread (kernels/bigru.rs): `(B, S, 2n)`.
-            let gi = affine(&x, b * s, m, &enc.w, &enc.b, threads);
-            let ann = bigru::annotations(&dims, &gi, &enc.u, &enc.bh);
+        HostCore::Search { dec, .. } => {
+            let ann = out;
             let a = cfg.att_dim;
             let ew = 2 * n + a;
             let mut mem = vec![0f32; b * s * ew];
@@ -58,21 +75,18 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             }
             let mut init = affine(&back_first, b, n, &dec.w_s, &dec.b_s, threads);
             tanh_in_place(&mut init);
-            let init = start_states(init, n, model.state_width());
+            let init = start_states(init, n, model.layer_width(), cfg.dec_layers);
             HostEncoded { mem, gate_ctx: Vec::new(), out_ctx: Vec::new(), init, lens: lens.to_vec(), src_len: s }
         }
-        HostCore::Enc { enc, dec } => {
-            let gi = affine(&x, b * s, m, &enc.w, &enc.b, threads);
-            let mut row = enc.bh.clone();
-            row.resize(g + n, 0.0); // [b_h; h_0 = 0]
-            let (states, _) = gru::forward(&dims, &gi, &enc.u, &fill_rows(&row, b));
+        HostCore::Enc { dec, .. } => {
+            let states = out;
             // The state carried to the last position is each sentence's h_T.
             let last: Vec<f32> = (0..b).flat_map(|r| states[((r + 1) * s - 1) * n..(r + 1) * s * n].iter().copied()).collect();
             let mut c = affine(&last, b, n, &dec.v, &dec.b_v, threads);
             tanh_in_place(&mut c);
             let mut init = affine(&c, b, n, &dec.v_init, &dec.b_init, threads);
             tanh_in_place(&mut init);
-            let init = start_states(init, n, model.state_width());
+            let init = start_states(init, n, model.layer_width(), cfg.dec_layers);
             // C c (+ b_h for the reset-after form): the recurrent term the reset multiplies.
             let gate_ctx = affine(&c, b, n, &dec.c, &dec.b_h, threads);
             let l2 = model.out.b.len();
@@ -82,11 +96,13 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
     }
 }
 
-/// Start states `(B, width)` from each sentence's `h_0 (B, n)`: the LSTM's rows get a zero
-/// cell state after `h_0` (`model/rnn.rs`, `start_state`).
-fn start_states(h0: Vec<f32>, n: usize, width: usize) -> Vec<f32> {
-    if width == n {
+/// Start states `(B, L·w)` from each sentence's `h_0 (B, n)`: every one of the `L` decoder
+/// layers starts from `h_0`, the LSTM's with a zero cell state after it (`model/rnn.rs`,
+/// `start_state`; `model/upper.rs`).
+fn start_states(h0: Vec<f32>, n: usize, width: usize, layers: usize) -> Vec<f32> {
+    if width == n && layers == 1 {
         return h0;
     }
-    h0.chunks_exact(n).flat_map(|r| r.iter().copied().chain(std::iter::repeat_n(0.0, width - n))).collect()
+    let layer = |r: &[f32]| r.iter().copied().chain(std::iter::repeat_n(0.0, width - n)).collect::<Vec<f32>>();
+    h0.chunks_exact(n).flat_map(|r| layer(r).repeat(layers)).collect()
 }

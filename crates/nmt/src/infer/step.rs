@@ -21,8 +21,9 @@ use super::encode::HostEncoded;
 use super::weights::{HostCore, HostModel};
 use crate::config::{CellKind, GruForm, OutputState};
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
+use crate::kernels::gemm::fill_rows;
 use crate::kernels::gemm::{matmul, Mat};
-use crate::kernels::gru_cell::{reset_row, update_row};
+use crate::kernels::gru_cell::{reset_row, update_row, Cell, Rows as KRows, StepIn};
 use crate::kernels::lstm_cell;
 use crate::kernels::profile;
 use crate::kernels::scores::RowBest;
@@ -58,10 +59,13 @@ pub fn step(
 ) -> StepOut {
     let cfg = &model.cfg;
     let (r_n, n, m) = (rows.y.len(), cfg.hidden_dim, cfg.emb_dim);
-    let (sw, g) = (model.state_width(), cfg.cell_kind().gates() * n);
+    // Row widths: the whole (stacked) state `sw = L·lw`, one layer's `lw` (`n` or `2n`).
+    let (sw, lw, g) = (model.state_width(), model.layer_width(), cfg.cell_kind().gates() * n);
+    let stacked = !model.upper.is_empty();
     let l2 = model.out.b.len();
     let ey = embed(&model.tgt_emb, rows.y, m);
-    let mut state = vec![0f32; r_n * sw];
+    // The first layer's new states `(R, lw)`.
+    let mut state = vec![0f32; r_n * lw];
     // The previous outputs `s_{i-1} (R, n)`: the states themselves, or the LSTM's `s` parts.
     let s_prev: std::borrow::Cow<[f32]> = if sw == n {
         std::borrow::Cow::Borrowed(rows.s)
@@ -69,7 +73,7 @@ pub fn step(
         std::borrow::Cow::Owned(rows.s.chunks_exact(sw).flat_map(|r| r[..n].iter().copied()).collect())
     };
     // The LSTM's cell states of row `r`: previous and new.
-    let cell = |r: usize| &rows.s[r * sw + n..(r + 1) * sw];
+    let cell = |r: usize| &rows.s[r * sw + n..r * sw + lw];
     let mut alpha = None;
     // The deep output's pre-activation `t~ (R, 2l)`.
     let mut pre = Vec::with_capacity(r_n * l2);
@@ -126,7 +130,7 @@ pub fn step(
             };
             for r in 0..r_n {
                 let (x, h) = (&g2[r * w2..(r + 1) * w2], &g1[r * w1..(r + 1) * w1]);
-                let (s_new, c_new) = state[r * sw..(r + 1) * sw].split_at_mut(n);
+                let (s_new, c_new) = state[r * lw..(r + 1) * lw].split_at_mut(n);
                 match dec.kind {
                     CellKind::Gru(form) => {
                         let hn = match form {
@@ -139,14 +143,14 @@ pub fn step(
                 }
                 let start = pre.len();
                 pre.extend_from_slice(&x[g..]);
-                if cfg.output_state == OutputState::Previous {
+                if cfg.output_state == OutputState::Previous && !stacked {
                     for (o, &v) in pre[start..].iter_mut().zip(&h[a + rec..]) {
                         *o += v;
                     }
                 }
             }
-            if cfg.output_state == OutputState::Current {
-                matmul(&mut pre, 0, l2, Mat::strided(&state, 0, r_n, n, sw), Mat::new(&model.out.o_h, n, l2), true, threads);
+            if cfg.output_state == OutputState::Current && !stacked {
+                matmul(&mut pre, 0, l2, Mat::strided(&state, 0, r_n, n, lw), Mat::new(&model.out.o_h, n, l2), true, threads);
             }
         }
         HostCore::Enc { dec, .. } => {
@@ -161,7 +165,7 @@ pub fn step(
             // training kernels, row by row (or the LSTM's gates on gi + hc).
             for r in 0..r_n {
                 let (x, c) = (&gi[r * g..(r + 1) * g], &hc[r * g..(r + 1) * g]);
-                let (s_new, c_new) = state[r * sw..(r + 1) * sw].split_at_mut(n);
+                let (s_new, c_new) = state[r * lw..(r + 1) * lw].split_at_mut(n);
                 match dec.kind {
                     CellKind::Gru(_) => {
                         simd_dispatch!(update_row(GruForm::ResetAfter, x, &c[..2 * n], &c[2 * n..], &s_prev[r * n..(r + 1) * n], s_new))
@@ -173,15 +177,82 @@ pub fn step(
                 let oc = &enc.out_ctx[b * l2..(b + 1) * l2];
                 pre.extend(model.out.b.iter().zip(oc).map(|(x, y)| x + y));
             }
-            let s_out = match cfg.output_state {
-                OutputState::Previous => Mat::new(&s_prev, r_n, n),
-                OutputState::Current => Mat::strided(&state, 0, r_n, n, sw),
-            };
-            matmul(&mut pre, 0, l2, s_out, Mat::new(&model.out.o_h, n, l2), true, threads);
+            if !stacked {
+                let s_out = match cfg.output_state {
+                    OutputState::Previous => Mat::new(&s_prev, r_n, n),
+                    OutputState::Current => Mat::strided(&state, 0, r_n, n, lw),
+                };
+                matmul(&mut pre, 0, l2, s_out, Mat::new(&model.out.o_h, n, l2), true, threads);
+            }
             matmul(&mut pre, 0, l2, Mat::new(&ey, r_n, m), Mat::new(&model.out.o_y, m, l2), true, threads);
         }
+    }
+    if stacked {
+        let (full, top) = upper_step(model, rows.s, &state, threads);
+        let s_out = match cfg.output_state {
+            OutputState::Previous => top_output(model, rows.s),
+            OutputState::Current => top,
+        };
+        matmul(&mut pre, 0, l2, Mat::new(&s_out, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
+        state = full;
     }
     let t: Vec<f32> = pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
     let best = profile::timed(profile::SEARCH_SCORES, || model.out.proj.best(&t, r_n, want, skip));
     StepOut { state, best, alpha }
+}
+
+/// The decoder's layers above the first for one step (`model/upper.rs` is the candle twin):
+/// `prev (R, L·w)` the stacked states before the step, `first (R, w)` the first layer's new
+/// states. Each upper layer steps with the training kernels' cell (`gru_cell::Cell`) on the
+/// output below it. Returns the new stacked states and the top output `(R, n)`.
+fn upper_step(model: &HostModel, prev: &[f32], first: &[f32], threads: usize) -> (Vec<f32>, Vec<f32>) {
+    let (n, sw, lw) = (model.cfg.hidden_dim, model.state_width(), model.layer_width());
+    let kind = model.cfg.cell_kind();
+    let g = kind.gates() * n;
+    let r_n = first.len() / lw;
+    let mut full = vec![0f32; r_n * sw];
+    for r in 0..r_n {
+        full[r * sw..r * sw + lw].copy_from_slice(&first[r * lw..(r + 1) * lw]);
+    }
+    let mut x: Vec<f32> = first.chunks_exact(lw).flat_map(|row| row[..n].iter().copied()).collect();
+    let active = vec![true; r_n];
+    for (k, layer) in model.upper.iter().enumerate() {
+        let off = (k + 1) * lw;
+        let hp: Vec<f32> = prev.chunks_exact(sw).flat_map(|row| row[off..off + n].iter().copied()).collect();
+        let cp: Vec<f32> =
+            if lw > n { prev.chunks_exact(sw).flat_map(|row| row[off + n..off + lw].iter().copied()).collect() } else { Vec::new() };
+        let gi = affine(&x, r_n, n, &layer.w, &layer.b, threads);
+        let mut gh = fill_rows(&layer.bh, r_n);
+        let (mut h, mut q) = (vec![0f32; r_n * n], vec![0f32; r_n * n]);
+        let cell = Cell { kind, hidden: n, u: &layer.u };
+        let si = StepIn { hp: &hp, cp: &cp, hu: &hp, mask: None, gi: (&gi, KRows { off: 0, stride: g }), active: &active };
+        let r1 = KRows { off: 0, stride: n };
+        simd_dispatch!(cell.forward(&si, (&mut gh, KRows { off: 0, stride: g }), (&mut q, r1), (&mut h, r1)));
+        for r in 0..r_n {
+            full[r * sw + off..r * sw + off + n].copy_from_slice(&h[r * n..(r + 1) * n]);
+            if lw > n {
+                full[r * sw + off + n..r * sw + off + lw].copy_from_slice(&q[r * n..(r + 1) * n]);
+            }
+        }
+        x = if model.cfg.residual { h.iter().zip(&x).map(|(a, b)| a + b).collect() } else { h };
+    }
+    (full, x)
+}
+
+/// The top output `(R, n)` of stacked states `(R, L·w)`: the top layer's `h`, or with
+/// residual connections the sum of every layer's.
+fn top_output(model: &HostModel, states: &[f32]) -> Vec<f32> {
+    let (n, sw, lw) = (model.cfg.hidden_dim, model.state_width(), model.layer_width());
+    let layers = model.cfg.dec_layers;
+    states
+        .chunks_exact(sw)
+        .flat_map(|row| {
+            let top = &row[(layers - 1) * lw..(layers - 1) * lw + n];
+            if model.cfg.residual {
+                (0..n).map(|j| (0..layers).map(|k| row[k * lw + j]).sum::<f32>()).collect::<Vec<_>>()
+            } else {
+                top.to_vec()
+            }
+        })
+        .collect()
 }

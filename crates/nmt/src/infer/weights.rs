@@ -46,10 +46,10 @@ impl HostEncoder {
 
 /// The encoder and decoder of one architecture.
 pub enum HostCore {
-    /// RNNsearch: the bidirectional encoder, attention decoder.
-    Search { enc: HostEncoder, dec: Box<HostAttention> },
-    /// RNNenc: one encoder GRU, summary decoder.
-    Enc { enc: HostEncoder, dec: Box<HostSummary> },
+    /// RNNsearch: the bidirectional encoder's layers, attention decoder.
+    Search { enc: Vec<HostEncoder>, dec: Box<HostAttention> },
+    /// RNNenc: the encoder's layers, summary decoder.
+    Enc { enc: Vec<HostEncoder>, dec: Box<HostSummary> },
 }
 
 /// RNNsearch's attention decoder (model/decoder.rs, model/attention.rs), as the search
@@ -87,7 +87,8 @@ impl HostAttention {
         let g = kind.gates() * n;
         let (w, b) = (host(dec.rnn.input_weights().0)?, host(dec.rnn.input_weights().1)?);
         let (w_a, b_a, c) = (host(&dec.att.w_a)?, host(&dec.att.b_a)?, host(&dec.c)?);
-        let prev = cfg.output_state == OutputState::Previous;
+        // A stack's deep output reads its top layer, added after the upper layers step.
+        let prev = cfg.output_state == OutputState::Previous && cfg.dec_layers == 1;
         // The paper GRU multiplies `r ⊙ s` by its candidate's `U` after the gates: only
         // `U_rz` joins the shared product, and `U` stays apart.
         let (u_rec, rec, u) = match &dec.rnn {
@@ -150,6 +151,8 @@ pub struct HostModel {
     pub src_emb: Vec<f32>,
     pub tgt_emb: Vec<f32>,
     pub core: HostCore,
+    /// The decoder's layers above the first (`model/upper.rs`), one direction each.
+    pub upper: Vec<HostEncoder>,
     pub out: HostOutput,
 }
 
@@ -183,11 +186,21 @@ impl HostModel {
         };
         let core = match model.layers() {
             Layers::Search { enc, dec } => HostCore::Search {
-                enc: HostEncoder::new(&[&enc.fwd, &enc.bwd], cfg.emb_dim)?,
+                enc: enc
+                    .layers
+                    .iter()
+                    .enumerate()
+                    .map(|(k, l)| HostEncoder::new(&[&l.fwd, &l.bwd], if k == 0 { cfg.emb_dim } else { 2 * cfg.hidden_dim }))
+                    .collect::<Result<_>>()?,
                 dec: Box::new(HostAttention::new(dec, &cfg, &out)?),
             },
             Layers::Enc { enc, dec } => HostCore::Enc {
-                enc: HostEncoder::new(&[&enc.rnn], cfg.emb_dim)?,
+                enc: enc
+                    .layers
+                    .iter()
+                    .enumerate()
+                    .map(|(k, l)| HostEncoder::new(&[l], if k == 0 { cfg.emb_dim } else { cfg.hidden_dim }))
+                    .collect::<Result<_>>()?,
                 dec: Box::new(HostSummary {
                     w: host(&dec.w)?,
                     b: host(&dec.b)?,
@@ -205,8 +218,9 @@ impl HostModel {
                 }),
             },
         };
+        let upper = model.upper_layers().layers.iter().map(|l| HostEncoder::new(&[l], cfg.hidden_dim)).collect::<Result<_>>()?;
         let (src_emb, tgt_emb) = model.embeddings();
-        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, out })
+        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, upper, out })
     }
 
     /// Whether the fused search can run `model`: `f32` parameters in host memory (either cell).
@@ -214,11 +228,16 @@ impl HostModel {
         model.dtype() == DType::F32 && model.device().is_cpu()
     }
 
-    /// The width of a decoder state row: `n`, or the LSTM's `[s; cell]`, `2n`.
-    pub fn state_width(&self) -> usize {
+    /// The width `w` of one decoder layer's state: `n`, or the LSTM's `[s; cell]`, `2n`.
+    pub fn layer_width(&self) -> usize {
         match self.cfg.cell_kind() {
             CellKind::Gru(_) => self.cfg.hidden_dim,
             CellKind::Lstm => 2 * self.cfg.hidden_dim,
         }
+    }
+
+    /// The width of a decoder state row: every layer's state side by side, `L·w`.
+    pub fn state_width(&self) -> usize {
+        self.cfg.dec_layers * self.layer_width()
     }
 }

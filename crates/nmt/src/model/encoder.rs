@@ -1,11 +1,20 @@
-//! Encoders: what the decoder reads of the source. Either cell (`model.cell`, `rnn.rs`).
+//! Encoders: what the decoder reads of the source. Either cell (`model.cell`, `rnn.rs`), one
+//! or more layers (`model.enc_layers`).
 //!
 //! * [`BiRnnEncoder`] (RNNsearch appendix A.2.1): a forward and a backward layer over the
 //!   shared source embeddings; annotation `h_j = [→h_j ; ←h_j]`, `(batch, src_len, 2n)`.
-//! * [`RnnEncoder`] (RNNenc appendix A): one layer; its last output `h^(T)`, `(batch, n)`.
+//!   Upper layers are bidirectional too and read the annotations below.
+//! * [`RnnEncoder`] (RNNenc appendix A): one layer (or a stack); the top's last output
+//!   `h^(T)`, `(batch, n)`.
+//!
+//! Between layers: unit dropout on the upper layer's input (`model.dropout`) and, with
+//! `model.residual`, the upper layer's output plus its input (Wu et al. 2016).
+//! Dropout masks are drawn layer by layer, bottom up: an upper layer's input mask, then the
+//! layer's recurrent masks (forward direction first), the order `fused.rs` draws them in.
 use candle_core::Tensor;
 
 use super::params::ParamBuilder;
+use super::regularizer::Dropout;
 use super::rnn::Rnn;
 use crate::config::CellKind;
 use crate::error::Result;
@@ -18,43 +27,109 @@ pub(crate) fn cell_name(kind: CellKind) -> &'static str {
     }
 }
 
-/// Bidirectional encoder.
+/// The parameters of stacked layer `k` (0-based): the first keeps the single-layer names,
+/// the others live under `layer2`, `layer3`, ….
+pub(crate) fn layer_scope<'a>(pb: &ParamBuilder<'a>, k: usize) -> ParamBuilder<'a> {
+    if k == 0 {
+        pb.clone()
+    } else {
+        pb.pp(&format!("layer{}", k + 1))
+    }
+}
+
+/// How stacked layers connect.
+#[derive(Clone, Copy, Debug)]
+pub struct Stack {
+    pub layers: usize,
+    pub residual: bool,
+}
+
+/// An upper layer's input: `x` with unit dropout (training).
+fn layer_input(x: &Tensor, dropout: Option<&mut Dropout>) -> Result<Tensor> {
+    match dropout {
+        Some(d) => d.apply(x),
+        None => Ok(x.clone()),
+    }
+}
+
+/// One bidirectional layer.
 #[derive(Clone, Debug)]
-pub struct BiRnnEncoder {
+pub struct BiLayer {
     pub fwd: Rnn,
     pub bwd: Rnn,
 }
 
+/// Bidirectional encoder.
+#[derive(Clone, Debug)]
+pub struct BiRnnEncoder {
+    pub layers: Vec<BiLayer>,
+    pub residual: bool,
+}
+
 impl BiRnnEncoder {
-    pub fn new(emb: usize, hidden: usize, kind: CellKind, pb: &ParamBuilder) -> Result<Self> {
-        Ok(BiRnnEncoder { fwd: Rnn::new(emb, hidden, kind, &pb.pp("fwd"))?, bwd: Rnn::new(emb, hidden, kind, &pb.pp("bwd"))? })
+    pub fn new(emb: usize, hidden: usize, kind: CellKind, stack: Stack, pb: &ParamBuilder) -> Result<Self> {
+        let layers = (0..stack.layers)
+            .map(|k| {
+                let (pk, input) = (layer_scope(pb, k), if k == 0 { emb } else { 2 * hidden });
+                Ok(BiLayer { fwd: Rnn::new(input, hidden, kind, &pk.pp("fwd"))?, bwd: Rnn::new(input, hidden, kind, &pk.pp("bwd"))? })
+            })
+            .collect::<Result<_>>()?;
+        Ok(BiRnnEncoder { layers, residual: stack.residual })
     }
 
-    /// `x: (batch, src_len, m)`, `mask: (batch, src_len)` → annotations `(batch, src_len, 2n)` and
-    /// `←h_1`, the backward layer's output at the first word `(batch, n)` (it has read the whole
-    /// sentence; RNNsearch initialises the decoder from it). `state_masks`: each direction's
-    /// recurrent-dropout mask `(batch, n)` (training only).
-    pub fn forward(&self, x: &Tensor, mask: &Tensor, state_masks: [Option<&Tensor>; 2]) -> Result<(Tensor, Tensor)> {
-        let (fwd, _) = self.fwd.run(&self.fwd.project(x)?, mask, false, state_masks[0])?;
-        let (bwd, back_first) = self.bwd.run(&self.bwd.project(x)?, mask, true, state_masks[1])?;
-        Ok((Tensor::cat(&[fwd, bwd], 2)?, self.bwd.output(&back_first)?))
+    /// `x: (batch, src_len, m)`, `mask: (batch, src_len)` → the top layer's annotations
+    /// `(batch, src_len, 2n)` and `←h_1`, their backward half at the first word `(batch, n)`
+    /// (it has read the whole sentence; RNNsearch initialises the decoder from it).
+    pub fn forward(&self, x: &Tensor, mask: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<(Tensor, Tensor)> {
+        let b = x.dim(0)?;
+        let mut input = x.clone();
+        for (k, layer) in self.layers.iter().enumerate() {
+            let x_k = if k == 0 { input.clone() } else { layer_input(&input, dropout.as_deref_mut())? };
+            let n = layer.fwd.hidden();
+            let mut masks = [None, None];
+            if let Some(d) = dropout.as_deref_mut() {
+                masks = [d.recurrent_tensor(b, n, x)?, d.recurrent_tensor(b, n, x)?];
+            }
+            let (fwd, _) = layer.fwd.run(&layer.fwd.project(&x_k)?, mask, false, masks[0].as_ref(), None)?;
+            let (bwd, _) = layer.bwd.run(&layer.bwd.project(&x_k)?, mask, true, masks[1].as_ref(), None)?;
+            let out = Tensor::cat(&[fwd, bwd], 2)?;
+            input = if k > 0 && self.residual { (out + &input)? } else { out };
+        }
+        let n = self.layers[0].fwd.hidden();
+        let back_first = input.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, n, n)?.contiguous()?;
+        Ok((input, back_first))
     }
 }
 
 /// Unidirectional encoder (RNNenc).
 #[derive(Clone, Debug)]
 pub struct RnnEncoder {
-    pub rnn: Rnn,
+    pub layers: Vec<Rnn>,
+    pub residual: bool,
 }
 
 impl RnnEncoder {
-    pub fn new(emb: usize, hidden: usize, kind: CellKind, pb: &ParamBuilder) -> Result<Self> {
-        Ok(RnnEncoder { rnn: Rnn::new(emb, hidden, kind, &pb.pp(cell_name(kind)))? })
+    pub fn new(emb: usize, hidden: usize, kind: CellKind, stack: Stack, pb: &ParamBuilder) -> Result<Self> {
+        let layers = (0..stack.layers)
+            .map(|k| Rnn::new(if k == 0 { emb } else { hidden }, hidden, kind, &layer_scope(pb, k).pp(cell_name(kind))))
+            .collect::<Result<_>>()?;
+        Ok(RnnEncoder { layers, residual: stack.residual })
     }
 
-    /// `x: (batch, src_len, m)` → `h^(T)` `(batch, n)`, each sentence's output after its last word.
-    pub fn forward(&self, x: &Tensor, mask: &Tensor, state_mask: Option<&Tensor>) -> Result<Tensor> {
-        let (_, last) = self.rnn.run(&self.rnn.project(x)?, mask, false, state_mask)?;
-        self.rnn.output(&last)
+    /// `x: (batch, src_len, m)` → `h^(T)` `(batch, n)`, each sentence's top output after its
+    /// last word (padding carries every layer's state, so the last position holds it).
+    pub fn forward(&self, x: &Tensor, mask: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
+        let (b, s, _) = x.dims3()?;
+        let mut input = x.clone();
+        for (k, rnn) in self.layers.iter().enumerate() {
+            let x_k = if k == 0 { input.clone() } else { layer_input(&input, dropout.as_deref_mut())? };
+            let state_mask = match dropout.as_deref_mut() {
+                Some(d) => d.recurrent_tensor(b, rnn.hidden(), x)?,
+                None => None,
+            };
+            let (out, _) = rnn.run(&rnn.project(&x_k)?, mask, false, state_mask.as_ref(), None)?;
+            input = if k > 0 && self.residual { (out + &input)? } else { out };
+        }
+        Ok(input.narrow(1, s - 1, 1)?.squeeze(1)?)
     }
 }

@@ -37,6 +37,45 @@ fn output_states(cur: &Tensor, init: &Tensor, which: OutputState) -> Result<Tens
     }
 }
 
+/// One stacked layer's dropout masks: on its input (upper layers' unit dropout) and on its
+/// states entering `U` (one per direction, concatenated).
+struct LayerMasks {
+    input: Option<Vec<f32>>,
+    state: Option<Vec<f32>>,
+}
+
+/// Draws the masks of `layers` stacked layers in the composed path's order (`encoder.rs`,
+/// `upper.rs`): for each layer bottom up, the input's unit mask (not for the first layer of a
+/// stack, `first_input = false`), then the recurrent mask of each of its `dirs` directions.
+fn stack_masks(
+    dropout: &mut Option<&mut Dropout>,
+    layers: usize,
+    first_input: bool,
+    input_len: usize,
+    rows: usize,
+    n: usize,
+    dirs: usize,
+) -> Vec<LayerMasks> {
+    (0..layers)
+        .map(|k| match dropout.as_deref_mut() {
+            None => LayerMasks { input: None, state: None },
+            Some(d) => {
+                let input = if k > 0 || first_input { d.units_mask(input_len) } else { None };
+                let state = (0..dirs).map(|_| d.recurrent(rows, n)).collect::<Option<Vec<_>>>().map(|v| v.concat());
+                LayerMasks { input, state }
+            }
+        })
+        .collect()
+}
+
+/// `x ⊙ mask`, or `x`.
+fn masked(x: &Tensor, mask: &Option<Vec<f32>>) -> Result<Tensor> {
+    match mask {
+        Some(m) => times_mask(x, m.clone()),
+        None => Ok(x.clone()),
+    }
+}
+
 impl Seq2Seq {
     /// Per-token negative log-likelihood `(B·T)`, zero at padding, on the fused kernels;
     /// label-smoothed by `eps`.
@@ -44,36 +83,40 @@ impl Seq2Seq {
         let (b, s) = batch.src.dims2()?;
         let (_, t) = batch.tgt_in.dims2()?;
         let (m, n) = (self.cfg.emb_dim, self.cfg.hidden_dim);
+        let kind = self.cfg.cell_kind();
+        let gw = kind.gates() * n;
         // The kernels take each sentence's length; an empty source still has its `</s>`.
         let src_lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
         // Dropout masks in the composed path's order and element order (a mask depends only
-        // on the element count): source embeddings, encoder states, target embeddings,
-        // decoder states, maxout.
+        // on the element count): source embeddings, encoder layers, target embeddings,
+        // decoder layers, maxout.
         let src_ids = batch.src.flatten_all()?.to_vec1::<u32>()?;
         let src_mask = dropout.as_deref_mut().and_then(|d| d.source_mask(src_ids.len(), m));
         let x = embed::embed(&self.src_emb, &src_ids, src_mask.as_deref())?;
         let enc_dirs = if matches!(self.core, Core::Search { .. }) { 2 } else { 1 };
-        let enc_mask: Option<Vec<f32>> = match dropout.as_deref_mut() {
-            Some(d) => (0..enc_dirs).map(|_| d.recurrent(b, n)).collect::<Option<Vec<_>>>().map(|v| v.concat()),
-            None => None,
-        };
+        let enc_masks = stack_masks(&mut dropout, self.cfg.enc_layers, false, b * s * enc_dirs * n, b, n, enc_dirs);
         let tgt_ids = batch.tgt_in.flatten_all()?.to_vec1::<u32>()?;
         let tgt_mask = dropout.as_deref_mut().and_then(|d| d.target_mask(tgt_ids.len(), m));
         let ey = embed::embed(&self.tgt_emb, &tgt_ids, tgt_mask.as_deref())?;
         let dec_mask = dropout.as_deref_mut().and_then(|d| d.recurrent(b, n));
+        let upper_masks = stack_masks(&mut dropout, self.cfg.dec_layers - 1, true, b * t * n, b, n, 1);
         // The deep output's maxout layer `t (B·T, l)`, with its dropout mask (drawn last).
         let out_mask = dropout.and_then(|d| d.units_mask(b * t * self.cfg.maxout_dim));
-        let kind = self.cfg.cell_kind();
+        let stacked = !self.upper.is_empty();
         let hidden = match &self.core {
             Core::Search { enc, dec } => {
-                let ((wf, bf), (wb, bb)) = (enc.fwd.input_weights(), enc.bwd.input_weights());
-                let w = Tensor::cat(&[wf, wb], 1)?;
-                let bias = Tensor::cat(&[bf, bb], 0)?;
-                let gi = linear::linear(&x, &w, &bias)?;
-                let u = Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?;
-                let bh = Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?;
-                let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: enc_mask.as_deref() };
-                let ann = bigru::bigru_sequence(&gi, &u, &bh, spec)?;
+                // (B, S, 2n) annotations, layer by layer.
+                let mut ann = x.clone();
+                for (k, (layer, mk)) in enc.layers.iter().zip(&enc_masks).enumerate() {
+                    let ((wf, bf), (wb, bb)) = (layer.fwd.input_weights(), layer.bwd.input_weights());
+                    let input = if k == 0 { x.clone() } else { masked(&ann, &mk.input)?.reshape((b * s, 2 * n))? };
+                    let gi = linear::linear(&input, &Tensor::cat(&[wf, wb], 1)?, &Tensor::cat(&[bf, bb], 0)?)?;
+                    let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
+                    let bh = Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?;
+                    let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: mk.state.as_deref() };
+                    let out = bigru::bigru_sequence(&gi, &u, &bh, spec)?;
+                    ann = if k > 0 && self.cfg.residual { (out + ann)? } else { out };
+                }
                 let (dw, db) = dec.rnn.input_weights();
                 let gie = linear::linear(&ey, dw, db)?;
                 let att = &dec.att;
@@ -91,25 +134,38 @@ impl Seq2Seq {
                     att: self.cfg.att_dim,
                     lens: src_lens,
                     kind,
-                    output: self.cfg.output_state,
+                    // A stack shifts its top's outputs itself.
+                    output: if stacked { OutputState::Current } else { self.cfg.output_state },
                     state_mask: dec_mask,
                 };
                 // (B·T, n + 2n): [s; c] per target position, the deep output's state and context.
-                let out = attn_op::attention_decoder(&gie, &ann, &Tensor::cat(&packed, 0)?, dims)?;
+                let mut out = attn_op::attention_decoder(&gie, &ann, &Tensor::cat(&packed, 0)?, dims)?;
+                if stacked {
+                    // s_0 = tanh(←h_1 W_s + b_s), as the op computes it, for the upper layers.
+                    let back_first = ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, n, n)?;
+                    let s0 = back_first.matmul(&dec.w_s)?.broadcast_add(&dec.b_s)?.tanh()?;
+                    let s1 = out.narrow(1, 0, n)?.reshape((b, t, n))?;
+                    let top = self.upper_fused(&s1, &s0, &upper_masks)?;
+                    let states = output_states(&top, &self.start_output(&s0)?, self.cfg.output_state)?.reshape((b * t, n))?;
+                    out = Tensor::cat(&[&states, &out.narrow(1, n, 2 * n)?], 1)?;
+                }
                 let o = &self.out;
                 // maxout([s; c] [O_h; O_c] + E y O_y + b) in one op.
                 let wb = Tensor::cat(&[&o.o_h, &o.o_c, &o.o_y, &o.b.unsqueeze(0)?], 0)?;
                 deep_output::deep_output(&out, &ey, &wb, out_mask.as_deref())?
             }
             Core::Enc { enc, dec } => {
-                let g = &enc.rnn;
-                let gw = kind.gates() * n;
-                let (w, bias) = g.input_weights();
-                let gi = linear::linear(&x, w, bias)?.reshape((b, s, gw))?;
                 let zeros = Tensor::zeros((b, n), x.dtype(), x.device())?;
-                let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
-                let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: enc_mask.as_deref() };
-                let hs = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, false, spec)?;
+                let mut hs = x.clone();
+                for (k, (g, mk)) in enc.layers.iter().zip(&enc_masks).enumerate() {
+                    let input = if k == 0 { x.clone() } else { masked(&hs, &mk.input)?.reshape((b * s, n))? };
+                    let (w, bias) = g.input_weights();
+                    let gi = linear::linear(&input, w, bias)?.reshape((b, s, gw))?;
+                    let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
+                    let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: mk.state.as_deref() };
+                    let out = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, false, spec)?;
+                    hs = if k > 0 && self.cfg.residual { (out + hs)? } else { out };
+                }
                 let (c, init) = dec.summarise(&hs.narrow(1, s - 1, 1)?.squeeze(1)?)?;
                 let ghb = dec.recurrent_term(&c.matmul(&dec.c)?)?;
                 let gie = linear::linear(&ey, &dec.w, &dec.b)?.reshape((b, t, gw))?;
@@ -121,8 +177,11 @@ impl Seq2Seq {
                     CellKind::Lstm => CellKind::Lstm,
                 };
                 let spec = gru::GruSpec { kind: dec_kind, lens: &tgt_lens, state_mask: dec_mask.as_deref() };
-                let cur = gru::gru_sequence(&gie, &dec.u, &dec_rows, false, spec)?;
-                let states = output_states(&cur, &init, self.cfg.output_state)?;
+                let mut cur = gru::gru_sequence(&gie, &dec.u, &dec_rows, false, spec)?;
+                if stacked {
+                    cur = self.upper_fused(&cur, &init, &upper_masks)?;
+                }
+                let states = output_states(&cur, &self.start_output(&init)?, self.cfg.output_state)?;
                 let rows = Tensor::cat(&[&states, &ey.reshape((b, t, m))?], 2)?.reshape((b * t, n + m))?;
                 let o = &self.out;
                 let pre = linear::linear(&rows, &Tensor::cat(&[&o.o_h, &o.o_y], 0)?, &o.b)?;
@@ -138,5 +197,34 @@ impl Seq2Seq {
         let targets = batch.tgt_out.to_vec1::<u32>()?;
         let nll = proj_nll::proj_nll(&hidden, self.out.projection(), &self.out.b_g, &targets, eps)?;
         Ok((nll * &batch.tgt_mask)?)
+    }
+
+    /// The decoder's layers above the first on the sequence op (`upper.rs` is the composed
+    /// twin): the first layer's outputs `s1 (B, T, n)`, every layer starting from `h0 (B, n)`.
+    fn upper_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
+        let (b, t, n) = s1.dims3()?;
+        let kind = self.cfg.cell_kind();
+        let gw = kind.gates() * n;
+        let lens = vec![t; b];
+        let mut x = s1.clone();
+        for (rnn, mk) in self.upper.layers.iter().zip(masks) {
+            let (w, bias) = rnn.input_weights();
+            let gi = linear::linear(&masked(&x, &mk.input)?.reshape((b * t, n))?, w, bias)?.reshape((b, t, gw))?;
+            let rows = Tensor::cat(&[&rnn.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, h0], 1)?;
+            let spec = gru::GruSpec { kind, lens: &lens, state_mask: mk.state.as_deref() };
+            let h = gru::gru_sequence(&gi, &rnn.u_cat()?, &rows, false, spec)?;
+            x = if self.cfg.residual { (h + x)? } else { h };
+        }
+        Ok(x)
+    }
+
+    /// What the deep output reads as `s_{i-1}` at the first step of a stack started from
+    /// `h0`: `h0`, or with residual connections the sum over the `L` layers, `L·h0`.
+    fn start_output(&self, h0: &Tensor) -> Result<Tensor> {
+        if self.cfg.residual && !self.upper.is_empty() {
+            Ok((h0 * self.cfg.dec_layers as f64)?)
+        } else {
+            Ok(h0.clone())
+        }
     }
 }

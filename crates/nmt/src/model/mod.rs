@@ -14,6 +14,7 @@ pub mod output;
 pub mod params;
 pub mod regularizer;
 pub mod rnn;
+pub mod upper;
 
 use candle_core::{DType, Device, Tensor, D};
 
@@ -21,11 +22,12 @@ use crate::config::{Arch, Impl, ModelConfig, OutputState};
 use crate::error::Result;
 use attention::logsumexp_last;
 use decoder::{AttentionDecoder, DecoderDims, Encoded, Memory, StepOut, SummaryDecoder};
-use encoder::{BiRnnEncoder, RnnEncoder};
+use encoder::{BiRnnEncoder, RnnEncoder, Stack};
 pub use inputs::BatchTensors;
 use output::{DeepOutput, OutputDims};
 use params::{Init, Params};
 use regularizer::{Dropout, Regularizer};
+use upper::UpperLayers;
 
 enum Core {
     Search { enc: BiRnnEncoder, dec: AttentionDecoder },
@@ -45,6 +47,8 @@ pub struct Seq2Seq {
     src_emb: Tensor,
     tgt_emb: Tensor,
     core: Core,
+    /// The decoder's layers above the first (`model.dec_layers − 1`; usually none).
+    upper: UpperLayers,
     out: DeepOutput,
     /// How the training loss is computed (see [`Seq2Seq::set_impl`]).
     imp: Impl,
@@ -84,18 +88,24 @@ impl Seq2Seq {
         let tgt_emb = pb.get("tgt_emb", &[cfg.tgt_vocab, m], Init::Normal)?;
         let kind = cfg.cell_kind();
         let dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
+        let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual };
         let (core, ctx_dim) = match cfg.arch {
             Arch::Rnnsearch => (
                 Core::Search {
-                    enc: BiRnnEncoder::new(m, n, kind, &pb.pp("encoder"))?,
+                    enc: BiRnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?,
                     dec: AttentionDecoder::new(dims, cfg.att_dim, &pb.pp("decoder"))?,
                 },
                 2 * n,
             ),
-            Arch::Rnnenc => {
-                (Core::Enc { enc: RnnEncoder::new(m, n, kind, &pb.pp("encoder"))?, dec: SummaryDecoder::new(dims, &pb.pp("decoder"))? }, n)
-            }
+            Arch::Rnnenc => (
+                Core::Enc {
+                    enc: RnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?,
+                    dec: SummaryDecoder::new(dims, &pb.pp("decoder"))?,
+                },
+                n,
+            ),
         };
+        let upper = UpperLayers::new(n, kind, cfg.dec_layers - 1, cfg.residual, &pb.pp("decoder"))?;
         let tied = cfg.tie_target_embeddings.then_some(&tgt_emb);
         let dims = OutputDims { state: n, emb: m, ctx: ctx_dim, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
         let out = DeepOutput::new(dims, tied, &pb.pp("output"))?;
@@ -106,7 +116,7 @@ impl Seq2Seq {
                 unclaimed.join(", ")
             )));
         }
-        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, out, imp: Impl::Fused })
+        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, upper, out, imp: Impl::Fused })
     }
 
     pub fn device(&self) -> &Device {
@@ -135,21 +145,56 @@ impl Seq2Seq {
         }
         match &self.core {
             Core::Search { enc, dec } => {
-                let fwd = self.state_mask(dropout.as_deref_mut(), b)?;
-                let bwd = self.state_mask(dropout, b)?;
-                let (annotations, back_first) = enc.forward(&x, mask, [fwd.as_ref(), bwd.as_ref()])?;
+                let (annotations, back_first) = enc.forward(&x, mask, dropout)?;
                 let uh = dec.att.precompute(&annotations)?;
                 let mask_bias = ((mask - 1.0)? * 1e9)?;
-                let init = dec.init_state(&back_first)?;
+                let init = self.stack_start(&dec.init_state(&back_first)?)?;
                 Ok(Encoded { memory: Memory::Attention { annotations, uh, mask_bias }, init })
             }
             Core::Enc { enc, dec } => {
-                let last = enc.forward(&x, mask, self.state_mask(dropout, b)?.as_ref())?;
+                let last = enc.forward(&x, mask, dropout)?;
                 let (c, h0) = dec.summarise(&last)?;
                 let gate_ctx = c.matmul(&dec.c)?;
                 let out_ctx = self.out.project_context(&c)?;
-                Ok(Encoded { memory: Memory::Summary { c, gate_ctx, out_ctx }, init: dec.start(&h0)? })
+                Ok(Encoded { memory: Memory::Summary { c, gate_ctx, out_ctx }, init: self.stack_start(&dec.start(&h0)?)? })
             }
+        }
+    }
+
+    /// The width `w` of one decoder layer's state: `n`, or the LSTM's `2n`.
+    pub fn layer_state_width(&self) -> usize {
+        match self.cfg.cell_kind() {
+            crate::config::CellKind::Gru(_) => self.cfg.hidden_dim,
+            crate::config::CellKind::Lstm => 2 * self.cfg.hidden_dim,
+        }
+    }
+
+    /// The whole decoder's start state `(B, L·w)` from the first layer's: every layer starts
+    /// from the same state (`upper.rs`).
+    fn stack_start(&self, first: &Tensor) -> Result<Tensor> {
+        if self.upper.is_empty() {
+            return Ok(first.clone());
+        }
+        Ok(Tensor::cat(&vec![first; self.cfg.dec_layers], D::Minus1)?)
+    }
+
+    /// The first layer's part of a stacked decoder state, and the upper layers' part.
+    fn split_state(&self, state: &Tensor) -> Result<(Tensor, Option<Tensor>)> {
+        if self.upper.is_empty() {
+            return Ok((state.clone(), None));
+        }
+        let w = self.layer_state_width();
+        let rest = state.dim(D::Minus1)? - w;
+        Ok((state.narrow(D::Minus1, 0, w)?.contiguous()?, Some(state.narrow(D::Minus1, w, rest)?.contiguous()?)))
+    }
+
+    /// The output the deep output reads from a (stacked) decoder state: the top layer's.
+    fn top_output(&self, state: &Tensor) -> Result<Tensor> {
+        let (first, rest) = self.split_state(state)?;
+        let h1 = self.dec_output(&first)?;
+        match rest {
+            None => Ok(h1),
+            Some(r) => self.upper.top_output(&h1, &r),
         }
     }
 
@@ -196,21 +241,31 @@ impl Seq2Seq {
         }
         let gi = self.project_targets(&ey)?;
         let state_mask = self.state_mask(dropout.as_deref_mut(), b)?;
-        let mut s = enc.init.clone();
-        let (mut states, mut ctxs) = (Vec::with_capacity(t), Vec::with_capacity(t));
+        // The first layer step by step; the layers above it over the whole sequence after.
+        let (mut s, _) = self.split_state(&enc.init)?;
+        let h0 = self.dec_output(&s)?;
+        let (mut firsts, mut ctxs) = (Vec::with_capacity(t), Vec::with_capacity(t));
         for i in 0..t {
             let out = self.dec_step(&enc.memory, &gi.narrow(1, i, 1)?.squeeze(1)?, &s, state_mask.as_ref())?;
-            states.push(self.dec_output(match self.cfg.output_state {
-                OutputState::Previous => &s,
-                OutputState::Current => &out.state,
-            })?);
+            firsts.push(self.dec_output(&out.state)?);
             if let Some(c) = out.ctx {
                 ctxs.push(c);
             }
             s = out.state;
         }
         let n = self.cfg.hidden_dim;
-        let states = Tensor::stack(&states, 1)?.reshape((b * t, n))?;
+        let mut top = Tensor::stack(&firsts, 1)?;
+        if !self.upper.is_empty() {
+            top = self.upper.run(&top, &h0, dropout.as_deref_mut())?;
+        }
+        let states = match self.cfg.output_state {
+            OutputState::Current => top,
+            OutputState::Previous => {
+                let start = self.top_output(&enc.init)?.unsqueeze(1)?;
+                Tensor::cat(&[&start, &top.narrow(1, 0, t - 1)?], 1)?
+            }
+        }
+        .reshape((b * t, n))?;
         let ctx = if ctxs.is_empty() {
             None
         } else {
@@ -284,11 +339,18 @@ impl Seq2Seq {
     pub fn decode_step(&self, enc: &Encoded, state: &Tensor, y_prev: &Tensor) -> Result<Step> {
         let ey = self.tgt_emb.index_select(y_prev, 0)?;
         let gi = self.project_targets(&ey.unsqueeze(1)?)?.squeeze(1)?;
-        let out = self.dec_step(&enc.memory, &gi, state, None)?;
-        let s_out = self.dec_output(match self.cfg.output_state {
-            OutputState::Previous => state,
-            OutputState::Current => &out.state,
-        })?;
+        let (first, rest) = self.split_state(state)?;
+        let mut out = self.dec_step(&enc.memory, &gi, &first, None)?;
+        let mut top = self.dec_output(&out.state)?;
+        if let Some(r) = rest {
+            let (new_rest, new_top) = self.upper.step(&top, &r)?;
+            out.state = Tensor::cat(&[&out.state, &new_rest], D::Minus1)?;
+            top = new_top;
+        }
+        let s_out = match self.cfg.output_state {
+            OutputState::Previous => self.top_output(state)?,
+            OutputState::Current => top,
+        };
         let rows = ey.dim(0)?;
         let ctx_proj = self.output_context(&enc.memory, out.ctx.as_ref(), rows)?;
         let logits = self.out.logits(&self.out.hidden(&s_out, &ey, &ctx_proj)?)?;
@@ -307,6 +369,11 @@ impl Seq2Seq {
             Core::Search { enc, dec } => Layers::Search { enc, dec },
             Core::Enc { enc, dec } => Layers::Enc { enc, dec },
         }
+    }
+
+    /// The decoder's layers above the first (the host search reads their weights).
+    pub fn upper_layers(&self) -> &UpperLayers {
+        &self.upper
     }
 
     /// Source and target embeddings `(K_x, m)`, `(K_y, m)`.

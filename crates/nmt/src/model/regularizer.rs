@@ -71,6 +71,14 @@ impl Dropout {
         self.draw(self.rates.recurrent, rows * hidden)
     }
 
+    /// [`Dropout::recurrent`] as a tensor of `like`'s dtype and device (the composed path).
+    pub fn recurrent_tensor(&mut self, rows: usize, hidden: usize, like: &Tensor) -> Result<Option<Tensor>> {
+        match self.recurrent(rows, hidden) {
+            None => Ok(None),
+            Some(m) => Ok(Some(Tensor::from_vec(m, (rows, hidden), like.device())?.to_dtype(like.dtype())?)),
+        }
+    }
+
     /// The combined mask of [`Dropout::source`] for `rows` embeddings of `dim` units, or
     /// `None` when both rates are 0 (the fused embedding op applies it).
     pub fn source_mask(&mut self, rows: usize, dim: usize) -> Option<Vec<f32>> {

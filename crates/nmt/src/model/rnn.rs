@@ -105,12 +105,24 @@ impl Rnn {
         }
     }
 
-    /// Runs over a padded batch from a zero state: `gi (batch, len, G)`, `mask (batch, len)`
-    /// with 1 at real tokens; at padding the state is carried unchanged (see `Gru::run`).
-    /// Returns the outputs `h` `(batch, len, n)` and the final state.
-    pub fn run(&self, gi: &Tensor, mask: &Tensor, reverse: bool, state_mask: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
+    /// Runs over a padded batch: `gi (batch, len, G)`, `mask (batch, len)` with 1 at real
+    /// tokens; at padding the state is carried unchanged, so the state after the loop is each
+    /// sentence's last real state, and a reversed pass starts cleanly at each sentence's own
+    /// end. Starts from `h0 (batch, n)` ([`Rnn::start`]) or zero. Returns the outputs `h`
+    /// `(batch, len, n)` and the final state.
+    pub fn run(
+        &self,
+        gi: &Tensor,
+        mask: &Tensor,
+        reverse: bool,
+        state_mask: Option<&Tensor>,
+        h0: Option<&Tensor>,
+    ) -> Result<(Tensor, Tensor)> {
         let (b, t, _) = gi.dims3()?;
-        let mut st = self.start(&Tensor::zeros((b, self.hidden()), gi.dtype(), gi.device())?)?;
+        let mut st = match h0 {
+            Some(h) => self.start(h)?,
+            None => self.start(&Tensor::zeros((b, self.hidden()), gi.dtype(), gi.device())?)?,
+        };
         let mut outs = vec![None; t];
         let order: Vec<usize> = if reverse { (0..t).rev().collect() } else { (0..t).collect() };
         for i in order {

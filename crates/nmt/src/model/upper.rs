@@ -1,0 +1,91 @@
+//! The decoder's layers above the first (`model.dec_layers > 1`): plain recurrent layers over
+//! the outputs of the layer below. The first layer is the papers' conditioned decoder (it
+//! reads attention's `c_i` or the summary `c`); the deep output reads the top.
+//!
+//! Layer `k ≥ 2` reads `x_k`, the output of layer `k − 1`, with unit dropout (training), and
+//! outputs `o_k = h_k` or, with `model.residual`, `o_k = h_k + x_k` (Wu et al. 2016); `o_1 = s`.
+//! Every layer starts from the decoder's start output `h_0` (`s_0`, or RNNenc's `h'_0`), as
+//! Sutskever et al. start each decoder layer from the source. Upper layers do not feed back
+//! into attention, so teacher forcing runs them over whole sequences after the first layer.
+//!
+//! Shapes: `B` sentences, `T` target positions, `n` hidden; a stacked decoder's state is the
+//! layers' states side by side, `(rows, L·w)` with `w = n` (GRU) or `2n` (LSTM).
+use candle_core::{Tensor, D};
+
+use super::encoder::{cell_name, layer_scope};
+use super::params::ParamBuilder;
+use super::regularizer::Dropout;
+use super::rnn::Rnn;
+use crate::config::CellKind;
+use crate::error::Result;
+
+/// Layers 2… of a decoder.
+#[derive(Clone, Debug)]
+pub struct UpperLayers {
+    pub layers: Vec<Rnn>,
+    pub residual: bool,
+}
+
+impl UpperLayers {
+    /// `count` layers above the first, named `layer2`, `layer3`, … under the decoder.
+    pub fn new(hidden: usize, kind: CellKind, count: usize, residual: bool, pb: &ParamBuilder) -> Result<Self> {
+        let layers = (1..=count).map(|k| Rnn::new(hidden, hidden, kind, &layer_scope(pb, k).pp(cell_name(kind)))).collect::<Result<_>>()?;
+        Ok(UpperLayers { layers, residual })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// Teacher-forced: the first layer's outputs `s1 (B, T, n)` → the top outputs `(B, T, n)`.
+    /// Masks are drawn layer by layer: the input's unit mask, then the recurrent mask.
+    pub fn run(&self, s1: &Tensor, h0: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
+        let (b, t, _) = s1.dims3()?;
+        let all = Tensor::ones((b, t), s1.dtype(), s1.device())?;
+        let mut x = s1.clone();
+        for rnn in &self.layers {
+            let x_in = match dropout.as_deref_mut() {
+                Some(d) => d.apply(&x)?,
+                None => x.clone(),
+            };
+            let state_mask = match dropout.as_deref_mut() {
+                Some(d) => d.recurrent_tensor(b, rnn.hidden(), s1)?,
+                None => None,
+            };
+            let (h, _) = rnn.run(&rnn.project(&x_in)?, &all, false, state_mask.as_ref(), Some(h0))?;
+            x = if self.residual { (h + &x)? } else { h };
+        }
+        Ok(x)
+    }
+
+    /// One search step: `x` the first layer's new output `(rows, n)`, `states` the upper
+    /// layers' states `(rows, (L−1)·w)` → their new states and the top output.
+    pub fn step(&self, x: &Tensor, states: &Tensor) -> Result<(Tensor, Tensor)> {
+        let mut x = x.clone();
+        let mut new = Vec::with_capacity(self.layers.len());
+        let w = states.dim(D::Minus1)? / self.layers.len().max(1);
+        for (k, rnn) in self.layers.iter().enumerate() {
+            let st = rnn.step(
+                &x.matmul(rnn.input_weights().0)?.broadcast_add(rnn.input_weights().1)?,
+                &states.narrow(D::Minus1, k * w, w)?,
+                None,
+            )?;
+            let h = rnn.output(&st)?;
+            x = if self.residual { (h + &x)? } else { h };
+            new.push(st);
+        }
+        Ok((Tensor::cat(&new, D::Minus1)?, x))
+    }
+
+    /// The top output of a stack whose layers' outputs are `h1` (the first) and `states`
+    /// (the upper layers'): what the deep output reads as `s_{i-1}`.
+    pub fn top_output(&self, h1: &Tensor, states: &Tensor) -> Result<Tensor> {
+        let w = states.dim(D::Minus1)? / self.layers.len().max(1);
+        let mut x = h1.clone();
+        for (k, rnn) in self.layers.iter().enumerate() {
+            let h = rnn.output(&states.narrow(D::Minus1, k * w, w)?)?;
+            x = if self.residual { (h + &x)? } else { h };
+        }
+        Ok(x)
+    }
+}
