@@ -210,11 +210,30 @@ impl ModelConfig {
                 output_state: OutputState::Current,
                 ..base(Arch::Rnnsearch, 256, 256, 256, 256, 8000)
             },
+            // Sutskever et al. 2014: 4-layer LSTMs of 1000 cells, 1000-d embeddings, the source
+            // read backwards, no attention; 80 000 output words. Here the decoder starts from
+            // RNNenc's summary bridge and keeps the maxout deep output (`lstm-seq2seq-small`'s
+            // notes in configs/).
+            "lstm-seq2seq" => ModelConfig {
+                cell: Cell::Lstm,
+                enc_layers: 4,
+                dec_layers: 4,
+                reverse_source: true,
+                ..base(Arch::Rnnenc, 1000, 1000, 0, 500, 80_000)
+            },
+            // The lecture's seq2seq at CPU size: 2-layer LSTMs of 384 cells, reversed source.
+            "lstm-seq2seq-small" => ModelConfig {
+                cell: Cell::Lstm,
+                enc_layers: 2,
+                dec_layers: 2,
+                reverse_source: true,
+                ..base(Arch::Rnnenc, 256, 384, 0, 256, 8000)
+            },
             "tiny" => base(Arch::Rnnsearch, 16, 16, 16, 16, 32),
             "tiny-rnnenc" => base(Arch::Rnnenc, 16, 16, 0, 16, 32),
             other => {
                 return Err(Error::Config(format!(
-                    "unknown model preset {other:?} (known: rnnsearch, rnnenc, rnnsearch-small, rnnenc-small, bench-rnnsearch, tiny, tiny-rnnenc)"
+                    "unknown model preset {other:?} (known: rnnsearch, rnnenc, lstm-seq2seq, rnnsearch-small, rnnenc-small, lstm-seq2seq-small, bench-rnnsearch, tiny, tiny-rnnenc)"
                 )))
             }
         })

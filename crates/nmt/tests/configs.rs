@@ -25,7 +25,7 @@ fn shipped_configs_parse() {
         }
     }
     assert!(n >= 4, "expected the small and the paper configs, found {n}");
-    for small in ["rnnsearch-small.toml", "rnnenc-small.toml"] {
+    for small in ["rnnsearch-small.toml", "rnnenc-small.toml", "lstm-seq2seq-small.toml"] {
         let c = load(small);
         assert!(c.model.dropout > 0.0 && c.train.label_smoothing > 0.0 && c.train.lr_decay < 1.0, "{small}: the recipe is off");
     }
@@ -33,5 +33,10 @@ fn shipped_configs_parse() {
         let c = load(paper);
         assert_eq!(c.train.optimizer, Optimizer::Adadelta, "{paper}");
         assert_eq!((c.model.dropout, c.train.label_smoothing, c.model.tie_target_embeddings), (0.0, 0.0, false), "{paper}");
+    }
+    // Sutskever et al.'s seq2seq: stacked LSTMs reading the source backwards.
+    for seq2seq in ["lstm-seq2seq-small.toml", "lstm-seq2seq-paper.toml"] {
+        let m = load(seq2seq).model;
+        assert!(m.cell == nmt::config::Cell::Lstm && m.reverse_source && m.enc_layers >= 2 && m.dec_layers >= 2, "{seq2seq}");
     }
 }
