@@ -175,3 +175,53 @@ fn closed_stdout_is_not_a_panic() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "panic on a closed stdout: {err}");
 }
+
+/// Every architecture trains and translates through the binary (a few updates each), and
+/// `nmt plot grconv` draws a grConv model's tree and refuses other models by name.
+#[test]
+fn each_architecture_trains_translates_and_grconv_plots() {
+    let d = tempfile::tempdir().unwrap();
+    let words = ["uno dos tres", "tres cuatro", "dos tres uno cuatro", "cuatro uno"];
+    let src: String = words.iter().cycle().take(40).map(|w| format!("{w}\n")).collect();
+    std::fs::write(d.path().join("t.src"), &src).unwrap();
+    std::fs::write(d.path().join("t.tgt"), src.to_uppercase()).unwrap();
+    let cfg = write_config(d.path(), "t.src", "t.tgt");
+    let shapes: [(&str, &[&str]); 3] = [
+        ("grconv", &["model.arch=rnnenc", "model.att_dim=0", "model.encoder=grconv"]),
+        (
+            "seq2seq",
+            &[
+                "model.arch=rnnenc",
+                "model.att_dim=0",
+                "model.cell=lstm",
+                "model.enc_layers=2",
+                "model.dec_layers=2",
+                "model.reverse_source=true",
+            ],
+        ),
+        ("deep-lstm-search", &["model.cell=lstm", "model.enc_layers=2", "model.dec_layers=2", "model.residual=true"]),
+    ];
+    for (name, sets) in shapes {
+        let md = d.path().join(name).display().to_string();
+        let mut args = vec!["train", "-c", &cfg, "--model-dir", &md, "--quiet", "--threads", "1"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let out = nmt(&args, None);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let m = format!("{md}/model.safetensors");
+        let tr = nmt(&["translate", "-m", &m, "-b", "3", "--n-best", "2"], Some(b"uno dos\ntres\n"));
+        assert!(tr.status.success(), "{name}: {}", String::from_utf8_lossy(&tr.stderr));
+        assert_eq!(String::from_utf8_lossy(&tr.stdout).lines().count(), 4, "{name}");
+    }
+    let png = d.path().join("tree.png");
+    let m = d.path().join("grconv/model.safetensors");
+    let ok = nmt(&["plot", "grconv", "-m", m.to_str().unwrap(), "--sentence", "uno dos tres cuatro", "-o", png.to_str().unwrap()], None);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+    let other = d.path().join("seq2seq/model.safetensors");
+    fails_with(
+        &nmt(&["plot", "grconv", "-m", other.to_str().unwrap(), "--sentence", "uno", "-o", png.to_str().unwrap()], None),
+        &["grConv"],
+    );
+}

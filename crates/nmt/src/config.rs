@@ -50,6 +50,17 @@ pub enum GruForm {
     ResetAfter,
 }
 
+/// What RNNenc's summary is computed by (the `model.encoder` key).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EncoderKind {
+    /// Recurrent layers (`model.cell`, `model.enc_layers`): the last state.
+    #[default]
+    Rnn,
+    /// The gated recursive convolutional encoder (Properties §3): the top node of its tree.
+    Grconv,
+}
+
 /// The recurrent cell of every layer (the `model.cell` key).
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -124,6 +135,9 @@ pub struct ModelConfig {
     /// The recurrent cell of every layer: `gru` (the papers', the default) or `lstm`.
     #[serde(default)]
     pub cell: Cell,
+    /// RNNenc's encoder: `rnn` (the default) or `grconv` (Properties §3; rnnenc only).
+    #[serde(default)]
+    pub encoder: EncoderKind,
     /// `paper` (reset gate before `U`, the default) or `reset-after` (cuDNN's cell with `b_h`).
     #[serde(default)]
     pub gru: GruForm,
@@ -182,6 +196,7 @@ impl ModelConfig {
                 Arch::Rnnenc => OutputState::Current,
             },
             cell: Cell::Gru,
+            encoder: EncoderKind::Rnn,
             gru: GruForm::Paper,
             dropout: 0.0,
             recurrent_dropout: 0.0,
@@ -229,11 +244,13 @@ impl ModelConfig {
                 reverse_source: true,
                 ..base(Arch::Rnnenc, 256, 384, 0, 256, 8000)
             },
+            // Properties §3: grConv's summary under RNNenc's decoder; CPU sizes.
+            "grconv-small" => ModelConfig { encoder: EncoderKind::Grconv, ..base(Arch::Rnnenc, 256, 512, 0, 256, 8000) },
             "tiny" => base(Arch::Rnnsearch, 16, 16, 16, 16, 32),
             "tiny-rnnenc" => base(Arch::Rnnenc, 16, 16, 0, 16, 32),
             other => {
                 return Err(Error::Config(format!(
-                    "unknown model preset {other:?} (known: rnnsearch, rnnenc, lstm-seq2seq, rnnsearch-small, rnnenc-small, lstm-seq2seq-small, bench-rnnsearch, tiny, tiny-rnnenc)"
+                    "unknown model preset {other:?} (known: rnnsearch, rnnenc, lstm-seq2seq, rnnsearch-small, rnnenc-small, lstm-seq2seq-small, grconv-small, bench-rnnsearch, tiny, tiny-rnnenc)"
                 )))
             }
         })
@@ -272,6 +289,9 @@ impl ModelConfig {
         }
         if self.enc_layers == 0 || self.dec_layers == 0 {
             return Err(Error::Config("model.enc_layers and model.dec_layers must be at least 1".into()));
+        }
+        if self.arch == Arch::Rnnsearch && self.encoder == EncoderKind::Grconv {
+            return Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()));
         }
         if self.arch == Arch::Rnnsearch && self.att_dim == 0 {
             return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));

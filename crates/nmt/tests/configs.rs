@@ -25,14 +25,17 @@ fn shipped_configs_parse() {
         }
     }
     assert!(n >= 4, "expected the small and the paper configs, found {n}");
-    for small in ["rnnsearch-small.toml", "rnnenc-small.toml", "lstm-seq2seq-small.toml"] {
+    for small in ["rnnsearch-small.toml", "rnnenc-small.toml", "lstm-seq2seq-small.toml", "grconv-small.toml"] {
         let c = load(small);
         assert!(c.model.dropout > 0.0 && c.train.label_smoothing > 0.0 && c.train.lr_decay < 1.0, "{small}: the recipe is off");
     }
-    for paper in ["rnnsearch-paper.toml", "rnnenc-paper.toml"] {
+    for paper in ["rnnsearch-paper.toml", "rnnenc-paper.toml", "grconv-paper.toml"] {
         let c = load(paper);
         assert_eq!(c.train.optimizer, Optimizer::Adadelta, "{paper}");
         assert_eq!((c.model.dropout, c.train.label_smoothing, c.model.tie_target_embeddings), (0.0, 0.0, false), "{paper}");
+    }
+    for grconv in ["grconv-small.toml", "grconv-paper.toml"] {
+        assert_eq!(load(grconv).model.encoder, nmt::config::EncoderKind::Grconv, "{grconv}");
     }
     // Sutskever et al.'s seq2seq: stacked LSTMs reading the source backwards.
     for seq2seq in ["lstm-seq2seq-small.toml", "lstm-seq2seq-paper.toml"] {

@@ -184,3 +184,15 @@ fn stacked_fused_equals_composed() {
         }
     }
 }
+
+/// grConv (composed on both paths) under the fused decoder equals the composed model.
+#[test]
+fn grconv_fused_equals_composed() {
+    for cell in [CellKind::Gru(GruForm::Paper), CellKind::Lstm] {
+        let case = Case { arch: Arch::Rnnenc, cell, output: OutputState::Current, dropout: 0.3, recurrent: 0.2, recipe: None };
+        let grconv = |c: &mut nmt::config::ModelConfig| c.encoder = nmt::config::EncoderKind::Grconv;
+        let (e64, e32) = (compare_with(&case, DType::F64, &grconv), compare_with(&case, DType::F32, &grconv));
+        eprintln!("grconv {cell:?}: f64 {e64:.1e}, f32 {e32:.1e}");
+        assert!(e64 < 1e-10 && e32 < 2e-5, "grconv {cell:?}: {e64:e} {e32:e}");
+    }
+}

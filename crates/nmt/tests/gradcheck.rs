@@ -133,3 +133,11 @@ fn stacked_gradients_match_finite_differences() {
         }
     }
 }
+
+/// The grConv encoder (Properties §3) under RNNenc's decoder, both paths.
+#[test]
+fn grconv_gradients_match_finite_differences() {
+    for imp in [Impl::Ops, Impl::Fused] {
+        check_with(Arch::Rnnenc, GruForm::Paper, imp, DropoutRates::default(), &|c| c.encoder = nmt::config::EncoderKind::Grconv);
+    }
+}

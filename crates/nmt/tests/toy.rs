@@ -58,7 +58,8 @@ fn train_reversal_with(
             step += 1;
             if step % 100 == 0 || step >= max_steps {
                 acc = accuracy(&model, &test);
-                let (secs, shape) = (started.elapsed().as_secs_f64(), format!("{:?}×{}+{}", cfg.cell, cfg.enc_layers, cfg.dec_layers));
+                let (secs, shape) =
+                    (started.elapsed().as_secs_f64(), format!("{:?} {:?}×{}+{}", cfg.encoder, cfg.cell, cfg.enc_layers, cfg.dec_layers));
                 eprintln!("{arch:?} {shape} step {step} loss {last_loss:.4} acc {acc:.3} ({secs:.1}s)");
                 if acc >= target || step >= max_steps {
                     break 'train;
@@ -109,4 +110,11 @@ fn lstm_seq2seq_learns_to_reverse_short_sequences() {
         (c.enc_layers, c.dec_layers, c.reverse_source) = (2, 2, true);
     });
     assert!(acc >= 0.90, "lstm-seq2seq exact-match accuracy {acc}");
+}
+
+/// grconv-small's shape (Properties §3): grConv's summary under RNNenc's decoder.
+#[test]
+fn grconv_learns_to_reverse_short_sequences() {
+    let acc = train_reversal_with(Arch::Rnnenc, 3..=6, 128, 1e-3, 0.95, &|c| c.encoder = nmt::config::EncoderKind::Grconv);
+    assert!(acc >= 0.90, "grConv exact-match accuracy {acc}");
 }

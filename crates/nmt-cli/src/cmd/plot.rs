@@ -1,8 +1,9 @@
-//! `nmt plot …`: attention pictures and training curves (logic lives in `nmt::eval::plot`).
+//! `nmt plot …`: attention pictures, training curves and grConv trees (logic lives in
+//! `nmt::eval::plot`).
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use nmt::eval::plot::{plot_attention, plot_curves, read_attention, read_training_log};
+use nmt::eval::plot::{plot_attention, plot_curves, plot_grconv, read_attention, read_training_log, GrConvTree};
 
 #[derive(Debug, Args)]
 pub struct PlotArgs {
@@ -16,6 +17,22 @@ pub enum PlotCommand {
     Attention(AttentionArgs),
     /// Training loss and validation BLEU / perplexity against steps.
     Curves(CurvesArgs),
+    /// grConv's learned tree over a sentence (Properties, Figure 2): which children each node
+    /// merged or copied.
+    Grconv(GrconvArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GrconvArgs {
+    /// A model trained with `model.encoder = "grconv"`.
+    #[arg(short, long)]
+    pub model: PathBuf,
+    /// The source sentence.
+    #[arg(long)]
+    pub sentence: String,
+    /// Output picture (.png or .svg).
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -44,6 +61,15 @@ pub fn run(args: PlotArgs) -> anyhow::Result<()> {
         PlotCommand::Attention(a) => {
             let att = read_attention(&a.input, a.index)?;
             plot_attention(&att, &a.output)?;
+            eprintln!("wrote {}", a.output.display());
+        }
+        PlotCommand::Grconv(a) => {
+            let t = nmt::translate::Translator::load(&a.model, &nmt::candle_core::Device::Cpu)?;
+            let mut ids = t.meta.src.encode(&a.sentence);
+            ids.push(nmt::data::EOS);
+            t.model.cfg.order_source(&mut ids);
+            let tree = GrConvTree { tokens: t.meta.src.pieces(&ids), gates: t.model.grconv_gates(&ids)? };
+            plot_grconv(&tree, &a.output)?;
             eprintln!("wrote {}", a.output.display());
         }
         PlotCommand::Curves(a) => {

@@ -15,10 +15,12 @@ use crate::error::{Error, Result};
 pub mod attention;
 pub mod by_length;
 pub mod curves;
+pub mod grconv;
 
 pub use attention::{plot_attention, read_attention, Attention};
 pub use by_length::plot_by_length;
 pub use curves::{plot_curves, read_training_log, TrainingLog};
+pub use grconv::{plot_grconv, GrConvTree};
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 

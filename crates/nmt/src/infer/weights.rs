@@ -8,6 +8,7 @@ use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::{Error, Result};
 use crate::kernels::scores::Projection;
 use crate::model::decoder::AttentionDecoder;
+use crate::model::encoder::SummaryEncoder;
 use crate::model::rnn::Rnn;
 use crate::model::{Layers, Seq2Seq};
 
@@ -195,12 +196,15 @@ impl HostModel {
                 dec: Box::new(HostAttention::new(dec, &cfg, &out)?),
             },
             Layers::Enc { enc, dec } => HostCore::Enc {
-                enc: enc
-                    .layers
-                    .iter()
-                    .enumerate()
-                    .map(|(k, l)| HostEncoder::new(&[l], if k == 0 { cfg.emb_dim } else { cfg.hidden_dim }))
-                    .collect::<Result<_>>()?,
+                enc: match enc {
+                    SummaryEncoder::Rnn(e) => e,
+                    SummaryEncoder::GrConv(_) => return Err(Error::Config("the fused search does not encode with grConv".into())),
+                }
+                .layers
+                .iter()
+                .enumerate()
+                .map(|(k, l)| HostEncoder::new(&[l], if k == 0 { cfg.emb_dim } else { cfg.hidden_dim }))
+                .collect::<Result<_>>()?,
                 dec: Box::new(HostSummary {
                     w: host(&dec.w)?,
                     b: host(&dec.b)?,
@@ -223,9 +227,10 @@ impl HostModel {
         Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, upper, out })
     }
 
-    /// Whether the fused search can run `model`: `f32` parameters in host memory (either cell).
+    /// Whether the fused search can run `model`: `f32` parameters in host memory (either cell),
+    /// recurrent encoders. grConv models search on the candle ops.
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu()
+        model.dtype() == DType::F32 && model.device().is_cpu() && model.cfg.encoder == crate::config::EncoderKind::Rnn
     }
 
     /// The width `w` of one decoder layer's state: `n`, or the LSTM's `[s; cell]`, `2n`.

@@ -13,6 +13,7 @@
 //! layer's recurrent masks (forward direction first), the order `fused.rs` draws them in.
 use candle_core::Tensor;
 
+use super::grconv::GrConv;
 use super::params::ParamBuilder;
 use super::regularizer::Dropout;
 use super::rnn::Rnn;
@@ -131,5 +132,26 @@ impl RnnEncoder {
             input = if k > 0 && self.residual { (out + &input)? } else { out };
         }
         Ok(input.narrow(1, s - 1, 1)?.squeeze(1)?)
+    }
+}
+
+/// RNNenc's encoder: recurrent layers or grConv (`model.encoder`).
+#[derive(Clone, Debug)]
+pub enum SummaryEncoder {
+    Rnn(RnnEncoder),
+    GrConv(GrConv),
+}
+
+impl SummaryEncoder {
+    /// `x: (batch, src_len, m)`, `mask: (batch, src_len)` → the summary input `h^(T)` `(batch, n)`.
+    pub fn forward(&self, x: &Tensor, mask: &Tensor, dropout: Option<&mut Dropout>) -> Result<Tensor> {
+        match self {
+            SummaryEncoder::Rnn(e) => e.forward(x, mask, dropout),
+            SummaryEncoder::GrConv(g) => {
+                let lens: Vec<usize> =
+                    mask.sum(1)?.to_dtype(candle_core::DType::F64)?.to_vec1::<f64>()?.iter().map(|&l| (l as usize).max(1)).collect();
+                g.forward(x, &lens)
+            }
+        }
     }
 }

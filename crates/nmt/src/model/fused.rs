@@ -19,10 +19,11 @@
 //! `l` maxout units.
 use candle_core::Tensor;
 
+use super::encoder::SummaryEncoder;
 use super::inputs::BatchTensors;
 use super::regularizer::{times_mask, Dropout};
 use super::{Core, Seq2Seq};
-use crate::config::{CellKind, GruForm, OutputState};
+use crate::config::{CellKind, EncoderKind, GruForm, OutputState};
 use crate::error::Result;
 use crate::kernels::{attn_decoder, attn_op, bigru, deep_output, embed, gru, linear, maxout, proj_nll};
 
@@ -94,7 +95,9 @@ impl Seq2Seq {
         let src_mask = dropout.as_deref_mut().and_then(|d| d.source_mask(src_ids.len(), m));
         let x = embed::embed(&self.src_emb, &src_ids, src_mask.as_deref())?;
         let enc_dirs = if matches!(self.core, Core::Search { .. }) { 2 } else { 1 };
-        let enc_masks = stack_masks(&mut dropout, self.cfg.enc_layers, false, b * s * enc_dirs * n, b, n, enc_dirs);
+        // grConv has no recurrent states to drop.
+        let enc_layers = if self.cfg.encoder == EncoderKind::Grconv { 0 } else { self.cfg.enc_layers };
+        let enc_masks = stack_masks(&mut dropout, enc_layers, false, b * s * enc_dirs * n, b, n, enc_dirs);
         let tgt_ids = batch.tgt_in.flatten_all()?.to_vec1::<u32>()?;
         let tgt_mask = dropout.as_deref_mut().and_then(|d| d.target_mask(tgt_ids.len(), m));
         let ey = embed::embed(&self.tgt_emb, &tgt_ids, tgt_mask.as_deref())?;
@@ -155,18 +158,25 @@ impl Seq2Seq {
                 deep_output::deep_output(&out, &ey, &wb, out_mask.as_deref())?
             }
             Core::Enc { enc, dec } => {
-                let zeros = Tensor::zeros((b, n), x.dtype(), x.device())?;
-                let mut hs = x.clone();
-                for (k, (g, mk)) in enc.layers.iter().zip(&enc_masks).enumerate() {
-                    let input = if k == 0 { x.clone() } else { masked(&hs, &mk.input)?.reshape((b * s, n))? };
-                    let (w, bias) = g.input_weights();
-                    let gi = linear::linear(&input, w, bias)?.reshape((b, s, gw))?;
-                    let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
-                    let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: mk.state.as_deref() };
-                    let out = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, false, spec)?;
-                    hs = if k > 0 && self.cfg.residual { (out + hs)? } else { out };
-                }
-                let (c, init) = dec.summarise(&hs.narrow(1, s - 1, 1)?.squeeze(1)?)?;
+                let last = match enc {
+                    SummaryEncoder::Rnn(enc) => {
+                        let zeros = Tensor::zeros((b, n), x.dtype(), x.device())?;
+                        let mut hs = x.clone();
+                        for (k, (g, mk)) in enc.layers.iter().zip(&enc_masks).enumerate() {
+                            let input = if k == 0 { x.clone() } else { masked(&hs, &mk.input)?.reshape((b * s, n))? };
+                            let (w, bias) = g.input_weights();
+                            let gi = linear::linear(&input, w, bias)?.reshape((b, s, gw))?;
+                            let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
+                            let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: mk.state.as_deref() };
+                            let out = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, false, spec)?;
+                            hs = if k > 0 && self.cfg.residual { (out + hs)? } else { out };
+                        }
+                        hs.narrow(1, s - 1, 1)?.squeeze(1)?
+                    }
+                    // Level by level on composed ops (`grconv.rs`): no recurrence to fuse.
+                    SummaryEncoder::GrConv(g) => g.forward(&x.reshape((b, s, m))?, &src_lens)?,
+                };
+                let (c, init) = dec.summarise(&last)?;
                 let ghb = dec.recurrent_term(&c.matmul(&dec.c)?)?;
                 let gie = linear::linear(&ey, &dec.w, &dec.b)?.reshape((b, t, gw))?;
                 let dec_rows = Tensor::cat(&[&ghb, &init], 1)?;

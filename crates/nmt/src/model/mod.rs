@@ -7,6 +7,7 @@ pub mod attention;
 pub mod decoder;
 pub mod encoder;
 mod fused;
+pub mod grconv;
 pub mod gru;
 pub mod inputs;
 pub mod lstm;
@@ -18,11 +19,11 @@ pub mod upper;
 
 use candle_core::{DType, Device, Tensor, D};
 
-use crate::config::{Arch, Impl, ModelConfig, OutputState};
+use crate::config::{Arch, EncoderKind, Impl, ModelConfig, OutputState};
 use crate::error::Result;
 use attention::logsumexp_last;
 use decoder::{AttentionDecoder, DecoderDims, Encoded, Memory, StepOut, SummaryDecoder};
-use encoder::{BiRnnEncoder, RnnEncoder, Stack};
+use encoder::{BiRnnEncoder, RnnEncoder, Stack, SummaryEncoder};
 pub use inputs::BatchTensors;
 use output::{DeepOutput, OutputDims};
 use params::{Init, Params};
@@ -31,13 +32,13 @@ use upper::UpperLayers;
 
 enum Core {
     Search { enc: BiRnnEncoder, dec: AttentionDecoder },
-    Enc { enc: RnnEncoder, dec: SummaryDecoder },
+    Enc { enc: SummaryEncoder, dec: SummaryDecoder },
 }
 
 /// A borrowed view of the encoder and decoder of either architecture.
 pub enum Layers<'a> {
     Search { enc: &'a BiRnnEncoder, dec: &'a AttentionDecoder },
-    Enc { enc: &'a RnnEncoder, dec: &'a SummaryDecoder },
+    Enc { enc: &'a SummaryEncoder, dec: &'a SummaryDecoder },
 }
 
 /// An RNN encoder-decoder with its parameters.
@@ -99,7 +100,10 @@ impl Seq2Seq {
             ),
             Arch::Rnnenc => (
                 Core::Enc {
-                    enc: RnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?,
+                    enc: match cfg.encoder {
+                        EncoderKind::Rnn => SummaryEncoder::Rnn(RnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?),
+                        EncoderKind::Grconv => SummaryEncoder::GrConv(grconv::GrConv::new(m, n, &pb.pp("encoder").pp("grconv"))?),
+                    },
                     dec: SummaryDecoder::new(dims, &pb.pp("decoder"))?,
                 },
                 n,
@@ -379,6 +383,25 @@ impl Seq2Seq {
     /// Source and target embeddings `(K_x, m)`, `(K_y, m)`.
     pub fn embeddings(&self) -> (&Tensor, &Tensor) {
         (&self.src_emb, &self.tgt_emb)
+    }
+
+    /// grConv's gates `[ω_c, ω_l, ω_r]` over one source sentence `ids` (in the order the
+    /// encoder reads them, `</s>` included): `gates[t − 1][j]` for node `j` of level `t`
+    /// (`nmt plot grconv`). An error for other encoders.
+    pub fn grconv_gates(&self, ids: &[u32]) -> Result<Vec<Vec<[f32; 3]>>> {
+        let Core::Enc { enc: SummaryEncoder::GrConv(g), .. } = &self.core else {
+            return Err(crate::Error::Config("this model has no grConv encoder".into()));
+        };
+        let ids = Tensor::from_vec(ids.to_vec(), ids.len(), self.device())?;
+        let x = self.src_emb.index_select(&ids, 0)?.unsqueeze(0)?;
+        let (_, tree) = g.run(&x, &[ids.dim(0)?], true)?;
+        tree.gates
+            .iter()
+            .map(|level| {
+                let v = level.squeeze(0)?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+                Ok(v.into_iter().map(|r| [r[0], r[1], r[2]]).collect())
+            })
+            .collect()
     }
 
     /// Whether the model has attention weights to report (RNNsearch).

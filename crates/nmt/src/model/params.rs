@@ -24,6 +24,8 @@ pub enum Init {
     Zeros,
     /// Each `(n, n)` block of an `(n, k·n)` matrix a random orthogonal matrix (recurrent weights).
     OrthogonalBlocks,
+    /// [`Init::OrthogonalBlocks`] scaled to this spectral radius (grConv: 0.4, Properties §3).
+    ScaledOrthogonal(f64),
 }
 
 /// Every parameter of a model, by name.
@@ -104,6 +106,10 @@ impl Params {
             Init::Normal => (0..n).map(|_| sample_normal(&mut *rng) * self.init_std).collect(),
             Init::OrthogonalBlocks if self.orthogonal && shape.len() == 2 => orthogonal_blocks(shape[0], shape[1], &mut rng)?,
             Init::OrthogonalBlocks => (0..n).map(|_| sample_normal(&mut *rng) * self.init_std).collect(),
+            Init::ScaledOrthogonal(r) if self.orthogonal && shape.len() == 2 => {
+                orthogonal_blocks(shape[0], shape[1], &mut rng)?.into_iter().map(|x| x * r).collect()
+            }
+            Init::ScaledOrthogonal(_) => (0..n).map(|_| sample_normal(&mut *rng) * self.init_std).collect(),
         };
         let t = Tensor::from_vec(data, shape, &self.device)?.to_dtype(self.dtype)?;
         let var = Var::from_tensor(&t)?;

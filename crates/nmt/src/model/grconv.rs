@@ -1,0 +1,88 @@
+//! The gated recursive convolutional encoder, grConv (Cho et al. 2014, "On the Properties of
+//! Neural Machine Translation", §3; `shared/SPEC.md`): a binary tree of gated merges whose
+//! top node summarises the sentence, used like RNNenc's `h^(T)`.
+//!
+//! ```text
+//! h_j^(0) = x_j U                                                  level 0: (B, S, n)
+//! level t = 1 … S−1, node j merges j (left) and j+1 (right) of level t−1:
+//!   h~ = ReLU(h_l W^l + h_r W^r)                                   (B, S−t, n)
+//!   [ω_c, ω_l, ω_r] = softmax(h_l G^l + h_r G^r)                   (B, S−t, 3)
+//!   h_j^(t) = ω_c h~ + ω_l h_l + ω_r h_r
+//! summary: the single node of level S_b − 1 of each sentence of length S_b   (B, n)
+//! ```
+//! Batched over sentences of different lengths with no loop over nodes: each level is a few
+//! whole-batch tensor ops. A sentence of length `S_b` has its top node at level `S_b − 1`,
+//! position 0; at the levels above, its node 0 is carried unchanged (the other positions
+//! past a sentence's end are never read by its own nodes), so the last level's node 0 is
+//! every sentence's summary. `S − 1` levels of `O(S)` nodes: `O(S²)` work, as in the paper.
+//! Initialisation as the paper's: `W^l`, `W^r` orthogonal with spectral radius 0.4.
+use candle_core::{Tensor, D};
+
+use super::params::{Init, ParamBuilder};
+// Not candle_nn's softmax_last_dim: it has no backward in candle-nn 0.11.1 (tests/kernels.rs).
+use crate::error::Result;
+
+/// grConv's weights.
+#[derive(Clone, Debug)]
+pub struct GrConv {
+    /// `U (m, n)`: the leaves' projection.
+    pub u: Tensor,
+    /// `W^l`, `W^r (n, n)`: the candidate from the left and right child.
+    pub w_l: Tensor,
+    pub w_r: Tensor,
+    /// `G^l`, `G^r (n, 3)`: the gates `[ω_c, ω_l, ω_r]` from the left and right child.
+    pub g_l: Tensor,
+    pub g_r: Tensor,
+    pub hidden: usize,
+}
+
+/// Every level's gates, for pictures of the learned tree (`nmt plot grconv`).
+pub struct Tree {
+    /// Level `t = 1 … S−1`: `(B, S−t, 3)` gates `[ω_c, ω_l, ω_r]` of each node.
+    pub gates: Vec<Tensor>,
+}
+
+impl GrConv {
+    pub fn new(emb: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
+        Ok(GrConv {
+            u: pb.get("u", &[emb, hidden], Init::Normal)?,
+            w_l: pb.get("w_l", &[hidden, hidden], Init::ScaledOrthogonal(0.4))?,
+            w_r: pb.get("w_r", &[hidden, hidden], Init::ScaledOrthogonal(0.4))?,
+            g_l: pb.get("g_l", &[hidden, 3], Init::Normal)?,
+            g_r: pb.get("g_r", &[hidden, 3], Init::Normal)?,
+            hidden,
+        })
+    }
+
+    /// `x: (B, S, m)` embeddings, `lens` each sentence's length (`1..=S`) → the summaries
+    /// `(B, n)`.
+    pub fn forward(&self, x: &Tensor, lens: &[usize]) -> Result<Tensor> {
+        Ok(self.run(x, lens, false)?.0)
+    }
+
+    /// [`GrConv::forward`], and every level's gates when `keep_gates`.
+    pub fn run(&self, x: &Tensor, lens: &[usize], keep_gates: bool) -> Result<(Tensor, Tree)> {
+        let (b, s, m) = x.dims3()?;
+        let n = self.hidden;
+        let mut h = x.reshape((b * s, m))?.matmul(&self.u)?.reshape((b, s, n))?;
+        let mut tree = Tree { gates: Vec::new() };
+        for t in 1..s {
+            let w = s - t;
+            let (left, right) = (h.narrow(1, 0, w)?, h.narrow(1, 1, w)?);
+            let (l2, r2) = (left.reshape((b * w, n))?, right.reshape((b * w, n))?);
+            let cand = (l2.matmul(&self.w_l)? + r2.matmul(&self.w_r)?)?.relu()?.reshape((b, w, n))?;
+            let omega = super::attention::softmax_last(&(l2.matmul(&self.g_l)? + r2.matmul(&self.g_r)?)?.reshape((b, w, 3))?)?;
+            let part = |k: usize| omega.narrow(D::Minus1, k, 1);
+            let merged = ((cand.broadcast_mul(&part(0)?)? + left.broadcast_mul(&part(1)?)?)? + right.broadcast_mul(&part(2)?)?)?;
+            // Sentences whose top is already below this level keep their node 0 (and, harmlessly,
+            // the rest) from the level before.
+            let live: Vec<f64> = lens.iter().map(|&l| f64::from(u8::from(t < l))).collect();
+            let live = Tensor::from_vec(live, (b, 1, 1), x.device())?.to_dtype(x.dtype())?;
+            h = (&left + live.broadcast_mul(&(merged - &left)?)?)?;
+            if keep_gates {
+                tree.gates.push(omega);
+            }
+        }
+        Ok((h.narrow(1, 0, 1)?.squeeze(1)?, tree))
+    }
+}
