@@ -34,3 +34,23 @@ fn bench_rejects_bad_arguments() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("regenerate"), "{err}");
 }
+
+/// Every architecture's preset benches: training and search lines with its name.
+#[test]
+fn bench_runs_every_architecture_preset() {
+    for preset in ["rnnenc-small", "lstm-seq2seq-small", "grconv-small"] {
+        let out = nmt()
+            .args(["bench", "--json", "--steps", "1", "--only", "train,greedy", "--threads", "1", "--preset", preset])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{preset}: {}", String::from_utf8_lossy(&out.stderr));
+        let lines: Vec<serde_json::Value> =
+            String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        for bench in ["train", "greedy"] {
+            let v = lines.iter().find(|v| v["bench"] == bench).unwrap_or_else(|| panic!("{preset}: no {bench} line"));
+            assert_eq!(v["preset"], preset);
+        }
+    }
+    let out = nmt().args(["bench", "--preset", "nope", "--only", "train"]).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("unknown model preset"));
+}

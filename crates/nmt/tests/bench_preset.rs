@@ -116,7 +116,13 @@ fn preset_with_reference_weights_computes_the_reference_loss() {
 
 #[test]
 fn bench_harness_runs_the_real_model() {
-    let opts = BenchOptions { data: None, steps: 1, imp: Impl::Fused, only: vec!["train".into(), "greedy".into(), "beam5".into()] };
+    let opts = BenchOptions {
+        data: None,
+        steps: 1,
+        imp: Impl::Fused,
+        only: vec!["train".into(), "greedy".into(), "beam5".into()],
+        preset: "bench-rnnsearch".into(),
+    };
     let out = run(&opts).unwrap();
     let get = |b: &str| out.iter().find(|v| v["bench"] == b).unwrap_or_else(|| panic!("no {b} line"));
     let train = get("train");

@@ -133,3 +133,17 @@ fn fused_search_equals_candle_search_for_stacks() {
     }
     assert!(finished && long, "degenerate: no variant gave both finished and long hypotheses");
 }
+
+/// grConv under RNNenc's decoder: the host encoder (`infer/grconv.rs`) equals the candle one.
+#[test]
+fn fused_search_equals_candle_search_for_grconv() {
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(25, 20, 1..=11, 6).into_iter().map(|e| e.src).collect();
+    for (cell, state) in [(CellKind::Gru(GruForm::Paper), OutputState::Current), (CellKind::Lstm, OutputState::Previous)] {
+        let m = model_with(Arch::Rnnenc, state, cell, 1.0, &|c| c.encoder = nmt::config::EncoderKind::Grconv);
+        let cfg = SearchConfig { beam_size: 3, n_best: 2, batch_size: 7, ..SearchConfig::default() };
+        let what = format!("grconv {cell:?} {state:?}");
+        let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Ops));
+        assert_same(&fused, &ops, &what);
+        assert!(ops.iter().flatten().any(|h| h.finished) && ops.iter().flatten().any(|h| h.tokens.len() > 2), "{what}: degenerate");
+    }
+}

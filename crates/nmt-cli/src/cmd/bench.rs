@@ -1,4 +1,5 @@
-//! `nmt bench`: bench-rnnsearch's training step, greedy and beam-5 search, and the GEMM rate.
+//! `nmt bench`: a preset's training step, greedy and beam-5 search (bench-rnnsearch, the
+//! PyTorch reference's model, by default), and the GEMM rate.
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -25,6 +26,11 @@ pub struct BenchArgs {
     /// are measured against.
     #[arg(long = "impl", value_name = "fused|ops", default_value = "fused")]
     imp: Impl,
+    /// The model to time: bench-rnnsearch (the PyTorch reference's model, the default) or any
+    /// other preset (rnnsearch-small, rnnenc-small, lstm-seq2seq-small, grconv-small, …), seeded,
+    /// on the reference's batch shape.
+    #[arg(long, default_value = "bench-rnnsearch")]
+    preset: String,
     /// Measure only these (comma-separated): train, greedy, beam5, gemm.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -42,7 +48,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
             anyhow::bail!("--only: unknown measurement {o:?} (train, greedy, beam5, gemm)");
         }
     }
-    let opts = BenchOptions { data: a.data, steps: a.steps.max(1), imp: a.imp, only: a.only };
+    let opts = BenchOptions { data: a.data, steps: a.steps.max(1), imp: a.imp, only: a.only, preset: a.preset };
     for v in run_bench(&opts)? {
         if a.json {
             println!("{v}");

@@ -36,6 +36,10 @@ pub struct BenchOptions {
     pub imp: Impl,
     /// Any of `train`, `greedy`, `beam5`, `gemm`.
     pub only: Vec<String>,
+    /// The model preset to time (`bench-rnnsearch`, the reference's model, by default). Any
+    /// other preset runs seeded on the reference's batch shape (32 sentences of 30 + 30
+    /// tokens), with its own sizes and architecture.
+    pub preset: String,
 }
 
 /// FLOPs of one forward pass of an RNNsearch of sizes `c` (the preset bench-rnnsearch) over the
@@ -143,13 +147,21 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         out.push(json!({"impl": imp_name, "threads": threads, "bench": "gemm", "n": n, "gflop_per_s": round(gflops, 1)}));
     }
     let dev = Device::Cpu;
-    let mut model = reference::model(opts.data.as_deref(), &dev)?;
+    let reference = opts.preset == "bench-rnnsearch";
+    if !reference && opts.data.is_some() {
+        return Err(crate::Error::Config("bench --data holds the reference's weights: it needs the preset bench-rnnsearch".into()));
+    }
+    let mut model = if reference {
+        reference::model(opts.data.as_deref(), &dev)?
+    } else {
+        Seq2Seq::fresh(&crate::config::ModelConfig::preset(&opts.preset)?, 1234, DType::F32, &dev)?
+    };
     model.set_impl(opts.imp);
     let batch = reference::batch(opts.data.as_deref())?;
     let bt = BatchTensors::new(&batch, DType::F32, &dev)?;
     let loss0 = model.loss(&bt, None)?.mean.to_scalar::<f32>()? as f64;
     crate::kernels::profile::take();
-    let base = json!({"impl": imp_name, "threads": threads, "loss0": round(loss0, 6)});
+    let base = json!({"impl": imp_name, "threads": threads, "preset": opts.preset, "loss0": round(loss0, 6)});
     let with = |extra: Value| -> Value {
         let mut v = base.clone();
         if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
@@ -202,15 +214,20 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         };
         let [f, b, a] = &mut phases;
         let (fwd, bwd, opt) = (median(f), median(b), median(a));
-        let gflops = 3.0 * forward_flops(&model.cfg) / (ms / 1e3) / 1e9;
         let mut v = with(json!({
             "bench": "train", "ms_median": round(ms, 2), "ms_min": round(mn, 2),
             "target_tokens_per_s": round((BATCH * TGT_LEN) as f64 / (ms / 1e3), 1),
-            "gflop_per_step": round(3.0 * forward_flops(&model.cfg) / 1e9, 2),
-            "gflop_per_s": round(gflops, 1),
             "loss_last": round(last as f64, 6),
             "forward_ms": fwd, "backward_ms": bwd, "adam_ms": opt,
         }));
+        // The FLOP count is bench-rnnsearch's (one-layer GRU RNNsearch).
+        let gflops = 3.0 * forward_flops(&model.cfg) / (ms / 1e3) / 1e9;
+        if reference {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("gflop_per_step".into(), json!(round(3.0 * forward_flops(&model.cfg) / 1e9, 2)));
+                o.insert("gflop_per_s".into(), json!(round(gflops, 1)));
+            }
+        }
         let prof = crate::kernels::profile::take();
         if prof.iter().any(|(_, ms)| *ms > 0.0) {
             // Per-step milliseconds of each fused kernel, over warm-up and timed steps.
@@ -221,7 +238,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
                 o.insert("kernel_ms".into(), Value::Object(m));
             }
         }
-        if let (Some(peak), Some(o)) = (gemm_peak, v.as_object_mut()) {
+        if let (Some(peak), Some(o), true) = (gemm_peak, v.as_object_mut(), reference) {
             o.insert("fraction_of_gemm_peak".into(), json!(round(gflops / peak, 3)));
         }
         out.push(v);

@@ -79,9 +79,11 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             HostEncoded { mem, gate_ctx: Vec::new(), out_ctx: Vec::new(), init, lens: lens.to_vec(), src_len: s }
         }
         HostCore::Enc { dec, .. } => {
-            let states = out;
-            // The state carried to the last position is each sentence's h_T.
-            let last: Vec<f32> = (0..b).flat_map(|r| states[((r + 1) * s - 1) * n..(r + 1) * s * n].iter().copied()).collect();
+            let last: Vec<f32> = match &model.grconv {
+                Some(g) => g.summaries(&x, &dims.lens, threads),
+                // The state carried to the last position is each sentence's h_T.
+                None => (0..b).flat_map(|r| out[((r + 1) * s - 1) * n..(r + 1) * s * n].iter().copied()).collect(),
+            };
             let mut c = affine(&last, b, n, &dec.v, &dec.b_v, threads);
             tanh_in_place(&mut c);
             let mut init = affine(&c, b, n, &dec.v_init, &dec.b_init, threads);

@@ -15,6 +15,7 @@
 pub mod beam;
 pub mod dense;
 pub mod encode;
+pub mod grconv;
 pub mod step;
 pub mod weights;
 

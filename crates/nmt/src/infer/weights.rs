@@ -4,6 +4,7 @@
 //! The weights are read from the model's typed layers ([`Seq2Seq::layers`]), never by name.
 use candle_core::{DType, Tensor};
 
+use super::grconv::HostGrConv;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::{Error, Result};
 use crate::kernels::scores::Projection;
@@ -13,7 +14,7 @@ use crate::model::rnn::Rnn;
 use crate::model::{Layers, Seq2Seq};
 
 /// A tensor's elements as host `f32` (a transposed view is laid out row-major first).
-fn host(t: &Tensor) -> Result<Vec<f32>> {
+pub(crate) fn host(t: &Tensor) -> Result<Vec<f32>> {
     Ok(t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?)
 }
 
@@ -154,6 +155,8 @@ pub struct HostModel {
     pub core: HostCore,
     /// The decoder's layers above the first (`model/upper.rs`), one direction each.
     pub upper: Vec<HostEncoder>,
+    /// RNNenc's grConv encoder (`model.encoder = "grconv"`; then the core has no RNN layers).
+    pub grconv: Option<HostGrConv>,
     pub out: HostOutput,
 }
 
@@ -197,10 +200,9 @@ impl HostModel {
             },
             Layers::Enc { enc, dec } => HostCore::Enc {
                 enc: match enc {
-                    SummaryEncoder::Rnn(e) => e,
-                    SummaryEncoder::GrConv(_) => return Err(Error::Config("the fused search does not encode with grConv".into())),
+                    SummaryEncoder::Rnn(e) => &e.layers[..],
+                    SummaryEncoder::GrConv(_) => &[],
                 }
-                .layers
                 .iter()
                 .enumerate()
                 .map(|(k, l)| HostEncoder::new(&[l], if k == 0 { cfg.emb_dim } else { cfg.hidden_dim }))
@@ -224,13 +226,17 @@ impl HostModel {
         };
         let upper = model.upper_layers().layers.iter().map(|l| HostEncoder::new(&[l], cfg.hidden_dim)).collect::<Result<_>>()?;
         let (src_emb, tgt_emb) = model.embeddings();
-        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, upper, out })
+        let grconv = match model.layers() {
+            Layers::Enc { enc: SummaryEncoder::GrConv(g), .. } => Some(HostGrConv::new(g)?),
+            _ => None,
+        };
+        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, upper, grconv, out })
     }
 
-    /// Whether the fused search can run `model`: `f32` parameters in host memory (either cell),
-    /// recurrent encoders. grConv models search on the candle ops.
+    /// Whether the fused search can run `model`: `f32` parameters in host memory (every
+    /// architecture, cell and encoder).
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu() && model.cfg.encoder == crate::config::EncoderKind::Rnn
+        model.dtype() == DType::F32 && model.device().is_cpu()
     }
 
     /// The width `w` of one decoder layer's state: `n`, or the LSTM's `[s; cell]`, `2n`.
