@@ -186,7 +186,8 @@ fn each_architecture_trains_translates_and_grconv_plots() {
     std::fs::write(d.path().join("t.src"), &src).unwrap();
     std::fs::write(d.path().join("t.tgt"), src.to_uppercase()).unwrap();
     let cfg = write_config(d.path(), "t.src", "t.tgt");
-    let shapes: [(&str, &[&str]); 3] = [
+    let shapes: [(&str, &[&str]); 4] = [
+        ("copy", &["model.copy=true"]),
         ("grconv", &["model.arch=rnnenc", "model.att_dim=0", "model.encoder=grconv"]),
         (
             "seq2seq",

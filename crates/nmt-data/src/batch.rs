@@ -44,6 +44,9 @@ pub struct Batch {
     pub tgt_lengths: Vec<usize>,
     /// Index of each row's example in the dataset (to restore the original order).
     pub indices: Vec<usize>,
+    /// `(size, src_len)` each source position's id in the extended target space of a copy
+    /// model (`crate::copy`), padded with PAD; empty for other models ([`Batch::set_source_ext`]).
+    pub src_ext: Vec<u32>,
 }
 
 impl Batch {
@@ -75,7 +78,20 @@ impl Batch {
             tgt_out,
             tgt_lengths: examples.iter().map(|e| e.tgt.len()).collect(),
             indices,
+            src_ext: Vec::new(),
         }
+    }
+
+    /// Fills [`Batch::src_ext`] from the extended source ids of the whole dataset
+    /// (`exts[i]` for example `i`, each as long as its source).
+    pub fn set_source_ext(&mut self, exts: &[Vec<u32>]) {
+        let mut out = vec![PAD; self.size * self.src_len];
+        for (row, &i) in self.indices.iter().enumerate() {
+            let e = &exts[i];
+            let n = e.len().min(self.src_len);
+            out[row * self.src_len..][..n].copy_from_slice(&e[..n]);
+        }
+        self.src_ext = out;
     }
 
     /// Number of real (non-padding) target tokens, for per-token loss normalisation.

@@ -6,6 +6,7 @@
 //! binaries decide how to report errors.
 
 pub mod batch;
+pub mod copy;
 pub mod corpus;
 pub mod dataset;
 pub mod error;

@@ -164,6 +164,12 @@ pub struct ModelConfig {
     /// input either way.
     #[serde(default)]
     pub residual: bool,
+    /// The pointer/copy mixture (RNNsearch only): `p(w) = g·p_vocab(w) + (1−g)·p_copy(w)`, with
+    /// `p_copy` the attention over source positions and `g` a gate on the decoder state,
+    /// context and previous word (See et al. 2017); source words outside the target
+    /// vocabulary get per-sentence extended ids (`nmt_data::copy`). Off in the papers.
+    #[serde(default)]
+    pub copy: bool,
     /// Read the source backwards (Sutskever et al. 2014): each sentence's tokens, before its
     /// `</s>`, enter the encoder in reverse order. Done on the ids (`nmt_data::reverse_source`)
     /// wherever a source enters the model, so every encoder, kernel and search sees it alike;
@@ -201,6 +207,7 @@ impl ModelConfig {
             dropout: 0.0,
             recurrent_dropout: 0.0,
             tie_target_embeddings: false,
+            copy: false,
             enc_layers: 1,
             dec_layers: 1,
             residual: false,
@@ -292,6 +299,9 @@ impl ModelConfig {
         }
         if self.arch == Arch::Rnnsearch && self.encoder == EncoderKind::Grconv {
             return Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()));
+        }
+        if self.copy && self.arch != Arch::Rnnsearch {
+            return Err(Error::Config("model.copy copies through attention: it needs arch = \"rnnsearch\"".into()));
         }
         if self.arch == Arch::Rnnsearch && self.att_dim == 0 {
             return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));

@@ -9,7 +9,7 @@ use crate::config::SearchConfig;
 use crate::error::Result;
 use crate::model::Seq2Seq;
 use crate::model_file::{self, ModelMeta};
-use crate::search::{search_all, Hypothesis, SearchOptions};
+use crate::search::{search_all_ext, Hypothesis, SearchOptions};
 
 /// One translated sentence: its n-best list, best first.
 #[derive(Clone, Debug)]
@@ -69,11 +69,24 @@ pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts:
             r
         })
         .collect();
-    let nbest = search_all(model, &read, opts)?;
+    // A copy model's sources in the extended target space, in the encoder's reading order.
+    let exts: Option<Vec<nmt_data::copy::Extended>> = model.cfg.copy.then(|| {
+        lines
+            .iter()
+            .map(|l| {
+                let mut e = nmt_data::copy::extend_source(l, &meta.src, &meta.tgt);
+                model.cfg.order_source(&mut e.src);
+                e
+            })
+            .collect()
+    });
+    let ext_ids: Option<Vec<Vec<u32>>> = exts.as_ref().map(|v| v.iter().map(|e| e.src.clone()).collect());
+    let nbest = search_all_ext(model, &read, ext_ids.as_deref(), opts)?;
     Ok(srcs
         .iter()
         .zip(nbest)
-        .map(|(src, hyps)| Translation {
+        .enumerate()
+        .map(|(i, (src, hyps))| Translation {
             src_pieces: meta.src.pieces(src),
             hyps: hyps
                 .into_iter()
@@ -87,7 +100,11 @@ pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts:
                     if hyp.finished {
                         ids.push(EOS);
                     }
-                    TranslatedHyp { text: meta.tgt.decode(&hyp.tokens), pieces: meta.tgt.pieces(&ids), hyp }
+                    let text = match &exts {
+                        Some(e) => nmt_data::copy::decode_extended(&hyp.tokens, &meta.tgt, &e[i]),
+                        None => meta.tgt.decode(&hyp.tokens),
+                    };
+                    TranslatedHyp { text, pieces: meta.tgt.pieces(&ids), hyp }
                 })
                 .collect(),
         })

@@ -137,6 +137,15 @@ impl Segmenter {
         WordIds { words, ids, word_of }
     }
 
+    /// The id of a piece (a word, for word vocabularies; `▁`-marked for BPE), if the vocabulary
+    /// has it.
+    pub fn id_of(&self, piece: &str) -> Option<u32> {
+        match &self.inner {
+            Inner::Bpe(m) => m.tokenizer().token_to_id(piece),
+            Inner::Word(v) => v.id_of(piece),
+        }
+    }
+
     /// Ids → plain text, desegmented: subwords joined, PAD/BOS/EOS dropped, UNK (and any id
     /// outside the vocabulary) rendered as `<unk>`.
     pub fn decode(&self, ids: &[u32]) -> String {

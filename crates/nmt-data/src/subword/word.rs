@@ -64,6 +64,10 @@ impl WordVocab {
         self.words.len()
     }
 
+    pub(crate) fn id_of(&self, word: &str) -> Option<u32> {
+        self.index.get(word).copied()
+    }
+
     pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
         text.split_whitespace().map(|w| self.index.get(w).copied().unwrap_or(UNK)).collect()
     }

@@ -181,5 +181,6 @@ pub fn batch(dir: Option<&Path>) -> Result<Batch> {
         tgt_out: tgt.to_vec(),
         tgt_lengths: vec![TGT_LEN; BATCH],
         indices: (0..BATCH).collect(),
+        src_ext: Vec::new(),
     })
 }

@@ -235,8 +235,9 @@ impl HostModel {
 
     /// Whether the fused search can run `model`: `f32` parameters in host memory (every
     /// architecture, cell and encoder).
+    /// The copy mixture (`model.copy`) searches on the candle ops.
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu()
+        model.dtype() == DType::F32 && model.device().is_cpu() && !model.cfg.copy
     }
 
     /// The width `w` of one decoder layer's state: `n`, or the LSTM's `[s; cell]`, `2n`.

@@ -26,8 +26,9 @@ use crate::error::Result;
 #[derive(Clone, Debug)]
 pub enum Memory {
     /// RNNsearch: annotations `(batch, src_len, 2n)`, `U_a h_j` `(batch, src_len, n')`,
-    /// mask bias `(batch, src_len)` (0 at words, −1e9 at padding).
-    Attention { annotations: Tensor, uh: Tensor, mask_bias: Tensor },
+    /// mask bias `(batch, src_len)` (0 at words, −1e9 at padding); a copy model's extended
+    /// source ids `(batch, src_len)` u32 and how many ids they add past the vocabulary.
+    Attention { annotations: Tensor, uh: Tensor, mask_bias: Tensor, src_ext: Option<Tensor>, n_ext: usize },
     /// RNNenc: summary `c` `(batch, n)`, its gate term `C c` `(batch, 3n)` and its deep-output
     /// term `O_c c` `(batch, 2l)`.
     Summary { c: Tensor, gate_ctx: Tensor, out_ctx: Tensor },
@@ -45,9 +46,13 @@ impl Encoded {
     pub fn select(&self, idx: &Tensor) -> Result<Encoded> {
         let s = |t: &Tensor| t.index_select(idx, 0);
         let memory = match &self.memory {
-            Memory::Attention { annotations, uh, mask_bias } => {
-                Memory::Attention { annotations: s(annotations)?, uh: s(uh)?, mask_bias: s(mask_bias)? }
-            }
+            Memory::Attention { annotations, uh, mask_bias, src_ext, n_ext } => Memory::Attention {
+                annotations: s(annotations)?,
+                uh: s(uh)?,
+                mask_bias: s(mask_bias)?,
+                src_ext: src_ext.as_ref().map(s).transpose()?,
+                n_ext: *n_ext,
+            },
             Memory::Summary { c, gate_ctx, out_ctx } => Memory::Summary { c: s(c)?, gate_ctx: s(gate_ctx)?, out_ctx: s(out_ctx)? },
         };
         Ok(Encoded { memory, init: s(&self.init)? })
@@ -104,7 +109,7 @@ impl AttentionDecoder {
     /// `gi = E y_{i-1} W + b` `(batch, G)`, `s` the state after `s_{i-1}` → the new state, `c_i`,
     /// `α_i`; `state_mask (batch, n)`: recurrent dropout on `s_{i-1}` entering `U` (training only).
     pub fn step(&self, memory: &Memory, gi: &Tensor, s: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
-        let Memory::Attention { annotations, uh, mask_bias } = memory else {
+        let Memory::Attention { annotations, uh, mask_bias, .. } = memory else {
             return Err(crate::Error::Config("attention decoder given a summary memory".into()));
         };
         let (ctx, alpha) = self.att.attend(&self.rnn.output(s)?, annotations, uh, mask_bias)?;

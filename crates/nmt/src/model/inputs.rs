@@ -17,6 +17,8 @@ pub struct BatchTensors {
     pub tokens: usize,
     /// Each sentence's source length (`</s>` included): the fused kernels' lengths.
     pub src_lengths: Vec<usize>,
+    /// A copy model's extended source ids `(B, S)` u32 (`Batch::src_ext`), if the batch has them.
+    pub src_ext: Option<Tensor>,
 }
 
 impl BatchTensors {
@@ -29,7 +31,8 @@ impl BatchTensors {
         let tokens = tgt_mask_v.iter().filter(|&&x| x > 0.0).count();
         let tgt_mask = Tensor::from_vec(tgt_mask_v, b * t, device)?.to_dtype(dtype)?;
         let src_lengths = batch.src_lengths.clone();
-        Ok(BatchTensors { src, src_mask, tgt_in, tgt_out, tgt_mask, tokens, src_lengths })
+        let src_ext = Self::source_ext(batch, device)?;
+        Ok(BatchTensors { src, src_mask, tgt_in, tgt_out, tgt_mask, tokens, src_lengths, src_ext })
     }
 
     /// Source side only (for search): `(src, src_mask)`.
@@ -37,6 +40,16 @@ impl BatchTensors {
         let (b, s) = (batch.size, batch.src_len);
         let mask = mask_of(&batch.src);
         Ok((Tensor::from_vec(batch.src.clone(), (b, s), device)?, Tensor::from_vec(mask, (b, s), device)?.to_dtype(dtype)?))
+    }
+}
+
+impl BatchTensors {
+    /// `Batch::src_ext` as a `(B, S)` u32 tensor, or `None` when the batch has none.
+    pub fn source_ext(batch: &Batch, device: &Device) -> Result<Option<Tensor>> {
+        if batch.src_ext.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Tensor::from_vec(batch.src_ext.clone(), (batch.size, batch.src_len), device)?))
     }
 }
 

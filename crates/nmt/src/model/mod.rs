@@ -4,6 +4,7 @@
 //! Shapes: `B` sentences, `S` padded source length, `T` padded target length, `m` embedding,
 //! `n` hidden, `l` maxout units, `K_y` target vocabulary.
 pub mod attention;
+pub mod copy;
 pub mod decoder;
 pub mod encoder;
 mod fused;
@@ -50,9 +51,18 @@ pub struct Seq2Seq {
     core: Core,
     /// The decoder's layers above the first (`model.dec_layers − 1`; usually none).
     upper: UpperLayers,
+    /// The copy mixture's gate (`model.copy`).
+    copy: Option<copy::CopyGate>,
     out: DeepOutput,
     /// How the training loss is computed (see [`Seq2Seq::set_impl`]).
     imp: Impl,
+}
+
+/// What teacher forcing computes ([`Seq2Seq::teacher_forced_logits`] is its first part).
+struct Forced {
+    logits: Tensor,
+    alpha: Option<Tensor>,
+    gate: Option<Tensor>,
 }
 
 /// Teacher-forced loss of a batch.
@@ -110,6 +120,7 @@ impl Seq2Seq {
             ),
         };
         let upper = UpperLayers::new(n, kind, cfg.dec_layers - 1, cfg.residual, &pb.pp("decoder"))?;
+        let copy = if cfg.copy { Some(copy::CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None };
         let tied = cfg.tie_target_embeddings.then_some(&tgt_emb);
         let dims = OutputDims { state: n, emb: m, ctx: ctx_dim, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
         let out = DeepOutput::new(dims, tied, &pb.pp("output"))?;
@@ -120,7 +131,7 @@ impl Seq2Seq {
                 unclaimed.join(", ")
             )));
         }
-        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, upper, out, imp: Impl::Fused })
+        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, upper, copy, out, imp: Impl::Fused })
     }
 
     pub fn device(&self) -> &Device {
@@ -153,7 +164,7 @@ impl Seq2Seq {
                 let uh = dec.att.precompute(&annotations)?;
                 let mask_bias = ((mask - 1.0)? * 1e9)?;
                 let init = self.stack_start(&dec.init_state(&back_first)?)?;
-                Ok(Encoded { memory: Memory::Attention { annotations, uh, mask_bias }, init })
+                Ok(Encoded { memory: Memory::Attention { annotations, uh, mask_bias, src_ext: None, n_ext: 0 }, init })
             }
             Core::Enc { enc, dec } => {
                 let last = enc.forward(&x, mask, dropout)?;
@@ -236,9 +247,16 @@ impl Seq2Seq {
     }
 
     /// Logits of every target position, teacher-forced: `tgt_in: (B, T)` → `(B·T, K_y)`.
-    pub fn teacher_forced_logits(&self, enc: &Encoded, tgt_in: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
+    pub fn teacher_forced_logits(&self, enc: &Encoded, tgt_in: &Tensor, dropout: Option<&mut Dropout>) -> Result<Tensor> {
+        Ok(self.teacher_forced(enc, tgt_in, dropout)?.logits)
+    }
+
+    /// Teacher forcing: the logits and, for a copy model, the attention `(B·T, S)` and the
+    /// gate `(B·T, 1)` (`copy.rs`).
+    fn teacher_forced(&self, enc: &Encoded, tgt_in: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Forced> {
         let (b, t) = tgt_in.dims2()?;
         let m = self.cfg.emb_dim;
+        let tgt_in = copy::vocab_ids(tgt_in, self.cfg.tgt_vocab)?;
         let mut ey = self.tgt_emb.index_select(&tgt_in.flatten_all()?, 0)?.reshape((b, t, m))?;
         if let Some(d) = dropout.as_deref_mut() {
             ey = d.target(&ey)?;
@@ -248,12 +266,15 @@ impl Seq2Seq {
         // The first layer step by step; the layers above it over the whole sequence after.
         let (mut s, _) = self.split_state(&enc.init)?;
         let h0 = self.dec_output(&s)?;
-        let (mut firsts, mut ctxs) = (Vec::with_capacity(t), Vec::with_capacity(t));
+        let (mut firsts, mut ctxs, mut alphas) = (Vec::with_capacity(t), Vec::with_capacity(t), Vec::new());
         for i in 0..t {
             let out = self.dec_step(&enc.memory, &gi.narrow(1, i, 1)?.squeeze(1)?, &s, state_mask.as_ref())?;
             firsts.push(self.dec_output(&out.state)?);
             if let Some(c) = out.ctx {
                 ctxs.push(c);
+            }
+            if let (Some(a), Some(_)) = (out.alpha, &self.copy) {
+                alphas.push(a);
             }
             s = out.state;
         }
@@ -278,11 +299,21 @@ impl Seq2Seq {
             Some(c.reshape((b * t, d))?)
         };
         let ctx_proj = self.output_context(&enc.memory, ctx.as_ref(), b * t)?;
-        let mut hidden = self.out.hidden(&states, &ey.reshape((b * t, m))?, &ctx_proj)?;
+        let ey = ey.reshape((b * t, m))?;
+        let mut hidden = self.out.hidden(&states, &ey, &ctx_proj)?;
         if let Some(d) = dropout {
             hidden = d.apply(&hidden)?;
         }
-        self.out.logits(&hidden)
+        let logits = self.out.logits(&hidden)?;
+        let (alpha, gate) = match (&self.copy, ctx) {
+            (Some(g), Some(c)) => {
+                let a = Tensor::stack(&alphas, 1)?;
+                let s_len = a.dim(2)?;
+                (Some(a.reshape((b * t, s_len))?), Some(g.gate(&states, &c, &ey)?))
+            }
+            _ => (None, None),
+        };
+        Ok(Forced { logits, alpha, gate })
     }
 
     /// Chooses the loss's implementation. `Fused` (the default) runs the kernels for a model on
@@ -294,7 +325,8 @@ impl Seq2Seq {
     /// The implementation the loss runs on, given the device and dtype.
     pub fn loss_impl(&self) -> Impl {
         let host = self.device().is_cpu() && matches!(self.dtype(), DType::F32 | DType::F64);
-        if self.imp == Impl::Fused && host {
+        // The copy mixture needs the attention weights, which the fused decoder keeps inside.
+        if self.imp == Impl::Fused && host && !self.cfg.copy {
             Impl::Fused
         } else {
             Impl::Ops
@@ -310,7 +342,18 @@ impl Seq2Seq {
             return self.token_nll_fused(batch, dropout, eps);
         }
         let enc = self.encode(&batch.src, &batch.src_mask, dropout.as_deref_mut())?;
-        let logits = self.teacher_forced_logits(&enc, &batch.tgt_in, dropout)?;
+        let forced = self.teacher_forced(&enc, &batch.tgt_in, dropout)?;
+        if let (Some(alpha), Some(gate)) = (&forced.alpha, &forced.gate) {
+            let Some(src_ext) = &batch.src_ext else {
+                return Err(crate::Error::Input("a copy model's batch needs the extended source ids (Batch::set_source_ext)".into()));
+            };
+            let (b, s) = src_ext.dims2()?;
+            let t = batch.tgt_in.dim(1)?;
+            let rows = src_ext.unsqueeze(1)?.broadcast_as((b, t, s))?.contiguous()?.reshape((b * t, s))?;
+            let mix = copy::Mixture { logits: &forced.logits, alpha, gate, src_ext: &rows };
+            return Ok((copy::copy_nll(&mix, &batch.tgt_out, eps)? * &batch.tgt_mask)?);
+        }
+        let logits = forced.logits;
         // log p(y) = logit_y − logsumexp(logits): no (B·T, K_y) log-softmax tensor is built.
         let picked = logits.gather(&batch.tgt_out.unsqueeze(1)?, 1)?.squeeze(1)?;
         let lse = logsumexp_last(&logits)?.squeeze(D::Minus1)?;
@@ -341,7 +384,7 @@ impl Seq2Seq {
 
     /// One decoding step for `rows` hypotheses: `state (rows, n)`, previous words `y (rows)` u32.
     pub fn decode_step(&self, enc: &Encoded, state: &Tensor, y_prev: &Tensor) -> Result<Step> {
-        let ey = self.tgt_emb.index_select(y_prev, 0)?;
+        let ey = self.tgt_emb.index_select(&copy::vocab_ids(y_prev, self.cfg.tgt_vocab)?, 0)?;
         let gi = self.project_targets(&ey.unsqueeze(1)?)?.squeeze(1)?;
         let (first, rest) = self.split_state(state)?;
         let mut out = self.dec_step(&enc.memory, &gi, &first, None)?;
@@ -358,8 +401,26 @@ impl Seq2Seq {
         let rows = ey.dim(0)?;
         let ctx_proj = self.output_context(&enc.memory, out.ctx.as_ref(), rows)?;
         let logits = self.out.logits(&self.out.hidden(&s_out, &ey, &ctx_proj)?)?;
-        let log_probs = logits.broadcast_sub(&logsumexp_last(&logits)?)?;
+        let log_probs = match (&self.copy, &enc.memory, &out.alpha, &out.ctx) {
+            (Some(g), Memory::Attention { src_ext: Some(src_ext), n_ext, .. }, Some(alpha), Some(c)) => {
+                let gate = g.gate(&s_out, c, &ey)?;
+                copy::copy_log_probs(&copy::Mixture { logits: &logits, alpha, gate: &gate, src_ext }, *n_ext)?
+            }
+            (Some(_), ..) => {
+                return Err(crate::Error::Input("a copy model searches with the extended source ids (Seq2Seq::attach_copy_source)".into()))
+            }
+            _ => logits.broadcast_sub(&logsumexp_last(&logits)?)?,
+        };
         Ok(Step { state: out.state, log_probs, alpha: out.alpha })
+    }
+
+    /// Gives an encoded batch its extended source ids `(B, S)` (copy models' search).
+    pub fn attach_copy_source(&self, enc: &mut Encoded, ext: &Tensor) -> Result<()> {
+        if let Memory::Attention { src_ext, n_ext, .. } = &mut enc.memory {
+            *n_ext = copy::extended_count(ext, self.cfg.tgt_vocab)?;
+            *src_ext = Some(ext.clone());
+        }
+        Ok(())
     }
 
     /// The deep output layer's weights (the host search reads them).

@@ -18,7 +18,10 @@ use crate::model::{BatchTensors, Seq2Seq};
 /// best first, in the batch's row order.
 pub fn search_batch(model: &Seq2Seq, batch: &Batch, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
     let (src, mask) = BatchTensors::source(batch, model.dtype(), model.device())?;
-    let enc = model.encode(&src, &mask, None)?;
+    let mut enc = model.encode(&src, &mask, None)?;
+    if let Some(ext) = BatchTensors::source_ext(batch, model.device())? {
+        model.attach_copy_source(&mut enc, &ext)?;
+    }
     let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &opts.cfg)).collect();
     if opts.cfg.beam_size <= 1 {
         Ok(greedy::greedy(model, &enc, &limits, opts)?.into_iter().map(|h| vec![h]).collect())
@@ -36,6 +39,15 @@ pub(crate) fn to_rows(t: &Tensor) -> Result<Vec<Vec<f32>>> {
 /// of `opts.cfg.batch_size` sentences, searched with `opts.imp`, and returned in the input
 /// order.
 pub fn search_all(model: &Seq2Seq, srcs: &[Vec<u32>], opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
+    search_all_ext(model, srcs, None, opts)
+}
+
+/// [`search_all`] for a copy model (`model.copy`): `exts[i]` is source `i` in the extended
+/// target space (`nmt_data::copy`), and hypotheses may hold its extended ids.
+pub fn search_all_ext(model: &Seq2Seq, srcs: &[Vec<u32>], exts: Option<&[Vec<u32>]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
+    if model.cfg.copy && exts.is_none() {
+        return Err(crate::Error::Input("a copy model needs each source's extended ids".into()));
+    }
     let per = opts.cfg.batch_size.max(1);
     // The beam multiplies rows; keep `rows × src_len` near what one batch of `per` sentences holds.
     let cfg = nmt_data::BatchConfig { max_tokens: per * 100, max_sentences: per };
@@ -44,7 +56,10 @@ pub fn search_all(model: &Seq2Seq, srcs: &[Vec<u32>], opts: &SearchOptions) -> R
         Impl::Fused if crate::infer::HostModel::supports(model) => Some(crate::infer::HostModel::new(model)?),
         _ => None,
     };
-    for batch in nmt_data::inference_batches(srcs, &cfg) {
+    for mut batch in nmt_data::inference_batches(srcs, &cfg) {
+        if let Some(e) = exts {
+            batch.set_source_ext(e);
+        }
         let hyps = match &host {
             Some(h) => crate::infer::search_batch(h, &batch, opts),
             None => search_batch(model, &batch, opts)?,

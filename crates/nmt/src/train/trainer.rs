@@ -106,16 +106,29 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         corpus.skipped_long
     ));
     let mut run = if ckpt_path.exists() { resume(cfg, &ckpt_path, &opts.device, ui)? } else { start(cfg, &corpus, &opts.device, ui)? };
-    let mut examples = nmt_data::examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
+    let dev_corpus = read_parallel(&d.dev_src, &d.dev_tgt, None)?;
+    // A copy model trains on targets in each pair's extended space (nmt_data::copy).
+    let (mut examples, mut dev_examples, mut exts, mut dev_exts) = if run.meta.config.copy {
+        let (e, x) = nmt_data::copy::copy_examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
+        let (de, dx) = nmt_data::copy::copy_examples(&dev_corpus, &run.meta.src, &run.meta.tgt, None);
+        (e, de, Some(x), Some(dx))
+    } else {
+        let e = nmt_data::examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
+        (e, nmt_data::examples(&dev_corpus, &run.meta.src, &run.meta.tgt, None), None, None)
+    };
     if examples.is_empty() {
         return Err(Error::Input(format!("no training pair is at most {} tokens long", d.max_len)));
     }
-    let dev_corpus = read_parallel(&d.dev_src, &d.dev_tgt, None)?;
-    let mut dev_examples = nmt_data::examples(&dev_corpus, &run.meta.src, &run.meta.tgt, None);
     for e in examples.iter_mut().chain(dev_examples.iter_mut()) {
         run.meta.config.order_source(&mut e.src);
     }
-    let dev = DevSet::new(&dev_examples, dev_corpus.src.clone(), dev_corpus.tgt.clone(), &cfg.train.batch);
+    for x in exts.iter_mut().chain(dev_exts.iter_mut()).flatten() {
+        run.meta.config.order_source(x);
+    }
+    let mut dev = DevSet::new(&dev_examples, dev_corpus.src.clone(), dev_corpus.tgt.clone(), &cfg.train.batch);
+    if let Some(x) = &dev_exts {
+        dev.batches.iter_mut().for_each(|b| b.set_source_ext(x));
+    }
     write_config(cfg, &run.meta, dir)?;
     ui.on_message(&format!(
         "model: {:?}, {} parameters; {} training examples; starting at update {}",
@@ -129,6 +142,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         cfg,
         opts,
         examples: &examples,
+        exts: exts.as_deref(),
         dev: &dev,
         log: &log,
         ckpt_path: &ckpt_path,
@@ -210,6 +224,8 @@ struct LoopEnv<'a> {
     cfg: &'a Config,
     opts: &'a TrainOptions,
     examples: &'a [Example],
+    /// A copy model's extended source ids, index for index with `examples`.
+    exts: Option<&'a [Vec<u32>]>,
     dev: &'a DevSet,
     log: &'a JsonlLog,
     ckpt_path: &'a std::path::Path,
@@ -238,7 +254,10 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
         if t.max_epochs > 0 && run.progress.epoch >= t.max_epochs {
             break StopReason::MaxEpochs;
         }
-        let batches = nmt_data::epoch_batches(env.examples, &t.batch, t.seed, run.progress.epoch);
+        let mut batches = nmt_data::epoch_batches(env.examples, &t.batch, t.seed, run.progress.epoch);
+        if let Some(x) = env.exts {
+            batches.iter_mut().for_each(|b| b.set_source_ext(x));
+        }
         while run.progress.batch_in_epoch < batches.len() {
             if env.opts.stop.load(Ordering::SeqCst) {
                 break 'outer StopReason::Interrupted;
