@@ -46,6 +46,9 @@ fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::Mode
     cfg.dropout = case.dropout;
     cfg.recurrent_dropout = case.recurrent;
     tweak(&mut cfg);
+    if cfg.copy {
+        cfg.tgt_vocab = 12;
+    }
     let mut model = Seq2Seq::fresh(&cfg, 3, dtype, &dev).unwrap();
     let examples = [
         Example { src: vec![4, 5, 6, 7, 8, 3], tgt: vec![8, 9, 3] },
@@ -54,7 +57,13 @@ fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::Mode
         Example { src: vec![12, 13, 9, 3], tgt: vec![4, 12, 6, 3] },
     ];
     let rows: Vec<&Example> = examples.iter().collect();
-    let batch = Batch::from_examples(&rows, vec![0, 1, 2, 3]);
+    let mut batch = Batch::from_examples(&rows, vec![0, 1, 2, 3]);
+    if cfg.copy {
+        // Target vocabulary 12: source words 12 and 13 are copied as extended ids 12, 13.
+        cfg.tgt_vocab = 12;
+        let ext = |v: &[u32]| v.to_vec();
+        batch.set_source_ext(&examples.iter().map(|e| ext(&e.src)).collect::<Vec<_>>());
+    }
     let bt = BatchTensors::new(&batch, dtype, &dev).unwrap();
     let mut run = |imp: Impl| {
         model.set_impl(imp);
@@ -194,5 +203,25 @@ fn grconv_fused_equals_composed() {
         let (e64, e32) = (compare_with(&case, DType::F64, &grconv), compare_with(&case, DType::F32, &grconv));
         eprintln!("grconv {cell:?}: f64 {e64:.1e}, f32 {e32:.1e}");
         assert!(e64 < 1e-10 && e32 < 2e-5, "grconv {cell:?}: {e64:e} {e32:e}");
+    }
+}
+
+/// The copy mixture: the fused decoder with the attention recomputed outside equals the
+/// composed model, stacked or not, both output states, dropout and label smoothing on.
+#[test]
+fn copy_fused_equals_composed() {
+    for (output, layers) in [(OutputState::Previous, 1), (OutputState::Current, 1), (OutputState::Previous, 2)] {
+        let case = Case {
+            arch: Arch::Rnnsearch,
+            cell: CellKind::Gru(GruForm::Paper),
+            output,
+            dropout: 0.2,
+            recurrent: 0.2,
+            recipe: Some((0.1, 0.1, false)),
+        };
+        let copy = |c: &mut nmt::config::ModelConfig| (c.copy, c.dec_layers) = (true, layers);
+        let (e64, e32) = (compare_with(&case, DType::F64, &copy), compare_with(&case, DType::F32, &copy));
+        eprintln!("copy {output:?} layers {layers}: f64 {e64:.1e}, f32 {e32:.1e}");
+        assert!(e64 < 1e-10 && e32 < 2e-5, "copy {output:?} {layers}: {e64:e} {e32:e}");
     }
 }

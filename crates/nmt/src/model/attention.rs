@@ -39,6 +39,18 @@ impl Attention {
         Ok(annotations.reshape((b * s, d))?.matmul(&self.u_a)?.reshape((b, s, att))?)
     }
 
+    /// The weights of every target step at once: `states (B, T, n)` the `s_{i-1}`, `uh` from
+    /// [`Attention::precompute`], `mask_bias (B, S)` → `α (B, T, S)`. The copy mixture on the
+    /// fused path reads them this way (the fused decoder keeps its own inside).
+    pub fn weights_all(&self, states: &Tensor, uh: &Tensor, mask_bias: &Tensor) -> Result<Tensor> {
+        let (b, t, n) = states.dims3()?;
+        let (_, s, att) = uh.dims3()?;
+        let ws = states.reshape((b * t, n))?.matmul(&self.w_a)?.broadcast_add(&self.b_a)?.reshape((b, t, 1, att))?;
+        let hidden = uh.unsqueeze(1)?.broadcast_add(&ws)?.tanh()?;
+        let e = hidden.reshape((b * t * s, att))?.matmul(&self.v_a)?.reshape((b, t, s))?;
+        softmax_last(&e.broadcast_add(&mask_bias.unsqueeze(1)?)?)
+    }
+
     /// One decoder step. `state: (batch, n)` is `s_{i-1}`, `uh` from [`Attention::precompute`],
     /// `mask_bias: (batch, src_len)` is 0 at words and a large negative number at padding.
     /// Returns the context `c_i: (batch, 2n)` and the weights `α_i: (batch, src_len)`.

@@ -10,6 +10,10 @@
 //! extended target space of `nmt_data::copy`: a source word outside the target vocabulary has
 //! id `K_y + k` and can only be copied; `p_vocab` gives it nothing.
 //!
+//! Training runs on either path: the fused one recomputes the attention for all steps at once
+//! beside the fused decoder (`Attention::weights_all`), which keeps its own inside. Search
+//! runs on the candle ops (`infer` has no mixture yet).
+//!
 //! Shapes: `R` rows (target positions or hypotheses), `S` source positions, `K_y` vocabulary.
 use candle_core::{DType, Tensor, D};
 

@@ -19,6 +19,7 @@
 //! `l` maxout units.
 use candle_core::Tensor;
 
+use super::copy;
 use super::encoder::SummaryEncoder;
 use super::inputs::BatchTensors;
 use super::regularizer::{times_mask, Dropout};
@@ -98,7 +99,8 @@ impl Seq2Seq {
         // grConv has no recurrent states to drop.
         let enc_layers = if self.cfg.encoder == EncoderKind::Grconv { 0 } else { self.cfg.enc_layers };
         let enc_masks = stack_masks(&mut dropout, enc_layers, false, b * s * enc_dirs * n, b, n, enc_dirs);
-        let tgt_ids = batch.tgt_in.flatten_all()?.to_vec1::<u32>()?;
+        // A copy model's extended ids (past the vocabulary) enter the decoder as `<unk>`.
+        let tgt_ids = copy::vocab_ids(&batch.tgt_in, self.cfg.tgt_vocab)?.flatten_all()?.to_vec1::<u32>()?;
         let tgt_mask = dropout.as_deref_mut().and_then(|d| d.target_mask(tgt_ids.len(), m));
         let ey = embed::embed(&self.tgt_emb, &tgt_ids, tgt_mask.as_deref())?;
         let dec_mask = dropout.as_deref_mut().and_then(|d| d.recurrent(b, n));
@@ -143,10 +145,27 @@ impl Seq2Seq {
                 };
                 // (B·T, n + 2n): [s; c] per target position, the deep output's state and context.
                 let mut out = attn_op::attention_decoder(&gie, &ann, &Tensor::cat(&packed, 0)?, dims)?;
-                if stacked {
-                    // s_0 = tanh(←h_1 W_s + b_s), as the op computes it, for the upper layers.
+                // s_0 = tanh(←h_1 W_s + b_s), as the op computes it, for the upper layers and copying.
+                let s0 = || -> Result<Tensor> {
                     let back_first = ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, n, n)?;
-                    let s0 = back_first.matmul(&dec.w_s)?.broadcast_add(&dec.b_s)?.tanh()?;
+                    Ok(back_first.matmul(&dec.w_s)?.broadcast_add(&dec.b_s)?.tanh()?)
+                };
+                // The copy mixture's attention, recomputed from the first layer's s_{i-1}.
+                let alpha = match self.cfg.copy {
+                    false => None,
+                    true => {
+                        let s1 = out.narrow(1, 0, n)?.reshape((b, t, n))?;
+                        let prev = match (stacked, self.cfg.output_state) {
+                            (false, OutputState::Previous) => s1,
+                            _ => output_states(&s1, &s0()?, OutputState::Previous)?,
+                        };
+                        let mask_bias = ((batch.src_mask.clone() - 1.0)? * 1e9)?;
+                        let a = att.weights_all(&prev, &att.precompute(&ann)?, &mask_bias)?;
+                        Some(a.reshape((b * t, s))?)
+                    }
+                };
+                if stacked {
+                    let s0 = s0()?;
                     let s1 = out.narrow(1, 0, n)?.reshape((b, t, n))?;
                     let top = self.upper_fused(&s1, &s0, &upper_masks)?;
                     let states = output_states(&top, &self.start_output(&s0)?, self.cfg.output_state)?.reshape((b * t, n))?;
@@ -155,7 +174,21 @@ impl Seq2Seq {
                 let o = &self.out;
                 // maxout([s; c] [O_h; O_c] + E y O_y + b) in one op.
                 let wb = Tensor::cat(&[&o.o_h, &o.o_c, &o.o_y, &o.b.unsqueeze(0)?], 0)?;
-                deep_output::deep_output(&out, &ey, &wb, out_mask.as_deref())?
+                let hidden = deep_output::deep_output(&out, &ey, &wb, out_mask.as_deref())?;
+                if let (Some(alpha), Some(gate)) = (alpha, &self.copy) {
+                    let (states, ctx) = (out.narrow(1, 0, n)?, out.narrow(1, n, 2 * n)?);
+                    let g = gate.gate(&states, &ctx, &ey)?;
+                    let logits = self.out.logits(&hidden)?;
+                    let Some(src_ext) = &batch.src_ext else {
+                        return Err(crate::Error::Input(
+                            "a copy model's batch needs the extended source ids (Batch::set_source_ext)".into(),
+                        ));
+                    };
+                    let rows = src_ext.unsqueeze(1)?.broadcast_as((b, t, s))?.contiguous()?.reshape((b * t, s))?;
+                    let mix = copy::Mixture { logits: &logits, alpha: &alpha, gate: &g, src_ext: &rows };
+                    return Ok((copy::copy_nll(&mix, &batch.tgt_out, eps)? * &batch.tgt_mask)?);
+                }
+                hidden
             }
             Core::Enc { enc, dec } => {
                 let last = match enc {

@@ -325,8 +325,7 @@ impl Seq2Seq {
     /// The implementation the loss runs on, given the device and dtype.
     pub fn loss_impl(&self) -> Impl {
         let host = self.device().is_cpu() && matches!(self.dtype(), DType::F32 | DType::F64);
-        // The copy mixture needs the attention weights, which the fused decoder keeps inside.
-        if self.imp == Impl::Fused && host && !self.cfg.copy {
+        if self.imp == Impl::Fused && host {
             Impl::Fused
         } else {
             Impl::Ops
