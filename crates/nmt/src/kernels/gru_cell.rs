@@ -161,30 +161,9 @@ impl<T: Real> Cell<'_, T> {
         let (gi, gir) = x.gi;
         let (gh, ghr) = gh;
         let StepGrads { dgi: (dgi, dgir), dgh: (dgh, dghr), carry, dq, dc } = grads;
-        let form = match self.kind {
-            CellKind::Gru(form) => form,
-            CellKind::Lstm => {
-                for b in 0..nb {
-                    let (dgi_b, dgh_b) = (&mut dgi[dgir.at(b)..][..4 * h], &mut dgh[dghr.at(b)..][..4 * h]);
-                    let (dhb, cr) = (&dh[b * h..(b + 1) * h], &mut carry[b * h..(b + 1) * h]);
-                    if !x.active[b] {
-                        dgi_b.fill(T::ZERO);
-                        dgh_b.fill(T::ZERO);
-                        cr.copy_from_slice(dhb);
-                        continue;
-                    }
-                    let (g, hh) = (&gi[gir.at(b)..][..4 * h], &gh[ghr.at(b)..][..4 * h]);
-                    lstm_cell::backward_row(g, hh, &x.cp[b * h..(b + 1) * h], dhb, &mut dc[b * h..(b + 1) * h], dgi_b);
-                    dgh_b.copy_from_slice(dgi_b);
-                    cr.fill(T::ZERO);
-                }
-                let dm = Mat::strided(dgh, dghr.off, nb, 4 * h, dghr.stride);
-                through_u(carry, dq, x.mask, dm, Mat::new(ut, 4 * h, h));
-                return;
-            }
-        };
+        let gw = self.kind.gates() * h;
         for b in 0..nb {
-            let (dgi_b, dgh_b) = (&mut dgi[dgir.at(b)..][..3 * h], &mut dgh[dghr.at(b)..][..3 * h]);
+            let (dgi_b, dgh_b) = (&mut dgi[dgir.at(b)..][..gw], &mut dgh[dghr.at(b)..][..gw]);
             let (dhb, cr) = (&dh[b * h..(b + 1) * h], &mut carry[b * h..(b + 1) * h]);
             if !x.active[b] {
                 dgi_b.fill(T::ZERO);
@@ -192,7 +171,16 @@ impl<T: Real> Cell<'_, T> {
                 cr.copy_from_slice(dhb);
                 continue;
             }
-            let (g, hh) = (&gi[gir.at(b)..][..3 * h], &gh[ghr.at(b)..][..3 * h]);
+            let (g, hh) = (&gi[gir.at(b)..][..gw], &gh[ghr.at(b)..][..gw]);
+            let form = match self.kind {
+                CellKind::Gru(form) => form,
+                CellKind::Lstm => {
+                    lstm_cell::backward_row(g, hh, &x.cp[b * h..(b + 1) * h], dhb, &mut dc[b * h..(b + 1) * h], dgi_b);
+                    dgh_b.copy_from_slice(dgi_b);
+                    cr.fill(T::ZERO);
+                    continue;
+                }
+            };
             let hpb = &x.hp[b * h..(b + 1) * h];
             for j in 0..h {
                 let (r, z, n) = sig_tanh(form, g, hh, j, h);
@@ -213,6 +201,15 @@ impl<T: Real> Cell<'_, T> {
                 }
             }
         }
+        let form = match self.kind {
+            CellKind::Gru(form) => form,
+            CellKind::Lstm => {
+                // carry = dGH Uᵀ (⊙ m): the LSTM's `h` reaches nothing else.
+                let dm = Mat::strided(dgh, dghr.off, nb, 4 * h, dghr.stride);
+                through_u(carry, dq, x.mask, dm, Mat::new(ut, 4 * h, h));
+                return;
+            }
+        };
         match form {
             GruForm::ResetAfter => {
                 // carry += dGH Uᵀ (⊙ m).
