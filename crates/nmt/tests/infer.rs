@@ -7,7 +7,7 @@ use candle_core::{DType, Device, Tensor};
 use nmt::config::{Arch, Cell, CellKind, GruForm, Impl, OutputState, SearchConfig};
 use nmt::data::EOS;
 use nmt::model::Seq2Seq;
-use nmt::search::{search_all, Hypothesis, SearchOptions};
+use nmt::search::{search_all, search_all_ext, Hypothesis, SearchOptions};
 
 /// A random model with a likely `</s>`, so that hypotheses finish at different steps.
 fn model(arch: Arch, output_state: OutputState, cell: CellKind) -> Seq2Seq {
@@ -145,5 +145,27 @@ fn fused_search_equals_candle_search_for_grconv() {
         let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Ops));
         assert_same(&fused, &ops, &what);
         assert!(ops.iter().flatten().any(|h| h.finished) && ops.iter().flatten().any(|h| h.tokens.len() > 2), "{what}: degenerate");
+    }
+}
+
+/// The copy mixture in the host search (`infer/copy.rs`) equals the candle search, with
+/// source words outside the target vocabulary (extended ids) and without alignments.
+#[test]
+fn fused_search_equals_candle_search_for_copy() {
+    let mut srcs: Vec<Vec<u32>> = common::reversal_examples(25, 26, 1..=11, 8).into_iter().map(|e| e.src).collect();
+    srcs.iter_mut().for_each(|s| s.iter_mut().for_each(|w| *w = (*w).min(29)));
+    for (state, layers) in [(OutputState::Previous, 1), (OutputState::Current, 2)] {
+        let m = model_with(Arch::Rnnsearch, state, CellKind::Gru(GruForm::Paper), 1.0, &|c| {
+            (c.copy, c.tgt_vocab, c.dec_layers) = (true, 24, layers);
+        });
+        // Source words 24‥29 are outside the 24-word target vocabulary: extended ids from 24.
+        let exts: Vec<Vec<u32>> = srcs.iter().map(|s| s.iter().map(|&w| if w >= 24 { 24 + (w - 24) % 3 } else { w }).collect()).collect();
+        for alignments in [false, true] {
+            let cfg = SearchConfig { beam_size: 3, n_best: 2, batch_size: 7, ..SearchConfig::default() };
+            let run_ext = |imp| search_all_ext(&m, &srcs, Some(&exts), &SearchOptions { cfg: cfg.clone(), alignments, imp }).unwrap();
+            let (fused, ops) = (run_ext(Impl::Fused), run_ext(Impl::Ops));
+            assert_same(&fused, &ops, &format!("copy {state:?} layers {layers} alignments {alignments}"));
+            assert!(ops.iter().flatten().any(|h| h.tokens.iter().any(|&t| t >= 24)), "no extended id was ever chosen");
+        }
     }
 }

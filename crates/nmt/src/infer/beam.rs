@@ -59,7 +59,8 @@ pub fn beam(model: &HostModel, enc: &HostEncoded, limits: &[usize], opts: &Searc
                     parent: c.row - start,
                     word: c.token,
                     log_prob: beams.live(b)[c.row - start].log_prob + c.log_prob as f64,
-                    alpha: out.alpha.as_ref().map(|a| a[c.row * enc.src_len..(c.row + 1) * enc.src_len].to_vec()),
+                    // A copy model's step computes the weights even when they are not reported.
+                    alpha: out.alpha.as_ref().filter(|_| want_alpha).map(|a| a[c.row * enc.src_len..(c.row + 1) * enc.src_len].to_vec()),
                 })
                 .collect();
             for (parent, word) in beams.advance(b, t, exts) {

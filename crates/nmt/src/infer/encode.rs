@@ -18,6 +18,8 @@ pub struct HostEncoded {
     pub out_ctx: Vec<f32>,
     /// The decoder's start state `(B, w)`: `s_0`, or the LSTM's `[s_0; 0]` ([`HostModel::state_width`]).
     pub init: Vec<f32>,
+    /// A copy model's extended source ids `(B, S)` (`Batch::src_ext`; empty otherwise).
+    pub src_ext: Vec<u32>,
     /// True source lengths (`</s>` included) and the padded length `S`.
     pub lens: Vec<usize>,
     pub src_len: usize,
@@ -76,7 +78,7 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             let mut init = affine(&back_first, b, n, &dec.w_s, &dec.b_s, threads);
             tanh_in_place(&mut init);
             let init = start_states(init, n, model.layer_width(), cfg.dec_layers);
-            HostEncoded { mem, gate_ctx: Vec::new(), out_ctx: Vec::new(), init, lens: lens.to_vec(), src_len: s }
+            HostEncoded { mem, gate_ctx: Vec::new(), out_ctx: Vec::new(), init, src_ext: Vec::new(), lens: lens.to_vec(), src_len: s }
         }
         HostCore::Enc { dec, .. } => {
             let last: Vec<f32> = match &model.grconv {
@@ -93,7 +95,7 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             let gate_ctx = affine(&c, b, n, &dec.c, &dec.b_h, threads);
             let l2 = model.out.b.len();
             let out_ctx = affine(&c, b, n, &model.out.o_c, &vec![0f32; l2], threads);
-            HostEncoded { mem: Vec::new(), gate_ctx, out_ctx, init, lens: lens.to_vec(), src_len: s }
+            HostEncoded { mem: Vec::new(), gate_ctx, out_ctx, init, src_ext: Vec::new(), lens: lens.to_vec(), src_len: s }
         }
     }
 }

@@ -13,6 +13,7 @@
 //! - only live hypotheses are computed: finished ones and finished sentences leave the batch;
 //! - the two encoder directions run on one thread each.
 pub mod beam;
+pub mod copy;
 pub mod dense;
 pub mod encode;
 pub mod grconv;
@@ -29,7 +30,8 @@ use crate::kernels::profile;
 /// Translates one batch: up to `n_best` hypotheses per row, best first, in the batch's order.
 pub fn search_batch(model: &HostModel, batch: &Batch, opts: &SearchOptions) -> Vec<Vec<Hypothesis>> {
     let threads = rayon::current_num_threads();
-    let enc = profile::timed(profile::SEARCH_ENCODE, || encode::encode(model, &batch.src, &batch.src_lengths, threads));
+    let mut enc = profile::timed(profile::SEARCH_ENCODE, || encode::encode(model, &batch.src, &batch.src_lengths, threads));
+    enc.src_ext = batch.src_ext.clone();
     let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &opts.cfg)).collect();
     beam::beam(model, &enc, &limits, opts, threads)
 }

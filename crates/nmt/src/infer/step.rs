@@ -63,9 +63,14 @@ pub fn step(
     let (sw, lw, g) = (model.state_width(), model.layer_width(), cfg.cell_kind().gates() * n);
     let stacked = !model.upper.is_empty();
     let l2 = model.out.b.len();
-    let ey = embed(&model.tgt_emb, rows.y, m);
+    // A copy model's extended ids (past the vocabulary) enter the decoder as `<unk>`.
+    let k_y = cfg.tgt_vocab as u32;
+    let y: Vec<u32> = rows.y.iter().map(|&w| if w < k_y { w } else { nmt_data::UNK }).collect();
+    let ey = embed(&model.tgt_emb, &y, m);
     // The first layer's new states `(R, lw)`.
     let mut state = vec![0f32; r_n * lw];
+    // RNNsearch's contexts `(R, 2n)`, kept for the copy gate.
+    let mut kept_ctx: Vec<f32> = Vec::new();
     // The previous outputs `s_{i-1} (R, n)`: the states themselves, or the LSTM's `s` parts.
     let s_prev: std::borrow::Cow<[f32]> = if sw == n {
         std::borrow::Cow::Borrowed(rows.s)
@@ -87,6 +92,8 @@ pub fn step(
             let w1 = dec.s_cat_b.len();
             let g1 = affine(&s_prev, r_n, n, &dec.s_cat, &dec.s_cat_b, threads);
             let mut ctx = vec![0f32; r_n * 2 * n];
+            // The copy mixture reads the attention weights whether or not they are reported.
+            let want_alpha = want_alpha || model.copy.is_some();
             let mut al = vec![0f32; if want_alpha { r_n * s_len } else { 0 }];
             let per_row = |sc: &mut AttnScratch<f32>, r: usize, c: &mut [f32]| {
                 let b = rows.sent[r];
@@ -111,6 +118,7 @@ pub fn step(
             let w2 = g + l2;
             let mut g2 = affine(&ey, r_n, m, &dec.y_cat, &dec.yc_cat_b, threads);
             matmul(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&dec.c_cat, 2 * n, w2), true, threads);
+            kept_ctx = ctx;
             // The cell, with the training kernels' row arithmetic (`kernels::gru_cell`): the
             // input terms are g2's first 3n columns, the recurrent ones g1's block after W_a.
             let rec = dec.rec;
@@ -187,7 +195,8 @@ pub fn step(
             matmul(&mut pre, 0, l2, Mat::new(&ey, r_n, m), Mat::new(&model.out.o_y, m, l2), true, threads);
         }
     }
-    if stacked {
+    // The state the deep output read (the copy gate reads it too).
+    let s_out: Vec<f32> = if stacked {
         let (full, top) = upper_step(model, rows.s, &state, threads);
         let s_out = match cfg.output_state {
             OutputState::Previous => top_output(model, rows.s),
@@ -195,9 +204,21 @@ pub fn step(
         };
         matmul(&mut pre, 0, l2, Mat::new(&s_out, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
         state = full;
-    }
+        s_out
+    } else if model.copy.is_some() {
+        match cfg.output_state {
+            OutputState::Previous => s_prev.to_vec(),
+            OutputState::Current => state.chunks_exact(lw).flat_map(|r| r[..n].iter().copied()).collect(),
+        }
+    } else {
+        Vec::new()
+    };
     let t: Vec<f32> = pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
-    let best = profile::timed(profile::SEARCH_SCORES, || model.out.proj.best(&t, r_n, want, skip));
+    let mut best = profile::timed(profile::SEARCH_SCORES, || model.out.proj.best(&t, r_n, want, skip));
+    if let (Some(copy), Some(al)) = (&model.copy, &alpha) {
+        let x = super::copy::MixIn { t: &t, s_out: &s_out, ctx: &kept_ctx, ey: &ey, alpha: al, rows: rows.sent, want, skip };
+        best = copy.mix(model, enc, &best, &x);
+    }
     StepOut { state, best, alpha }
 }
 

@@ -4,6 +4,7 @@
 //! The weights are read from the model's typed layers ([`Seq2Seq::layers`]), never by name.
 use candle_core::{DType, Tensor};
 
+use super::copy::HostCopy;
 use super::grconv::HostGrConv;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::{Error, Result};
@@ -157,6 +158,8 @@ pub struct HostModel {
     pub upper: Vec<HostEncoder>,
     /// RNNenc's grConv encoder (`model.encoder = "grconv"`; then the core has no RNN layers).
     pub grconv: Option<HostGrConv>,
+    /// RNNsearch's copy gate (`model.copy`).
+    pub copy: Option<HostCopy>,
     pub out: HostOutput,
 }
 
@@ -230,14 +233,17 @@ impl HostModel {
             Layers::Enc { enc: SummaryEncoder::GrConv(g), .. } => Some(HostGrConv::new(g)?),
             _ => None,
         };
-        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, upper, grconv, out })
+        let copy = match model.copy_gate() {
+            Some(g) => Some(HostCopy { w: host(&g.w)?, b: host(&g.b)?.first().copied().unwrap_or(0.0) }),
+            None => None,
+        };
+        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, upper, grconv, copy, out })
     }
 
     /// Whether the fused search can run `model`: `f32` parameters in host memory (every
     /// architecture, cell and encoder).
-    /// The copy mixture (`model.copy`) searches on the candle ops.
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu() && !model.cfg.copy
+        model.dtype() == DType::F32 && model.device().is_cpu()
     }
 
     /// The width `w` of one decoder layer's state: `n`, or the LSTM's `[s; cell]`, `2n`.

@@ -78,6 +78,17 @@ impl Projection {
         Projection { wt: transpose(w, hidden, vocab), bias: bias.to_vec(), vocab, hidden }
     }
 
+    /// The raw score `z_y = t · G_y + b_y` of one token for one row of features `t (l)`.
+    pub fn score(&self, t: &[f32], token: u32) -> f32 {
+        let w = &self.wt[token as usize * self.hidden..][..self.hidden];
+        t.iter().zip(w).map(|(a, b)| a * b).sum::<f32>() + self.bias[token as usize]
+    }
+
+    /// The vocabulary size `V`.
+    pub fn vocab(&self) -> usize {
+        self.vocab
+    }
+
     /// For `n` rows of features `t (n, l)`: every row's normaliser and its `want[r]` best
     /// tokens, never choosing a token in `skip`.
     pub fn best(&self, t: &[f32], n: usize, want: &[usize], skip: &[u32]) -> RowBest {

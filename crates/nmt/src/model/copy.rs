@@ -12,7 +12,7 @@
 //!
 //! Training runs on either path: the fused one recomputes the attention for all steps at once
 //! beside the fused decoder (`Attention::weights_all`), which keeps its own inside. Search
-//! runs on the candle ops (`infer` has no mixture yet).
+//! runs on either: `decode_step` here, `infer/copy.rs` on the host.
 //!
 //! Shapes: `R` rows (target positions or hypotheses), `S` source positions, `K_y` vocabulary.
 use candle_core::{DType, Tensor, D};

@@ -435,6 +435,11 @@ impl Seq2Seq {
         }
     }
 
+    /// The copy mixture's gate, if the model has one (the host search reads it).
+    pub fn copy_gate(&self) -> Option<&copy::CopyGate> {
+        self.copy.as_ref()
+    }
+
     /// The decoder's layers above the first (the host search reads their weights).
     pub fn upper_layers(&self) -> &UpperLayers {
         &self.upper
