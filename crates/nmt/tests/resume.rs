@@ -32,12 +32,13 @@ fn write_corpus(dir: &Path) {
     }
 }
 
-fn config(dir: &Path, max_steps: u64) -> Config {
+fn config(dir: &Path, max_steps: u64, model: &str) -> Config {
     let text = format!(
         r#"
 [model]
 preset = "tiny"
 dropout = 0.1
+{model}
 [data]
 train_src = "{d}/train.src"
 train_tgt = "{d}/train.tgt"
@@ -81,12 +82,31 @@ fn losses(model_dir: &Path) -> Vec<(u64, f64)> {
 
 #[test]
 fn resumed_run_continues_exactly() {
+    resumes_exactly("");
+}
+
+/// Every architecture resumes as exactly: the LSTM with stacked, residual layers, recurrent
+/// dropout and the source reversed; the copy mixture; grConv; the seq2seq shape.
+#[test]
+fn every_architecture_resumes_exactly() {
+    for model in [
+        "cell = \"lstm\"\nenc_layers = 2\ndec_layers = 2\nresidual = true\nrecurrent_dropout = 0.2\nreverse_source = true",
+        "copy = true",
+        "arch = \"rnnenc\"\natt_dim = 0\nencoder = \"grconv\"",
+        "arch = \"rnnenc\"\natt_dim = 0\ncell = \"lstm\"\nenc_layers = 2\ndec_layers = 2\nreverse_source = true",
+    ] {
+        resumes_exactly(model);
+    }
+}
+
+/// Trains 30 updates at once and as 10 + 20 with the `[model]` lines `model`, and compares.
+fn resumes_exactly(model: &str) {
     std::env::set_var("RAYON_NUM_THREADS", "1");
     let tmp = tempfile::tempdir().unwrap();
     write_corpus(tmp.path());
     let run = |dir: &str, steps: u64| {
         let opts = TrainOptions { model_dir: tmp.path().join(dir), device: Device::Cpu, stop: Arc::new(AtomicBool::new(false)) };
-        train(&config(tmp.path(), steps), &opts, &mut Quiet).unwrap()
+        train(&config(tmp.path(), steps, model), &opts, &mut Quiet).unwrap()
     };
     let whole = run("whole", 30);
     assert_eq!(whole.steps, 30);
@@ -101,7 +121,7 @@ fn resumed_run_continues_exactly() {
     assert_eq!(b.len(), 30, "the resumed run must log updates 11..30 once each");
     for ((sa, la), (sb, lb)) in a.iter().zip(&b).skip(10) {
         assert_eq!(sa, sb);
-        assert!((la - lb).abs() < 1e-5, "update {sa}: {la} vs {lb}");
+        assert!((la - lb).abs() < 1e-5, "{model}: update {sa}: {la} vs {lb}");
     }
     // Both runs saw the same validations and learning rates.
     let valids = |d: &str| log_values(&tmp.path().join(d), "dev_bleu", "lr");
