@@ -107,3 +107,31 @@ pub fn copy_examples(
     }
     (out, exts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subword::SubwordConfig;
+
+    fn words(lines: &[&str]) -> Segmenter {
+        let lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+        Segmenter::train(&lines, &SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1 }).unwrap()
+    }
+
+    #[test]
+    fn names_get_extended_ids_in_source_and_target_and_decode_back() {
+        let (src, tgt) = (words(&["and jesus said to peter"]), words(&["y jesús dijo a"]));
+        let k_y = tgt.vocab_size() as u32;
+        // "jesús" is a target word; "Zebedee" and "Salome" are in neither vocabulary.
+        let ext = extend_source("Zebedee said to Salome Zebedee", &src, &tgt);
+        assert_eq!(ext.oov, ["Zebedee", "said", "to", "Salome"]);
+        assert_eq!(ext.src, [k_y, k_y + 1, k_y + 2, k_y + 3, k_y, EOS]);
+        let t = extend_target("y Zebedee dijo a Salome María", &tgt, &ext);
+        let (y, dijo, a) = (tgt.encode("y")[0], tgt.encode("dijo")[0], tgt.encode("a")[0]);
+        assert_eq!(t, [y, k_y, dijo, a, k_y + 3, UNK], "a word the source lacks stays <unk>");
+        assert_eq!(decode_extended(&t, &tgt, &ext), "y Zebedee dijo a Salome <unk>");
+        // A source word the target vocabulary has is copied as that word.
+        let known = extend_source("y", &src, &tgt);
+        assert_eq!((known.src[0], known.oov.len()), (y, 0));
+    }
+}
