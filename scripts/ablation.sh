@@ -16,14 +16,20 @@
 #
 # Writes runs/ablation/ARM/ (model dirs and dev translations) and runs/ablation/results.tsv.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=${NMT_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 updates=${1:-11000}
 threads=${THREADS:-1}
 parallel=${2:-2}
 shift $(( $# > 2 ? 2 : $# ))
 cd "$root"
-cargo build --release -q -p nmt-cli
-nmt=$root/target/release/nmt
+# NMT_BIN: a fixed binary, so that arms trained across sessions run the same code while the
+# tree moves on (the arms are only comparable if the training maths is the same).
+if [ -n "${NMT_BIN:-}" ]; then
+  nmt=$NMT_BIN
+else
+  cargo build --release -q -p nmt-cli
+  nmt=$root/target/release/nmt
+fi
 out=$root/runs/ablation
 mkdir -p "$out"
 config=configs/rnnsearch-small.toml
@@ -70,14 +76,9 @@ wait
 printf "arm\tupdates\tbest greedy dev BLEU (300)\tdev BLEU beam 5 (1000)\tdev chrF\toverrides\n" | tee "$out/results.tsv"
 for name in "${order[@]}"; do
   dir=$out/$name
-  read -r updates best < <(python3 - "$dir/train_log.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-steps = [r["step"] for r in rows if "step" in r]
-bleus = [r["dev_bleu"] for r in rows if r.get("dev_bleu") is not None]
-print(max(steps) if steps else 0, f"{max(bleus):.2f}" if bleus else "-")
-PY
-)
+  # (A heredoc inside `< <(…)` is parsed wrongly by bash 5 when its code has parentheses:
+  # the first run of this table died on it, so the log is read by a one-line program.)
+  read -r updates best < <(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; s=[x["step"] for x in r if "step" in x]; b=[x["dev_bleu"] for x in r if x.get("dev_bleu") is not None]; print(max(s) if s else 0, "%.2f" % max(b) if b else "-")' "$dir/train_log.jsonl")
   bleu=$("$nmt" eval bleu -r "$out/dev.es" "$dir/dev.b5.es" | grep -o 'BLEU = [0-9.]*' | cut -d' ' -f3)
   chrf=$("$nmt" eval chrf -r "$out/dev.es" "$dir/dev.b5.es" | grep -o 'chrF2 = [0-9.]*' | cut -d' ' -f3)
   printf "%s\t%s\t%s\t%s\t%s\t%s\n" "$name" "$updates" "$best" "$bleu" "$chrf" "${arms[$name]:-(shipped)}" | tee -a "$out/results.tsv"
