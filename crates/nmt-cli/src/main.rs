@@ -22,13 +22,15 @@ enum Command {
     Train(cmd::train::TrainArgs),
     /// Translate stdin to stdout, one sentence per line.
     Translate(cmd::translate::TranslateArgs),
+    /// Score given translations: log p(target | source) per `source<TAB>target` line.
+    Score(cmd::score::ScoreArgs),
     /// BLEU, chrF and BLEU by sentence length.
     Eval(cmd::eval::EvalArgs),
     /// Average the weights of several model files of one run (checkpoint averaging).
     Average(cmd::average::AverageArgs),
     /// Attention pictures and training curves.
     Plot(cmd::plot::PlotArgs),
-    /// Speed of the bench-rnnsearch model: training step, greedy and beam-5 search, GEMM rate.
+    /// Speed of a preset (bench-rnnsearch by default): training step, greedy and beam-5 search, GEMM rate.
     Bench(cmd::bench::BenchArgs),
 }
 
@@ -59,6 +61,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Train(a) => cmd::train::run(a),
         Command::Translate(a) => cmd::translate::run(a),
+        Command::Score(a) => cmd::score::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Plot(a) => cmd::plot::run(a),
         Command::Average(a) => cmd::average::run(a),

@@ -133,6 +133,16 @@ fn train_translate_and_bad_stdin() {
     assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
     assert!(!String::from_utf8_lossy(&rep.stdout).contains("<unk>"), "{}", String::from_utf8_lossy(&rep.stdout));
     fails_with(&nmt(&["translate", "-m", m, "--replace-unk", "--dict", "/no/dict.txt"], Some(b"uno\n")), &["/no/dict.txt"]);
+    // nmt score: one log-probability per pair, per-token lists, and bad lines named.
+    let sc = nmt(&["score", "-m", m], Some("uno dos\tUNO DOS\ntres\tTRES\n\t\n".as_bytes()));
+    assert!(sc.status.success(), "{}", String::from_utf8_lossy(&sc.stderr));
+    let lines: Vec<f64> = String::from_utf8_lossy(&sc.stdout).lines().map(|l| l.parse().unwrap()).collect();
+    assert!(lines.len() == 3 && lines.iter().all(|&x| x < 0.0), "{lines:?}");
+    let pt = nmt(&["score", "-m", m, "--per-token"], Some(b"uno dos\tUNO DOS\n"));
+    let toks: Vec<f64> = String::from_utf8_lossy(&pt.stdout).split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert_eq!(toks.len(), 3, "two words and </s>");
+    assert!((toks.iter().sum::<f64>() - lines[0]).abs() < 1e-4);
+    fails_with(&nmt(&["score", "-m", m], Some(b"uno\tUNO\nno tab here\n")), &["line 2", "TAB"]);
 }
 
 #[test]

@@ -10,6 +10,7 @@ pub use error::{Error, Result};
 pub use nmt_data as data;
 pub use nmt_eval as eval;
 pub mod model_file;
+pub mod score;
 pub mod search;
 pub mod train;
 pub mod translate;

@@ -5,5 +5,6 @@ pub mod common;
 pub mod demo;
 pub mod eval;
 pub mod plot;
+pub mod score;
 pub mod train;
 pub mod translate;

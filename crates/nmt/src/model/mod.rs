@@ -234,6 +234,16 @@ impl Seq2Seq {
         Ok(Loss { mean, tokens: batch.tokens })
     }
 
+    /// Each target token's `log p(y_i | y_<i, x)` for every sentence pair of the batch
+    /// (teacher-forced; `</s>` included, padding left out).
+    pub fn token_log_probs(&self, batch: &BatchTensors) -> Result<Vec<Vec<f64>>> {
+        let nll = self.token_nll(batch, None)?;
+        let (b, t) = batch.tgt_in.dims2()?;
+        let nll = nll.reshape((b, t))?.to_dtype(DType::F64)?.to_vec2::<f64>()?;
+        let mask = batch.tgt_mask.reshape((b, t))?.to_dtype(DType::F64)?.to_vec2::<f64>()?;
+        Ok(nll.iter().zip(&mask).map(|(row, m)| row.iter().zip(m).filter(|(_, &k)| k > 0.0).map(|(x, _)| -x).collect()).collect())
+    }
+
     /// `log p(y | x)` of each sentence pair of the batch (teacher-forced, `</s>` included).
     pub fn sentence_log_probs(&self, batch: &BatchTensors) -> Result<Vec<f64>> {
         let nll = self.token_nll(batch, None)?;
