@@ -264,6 +264,14 @@ impl ModelConfig {
     }
 
     /// Checks sizes before any tensor is built, so mistakes are reported by name.
+    /// The width of one decoder layer's state: `n`, or the LSTM's `[h; c]`, `2n`.
+    pub fn layer_state_width(&self) -> usize {
+        match self.cell {
+            Cell::Gru => self.hidden_dim,
+            Cell::Lstm => 2 * self.hidden_dim,
+        }
+    }
+
     /// The cell the kernels run: `cell`, with `gru`'s form for the GRU.
     pub fn cell_kind(&self) -> CellKind {
         match self.cell {

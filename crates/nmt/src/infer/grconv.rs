@@ -24,8 +24,8 @@ impl HostGrConv {
     /// Embeddings `x (B, S, m)` of sentences of lengths `lens` → their summaries `(B, n)`.
     pub fn summaries(&self, x: &[f32], lens: &[usize], threads: usize) -> Vec<f32> {
         let (b, n) = (lens.len(), self.hidden);
-        let s = x.len() / (b.max(1) * (self.u.len() / n));
         let m = self.u.len() / n;
+        let s = x.len() / (b.max(1) * m);
         let mut h = vec![0f32; b * s * n];
         matmul(&mut h, 0, n, Mat::new(x, b * s, m), Mat::new(&self.u, m, n), false, threads);
         let (mut cand, mut gate) = (vec![0f32; s * n], vec![0f32; s * 3]);
@@ -46,7 +46,7 @@ impl HostGrConv {
                 for j in 0..w {
                     let g = &gate[j * 3..j * 3 + 3];
                     let top = g[0].max(g[1]).max(g[2]);
-                    let e: Vec<f32> = g.iter().map(|&v| (v - top).exp()).collect();
+                    let e = [(g[0] - top).exp(), (g[1] - top).exp(), (g[2] - top).exp()];
                     let z = e[0] + e[1] + e[2];
                     let (wc, wl, wr) = (e[0] / z, e[1] / z, e[2] / z);
                     for k in 0..n {

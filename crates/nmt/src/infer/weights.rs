@@ -248,10 +248,7 @@ impl HostModel {
 
     /// The width `w` of one decoder layer's state: `n`, or the LSTM's `[s; cell]`, `2n`.
     pub fn layer_width(&self) -> usize {
-        match self.cfg.cell_kind() {
-            CellKind::Gru(_) => self.cfg.hidden_dim,
-            CellKind::Lstm => 2 * self.cfg.hidden_dim,
-        }
+        self.cfg.layer_state_width()
     }
 
     /// The width of a decoder state row: every layer's state side by side, `L·w`.

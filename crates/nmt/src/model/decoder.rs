@@ -176,11 +176,6 @@ impl SummaryDecoder {
         super::rnn::start_state(self.kind, h0)
     }
 
-    /// The output `h' (batch, n)` of a state.
-    pub fn output(&self, state: &Tensor) -> Result<Tensor> {
-        super::rnn::state_output(state, self.hidden)
-    }
-
     /// Input projections of all target embeddings: `(batch, len, m)` → `(batch, len, G)`.
     pub fn project(&self, x: &Tensor) -> Result<Tensor> {
         super::gru::project_sequence(x, &self.w, &self.b)

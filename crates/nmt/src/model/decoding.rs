@@ -13,10 +13,7 @@ use crate::error::Result;
 impl Seq2Seq {
     /// The width `w` of one decoder layer's state: `n`, or the LSTM's `2n`.
     pub fn layer_state_width(&self) -> usize {
-        match self.cfg.cell_kind() {
-            crate::config::CellKind::Gru(_) => self.cfg.hidden_dim,
-            crate::config::CellKind::Lstm => 2 * self.cfg.hidden_dim,
-        }
+        self.cfg.layer_state_width()
     }
 
     /// The whole decoder's start state `(B, L·w)` from the first layer's: every layer starts
