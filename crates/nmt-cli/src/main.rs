@@ -22,8 +22,11 @@ enum Command {
     Train(cmd::train::TrainArgs),
     /// Translate stdin to stdout, one sentence per line.
     Translate(cmd::translate::TranslateArgs),
-    /// Score given translations: log p(target | source) per `source<TAB>target` line.
+    /// Score given translations: log p(target | source) per `source<TAB>target` line, or a
+    /// Moses phrase table's pairs as a new feature column.
     Score(cmd::score::ScoreArgs),
+    /// Add the model's score to Moses n-best lists as a feature, and re-rank them.
+    Rescore(cmd::rescore::RescoreArgs),
     /// BLEU, chrF and BLEU by sentence length.
     Eval(cmd::eval::EvalArgs),
     /// Average the weights of several model files of one run (checkpoint averaging).
@@ -62,6 +65,7 @@ fn main() -> std::process::ExitCode {
         Command::Train(a) => cmd::train::run(a),
         Command::Translate(a) => cmd::translate::run(a),
         Command::Score(a) => cmd::score::run(a),
+        Command::Rescore(a) => cmd::rescore::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Plot(a) => cmd::plot::run(a),
         Command::Average(a) => cmd::average::run(a),

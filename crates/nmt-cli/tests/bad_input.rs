@@ -1,59 +1,10 @@
 //! Bad input through the real binary: each case exits non-zero with one `nmt: error:` line that
 //! names the problem, and never panics.
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn nmt(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nmt"))
-        .args(args)
-        .env("NMT_LOG", "error")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut si = child.stdin.take().unwrap();
-        if let Some(b) = stdin {
-            // The child may exit on an earlier error before reading stdin (a broken pipe
-            // here is then expected, not a failure: the assertions are on its output).
-            let _ = si.write_all(b);
-        }
-    }
-    child.wait_with_output().unwrap()
-}
+use std::process::{Command, Stdio};
 
-/// Asserts failure with exactly one error line containing every `needle`; returns it.
-fn fails_with(out: &Output, needles: &[&str]) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(!out.status.success(), "expected failure, stderr: {err}");
-    assert!(!err.contains("panicked"), "panic: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("nmt: error:")).collect();
-    assert_eq!(lines.len(), 1, "want one error line, got: {err}");
-    for n in needles {
-        assert!(lines[0].contains(n), "{n:?} not in {:?}", lines[0]);
-    }
-    lines[0].to_string()
-}
-
-fn write_config(dir: &Path, src: &str, tgt: &str) -> String {
-    let cfg = format!(
-        "[model]\npreset = \"tiny\"\n[data]\ntrain_src = \"{s}\"\ntrain_tgt = \"{t}\"\ndev_src = \"{s}\"\ndev_tgt = \"{t}\"\n\
-         src_subword = {{ kind = \"word\", vocab_size = 50 }}\ntgt_subword = {{ kind = \"word\", vocab_size = 50 }}\n[train]\nmax_steps = 2\n",
-        s = dir.join(src).display(),
-        t = dir.join(tgt).display()
-    );
-    let p = dir.join("c.toml");
-    std::fs::write(&p, cfg).unwrap();
-    p.display().to_string()
-}
-
-fn train(dir: &Path, src: &str, tgt: &str) -> Output {
-    let cfg = write_config(dir, src, tgt);
-    let md = dir.join("m").display().to_string();
-    nmt(&["train", "-c", &cfg, "--model-dir", &md, "--quiet", "--threads", "1"], None)
-}
+use common::{fails_with, nmt, train, write_config};
 
 #[test]
 fn unequal_line_counts_name_both_files_and_counts() {

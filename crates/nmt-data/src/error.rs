@@ -57,6 +57,16 @@ pub enum Error {
     /// The `tokenizers` library reported an error (training, encoding or (de)serialising BPE).
     #[error("tokenizer error: {0}")]
     Tokenizer(String),
+    /// A line of a Moses phrase table or n-best list that does not have the format's fields.
+    #[error("{what}, line {line}: {reason}")]
+    Malformed {
+        /// The file (or stream) read.
+        what: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A segmenter JSON could not be parsed or does not describe a valid segmenter.
     #[error("invalid segmenter JSON: {0}")]
     Json(String),

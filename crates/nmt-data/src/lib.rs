@@ -10,6 +10,7 @@ pub mod copy;
 pub mod corpus;
 pub mod dataset;
 pub mod error;
+pub mod moses;
 pub mod subword;
 
 pub use batch::{epoch_batches, examples, inference_batches, Batch, BatchConfig, Example};

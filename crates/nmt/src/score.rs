@@ -6,6 +6,10 @@
 //! padding stays small, scored, and returned in input order. A pair's score is the sum of its
 //! target tokens' log-probabilities, `</s>` included: what beam search reports as a
 //! hypothesis's `log_prob`.
+//!
+//! An ensemble's token probability is the average of its members' (`infer/ensemble.rs`, which
+//! decodes with the same average, so an ensemble's scores are what its search reports too):
+//! `log p(y_i) = log (1/M) Σ_m p_m(y_i | y_<i, x)`.
 use nmt_data::batch::{Batch, Example};
 use nmt_data::EOS;
 
@@ -22,8 +26,53 @@ pub struct PairScore {
     pub tokens: Vec<f64>,
 }
 
-/// Scores `(source, target)` text pairs, `batch_size` pairs per batch.
-pub fn score_pairs(model: &Seq2Seq, meta: &ModelMeta, pairs: &[(String, String)], batch_size: usize) -> Result<Vec<PairScore>> {
+/// Scores `(source, target)` text pairs under one model or the average of several (`models`,
+/// sharing `meta`'s vocabularies), `batch_size` pairs per batch.
+pub fn score_pairs(models: &[&Seq2Seq], meta: &ModelMeta, pairs: &[(String, String)], batch_size: usize) -> Result<Vec<PairScore>> {
+    let mut per_model = Vec::with_capacity(models.len());
+    for m in models {
+        per_model.push(score_one(m, meta, pairs, batch_size)?);
+    }
+    // Copy and plain members together: a copied word outside the target vocabulary has mass
+    // under the copy members only (a plain member's `<unk>` is another token), as in the
+    // ensemble search; the plain members give it probability 0.
+    if models.iter().any(|m| m.cfg.copy) && models.iter().any(|m| !m.cfg.copy) {
+        let k_y = meta.tgt.vocab_size() as u32;
+        for (i, (s, t)) in pairs.iter().enumerate() {
+            let ext = nmt_data::copy::extend_source(s, &meta.src, &meta.tgt);
+            let copied: Vec<bool> = nmt_data::copy::extend_target(t, &meta.tgt, &ext).iter().map(|&id| id >= k_y).collect();
+            for (m, scores) in models.iter().zip(per_model.iter_mut()) {
+                if !m.cfg.copy {
+                    for (tok, _) in scores[i].tokens.iter_mut().zip(&copied).filter(|(_, &c)| c) {
+                        *tok = f64::NEG_INFINITY;
+                    }
+                }
+            }
+        }
+    }
+    let Some(mut out) = per_model.pop() else {
+        return Err(crate::Error::Input("no model to score with".into()));
+    };
+    if per_model.is_empty() {
+        return Ok(out);
+    }
+    let ln_m = (models.len() as f64).ln();
+    for (i, pair) in out.iter_mut().enumerate() {
+        if per_model.iter().any(|p| p[i].tokens.len() != pair.tokens.len()) {
+            return Err(crate::Error::Input(format!("pair {}: the ensemble's models segment the target differently", i + 1)));
+        }
+        for (j, tok) in pair.tokens.iter_mut().enumerate() {
+            let xs: Vec<f64> = per_model.iter().map(|p| p[i].tokens[j]).chain(std::iter::once(*tok)).collect();
+            let mx = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            *tok = if mx == f64::NEG_INFINITY { mx } else { mx + xs.iter().map(|x| (x - mx).exp()).sum::<f64>().ln() - ln_m };
+        }
+        pair.log_prob = pair.tokens.iter().sum();
+    }
+    Ok(out)
+}
+
+/// One model's scores.
+fn score_one(model: &Seq2Seq, meta: &ModelMeta, pairs: &[(String, String)], batch_size: usize) -> Result<Vec<PairScore>> {
     let cfg = &model.cfg;
     let mut examples = Vec::with_capacity(pairs.len());
     let mut exts = Vec::new();

@@ -9,7 +9,7 @@ use crate::config::SearchConfig;
 use crate::error::Result;
 use crate::model::Seq2Seq;
 use crate::model_file::{self, ModelMeta};
-use crate::search::{search_all_ext, Hypothesis, SearchOptions};
+use crate::search::{search_ensemble, Hypothesis, SearchOptions};
 
 /// One translated sentence: its n-best list, best first.
 #[derive(Clone, Debug)]
@@ -28,16 +28,50 @@ pub struct TranslatedHyp {
     pub pieces: Vec<String>,
 }
 
-/// A model with its segmenters.
+/// A model, or an ensemble of models (`crate::infer::ensemble`), with its segmenters and
+/// search defaults (the first model's).
 pub struct Translator {
+    /// The lead model: its search defaults and source reading order are the ensemble's.
     pub model: Seq2Seq,
+    /// The ensemble's other members (empty for one model).
+    pub others: Vec<Seq2Seq>,
     pub meta: ModelMeta,
 }
 
 impl Translator {
     pub fn load(path: &Path, device: &Device) -> Result<Self> {
-        let loaded = model_file::load(path, DType::F32, device)?;
-        Ok(Translator { model: loaded.model, meta: loaded.meta })
+        Self::load_ensemble(&[path], device)
+    }
+
+    /// Loads an ensemble; the models must share both vocabularies, since their distributions
+    /// are averaged token by token over the same target vocabulary and they read the same
+    /// source ids (and a copy model's extended ids must mean the same words for all).
+    pub fn load_ensemble(paths: &[&Path], device: &Device) -> Result<Self> {
+        let Some((first, rest)) = paths.split_first() else {
+            return Err(crate::Error::Input("no model to load".into()));
+        };
+        let lead = model_file::load(first, DType::F32, device)?;
+        let (src, tgt) = (lead.meta.src.to_json()?, lead.meta.tgt.to_json()?);
+        let mut others = Vec::with_capacity(rest.len());
+        for p in rest {
+            let m = model_file::load(p, DType::F32, device)?;
+            for (side, a, b) in [("source", &src, m.meta.src.to_json()?), ("target", &tgt, m.meta.tgt.to_json()?)] {
+                if *a != b {
+                    return Err(crate::Error::Input(format!(
+                        "{} and {} have different {side} vocabularies; an ensemble's models must share both",
+                        first.display(),
+                        p.display()
+                    )));
+                }
+            }
+            others.push(m.model);
+        }
+        Ok(Translator { model: lead.model, others, meta: lead.meta })
+    }
+
+    /// Every model, the lead first.
+    pub fn models(&self) -> Vec<&Seq2Seq> {
+        std::iter::once(&self.model).chain(&self.others).collect()
     }
 
     /// The model file's search defaults.
@@ -47,12 +81,21 @@ impl Translator {
 
     /// Translates lines (order kept). Empty lines translate to empty output.
     pub fn translate(&self, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
-        translate_with(&self.model, &self.meta, lines, opts)
+        translate_ensemble(&self.models(), &self.meta, lines, opts)
     }
 }
 
 /// [`Translator::translate`] for a model in hand (the trainer validates with it).
 pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
+    translate_ensemble(&[model], meta, lines, opts)
+}
+
+/// [`Translator::translate`] for models in hand; `models[0]` sets the reading order.
+pub fn translate_ensemble(models: &[&Seq2Seq], meta: &ModelMeta, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
+    let Some(&model) = models.first() else {
+        return Err(crate::Error::Input("no model to translate with".into()));
+    };
+    let copy = models.iter().any(|m| m.cfg.copy);
     let srcs: Vec<Vec<u32>> = lines
         .iter()
         .map(|l| {
@@ -70,7 +113,7 @@ pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts:
         })
         .collect();
     // A copy model's sources in the extended target space, in the encoder's reading order.
-    let exts: Option<Vec<nmt_data::copy::Extended>> = model.cfg.copy.then(|| {
+    let exts: Option<Vec<nmt_data::copy::Extended>> = copy.then(|| {
         lines
             .iter()
             .map(|l| {
@@ -81,7 +124,7 @@ pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts:
             .collect()
     });
     let ext_ids: Option<Vec<Vec<u32>>> = exts.as_ref().map(|v| v.iter().map(|e| e.src.clone()).collect());
-    let nbest = search_all_ext(model, &read, ext_ids.as_deref(), opts)?;
+    let nbest = search_ensemble(models, &read, ext_ids.as_deref(), opts)?;
     Ok(srcs
         .iter()
         .zip(nbest)

@@ -39,15 +39,15 @@ fn scores_equal_search_log_probs_and_ignore_batching() {
             }
         }
         assert!(pairs.len() >= 5, "{arch:?}: too few finished hypotheses");
-        let base = score_pairs(&model, &meta, &pairs, 64).unwrap();
+        let base = score_pairs(&[&model], &meta, &pairs, 64).unwrap();
         for ((s, w), p) in base.iter().zip(&want).zip(&pairs) {
             assert!((s.log_prob - w).abs() < 1e-4, "{arch:?} {p:?}: scored {} but search said {w}", s.log_prob);
             assert!((s.log_prob - s.tokens.iter().sum::<f64>()).abs() < 1e-9);
         }
         for batch in [1, 2, 7] {
-            let again = score_pairs(&model, &meta, &pairs, batch).unwrap();
+            let again = score_pairs(&[&model], &meta, &pairs, batch).unwrap();
             let reversed: Vec<_> = pairs.iter().rev().cloned().collect();
-            let mut back = score_pairs(&model, &meta, &reversed, batch).unwrap();
+            let mut back = score_pairs(&[&model], &meta, &reversed, batch).unwrap();
             back.reverse();
             for ((a, b), c) in base.iter().zip(&again).zip(&back) {
                 assert!((a.log_prob - b.log_prob).abs() < 1e-5 && (a.log_prob - c.log_prob).abs() < 1e-5, "{arch:?} batch {batch}");

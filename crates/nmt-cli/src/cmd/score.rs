@@ -1,20 +1,25 @@
-//! `nmt score -m MODEL`: `log p(target | source)` per pair, one line each, in input order.
-//! Pairs come as `source<TAB>target` lines (stdin or `--input`), or from `--src`/`--tgt`.
+//! `nmt score -m MODEL [-m MODEL …]`: `log p(target | source)` per pair, one line each, in
+//! input order. Pairs come as `source<TAB>target` lines (stdin or `--input`), from
+//! `--src`/`--tgt`, or from a Moses phrase table (`--phrase-table`, `cmd/phrase_table.rs`).
+//! Several models score as an ensemble: each token's probability is the average of theirs
+//! (`nmt::score`).
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
-use nmt::score::score_pairs;
+use nmt::score::{score_pairs, PairScore};
 use nmt::translate::Translator;
 
 use super::common::{read_input_lines, ComputeArgs};
+use super::io::Output;
 
 #[derive(Debug, Args)]
 pub struct ScoreArgs {
-    /// Model file (`model.safetensors` from `nmt train`).
-    #[arg(short, long)]
-    pub model: PathBuf,
+    /// Model file (`model.safetensors` from `nmt train`); repeat for an ensemble (the models
+    /// must share their vocabularies).
+    #[arg(short, long, required = true)]
+    pub model: Vec<PathBuf>,
     /// `source<TAB>target` lines (default: stdin).
     #[arg(short, long, conflicts_with_all = ["src", "tgt"])]
     pub input: Option<PathBuf>,
@@ -24,10 +29,19 @@ pub struct ScoreArgs {
     /// Target sentences, line for line with --src.
     #[arg(long, requires = "src")]
     pub tgt: Option<PathBuf>,
-    /// Output file (default: stdout).
+    /// A Moses phrase table (`src ||| tgt ||| features …`, gzip or plain): write it to
+    /// --output with the model's p(tgt | src) appended to each line's features, every other
+    /// byte unchanged. Streams in bounded memory.
+    #[arg(long, value_name = "IN", conflicts_with_all = ["input", "src", "tgt", "per_token"])]
+    pub phrase_table: Option<PathBuf>,
+    /// With --phrase-table: append log p instead of p.
+    #[arg(long, requires = "phrase_table")]
+    pub log: bool,
+    /// Output file (default: stdout; `.gz`: compressed). Written atomically: a failed run
+    /// leaves no partial file.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Divide each score by its number of target tokens (`</s>` included).
+    /// Divide each log-probability by its number of target tokens (`</s>` included).
     #[arg(long)]
     pub normalize: bool,
     /// Print each target token's log-probability (space-separated, `</s>` last) instead.
@@ -38,6 +52,21 @@ pub struct ScoreArgs {
     pub batch_size: usize,
     #[command(flatten)]
     pub compute: ComputeArgs,
+}
+
+/// Loads one model or an ensemble.
+pub fn load_models(paths: &[PathBuf], device: &nmt::candle_core::Device) -> Result<Translator> {
+    let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+    Ok(Translator::load_ensemble(&refs, device)?)
+}
+
+/// A pair's log-probability, divided by its tokens with `normalize`.
+pub fn log_prob(s: &PairScore, normalize: bool) -> f64 {
+    if normalize {
+        s.log_prob / s.tokens.len().max(1) as f64
+    } else {
+        s.log_prob
+    }
 }
 
 /// The pairs of tab-separated lines; a line without exactly one tab is named.
@@ -54,7 +83,10 @@ fn tab_pairs(lines: &[String], what: &str) -> Result<Vec<(String, String)>> {
 
 pub fn run(a: ScoreArgs) -> Result<()> {
     let device = a.compute.setup()?;
-    let translator = Translator::load(&a.model, &device)?;
+    let translator = load_models(&a.model, &device)?;
+    if let Some(table) = &a.phrase_table {
+        return super::phrase_table::run(&translator, table, &a);
+    }
     let pairs = match (&a.src, &a.tgt) {
         (Some(s), Some(t)) => {
             let (src, tgt) = (read_input_lines(Some(s))?, read_input_lines(Some(t))?);
@@ -68,30 +100,14 @@ pub fn run(a: ScoreArgs) -> Result<()> {
             tab_pairs(&read_input_lines(a.input.as_deref())?, &what)?
         }
     };
-    let scores = score_pairs(&translator.model, &translator.meta, &pairs, a.batch_size.max(1))?;
-    let mut text = String::new();
+    let scores = score_pairs(&translator.models(), &translator.meta, &pairs, a.batch_size.max(1))?;
+    let mut out = Output::create(a.output.as_deref())?;
     for s in &scores {
         if a.per_token {
-            text.push_str(&s.tokens.iter().map(|x| format!("{x:.6}")).collect::<Vec<_>>().join(" "));
-        } else if a.normalize {
-            text.push_str(&format!("{:.6}", s.log_prob / s.tokens.len().max(1) as f64));
+            writeln!(out, "{}", s.tokens.iter().map(|x| format!("{x:.6}")).collect::<Vec<_>>().join(" "))?;
         } else {
-            text.push_str(&format!("{:.6}", s.log_prob));
-        }
-        text.push('\n');
-    }
-    match &a.output {
-        // Temp file and rename: a failed run leaves no partial output.
-        Some(p) => {
-            let tmp = p.with_extension("tmp");
-            std::fs::write(&tmp, &text).with_context(|| format!("cannot write {}", tmp.display()))?;
-            std::fs::rename(&tmp, p).with_context(|| format!("cannot rename {} to {}", tmp.display(), p.display()))?;
-        }
-        None => {
-            let mut w = std::io::stdout().lock();
-            w.write_all(text.as_bytes())?;
-            w.flush()?;
+            writeln!(out, "{:.6}", log_prob(s, a.normalize))?;
         }
     }
-    Ok(())
+    out.commit()
 }

@@ -2,25 +2,28 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use nmt::config::Impl;
 use nmt::config::SearchConfig;
 use nmt::search::SearchOptions;
-use nmt::translate::{Translation, Translator};
+use nmt::translate::Translation;
 use nmt::unk::UnkReplacer;
 
 use super::common::{read_input_lines, ComputeArgs};
+use super::io::Output;
 
 #[derive(Debug, Args)]
 pub struct TranslateArgs {
-    /// Model file (`model.safetensors` from `nmt train`).
-    #[arg(short, long)]
-    pub model: PathBuf,
+    /// Model file (`model.safetensors` from `nmt train`); repeat for an ensemble, which
+    /// decodes with the average of the models' distributions (they must share their
+    /// vocabularies; the first model's search defaults apply).
+    #[arg(short, long, required = true)]
+    pub model: Vec<PathBuf>,
     /// Input file (default: stdin).
     #[arg(short, long)]
     pub input: Option<PathBuf>,
-    /// Output file (default: stdout).
+    /// Output file (default: stdout). Written atomically: a failed run leaves no partial file.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Beam size; 1 = greedy search.
@@ -97,12 +100,12 @@ impl TranslateArgs {
 
 pub fn run(args: TranslateArgs) -> Result<()> {
     let device = args.compute.setup()?;
-    let translator = Translator::load(&args.model, &device)?;
+    let translator = super::score::load_models(&args.model, &device)?;
     let search = args.search(translator.default_search())?;
     let lines = read_input_lines(args.input.as_deref())?;
     let unk = match (args.replace_unk, &args.dict) {
         (false, _) => None,
-        (true, _) if !translator.model.has_attention() => {
+        (true, _) if !translator.models().iter().any(|m| m.has_attention()) => {
             bail!("--replace-unk needs an attention model; this one is {:?}", translator.model.cfg.arch)
         }
         (true, None) => Some(UnkReplacer::new()),
@@ -134,12 +137,9 @@ pub fn run(args: TranslateArgs) -> Result<()> {
             eprintln!("profile {name}: {ms:.1} ms");
         }
     }
-    let mut w: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?)),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    };
+    let mut w = Output::create(args.output.as_deref())?;
     write_translations(&mut w, &out, args.n_best.is_some())?;
-    w.flush()?;
+    w.commit()?;
     if let Some(path) = &args.alignments {
         write_alignments(path, &out)?;
     }
@@ -162,7 +162,7 @@ pub fn write_translations(w: &mut dyn Write, out: &[Translation], n_best: bool) 
 
 /// JSON lines `{"src": [...], "tgt": [...], "weights": [[...]]}`, one per input sentence.
 fn write_alignments(path: &std::path::Path, out: &[Translation]) -> Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?);
+    let mut f = Output::create(Some(path))?;
     for t in out {
         let best = t.hyps.first();
         let record = serde_json::json!({
@@ -172,6 +172,5 @@ fn write_alignments(path: &std::path::Path, out: &[Translation]) -> Result<()> {
         });
         writeln!(f, "{record}")?;
     }
-    f.flush()?;
-    Ok(())
+    f.commit()
 }

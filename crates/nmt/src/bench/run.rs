@@ -125,7 +125,7 @@ fn search(model: &Seq2Seq, host: Option<&HostModel>, batch: &nmt_data::Batch, k:
         SearchConfig { beam_size: k, n_best: 1, max_len_ratio: 0.0, max_len_extra: TGT_LEN, normalize: 0.0, ..SearchConfig::default() };
     let opts = SearchOptions { cfg, alignments: false, imp: if host.is_some() { Impl::Fused } else { Impl::Ops } };
     let hyps = match host {
-        Some(h) => infer::search_batch(h, batch, &opts),
+        Some(h) => infer::search_batch(&[h], batch, &opts),
         None => crate::search::search_batch(model, batch, &opts)?,
     };
     Ok(hyps.iter().flatten().map(|h| h.tokens.len()).sum())

@@ -6,26 +6,28 @@
 //! sentences cost nothing.
 use nmt_data::{BOS, PAD, UNK};
 
-use super::encode::HostEncoded;
-use super::step::{step, Rows};
-use super::weights::HostModel;
+use super::ensemble::{self, Member};
+use super::step::Rows;
 use crate::hypothesis::beams::{Beams, Extension};
 use crate::hypothesis::{Hypothesis, SearchOptions};
 use crate::kernels::profile;
 
-/// Searches the encoded batch; `limits[b]` is sentence `b`'s output length limit. Returns up
-/// to `n_best` hypotheses per sentence, best first.
-pub fn beam(model: &HostModel, enc: &HostEncoded, limits: &[usize], opts: &SearchOptions, threads: usize) -> Vec<Vec<Hypothesis>> {
+/// Searches the encoded batch with one model or an ensemble (`members`, each with its encoding
+/// of the batch); `limits[b]` is sentence `b`'s output length limit. Returns up to `n_best`
+/// hypotheses per sentence, best first.
+pub fn beam(members: &[Member<'_>], limits: &[usize], opts: &SearchOptions, threads: usize) -> Vec<Vec<Hypothesis>> {
     let k = opts.cfg.beam_size.max(1);
     let batch = limits.len();
-    // The decoder state's width: `n`, or the LSTM's `[s; cell]`.
-    let n = model.state_width();
-    let want_alpha = opts.alignments && matches!(model.core, super::weights::HostCore::Search { .. });
+    // The decoder state's width: `n`, or the LSTM's `[s; cell]`, every layer's and every
+    // member's side by side.
+    let n = ensemble::state_width(members);
+    let want_alpha = opts.alignments && ensemble::attends(members);
+    let src_len = members.first().map_or(0, |m| m.enc.src_len);
     let skip: Vec<u32> = if opts.cfg.no_unk { vec![PAD, BOS, UNK] } else { vec![PAD, BOS] };
     let mut beams = Beams::new(limits, k, want_alpha, opts.cfg.normalize);
     // The live rows, sentence by sentence: state, previous word, sentence.
     let mut sent: Vec<usize> = (0..batch).filter(|&b| !beams.live(b).is_empty()).collect();
-    let mut s: Vec<f32> = sent.iter().flat_map(|&b| enc.init[b * n..(b + 1) * n].iter().copied()).collect();
+    let mut s: Vec<f32> = sent.iter().flat_map(|&b| ensemble::init_state(members, b)).collect();
     let mut y = vec![BOS; sent.len()];
     for t in 0.. {
         if sent.is_empty() {
@@ -41,7 +43,7 @@ pub fn beam(model: &HostModel, enc: &HostEncoded, limits: &[usize], opts: &Searc
         let want: Vec<usize> = sent.iter().map(|&b| beams.width(b)).collect();
         crate::hypothesis::count_row_steps(sent.len());
         let t_step = profile::start();
-        let out = step(model, enc, &Rows { s: &s, y: &y, sent: &sent }, &want, &skip, want_alpha, threads);
+        let out = ensemble::step(members, &Rows { s: &s, y: &y, sent: &sent }, &want, &skip, want_alpha, threads);
         profile::stop(profile::SEARCH_STEP, t_step);
         let t_select = profile::start();
         let base: Vec<f32> = (0..batch).flat_map(|b| beams.live(b).iter().map(|l| l.log_prob as f32)).collect();
@@ -60,7 +62,7 @@ pub fn beam(model: &HostModel, enc: &HostEncoded, limits: &[usize], opts: &Searc
                     word: c.token,
                     log_prob: beams.live(b)[c.row - start].log_prob + c.log_prob as f64,
                     // A copy model's step computes the weights even when they are not reported.
-                    alpha: out.alpha.as_ref().filter(|_| want_alpha).map(|a| a[c.row * enc.src_len..(c.row + 1) * enc.src_len].to_vec()),
+                    alpha: out.alpha.as_ref().filter(|_| want_alpha).map(|a| a[c.row * src_len..(c.row + 1) * src_len].to_vec()),
                 })
                 .collect();
             for (parent, word) in beams.advance(b, t, exts) {

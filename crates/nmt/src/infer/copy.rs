@@ -35,24 +35,12 @@ impl HostCopy {
     /// `best` (over the vocabulary) → the mixture's best tokens per row, as log-probabilities.
     pub fn mix(&self, model: &HostModel, enc: &HostEncoded, best: &RowBest, x: &MixIn<'_>) -> RowBest {
         let r_n = x.rows.len();
-        let (n2, m) = (x.ctx.len() / r_n.max(1), x.ey.len() / r_n.max(1));
-        let (n, l, s) = (x.s_out.len() / r_n.max(1), x.t.len() / r_n.max(1), enc.src_len);
+        let l = x.t.len() / r_n.max(1);
         let k_y = model.out.proj.vocab() as u32;
         let mut out = RowBest { lse: vec![0.0; r_n], top: Vec::with_capacity(r_n) };
         for r in 0..r_n {
-            let feats = [&x.s_out[r * n..(r + 1) * n], &x.ctx[r * n2..(r + 1) * n2], &x.ey[r * m..(r + 1) * m]];
-            let z: f32 = feats.iter().flat_map(|f| f.iter()).zip(&self.w).map(|(a, b)| a * b).sum::<f32>() + self.b;
-            let g = 1.0 / (1.0 + (-z).exp());
-            // Copy mass per word of the row's source (its `</s>` maps to `</s>`).
-            let ext = &enc.src_ext[x.rows[r] * s..(x.rows[r] + 1) * s];
-            let mut copy: Vec<(u32, f32)> = Vec::new();
-            for (j, &w) in ext.iter().enumerate().take(enc.lens[x.rows[r]]) {
-                let a = x.alpha[r * s + j];
-                match copy.iter_mut().find(|(id, _)| *id == w) {
-                    Some(c) => c.1 += a,
-                    None => copy.push((w, a)),
-                }
-            }
+            let g = self.gate(x, r);
+            let copy = copy_mass(enc, x, r);
             let lse = best.lse[r];
             let tr = &x.t[r * l..(r + 1) * l];
             let p_vocab =
@@ -72,4 +60,57 @@ impl HostCopy {
         }
         out
     }
+}
+
+impl HostCopy {
+    /// Row `r`'s gate `g = σ([s; c; E y] w_g + b_g)`.
+    fn gate(&self, x: &MixIn<'_>, r: usize) -> f32 {
+        let r_n = x.rows.len().max(1);
+        let (n, n2, m) = (x.s_out.len() / r_n, x.ctx.len() / r_n, x.ey.len() / r_n);
+        let feats = [&x.s_out[r * n..(r + 1) * n], &x.ctx[r * n2..(r + 1) * n2], &x.ey[r * m..(r + 1) * m]];
+        let z: f32 = feats.iter().flat_map(|f| f.iter()).zip(&self.w).map(|(a, b)| a * b).sum::<f32>() + self.b;
+        1.0 / (1.0 + (-z).exp())
+    }
+
+    /// The whole mixture for an ensemble: `lp (R, V)` the vocabulary's log-probabilities →
+    /// `log p(w)` over the extended space `(R, width)`, `width ≥ V` covering the batch's
+    /// extended ids (−∞ where a row's source has no such word).
+    pub fn full(&self, enc: &HostEncoded, lp: &[f32], width: usize, x: &MixIn<'_>) -> Vec<f32> {
+        let r_n = x.rows.len();
+        let v = lp.len() / r_n.max(1);
+        let mut out = vec![0f32; r_n * width];
+        for r in 0..r_n {
+            let g = self.gate(x, r);
+            let row = &mut out[r * width..(r + 1) * width];
+            for (o, &p) in row.iter_mut().zip(&lp[r * v..(r + 1) * v]) {
+                *o = g * p.exp();
+            }
+            row[v..].fill(0.0);
+            for (w, a) in copy_mass(enc, x, r) {
+                if let Some(o) = row.get_mut(w as usize) {
+                    *o += (1.0 - g) * a;
+                }
+            }
+            for o in row.iter_mut() {
+                *o = if *o > 0.0 { o.ln() } else { f32::NEG_INFINITY };
+            }
+        }
+        out
+    }
+}
+
+/// Row `r`'s copy mass per word of its source (the source's `</s>` maps to `</s>`):
+/// `Σ_{j: x_j = w} α_j`.
+fn copy_mass(enc: &HostEncoded, x: &MixIn<'_>, r: usize) -> Vec<(u32, f32)> {
+    let s = enc.src_len;
+    let ext = &enc.src_ext[x.rows[r] * s..(x.rows[r] + 1) * s];
+    let mut copy: Vec<(u32, f32)> = Vec::new();
+    for (j, &w) in ext.iter().enumerate().take(enc.lens[x.rows[r]]) {
+        let a = x.alpha[r * s + j];
+        match copy.iter_mut().find(|(id, _)| *id == w) {
+            Some(c) => c.1 += a,
+            None => copy.push((w, a)),
+        }
+    }
+    copy
 }

@@ -57,6 +57,34 @@ pub fn step(
     want_alpha: bool,
     threads: usize,
 ) -> StepOut {
+    let f = features(model, enc, rows, want_alpha, threads);
+    let r_n = rows.y.len();
+    let mut best = profile::timed(profile::SEARCH_SCORES, || model.out.proj.best(&f.t, r_n, want, skip));
+    if let (Some(copy), Some(al)) = (&model.copy, &f.alpha) {
+        let x = super::copy::MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &f.ey, alpha: al, rows: rows.sent, want, skip };
+        best = copy.mix(model, enc, &best, &x);
+    }
+    StepOut { state: f.state, best, alpha: f.alpha }
+}
+
+/// A step up to the output layer's features: what [`step`] scores, and what an ensemble
+/// (`infer/ensemble.rs`) turns into full distributions.
+pub struct Features {
+    /// The new states `(R, w)`.
+    pub state: Vec<f32>,
+    /// The deep output's maxout features `t (R, l)`.
+    pub t: Vec<f32>,
+    /// Attention weights `(R, S)` (RNNsearch, when asked for, and always for a copy model).
+    pub alpha: Option<Vec<f32>>,
+    /// What the copy gate reads (a copy model; empty otherwise): the deep output's state
+    /// `(R, n)`, the contexts `(R, 2n)` and the previous words' embeddings `(R, m)`.
+    pub s_out: Vec<f32>,
+    pub ctx: Vec<f32>,
+    pub ey: Vec<f32>,
+}
+
+/// The decoder step for `rows` up to the maxout features.
+pub fn features(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want_alpha: bool, threads: usize) -> Features {
     let cfg = &model.cfg;
     let (r_n, n, m) = (rows.y.len(), cfg.hidden_dim, cfg.emb_dim);
     // Row widths: the whole (stacked) state `sw = L·lw`, one layer's `lw` (`n` or `2n`).
@@ -214,12 +242,7 @@ pub fn step(
         Vec::new()
     };
     let t: Vec<f32> = pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
-    let mut best = profile::timed(profile::SEARCH_SCORES, || model.out.proj.best(&t, r_n, want, skip));
-    if let (Some(copy), Some(al)) = (&model.copy, &alpha) {
-        let x = super::copy::MixIn { t: &t, s_out: &s_out, ctx: &kept_ctx, ey: &ey, alpha: al, rows: rows.sent, want, skip };
-        best = copy.mix(model, enc, &best, &x);
-    }
-    StepOut { state, best, alpha }
+    Features { state, t, alpha, s_out, ctx: kept_ctx, ey }
 }
 
 /// The decoder's layers above the first for one step (`model/upper.rs` is the candle twin):

@@ -107,6 +107,29 @@ impl Projection {
         merge(parts, n, want)
     }
 
+    /// Every row's full log-softmax `(n, V)`, row-major, for `n` rows of features `t (n, l)`.
+    ///
+    /// An ensemble needs this: the best tokens of an average of distributions need not be
+    /// among any member's best, so [`Projection::best`]'s pruning does not apply. The scores are
+    /// computed column-major as there (`zᵀ = Gᵀ tᵀ`), then transposed.
+    pub fn log_probs(&self, t: &[f32], n: usize) -> Vec<f32> {
+        let threads = rayon::current_num_threads().max(1);
+        let mut zt = vec![0f32; self.vocab * n];
+        for (row, &b) in zt.chunks_exact_mut(n.max(1)).zip(&self.bias) {
+            row.fill(b);
+        }
+        matmul(&mut zt, 0, n, Mat::new(&self.wt, self.vocab, self.hidden), Mat::new(t, n, self.hidden).t(), true, threads);
+        let mut z = transpose(&zt, self.vocab, n);
+        for row in z.chunks_exact_mut(self.vocab.max(1)) {
+            let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let lse = m + row.iter().map(|&x| (x - m).exp()).sum::<f32>().ln();
+            for x in row.iter_mut() {
+                *x -= lse;
+            }
+        }
+        z
+    }
+
     fn part(&self, t: &[f32], n: usize, range: Range<usize>, block: usize, want: &[usize], skip: &[u32]) -> Part {
         let mut st = Part {
             max: vec![f32::NEG_INFINITY; n],
@@ -263,6 +286,28 @@ mod tests {
                     assert!((s as f64 - z[j as usize]).abs() < 1e-4);
                 }
             }
+        }
+    }
+
+    /// The full log-softmax against f64, and against `best`'s normaliser.
+    #[test]
+    fn log_probs_match_reference() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
+        let (v, h, n) = (700usize, 12usize, 5usize);
+        let w: Vec<f32> = (0..h * v).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let b: Vec<f32> = (0..v).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let t: Vec<f32> = (0..n * h).map(|_| rng.gen_range(-2.0..2.0)).collect();
+        let proj = Projection::new(&w, &b);
+        let got = proj.log_probs(&t, n);
+        let best = proj.best(&t, n, &[1; 5], &[]);
+        for (r, z) in reference(&w, &b, &t, n, h).into_iter().enumerate() {
+            let m = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let lse = m + z.iter().map(|x| (x - m).exp()).sum::<f64>().ln();
+            for j in 0..v {
+                assert!((got[r * v + j] as f64 - (z[j] - lse)).abs() < 1e-4, "row {r} token {j}");
+            }
+            let top = best.top[r][0];
+            assert!((got[r * v + top.1 as usize] - (top.0 - best.lse[r])).abs() < 1e-4);
         }
     }
 

@@ -45,24 +45,43 @@ pub fn search_all(model: &Seq2Seq, srcs: &[Vec<u32>], opts: &SearchOptions) -> R
 /// [`search_all`] for a copy model (`model.copy`): `exts[i]` is source `i` in the extended
 /// target space (`nmt_data::copy`), and hypotheses may hold its extended ids.
 pub fn search_all_ext(model: &Seq2Seq, srcs: &[Vec<u32>], exts: Option<&[Vec<u32>]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
-    if model.cfg.copy && exts.is_none() {
+    search_ensemble(&[model], srcs, exts, opts)
+}
+
+/// [`search_all_ext`] for an ensemble (`crate::infer::ensemble`): `models` share their
+/// vocabularies, `srcs` and `exts` are in the first model's reading order, and so are the
+/// alignments. An ensemble of more than one model runs on the host search only (`f32` on the
+/// CPU); one model runs wherever [`search_all`] does.
+pub fn search_ensemble(
+    models: &[&Seq2Seq],
+    srcs: &[Vec<u32>],
+    exts: Option<&[Vec<u32>]>,
+    opts: &SearchOptions,
+) -> Result<Vec<Vec<Hypothesis>>> {
+    let Some(&lead) = models.first() else {
+        return Err(crate::Error::Input("an ensemble needs at least one model".into()));
+    };
+    if models.iter().any(|m| m.cfg.copy) && exts.is_none() {
         return Err(crate::Error::Input("a copy model needs each source's extended ids".into()));
+    }
+    let host_ok = matches!(opts.imp, Impl::Fused) && models.iter().all(|m| crate::infer::HostModel::supports(m));
+    if models.len() > 1 && !host_ok {
+        return Err(crate::Error::Input("an ensemble decodes on the fused host search only: f32 models on the CPU, --impl fused".into()));
     }
     let per = opts.cfg.batch_size.max(1);
     // The beam multiplies rows; keep `rows × src_len` near what one batch of `per` sentences holds.
     let cfg = nmt_data::BatchConfig { max_tokens: per * 100, max_sentences: per };
     let mut out: Vec<Vec<Hypothesis>> = vec![Vec::new(); srcs.len()];
-    let host = match opts.imp {
-        Impl::Fused if crate::infer::HostModel::supports(model) => Some(crate::infer::HostModel::new(model)?),
-        _ => None,
-    };
+    let host: Option<Vec<crate::infer::HostModel>> =
+        if host_ok { Some(models.iter().map(|m| crate::infer::HostModel::new(m)).collect::<Result<_>>()?) } else { None };
+    let host_refs: Option<Vec<&crate::infer::HostModel>> = host.as_ref().map(|h| h.iter().collect());
     for mut batch in nmt_data::inference_batches(srcs, &cfg) {
         if let Some(e) = exts {
             batch.set_source_ext(e);
         }
-        let hyps = match &host {
+        let hyps = match &host_refs {
             Some(h) => crate::infer::search_batch(h, &batch, opts),
-            None => search_batch(model, &batch, opts)?,
+            None => search_batch(lead, &batch, opts)?,
         };
         for (row, h) in batch.indices.iter().zip(hyps) {
             out[*row] = h;

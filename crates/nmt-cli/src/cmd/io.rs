@@ -1,0 +1,145 @@
+//! Files in and out for the commands that stream: input lines one at a time (gzip detected by
+//! its magic bytes) with their line numbers, and outputs written atomically.
+//!
+//! An output file is written to a temporary file beside it and renamed over it only by
+//! [`Output::commit`], after everything was written and synced: a run that fails (a malformed
+//! line, a full disk, Ctrl-C) leaves the previous file, or none, never a partial one. A name
+//! ending in `.gz` is gzip-compressed.
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
+
+/// Lines of a file, or of stdin for `None` or `-`, read one at a time.
+pub struct Lines {
+    reader: Box<dyn BufRead>,
+    name: String,
+    line: usize,
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    pub fn open(path: Option<&Path>) -> Result<Self> {
+        let (name, raw): (String, Box<dyn Read>) = match path {
+            Some(p) if p != Path::new("-") => {
+                (p.display().to_string(), Box::new(File::open(p).with_context(|| format!("cannot read {}", p.display()))?))
+            }
+            _ => ("<stdin>".to_string(), Box::new(std::io::stdin())),
+        };
+        let mut peek = BufReader::with_capacity(1 << 16, raw);
+        let gz = peek.fill_buf().with_context(|| format!("cannot read {name}"))?.starts_with(&[0x1f, 0x8b]);
+        let reader: Box<dyn BufRead> =
+            if gz { Box::new(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(peek))) } else { Box::new(peek) };
+        Ok(Lines { reader, name, line: 0, buf: Vec::new() })
+    }
+
+    /// What is read, for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The next line (without its end of line) and its 1-based number; `None` at the end.
+    pub fn next_line(&mut self) -> Result<Option<(usize, String)>> {
+        Ok(self.next_with_ending()?.map(|(n, l, _)| (n, l)))
+    }
+
+    /// [`Lines::next_line`] and the line's ending as read (`"\n"`, `"\r\n"`, or `""` at the
+    /// end of a file without a final newline), for outputs that keep every byte.
+    pub fn next_with_ending(&mut self) -> Result<Option<(usize, String, &'static str)>> {
+        self.buf.clear();
+        let n = self.reader.read_until(b'\n', &mut self.buf).with_context(|| format!("cannot read {}", self.name))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.line += 1;
+        let (bytes, ending) = match self.buf.strip_suffix(b"\n") {
+            Some(b) => match b.strip_suffix(b"\r") {
+                Some(b) => (b, "\r\n"),
+                None => (b, "\n"),
+            },
+            None => (&self.buf[..], ""),
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(Some((self.line, s.to_string(), ending))),
+            Err(_) => bail!("{}: line {}: invalid UTF-8", self.name, self.line),
+        }
+    }
+}
+
+enum Sink {
+    Stdout(BufWriter<std::io::Stdout>),
+    File(BufWriter<File>),
+    Gz(GzEncoder<BufWriter<File>>),
+}
+
+/// Standard output, or a file written atomically (see the module's doc).
+pub struct Output {
+    sink: Sink,
+    /// The temporary file and the final name.
+    paths: Option<(PathBuf, PathBuf)>,
+}
+
+impl Output {
+    pub fn create(path: Option<&Path>) -> Result<Self> {
+        let Some(path) = path.filter(|p| *p != Path::new("-")) else {
+            return Ok(Output { sink: Sink::Stdout(BufWriter::new(std::io::stdout())), paths: None });
+        };
+        let name = path.file_name().with_context(|| format!("{} is not a file name", path.display()))?;
+        let tmp = path.with_file_name(format!(".{}.tmp.{}", name.to_string_lossy(), std::process::id()));
+        let file = BufWriter::with_capacity(1 << 16, File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?);
+        let sink = if path.extension().is_some_and(|e| e == "gz") {
+            Sink::Gz(GzEncoder::new(file, flate2::Compression::default()))
+        } else {
+            Sink::File(file)
+        };
+        Ok(Output { sink, paths: Some((tmp, path.to_path_buf())) })
+    }
+
+    /// Finishes the output: flushes standard output, or syncs the temporary file and renames
+    /// it to its name.
+    pub fn commit(mut self) -> Result<()> {
+        let sink = std::mem::replace(&mut self.sink, Sink::Stdout(BufWriter::new(std::io::stdout())));
+        let file = match sink {
+            Sink::Stdout(mut w) => return Ok(w.flush()?),
+            Sink::File(w) => w.into_inner().map_err(|e| e.into_error())?,
+            Sink::Gz(w) => w.finish()?.into_inner().map_err(|e| e.into_error())?,
+        };
+        let (tmp, path) = self.paths.take().context("an output file without its names")?;
+        let done = file.sync_all().and_then(|_| std::fs::rename(&tmp, &path));
+        if let Err(e) = done {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e).with_context(|| format!("cannot write {}", path.display()));
+        }
+        Ok(())
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.sink {
+            Sink::Stdout(w) => w.write(buf),
+            Sink::File(w) => w.write(buf),
+            Sink::Gz(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.sink {
+            Sink::Stdout(w) => w.flush(),
+            Sink::File(w) => w.flush(),
+            Sink::Gz(w) => w.flush(),
+        }
+    }
+}
+
+impl Drop for Output {
+    /// An output dropped before [`Output::commit`] (an error on the way) leaves no file.
+    fn drop(&mut self) {
+        if let Some((tmp, _)) = &self.paths {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
