@@ -27,6 +27,9 @@ enum Command {
     Score(cmd::score::ScoreArgs),
     /// Add the model's score to Moses n-best lists as a feature, and re-rank them.
     Rescore(cmd::rescore::RescoreArgs),
+    /// Phrase vectors (RNNenc's summary, RNNsearch's final encoder states) as TSV or .npy,
+    /// and a labelled 2-D map.
+    Embed(cmd::embed::EmbedArgs),
     /// BLEU, chrF and BLEU by sentence length.
     Eval(cmd::eval::EvalArgs),
     /// Average the weights of several model files of one run (checkpoint averaging).
@@ -66,6 +69,7 @@ fn main() -> std::process::ExitCode {
         Command::Translate(a) => cmd::translate::run(a),
         Command::Score(a) => cmd::score::run(a),
         Command::Rescore(a) => cmd::rescore::run(a),
+        Command::Embed(a) => cmd::embed::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Plot(a) => cmd::plot::run(a),
         Command::Average(a) => cmd::average::run(a),

@@ -184,3 +184,28 @@ fn nbest_lists_are_rescored_and_ensembles_of_one_model_change_nothing() {
     let other = model(&other_dir, &["cinco seis", "siete"]);
     fails_with(&nmt(&["translate", "-m", &m, "-m", &other], Some(b"uno\n")), &["vocabularies"]);
 }
+
+#[test]
+fn embed_writes_tsv_npy_and_a_map() {
+    let d = tempfile::tempdir().unwrap();
+    let m = model(d.path(), &["uno dos", "tres cuatro", "dos tres", "cuatro uno"]);
+    let phrases = "uno dos\ntres\ncuatro uno dos\n";
+    let tsv = ok(&nmt(&["embed", "-m", &m], Some(phrases.as_bytes())));
+    let rows: Vec<Vec<f64>> = tsv.lines().map(|l| l.split('\t').map(|x| x.parse().unwrap()).collect()).collect();
+    assert_eq!(rows.len(), 3);
+    let dim = rows[0].len();
+    assert!(dim > 0 && rows.iter().all(|r| r.len() == dim));
+    let (npy, png) = (d.path().join("v.npy"), d.path().join("map.png"));
+    ok(&nmt(&["embed", "-m", &m, "-o", npy.to_str().unwrap(), "--plot", png.to_str().unwrap()], Some(phrases.as_bytes())));
+    let bytes = std::fs::read(&npy).unwrap();
+    assert!(bytes.starts_with(b"\x93NUMPY\x01\x00"));
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    assert_eq!((10 + header_len) % 64, 0);
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+    assert!(header.contains(&format!("'shape': (3, {dim})")), "{header}");
+    let data = &bytes[10 + header_len..];
+    assert_eq!(data.len(), 3 * dim * 4);
+    let first = f32::from_le_bytes([data[0], data[1], data[2], data[3]]) as f64;
+    assert!((first - rows[0][0]).abs() < 1e-5);
+    assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+}

@@ -2,6 +2,7 @@
 //! on candle. The data pipeline and the evaluation metrics live in their own crates and are
 //! re-exported here as [`data`] and [`eval`].
 pub mod config;
+pub mod embed;
 pub mod error;
 pub mod hypothesis;
 pub mod model;

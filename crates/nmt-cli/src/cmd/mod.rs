@@ -3,6 +3,7 @@ pub mod average;
 pub mod bench;
 pub mod common;
 pub mod demo;
+pub mod embed;
 pub mod eval;
 pub mod io;
 pub mod phrase_table;

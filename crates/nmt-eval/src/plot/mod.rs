@@ -1,6 +1,7 @@
 //! Pictures with `plotters` (PNG or SVG, chosen by the output file's extension):
 //! attention heatmaps ([`attention`], Bahdanau et al. 2015, Figure 3), training
-//! curves ([`curves`]) and BLEU by sentence length ([`by_length`], Figure 2).
+//! curves ([`curves`]), BLEU by sentence length ([`by_length`], Figure 2), grConv trees
+//! ([`grconv`]) and maps of phrase vectors ([`embedding`], Cho et al. 2014, Figure 4).
 //!
 //! Text is drawn with DejaVu Sans embedded in the crate (`assets/DejaVuSans.ttf`,
 //! Bitstream Vera licence in `assets/DejaVuSans-LICENSE.txt`), registered with
@@ -15,11 +16,13 @@ use crate::error::{Error, Result};
 pub mod attention;
 pub mod by_length;
 pub mod curves;
+pub mod embedding;
 pub mod grconv;
 
 pub use attention::{plot_attention, read_attention, Attention};
 pub use by_length::plot_by_length;
 pub use curves::{plot_curves, read_training_log, TrainingLog};
+pub use embedding::{pca_2d, plot_embedding};
 pub use grconv::{plot_grconv, GrConvTree};
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
