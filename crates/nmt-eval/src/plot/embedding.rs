@@ -10,9 +10,17 @@ use plotters::prelude::*;
 use super::{perr, render, FAMILY};
 use crate::error::{Error, Result};
 
-/// The two leading principal components' coordinates of each vector, and the share of the
-/// variance each component explains.
-pub fn pca_2d(vectors: &[Vec<f32>]) -> Result<(Vec<(f64, f64)>, [f64; 2])> {
+/// Vectors projected on their two leading principal components.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pca2d {
+    /// Each vector's coordinates.
+    pub points: Vec<(f64, f64)>,
+    /// The share of the variance each component explains.
+    pub shares: [f64; 2],
+}
+
+/// The PCA of `vectors` (see the module's doc).
+pub fn pca_2d(vectors: &[Vec<f32>]) -> Result<Pca2d> {
     let d = vectors.first().map_or(0, |v| v.len());
     if vectors.len() < 2 || d == 0 || vectors.iter().any(|v| v.len() != d) {
         return Err(Error::InvalidArgument(format!("PCA needs at least 2 vectors of one non-zero length (got {} vectors)", vectors.len())));
@@ -58,7 +66,7 @@ pub fn pca_2d(vectors: &[Vec<f32>]) -> Result<(Vec<(f64, f64)>, [f64; 2])> {
         comps.push(v);
     }
     let proj = |row: &Vec<f64>, c: &Vec<f64>| row.iter().zip(c).map(|(a, b)| a * b).sum::<f64>();
-    Ok((x.iter().map(|row| (proj(row, &comps[0]), proj(row, &comps[1]))).collect(), shares))
+    Ok(Pca2d { points: x.iter().map(|row| (proj(row, &comps[0]), proj(row, &comps[1]))).collect(), shares })
 }
 
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, points: &[(f64, f64)], labels: &[String], title: &str) -> Result<()> {
@@ -90,7 +98,7 @@ pub fn plot_embedding(vectors: &[Vec<f32>], labels: &[String], title: &str, out:
     if vectors.len() != labels.len() {
         return Err(Error::InvalidArgument(format!("{} vectors but {} labels", vectors.len(), labels.len())));
     }
-    let (points, shares) = pca_2d(vectors)?;
+    let Pca2d { points, shares } = pca_2d(vectors)?;
     let title = format!("{title} (PCA: {:.0} % + {:.0} % of the variance)", 100.0 * shares[0], 100.0 * shares[1]);
     render!(out.as_ref(), (1200, 900), draw(&points, labels, &title))
 }
@@ -110,7 +118,7 @@ mod tests {
             .enumerate()
             .map(|(i, &(u, v))| (0..3).map(|k| u * a[k] + v * b[k] + 0.01 * ((i * k) % 3) as f32).collect())
             .collect();
-        let (pts, shares) = pca_2d(&vecs).unwrap();
+        let Pca2d { points: pts, shares } = pca_2d(&vecs).unwrap();
         assert!(shares[0] > shares[1] && shares[0] + shares[1] > 0.999, "{shares:?}");
         let dist = |p: (f64, f64), q: (f64, f64)| ((p.0 - q.0).powi(2) + (p.1 - q.1).powi(2)).sqrt();
         for i in 1..coords.len() {

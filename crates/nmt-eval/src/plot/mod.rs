@@ -22,7 +22,7 @@ pub mod grconv;
 pub use attention::{plot_attention, read_attention, Attention};
 pub use by_length::plot_by_length;
 pub use curves::{plot_curves, read_training_log, TrainingLog};
-pub use embedding::{pca_2d, plot_embedding};
+pub use embedding::{pca_2d, plot_embedding, Pca2d};
 pub use grconv::{plot_grconv, GrConvTree};
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
