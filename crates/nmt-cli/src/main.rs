@@ -30,6 +30,9 @@ enum Command {
     /// Phrase vectors (RNNenc's summary, RNNsearch's final encoder states) as TSV or .npy,
     /// and a labelled 2-D map.
     Embed(cmd::embed::EmbedArgs),
+    /// Translation server: LibreTranslate-compatible and full JSON APIs, a web page with the
+    /// attention heatmap.
+    Serve(cmd::serve::ServeArgs),
     /// BLEU, chrF and BLEU by sentence length.
     Eval(cmd::eval::EvalArgs),
     /// Average the weights of several model files of one run (checkpoint averaging).
@@ -70,6 +73,7 @@ fn main() -> std::process::ExitCode {
         Command::Score(a) => cmd::score::run(a),
         Command::Rescore(a) => cmd::rescore::run(a),
         Command::Embed(a) => cmd::embed::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Plot(a) => cmd::plot::run(a),
         Command::Average(a) => cmd::average::run(a),

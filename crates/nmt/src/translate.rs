@@ -9,7 +9,9 @@ use crate::config::SearchConfig;
 use crate::error::Result;
 use crate::model::Seq2Seq;
 use crate::model_file::{self, ModelMeta};
-use crate::search::{search_ensemble, Hypothesis, SearchOptions};
+use crate::config::Impl;
+use crate::infer::HostModel;
+use crate::search::{host_models, search_prepared, Hypothesis, SearchOptions};
 
 /// One translated sentence: its n-best list, best first.
 #[derive(Clone, Debug)]
@@ -36,6 +38,9 @@ pub struct Translator {
     /// The ensemble's other members (empty for one model).
     pub others: Vec<Seq2Seq>,
     pub meta: ModelMeta,
+    /// The fused search's host snapshots, built on the first translation (`None` inside: the
+    /// models cannot run on it).
+    hosts: std::sync::OnceLock<Option<Vec<HostModel>>>,
 }
 
 impl Translator {
@@ -66,7 +71,7 @@ impl Translator {
             }
             others.push(m.model);
         }
-        Ok(Translator { model: lead.model, others, meta: lead.meta })
+        Ok(Translator { model: lead.model, others, meta: lead.meta, hosts: std::sync::OnceLock::new() })
     }
 
     /// Every model, the lead first.
@@ -81,7 +86,18 @@ impl Translator {
 
     /// Translates lines (order kept). Empty lines translate to empty output.
     pub fn translate(&self, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
-        translate_ensemble(&self.models(), &self.meta, lines, opts)
+        let models = self.models();
+        let hosts = match opts.imp {
+            Impl::Fused => match self.hosts.get() {
+                Some(h) => h.as_deref(),
+                None => {
+                    let built = host_models(&models, Impl::Fused)?;
+                    self.hosts.get_or_init(|| built).as_deref()
+                }
+            },
+            Impl::Ops => None,
+        };
+        translate_prepared(&models, hosts, &self.meta, lines, opts)
     }
 }
 
@@ -92,6 +108,18 @@ pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts:
 
 /// [`Translator::translate`] for models in hand; `models[0]` sets the reading order.
 pub fn translate_ensemble(models: &[&Seq2Seq], meta: &ModelMeta, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
+    let hosts = host_models(models, opts.imp)?;
+    translate_prepared(models, hosts.as_deref(), meta, lines, opts)
+}
+
+/// [`translate_ensemble`] with the host snapshots built (`crate::search::host_models`).
+fn translate_prepared(
+    models: &[&Seq2Seq],
+    hosts: Option<&[HostModel]>,
+    meta: &ModelMeta,
+    lines: &[String],
+    opts: &SearchOptions,
+) -> Result<Vec<Translation>> {
     let Some(&model) = models.first() else {
         return Err(crate::Error::Input("no model to translate with".into()));
     };
@@ -124,7 +152,7 @@ pub fn translate_ensemble(models: &[&Seq2Seq], meta: &ModelMeta, lines: &[String
             .collect()
     });
     let ext_ids: Option<Vec<Vec<u32>>> = exts.as_ref().map(|v| v.iter().map(|e| e.src.clone()).collect());
-    let nbest = search_ensemble(models, &read, ext_ids.as_deref(), opts)?;
+    let nbest = search_prepared(models, hosts, &read, ext_ids.as_deref(), opts)?;
     Ok(srcs
         .iter()
         .zip(nbest)

@@ -10,5 +10,6 @@ pub mod phrase_table;
 pub mod plot;
 pub mod rescore;
 pub mod score;
+pub mod serve;
 pub mod train;
 pub mod translate;

@@ -52,8 +52,27 @@ pub fn search_all_ext(model: &Seq2Seq, srcs: &[Vec<u32>], exts: Option<&[Vec<u32
 /// vocabularies, `srcs` and `exts` are in the first model's reading order, and so are the
 /// alignments. An ensemble of more than one model runs on the host search only (`f32` on the
 /// CPU); one model runs wherever [`search_all`] does.
-pub fn search_ensemble(
+pub fn search_ensemble(models: &[&Seq2Seq], srcs: &[Vec<u32>], exts: Option<&[Vec<u32>]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
+    let hosts = host_models(models, opts.imp)?;
+    search_prepared(models, hosts.as_deref(), srcs, exts, opts)
+}
+
+/// The host snapshots the fused search runs on (`crate::infer::HostModel`), when `imp` is
+/// `Fused` and every model is `f32` on the CPU; `None` otherwise. Building them copies the
+/// weights, so callers that search often ([`crate::translate::Translator`], the server) keep them.
+pub fn host_models(models: &[&Seq2Seq], imp: Impl) -> Result<Option<Vec<crate::infer::HostModel>>> {
+    let ok = matches!(imp, Impl::Fused) && models.iter().all(|m| crate::infer::HostModel::supports(m));
+    if !ok {
+        return Ok(None);
+    }
+    Ok(Some(models.iter().map(|m| crate::infer::HostModel::new(m)).collect::<Result<_>>()?))
+}
+
+/// [`search_ensemble`] with the host snapshots already built ([`host_models`]; `None`: the
+/// candle search, one model only).
+pub fn search_prepared(
     models: &[&Seq2Seq],
+    hosts: Option<&[crate::infer::HostModel]>,
     srcs: &[Vec<u32>],
     exts: Option<&[Vec<u32>]>,
     opts: &SearchOptions,
@@ -64,17 +83,15 @@ pub fn search_ensemble(
     if models.iter().any(|m| m.cfg.copy) && exts.is_none() {
         return Err(crate::Error::Input("a copy model needs each source's extended ids".into()));
     }
-    let host_ok = matches!(opts.imp, Impl::Fused) && models.iter().all(|m| crate::infer::HostModel::supports(m));
-    if models.len() > 1 && !host_ok {
+    let hosts = hosts.filter(|h| matches!(opts.imp, Impl::Fused) && h.len() == models.len());
+    if models.len() > 1 && hosts.is_none() {
         return Err(crate::Error::Input("an ensemble decodes on the fused host search only: f32 models on the CPU, --impl fused".into()));
     }
     let per = opts.cfg.batch_size.max(1);
     // The beam multiplies rows; keep `rows × src_len` near what one batch of `per` sentences holds.
     let cfg = nmt_data::BatchConfig { max_tokens: per * 100, max_sentences: per };
     let mut out: Vec<Vec<Hypothesis>> = vec![Vec::new(); srcs.len()];
-    let host: Option<Vec<crate::infer::HostModel>> =
-        if host_ok { Some(models.iter().map(|m| crate::infer::HostModel::new(m)).collect::<Result<_>>()?) } else { None };
-    let host_refs: Option<Vec<&crate::infer::HostModel>> = host.as_ref().map(|h| h.iter().collect());
+    let host_refs: Option<Vec<&crate::infer::HostModel>> = hosts.map(|h| h.iter().collect());
     for mut batch in nmt_data::inference_batches(srcs, &cfg) {
         if let Some(e) = exts {
             batch.set_source_ext(e);

@@ -1,0 +1,99 @@
+//! `nmt serve -m [NAME=]MODEL[,MODEL…] …`: the translation server (`nmt_serve`).
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use nmt::translate::Translator;
+use nmt_serve::{AppState, Limits, ModelSet, ServedModel};
+
+use super::common::ComputeArgs;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// A model to serve, as `[NAME=]PATH[,PATH…]`: several paths form an ensemble. NAME
+    /// defaults to the model's directory name; `xx-yy` names declare the language pair
+    /// LibreTranslate requests ask for. Repeat for several models; the first is the default.
+    #[arg(short, long, required = true, value_name = "[NAME=]PATH")]
+    pub model: Vec<String>,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// 0 picks a free port (printed at start).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = Limits::default().max_body_bytes)]
+    pub max_body_bytes: usize,
+    /// Most sentences per request.
+    #[arg(long, default_value_t = Limits::default().max_sentences)]
+    pub max_sentences: usize,
+    /// Most source tokens per sentence.
+    #[arg(long, default_value_t = Limits::default().max_tokens)]
+    pub max_tokens: usize,
+    /// Largest beam a request may ask for.
+    #[arg(long, default_value_t = Limits::default().max_beam)]
+    pub max_beam: usize,
+    /// Seconds a request may take, queueing included.
+    #[arg(long, default_value_t = Limits::default().timeout.as_secs_f64())]
+    pub timeout: f64,
+    /// Requests that may wait in the queue (beyond: 503 with Retry-After).
+    #[arg(long, default_value_t = Limits::default().queue_capacity)]
+    pub queue: usize,
+    /// Sentences decoded together at most.
+    #[arg(long, default_value_t = Limits::default().max_batch)]
+    pub max_batch: usize,
+    /// Milliseconds a sentence waits for others to batch with.
+    #[arg(long, default_value_t = Limits::default().max_wait.as_secs_f64() * 1000.0)]
+    pub max_wait_ms: f64,
+    #[command(flatten)]
+    pub compute: ComputeArgs,
+}
+
+/// `[NAME=]PATH[,PATH…]` → the name and the paths.
+fn parse_model(spec: &str) -> Result<(String, Vec<PathBuf>)> {
+    let (name, paths) = match spec.split_once('=') {
+        Some((n, p)) => (Some(n.to_string()), p),
+        None => (None, spec),
+    };
+    let paths: Vec<PathBuf> = paths.split(',').filter(|p| !p.is_empty()).map(PathBuf::from).collect();
+    let Some(first) = paths.first() else { bail!("--model {spec:?} names no file") };
+    let dir = first.parent().and_then(Path::file_name).map(|d| d.to_string_lossy().to_string());
+    let stem = first.file_stem().map(|d| d.to_string_lossy().to_string()).unwrap_or_else(|| "model".into());
+    Ok((name.or(dir).unwrap_or(stem), paths))
+}
+
+pub fn run(a: ServeArgs) -> Result<()> {
+    let device = a.compute.setup()?;
+    let mut served = Vec::new();
+    for spec in &a.model {
+        let (name, paths) = parse_model(spec)?;
+        let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+        let translator = Translator::load_ensemble(&refs, &device).with_context(|| format!("cannot load model {name:?}"))?;
+        served.push(ServedModel { name, translator });
+    }
+    if !(a.timeout > 0.0 && a.timeout.is_finite()) || !(a.max_wait_ms >= 0.0 && a.max_wait_ms.is_finite()) {
+        bail!("--timeout must be positive and --max-wait-ms not negative");
+    }
+    let limits = Limits {
+        max_body_bytes: a.max_body_bytes,
+        max_sentences: a.max_sentences,
+        max_tokens: a.max_tokens,
+        max_beam: a.max_beam,
+        timeout: Duration::from_secs_f64(a.timeout),
+        queue_capacity: a.queue,
+        max_batch: a.max_batch,
+        max_wait: Duration::from_secs_f64(a.max_wait_ms / 1000.0),
+    };
+    let models = ModelSet::new(served)?;
+    let names: Vec<String> = models.all().iter().map(|m| m.name.clone()).collect();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async move {
+        let addr = format!("{}:{}", a.host, a.port);
+        let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let local = listener.local_addr()?;
+        eprintln!("nmt serve: http://{local}/ (models: {})", names.join(", "));
+        nmt_serve::serve(listener, AppState::new(models, limits), nmt_serve::shutdown_signal()).await?;
+        eprintln!("nmt serve: stopped");
+        anyhow::Ok(())
+    })
+}

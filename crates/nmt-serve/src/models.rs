@@ -1,0 +1,116 @@
+//! The models a server translates with, by name.
+//!
+//! A name of the form `xx-yy` declares the language pair, which is how LibreTranslate
+//! requests (`"source": "en", "target": "es"`) find their model; with a single model served,
+//! any pair is sent to it, as a one-model LibreTranslate would.
+use nmt::config::{ModelConfig, SearchConfig};
+use nmt::translate::Translator;
+use serde::Serialize;
+
+use crate::error::ServeError;
+
+/// One served model (or ensemble) under its name.
+pub struct ServedModel {
+    pub name: String,
+    pub translator: Translator,
+}
+
+impl ServedModel {
+    /// The language pair its name declares (`en-es` → `("en", "es")`).
+    pub fn languages(&self) -> Option<(&str, &str)> {
+        let (s, t) = self.name.split_once('-')?;
+        (!s.is_empty() && !t.is_empty() && !t.contains('-')).then_some((s, t))
+    }
+}
+
+/// The served models.
+pub struct ModelSet {
+    models: Vec<ServedModel>,
+}
+
+/// What `GET /api/v1/models` says about a model.
+#[derive(Debug, Serialize)]
+pub struct ModelInfo {
+    pub name: String,
+    pub source_language: Option<String>,
+    pub target_language: Option<String>,
+    /// Members of its ensemble (1 for a single model).
+    pub ensemble_size: usize,
+    /// Whether it attends (and so can return alignments).
+    pub attention: bool,
+    pub source_vocabulary: VocabInfo,
+    pub target_vocabulary: VocabInfo,
+    /// The defaults a request's search starts from.
+    pub search: SearchConfig,
+    /// The lead model's whole configuration (architecture, cell, sizes, …).
+    pub architecture: ModelConfig,
+    /// Training updates behind the lead model.
+    pub step: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct VocabInfo {
+    pub kind: String,
+    pub size: usize,
+}
+
+impl ModelSet {
+    /// Named models; names must be unique and non-empty.
+    pub fn new(models: Vec<ServedModel>) -> Result<Self, ServeError> {
+        if models.is_empty() {
+            return Err(ServeError::Setup("no model to serve".into()));
+        }
+        for (i, m) in models.iter().enumerate() {
+            if m.name.is_empty() || m.name.contains(char::is_whitespace) {
+                return Err(ServeError::Setup(format!("model name {:?} must be one word", m.name)));
+            }
+            if models[..i].iter().any(|o| o.name == m.name) {
+                return Err(ServeError::Setup(format!("two models are named {:?}", m.name)));
+            }
+        }
+        Ok(ModelSet { models })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ServedModel> {
+        self.models.iter().find(|m| m.name == name)
+    }
+
+    pub fn all(&self) -> &[ServedModel] {
+        &self.models
+    }
+
+    /// The model for a LibreTranslate language pair: the one named `source-target`, or for
+    /// `"auto"` the one with that target; with a single model, that model.
+    pub fn for_languages(&self, source: &str, target: &str) -> Option<&ServedModel> {
+        if let [only] = self.models.as_slice() {
+            return Some(only);
+        }
+        self.models.iter().find(|m| match m.languages() {
+            Some((s, t)) => t == target && (s == source || source == "auto"),
+            None => false,
+        })
+    }
+
+    pub fn info(&self) -> Vec<ModelInfo> {
+        self.models
+            .iter()
+            .map(|m| {
+                let t = &m.translator;
+                let langs = m.languages();
+                let vocab = |s: &nmt::data::Segmenter| VocabInfo { kind: format!("{:?}", s.kind()).to_lowercase(), size: s.vocab_size() };
+                ModelInfo {
+                    name: m.name.clone(),
+                    source_language: langs.map(|l| l.0.to_string()),
+                    target_language: langs.map(|l| l.1.to_string()),
+                    ensemble_size: t.models().len(),
+                    attention: t.models().iter().any(|x| x.has_attention()),
+                    source_vocabulary: vocab(&t.meta.src),
+                    target_vocabulary: vocab(&t.meta.tgt),
+                    search: t.default_search(),
+                    architecture: t.model.cfg.clone(),
+                    step: t.meta.step,
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,170 @@
+//! The HTTP handlers. Bodies are read here, under the size limit, and parsed by hand so that
+//! every bad input gets a JSON error with the right status (axum's own extractors answer some
+//! with plain text), and nothing a client sends can panic the server.
+use std::sync::Arc;
+
+use axum::body::{to_bytes, Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use nmt::search::SearchOptions;
+use nmt::translate::Translation;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use crate::api::{check_sentences, search_config, sentence_out, FullRequest, FullResponse, LibreRequest, OneOrMany};
+use crate::batcher::Job;
+use crate::error::ApiError;
+use crate::AppState;
+
+static PAGE: &str = include_str!("../assets/index.html");
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/", get(|| async { Html(PAGE) }))
+        .route("/health", get(health))
+        .route("/languages", get(languages))
+        .route("/api/v1/models", get(models))
+        .route("/translate", post(libre_translate))
+        .route("/api/v1/translate", post(full_translate))
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .with_state(state)
+}
+
+async fn health(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let st = &s.batcher.stats;
+    Json(json!({
+        "status": "ok",
+        "models": s.models.all().iter().map(|m| m.name.clone()).collect::<Vec<_>>(),
+        "requests": st.requests.load(Relaxed),
+        "batches": st.batches.load(Relaxed),
+        "sentences": st.sentences.load(Relaxed),
+    }))
+}
+
+async fn models(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    Json(json!({ "models": s.models.info() }))
+}
+
+/// LibreTranslate's `GET /languages`: each source language with its targets.
+async fn languages(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for (src, tgt) in s.models.all().iter().filter_map(|m| m.languages()) {
+        match out.iter_mut().find(|(s, _)| s == src) {
+            Some((_, t)) => t.push(tgt.to_string()),
+            None => out.push((src.to_string(), vec![tgt.to_string()])),
+        }
+    }
+    Json(serde_json::Value::Array(out.into_iter().map(|(code, targets)| json!({ "code": code, "name": code, "targets": targets })).collect()))
+}
+
+/// The body, at most `limit` bytes (413 beyond).
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    to_bytes(body, limit).await.map_err(|e| {
+        let too_long = std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_long {
+            ApiError::too_large(limit)
+        } else {
+            ApiError::bad_request(format!("cannot read the request body: {e}"))
+        }
+    })
+}
+
+/// JSON, or a form for `application/x-www-form-urlencoded`.
+fn parse<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Result<T, ApiError> {
+    let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if ctype.starts_with("application/x-www-form-urlencoded") {
+        serde_urlencoded::from_bytes(body).map_err(|e| ApiError::bad_request(format!("malformed form: {e}")))
+    } else {
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))
+    }
+}
+
+/// Queues the sentences and waits for their translations (under the time limit).
+async fn translate(s: &AppState, model: usize, opts: SearchOptions, sentences: Vec<String>) -> Result<Vec<Translation>, ApiError> {
+    let (reply, rx) = oneshot::channel();
+    s.batcher.submit(Job { model, opts, sentences, reply })?;
+    match tokio::time::timeout(s.limits.timeout, rx).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err(ApiError::shutting_down()),
+        Err(_) => Err(ApiError::timeout(s.limits.timeout.as_secs_f64())),
+    }
+}
+
+fn model_index(s: &AppState, name: &str) -> Option<usize> {
+    s.models.all().iter().position(|m| m.name == name)
+}
+
+async fn libre_translate(State(s): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    match libre(&s, &headers, body).await {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn libre(s: &AppState, headers: &HeaderMap, body: Body) -> Result<serde_json::Value, ApiError> {
+    let bytes = read_body(body, s.limits.max_body_bytes).await?;
+    let req: LibreRequest = parse(headers, &bytes)?;
+    let m = s
+        .models
+        .for_languages(&req.source, &req.target)
+        .ok_or_else(|| ApiError::not_found(format!("no model translates {} to {}", req.source, req.target)))?;
+    let idx = model_index(s, &m.name).ok_or_else(|| ApiError::internal("model index"))?;
+    let (texts, many) = match req.q {
+        OneOrMany::One(t) => (vec![t], false),
+        OneOrMany::Many(v) => (v, true),
+    };
+    check_sentences(&texts, &s.limits, |t| m.translator.meta.src.encode(t).len())?;
+    let alts = req.alternatives.unwrap_or(0);
+    let cfg = search_config(m.translator.default_search(), None, Some(alts + 1), None, &s.limits)?;
+    let out = translate(s, idx, SearchOptions { cfg, alignments: false, imp: Default::default() }, texts).await?;
+    let best = |t: &Translation| t.hyps.first().map_or(String::new(), |h| h.text.clone());
+    let rest = |t: &Translation| t.hyps.iter().skip(1).map(|h| h.text.clone()).collect::<Vec<_>>();
+    let mut v = match (many, out.first()) {
+        (false, Some(t)) => json!({ "translatedText": best(t) }),
+        _ => json!({ "translatedText": out.iter().map(best).collect::<Vec<_>>() }),
+    };
+    if alts > 0 {
+        v["alternatives"] = match (many, out.first()) {
+            (false, Some(t)) => json!(rest(t)),
+            _ => json!(out.iter().map(rest).collect::<Vec<_>>()),
+        };
+    }
+    if req.source == "auto" {
+        if let Some((src, _)) = m.languages() {
+            v["detectedLanguage"] = json!({ "confidence": 100.0, "language": src });
+        }
+    }
+    Ok(v)
+}
+
+async fn full_translate(State(s): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    match full(&s, &headers, body).await {
+        Ok(v) => (StatusCode::OK, Json(v)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn full(s: &AppState, headers: &HeaderMap, body: Body) -> Result<FullResponse, ApiError> {
+    let bytes = read_body(body, s.limits.max_body_bytes).await?;
+    let req: FullRequest = parse(headers, &bytes)?;
+    let idx = match &req.model {
+        Some(name) => model_index(s, name).ok_or_else(|| ApiError::not_found(format!("no model named {name:?}")))?,
+        None => 0,
+    };
+    let m = s.models.all().get(idx).ok_or_else(|| ApiError::internal("model index"))?;
+    if req.alignments && !m.translator.models().iter().any(|x| x.has_attention()) {
+        return Err(ApiError::bad_request(format!("model {:?} has no attention, so no alignments", m.name)));
+    }
+    check_sentences(&req.text, &s.limits, |t| m.translator.meta.src.encode(t).len())?;
+    let cfg = search_config(m.translator.default_search(), req.beam_size, req.n_best, req.normalize, &s.limits)?;
+    let out = translate(s, idx, SearchOptions { cfg, alignments: req.alignments, imp: Default::default() }, req.text.clone()).await?;
+    Ok(FullResponse {
+        model: m.name.clone(),
+        translations: req.text.iter().zip(out).map(|(src, t)| sentence_out(src, t, req.alignments)).collect(),
+    })
+}
