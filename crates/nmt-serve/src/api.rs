@@ -104,7 +104,13 @@ pub fn check_sentences(texts: &[String], limits: &Limits, tokens: impl Fn(&str) 
 }
 
 /// The search for a request: the model's defaults with the request's choices.
-pub fn search_config(defaults: SearchConfig, beam: Option<usize>, n_best: Option<usize>, normalize: Option<f64>, limits: &Limits) -> Result<SearchConfig, ApiError> {
+pub fn search_config(
+    defaults: SearchConfig,
+    beam: Option<usize>,
+    n_best: Option<usize>,
+    normalize: Option<f64>,
+    limits: &Limits,
+) -> Result<SearchConfig, ApiError> {
     let mut s = defaults;
     if let Some(b) = beam {
         s.beam_size = b;

@@ -99,7 +99,9 @@ impl Pending {
     }
 
     fn same_batch(&self, other: &Pending) -> bool {
-        self.job.model == other.job.model && self.job.opts.cfg == other.job.opts.cfg && self.job.opts.alignments == other.job.opts.alignments
+        self.job.model == other.job.model
+            && self.job.opts.cfg == other.job.opts.cfg
+            && self.job.opts.alignments == other.job.opts.alignments
     }
 }
 

@@ -43,7 +43,11 @@ impl AppState {
 }
 
 /// Serves on `listener` until `shutdown` completes, then finishes the requests in flight.
-pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let state = Arc::new(state);
     axum::serve(listener, routes::router(state.clone())).with_graceful_shutdown(shutdown).await?;
     // The translator thread answers what is still queued; joining it blocks, so not here.

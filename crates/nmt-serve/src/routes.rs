@@ -59,7 +59,9 @@ async fn languages(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
             None => out.push((src.to_string(), vec![tgt.to_string()])),
         }
     }
-    Json(serde_json::Value::Array(out.into_iter().map(|(code, targets)| json!({ "code": code, "name": code, "targets": targets })).collect()))
+    Json(serde_json::Value::Array(
+        out.into_iter().map(|(code, targets)| json!({ "code": code, "name": code, "targets": targets })).collect(),
+    ))
 }
 
 /// The body, at most `limit` bytes (413 beyond).

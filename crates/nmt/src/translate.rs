@@ -5,12 +5,12 @@ use std::path::Path;
 use candle_core::{DType, Device};
 use nmt_data::EOS;
 
+use crate::config::Impl;
 use crate::config::SearchConfig;
 use crate::error::Result;
+use crate::infer::HostModel;
 use crate::model::Seq2Seq;
 use crate::model_file::{self, ModelMeta};
-use crate::config::Impl;
-use crate::infer::HostModel;
 use crate::search::{host_models, search_prepared, Hypothesis, SearchOptions};
 
 /// One translated sentence: its n-best list, best first.
@@ -164,8 +164,9 @@ fn translate_prepared(
                 .map(|mut hyp| {
                     // Attention rows are over the order the encoder read; report the source's.
                     for row in hyp.alignment.iter_mut().flatten() {
-                        let len = src.len().min(row.len());
-                        model.cfg.order_source(&mut row[..len]);
+                        // One weight per source token: the batch's padding is cut off.
+                        row.truncate(src.len());
+                        model.cfg.order_source(row);
                     }
                     let mut ids = hyp.tokens.clone();
                     if hyp.finished {

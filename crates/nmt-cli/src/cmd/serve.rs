@@ -71,7 +71,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         let translator = Translator::load_ensemble(&refs, &device).with_context(|| format!("cannot load model {name:?}"))?;
         served.push(ServedModel { name, translator });
     }
-    if !(a.timeout > 0.0 && a.timeout.is_finite()) || !(a.max_wait_ms >= 0.0 && a.max_wait_ms.is_finite()) {
+    if !(a.timeout > 0.0 && a.timeout.is_finite() && a.max_wait_ms >= 0.0 && a.max_wait_ms.is_finite()) {
         bail!("--timeout must be positive and --max-wait-ms not negative");
     }
     let limits = Limits {

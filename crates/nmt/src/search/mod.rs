@@ -52,7 +52,12 @@ pub fn search_all_ext(model: &Seq2Seq, srcs: &[Vec<u32>], exts: Option<&[Vec<u32
 /// vocabularies, `srcs` and `exts` are in the first model's reading order, and so are the
 /// alignments. An ensemble of more than one model runs on the host search only (`f32` on the
 /// CPU); one model runs wherever [`search_all`] does.
-pub fn search_ensemble(models: &[&Seq2Seq], srcs: &[Vec<u32>], exts: Option<&[Vec<u32>]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
+pub fn search_ensemble(
+    models: &[&Seq2Seq],
+    srcs: &[Vec<u32>],
+    exts: Option<&[Vec<u32>]>,
+    opts: &SearchOptions,
+) -> Result<Vec<Vec<Hypothesis>>> {
     let hosts = host_models(models, opts.imp)?;
     search_prepared(models, hosts.as_deref(), srcs, exts, opts)
 }
