@@ -4,7 +4,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use common::{fails_with, nmt, train, write_config};
+use common::{fails_with, nmt, nmt_logging, train, train_logging, write_config};
 
 #[test]
 fn unequal_line_counts_name_both_files_and_counts() {
@@ -186,4 +186,28 @@ fn each_architecture_trains_translates_and_grconv_plots() {
         &nmt(&["plot", "grconv", "-m", other.to_str().unwrap(), "--sentence", "uno", "-o", png.to_str().unwrap()], None),
         &["grConv"],
     );
+}
+
+/// A 10 MB line, in the corpus (train and dev) and at `translate`'s stdin: skipped or cropped
+/// with a message, in bounded memory, never an out-of-memory abort.
+#[test]
+fn a_ten_megabyte_line_is_skipped_or_cropped() {
+    let d = tempfile::tempdir().unwrap();
+    let words = ["uno dos", "tres cuatro", "dos tres", "cuatro uno"];
+    let normal: String = words.iter().cycle().take(40).map(|w| format!("{w}\n")).collect();
+    let huge = "uno dos tres cuatro ".repeat(500_000);
+    let text = format!("{normal}{huge}\n{normal}");
+    std::fs::write(d.path().join("t.src"), &text).unwrap();
+    std::fs::write(d.path().join("t.tgt"), text.to_uppercase()).unwrap();
+    let out = train_logging(d.path(), "t.src", "t.tgt", "info");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("1 over-long skipped"), "{err}");
+    let m = d.path().join("m/model.safetensors");
+    let input = format!("uno dos\n{huge}\ntres\n");
+    let tr = nmt_logging(&["translate", "-m", m.to_str().unwrap(), "--max-length", "50"], Some(input.as_bytes()), "warn");
+    let err = String::from_utf8_lossy(&tr.stderr);
+    assert!(tr.status.success(), "{err}");
+    assert!(err.contains("sentence 2") && err.contains("cropped to the first 50"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&tr.stdout).lines().count(), 3);
 }

@@ -498,11 +498,24 @@ pub struct SearchConfig {
     pub n_best: usize,
     /// Sentences per batch (sorted by length, order restored).
     pub batch_size: usize,
+    /// Longest source translated, in tokens: a longer one is cropped to this length, with a
+    /// warning naming its line (Marian's `--max-length` with `--max-length-crop`). Bounds the
+    /// memory a single line can take.
+    pub max_source_len: usize,
 }
 
 impl Default for SearchConfig {
     fn default() -> Self {
-        SearchConfig { beam_size: 5, normalize: 1.0, max_len_ratio: 2.0, max_len_extra: 10, no_unk: false, n_best: 1, batch_size: 32 }
+        SearchConfig {
+            beam_size: 5,
+            normalize: 1.0,
+            max_len_ratio: 2.0,
+            max_len_extra: 10,
+            no_unk: false,
+            n_best: 1,
+            batch_size: 32,
+            max_source_len: 1000,
+        }
     }
 }
 

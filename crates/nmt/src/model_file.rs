@@ -55,19 +55,45 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
-/// Serialises named tensors with string metadata into safetensors bytes.
-pub fn to_safetensors(tensors: &[(String, Tensor)], meta: HashMap<String, String>) -> Result<Vec<u8>> {
-    let data: Vec<(String, &Tensor)> = tensors.iter().map(|(k, t)| (k.clone(), t)).collect();
-    safetensors::serialize(data, Some(meta)).map_err(|e| Error::Input(format!("cannot serialise tensors: {e}")))
+/// Metadata key of the CRC-32 of the tensor data (hex): a flipped bit anywhere in the weights
+/// is an error on loading, not a silently different model.
+pub const CHECKSUM_KEY: &str = "data_crc32";
+
+/// The data section of safetensors bytes: everything after the 8-byte length and the header.
+fn data_section(bytes: &[u8]) -> Option<&[u8]> {
+    let n = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    bytes.get(8usize.checked_add(usize::try_from(n).ok()?)?..)
 }
 
-/// Reads a safetensors file: its tensors (on `device`) and metadata.
+/// Serialises named tensors with string metadata into safetensors bytes, with the data's
+/// checksum ([`CHECKSUM_KEY`]) added to the metadata.
+pub fn to_safetensors(tensors: &[(String, Tensor)], mut meta: HashMap<String, String>) -> Result<Vec<u8>> {
+    let data: Vec<(String, &Tensor)> = tensors.iter().map(|(k, t)| (k.clone(), t)).collect();
+    let ser = |data, meta| safetensors::serialize(data, Some(meta)).map_err(|e| Error::Input(format!("cannot serialise tensors: {e}")));
+    // The data section does not depend on the metadata: serialise, checksum the data, and
+    // serialise again with the checksum in the header.
+    meta.remove(CHECKSUM_KEY);
+    let first = ser(data.clone(), meta.clone())?;
+    let crc = crc32fast::hash(data_section(&first).unwrap_or_default());
+    meta.insert(CHECKSUM_KEY.to_string(), format!("{crc:08x}"));
+    ser(data, meta)
+}
+
+/// Reads a safetensors file: its tensors (on `device`) and metadata. A truncated file, a
+/// damaged header and (for files that carry one) a checksum that does not match the data are
+/// errors naming the file.
 pub fn read_safetensors(path: &Path, device: &Device) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let bad = |reason: String| Error::ModelFile { path: path.to_path_buf(), reason };
-    let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| bad(e.to_string()))?;
+    let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| bad(format!("{e} (truncated or damaged?)")))?;
     let meta = header.metadata().clone().unwrap_or_default();
-    let tensors = candle_core::safetensors::load_buffer(&bytes, device).map_err(|e| bad(e.to_string()))?;
+    if let Some(want) = meta.get(CHECKSUM_KEY) {
+        let got = format!("{:08x}", crc32fast::hash(data_section(&bytes).unwrap_or_default()));
+        if *want != got {
+            return Err(bad(format!("the tensor data's checksum is {got}, the file says {want}: the file is corrupt")));
+        }
+    }
+    let tensors = candle_core::safetensors::load_buffer(&bytes, device).map_err(|e| bad(format!("{e} (truncated or damaged?)")))?;
     Ok((tensors.into_iter().collect(), meta))
 }
 

@@ -124,10 +124,17 @@ fn translate_prepared(
         return Err(crate::Error::Input("no model to translate with".into()));
     };
     let copy = models.iter().any(|m| m.cfg.copy);
+    let lines: Vec<&str> = lines.iter().enumerate().map(|(i, l)| crop_text(l, i, opts.cfg.max_source_len)).collect();
     let srcs: Vec<Vec<u32>> = lines
         .iter()
-        .map(|l| {
+        .enumerate()
+        .map(|(i, l)| {
             let mut ids = meta.src.encode(l);
+            let limit = opts.cfg.max_source_len.max(1);
+            if ids.len() > limit {
+                tracing::warn!("sentence {}: {} source tokens, cropped to the first {limit} (max_source_len)", i + 1, ids.len());
+                ids.truncate(limit);
+            }
             ids.push(EOS);
             ids
         })
@@ -144,8 +151,14 @@ fn translate_prepared(
     let exts: Option<Vec<nmt_data::copy::Extended>> = copy.then(|| {
         lines
             .iter()
-            .map(|l| {
+            .zip(&srcs)
+            .map(|(l, ids)| {
                 let mut e = nmt_data::copy::extend_source(l, &meta.src, &meta.tgt);
+                // Cropped like the source ids (`</s>` kept last).
+                if e.src.len() > ids.len() {
+                    e.src.truncate(ids.len() - 1);
+                    e.src.push(EOS);
+                }
                 model.cfg.order_source(&mut e.src);
                 e
             })
@@ -181,4 +194,23 @@ fn translate_prepared(
                 .collect(),
         })
         .collect())
+}
+
+/// Bytes kept of a line before segmenting it: no token is longer than this many bytes per
+/// token on average, so cropping here never loses what the token limit keeps, and a 10 MB line
+/// is not segmented whole.
+const BYTES_PER_TOKEN: usize = 64;
+
+/// `line` cut (at a character boundary) to what `max_tokens` tokens can need.
+fn crop_text(line: &str, index: usize, max_tokens: usize) -> &str {
+    let limit = max_tokens.max(1).saturating_mul(BYTES_PER_TOKEN);
+    if line.len() <= limit {
+        return line;
+    }
+    let mut end = limit;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    tracing::warn!("sentence {}: {} bytes, cropped to {end} before segmenting (max_source_len)", index + 1, line.len());
+    &line[..end]
 }

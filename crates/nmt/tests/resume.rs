@@ -133,3 +133,19 @@ fn resumes_exactly(model: &str) {
     // And training actually moved.
     assert!(a[29].1 < a[0].1, "loss did not fall: {} -> {}", a[0].1, a[29].1);
 }
+
+/// A checkpoint written with one `[model]` and resumed with another is a clear error naming the
+/// checkpoint, before any training.
+#[test]
+fn a_checkpoint_with_another_config_is_refused() {
+    std::env::set_var("RAYON_NUM_THREADS", "1");
+    let tmp = tempfile::tempdir().unwrap();
+    write_corpus(tmp.path());
+    let opts = TrainOptions { model_dir: tmp.path().join("m"), device: Device::Cpu, stop: Arc::new(AtomicBool::new(false)) };
+    train(&config(tmp.path(), 2, ""), &opts, &mut Quiet).unwrap();
+    let before = std::fs::read(tmp.path().join("m/checkpoint.safetensors")).unwrap();
+    let e = train(&config(tmp.path(), 4, "cell = \"lstm\""), &opts, &mut Quiet).err().expect("must refuse");
+    let msg = e.to_string();
+    assert!(msg.contains("checkpoint.safetensors") && msg.contains("does not match"), "{msg}");
+    assert_eq!(std::fs::read(tmp.path().join("m/checkpoint.safetensors")).unwrap(), before, "the checkpoint is untouched");
+}

@@ -45,6 +45,9 @@ pub struct TranslateArgs {
     /// Sentences per batch.
     #[arg(long)]
     pub batch_size: Option<usize>,
+    /// Crop sources longer than N tokens to their first N, with a warning (default 1000).
+    #[arg(long, value_name = "N")]
+    pub max_length: Option<usize>,
     /// Write the attention matrix of each best hypothesis as JSON lines (for `nmt plot attention`).
     #[arg(long, value_name = "FILE")]
     pub alignments: Option<PathBuf>,
@@ -90,9 +93,12 @@ impl TranslateArgs {
         if let Some(b) = self.batch_size {
             s.batch_size = b;
         }
+        if let Some(n) = self.max_length {
+            s.max_source_len = n;
+        }
         s.no_unk |= self.no_unk;
-        if s.beam_size == 0 || s.batch_size == 0 {
-            bail!("--beam-size and --batch-size must be at least 1");
+        if s.beam_size == 0 || s.batch_size == 0 || s.max_source_len == 0 {
+            bail!("--beam-size, --batch-size and --max-length must be at least 1");
         }
         Ok(s)
     }

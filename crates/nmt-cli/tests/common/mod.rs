@@ -6,9 +6,14 @@ use std::process::{Command, Output, Stdio};
 
 /// Runs `nmt` with `args`, feeding `stdin`.
 pub fn nmt(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    nmt_logging(args, stdin, "error")
+}
+
+/// [`nmt`] with the log level `log` (`NMT_LOG`).
+pub fn nmt_logging(args: &[&str], stdin: Option<&[u8]>, log: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_nmt"))
         .args(args)
-        .env("NMT_LOG", "error")
+        .env("NMT_LOG", log)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -52,7 +57,12 @@ pub fn write_config(dir: &Path, src: &str, tgt: &str) -> String {
 }
 
 pub fn train(dir: &Path, src: &str, tgt: &str) -> Output {
+    train_logging(dir, src, tgt, "error")
+}
+
+/// [`train`] with the log level `log`.
+pub fn train_logging(dir: &Path, src: &str, tgt: &str, log: &str) -> Output {
     let cfg = write_config(dir, src, tgt);
     let md = dir.join("m").display().to_string();
-    nmt(&["train", "-c", &cfg, "--model-dir", &md, "--quiet", "--threads", "1"], None)
+    nmt_logging(&["train", "-c", &cfg, "--model-dir", &md, "--quiet", "--threads", "1"], None, log)
 }

@@ -91,6 +91,7 @@ struct Run {
 pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result<TrainSummary> {
     let dir = &opts.model_dir;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    check_writable(dir)?;
     let ckpt_path = dir.join("checkpoint.safetensors");
     let best_path = dir.join("model.safetensors");
     let log = JsonlLog::new(&dir.join("train_log.jsonl"));
@@ -107,14 +108,17 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     ));
     let mut run = if ckpt_path.exists() { resume(cfg, &ckpt_path, &opts.device, ui)? } else { start(cfg, &corpus, &opts.device, ui)? };
     let dev_corpus = read_parallel(&d.dev_src, &d.dev_tgt, None)?;
+    // The dev loss skips pairs longer than search crops sources to: one huge line must not take
+    // the validation's memory (the dev BLEU translates it cropped).
+    let dev_max = Some(cfg.search.max_source_len);
     // A copy model trains on targets in each pair's extended space (nmt_data::copy).
     let (mut examples, mut dev_examples, mut exts, mut dev_exts) = if run.meta.config.copy {
         let (e, x) = nmt_data::copy::copy_examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
-        let (de, dx) = nmt_data::copy::copy_examples(&dev_corpus, &run.meta.src, &run.meta.tgt, None);
+        let (de, dx) = nmt_data::copy::copy_examples(&dev_corpus, &run.meta.src, &run.meta.tgt, dev_max);
         (e, de, Some(x), Some(dx))
     } else {
         let e = nmt_data::examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
-        (e, nmt_data::examples(&dev_corpus, &run.meta.src, &run.meta.tgt, None), None, None)
+        (e, nmt_data::examples(&dev_corpus, &run.meta.src, &run.meta.tgt, dev_max), None, None)
     };
     if examples.is_empty() {
         return Err(Error::Input(format!("no training pair is at most {} tokens long", d.max_len)));
@@ -163,6 +167,21 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         elapsed_s: run.progress.elapsed_s,
         tok_per_s: reason.1,
     })
+}
+
+/// Fails before any work when `dir` cannot take new files (read-only, no permission, full):
+/// better than an hour of training lost at the first checkpoint. Also removes temporary files
+/// that a killed write left (`*.tmp`: never read, the renamed files are whole).
+fn check_writable(dir: &std::path::Path) -> Result<()> {
+    let probe = dir.join(".nmt-write-test.tmp");
+    let attempt = std::fs::write(&probe, b"probe").and_then(|_| std::fs::remove_file(&probe));
+    attempt.map_err(|e| Error::io(dir, std::io::Error::new(e.kind(), format!("the model directory is not writable: {e}"))))?;
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?.flatten() {
+        if entry.file_name().to_string_lossy().ends_with(".tmp") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
 }
 
 fn start(cfg: &Config, corpus: &nmt_data::ParallelCorpus, device: &Device, ui: &mut dyn Progress) -> Result<Run> {
