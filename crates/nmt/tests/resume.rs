@@ -144,7 +144,7 @@ fn a_checkpoint_with_another_config_is_refused() {
     let opts = TrainOptions { model_dir: tmp.path().join("m"), device: Device::Cpu, stop: Arc::new(AtomicBool::new(false)) };
     train(&config(tmp.path(), 2, ""), &opts, &mut Quiet).unwrap();
     let before = std::fs::read(tmp.path().join("m/checkpoint.safetensors")).unwrap();
-    let e = train(&config(tmp.path(), 4, "cell = \"lstm\""), &opts, &mut Quiet).err().expect("must refuse");
+    let Err(e) = train(&config(tmp.path(), 4, "cell = \"lstm\""), &opts, &mut Quiet) else { panic!("must refuse") };
     let msg = e.to_string();
     assert!(msg.contains("checkpoint.safetensors") && msg.contains("does not match"), "{msg}");
     assert_eq!(std::fs::read(tmp.path().join("m/checkpoint.safetensors")).unwrap(), before, "the checkpoint is untouched");
