@@ -83,7 +83,14 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             // ripgrep style: the whole chain on one line.
-            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            // A cause already quoted in the message before it (an I/O error whose text the
+            // library's message includes) is not repeated.
+            let mut chain: Vec<String> = Vec::new();
+            for c in e.chain().map(|c| c.to_string()) {
+                if !chain.last().is_some_and(|prev| prev.contains(&c)) {
+                    chain.push(c);
+                }
+            }
             eprintln!("nmt: error: {}", chain.join(": "));
             std::process::ExitCode::FAILURE
         }
