@@ -98,8 +98,28 @@ impl ParallelCorpus {
 /// Everything [`read_lines`] reports for either file, and [`Error::LineCountMismatch`] when
 /// the files have different numbers of lines (the alignment would be meaningless).
 pub fn read_parallel(src: &Path, tgt: &Path, max_words: Option<usize>) -> Result<ParallelCorpus> {
-    let src_lines = read_lines(src)?;
-    let tgt_lines = read_lines(tgt)?;
+    parallel_from_lines(read_lines(src)?, read_lines(tgt)?, (src, tgt), max_words)
+}
+
+/// [`read_parallel`] on the (decompressed) bytes of both sides; `paths` name them in errors.
+/// What the fuzz target `corpus` drives.
+pub fn parallel_from_bytes(src: &[u8], tgt: &[u8], paths: (&Path, &Path), max_words: Option<usize>) -> Result<ParallelCorpus> {
+    let lines = |bytes: &[u8], path: &Path| {
+        if bytes.is_empty() {
+            return Err(Error::EmptyFile { path: path.to_path_buf() });
+        }
+        split_lines(bytes, path)
+    };
+    parallel_from_lines(lines(src, paths.0)?, lines(tgt, paths.1)?, paths, max_words)
+}
+
+fn parallel_from_lines(
+    src_lines: Vec<String>,
+    tgt_lines: Vec<String>,
+    paths: (&Path, &Path),
+    max_words: Option<usize>,
+) -> Result<ParallelCorpus> {
+    let (src, tgt) = paths;
     if src_lines.len() != tgt_lines.len() {
         return Err(Error::LineCountMismatch {
             src_path: PathBuf::from(src),

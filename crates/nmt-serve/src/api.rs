@@ -9,6 +9,7 @@
 //!   and (with `alignments`) the attention matrix.
 use nmt::config::SearchConfig;
 use nmt::translate::Translation;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Limits;
@@ -83,6 +84,15 @@ pub struct HypothesisOut {
     /// models only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alignment: Option<Vec<Vec<f32>>>,
+}
+
+/// A request body: a form for `application/x-www-form-urlencoded`, JSON otherwise.
+pub fn parse_body<T: DeserializeOwned>(content_type: &str, body: &[u8]) -> Result<T, ApiError> {
+    if content_type.starts_with("application/x-www-form-urlencoded") {
+        serde_urlencoded::from_bytes(body).map_err(|e| ApiError::bad_request(format!("malformed form: {e}")))
+    } else {
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))
+    }
 }
 
 /// A request's sentences, checked against the limits; `tokens` counts a sentence's source

@@ -11,11 +11,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use nmt::search::SearchOptions;
 use nmt::translate::Translation;
-use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use crate::api::{check_sentences, search_config, sentence_out, FullRequest, FullResponse, LibreRequest, OneOrMany};
+use crate::api::{check_sentences, parse_body, search_config, sentence_out, FullRequest, FullResponse, LibreRequest, OneOrMany};
 use crate::batcher::Job;
 use crate::error::ApiError;
 use crate::AppState;
@@ -76,16 +75,6 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     })
 }
 
-/// JSON, or a form for `application/x-www-form-urlencoded`.
-fn parse<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Result<T, ApiError> {
-    let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if ctype.starts_with("application/x-www-form-urlencoded") {
-        serde_urlencoded::from_bytes(body).map_err(|e| ApiError::bad_request(format!("malformed form: {e}")))
-    } else {
-        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))
-    }
-}
-
 /// Queues the sentences and waits for their translations (under the time limit).
 async fn translate(s: &AppState, model: usize, opts: SearchOptions, sentences: Vec<String>) -> Result<Vec<Translation>, ApiError> {
     let (reply, rx) = oneshot::channel();
@@ -95,6 +84,10 @@ async fn translate(s: &AppState, model: usize, opts: SearchOptions, sentences: V
         Ok(Err(_)) => Err(ApiError::shutting_down()),
         Err(_) => Err(ApiError::timeout(s.limits.timeout.as_secs_f64())),
     }
+}
+
+fn content_type(headers: &HeaderMap) -> &str {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
 fn model_index(s: &AppState, name: &str) -> Option<usize> {
@@ -110,7 +103,7 @@ async fn libre_translate(State(s): State<Arc<AppState>>, headers: HeaderMap, bod
 
 async fn libre(s: &AppState, headers: &HeaderMap, body: Body) -> Result<serde_json::Value, ApiError> {
     let bytes = read_body(body, s.limits.max_body_bytes).await?;
-    let req: LibreRequest = parse(headers, &bytes)?;
+    let req: LibreRequest = parse_body(content_type(headers), &bytes)?;
     let m = s
         .models
         .for_languages(&req.source, &req.target)
@@ -153,7 +146,7 @@ async fn full_translate(State(s): State<Arc<AppState>>, headers: HeaderMap, body
 
 async fn full(s: &AppState, headers: &HeaderMap, body: Body) -> Result<FullResponse, ApiError> {
     let bytes = read_body(body, s.limits.max_body_bytes).await?;
-    let req: FullRequest = parse(headers, &bytes)?;
+    let req: FullRequest = parse_body(content_type(headers), &bytes)?;
     let idx = match &req.model {
         Some(name) => model_index(s, name).ok_or_else(|| ApiError::not_found(format!("no model named {name:?}")))?,
         None => 0,

@@ -84,16 +84,21 @@ pub fn to_safetensors(tensors: &[(String, Tensor)], mut meta: HashMap<String, St
 /// errors naming the file.
 pub fn read_safetensors(path: &Path, device: &Device) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    parse_safetensors(&bytes, path, device)
+}
+
+/// [`read_safetensors`] on a file's bytes (`path` names it in errors).
+pub fn parse_safetensors(bytes: &[u8], path: &Path, device: &Device) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
     let bad = |reason: String| Error::ModelFile { path: path.to_path_buf(), reason };
-    let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| bad(format!("{e} (truncated or damaged?)")))?;
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("{e} (truncated or damaged?)")))?;
     let meta = header.metadata().clone().unwrap_or_default();
     if let Some(want) = meta.get(CHECKSUM_KEY) {
-        let got = format!("{:08x}", crc32fast::hash(data_section(&bytes).unwrap_or_default()));
+        let got = format!("{:08x}", crc32fast::hash(data_section(bytes).unwrap_or_default()));
         if *want != got {
             return Err(bad(format!("the tensor data's checksum is {got}, the file says {want}: the file is corrupt")));
         }
     }
-    let tensors = candle_core::safetensors::load_buffer(&bytes, device).map_err(|e| bad(format!("{e} (truncated or damaged?)")))?;
+    let tensors = candle_core::safetensors::load_buffer(bytes, device).map_err(|e| bad(format!("{e} (truncated or damaged?)")))?;
     Ok((tensors.into_iter().collect(), meta))
 }
 
@@ -153,7 +158,14 @@ pub type LoadedCheckpoint = (LoadedModel, BTreeMap<String, Tensor>, HashMap<Stri
 
 /// Loads a model file and also returns the training-state tensors and the raw metadata.
 pub fn load_parts(path: &Path, dtype: DType, device: &Device) -> Result<LoadedCheckpoint> {
-    let (mut tensors, raw) = read_safetensors(path, device)?;
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    load_bytes(&bytes, path, dtype, device)
+}
+
+/// [`load_parts`] on a file's bytes (`path` names it in errors): what the fuzz target
+/// `model_file` drives.
+pub fn load_bytes(bytes: &[u8], path: &Path, dtype: DType, device: &Device) -> Result<LoadedCheckpoint> {
+    let (mut tensors, raw) = parse_safetensors(bytes, path, device)?;
     let state_keys: Vec<String> = tensors.keys().filter(|k| k.starts_with(STATE_PREFIX)).cloned().collect();
     let state: BTreeMap<String, Tensor> = state_keys.into_iter().filter_map(|k| tensors.remove(&k).map(|t| (k, t))).collect();
     let meta = read_meta(&raw, path)?;
