@@ -210,4 +210,7 @@ fn a_ten_megabyte_line_is_skipped_or_cropped() {
     assert!(tr.status.success(), "{err}");
     assert!(err.contains("sentence 2") && err.contains("cropped to the first 50"), "{err}");
     assert_eq!(String::from_utf8_lossy(&tr.stdout).lines().count(), 3);
+    // `nmt score` refuses the pair, naming it, rather than running out of memory.
+    let pairs = format!("uno dos\tUNO DOS\n{huge}\tUNO\n");
+    fails_with(&nmt(&["score", "-m", m.to_str().unwrap()], Some(pairs.as_bytes())), &["pair 2", "not scored"]);
 }

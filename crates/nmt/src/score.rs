@@ -17,6 +17,10 @@ use crate::error::Result;
 use crate::model::{BatchTensors, Seq2Seq};
 use crate::model_file::ModelMeta;
 
+/// Longest side a pair may have, in tokens: teacher forcing holds the whole pair, so one huge
+/// line must not take the memory (`translate` crops its sources to the same length).
+pub const MAX_PAIR_TOKENS: usize = 1000;
+
 /// One pair's score.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PairScore {
@@ -90,6 +94,13 @@ fn score_one(model: &Seq2Seq, meta: &ModelMeta, pairs: &[(String, String)], batc
             meta.tgt.encode(t)
         };
         tgt.push(EOS);
+        let longest = src.len().max(tgt.len()) - 1;
+        if longest > MAX_PAIR_TOKENS {
+            return Err(crate::Error::Input(format!(
+                "pair {}: {longest} tokens on one side; pairs longer than {MAX_PAIR_TOKENS} tokens are not scored",
+                examples.len() + 1
+            )));
+        }
         examples.push(Example { src, tgt });
     }
     let mut order: Vec<usize> = (0..examples.len()).collect();

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use nmt::data::moses::phrase_table::PhraseLine;
 use nmt::score::score_pairs;
@@ -54,7 +54,8 @@ pub fn run(translator: &Translator, table: &Path, a: &ScoreArgs) -> Result<()> {
             .map(|(i, (l, _))| PhraseLine::parse(l, first_line + i).map_err(|e| e.into_error(input.name())))
             .collect::<Result<_, _>>()?;
         let pairs: Vec<(String, String)> = parsed.iter().map(|p| (p.source().to_string(), p.target().to_string())).collect();
-        let scores = score_pairs(&models, &translator.meta, &pairs, a.batch_size.max(1))?;
+        let scores = score_pairs(&models, &translator.meta, &pairs, a.batch_size.max(1))
+            .with_context(|| format!("{}, lines {first_line}–{}", input.name(), first_line + pairs.len() - 1))?;
         for ((p, s), (_, end)) in parsed.iter().zip(&scores).zip(&lines) {
             let lp = log_prob(s, a.normalize);
             let v = if a.log { lp } else { lp.exp() };
