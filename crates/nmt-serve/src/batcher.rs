@@ -188,7 +188,8 @@ fn run(models: &ModelSet, rx: &Receiver<Job>, limits: &Limits, stats: &Stats) {
         let mut rest = VecDeque::with_capacity(queue.len());
         let mut served = Vec::new();
         for (i, p) in queue.drain(..).enumerate() {
-            if p.next == p.job.sentences.len() && p.results.iter().all(Option::is_some) {
+            // Every scheduled sentence has been translated (a failed batch removed its jobs).
+            if p.next == p.job.sentences.len() {
                 stats.requests.fetch_add(1, Ordering::Relaxed);
                 let _ = p.job.reply.send(Ok(p.results.into_iter().flatten().collect()));
             } else if members.contains(&i) {

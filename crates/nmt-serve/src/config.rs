@@ -25,9 +25,8 @@ pub struct Limits {
 
 impl Default for Limits {
     /// 1 MB bodies, 64 sentences of 256 tokens, beam ≤ 32, 30 s per request, 256 queued
-    /// requests, batches of up to 32 sentences gathered for up to 5 ms (the "a few ms":
-    /// a beam-5 step of one sentence takes about a millisecond here, so waiting longer costs a
-    /// lone request more than batching could give back).
+    /// requests, batches of up to 32 sentences gathered for up to 5 ms (the "a few ms";
+    /// not tuned yet: the load test, `scripts/load-test.sh`, is where to tune it).
     fn default() -> Self {
         Limits {
             max_body_bytes: 1 << 20,

@@ -71,21 +71,23 @@ impl ModelSet {
         Ok(ModelSet { models })
     }
 
-    pub fn get(&self, name: &str) -> Option<&ServedModel> {
-        self.models.iter().find(|m| m.name == name)
+    /// The index of the model named `name`.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.models.iter().position(|m| m.name == name)
     }
 
     pub fn all(&self) -> &[ServedModel] {
         &self.models
     }
 
-    /// The model for a LibreTranslate language pair: the one named `source-target`, or for
-    /// `"auto"` the one with that target; with a single model, that model.
-    pub fn for_languages(&self, source: &str, target: &str) -> Option<&ServedModel> {
-        if let [only] = self.models.as_slice() {
-            return Some(only);
+    /// The index of the model for a LibreTranslate language pair: the one named
+    /// `source-target`, or for `"auto"` the one with that target; with a single model, that
+    /// model.
+    pub fn for_languages(&self, source: &str, target: &str) -> Option<usize> {
+        if self.models.len() == 1 {
+            return Some(0);
         }
-        self.models.iter().find(|m| match m.languages() {
+        self.models.iter().position(|m| match m.languages() {
             Some((s, t)) => t == target && (s == source || source == "auto"),
             None => false,
         })

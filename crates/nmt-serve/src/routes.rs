@@ -90,10 +90,6 @@ fn content_type(headers: &HeaderMap) -> &str {
     headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
-fn model_index(s: &AppState, name: &str) -> Option<usize> {
-    s.models.all().iter().position(|m| m.name == name)
-}
-
 async fn libre_translate(State(s): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
     match libre(&s, &headers, body).await {
         Ok(v) => Json(v).into_response(),
@@ -104,11 +100,11 @@ async fn libre_translate(State(s): State<Arc<AppState>>, headers: HeaderMap, bod
 async fn libre(s: &AppState, headers: &HeaderMap, body: Body) -> Result<serde_json::Value, ApiError> {
     let bytes = read_body(body, s.limits.max_body_bytes).await?;
     let req: LibreRequest = parse_body(content_type(headers), &bytes)?;
-    let m = s
+    let idx = s
         .models
         .for_languages(&req.source, &req.target)
         .ok_or_else(|| ApiError::not_found(format!("no model translates {} to {}", req.source, req.target)))?;
-    let idx = model_index(s, &m.name).ok_or_else(|| ApiError::internal("model index"))?;
+    let m = &s.models.all()[idx];
     let (texts, many) = match req.q {
         OneOrMany::One(t) => (vec![t], false),
         OneOrMany::Many(v) => (v, true),
@@ -148,10 +144,10 @@ async fn full(s: &AppState, headers: &HeaderMap, body: Body) -> Result<FullRespo
     let bytes = read_body(body, s.limits.max_body_bytes).await?;
     let req: FullRequest = parse_body(content_type(headers), &bytes)?;
     let idx = match &req.model {
-        Some(name) => model_index(s, name).ok_or_else(|| ApiError::not_found(format!("no model named {name:?}")))?,
+        Some(name) => s.models.index_of(name).ok_or_else(|| ApiError::not_found(format!("no model named {name:?}")))?,
         None => 0,
     };
-    let m = s.models.all().get(idx).ok_or_else(|| ApiError::internal("model index"))?;
+    let m = &s.models.all()[idx];
     if req.alignments && !m.translator.models().iter().any(|x| x.has_attention()) {
         return Err(ApiError::bad_request(format!("model {:?} has no attention, so no alignments", m.name)));
     }

@@ -69,14 +69,21 @@ fn data_section(bytes: &[u8]) -> Option<&[u8]> {
 /// checksum ([`CHECKSUM_KEY`]) added to the metadata.
 pub fn to_safetensors(tensors: &[(String, Tensor)], mut meta: HashMap<String, String>) -> Result<Vec<u8>> {
     let data: Vec<(String, &Tensor)> = tensors.iter().map(|(k, t)| (k.clone(), t)).collect();
-    let ser = |data, meta| safetensors::serialize(data, Some(meta)).map_err(|e| Error::Input(format!("cannot serialise tensors: {e}")));
-    // The data section does not depend on the metadata: serialise, checksum the data, and
-    // serialise again with the checksum in the header.
-    meta.remove(CHECKSUM_KEY);
-    let first = ser(data.clone(), meta.clone())?;
-    let crc = crc32fast::hash(data_section(&first).unwrap_or_default());
-    meta.insert(CHECKSUM_KEY.to_string(), format!("{crc:08x}"));
-    ser(data, meta)
+    // The header holds a placeholder of the checksum's width; once the data is laid out, its
+    // CRC is written over the placeholder (same length: no offset moves).
+    const PLACEHOLDER: &str = "________";
+    meta.insert(CHECKSUM_KEY.to_string(), PLACEHOLDER.to_string());
+    let mut bytes = safetensors::serialize(data, Some(meta)).map_err(|e| Error::Input(format!("cannot serialise tensors: {e}")))?;
+    let crc = format!("{:08x}", crc32fast::hash(data_section(&bytes).unwrap_or_default()));
+    let needle = format!("\"{CHECKSUM_KEY}\":\"{PLACEHOLDER}\"");
+    let header_end = bytes.len() - data_section(&bytes).map_or(0, <[u8]>::len);
+    let at = bytes[..header_end]
+        .windows(needle.len())
+        .position(|w| w == needle.as_bytes())
+        .ok_or_else(|| Error::Input("cannot place the checksum in the safetensors header".into()))?;
+    let value_at = at + needle.len() - 1 - PLACEHOLDER.len();
+    bytes[value_at..value_at + PLACEHOLDER.len()].copy_from_slice(crc.as_bytes());
+    Ok(bytes)
 }
 
 /// Reads a safetensors file: its tensors (on `device`) and metadata. A truncated file, a

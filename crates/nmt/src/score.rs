@@ -17,10 +17,6 @@ use crate::error::Result;
 use crate::model::{BatchTensors, Seq2Seq};
 use crate::model_file::ModelMeta;
 
-/// Longest side a pair may have, in tokens: teacher forcing holds the whole pair, so one huge
-/// line must not take the memory (`translate` crops its sources to the same length).
-pub const MAX_PAIR_TOKENS: usize = 1000;
-
 /// One pair's score.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PairScore {
@@ -94,10 +90,13 @@ fn score_one(model: &Seq2Seq, meta: &ModelMeta, pairs: &[(String, String)], batc
             meta.tgt.encode(t)
         };
         tgt.push(EOS);
-        let longest = src.len().max(tgt.len()) - 1;
-        if longest > MAX_PAIR_TOKENS {
+        // Teacher forcing holds the whole pair: the limit `translate` crops sources to
+        // (`search.max_source_len`) keeps one huge line from taking the memory. A given
+        // translation is not cropped, so a pair beyond it is refused.
+        let (longest, limit) = (src.len().max(tgt.len()) - 1, meta.search.max_source_len);
+        if longest > limit {
             return Err(crate::Error::Input(format!(
-                "pair {}: {longest} tokens on one side; pairs longer than {MAX_PAIR_TOKENS} tokens are not scored",
+                "pair {}: {longest} tokens on one side; pairs longer than {limit} tokens (search.max_source_len) are not scored",
                 examples.len() + 1
             )));
         }

@@ -1,10 +1,12 @@
-//! What several subcommands share: threads, device, reading input lines.
-use std::io::Read;
-use std::path::Path;
+//! What several subcommands share: threads, device, reading input lines, loading models.
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use nmt::candle_core::Device;
+use nmt::translate::Translator;
+
+use super::io::Lines;
 
 /// Compute options shared by every command that runs a model.
 #[derive(Debug, Args, Clone)]
@@ -46,29 +48,19 @@ impl ComputeArgs {
     }
 }
 
-/// Reads all lines of a file, or of stdin when `path` is `None` or `-`. Invalid UTF-8 is an
-/// error naming the line.
+/// Reads all lines of a file, or of stdin when `path` is `None` or `-` (gzip detected), with
+/// [`Lines`]: invalid UTF-8 is an error naming the line.
 pub fn read_input_lines(path: Option<&Path>) -> Result<Vec<String>> {
-    let (name, bytes) = match path {
-        Some(p) if p != Path::new("-") => {
-            (p.display().to_string(), std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?)
-        }
-        _ => {
-            let mut buf = Vec::new();
-            std::io::stdin().lock().read_to_end(&mut buf).context("cannot read standard input")?;
-            ("<stdin>".to_string(), buf)
-        }
-    };
+    let mut input = Lines::open(path)?;
     let mut lines = Vec::new();
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        match std::str::from_utf8(line) {
-            Ok(s) => lines.push(s.to_string()),
-            Err(_) => bail!("{name}: line {}: invalid UTF-8", i + 1),
-        }
-    }
-    if bytes.ends_with(b"\n") {
-        lines.pop();
+    while let Some((_, line)) = input.next_line()? {
+        lines.push(line);
     }
     Ok(lines)
+}
+
+/// Loads one model, or an ensemble of several (`-m A -m B`).
+pub fn load_models(paths: &[PathBuf], device: &Device) -> Result<Translator> {
+    let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+    Ok(Translator::load_ensemble(&refs, device)?)
 }

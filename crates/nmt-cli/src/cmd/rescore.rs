@@ -10,9 +10,9 @@ use clap::Args;
 use nmt::data::moses::nbest::{sort_by_total, NbestLine};
 use nmt::score::score_pairs;
 
-use super::common::{read_input_lines, ComputeArgs};
+use super::common::{load_models, read_input_lines, ComputeArgs};
 use super::io::{Lines, Output};
-use super::score::{load_models, log_prob};
+use super::score::log_prob;
 
 #[derive(Debug, Args)]
 pub struct RescoreArgs {

@@ -4,14 +4,13 @@
 //! Several models score as an ensemble: each token's probability is the average of theirs
 //! (`nmt::score`).
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Args;
 use nmt::score::{score_pairs, PairScore};
-use nmt::translate::Translator;
 
-use super::common::{read_input_lines, ComputeArgs};
+use super::common::{load_models, read_input_lines, ComputeArgs};
 use super::io::Output;
 
 #[derive(Debug, Args)]
@@ -52,12 +51,6 @@ pub struct ScoreArgs {
     pub batch_size: usize,
     #[command(flatten)]
     pub compute: ComputeArgs,
-}
-
-/// Loads one model or an ensemble.
-pub fn load_models(paths: &[PathBuf], device: &nmt::candle_core::Device) -> Result<Translator> {
-    let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
-    Ok(Translator::load_ensemble(&refs, device)?)
 }
 
 /// A pair's log-probability, divided by its tokens with `normalize`.

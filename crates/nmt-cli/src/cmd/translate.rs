@@ -10,7 +10,7 @@ use nmt::search::SearchOptions;
 use nmt::translate::Translation;
 use nmt::unk::UnkReplacer;
 
-use super::common::{read_input_lines, ComputeArgs};
+use super::common::{load_models, read_input_lines, ComputeArgs};
 use super::io::Output;
 
 #[derive(Debug, Args)]
@@ -106,7 +106,7 @@ impl TranslateArgs {
 
 pub fn run(args: TranslateArgs) -> Result<()> {
     let device = args.compute.setup()?;
-    let translator = super::score::load_models(&args.model, &device)?;
+    let translator = load_models(&args.model, &device)?;
     let search = args.search(translator.default_search())?;
     let lines = read_input_lines(args.input.as_deref())?;
     let unk = match (args.replace_unk, &args.dict) {
