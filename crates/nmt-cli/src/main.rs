@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod collective;
 
 /// mimalloc keeps freed tensor buffers for reuse (see Cargo.toml).
 #[global_allocator]

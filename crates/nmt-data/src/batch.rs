@@ -94,9 +94,53 @@ impl Batch {
         self.src_ext = out;
     }
 
+    /// Rows `range` of the batch, with the batch's padded lengths kept: a data-parallel rank's
+    /// share. Keeping the padding keeps every per-row tensor's inner size, so a share's dropout
+    /// masks are exactly the whole batch's masks at those rows (`nmt::model::regularizer`).
+    pub fn rows(&self, range: std::ops::Range<usize>) -> Batch {
+        let range = range.start.min(self.size)..range.end.min(self.size);
+        let (s, t) = (self.src_len, self.tgt_len);
+        let cut = |v: &[u32], w: usize| if v.is_empty() { Vec::new() } else { v[range.start * w..range.end * w].to_vec() };
+        Batch {
+            size: range.len(),
+            src_len: s,
+            src: cut(&self.src, s),
+            src_lengths: self.src_lengths[range.clone()].to_vec(),
+            tgt_len: t,
+            tgt_in: cut(&self.tgt_in, t),
+            tgt_out: cut(&self.tgt_out, t),
+            tgt_lengths: self.tgt_lengths[range.clone()].to_vec(),
+            indices: self.indices[range.clone()].to_vec(),
+            src_ext: cut(&self.src_ext, s),
+        }
+    }
+
     /// Number of real (non-padding) target tokens, for per-token loss normalisation.
     pub fn target_tokens(&self) -> usize {
         self.tgt_lengths.iter().sum()
+    }
+}
+
+/// One data-parallel rank's rows of every batch: `len` rows from `start` of `total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowShare {
+    pub start: usize,
+    pub len: usize,
+    pub total: usize,
+}
+
+impl RowShare {
+    /// Rank `rank` of `ranks` takes rows `⌊total·rank/ranks⌋ .. ⌊total·(rank+1)/ranks⌋`: contiguous,
+    /// disjoint, covering the batch, sizes differing by at most one (a rank may get none).
+    pub fn of(rank: usize, ranks: usize, total: usize) -> RowShare {
+        let ranks = ranks.max(1);
+        let start = total * rank / ranks;
+        let end = total * (rank + 1) / ranks;
+        RowShare { start, len: end.saturating_sub(start), total }
+    }
+
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.start..self.start + self.len
     }
 }
 
@@ -209,6 +253,28 @@ mod tests {
         assert_eq!(batch.tgt_lengths, vec![2, 4]);
         assert_eq!(batch.target_tokens(), 6);
         assert_eq!(batch.indices, vec![3, 1]);
+    }
+
+    #[test]
+    fn rows_keep_the_padding_and_partition_the_batch() {
+        let (a, b, c) = (ex(&[5, 6, EOS], &[7, EOS]), ex(&[8, EOS], &[9, 10, 11, EOS]), ex(&[4, EOS], &[3, EOS]));
+        let batch = Batch::from_examples(&[&a, &b, &c], vec![0, 1, 2]);
+        let (top, bottom) = (batch.rows(0..1), batch.rows(1..3));
+        assert_eq!((top.size, top.src_len, top.tgt_len), (1, 3, 4));
+        assert_eq!(top.src, vec![5, 6, EOS]);
+        assert_eq!(top.tgt_out, vec![7, EOS, PAD, PAD]);
+        assert_eq!(bottom.src, batch.src[3..].to_vec());
+        assert_eq!(bottom.tgt_in, batch.tgt_in[4..].to_vec());
+        assert_eq!(top.target_tokens() + bottom.target_tokens(), batch.target_tokens());
+        assert_eq!(bottom.indices, vec![1, 2]);
+        for ranks in 1..6 {
+            let shares: Vec<RowShare> = (0..ranks).map(|r| RowShare::of(r, ranks, 3)).collect();
+            assert_eq!(shares.iter().map(|s| s.len).sum::<usize>(), 3);
+            assert!(shares.windows(2).all(|w| w[0].start + w[0].len == w[1].start));
+        }
+        // More ranks than rows: an empty share, not a panic.
+        assert_eq!(batch.rows(3..3).size, 0);
+        assert_eq!(batch.rows(2..9).size, 1);
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub enum Error {
     CheckpointMismatch { path: PathBuf, reason: String },
     #[error("invalid input: {0}")]
     Input(String),
+    /// A data-parallel run's ranks disagree, or the collective itself failed.
+    #[error("distributed training: {0}")]
+    Collective(String),
     #[error("interrupted")]
     Interrupted,
 }

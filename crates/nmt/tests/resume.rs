@@ -105,7 +105,7 @@ fn resumes_exactly(model: &str) {
     let tmp = tempfile::tempdir().unwrap();
     write_corpus(tmp.path());
     let run = |dir: &str, steps: u64| {
-        let opts = TrainOptions { model_dir: tmp.path().join(dir), device: Device::Cpu, stop: Arc::new(AtomicBool::new(false)) };
+        let opts = TrainOptions::new(tmp.path().join(dir), Device::Cpu, Arc::new(AtomicBool::new(false)));
         train(&config(tmp.path(), steps, model), &opts, &mut Quiet).unwrap()
     };
     let whole = run("whole", 30);
@@ -141,7 +141,7 @@ fn a_checkpoint_with_another_config_is_refused() {
     std::env::set_var("RAYON_NUM_THREADS", "1");
     let tmp = tempfile::tempdir().unwrap();
     write_corpus(tmp.path());
-    let opts = TrainOptions { model_dir: tmp.path().join("m"), device: Device::Cpu, stop: Arc::new(AtomicBool::new(false)) };
+    let opts = TrainOptions::new(tmp.path().join("m"), Device::Cpu, Arc::new(AtomicBool::new(false)));
     train(&config(tmp.path(), 2, ""), &opts, &mut Quiet).unwrap();
     let before = std::fs::read(tmp.path().join("m/checkpoint.safetensors")).unwrap();
     let Err(e) = train(&config(tmp.path(), 4, "cell = \"lstm\""), &opts, &mut Quiet) else { panic!("must refuse") };

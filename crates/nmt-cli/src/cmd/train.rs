@@ -87,13 +87,39 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+/// The progress of ranks other than 0: rank 0 alone reports.
+struct Silent;
+
+impl Progress for Silent {
+    fn on_message(&mut self, _msg: &str) {}
+}
+
 pub fn run_training(cfg: &Config, model_dir: PathBuf, quiet: bool, compute: &ComputeArgs) -> Result<TrainSummary> {
     let device = compute.setup()?;
-    let opts = TrainOptions { model_dir, device, stop: stop_flag()? };
-    let mut bar = Bar::new(quiet);
-    let summary = train(cfg, &opts, &mut bar);
-    bar.finish();
-    let summary = summary?;
+    let collective = crate::collective::collective()?;
+    let (rank, ranks) = (collective.rank(), collective.size());
+    let opts = TrainOptions { model_dir, device, stop: stop_flag()?, collective };
+    let summary = if rank == 0 {
+        let mut bar = Bar::new(quiet);
+        let summary = train(cfg, &opts, &mut bar);
+        bar.finish();
+        summary
+    } else {
+        train(cfg, &opts, &mut Silent)
+    };
+    let summary = match summary {
+        Ok(s) => s,
+        Err(e) if ranks > 1 => {
+            // The other ranks wait in a collective that this rank will never join: end them.
+            eprintln!("nmt: error on rank {rank} of {ranks}: {e}");
+            opts.collective.abort(1);
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if rank > 0 {
+        return Ok(summary);
+    }
     eprintln!(
         "stopped ({:?}) after {} updates, {:.1} min, {:.0} target tok/s; best dev BLEU {} at update {}",
         summary.reason,

@@ -16,6 +16,7 @@
 //! embeddings, the encoder's recurrent masks (forward, then backward direction), target
 //! embeddings, the decoder's recurrent mask, the maxout output.
 use candle_core::{Tensor, D};
+use nmt_data::batch::RowShare;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -37,13 +38,24 @@ pub struct DropoutRates {
 pub struct Dropout {
     rates: DropoutRates,
     rng: ChaCha8Rng,
+    /// A data-parallel rank's rows of the batch (`train::collective`): every mask is drawn for
+    /// the whole batch and cut to these rows, so the masks are the same functions of seed and
+    /// update whatever the number of ranks. Every mask is batch-major (the batch dimension
+    /// leads: `(B, …)`), so the rows are one contiguous slice of it.
+    share: Option<RowShare>,
 }
 
 impl Dropout {
     /// The RNG is seeded from the run's seed and the update number: no state to save.
     pub fn new(rates: DropoutRates, seed: u64, step: u64) -> Self {
         let mixed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step.wrapping_add(0xD1B5_4A32_D192_ED03);
-        Dropout { rates, rng: ChaCha8Rng::seed_from_u64(mixed) }
+        Dropout { rates, rng: ChaCha8Rng::seed_from_u64(mixed), share: None }
+    }
+
+    /// Draws for the whole batch and keeps `share`'s rows (see the `share` field).
+    pub fn with_share(mut self, share: RowShare) -> Self {
+        self.share = Some(share);
+        self
     }
 
     /// The mask of [`Dropout::apply`] for `count` elements, or `None` when off.
@@ -117,17 +129,30 @@ impl Dropout {
         }
     }
 
-    /// `count` inverted-dropout factors (`0` or `1/(1−p)`), or `None` when `p` is 0.
+    /// `count` inverted-dropout factors (`0` or `1/(1−p)`), or `None` when `p` is 0. With a
+    /// share of `len` rows, `count = len·inner`: the whole batch's `total·inner` factors are
+    /// drawn (the same stream as one process) and the share's slice kept.
     fn draw(&mut self, p: f64, count: usize) -> Option<Vec<f32>> {
         if p <= 0.0 {
             return None;
         }
+        match self.share {
+            Some(s) if s.len > 0 && s.len != s.total => {
+                let inner = count / s.len;
+                let all = self.draw_all(p, inner * s.total);
+                Some(all[s.start * inner..(s.start + s.len) * inner].to_vec())
+            }
+            _ => Some(self.draw_all(p, count)),
+        }
+    }
+
+    fn draw_all(&mut self, p: f64, count: usize) -> Vec<f32> {
         let keep = 1.0 - p;
         let scale = (1.0 / keep) as f32;
         // One 32-bit draw per unit against a threshold: half the RNG work of a uniform f64,
         // and keep-probabilities are exact to 2⁻³².
         let threshold = (keep * 4_294_967_296.0).min(u32::MAX as f64) as u32;
-        Some((0..count).map(|_| if self.rng.next_u32() < threshold { scale } else { 0.0 }).collect())
+        (0..count).map(|_| if self.rng.next_u32() < threshold { scale } else { 0.0 }).collect()
     }
 }
 
@@ -148,5 +173,11 @@ pub struct Regularizer {
 impl Regularizer {
     pub fn new(rates: DropoutRates, label_smoothing: f64, seed: u64, step: u64) -> Self {
         Regularizer { dropout: Dropout::new(rates, seed, step), label_smoothing }
+    }
+
+    /// The masks of a data-parallel rank's rows ([`Dropout::with_share`]).
+    pub fn with_share(mut self, share: RowShare) -> Self {
+        self.dropout = self.dropout.with_share(share);
+        self
     }
 }

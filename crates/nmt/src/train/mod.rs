@@ -1,9 +1,12 @@
 //! Training by maximum likelihood: the loop, validation, checkpoints and resume.
 pub mod average;
 pub mod checkpoint;
+pub mod collective;
 pub mod log;
 pub mod optim;
+mod step;
 pub mod trainer;
 pub mod validate;
 
+pub use collective::{Collective, Single};
 pub use trainer::{train, Progress, StepInfo, TrainOptions, TrainSummary};

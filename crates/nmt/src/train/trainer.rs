@@ -6,6 +6,11 @@
 //! `config.toml` (the resolved configuration). Running the same command again resumes from the
 //! checkpoint: batches are a pure function of (seed, epoch) and dropout masks of (seed, step),
 //! so the resumed run computes exactly what the uninterrupted one would have.
+//!
+//! With several ranks (`TrainOptions::collective`, e.g. under `mpirun`) each rank trains on its
+//! rows of every batch and the gradients are summed (`collective`, `step`); rank 0 alone
+//! validates, logs and writes files, and the model directory must be the same for all ranks
+//! (a shared filesystem across machines): a resume reads the checkpoint on every rank.
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,14 +22,15 @@ use nmt_data::{read_parallel, Example};
 
 use super::average;
 use super::checkpoint::{self, TrainProgress};
+use super::collective::{agree_on, broadcast_decision, broadcast_params, Collective, Control, Decision, Single};
 use super::log::{JsonlLog, TrainRecord, ValidRecord};
 use super::optim::Optimizer;
+use super::step::Updater;
 use super::validate::{dev_bleu, dev_loss, DevSet};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::kernels::profile;
 use crate::model::regularizer::{DropoutRates, Regularizer};
-use crate::model::{BatchTensors, Seq2Seq};
+use crate::model::Seq2Seq;
 use crate::model_file::{self, ModelMeta};
 
 /// How to run, besides the config.
@@ -33,6 +39,19 @@ pub struct TrainOptions {
     pub device: Device,
     /// Set by a Ctrl-C handler: save a checkpoint and return.
     pub stop: Arc<AtomicBool>,
+    /// The ranks of a data-parallel run ([`Single`] for one process).
+    pub collective: Box<dyn Collective>,
+}
+
+impl TrainOptions {
+    /// One process.
+    pub fn new(model_dir: PathBuf, device: Device, stop: Arc<AtomicBool>) -> Self {
+        TrainOptions { model_dir, device, stop, collective: Box::new(Single) }
+    }
+
+    fn is_root(&self) -> bool {
+        self.collective.rank() == 0
+    }
 }
 
 /// What the progress display gets after each update.
@@ -90,8 +109,13 @@ struct Run {
 /// Trains (or resumes) per `cfg`, writing into `opts.model_dir`.
 pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result<TrainSummary> {
     let dir = &opts.model_dir;
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    check_writable(dir)?;
+    let c = opts.collective.as_ref();
+    if opts.is_root() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        check_writable(dir)?;
+    }
+    // The other ranks read the directory only after rank 0 has made it.
+    c.barrier()?;
     let ckpt_path = dir.join("checkpoint.safetensors");
     let best_path = dir.join("model.safetensors");
     let log = JsonlLog::new(&dir.join("train_log.jsonl"));
@@ -107,6 +131,8 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         corpus.skipped_long
     ));
     let mut run = if ckpt_path.exists() { resume(cfg, &ckpt_path, &opts.device, ui)? } else { start(cfg, &corpus, &opts.device, ui)? };
+    agree_on(c, "the update to resume from", run.progress.step)?;
+    broadcast_params(c, &run.model.params.named_vars())?;
     let dev_corpus = read_parallel(&d.dev_src, &d.dev_tgt, None)?;
     // The dev loss skips pairs longer than search crops sources to: one huge line must not take
     // the validation's memory (the dev BLEU translates it cropped).
@@ -133,13 +159,19 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     if let Some(x) = &dev_exts {
         dev.batches.iter_mut().for_each(|b| b.set_source_ext(x));
     }
-    write_config(cfg, &run.meta, dir)?;
+    if opts.is_root() {
+        write_config(cfg, &run.meta, dir)?;
+    }
     ui.on_message(&format!(
-        "model: {:?}, {} parameters; {} training examples; starting at update {}",
+        "model: {:?}, {} parameters; {} training examples; starting at update {}{}",
         run.meta.config.arch,
         run.model.num_parameters(),
         examples.len(),
-        run.progress.step
+        run.progress.step,
+        match c.size() {
+            1 => String::new(),
+            n => format!("; {n} ranks, each with 1/{n} of every batch"),
+        }
     ));
     let snapshot_dir = dir.join("snapshots");
     let env = LoopEnv {
@@ -154,7 +186,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         snapshot_dir: &snapshot_dir,
     };
     let reason = run_loop(&env, &mut run, ui)?;
-    if cfg.train.average_last > 0 && reason.0 != StopReason::Interrupted {
+    if cfg.train.average_last > 0 && reason.0 != StopReason::Interrupted && opts.is_root() {
         average_snapshots(&env, &run, ui)?;
     }
     Ok(TrainSummary {
@@ -269,6 +301,12 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
     let elapsed = || -> f64 { elapsed_before + started.elapsed().as_secs_f64() };
     let (mut run_tokens, mut win) = (0usize, Window::default());
     let mut validated_at = u64::MAX;
+    let root = env.opts.is_root();
+    let single = env.opts.collective.size() == 1;
+    let vars = run.model.params.named_vars();
+    // Stop flags agreed by all ranks after each update (one process: its own flags). Only
+    // rank 0's clock counts, so every rank stops at the same update.
+    let mut agreed = Control { out_of_time: t.max_minutes > 0.0 && elapsed_before >= t.max_minutes * 60.0, ..Control::default() };
     let reason = 'outer: loop {
         if t.max_epochs > 0 && run.progress.epoch >= t.max_epochs {
             break StopReason::MaxEpochs;
@@ -278,18 +316,23 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             batches.iter_mut().for_each(|b| b.set_source_ext(x));
         }
         while run.progress.batch_in_epoch < batches.len() {
-            if env.opts.stop.load(Ordering::SeqCst) {
+            let out_of_time = || t.max_minutes > 0.0 && elapsed() >= t.max_minutes * 60.0;
+            // One process acts on its own flags at once; ranks on the flags they agreed on.
+            let (interrupted, timed_out) = match single {
+                true => (env.opts.stop.load(Ordering::SeqCst), out_of_time()),
+                false => (agreed.interrupted, agreed.out_of_time),
+            };
+            if interrupted {
                 break 'outer StopReason::Interrupted;
             }
             if t.max_steps > 0 && run.progress.step >= t.max_steps {
                 break 'outer StopReason::MaxSteps;
             }
-            if t.max_minutes > 0.0 && elapsed() >= t.max_minutes * 60.0 {
+            if timed_out {
                 break 'outer StopReason::MaxMinutes;
             }
             let batch = &batches[run.progress.batch_in_epoch];
             win.started.get_or_insert_with(Instant::now);
-            let bt = BatchTensors::new(batch, run.model.dtype(), run.model.device())?;
             let m = &run.meta.config;
             let rates = DropoutRates {
                 units: m.dropout,
@@ -297,27 +340,21 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
                 tgt_words: t.tgt_word_dropout,
                 recurrent: m.recurrent_dropout,
             };
-            let mut reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step);
-            let loss = profile::timed(profile::TRAIN_FORWARD, || run.model.loss(&bt, Some(&mut reg)))?;
-            let value = loss.mean.to_dtype(DType::F64)?.to_scalar::<f64>()?;
-            if !value.is_finite() {
-                return Err(Error::Input(format!("loss is {value} at update {}: training diverged", run.progress.step + 1)));
-            }
-            let grads = profile::timed(profile::TRAIN_BACKWARD, || loss.mean.backward())?;
-            let norm = profile::timed(profile::TRAIN_UPDATE, || -> Result<f64> {
-                let norm = run.opt.clip(&grads)?;
-                run.opt.update(&grads)?;
-                Ok(norm)
-            })?;
+            let reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step);
+            let local =
+                Control { interrupted: env.opts.stop.load(Ordering::SeqCst), out_of_time: root && out_of_time(), ..Control::default() };
+            let mut updater = Updater { model: &run.model, opt: &mut run.opt, vars: &vars, collective: env.opts.collective.as_ref() };
+            let done = updater.update(batch, reg, run.progress.step + 1, local)?;
+            agreed = done.control;
             run.progress.step += 1;
             run.progress.batch_in_epoch += 1;
-            run_tokens += loss.tokens;
-            win.loss_sum += value * loss.tokens as f64;
-            win.tokens += loss.tokens;
-            win.grad_norm += norm;
+            run_tokens += done.tokens;
+            win.loss_sum += done.loss * done.tokens as f64;
+            win.tokens += done.tokens;
+            win.grad_norm += done.grad_norm;
             win.updates += 1;
             let step = run.progress.step;
-            if step.is_multiple_of(t.log_every.max(1)) {
+            if root && step.is_multiple_of(t.log_every.max(1)) {
                 let secs = win.started.map(|s| s.elapsed().as_secs_f64()).unwrap_or(0.0).max(1e-9);
                 let info = StepInfo {
                     step,
@@ -340,7 +377,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             }
             if step.is_multiple_of(t.valid_every.max(1)) {
                 run.progress.elapsed_s = elapsed();
-                if validate_and_save(env, run, ui)? {
+                if validate(env, run, ui)? {
                     break 'outer StopReason::Patience;
                 }
                 validated_at = step;
@@ -350,15 +387,25 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
         run.progress.batch_in_epoch = 0;
     };
     run.progress.elapsed_s = elapsed();
-    if reason == StopReason::Interrupted {
+    if reason == StopReason::Interrupted && root {
         run.meta.step = run.progress.step;
         checkpoint::save(env.ckpt_path, &run.model, &run.meta, &run.opt, &run.progress)?;
         ui.on_message(&format!("interrupted: checkpoint saved at update {}", run.progress.step));
-    } else if validated_at != run.progress.step {
-        validate_and_save(env, run, ui)?;
+    } else if reason != StopReason::Interrupted && validated_at != run.progress.step {
+        validate(env, run, ui)?;
     }
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     Ok((reason, run_tokens as f64 / secs))
+}
+
+/// Rank 0 validates and saves ([`validate_and_save`]); every rank follows its learning-rate
+/// scale and patience decision. Returns true when patience ran out.
+fn validate(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<bool> {
+    let out_of_patience = if env.opts.is_root() { validate_and_save(env, run, ui)? } else { false };
+    let decision = broadcast_decision(env.opts.collective.as_ref(), Decision { lr_scale: run.progress.lr_scale, out_of_patience })?;
+    run.progress.lr_scale = decision.lr_scale;
+    run.opt.set_lr_scale(decision.lr_scale);
+    Ok(decision.out_of_patience)
 }
 
 /// Dev loss, perplexity and BLEU; keeps the best model; decays the learning rate on a plateau;

@@ -1,0 +1,89 @@
+//! Data-parallel training on MPI (issue "Training beyond one machine"): 2 ranks, each with half
+//! of every batch, must end 20 updates with the weights of one process on the whole batches,
+//! to 1e-6, with every regulariser on (unit, word and recurrent dropout, label smoothing).
+//! A run that switches from 2 ranks to 1 at a resume must end there too.
+//!
+//! Needs the `mpi` feature and Open MPI's `mpirun` (`.ci/run` installs it and runs
+//! `cargo test --release -p nmt-cli --features mpi --test mpi`).
+#![cfg(feature = "mpi")]
+
+use std::path::Path;
+use std::process::Command;
+
+use nmt::candle_core::{DType, Device};
+
+fn write_config(dir: &Path, steps: u64) -> String {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/bible-en-es");
+    let bpe = "{ kind = \"bpe\", vocab_size = 500, min_frequency = 1 }";
+    let cfg = format!(
+        "[model]\npreset = \"rnnsearch-small\"\nemb_dim = 32\nhidden_dim = 32\natt_dim = 32\nmaxout_dim = 32\ndropout = 0.3\n\
+         recurrent_dropout = 0.2\ntie_target_embeddings = true\n[data]\ntrain_src = \"{data}/dev.en.gz\"\ntrain_tgt = \"{data}/dev.es.gz\"\n\
+         dev_src = \"{data}/dev.en.gz\"\ndev_tgt = \"{data}/dev.es.gz\"\nsrc_subword = {bpe}\ntgt_subword = {bpe}\n\
+         [train]\nmax_steps = {steps}\nvalid_every = 10\nvalid_bleu_sentences = 10\naverage_last = 0\nsrc_word_dropout = 0.1\n\
+         tgt_word_dropout = 0.1\nlabel_smoothing = 0.1\nbatch = {{ max_tokens = 1500, max_sentences = 40 }}\n"
+    );
+    let p = dir.join(format!("c{steps}.toml"));
+    std::fs::write(&p, cfg).unwrap();
+    p.display().to_string()
+}
+
+/// `nmt train` on `ranks` MPI ranks of one thread each (`ranks = 0`: no launcher at all).
+fn train(cfg: &str, dir: &Path, ranks: usize) {
+    let nmt = env!("CARGO_BIN_EXE_nmt");
+    let train = ["train", "-c", cfg, "--model-dir", dir.to_str().unwrap(), "--quiet", "--threads", "1"];
+    let mut c = match ranks {
+        0 => Command::new(nmt),
+        n => {
+            let mut c = Command::new("mpirun");
+            c.args(["--oversubscribe", "--bind-to", "none", "-np", &n.to_string(), nmt]);
+            c
+        }
+    };
+    c.args(train).env("NMT_LOG", "warn").env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = c.output().expect("mpirun (Open MPI) must be installed for this test");
+    assert!(out.status.success(), "{} ranks failed: {}", ranks, String::from_utf8_lossy(&out.stderr));
+}
+
+fn weights(path: &Path) -> Vec<(String, Vec<f32>)> {
+    let m = nmt::model_file::load(path, DType::F32, &Device::Cpu).unwrap();
+    nmt::model_file::model_tensors(&m.model).into_iter().map(|(k, t)| (k, t.flatten_all().unwrap().to_vec1::<f32>().unwrap())).collect()
+}
+
+fn max_diff(a: &Path, b: &Path) -> f32 {
+    let (a, b) = (weights(a), weights(b));
+    assert_eq!(a.len(), b.len());
+    let mut worst = 0f32;
+    for ((ka, va), (kb, vb)) in a.iter().zip(&b) {
+        assert_eq!(ka, kb);
+        worst = va.iter().zip(vb).map(|(x, y)| (x - y).abs()).fold(worst, f32::max);
+    }
+    worst
+}
+
+#[test]
+fn two_ranks_end_with_the_weights_of_one_process() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write_config(d.path(), 20);
+    let (one, two) = (d.path().join("one"), d.path().join("two"));
+    train(&cfg, &one, 0);
+    train(&cfg, &two, 2);
+    let diff = max_diff(&one.join("checkpoint.safetensors"), &two.join("checkpoint.safetensors"));
+    eprintln!("mpi exactness: 20 updates, 1 process vs 2 ranks: max |diff| of the weights {diff:e}");
+    assert!(diff <= 1e-6, "2 ranks differ from 1 process by {diff}");
+    // The training really moved the weights (a run that did nothing would also agree).
+    let fresh = d.path().join("fresh");
+    train(&write_config(d.path(), 1), &fresh, 0);
+    assert!(max_diff(&one.join("checkpoint.safetensors"), &fresh.join("checkpoint.safetensors")) > 1e-3);
+}
+
+#[test]
+fn a_resume_may_change_the_number_of_ranks() {
+    let d = tempfile::tempdir().unwrap();
+    let (one, mixed) = (d.path().join("one"), d.path().join("mixed"));
+    train(&write_config(d.path(), 20), &one, 0);
+    train(&write_config(d.path(), 10), &mixed, 2);
+    train(&write_config(d.path(), 20), &mixed, 1);
+    let diff = max_diff(&one.join("checkpoint.safetensors"), &mixed.join("checkpoint.safetensors"));
+    eprintln!("mpi resume: 10 updates on 2 ranks then 10 on 1 vs 20 in one process: max |diff| {diff:e}");
+    assert!(diff <= 1e-6, "a resume on another number of ranks differs by {diff}");
+}

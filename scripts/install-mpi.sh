@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Open MPI (library, headers, mpirun) and libclang (the `mpi` crate generates its bindings
+# with bindgen), for `--features mpi` (docs/DISTRIBUTED.md). Installs through apt when they are
+# missing; needs root (or sudo).
+set -euo pipefail
+have_clang() { ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1; }
+if command -v mpirun >/dev/null && command -v mpicc >/dev/null && have_clang; then
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends libopenmpi-dev openmpi-bin libclang-dev clang > /dev/null
+command -v mpirun && mpirun --version | head -n 1
