@@ -21,11 +21,15 @@ cd "$root"
 if [ -n "${NMT_BIN:-}" ]; then nmt=$NMT_BIN; else cargo build --release -q -p nmt-cli; nmt=$root/target/release/nmt; fi
 out=$root/runs/rescore
 mkdir -p "$out"
+# The n-best lists are reused only when made by the same weak model from the same verses.
+stamp="$weak ${LINES:-all}"
+[ "$(cat "$out/nbest.stamp" 2>/dev/null)" = "$stamp" ] || rm -f "$out/dev.nbest" "$out/test.nbest"
 for split in dev test; do
   # LINES=N: the first N verses only (a quick check of the script).
   for side in en es; do gzip -dc "data/bible-en-es/$split.$side.gz" | sed -n "1,${LINES:-1000000}p" > "$out/$split.$side"; done
   [ -s "$out/$split.nbest" ] || "$nmt" translate -m "$weak" -b 10 --n-best 10 --threads "$threads" < "$out/$split.en" > "$out/$split.nbest"
 done
+echo "$stamp" > "$out/nbest.stamp"
 bleu() { "$nmt" eval bleu -r "$1" "$2" | sed -nE '1s/^BLEU[^=]*= ([0-9.]+).*/\1/p'; }
 printf 'feature\tweight\tdev BLEU\n' > "$out/dev-grid.tsv"
 best_score=-1; best_args=""

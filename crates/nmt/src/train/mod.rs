@@ -4,9 +4,12 @@ pub mod checkpoint;
 pub mod collective;
 pub mod log;
 pub mod optim;
+pub mod progress;
+mod setup;
 mod step;
 pub mod trainer;
 pub mod validate;
 
 pub use collective::{Collective, Single};
-pub use trainer::{train, Progress, StepInfo, TrainOptions, TrainSummary};
+pub use progress::{Progress, StepInfo};
+pub use trainer::{train, TrainOptions, TrainSummary};

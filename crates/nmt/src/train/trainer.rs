@@ -16,22 +16,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use candle_core::{DType, Device};
-use nmt_data::subword::Segmenter;
+use candle_core::Device;
 use nmt_data::{read_parallel, Example};
 
 use super::average;
 use super::checkpoint::{self, TrainProgress};
 use super::collective::{agree_on, broadcast_decision, broadcast_params, Collective, Control, Decision, Single};
 use super::log::{JsonlLog, TrainRecord, ValidRecord};
-use super::optim::Optimizer;
+use super::progress::{Progress, StepInfo};
+use super::setup::{check_writable, resume, start, write_config, Run};
 use super::step::Updater;
 use super::validate::{dev_bleu, dev_loss, DevSet};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::regularizer::{DropoutRates, Regularizer};
-use crate::model::Seq2Seq;
-use crate::model_file::{self, ModelMeta};
+use crate::model_file;
 
 /// How to run, besides the config.
 pub struct TrainOptions {
@@ -51,27 +50,6 @@ impl TrainOptions {
 
     fn is_root(&self) -> bool {
         self.collective.rank() == 0
-    }
-}
-
-/// What the progress display gets after each update.
-#[derive(Clone, Debug)]
-pub struct StepInfo {
-    pub step: u64,
-    pub epoch: u64,
-    /// Token-weighted mean loss since the last log line.
-    pub loss: f64,
-    pub tok_per_s: f64,
-    pub elapsed_s: f64,
-    /// Fraction of the run done, when a limit is set (steps, minutes or epochs).
-    pub fraction: Option<f64>,
-}
-
-/// Receives progress; the CLI draws a bar from it. The library itself only logs.
-pub trait Progress {
-    fn on_step(&mut self, _info: &StepInfo) {}
-    fn on_message(&mut self, msg: &str) {
-        tracing::info!("{msg}");
     }
 }
 
@@ -97,13 +75,6 @@ pub struct TrainSummary {
     pub elapsed_s: f64,
     /// Target tokens per second over this run's updates.
     pub tok_per_s: f64,
-}
-
-struct Run {
-    model: Seq2Seq,
-    meta: ModelMeta,
-    opt: Optimizer,
-    progress: TrainProgress,
 }
 
 /// Trains (or resumes) per `cfg`, writing into `opts.model_dir`.
@@ -199,75 +170,6 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         elapsed_s: run.progress.elapsed_s,
         tok_per_s: reason.1,
     })
-}
-
-/// Fails before any work when `dir` cannot take new files (read-only, no permission, full):
-/// better than an hour of training lost at the first checkpoint. Also removes temporary files
-/// that a killed write left (`*.tmp`: never read, the renamed files are whole).
-fn check_writable(dir: &std::path::Path) -> Result<()> {
-    let probe = dir.join(".nmt-write-test.tmp");
-    let attempt = std::fs::write(&probe, b"probe").and_then(|_| std::fs::remove_file(&probe));
-    attempt.map_err(|e| Error::io(dir, std::io::Error::new(e.kind(), format!("the model directory is not writable: {e}"))))?;
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?.flatten() {
-        if entry.file_name().to_string_lossy().ends_with(".tmp") {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-    Ok(())
-}
-
-fn start(cfg: &Config, corpus: &nmt_data::ParallelCorpus, device: &Device, ui: &mut dyn Progress) -> Result<Run> {
-    ui.on_message("learning subword vocabularies");
-    let src = Segmenter::train(&corpus.src, &cfg.data.src_subword)?;
-    let tgt = Segmenter::train(&corpus.tgt, &cfg.data.tgt_subword)?;
-    let mut mc = cfg.model.clone();
-    mc.src_vocab = src.vocab_size();
-    mc.tgt_vocab = tgt.vocab_size();
-    let mut model = Seq2Seq::fresh(&mc, cfg.train.seed, DType::F32, device)?;
-    model.set_impl(cfg.train.imp);
-    let opt = Optimizer::new(model.params.named_vars(), &cfg.train)?;
-    let meta = ModelMeta { config: mc, search: cfg.search.clone(), src, tgt, step: 0 };
-    Ok(Run { model, meta, opt, progress: TrainProgress::default() })
-}
-
-fn resume(cfg: &Config, path: &std::path::Path, device: &Device, ui: &mut dyn Progress) -> Result<Run> {
-    let ck = checkpoint::load(path, DType::F32, device)?;
-    let mut want = cfg.model.clone();
-    want.src_vocab = ck.loaded.meta.config.src_vocab;
-    want.tgt_vocab = ck.loaded.meta.config.tgt_vocab;
-    want.preset = ck.loaded.meta.config.preset.clone();
-    if want != ck.loaded.meta.config {
-        return Err(Error::CheckpointMismatch {
-            path: path.to_path_buf(),
-            reason: format!(
-                "[model] differs: checkpoint has {:?}, config asks for {:?}; use another --model-dir or the old config",
-                ck.loaded.meta.config, want
-            ),
-        });
-    }
-    let mut opt = Optimizer::new(ck.loaded.model.params.named_vars(), &cfg.train)?;
-    opt.load_state(&ck.opt_state, ck.progress.step)?;
-    opt.set_lr_scale(ck.progress.lr_scale);
-    ui.on_message(&format!("resuming from {} at update {}", path.display(), ck.progress.step));
-    let mut meta = ck.loaded.meta;
-    meta.search = cfg.search.clone();
-    let mut model = ck.loaded.model;
-    model.set_impl(cfg.train.imp);
-    Ok(Run { model, meta, opt, progress: ck.progress })
-}
-
-fn write_config(cfg: &Config, meta: &ModelMeta, dir: &std::path::Path) -> Result<()> {
-    let mut resolved = cfg.clone();
-    resolved.model = meta.config.clone();
-    // Absolute paths: the file is read relative to its own folder, the model directory.
-    let d = &mut resolved.data;
-    for p in [&mut d.train_src, &mut d.train_tgt, &mut d.dev_src, &mut d.dev_tgt] {
-        if let Ok(abs) = std::fs::canonicalize(&*p) {
-            *p = abs;
-        }
-    }
-    let text = toml::to_string(&resolved).map_err(|e| Error::Config(e.to_string()))?;
-    model_file::write_atomic(&dir.join("config.toml"), text.as_bytes())
 }
 
 /// What the loop reads but never changes.

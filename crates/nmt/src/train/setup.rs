@@ -1,0 +1,89 @@
+//! Before the loop: a fresh model (subword vocabularies learned, weights initialised) or one
+//! resumed from its checkpoint, the model directory checked, the resolved config written.
+use candle_core::{DType, Device};
+use nmt_data::subword::Segmenter;
+
+use super::checkpoint::{self, TrainProgress};
+use super::optim::Optimizer;
+use super::progress::Progress;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::model::Seq2Seq;
+use crate::model_file::{self, ModelMeta};
+
+/// What training changes: the model, its metadata, the optimiser and the progress.
+pub(super) struct Run {
+    pub model: Seq2Seq,
+    pub meta: ModelMeta,
+    pub opt: Optimizer,
+    pub progress: TrainProgress,
+}
+
+/// Fails before any work when `dir` cannot take new files (read-only, no permission, full):
+/// better than an hour of training lost at the first checkpoint. Also removes temporary files
+/// that a killed write left (`*.tmp`: never read, the renamed files are whole).
+pub(super) fn check_writable(dir: &std::path::Path) -> Result<()> {
+    let probe = dir.join(".nmt-write-test.tmp");
+    let attempt = std::fs::write(&probe, b"probe").and_then(|_| std::fs::remove_file(&probe));
+    attempt.map_err(|e| Error::io(dir, std::io::Error::new(e.kind(), format!("the model directory is not writable: {e}"))))?;
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?.flatten() {
+        if entry.file_name().to_string_lossy().ends_with(".tmp") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn start(cfg: &Config, corpus: &nmt_data::ParallelCorpus, device: &Device, ui: &mut dyn Progress) -> Result<Run> {
+    ui.on_message("learning subword vocabularies");
+    let src = Segmenter::train(&corpus.src, &cfg.data.src_subword)?;
+    let tgt = Segmenter::train(&corpus.tgt, &cfg.data.tgt_subword)?;
+    let mut mc = cfg.model.clone();
+    mc.src_vocab = src.vocab_size();
+    mc.tgt_vocab = tgt.vocab_size();
+    let mut model = Seq2Seq::fresh(&mc, cfg.train.seed, DType::F32, device)?;
+    model.set_impl(cfg.train.imp);
+    let opt = Optimizer::new(model.params.named_vars(), &cfg.train)?;
+    let meta = ModelMeta { config: mc, search: cfg.search.clone(), src, tgt, step: 0 };
+    Ok(Run { model, meta, opt, progress: TrainProgress::default() })
+}
+
+pub(super) fn resume(cfg: &Config, path: &std::path::Path, device: &Device, ui: &mut dyn Progress) -> Result<Run> {
+    let ck = checkpoint::load(path, DType::F32, device)?;
+    let mut want = cfg.model.clone();
+    want.src_vocab = ck.loaded.meta.config.src_vocab;
+    want.tgt_vocab = ck.loaded.meta.config.tgt_vocab;
+    want.preset = ck.loaded.meta.config.preset.clone();
+    if want != ck.loaded.meta.config {
+        return Err(Error::CheckpointMismatch {
+            path: path.to_path_buf(),
+            reason: format!(
+                "[model] differs: checkpoint has {:?}, config asks for {:?}; use another --model-dir or the old config",
+                ck.loaded.meta.config, want
+            ),
+        });
+    }
+    let mut opt = Optimizer::new(ck.loaded.model.params.named_vars(), &cfg.train)?;
+    opt.load_state(&ck.opt_state, ck.progress.step)?;
+    opt.set_lr_scale(ck.progress.lr_scale);
+    ui.on_message(&format!("resuming from {} at update {}", path.display(), ck.progress.step));
+    let mut meta = ck.loaded.meta;
+    meta.search = cfg.search.clone();
+    let mut model = ck.loaded.model;
+    model.set_impl(cfg.train.imp);
+    Ok(Run { model, meta, opt, progress: ck.progress })
+}
+
+pub(super) fn write_config(cfg: &Config, meta: &ModelMeta, dir: &std::path::Path) -> Result<()> {
+    let mut resolved = cfg.clone();
+    resolved.model = meta.config.clone();
+    // Absolute paths: the file is read relative to its own folder, the model directory.
+    let d = &mut resolved.data;
+    for p in [&mut d.train_src, &mut d.train_tgt, &mut d.dev_src, &mut d.dev_tgt] {
+        if let Ok(abs) = std::fs::canonicalize(&*p) {
+            *p = abs;
+        }
+    }
+    let text = toml::to_string(&resolved).map_err(|e| Error::Config(e.to_string()))?;
+    model_file::write_atomic(&dir.join("config.toml"), text.as_bytes())
+}
