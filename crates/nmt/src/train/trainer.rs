@@ -279,10 +279,10 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             }
             if step.is_multiple_of(t.valid_every.max(1)) {
                 run.progress.elapsed_s = elapsed();
+                validated_at = step;
                 if validate(env, run, ui)? {
                     break 'outer StopReason::Patience;
                 }
-                validated_at = step;
             }
         }
         run.progress.epoch += 1;
