@@ -51,9 +51,11 @@ pub(crate) fn split_fields(line: &str) -> Vec<Range<usize>> {
 /// Where a new value goes in a space-separated field `f`: right after its last non-space
 /// byte, preceded by one space; in a field with nothing in it, after its first space (or at
 /// its start). Returns the insertion offset inside `f` and whether a space precedes the value.
+/// The "first space" may be any Unicode whitespace (`trim_end`'s notion), so the offset is
+/// after its whole character, never inside it (a crash cargo-fuzz found: U+2003, 3 bytes).
 pub(crate) fn append_point(f: &str) -> (usize, bool) {
     match f.trim_end().len() {
-        0 => (f.len().min(1), false),
+        0 => (f.chars().next().map_or(0, char::len_utf8), false),
         end => (end, true),
     }
 }
@@ -97,5 +99,22 @@ mod tests {
         assert_eq!(append_point(" "), (1, false));
         assert_eq!(append_point(""), (0, false));
         assert_eq!(append_point("   "), (1, false));
+        // A field of Unicode spaces only: after the first whole character.
+        assert_eq!(append_point("\u{2003}"), (3, false));
+        assert_eq!(append_point("\u{2003} "), (3, false));
+    }
+
+    /// The crash cargo-fuzz found (fuzz/artifacts/moses/crash-e53f7ce…, minimised): a feature
+    /// field holding only an em space made `with_feature` cut the line inside that character.
+    #[test]
+    fn a_unicode_space_field_takes_a_feature() {
+        let line = "0 ||| a |||\u{2003}||| t";
+        let p = phrase_table::PhraseLine::parse(line, 1).unwrap();
+        let out = p.with_feature("0.5");
+        assert_eq!(out, "0 ||| a |||\u{2003}0.5||| t");
+        assert!(phrase_table::PhraseLine::parse(&out, 1).is_ok());
+        let mut n = nbest::NbestLine::parse("0 ||| a |||\u{2003}\u{2003}||| -1", 1).unwrap();
+        n.add_feature("f", -1.0, Some(0.5));
+        assert!(nbest::NbestLine::parse(n.as_str(), 1).is_ok());
     }
 }
