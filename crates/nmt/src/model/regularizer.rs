@@ -139,8 +139,10 @@ impl Dropout {
         match self.share {
             Some(s) if s.len > 0 && s.len != s.total => {
                 let inner = count / s.len;
-                let all = self.draw_all(p, inner * s.total);
-                Some(all[s.start * inner..(s.start + s.len) * inner].to_vec())
+                let mut all = self.draw_all(p, inner * s.total);
+                all.truncate((s.start + s.len) * inner);
+                all.drain(..s.start * inner);
+                Some(all)
             }
             _ => Some(self.draw_all(p, count)),
         }

@@ -83,8 +83,10 @@ impl Control {
         out[2] = f32::from(u8::from(self.out_of_time));
     }
 
-    fn read(sums: &[f32], loss_sum: f64) -> Control {
-        Control { loss_sum, interrupted: sums[1] > 0.0, out_of_time: sums[2] > 0.0 }
+    /// The summed values; the loss sum is for the log and the divergence check, where f32
+    /// precision is enough.
+    fn read(sums: &[f32]) -> Control {
+        Control { loss_sum: f64::from(sums[0]), interrupted: sums[1] > 0.0, out_of_time: sums[2] > 0.0 }
     }
 }
 
@@ -114,8 +116,7 @@ pub fn all_reduce_grads(c: &dyn Collective, vars: &[(String, Var)], grads: &mut 
         grads.insert(t, g);
         offset += n;
     }
-    // The loss sum is for the log and the divergence check: f32 precision is enough there.
-    Ok(Control::read(&buf[total..], f64::from(buf[total])))
+    Ok(Control::read(&buf[total..]))
 }
 
 /// Gives every rank rank 0's weights (one broadcast of one flat buffer). Fails clearly when the

@@ -206,6 +206,9 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
     let root = env.opts.is_root();
     let single = env.opts.collective.size() == 1;
     let vars = run.model.params.named_vars();
+    let m = &run.meta.config;
+    let rates =
+        DropoutRates { units: m.dropout, src_words: t.src_word_dropout, tgt_words: t.tgt_word_dropout, recurrent: m.recurrent_dropout };
     // Stop flags agreed by all ranks after each update (one process: its own flags). Only
     // rank 0's clock counts, so every rank stops at the same update.
     let mut agreed = Control { out_of_time: t.max_minutes > 0.0 && elapsed_before >= t.max_minutes * 60.0, ..Control::default() };
@@ -235,13 +238,6 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             }
             let batch = &batches[run.progress.batch_in_epoch];
             win.started.get_or_insert_with(Instant::now);
-            let m = &run.meta.config;
-            let rates = DropoutRates {
-                units: m.dropout,
-                src_words: t.src_word_dropout,
-                tgt_words: t.tgt_word_dropout,
-                recurrent: m.recurrent_dropout,
-            };
             let reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step);
             let local =
                 Control { interrupted: env.opts.stop.load(Ordering::SeqCst), out_of_time: root && out_of_time(), ..Control::default() };
