@@ -73,7 +73,16 @@ impl Progress for Bar {
     }
 }
 
-/// Ctrl-C sets the flag; the trainer saves a checkpoint and returns. A second Ctrl-C kills.
+/// The flag that makes the trainer save a checkpoint and return; with several ranks, all of
+/// them agree on it at the next update (`Control`), and rank 0 saves.
+/// - Ctrl-C (SIGINT). A second one quits at once.
+/// - SIGTERM, what schedulers (SLURM, Kubernetes) and `kill` send before they kill. A second
+///   one quits at once.
+/// - SIGUSR1, for MPI runs: Open MPI's `mpirun` ends the job itself on SIGINT and SIGTERM,
+///   too soon for a checkpoint, but forwards SIGUSR1 to every rank, so
+///   `kill -USR1 <mpirun's pid>` stops a distributed run as Ctrl-C stops one process.
+///
+/// SIGHUP keeps its disposition, so that `nohup nmt train …` outlives its terminal.
 pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
@@ -84,6 +93,16 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>> {
         eprintln!("\nnmt: interrupted, saving a checkpoint (Ctrl-C again to quit at once)");
     })
     .context("cannot install the Ctrl-C handler")?;
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::{SIGTERM, SIGUSR1};
+        use signal_hook::flag;
+        // Registered before the flag's own handler, so that it sees the flag as the previous
+        // signal left it: the second SIGTERM exits with 143 (128 + 15), as an unhandled one.
+        flag::register_conditional_shutdown(SIGTERM, 143, stop.clone()).context("cannot install the SIGTERM handler")?;
+        flag::register(SIGTERM, stop.clone()).context("cannot install the SIGTERM handler")?;
+        flag::register(SIGUSR1, stop.clone()).context("cannot install the SIGUSR1 handler")?;
+    }
     Ok(stop)
 }
 
@@ -131,7 +150,7 @@ pub fn run_training(cfg: &Config, model_dir: PathBuf, quiet: bool, compute: &Com
     );
     eprintln!("best model: {}", summary.best_model.display());
     if nmt::kernels::profile::enabled() {
-        // NMT_PROFILE=1: where the fused kernels' time went (docs/PERF.md).
+        // NMT_PROFILE=1: where the fused kernels' time went (docs/PERF-TRAIN.md).
         for (name, ms) in nmt::kernels::profile::take().into_iter().filter(|(_, ms)| *ms > 0.0) {
             eprintln!("profile {name}: {ms:.1} ms");
         }
