@@ -122,6 +122,7 @@ fn bench_harness_runs_the_real_model() {
         imp: Impl::Fused,
         only: vec!["train".into(), "greedy".into(), "beam5".into()],
         preset: "bench-rnnsearch".into(),
+        overrides: vec![],
     };
     let out = run(&opts).unwrap();
     let get = |b: &str| out.iter().find(|v| v["bench"] == b).unwrap_or_else(|| panic!("no {b} line"));
@@ -129,4 +130,28 @@ fn bench_harness_runs_the_real_model() {
     assert!(train["loss_last"].as_f64().unwrap() < train["loss0"].as_f64().unwrap(), "{train}");
     assert!(get("greedy")["sentences_per_s"].as_f64().unwrap() > 0.0);
     assert!(get("beam5")["sentences_per_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bench_overrides_change_the_timed_model() {
+    let opts = |overrides: &[&str], preset: &str| BenchOptions {
+        data: None,
+        steps: 1,
+        imp: Impl::Fused,
+        only: vec!["greedy".into()],
+        preset: preset.into(),
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+    };
+    let loss0 = |o: &BenchOptions| run(o).unwrap()[0]["loss0"].as_f64().unwrap();
+    // Larger initial weights move the untrained loss away from ln 32 (tiny's vocabulary):
+    // the override reached the timed model.
+    let (plain, wide) = (loss0(&opts(&[], "tiny")), loss0(&opts(&["model.init_std=0.5"], "tiny")));
+    assert!((plain - 32f64.ln()).abs() < 1e-3 && (wide - plain).abs() > 1e-2, "loss0 {plain} vs {wide}");
+    let out = run(&opts(&["model.cell=lstm", "model.enc_layers=2"], "tiny")).unwrap();
+    assert_eq!(out[0]["set"][0], "model.cell=lstm", "{}", out[0]);
+    // Only model keys; never the reference's fixed model; a bad value is reported by name.
+    let err = |o: BenchOptions| run(&o).unwrap_err().to_string();
+    assert!(err(opts(&["train.lr=1"], "tiny")).contains("model.*"));
+    assert!(err(opts(&["model.cell=lstm"], "bench-rnnsearch")).contains("fixed sizes"));
+    assert!(err(opts(&["model.cell=tree"], "tiny")).contains("tree"));
 }

@@ -31,6 +31,10 @@ pub struct BenchArgs {
     /// on the reference's batch shape.
     #[arg(long, default_value = "bench-rnnsearch")]
     preset: String,
+    /// Override a key of the preset's model, e.g. `--set model.cell=gru` (repeatable): the
+    /// preset's twin at equal sizes. Not with bench-rnnsearch, whose sizes are the reference's.
+    #[arg(long = "set", value_name = "model.KEY=VALUE")]
+    overrides: Vec<String>,
     /// Measure only these (comma-separated): train, greedy, beam5, gemm.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -48,7 +52,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
             anyhow::bail!("--only: unknown measurement {o:?} (train, greedy, beam5, gemm)");
         }
     }
-    let opts = BenchOptions { data: a.data, steps: a.steps.max(1), imp: a.imp, only: a.only, preset: a.preset };
+    let opts = BenchOptions { data: a.data, steps: a.steps.max(1), imp: a.imp, only: a.only, preset: a.preset, overrides: a.overrides };
     for v in run_bench(&opts)? {
         if a.json {
             println!("{v}");

@@ -40,6 +40,27 @@ pub struct BenchOptions {
     /// other preset runs seeded on the reference's batch shape (32 sentences of 30 + 30
     /// tokens), with its own sizes and architecture.
     pub preset: String,
+    /// `model.KEY=VALUE` overrides of the preset (as `nmt train --set`), e.g.
+    /// `model.cell=gru` to time a preset's GRU twin at equal sizes.
+    pub overrides: Vec<String>,
+}
+
+/// The preset's model config with `opts.overrides` applied, checked as `nmt train` checks it.
+fn model_config(opts: &BenchOptions) -> Result<ModelConfig> {
+    if let Some(o) = opts.overrides.iter().find(|o| !o.trim_start().starts_with("model.")) {
+        return Err(crate::Error::Config(format!("bench --set {o:?}: only model.* keys change what is timed")));
+    }
+    let text = format!("[model]\npreset = {:?}\n", opts.preset);
+    Ok(crate::config::Config::from_toml_str(&text, &opts.overrides)?.model)
+}
+
+/// The reference batch's word ids are drawn from its 8 000 words; a preset with a smaller
+/// vocabulary (`tiny`) gets them folded into its own range. Ids 0–3 (the specials) stay.
+fn fit_vocab(ids: &mut [u32], vocab: usize) {
+    let words = vocab.saturating_sub(4).max(1) as u32;
+    for id in ids.iter_mut().filter(|id| **id >= 4 && **id as usize >= vocab) {
+        *id = 4 + (*id - 4) % words;
+    }
 }
 
 /// FLOPs of one forward pass of an RNNsearch of sizes `c` (the preset bench-rnnsearch) over the
@@ -151,17 +172,31 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
     if !reference && opts.data.is_some() {
         return Err(crate::Error::Config("bench --data holds the reference's weights: it needs the preset bench-rnnsearch".into()));
     }
+    if reference && !opts.overrides.is_empty() {
+        return Err(crate::Error::Config("bench --set changes the model: the reference's model (bench-rnnsearch) has fixed sizes".into()));
+    }
     let mut model = if reference {
         reference::model(opts.data.as_deref(), &dev)?
     } else {
-        Seq2Seq::fresh(&crate::config::ModelConfig::preset(&opts.preset)?, 1234, DType::F32, &dev)?
+        Seq2Seq::fresh(&model_config(opts)?, 1234, DType::F32, &dev)?
     };
     model.set_impl(opts.imp);
-    let batch = reference::batch(opts.data.as_deref())?;
+    let mut batch = reference::batch(opts.data.as_deref())?;
+    fit_vocab(&mut batch.src, model.cfg.src_vocab);
+    fit_vocab(&mut batch.tgt_in, model.cfg.tgt_vocab);
+    fit_vocab(&mut batch.tgt_out, model.cfg.tgt_vocab);
+    if model.cfg.copy {
+        // Every source word is in this batch's vocabulary: the extended ids are the ids (the
+        // mixture's work is the same either way; only which ids it scatters to differs).
+        batch.src_ext = batch.src.clone();
+    }
     let bt = BatchTensors::new(&batch, DType::F32, &dev)?;
     let loss0 = model.loss(&bt, None)?.mean.to_scalar::<f32>()? as f64;
     crate::kernels::profile::take();
-    let base = json!({"impl": imp_name, "threads": threads, "preset": opts.preset, "loss0": round(loss0, 6)});
+    let mut base = json!({"impl": imp_name, "threads": threads, "preset": opts.preset, "loss0": round(loss0, 6)});
+    if let (false, Some(o)) = (opts.overrides.is_empty(), base.as_object_mut()) {
+        o.insert("set".into(), json!(opts.overrides));
+    }
     let with = |extra: Value| -> Value {
         let mut v = base.clone();
         if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
