@@ -16,6 +16,8 @@
 #
 # Writes runs/ablation/ARM/ (model dirs and dev translations) and runs/ablation/results.tsv.
 set -euo pipefail
+# shellcheck source=scripts/jobs.sh
+. "$(dirname "$0")/jobs.sh"
 root=${NMT_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 updates=${1:-11000}
 threads=${THREADS:-1}
@@ -61,17 +63,10 @@ train_arm() {
   touch "$dir/done"
 }
 
-running=0
 for name in "${order[@]}"; do
   [ -n "${arms[$name]+x}" ] || { echo "unknown arm $name" >&2; exit 2; }
-  train_arm "$name" &
-  running=$((running + 1))
-  if [ "$running" -ge "$parallel" ]; then
-    wait -n
-    running=$((running - 1))
-  fi
 done
-wait
+run_parallel "$parallel" train_arm "${order[@]}"
 
 printf "arm\tupdates\tbest greedy dev BLEU (300)\tdev BLEU beam 5 (1000)\tdev chrF\toverrides\n" | tee "$out/results.tsv"
 for name in "${order[@]}"; do

@@ -44,6 +44,10 @@ impl GrConvTree {
 }
 
 const STEP: i32 = 44;
+/// A node's colour by its dominant gate: `ω_c`, `ω_l`, `ω_r`.
+const MERGE: RGBColor = RGBColor(0, 0, 0);
+const LEFT: RGBColor = RGBColor(30, 80, 200);
+const RIGHT: RGBColor = RGBColor(200, 40, 40);
 const MARGIN: i32 = 20;
 const LABEL: i32 = 90;
 
@@ -73,15 +77,24 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, tree: &GrConvTree) ->
     for (t1, level) in tree.gates.iter().enumerate() {
         for (j, &[c, l, r]) in level.iter().enumerate() {
             let colour = if c >= l && c >= r {
-                BLACK
+                MERGE
             } else if l >= r {
-                RGBColor(30, 80, 200)
+                LEFT
             } else {
-                RGBColor(200, 40, 40)
+                RIGHT
             };
             root.draw(&Circle::new(at(t1 + 1, j, levels), 5, colour.filled())).map_err(perr)?;
         }
     }
+    // The legend, in the empty corner left of the pyramid's top.
+    let text = TextStyle::from((FAMILY, 14).into_font()).color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+    let entries = [(MERGE, "merge both children"), (LEFT, "copy the left child"), (RIGHT, "copy the right child")];
+    for (k, (colour, what)) in entries.into_iter().enumerate() {
+        let y = MARGIN + 8 + 20 * k as i32;
+        root.draw(&Circle::new((MARGIN + 5, y), 5, colour.filled())).map_err(perr)?;
+        root.draw_text(what, &text, (MARGIN + 16, y)).map_err(perr)?;
+    }
+    root.draw_text("edge darkness: the child's share", &text, (MARGIN, MARGIN + 68)).map_err(perr)?;
     let style =
         TextStyle::from((FAMILY, 15).into_font()).color(&BLACK).transform(FontTransform::Rotate90).pos(Pos::new(HPos::Left, VPos::Center));
     for (j, w) in tree.tokens.iter().enumerate() {
