@@ -59,6 +59,13 @@ fn main() -> std::process::ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // candle attaches a backtrace to its errors whenever backtraces are on, so under
+    // RUST_BACKTRACE=1 a one-line `nmt: error:` came with dozens of frames. Error backtraces
+    // follow RUST_LIB_BACKTRACE first (std's rule): off unless the user sets it. Panics keep
+    // following RUST_BACKTRACE. (Set before any thread starts.)
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        std::env::set_var("RUST_LIB_BACKTRACE", "0");
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("NMT_LOG").unwrap_or_else(|_| "info".into()))

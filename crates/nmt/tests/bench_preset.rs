@@ -154,4 +154,5 @@ fn bench_overrides_change_the_timed_model() {
     assert!(err(opts(&["train.lr=1"], "tiny")).contains("model.*"));
     assert!(err(opts(&["model.cell=lstm"], "bench-rnnsearch")).contains("fixed sizes"));
     assert!(err(opts(&["model.cell=tree"], "tiny")).contains("tree"));
+    assert!(err(opts(&["model.tgt_vocab=3"], "tiny")).contains("special tokens"));
 }

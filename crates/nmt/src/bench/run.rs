@@ -51,7 +51,12 @@ fn model_config(opts: &BenchOptions) -> Result<ModelConfig> {
         return Err(crate::Error::Config(format!("bench --set {o:?}: only model.* keys change what is timed")));
     }
     let text = format!("[model]\npreset = {:?}\n", opts.preset);
-    Ok(crate::config::Config::from_toml_str(&text, &opts.overrides)?.model)
+    let cfg = crate::config::Config::from_toml_str(&text, &opts.overrides)?.model;
+    // The batch's words need ids past the four specials (`fit_vocab`).
+    if cfg.src_vocab.min(cfg.tgt_vocab) <= 4 {
+        return Err(crate::Error::Config("bench: model.src_vocab and model.tgt_vocab must exceed the 4 special tokens".into()));
+    }
+    Ok(cfg)
 }
 
 /// The reference batch's word ids are drawn from its 8 000 words; a preset with a smaller
