@@ -1,11 +1,12 @@
 //! `nmt eval …`: BLEU, chrF, BLEU by sentence length (logic lives in `nmt::eval`).
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use nmt::eval::by_length::{bleu_by_length, LengthBuckets};
 use nmt::eval::io::{check_same_length, read_lines, read_lines_from, read_vocab};
-use nmt::eval::no_unk::{no_unk_report, vocab_predicate};
+use nmt::eval::no_unk::{known_mask, no_unk_report, vocab_predicate};
 use nmt::eval::{corpus_bleu, corpus_chrf, sentence_bleus, sentence_chrf, BleuOptions, ChrfOptions, Tokenize};
 
 #[derive(Debug, Args)]
@@ -44,6 +45,13 @@ pub struct RefHypArgs {
     /// Decimals of the score.
     #[arg(long, default_value_t = 2)]
     pub width: usize,
+    /// Score only the No-UNK subset: the source file, with `--no-unk-vocab` given twice.
+    #[arg(long, requires = "no_unk_vocab")]
+    pub src: Option<PathBuf>,
+    /// Source then target vocabulary file (with `--src`): only sentences whose source words
+    /// and reference words all appear in them are scored, as in `by-length`'s No-UNK table.
+    #[arg(long = "no-unk-vocab", num_args = 1, value_names = ["VOCAB"], requires = "src")]
+    pub no_unk_vocab: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -107,7 +115,25 @@ fn read_hyps_refs(io: &RefHypArgs) -> anyhow::Result<(Vec<String>, Vec<Vec<Strin
         None => read_lines_from(std::io::stdin().lock(), "<stdin>")?,
     };
     let refs = read_refs(&io.refs, hyps.len())?;
-    Ok((hyps, refs))
+    match &io.src {
+        None => Ok((hyps, refs)),
+        Some(src) => {
+            let sources = read_lines(src)?;
+            check_same_length(src, &sources, hyps.len())?;
+            let (sv, tv) = vocab_pair(&io.no_unk_vocab)?;
+            let keep = known_mask(&sources, &refs, vocab_predicate(&sv), vocab_predicate(&tv));
+            let pick = |lines: Vec<String>| -> Vec<String> { lines.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(l, _)| l).collect() };
+            Ok((pick(hyps), refs.into_iter().map(pick).collect()))
+        }
+    }
+}
+
+/// The two files of `--no-unk-vocab`, read: source vocabulary, then target vocabulary.
+fn vocab_pair(paths: &[PathBuf]) -> anyhow::Result<(HashSet<String>, HashSet<String>)> {
+    match paths {
+        [sv, tv] => Ok((read_vocab(sv)?, read_vocab(tv)?)),
+        _ => anyhow::bail!("--no-unk-vocab takes two files: the source vocabulary, then the target vocabulary"),
+    }
 }
 
 fn read_refs(paths: &[PathBuf], expected: usize) -> anyhow::Result<Vec<Vec<String>>> {
@@ -196,16 +222,11 @@ fn by_length(a: ByLengthArgs) -> anyhow::Result<()> {
     let spec = LengthBuckets { width: a.bucket_width, cap: a.max_length };
     let report = bleu_by_length(&src, &refs, &systems, &opts, spec)?;
     print!("{}", report.format_table());
-    match a.no_unk_vocab.as_slice() {
-        [] => {}
-        [sv, tv] => {
-            let src_vocab = read_vocab(sv)?;
-            let tgt_vocab = read_vocab(tv)?;
-            let t = no_unk_report(&src, &refs, &systems, &opts, vocab_predicate(&src_vocab), vocab_predicate(&tgt_vocab))?;
-            println!();
-            print!("{}", t.format_table());
-        }
-        _ => anyhow::bail!("--no-unk-vocab takes two files: the source vocabulary, then the target vocabulary"),
+    if !a.no_unk_vocab.is_empty() {
+        let (sv, tv) = vocab_pair(&a.no_unk_vocab)?;
+        let t = no_unk_report(&src, &refs, &systems, &opts, vocab_predicate(&sv), vocab_predicate(&tv))?;
+        println!();
+        print!("{}", t.format_table());
     }
     if let Some(out) = &a.plot {
         nmt::eval::plot::plot_by_length(&report, out).with_context(|| format!("drawing {}", out.display()))?;

@@ -61,8 +61,9 @@ fn model_config(opts: &BenchOptions) -> Result<ModelConfig> {
 
 /// The reference batch's word ids are drawn from its 8 000 words; a preset with a smaller
 /// vocabulary (`tiny`) gets them folded into its own range. Ids 0–3 (the specials) stay.
+/// `vocab` exceeds 4 ([`model_config`] checks it; the reference model has 8 000).
 fn fit_vocab(ids: &mut [u32], vocab: usize) {
-    let words = vocab.saturating_sub(4).max(1) as u32;
+    let words = (vocab - 4) as u32;
     for id in ids.iter_mut().filter(|id| **id >= 4 && **id as usize >= vocab) {
         *id = 4 + (*id - 4) % words;
     }
