@@ -3,7 +3,10 @@
 # with bindgen), for `--features mpi` (docs/DISTRIBUTED.md). Installs through apt when they are
 # missing; needs root (or sudo).
 set -euo pipefail
-have_clang() { ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1; }
+# libclang.so itself (libclang-1x.so, libclang.so.1x): Open MPI's packages bring
+# libclang-cpp.so, which bindgen cannot load, so a looser `libclang*` pattern matched it and
+# skipped the install on a fresh machine.
+have_clang() { ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* /usr/lib/*-linux-gnu/libclang.so* >/dev/null 2>&1; }
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null && have_clang; then
   exit 0
 fi

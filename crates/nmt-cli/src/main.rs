@@ -19,6 +19,8 @@ struct Cli {
 enum Command {
     /// Train rnnsearch-small on the bundled English→Spanish corpus, then report and translate.
     Demo(cmd::demo::DemoArgs),
+    /// Encode a config's training corpora once into memory-mapped shards (`train --data DIR`).
+    Prepare(cmd::prepare::PrepareArgs),
     /// Train (or resume) a model from a TOML config.
     Train(cmd::train::TrainArgs),
     /// Translate stdin to stdout, one sentence per line.
@@ -76,6 +78,7 @@ fn main() -> std::process::ExitCode {
         .init();
     let result = match cli.command {
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Prepare(a) => cmd::prepare::run(a),
         Command::Train(a) => cmd::train::run(a),
         Command::Translate(a) => cmd::translate::run(a),
         Command::Score(a) => cmd::score::run(a),

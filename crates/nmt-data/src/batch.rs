@@ -6,12 +6,9 @@
 //! stream chosen by `(seed, epoch)`, so the batches of an epoch can be regenerated exactly when a
 //! run resumes: only `(epoch, index of next batch)` needs to be stored.
 
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
-
 pub use crate::dataset::examples;
+use crate::plan::cut;
+pub use crate::plan::{BatchConfig, EpochPlan, Weighted};
 use crate::{BOS, PAD};
 
 /// One training pair as ids. `src` ends with EOS; `tgt` ends with EOS (no BOS).
@@ -52,9 +49,17 @@ pub struct Batch {
 impl Batch {
     /// Builds the padded tensors for `examples`; `indices[i]` is the dataset index of row `i`.
     pub fn from_examples(examples: &[&Example], indices: Vec<usize>) -> Batch {
-        let size = examples.len();
         let src_len = examples.iter().map(|e| e.src.len()).max().unwrap_or(0);
         let tgt_len = examples.iter().map(|e| e.tgt.len()).max().unwrap_or(0);
+        Batch::padded(examples, indices, src_len, tgt_len)
+    }
+
+    /// [`Batch::from_examples`] padded to given lengths (at least the examples' own): a
+    /// data-parallel rank builds its rows of a batch padded as the whole batch is.
+    pub fn padded(examples: &[&Example], indices: Vec<usize>, src_len: usize, tgt_len: usize) -> Batch {
+        let size = examples.len();
+        let src_len = examples.iter().map(|e| e.src.len()).fold(src_len, usize::max);
+        let tgt_len = examples.iter().map(|e| e.tgt.len()).fold(tgt_len, usize::max);
         let mut src = vec![PAD; size * src_len];
         let mut tgt_in = vec![PAD; size * tgt_len];
         let mut tgt_out = vec![PAD; size * tgt_len];
@@ -85,9 +90,14 @@ impl Batch {
     /// Fills [`Batch::src_ext`] from the extended source ids of the whole dataset
     /// (`exts[i]` for example `i`, each as long as its source).
     pub fn set_source_ext(&mut self, exts: &[Vec<u32>]) {
+        let rows: Vec<&[u32]> = self.indices.iter().map(|&i| exts[i].as_slice()).collect();
+        self.fill_source_ext(&rows);
+    }
+
+    /// Fills [`Batch::src_ext`] from each row's extended source ids.
+    pub fn fill_source_ext(&mut self, rows: &[&[u32]]) {
         let mut out = vec![PAD; self.size * self.src_len];
-        for (row, &i) in self.indices.iter().enumerate() {
-            let e = &exts[i];
+        for (row, e) in rows.iter().enumerate().take(self.size) {
             let n = e.len().min(self.src_len);
             out[row * self.src_len..][..n].copy_from_slice(&e[..n]);
         }
@@ -144,50 +154,19 @@ impl RowShare {
     }
 }
 
-/// Limits for one batch.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct BatchConfig {
-    /// Token budget: `size * max(src_len, tgt_len) <= max_tokens` (default 2000). A single
-    /// example longer than the budget still forms a batch of its own rather than being lost.
-    pub max_tokens: usize,
-    /// At most this many sentences per batch (default 80).
-    pub max_sentences: usize,
-}
-
-impl Default for BatchConfig {
-    fn default() -> Self {
-        Self { max_tokens: 2000, max_sentences: 80 }
-    }
-}
-
-/// How many batches' worth of sentences are sorted together: large enough for tight length
-/// buckets, small enough that batch composition still varies between epochs.
-const POOL_BATCHES: usize = 100;
-
-/// Length-bucketed training batches for epoch `epoch`.
-///
-/// Shuffles the example order, sorts pools of `POOL_BATCHES * max_sentences` examples by
-/// (target length, source length), cuts each pool greedily under the budget, then shuffles the
-/// batch order. The result is a pure function of `(examples, cfg, seed, epoch)`: the RNG is a
-/// ChaCha8 stream seeded with `seed` on stream `epoch`. Every example appears exactly once.
+/// Length-bucketed training batches for epoch `epoch` of in-memory examples: the
+/// [`EpochPlan`] of one corpus of weight 1, materialised. A pure function of
+/// `(examples, cfg, seed, epoch)`; every example appears exactly once.
 pub fn epoch_batches(examples: &[Example], cfg: &BatchConfig, seed: u64, epoch: u64) -> Vec<Batch> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(epoch);
-    let mut order: Vec<usize> = (0..examples.len()).collect();
-    order.shuffle(&mut rng);
-    let pool = POOL_BATCHES.saturating_mul(cfg.max_sentences.max(1));
-    let mut batches = Vec::new();
-    for chunk in order.chunks_mut(pool) {
-        // Stable sort: ties keep their shuffled order, so equal-length batches still vary.
-        chunk.sort_by_key(|&i| (examples[i].tgt.len(), examples[i].src.len()));
-        for group in cut(chunk, cfg, |i| examples[i].src.len().max(examples[i].tgt.len())) {
-            let rows: Vec<&Example> = group.iter().map(|&i| &examples[i]).collect();
-            batches.push(Batch::from_examples(&rows, group.to_vec()));
-        }
-    }
-    batches.shuffle(&mut rng);
-    batches
+    let all = [Weighted { first: 0, len: examples.len(), weight: 1.0 }];
+    let plan = EpochPlan::new(&all, |i| (examples[i].src.len(), examples[i].tgt.len()), cfg, seed, epoch);
+    (0..plan.len())
+        .map(|b| {
+            let ids = plan.batch(b);
+            let rows: Vec<&Example> = ids.iter().map(|&i| &examples[i as usize]).collect();
+            Batch::from_examples(&rows, ids.iter().map(|&i| i as usize).collect())
+        })
+        .collect()
 }
 
 /// Inference batches: sources sorted by length (so a batch holds similar lengths), cut under
@@ -199,34 +178,12 @@ pub fn inference_batches(srcs: &[Vec<u32>], cfg: &BatchConfig) -> Vec<Batch> {
     let examples: Vec<Example> = srcs.iter().map(|s| Example { src: s.clone(), tgt: Vec::new() }).collect();
     cut(&order, cfg, |i| srcs[i].len())
         .into_iter()
-        .map(|group| {
+        .map(|(a, b)| {
+            let group = &order[a..b];
             let rows: Vec<&Example> = group.iter().map(|&i| &examples[i]).collect();
             Batch::from_examples(&rows, group.to_vec())
         })
         .collect()
-}
-
-/// Greedily splits `order` into consecutive groups with `len(group) * max cost <= max_tokens`
-/// and `len(group) <= max_sentences`; a group always holds at least one item.
-fn cut<'a>(order: &'a [usize], cfg: &BatchConfig, cost: impl Fn(usize) -> usize) -> Vec<&'a [usize]> {
-    let mut groups = Vec::new();
-    let (mut start, mut longest) = (0, 0);
-    for (pos, &i) in order.iter().enumerate() {
-        let count = pos - start;
-        let new_longest = longest.max(cost(i));
-        let fits = (count + 1) * new_longest <= cfg.max_tokens && count < cfg.max_sentences;
-        if count > 0 && !fits {
-            groups.push(&order[start..pos]);
-            start = pos;
-            longest = cost(i);
-        } else {
-            longest = new_longest;
-        }
-    }
-    if start < order.len() {
-        groups.push(&order[start..]);
-    }
-    groups
 }
 
 #[cfg(test)]
@@ -275,15 +232,6 @@ mod tests {
         // More ranks than rows: an empty share, not a panic.
         assert_eq!(batch.rows(3..3).size, 0);
         assert_eq!(batch.rows(2..9).size, 1);
-    }
-
-    #[test]
-    fn cut_respects_budget_and_keeps_oversized_alone() {
-        let cfg = BatchConfig { max_tokens: 10, max_sentences: 3 };
-        let lens = [2, 2, 2, 2, 5, 20, 3];
-        let order: Vec<usize> = (0..lens.len()).collect();
-        let groups = cut(&order, &cfg, |i| lens[i]);
-        assert_eq!(groups, vec![&[0, 1, 2][..], &[3, 4][..], &[5][..], &[6][..]]);
     }
 
     #[test]

@@ -67,6 +67,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A prepared corpus directory (`nmt prepare`) whose manifest or shard is wrong.
+    #[error("{}: {reason}", path.display())]
+    Prepared {
+        /// The file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A segmenter JSON could not be parsed or does not describe a valid segmenter.
     #[error("invalid segmenter JSON: {0}")]
     Json(String),

@@ -11,12 +11,16 @@ pub mod corpus;
 pub mod dataset;
 pub mod error;
 pub mod moses;
+pub mod plan;
+pub mod shards;
+pub mod stream;
 pub mod subword;
 
-pub use batch::{epoch_batches, examples, inference_batches, Batch, BatchConfig, Example};
+pub use batch::{epoch_batches, examples, inference_batches, Batch, BatchConfig, EpochPlan, Example, Weighted};
 pub use corpus::{read_lines, read_parallel, ParallelCorpus};
 pub use dataset::reverse_source;
 pub use error::{Error, Result};
+pub use stream::{PairFiles, PairReader};
 pub use subword::{Segmenter, SubwordConfig, SubwordKind, WordIds};
 
 /// Id of the padding symbol, the same in every vocabulary.

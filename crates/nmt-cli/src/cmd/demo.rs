@@ -92,7 +92,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         args.minutes,
         args.model_dir.display()
     );
-    let summary = run_training(&cfg, args.model_dir.clone(), args.quiet, &args.compute)?;
+    let summary = run_training(&cfg, args.model_dir.clone(), None, args.quiet, &args.compute)?;
     let device = args.compute.setup()?;
     let tr = Translator::load(&summary.best_model, &device)?;
     let read = |name: &str| nmt::data::read_lines(&f(name));

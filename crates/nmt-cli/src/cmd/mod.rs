@@ -8,6 +8,7 @@ pub mod eval;
 pub mod io;
 pub mod phrase_table;
 pub mod plot;
+pub mod prepare;
 pub mod rescore;
 pub mod score;
 pub mod serve;

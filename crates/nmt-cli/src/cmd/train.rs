@@ -26,6 +26,10 @@ pub struct TrainArgs {
     /// No progress bar (log lines only).
     #[arg(long)]
     pub quiet: bool,
+    /// Train on a prepared corpus (`nmt prepare -o DIR`) instead of the config's [data] text:
+    /// starts at once, whatever the corpus's size. The config's dev set is still read.
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
     /// The loss's implementation: `fused` CPU kernels or composed candle `ops` (sets train.impl).
     #[arg(long = "impl", value_name = "fused|ops")]
     pub imp: Option<Impl>,
@@ -113,11 +117,11 @@ impl Progress for Silent {
     fn on_message(&mut self, _msg: &str) {}
 }
 
-pub fn run_training(cfg: &Config, model_dir: PathBuf, quiet: bool, compute: &ComputeArgs) -> Result<TrainSummary> {
+pub fn run_training(cfg: &Config, model_dir: PathBuf, data: Option<PathBuf>, quiet: bool, compute: &ComputeArgs) -> Result<TrainSummary> {
     let device = compute.setup()?;
     let collective = crate::collective::collective()?;
     let (rank, ranks) = (collective.rank(), collective.size());
-    let opts = TrainOptions { model_dir, device, stop: stop_flag()?, collective };
+    let opts = TrainOptions { model_dir, device, stop: stop_flag()?, collective, data };
     let summary = if rank == 0 {
         let mut bar = Bar::new(quiet);
         let summary = train(cfg, &opts, &mut bar);
@@ -163,6 +167,6 @@ pub fn run(args: TrainArgs) -> Result<()> {
     if let Some(imp) = args.imp {
         cfg.train.imp = imp;
     }
-    run_training(&cfg, args.model_dir, args.quiet, &args.compute)?;
+    run_training(&cfg, args.model_dir, args.data, args.quiet, &args.compute)?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 pub mod average;
 pub mod checkpoint;
 pub mod collective;
+mod data;
 pub mod log;
 pub mod optim;
 pub mod progress;
@@ -11,5 +12,6 @@ pub mod trainer;
 pub mod validate;
 
 pub use collective::{Collective, Single};
+pub use data::prepared_dir;
 pub use progress::{Progress, StepInfo};
 pub use trainer::{train, TrainOptions, TrainSummary};

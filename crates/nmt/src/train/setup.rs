@@ -34,18 +34,29 @@ pub(super) fn check_writable(dir: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn start(cfg: &Config, corpus: &nmt_data::ParallelCorpus, device: &Device, ui: &mut dyn Progress) -> Result<Run> {
-    ui.on_message("learning subword vocabularies");
-    let src = Segmenter::train(&corpus.src, &cfg.data.src_subword)?;
-    let tgt = Segmenter::train(&corpus.tgt, &cfg.data.tgt_subword)?;
+/// A fresh model on the prepared data's vocabularies.
+pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: &Device) -> Result<Run> {
     let mut mc = cfg.model.clone();
     mc.src_vocab = src.vocab_size();
     mc.tgt_vocab = tgt.vocab_size();
     let mut model = Seq2Seq::fresh(&mc, cfg.train.seed, DType::F32, device)?;
     model.set_impl(cfg.train.imp);
     let opt = Optimizer::new(model.params.named_vars(), &cfg.train)?;
-    let meta = ModelMeta { config: mc, search: cfg.search.clone(), src, tgt, step: 0 };
+    let meta = ModelMeta { config: mc, search: cfg.search.clone(), src: src.clone(), tgt: tgt.clone(), step: 0 };
     Ok(Run { model, meta, opt, progress: TrainProgress::default() })
+}
+
+/// A resumed model must train on data encoded with its own vocabularies.
+pub(super) fn check_vocabularies(run: &Run, data: &super::data::TrainData, ckpt: &std::path::Path) -> Result<()> {
+    let (src, tgt) = data.segmenters();
+    let same = |a: &Segmenter, b: &Segmenter| a.to_json().ok() == b.to_json().ok();
+    if same(src, &run.meta.src) && same(tgt, &run.meta.tgt) {
+        return Ok(());
+    }
+    Err(Error::CheckpointMismatch {
+        path: ckpt.to_path_buf(),
+        reason: format!("the prepared data in {} was encoded with other vocabularies than the checkpoint's", data.dir().display()),
+    })
 }
 
 pub(super) fn resume(cfg: &Config, path: &std::path::Path, device: &Device, ui: &mut dyn Progress) -> Result<Run> {
@@ -78,12 +89,11 @@ pub(super) fn write_config(cfg: &Config, meta: &ModelMeta, dir: &std::path::Path
     let mut resolved = cfg.clone();
     resolved.model = meta.config.clone();
     // Absolute paths: the file is read relative to its own folder, the model directory.
-    let d = &mut resolved.data;
-    for p in [&mut d.train_src, &mut d.train_tgt, &mut d.dev_src, &mut d.dev_tgt] {
+    resolved.data.for_each_path(|p| {
         if let Ok(abs) = std::fs::canonicalize(&*p) {
             *p = abs;
         }
-    }
+    });
     let text = toml::to_string(&resolved).map_err(|e| Error::Config(e.to_string()))?;
     model_file::write_atomic(&dir.join("config.toml"), text.as_bytes())
 }

@@ -4,8 +4,6 @@
 //! process runs exactly the arithmetic it always did. With `N` ranks (see `collective`) each
 //! rank's objective is its rows' token sum over the whole batch's token count, so the summed
 //! gradient is the whole batch's, up to the order of floating-point additions.
-use std::borrow::Cow;
-
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Var};
 use nmt_data::batch::{Batch, RowShare};
@@ -26,6 +24,12 @@ pub(super) struct Updater<'a> {
     pub collective: &'a dyn Collective,
 }
 
+/// Which rows of the whole batch this rank holds, and the whole batch's target tokens.
+pub(super) struct Share {
+    pub rows: RowShare,
+    pub tokens: usize,
+}
+
 /// The outcome of one update, the same on every rank.
 pub(super) struct Updated {
     /// Mean loss per target token over the whole batch.
@@ -39,21 +43,21 @@ pub(super) struct Updated {
 }
 
 impl Updater<'_> {
-    /// One update on `batch` (numbered `step`, from 1) with `reg`'s masks; `local` carries this
-    /// rank's stop flags into the all-reduce.
-    pub fn update(&mut self, batch: &Batch, reg: Regularizer, step: u64, local: Control) -> Result<Updated> {
+    /// One update on this rank's `part` of a batch (its rows, padded as the whole batch;
+    /// numbered `step`, from 1) with `reg`'s masks; `local` carries this rank's stop flags into
+    /// the all-reduce.
+    pub fn update(&mut self, part: &Batch, share: Share, reg: Regularizer, step: u64, local: Control) -> Result<Updated> {
         let c = self.collective;
-        let tokens = batch.target_tokens();
-        let share = RowShare::of(c.rank(), c.size(), batch.size);
+        let Share { rows: share, tokens } = share;
         let (mut grads, loss_sum) = if share.len == 0 {
             // More ranks than sentences: this rank contributes zeros.
             (GradStore::default(), 0.0)
         } else {
-            let (part, mut reg) = match c.size() {
-                1 => (Cow::Borrowed(batch), reg),
-                _ => (Cow::Owned(batch.rows(share.range())), reg.with_share(share)),
+            let mut reg = match c.size() {
+                1 => reg,
+                _ => reg.with_share(share),
             };
-            let bt = BatchTensors::new(&part, self.model.dtype(), self.model.device())?;
+            let bt = BatchTensors::new(part, self.model.dtype(), self.model.device())?;
             let loss = profile::timed(profile::TRAIN_FORWARD, || self.model.loss(&bt, Some(&mut reg)))?;
             let value = loss.mean.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             let objective = match c.size() {

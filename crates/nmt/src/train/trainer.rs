@@ -17,15 +17,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use candle_core::Device;
-use nmt_data::{read_parallel, Example};
+use nmt_data::batch::RowShare;
+use nmt_data::read_parallel;
 
 use super::average;
 use super::checkpoint::{self, TrainProgress};
 use super::collective::{agree_on, broadcast_decision, broadcast_params, Collective, Control, Decision, Single};
+use super::data::{DataSource, TrainData};
 use super::log::{JsonlLog, TrainRecord, ValidRecord};
 use super::progress::{Progress, StepInfo};
-use super::setup::{check_writable, resume, start, write_config, Run};
-use super::step::Updater;
+use super::setup::{check_vocabularies, check_writable, resume, start, write_config, Run};
+use super::step::{Share, Updater};
 use super::validate::{dev_bleu, dev_loss, DevSet};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -40,12 +42,14 @@ pub struct TrainOptions {
     pub stop: Arc<AtomicBool>,
     /// The ranks of a data-parallel run ([`Single`] for one process).
     pub collective: Box<dyn Collective>,
+    /// A prepared corpus (`nmt prepare`) to train on instead of the config's text.
+    pub data: Option<PathBuf>,
 }
 
 impl TrainOptions {
     /// One process.
     pub fn new(model_dir: PathBuf, device: Device, stop: Arc<AtomicBool>) -> Self {
-        TrainOptions { model_dir, device, stop, collective: Box::new(Single) }
+        TrainOptions { model_dir, device, stop, collective: Box::new(Single), data: None }
     }
 
     fn is_root(&self) -> bool {
@@ -91,17 +95,17 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     let best_path = dir.join("model.safetensors");
     let log = JsonlLog::new(&dir.join("train_log.jsonl"));
     let d = &cfg.data;
-    let corpus = read_parallel(&d.train_src, &d.train_tgt, d.max_words)?;
-    if corpus.is_empty() {
-        return Err(Error::Input(format!("{}: no usable training pairs", d.train_src.display())));
-    }
-    ui.on_message(&format!(
-        "training data: {} pairs ({} empty and {} over-long skipped)",
-        corpus.len(),
-        corpus.skipped_empty,
-        corpus.skipped_long
-    ));
-    let mut run = if ckpt_path.exists() { resume(cfg, &ckpt_path, &opts.device, ui)? } else { start(cfg, &corpus, &opts.device, ui)? };
+    let resumed = if ckpt_path.exists() { Some(resume(cfg, &ckpt_path, &opts.device, ui)?) } else { None };
+    let segmenters = resumed.as_ref().map(|r| (r.meta.src.clone(), r.meta.tgt.clone()));
+    let source = DataSource { given: opts.data.as_deref(), model_dir: dir, segmenters };
+    let data = TrainData::open(cfg, source, c, ui)?;
+    let mut run = match resumed {
+        Some(run) => {
+            check_vocabularies(&run, &data, &ckpt_path)?;
+            run
+        }
+        None => start(cfg, data.segmenters(), &opts.device)?,
+    };
     agree_on(c, "the update to resume from", run.progress.step)?;
     broadcast_params(c, &run.model.params.named_vars())?;
     let dev_corpus = read_parallel(&d.dev_src, &d.dev_tgt, None)?;
@@ -109,21 +113,16 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     // the validation's memory (the dev BLEU translates it cropped).
     let dev_max = Some(cfg.search.max_source_len);
     // A copy model trains on targets in each pair's extended space (nmt_data::copy).
-    let (mut examples, mut dev_examples, mut exts, mut dev_exts) = if run.meta.config.copy {
-        let (e, x) = nmt_data::copy::copy_examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
+    let (mut dev_examples, mut dev_exts) = if run.meta.config.copy {
         let (de, dx) = nmt_data::copy::copy_examples(&dev_corpus, &run.meta.src, &run.meta.tgt, dev_max);
-        (e, de, Some(x), Some(dx))
+        (de, Some(dx))
     } else {
-        let e = nmt_data::examples(&corpus, &run.meta.src, &run.meta.tgt, Some(d.max_len));
-        (e, nmt_data::examples(&dev_corpus, &run.meta.src, &run.meta.tgt, dev_max), None, None)
+        (nmt_data::examples(&dev_corpus, &run.meta.src, &run.meta.tgt, dev_max), None)
     };
-    if examples.is_empty() {
-        return Err(Error::Input(format!("no training pair is at most {} tokens long", d.max_len)));
-    }
-    for e in examples.iter_mut().chain(dev_examples.iter_mut()) {
+    for e in dev_examples.iter_mut() {
         run.meta.config.order_source(&mut e.src);
     }
-    for x in exts.iter_mut().chain(dev_exts.iter_mut()).flatten() {
+    for x in dev_exts.iter_mut().flatten() {
         run.meta.config.order_source(x);
     }
     let mut dev = DevSet::new(&dev_examples, dev_corpus.src.clone(), dev_corpus.tgt.clone(), &cfg.train.batch);
@@ -134,10 +133,9 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         write_config(cfg, &run.meta, dir)?;
     }
     ui.on_message(&format!(
-        "model: {:?}, {} parameters; {} training examples; starting at update {}{}",
+        "model: {:?}, {} parameters; starting at update {}{}",
         run.meta.config.arch,
         run.model.num_parameters(),
-        examples.len(),
         run.progress.step,
         match c.size() {
             1 => String::new(),
@@ -145,17 +143,8 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         }
     ));
     let snapshot_dir = dir.join("snapshots");
-    let env = LoopEnv {
-        cfg,
-        opts,
-        examples: &examples,
-        exts: exts.as_deref(),
-        dev: &dev,
-        log: &log,
-        ckpt_path: &ckpt_path,
-        best_path: &best_path,
-        snapshot_dir: &snapshot_dir,
-    };
+    let env =
+        LoopEnv { cfg, opts, data: &data, dev: &dev, log: &log, ckpt_path: &ckpt_path, best_path: &best_path, snapshot_dir: &snapshot_dir };
     let reason = run_loop(&env, &mut run, ui)?;
     if cfg.train.average_last > 0 && reason.0 != StopReason::Interrupted && opts.is_root() {
         average_snapshots(&env, &run, ui)?;
@@ -176,9 +165,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
 struct LoopEnv<'a> {
     cfg: &'a Config,
     opts: &'a TrainOptions,
-    examples: &'a [Example],
-    /// A copy model's extended source ids, index for index with `examples`.
-    exts: Option<&'a [Vec<u32>]>,
+    data: &'a TrainData,
     dev: &'a DevSet,
     log: &'a JsonlLog,
     ckpt_path: &'a std::path::Path,
@@ -216,11 +203,9 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
         if t.max_epochs > 0 && run.progress.epoch >= t.max_epochs {
             break StopReason::MaxEpochs;
         }
-        let mut batches = nmt_data::epoch_batches(env.examples, &t.batch, t.seed, run.progress.epoch);
-        if let Some(x) = env.exts {
-            batches.iter_mut().for_each(|b| b.set_source_ext(x));
-        }
-        while run.progress.batch_in_epoch < batches.len() {
+        let plan = env.data.plan(&t.batch, t.seed, run.progress.epoch);
+        let c = env.opts.collective.as_ref();
+        while run.progress.batch_in_epoch < plan.len() {
             let out_of_time = || t.max_minutes > 0.0 && elapsed() >= t.max_minutes * 60.0;
             // One process acts on its own flags at once; ranks on the flags they agreed on.
             let (interrupted, timed_out) = match single {
@@ -236,13 +221,16 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             if timed_out {
                 break 'outer StopReason::MaxMinutes;
             }
-            let batch = &batches[run.progress.batch_in_epoch];
+            let ids = plan.batch(run.progress.batch_in_epoch);
+            let share = RowShare::of(c.rank(), c.size(), ids.len());
+            let part = env.data.batch(ids, share, &run.meta.config)?;
+            let tokens = env.data.target_tokens(ids);
             win.started.get_or_insert_with(Instant::now);
             let reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step);
             let local =
                 Control { interrupted: env.opts.stop.load(Ordering::SeqCst), out_of_time: root && out_of_time(), ..Control::default() };
             let mut updater = Updater { model: &run.model, opt: &mut run.opt, vars: &vars, collective: env.opts.collective.as_ref() };
-            let done = updater.update(batch, reg, run.progress.step + 1, local)?;
+            let done = updater.update(&part, Share { rows: share, tokens }, reg, run.progress.step + 1, local)?;
             agreed = done.control;
             run.progress.step += 1;
             run.progress.batch_in_epoch += 1;
@@ -260,7 +248,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
                     loss: win.loss_sum / win.tokens.max(1) as f64,
                     tok_per_s: win.tokens as f64 / secs,
                     elapsed_s: elapsed(),
-                    fraction: fraction(t, &run.progress, elapsed(), batches.len()),
+                    fraction: fraction(t, &run.progress, elapsed(), plan.len()),
                 };
                 env.log.append(&TrainRecord {
                     step,

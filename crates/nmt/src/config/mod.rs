@@ -4,13 +4,15 @@
 //! fills the model table from a named preset (the papers' sizes or small CPU sizes) before the
 //! file's own keys are applied; `--set section.key=value` on the command line is applied last.
 //! The resolved [`ModelConfig`] is stored in every model file, so a model is self-describing.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use nmt_data::batch::BatchConfig;
-use nmt_data::subword::{SubwordConfig, SubwordKind};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+
+mod data;
+pub use data::{CorpusEntry, DataConfig, TrainInput};
 
 fn one() -> usize {
     1
@@ -329,41 +331,6 @@ impl ModelConfig {
     }
 }
 
-/// Corpus locations and preprocessing.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct DataConfig {
-    /// Training source / target text, one sentence a line (`.gz` read transparently).
-    pub train_src: PathBuf,
-    pub train_tgt: PathBuf,
-    /// Development set for validation (perplexity and BLEU).
-    pub dev_src: PathBuf,
-    pub dev_tgt: PathBuf,
-    /// Source and target subword models (learned from the training text).
-    pub src_subword: SubwordConfig,
-    pub tgt_subword: SubwordConfig,
-    /// Skip training pairs longer than this many words on either side before segmentation.
-    pub max_words: Option<usize>,
-    /// Skip training pairs longer than this many subword tokens (RNNsearch-30/-50's limit).
-    pub max_len: usize,
-}
-
-impl Default for DataConfig {
-    fn default() -> Self {
-        let sub = SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2 };
-        DataConfig {
-            train_src: PathBuf::new(),
-            train_tgt: PathBuf::new(),
-            dev_src: PathBuf::new(),
-            dev_tgt: PathBuf::new(),
-            src_subword: sub.clone(),
-            tgt_subword: sub,
-            max_words: Some(80),
-            max_len: 50,
-        }
-    }
-}
-
 /// Optimiser choice.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -537,12 +504,7 @@ impl Config {
     pub fn from_file(path: &Path, overrides: &[String]) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let mut cfg = Self::from_toml_str(&text, overrides).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        for p in [&mut cfg.data.train_src, &mut cfg.data.train_tgt, &mut cfg.data.dev_src, &mut cfg.data.dev_tgt] {
-            if !p.as_os_str().is_empty() && p.is_relative() {
-                *p = base.join(&*p);
-            }
-        }
+        cfg.data.resolve_paths(path.parent().unwrap_or(Path::new(".")));
         Ok(cfg)
     }
 
