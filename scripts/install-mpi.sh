@@ -6,7 +6,13 @@ set -euo pipefail
 # libclang.so itself (libclang-1x.so, libclang.so.1x): Open MPI's packages bring
 # libclang-cpp.so, which bindgen cannot load, so a looser `libclang*` pattern matched it and
 # skipped the install on a fresh machine.
-have_clang() { ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* /usr/lib/*-linux-gnu/libclang.so* >/dev/null 2>&1; }
+have_clang() {
+  local f
+  for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* /usr/lib/*-linux-gnu/libclang.so*; do
+    [ -e "$f" ] && return 0
+  done
+  return 1
+}
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null && have_clang; then
   exit 0
 fi

@@ -37,7 +37,8 @@ make_corpus() { # pairs → $WORK/N.en, $WORK/N.es
 peak_mib() { awk '/Maximum resident/ { printf "%.0f", $NF / 1024 }' "$1"; }
 wall_s() { awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.1f", s }' "$1"; }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); threads $THREADS; $(date -u +%F)"
+simd=$(grep -m1 -o -w 'avx512f' /proc/cpuinfo || grep -m1 -o -w 'avx2' /proc/cpuinfo || echo "no AVX2")
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) ($simd); threads $THREADS; $(date -u +%F)"
 printf '%-10s | %-12s | %-12s | %-10s | %-16s | %-14s\n' pairs "prepare (s)" "prepare MiB" "data MiB" "train start (s)" "train MiB"
 for n in "${SIZES[@]}"; do
     make_corpus "$n"

@@ -57,7 +57,7 @@ fn prepared_and_text_training_have_the_same_losses() {
 #[test]
 fn a_prepared_directory_that_does_not_fit_is_refused() {
     let d = tempfile::tempdir().unwrap();
-    let cfg = config(d.path(), "max_steps = 1\n");
+    let cfg = config(d.path(), "");
     let prep = d.path().join("prep");
     let s = |p: &Path| p.display().to_string();
     ok(&nmt(&["prepare", "-c", &cfg, "-o", &s(&prep)], None));
@@ -74,4 +74,31 @@ fn a_prepared_directory_that_does_not_fit_is_refused() {
     // No manifest at all.
     let out = nmt(&["train", "-c", &cfg, "--data", &s(d.path()), "--model-dir", &s(&d.path().join("m3"))], None);
     fails_with(&out, &["manifest.json"]);
+}
+
+#[test]
+fn tsv_and_weighted_corpora_train() {
+    let d = tempfile::tempdir().unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/bible-en-es");
+    let tsv = d.path().join("extra.tsv");
+    std::fs::write(&tsv, "In the beginning\tEn el principio\nGod is love\tDios es amor\n").unwrap();
+    let cfg = format!(
+        "[model]\npreset = \"tiny\"\n[data]\ntrain = [{{ src = \"{d}/dev.en.gz\", tgt = \"{d}/dev.es.gz\" }}, {{ tsv = \"{t}\", weight = 3 }}]\n\
+         dev_src = \"{d}/dev.en.gz\"\ndev_tgt = \"{d}/dev.es.gz\"\n\
+         src_subword = {{ kind = \"word\", vocab_size = 300 }}\ntgt_subword = {{ kind = \"word\", vocab_size = 300 }}\n\
+         [train]\nmax_steps = 3\nvalid_bleu_sentences = 5\n",
+        d = data.display(),
+        t = tsv.display()
+    );
+    let c = d.path().join("c.toml");
+    std::fs::write(&c, cfg).unwrap();
+    let m = d.path().join("m");
+    let out = nmt(&["train", "-c", c.to_str().unwrap(), "--model-dir", m.to_str().unwrap(), "--quiet", "--threads", "1"], None);
+    ok(&out);
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(m.join("data/manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["corpora"][1]["pairs"], 2);
+    assert_eq!(manifest["corpora"][1]["weight"], 3.0);
+    // The languages come from the first corpus's file names.
+    let info = nmt::model_file::load(&m.join("model.safetensors"), nmt::candle_core::DType::F32, &nmt::candle_core::Device::Cpu).unwrap();
+    assert_eq!(info.meta.languages, Some(nmt::languages::Languages { src: "en".into(), tgt: "es".into() }));
 }

@@ -105,7 +105,7 @@ fn phrase_tables_gain_one_column_and_nothing_else() {
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "previous");
     let leftovers: Vec<_> =
-        std::fs::read_dir(d.path()).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains(".tmp.")).collect();
+        std::fs::read_dir(d.path()).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".tmp")).collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
 

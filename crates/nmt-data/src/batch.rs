@@ -6,7 +6,6 @@
 //! stream chosen by `(seed, epoch)`, so the batches of an epoch can be regenerated exactly when a
 //! run resumes: only `(epoch, index of next batch)` needs to be stored.
 
-pub use crate::dataset::examples;
 use crate::plan::cut;
 pub use crate::plan::{BatchConfig, EpochPlan, Weighted};
 use crate::{BOS, PAD};

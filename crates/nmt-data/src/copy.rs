@@ -26,7 +26,7 @@ fn surfaces(text: &str, seg: &Segmenter) -> (Vec<u32>, Vec<String>) {
     let w = seg.encode_words(text);
     let surf = match seg.kind() {
         SubwordKind::Word => w.word_of.iter().map(|&i| w.words[i].clone()).collect(),
-        SubwordKind::Bpe => seg.pieces(&w.ids),
+        SubwordKind::Bpe | SubwordKind::Sentencepiece => seg.pieces(&w.ids),
     };
     (w.ids, surf)
 }
@@ -115,7 +115,7 @@ mod tests {
 
     fn words(lines: &[&str]) -> Segmenter {
         let lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
-        Segmenter::train(&lines, &SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1 }).unwrap()
+        Segmenter::train(&lines, &SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1, model: None }).unwrap()
     }
 
     #[test]

@@ -16,9 +16,9 @@ pub mod shards;
 pub mod stream;
 pub mod subword;
 
-pub use batch::{epoch_batches, examples, inference_batches, Batch, BatchConfig, EpochPlan, Example, Weighted};
+pub use batch::{epoch_batches, inference_batches, Batch, BatchConfig, EpochPlan, Example, Weighted};
 pub use corpus::{read_lines, read_parallel, ParallelCorpus};
-pub use dataset::reverse_source;
+pub use dataset::{examples, reverse_source};
 pub use error::{Error, Result};
 pub use stream::{PairFiles, PairReader};
 pub use subword::{Segmenter, SubwordConfig, SubwordKind, WordIds};

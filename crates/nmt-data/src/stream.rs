@@ -156,6 +156,13 @@ impl PairReader {
         };
         let s = self.src.next_line()?.map(str::to_owned);
         let t = tgt.next_line()?.map(str::to_owned);
+        // A file without a single line is empty, whatever the other side holds.
+        if self.src.line == 0 && s.is_none() {
+            return Err(Error::EmptyFile { path: self.src.path.clone() });
+        }
+        if tgt.line == 0 && t.is_none() {
+            return Err(Error::EmptyFile { path: tgt.path.clone() });
+        }
         match (s, t) {
             (Some(s), Some(t)) => Ok(Some((s, t))),
             (None, None) => Ok(None),

@@ -11,7 +11,7 @@ fn bible() -> PathBuf {
 }
 
 fn options(kind: SubwordKind, corpora: Vec<Corpus>) -> PrepareOptions {
-    let sub = SubwordConfig { kind, vocab_size: 600, min_frequency: 2 };
+    let sub = SubwordConfig { kind, vocab_size: 600, min_frequency: 2, model: None };
     PrepareOptions {
         corpora,
         src_subword: sub.clone(),

@@ -17,7 +17,7 @@ fn dev_en() -> &'static Vec<String> {
 fn bpe() -> &'static Segmenter {
     static SEG: OnceLock<Segmenter> = OnceLock::new();
     SEG.get_or_init(|| {
-        let cfg = SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 1000, min_frequency: 2 };
+        let cfg = SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 1000, min_frequency: 2, model: None };
         Segmenter::train(dev_en(), &cfg).unwrap()
     })
 }
@@ -95,7 +95,7 @@ fn bpe_json_round_trip() {
 #[test]
 fn word_segmenter() {
     let lines: Vec<String> = ["the cat sat", "the dog sat", "a  cat\tran"].iter().map(|s| s.to_string()).collect();
-    let cfg = SubwordConfig { kind: SubwordKind::Word, vocab_size: 7, min_frequency: 1 };
+    let cfg = SubwordConfig { kind: SubwordKind::Word, vocab_size: 7, min_frequency: 1, model: None };
     let seg = Segmenter::train(&lines, &cfg).unwrap();
     assert_eq!(seg.kind(), SubwordKind::Word);
     assert_eq!(seg.vocab_size(), 7);
@@ -141,9 +141,9 @@ fn bad_json_is_rejected() {
 #[test]
 fn config_serde() {
     let cfg: SubwordConfig = serde_json::from_str(r#"{"kind":"word","vocab_size":50}"#).unwrap();
-    assert_eq!(cfg, SubwordConfig { kind: SubwordKind::Word, vocab_size: 50, min_frequency: 2 });
+    assert_eq!(cfg, SubwordConfig { kind: SubwordKind::Word, vocab_size: 50, min_frequency: 2, model: None });
     let def: SubwordConfig = serde_json::from_str("{}").unwrap();
-    assert_eq!(def, SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2 });
+    assert_eq!(def, SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2, model: None });
     assert!(serde_json::from_str::<SubwordConfig>(r#"{"vocab":5}"#).is_err());
     assert!(serde_json::from_str::<SubwordConfig>(r#"{"kind":"BPE"}"#).is_err());
 }
@@ -185,7 +185,8 @@ fn bpe_trains_full_corpus_quickly() {
 
 #[test]
 fn encode_words_equals_encode_and_maps_every_id_to_its_word() {
-    let word = Segmenter::train(dev_en(), &SubwordConfig { kind: SubwordKind::Word, vocab_size: 500, min_frequency: 1 }).unwrap();
+    let word =
+        Segmenter::train(dev_en(), &SubwordConfig { kind: SubwordKind::Word, vocab_size: 500, min_frequency: 1, model: None }).unwrap();
     for seg in [bpe(), &word] {
         for line in dev_en().iter().take(300).chain([&"  odd   spacing, Zebedee's ñandú  ".to_string()]) {
             let w = seg.encode_words(line);

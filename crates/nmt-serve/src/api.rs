@@ -32,12 +32,20 @@ pub struct LibreRequest {
     /// `text` or `html`; both are translated as text.
     #[serde(default)]
     pub format: Option<String>,
-    /// Accepted and ignored (this server has no keys).
+    /// Required when the server has API keys (`nmt serve --api-keys`).
     #[serde(default)]
     pub api_key: Option<String>,
     /// Extra translations per text (the n-best list after the first).
     #[serde(default)]
     pub alternatives: Option<usize>,
+}
+
+/// LibreTranslate's `POST /detect`.
+#[derive(Debug, Deserialize)]
+pub struct DetectRequest {
+    pub q: OneOrMany,
+    #[serde(default)]
+    pub api_key: Option<String>,
 }
 
 /// The full request.
@@ -56,6 +64,9 @@ pub struct FullRequest {
     pub normalize: Option<f64>,
     #[serde(default)]
     pub alignments: bool,
+    /// Required when the server has API keys.
+    #[serde(default)]
+    pub api_key: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

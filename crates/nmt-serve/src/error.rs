@@ -36,6 +36,17 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, message)
     }
 
+    /// 403: no API key, or an unknown one (when the server has keys).
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, message)
+    }
+
+    /// 429: the key's requests per minute are used up; retry in `secs`.
+    pub fn rate_limited(per_minute: usize, secs: u64) -> Self {
+        let msg = format!("too many requests: this API key may make {per_minute} per minute; retry in {secs} s");
+        ApiError { retry_after: Some(secs), ..Self::new(StatusCode::TOO_MANY_REQUESTS, msg) }
+    }
+
     pub fn too_large(limit: usize) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the request body is larger than the {limit}-byte limit"))
     }

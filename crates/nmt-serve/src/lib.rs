@@ -2,7 +2,10 @@
 //!
 //! - `POST /translate`: LibreTranslate's API, so its existing clients work unchanged.
 //! - `POST /api/v1/translate`: n-best lists, scores, tokens and attention matrices.
-//! - `GET /health`, `GET /api/v1/models`, `GET /languages` (LibreTranslate's).
+//! - `POST /detect`: LibreTranslate's; answers with the served source language.
+//! - `GET /health`, `GET /api/v1/models`, `GET /languages` (LibreTranslate's: every source and
+//!   target language with its English name and targets).
+//! - API keys with per-key limits, as LibreTranslate's ([`keys`]), when configured.
 //! - `GET /`: a page (embedded, no network) with a text box, a model picker, the n-best list
 //!   and the attention heatmap of RNNsearch's Figure 3.
 //!
@@ -14,6 +17,7 @@ pub mod api;
 pub mod batcher;
 pub mod config;
 pub mod error;
+pub mod keys;
 pub mod models;
 pub mod routes;
 
@@ -22,6 +26,7 @@ use std::sync::Arc;
 
 pub use config::Limits;
 pub use error::{ApiError, ServeError};
+pub use keys::ApiKeys;
 pub use models::{ModelSet, ServedModel};
 
 use batcher::Batcher;
@@ -31,6 +36,8 @@ pub struct AppState {
     pub models: Arc<ModelSet>,
     pub batcher: Batcher,
     pub limits: Limits,
+    /// `None`: the server is open to everyone.
+    pub keys: Option<ApiKeys>,
 }
 
 impl AppState {
@@ -38,7 +45,18 @@ impl AppState {
     pub fn new(models: ModelSet, limits: Limits) -> Self {
         let models = Arc::new(models);
         let batcher = Batcher::start(models.clone(), &limits);
-        AppState { models, batcher, limits }
+        AppState { models, batcher, limits, keys: None }
+    }
+
+    /// Requires API keys ([`keys`]) on the translation and detection endpoints.
+    pub fn with_api_keys(mut self, keys: ApiKeys) -> Self {
+        self.keys = Some(keys);
+        self
+    }
+
+    /// Admits a request carrying `key` (always, without keys configured).
+    pub fn admit(&self, key: Option<&str>) -> Result<(), ApiError> {
+        self.keys.as_ref().map_or(Ok(()), |k| k.admit(key))
     }
 }
 

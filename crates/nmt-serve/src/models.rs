@@ -1,9 +1,11 @@
 //! The models a server translates with, by name.
 //!
-//! A name of the form `xx-yy` declares the language pair, which is how LibreTranslate
-//! requests (`"source": "en", "target": "es"`) find their model; with a single model served,
-//! any pair is sent to it, as a one-model LibreTranslate would.
+//! A model's language pair is the one its file stores (`[data] src_lang`/`tgt_lang`, by default
+//! the training files' extensions); a name `xx-yy` of two ISO 639-1 codes overrides it. That
+//! pair is how LibreTranslate requests (`"source": "en", "target": "es"`) find their model;
+//! with a single model served, any pair is sent to it, as a one-model LibreTranslate would.
 use nmt::config::{ModelConfig, SearchConfig};
+use nmt::languages::english_name;
 use nmt::translate::Translator;
 use serde::Serialize;
 
@@ -16,10 +18,11 @@ pub struct ServedModel {
 }
 
 impl ServedModel {
-    /// The language pair its name declares (`en-es` → `("en", "es")`).
+    /// Its language pair: the one its name declares (`en-es` → `("en", "es")`, both ISO 639-1
+    /// codes), else the one its model file stores.
     pub fn languages(&self) -> Option<(&str, &str)> {
-        let (s, t) = self.name.split_once('-')?;
-        (!s.is_empty() && !t.is_empty() && !t.contains('-')).then_some((s, t))
+        let named = self.name.split_once('-').filter(|(s, t)| english_name(s).is_some() && english_name(t).is_some());
+        named.or_else(|| self.translator.meta.languages.as_ref().map(|l| (l.src.as_str(), l.tgt.as_str())))
     }
 }
 
@@ -91,6 +94,40 @@ impl ModelSet {
             Some((s, t)) => t == target && (s == source || source == "auto"),
             None => false,
         })
+    }
+
+    /// Every language that is a source or a target, in order of appearance, each with the
+    /// targets it translates to.
+    pub fn language_targets(&self) -> Vec<(String, Vec<String>)> {
+        fn slot(code: &str, out: &mut Vec<(String, Vec<String>)>) -> usize {
+            match out.iter().position(|(c, _)| c == code) {
+                Some(i) => i,
+                None => {
+                    out.push((code.to_owned(), Vec::new()));
+                    out.len() - 1
+                }
+            }
+        }
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for (src, tgt) in self.models.iter().filter_map(|m| m.languages()) {
+            let i = slot(src, &mut out);
+            slot(tgt, &mut out);
+            if !out[i].1.iter().any(|t| t == tgt) {
+                out[i].1.push(tgt.to_owned());
+            }
+        }
+        out
+    }
+
+    /// The distinct source languages of the served models.
+    pub fn source_languages(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for (src, _) in self.models.iter().filter_map(|m| m.languages()) {
+            if !out.contains(&src) {
+                out.push(src);
+            }
+        }
+        out
     }
 
     pub fn info(&self) -> Vec<ModelInfo> {

@@ -9,12 +9,15 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use nmt::languages::english_name;
 use nmt::search::SearchOptions;
 use nmt::translate::Translation;
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use crate::api::{check_sentences, parse_body, search_config, sentence_out, FullRequest, FullResponse, LibreRequest, OneOrMany};
+use crate::api::{
+    check_sentences, parse_body, search_config, sentence_out, DetectRequest, FullRequest, FullResponse, LibreRequest, OneOrMany,
+};
 use crate::batcher::Job;
 use crate::error::ApiError;
 use crate::AppState;
@@ -28,6 +31,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/languages", get(languages))
         .route("/api/v1/models", get(models))
         .route("/translate", post(libre_translate))
+        .route("/detect", post(detect))
         .route("/api/v1/translate", post(full_translate))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .with_state(state)
@@ -49,18 +53,40 @@ async fn models(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
     Json(json!({ "models": s.models.info() }))
 }
 
-/// LibreTranslate's `GET /languages`: each source language with its targets.
+/// LibreTranslate's `GET /languages`: every language that is a source or a target, with its
+/// English name and the languages it translates to.
 async fn languages(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    for (src, tgt) in s.models.all().iter().filter_map(|m| m.languages()) {
-        match out.iter_mut().find(|(s, _)| s == src) {
-            Some((_, t)) => t.push(tgt.to_string()),
-            None => out.push((src.to_string(), vec![tgt.to_string()])),
-        }
+    let langs = s.models.language_targets().into_iter().map(|(code, targets)| {
+        let name = english_name(&code).unwrap_or(code.as_str()).to_owned();
+        json!({ "code": code, "name": name, "targets": targets })
+    });
+    Json(serde_json::Value::Array(langs.collect()))
+}
+
+/// LibreTranslate's `POST /detect`: this server detects nothing, but when its models share one
+/// source language that is the answer (confidence 100), so clients that detect first work.
+async fn detect(State(s): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    match detected(&s, &headers, body).await {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => e.into_response(),
     }
-    Json(serde_json::Value::Array(
-        out.into_iter().map(|(code, targets)| json!({ "code": code, "name": code, "targets": targets })).collect(),
-    ))
+}
+
+async fn detected(s: &AppState, headers: &HeaderMap, body: Body) -> Result<serde_json::Value, ApiError> {
+    let bytes = read_body(body, s.limits.max_body_bytes).await?;
+    let req: DetectRequest = parse_body(content_type(headers), &bytes)?;
+    s.admit(req.api_key.as_deref())?;
+    let one = match s.models.source_languages().as_slice() {
+        [one] => json!([{ "confidence": 100.0, "language": one }]),
+        [] => return Err(ApiError::bad_request("no served model declares its source language (serve it as xx-yy=MODEL)")),
+        many => {
+            return Err(ApiError::bad_request(format!("cannot detect among the source languages {}: name the source", many.join(", "))))
+        }
+    };
+    Ok(match req.q {
+        OneOrMany::One(_) => one,
+        OneOrMany::Many(v) => json!(vec![one; v.len()]),
+    })
 }
 
 /// The body, at most `limit` bytes (413 beyond).
@@ -100,6 +126,7 @@ async fn libre_translate(State(s): State<Arc<AppState>>, headers: HeaderMap, bod
 async fn libre(s: &AppState, headers: &HeaderMap, body: Body) -> Result<serde_json::Value, ApiError> {
     let bytes = read_body(body, s.limits.max_body_bytes).await?;
     let req: LibreRequest = parse_body(content_type(headers), &bytes)?;
+    s.admit(req.api_key.as_deref())?;
     let idx = s
         .models
         .for_languages(&req.source, &req.target)
@@ -143,6 +170,7 @@ async fn full_translate(State(s): State<Arc<AppState>>, headers: HeaderMap, body
 async fn full(s: &AppState, headers: &HeaderMap, body: Body) -> Result<FullResponse, ApiError> {
     let bytes = read_body(body, s.limits.max_body_bytes).await?;
     let req: FullRequest = parse_body(content_type(headers), &bytes)?;
+    s.admit(req.api_key.as_deref())?;
     let idx = match &req.model {
         Some(name) => s.models.index_of(name).ok_or_else(|| ApiError::not_found(format!("no model named {name:?}")))?,
         None => 0,

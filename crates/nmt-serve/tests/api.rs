@@ -8,10 +8,11 @@ use std::time::Duration;
 use candle_core::{DType, Device};
 use nmt::config::{ModelConfig, SearchConfig};
 use nmt::data::subword::{Segmenter, SubwordConfig, SubwordKind};
+use nmt::languages::Languages;
 use nmt::model::Seq2Seq;
 use nmt::model_file::{save, ModelMeta};
 use nmt::translate::Translator;
-use nmt_serve::{AppState, Limits, ModelSet, ServedModel};
+use nmt_serve::{ApiKeys, AppState, Limits, ModelSet, ServedModel};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -20,13 +21,19 @@ const WORDS: &str = "a b c d e f g h i j k l m n o p q r s t";
 /// A fresh model saved and loaded as `nmt serve` loads it; `size` sets its width (a wide one
 /// with random weights decodes slowly: it rarely ends a hypothesis early).
 fn translator(dir: &std::path::Path, name: &str, size: usize) -> Translator {
-    let sub = SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1 };
+    translator_in(dir, name, size, None)
+}
+
+/// [`translator`] whose model file stores the language pair `langs`.
+fn translator_in(dir: &std::path::Path, name: &str, size: usize, langs: Option<(&str, &str)>) -> Translator {
+    let sub = SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1, model: None };
     let seg = Segmenter::train(&[WORDS.to_string()], &sub).unwrap();
     let mut cfg = ModelConfig::preset("tiny").unwrap();
     (cfg.src_vocab, cfg.tgt_vocab) = (seg.vocab_size(), seg.vocab_size());
     (cfg.emb_dim, cfg.hidden_dim, cfg.att_dim, cfg.maxout_dim) = (size, size, size, size);
     let model = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
-    let meta = ModelMeta { config: cfg, search: SearchConfig::default(), src: seg.clone(), tgt: seg, step: 0 };
+    let languages = langs.map(|(s, t)| Languages { src: s.into(), tgt: t.into() });
+    let meta = ModelMeta { config: cfg, search: SearchConfig::default(), src: seg.clone(), tgt: seg, step: 0, languages };
     let path = dir.join(format!("{name}.safetensors"));
     save(&path, &model, &meta).unwrap();
     Translator::load(&path, &Device::Cpu).unwrap()
@@ -39,10 +46,13 @@ struct Server {
 }
 
 async fn start(models: Vec<ServedModel>, limits: Limits) -> Server {
+    start_with(AppState::new(ModelSet::new(models).unwrap(), limits)).await
+}
+
+async fn start_with(state: AppState) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let state = AppState::new(ModelSet::new(models).unwrap(), limits);
     let done = tokio::spawn(nmt_serve::serve(listener, state, async move {
         let _ = rx.await;
     }));
@@ -222,6 +232,70 @@ async fn full_queue_timeout_and_stop_with_requests_in_flight() {
     let (status, v) = post_json(srv.addr, "/api/v1/translate", &slow_body).await;
     assert_eq!(status, 504, "{v}");
     let (status, _, _) = request(srv.addr, "GET", "/health", "text/plain", b"").await;
+    assert_eq!(status, 200);
+    let _ = srv.stop.map(|s| s.send(()));
+    srv.done.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn languages_from_the_model_file_keys_limits_and_detect() {
+    let dir = tempfile::tempdir().unwrap();
+    // No name declares the pair: the model file does (as `nmt train` stores it).
+    let models = vec![ServedModel { name: "q2-search".into(), translator: translator_in(dir.path(), "m", 8, Some(("en", "es"))) }];
+    let keys = ApiKeys::parse("open\nlimited 2\n", "keys").unwrap();
+    let srv = start_with(AppState::new(ModelSet::new(models).unwrap(), Limits::default()).with_api_keys(keys)).await;
+    let a = srv.addr;
+    let (status, _, langs) = request(a, "GET", "/languages", "text/plain", b"").await;
+    let langs: Value = serde_json::from_str(&langs).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(langs, json!([{"code": "en", "name": "English", "targets": ["es"]}, {"code": "es", "name": "Spanish", "targets": []}]));
+    let (_, _, models) = request(a, "GET", "/api/v1/models", "text/plain", b"").await;
+    let models: Value = serde_json::from_str(&models).unwrap();
+    assert_eq!(
+        (models["models"][0]["source_language"].as_str(), models["models"][0]["target_language"].as_str()),
+        (Some("en"), Some("es"))
+    );
+
+    // Keys: none, a wrong one, an unlimited one, a limited one past its limit.
+    let j = "application/json";
+    bad(a, "/translate", j, br#"{"q": "a", "source": "en", "target": "es"}"#, 403).await;
+    bad(a, "/translate", j, br#"{"q": "a", "source": "en", "target": "es", "api_key": "wrong"}"#, 403).await;
+    bad(a, "/api/v1/translate", j, br#"{"text": ["a"]}"#, 403).await;
+    bad(a, "/detect", j, br#"{"q": "a"}"#, 403).await;
+    for _ in 0..3 {
+        let (status, v) = post_json(a, "/translate", &json!({"q": "a b", "source": "en", "target": "es", "api_key": "open"})).await;
+        assert_eq!(status, 200, "{v}");
+    }
+    for _ in 0..2 {
+        let (status, v) = post_json(a, "/api/v1/translate", &json!({"text": ["a"], "api_key": "limited"})).await;
+        assert_eq!(status, 200, "{v}");
+    }
+    let head = bad(a, "/translate", j, br#"{"q": "a", "source": "en", "target": "es", "api_key": "limited"}"#, 429).await;
+    let wait: u64 = head.split("retry-after: ").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
+    assert!((1..=60).contains(&wait), "{head}");
+    // A form, as LibreTranslate's clients send it, with its key.
+    let (status, _, text) =
+        request(a, "POST", "/translate", "application/x-www-form-urlencoded", b"q=a+b&source=auto&target=es&api_key=open").await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["detectedLanguage"]["language"].as_str(), Some("en"));
+
+    // Detect: the one source language served.
+    let (status, v) = post_json(a, "/detect", &json!({"q": "a b c", "api_key": "open"})).await;
+    assert_eq!((status, v), (200, json!([{"confidence": 100.0, "language": "en"}])));
+    let (status, v) = post_json(a, "/detect", &json!({"q": ["a", "b"], "api_key": "open"})).await;
+    assert_eq!((status, v.as_array().map(Vec::len)), (200, Some(2)));
+    let _ = srv.stop.map(|s| s.send(()));
+    srv.done.await.unwrap().unwrap();
+
+    // Two source languages: detection cannot choose, and says so; no keys, so open.
+    let models = vec![
+        ServedModel { name: "en-es".into(), translator: translator(dir.path(), "a", 8) },
+        ServedModel { name: "fr-es".into(), translator: translator(dir.path(), "b", 8) },
+    ];
+    let srv = start(models, Limits::default()).await;
+    let msg = bad(srv.addr, "/detect", j, br#"{"q": "a"}"#, 400).await;
+    assert!(!msg.is_empty());
+    let (status, _) = post_json(srv.addr, "/translate", &json!({"q": "a", "source": "fr", "target": "es"})).await;
     assert_eq!(status, 200);
     let _ = srv.stop.map(|s| s.send(()));
     srv.done.await.unwrap().unwrap();

@@ -5,6 +5,7 @@ pub mod config;
 pub mod embed;
 pub mod error;
 pub mod hypothesis;
+pub mod languages;
 pub mod model;
 
 pub use error::{Error, Result};

@@ -29,6 +29,9 @@ pub struct ModelMeta {
     pub tgt: Segmenter,
     /// Training updates done when the file was written.
     pub step: u64,
+    /// The language pair (`[data] src_lang`/`tgt_lang`, or the training files' extensions);
+    /// `None` when unknown (and in files written before it was stored).
+    pub languages: Option<crate::languages::Languages>,
 }
 
 /// A loaded model: network + segmenters + search defaults.
@@ -39,20 +42,17 @@ pub struct LoadedModel {
 
 /// Writes `bytes` to `path` atomically (temp file in the same folder, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(match path.extension() {
-        Some(e) => format!("{}.tmp", e.to_string_lossy()),
-        None => "tmp".to_string(),
-    });
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // `NAME.XXXXXX.tmp` beside the file: removed on error (dropped), and by training's start
+    // when a kill left one (`*.tmp`).
     let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = tempfile::Builder::new().prefix(&format!("{name}.")).suffix(".tmp").tempfile_in(dir)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        f.as_file().sync_all()?;
+        f.persist(path).map(drop).map_err(|e| e.error)
     };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(path, e)
-    })
+    write().map_err(|e| Error::io(path, e))
 }
 
 /// Metadata key of the CRC-32 of the tensor data (hex): a flipped bit anywhere in the weights
@@ -119,6 +119,9 @@ pub fn meta_map(meta: &ModelMeta) -> Result<HashMap<String, String>> {
     m.insert("src_subword".to_string(), meta.src.to_json()?);
     m.insert("tgt_subword".to_string(), meta.tgt.to_json()?);
     m.insert("step".to_string(), meta.step.to_string());
+    if let Some(l) = &meta.languages {
+        m.insert("languages".to_string(), json(l)?);
+    }
     m.insert("created_by".to_string(), format!("nmt {}", env!("CARGO_PKG_VERSION")));
     Ok(m)
 }
@@ -147,6 +150,10 @@ pub fn read_meta(meta: &HashMap<String, String>, path: &Path) -> Result<ModelMet
         src: Segmenter::from_json(get("src_subword")?)?,
         tgt: Segmenter::from_json(get("tgt_subword")?)?,
         step: get("step")?.parse().map_err(|_| bad("step is not a number".into()))?,
+        languages: match meta.get("languages") {
+            Some(l) => Some(serde_json::from_str(l).map_err(|e| bad(format!("languages: {e}")))?),
+            None => None,
+        },
     })
 }
 

@@ -7,7 +7,7 @@ use nmt::unk::UnkReplacer;
 
 fn words(lines: &[&str]) -> Segmenter {
     let lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
-    Segmenter::train(&lines, &SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1 }).unwrap()
+    Segmenter::train(&lines, &SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1, model: None }).unwrap()
 }
 
 fn hyp(tokens: Vec<u32>, alignment: Vec<Vec<f32>>) -> Hypothesis {

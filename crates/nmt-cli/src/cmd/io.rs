@@ -1,9 +1,10 @@
 //! Files in and out for the commands that stream: input lines one at a time (gzip detected by
 //! its magic bytes) with their line numbers, and outputs written atomically.
 //!
-//! An output file is written to a temporary file beside it and renamed over it only by
-//! [`Output::commit`], after everything was written and synced: a run that fails (a malformed
-//! line, a full disk, Ctrl-C) leaves the previous file, or none, never a partial one. A name
+//! An output file is written to a temporary file beside it (`tempfile`) and persisted over it
+//! only by [`Output::commit`], after everything was written and synced: a run that fails (a
+//! malformed line, a full disk, Ctrl-C) leaves the previous file, or none, never a partial one;
+//! the temporary file is deleted when the unfinished output is dropped. A name
 //! ending in `.gz` is gzip-compressed.
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
+use tempfile::NamedTempFile;
 
 /// Lines of a file, or of stdin for `None` or `-`, read one at a time.
 pub struct Lines {
@@ -71,31 +73,37 @@ impl Lines {
 
 enum Sink {
     Stdout(BufWriter<std::io::Stdout>),
-    File(BufWriter<File>),
-    Gz(GzEncoder<BufWriter<File>>),
+    File(BufWriter<NamedTempFile>),
+    Gz(GzEncoder<BufWriter<NamedTempFile>>),
 }
 
 /// Standard output, or a file written atomically (see the module's doc).
 pub struct Output {
     sink: Sink,
-    /// The temporary file and the final name.
-    paths: Option<(PathBuf, PathBuf)>,
+    /// The final name of a file output.
+    path: Option<PathBuf>,
 }
 
 impl Output {
     pub fn create(path: Option<&Path>) -> Result<Self> {
         let Some(path) = path.filter(|p| *p != Path::new("-")) else {
-            return Ok(Output { sink: Sink::Stdout(BufWriter::new(std::io::stdout())), paths: None });
+            return Ok(Output { sink: Sink::Stdout(BufWriter::new(std::io::stdout())), path: None });
         };
         let name = path.file_name().with_context(|| format!("{} is not a file name", path.display()))?;
-        let tmp = path.with_file_name(format!(".{}.tmp.{}", name.to_string_lossy(), std::process::id()));
-        let file = BufWriter::with_capacity(1 << 16, File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?);
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        // `.NAME.XXXXXX.tmp` beside the output; deleted if dropped unpersisted (an error).
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{}.", name.to_string_lossy()))
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a temporary file beside {}", path.display()))?;
+        let file = BufWriter::with_capacity(1 << 16, tmp);
         let sink = if path.extension().is_some_and(|e| e == "gz") {
             Sink::Gz(GzEncoder::new(file, flate2::Compression::default()))
         } else {
             Sink::File(file)
         };
-        Ok(Output { sink, paths: Some((tmp, path.to_path_buf())) })
+        Ok(Output { sink, path: Some(path.to_path_buf()) })
     }
 
     /// Finishes the output: flushes standard output, or syncs the temporary file and renames
@@ -107,13 +115,9 @@ impl Output {
             Sink::File(w) => w.into_inner().map_err(|e| e.into_error())?,
             Sink::Gz(w) => w.finish()?.into_inner().map_err(|e| e.into_error())?,
         };
-        let (tmp, path) = self.paths.take().context("an output file without its names")?;
-        let done = file.sync_all().and_then(|_| std::fs::rename(&tmp, &path));
-        if let Err(e) = done {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e).with_context(|| format!("cannot write {}", path.display()));
-        }
-        Ok(())
+        let path = self.path.take().context("an output file without its name")?;
+        let done = file.as_file().sync_all().and_then(|_| file.persist(&path).map(drop).map_err(|e| e.error));
+        done.with_context(|| format!("cannot write {}", path.display()))
     }
 }
 
@@ -131,15 +135,6 @@ impl Write for Output {
             Sink::Stdout(w) => w.flush(),
             Sink::File(w) => w.flush(),
             Sink::Gz(w) => w.flush(),
-        }
-    }
-}
-
-impl Drop for Output {
-    /// An output dropped before [`Output::commit`] (an error on the way) leaves no file.
-    fn drop(&mut self) {
-        if let Some((tmp, _)) = &self.paths {
-            let _ = std::fs::remove_file(tmp);
         }
     }
 }

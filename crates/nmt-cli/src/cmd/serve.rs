@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use nmt::translate::Translator;
-use nmt_serve::{AppState, Limits, ModelSet, ServedModel};
+use nmt_serve::{ApiKeys, AppState, Limits, ModelSet, ServedModel};
 
 use super::common::ComputeArgs;
 
@@ -42,11 +42,24 @@ pub struct ServeArgs {
     /// Sentences decoded together at most.
     #[arg(long, default_value_t = Limits::default().max_batch)]
     pub max_batch: usize,
+    /// Require API keys, as LibreTranslate does: one key per line, optionally followed by its
+    /// limit in requests per minute (`KEY 60`). Without it the server is open to everyone.
+    #[arg(long, value_name = "FILE")]
+    pub api_keys: Option<PathBuf>,
     /// Milliseconds a sentence waits for others to batch with.
     #[arg(long, default_value_t = Limits::default().max_wait.as_secs_f64() * 1000.0)]
     pub max_wait_ms: f64,
     #[command(flatten)]
     pub compute: ComputeArgs,
+}
+
+/// A model's name with its languages, for the start-up line (`en-es (English → Spanish)`).
+fn describe(m: &ServedModel) -> String {
+    let name = |c: &str| nmt::languages::english_name(c).unwrap_or(c).to_owned();
+    match m.languages() {
+        Some((s, t)) => format!("{} ({} → {})", m.name, name(s), name(t)),
+        None => format!("{} (languages unknown: name it xx-yy=…)", m.name),
+    }
 }
 
 /// `[NAME=]PATH[,PATH…]` → the name and the paths.
@@ -84,15 +97,31 @@ pub fn run(a: ServeArgs) -> Result<()> {
         max_batch: a.max_batch,
         max_wait: Duration::from_secs_f64(a.max_wait_ms / 1000.0),
     };
+    let keys = match &a.api_keys {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            Some(ApiKeys::parse(&text, &path.display().to_string())?)
+        }
+        None => None,
+    };
     let models = ModelSet::new(served)?;
-    let names: Vec<String> = models.all().iter().map(|m| m.name.clone()).collect();
+    let names: Vec<String> = models.all().iter().map(describe).collect();
+    let open = keys.is_none();
+    let mut state = AppState::new(models, limits);
+    if let Some(k) = keys {
+        eprintln!("nmt serve: {} API keys; requests without a valid api_key get 403", k.len());
+        state = state.with_api_keys(k);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
         let addr = format!("{}:{}", a.host, a.port);
         let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         let local = listener.local_addr()?;
         eprintln!("nmt serve: http://{local}/ (models: {})", names.join(", "));
-        nmt_serve::serve(listener, AppState::new(models, limits), nmt_serve::shutdown_signal()).await?;
+        if open && !local.ip().is_loopback() {
+            eprintln!("nmt serve: warning: listening on {} without --api-keys: anyone who can reach this port can translate", local.ip());
+        }
+        nmt_serve::serve(listener, state, nmt_serve::shutdown_signal()).await?;
         eprintln!("nmt serve: stopped");
         anyhow::Ok(())
     })

@@ -20,7 +20,7 @@ use super::writer::{write_file, EncodedPair, ShardWriter};
 use crate::copy::{extend_source, extend_target};
 use crate::error::{Error, Result};
 use crate::stream::{PairFiles, PairReader};
-use crate::subword::{Segmenter, SubwordConfig};
+use crate::subword::{Segmenter, SubwordConfig, SubwordKind};
 use crate::EOS;
 
 /// One input corpus and its sampling weight.
@@ -178,7 +178,10 @@ fn clear(dir: &Path) -> Result<()> {
     let entries = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with("shard-") || name.ends_with(".tmp") || name.ends_with(".subword.json") {
+        // Only what `prepare` writes (and a killed run's temporary files of it): the directory
+        // may hold the user's other files.
+        let temporary = name.ends_with(".tmp") && (name.starts_with(MANIFEST) || name.contains(".subword.json."));
+        if name.starts_with("shard-") || name.ends_with(".subword.json") || temporary {
             let path: PathBuf = e.path();
             std::fs::remove_file(&path).map_err(|source| Error::Io { path, source })?;
         }
@@ -188,7 +191,12 @@ fn clear(dir: &Path) -> Result<()> {
 
 /// Pass 1: the sample, then both segmenters (learned side by side).
 fn learn(opts: &PrepareOptions, say: &mut dyn FnMut(&str)) -> Result<(Segmenter, Segmenter)> {
-    let sample = sample(opts)?;
+    // Imported SentencePiece models learn nothing: no sample when both sides are imported.
+    let imported = |c: &SubwordConfig| c.kind == SubwordKind::Sentencepiece;
+    let sample = match imported(&opts.src_subword) && imported(&opts.tgt_subword) {
+        true => (Vec::new(), Vec::new()),
+        false => sample(opts)?,
+    };
     say(&format!("learning subword vocabularies from {} pairs", sample.0.len()));
     let (s, t) = rayon::join(|| Segmenter::train(&sample.0, &opts.src_subword), || Segmenter::train(&sample.1, &opts.tgt_subword));
     Ok((s?, t?))

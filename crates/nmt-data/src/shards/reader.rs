@@ -11,6 +11,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
+use rayon::prelude::*;
 
 use super::manifest::{verify, Manifest, TokenType};
 use super::writer::EncodedPair;
@@ -82,18 +83,22 @@ impl Prepared {
             );
             return Err(Error::Prepared { path: dir.join(super::MANIFEST), reason });
         }
-        let mut shards = Vec::with_capacity(m.shards.len());
-        for entry in &m.shards {
-            for sum in [&entry.tokens, &entry.offsets, &entry.lengths] {
-                verify(dir, sum)?;
-            }
-            let tokens_path = dir.join(&entry.tokens.name);
-            let tokens = File::open(&tokens_path).map_err(|source| Error::Io { path: tokens_path.clone(), source })?;
-            let shard =
-                Shard { tokens, tokens_path, offsets: map(&dir.join(&entry.offsets.name))?, lengths: map(&dir.join(&entry.lengths.name))? };
-            check_index(&shard, entry.pairs as usize, entry.tokens.bytes / m.token_type.width() as u64, m.spec.copy, dir, entry)?;
-            shards.push(shard);
-        }
+        // Shards are checked on every thread: the checksums are most of the start-up time.
+        let shards = m
+            .shards
+            .par_iter()
+            .map(|entry| -> Result<Shard> {
+                for sum in [&entry.tokens, &entry.offsets, &entry.lengths] {
+                    verify(dir, sum)?;
+                }
+                let tokens_path = dir.join(&entry.tokens.name);
+                let tokens = File::open(&tokens_path).map_err(|source| Error::Io { path: tokens_path.clone(), source })?;
+                let (offsets, lengths) = (map(&dir.join(&entry.offsets.name))?, map(&dir.join(&entry.lengths.name))?);
+                let shard = Shard { tokens, tokens_path, offsets, lengths };
+                check_index(&shard, entry.pairs as usize, entry.tokens.bytes / m.token_type.width() as u64, m.spec.copy, dir, entry)?;
+                Ok(shard)
+            })
+            .collect::<Result<Vec<Shard>>>()?;
         Ok(Prepared { dir: dir.to_path_buf(), manifest, src, tgt, shards })
     }
 

@@ -1,30 +1,35 @@
-//! Writing shards: pairs are appended in order, each shard's three files are written under a
-//! `.tmp` name with their CRC-32 computed on the way and renamed when whole. The manifest is
-//! written last ([`super::prepare`]), so a directory with a manifest is always complete.
-use std::fs::File;
+//! Writing shards: pairs are appended in order, each shard's three files are written to
+//! temporary files (`tempfile`, named `NAME.XXXXXX.tmp` beside the final name) with their CRC-32
+//! computed on the way, and persisted (renamed) when whole. The manifest is written last
+//! ([`super::prepare`]), so a directory with a manifest is always complete.
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
 
 use super::manifest::{FileSum, ShardEntry, TokenType};
 use crate::error::{Error, Result};
 
-/// A file written under `NAME.tmp`, checksummed as it goes.
+/// A file written to a temporary name, checksummed as it goes.
 struct SumFile {
     dir: PathBuf,
     name: String,
-    out: BufWriter<File>,
+    out: BufWriter<NamedTempFile>,
     hasher: crc32fast::Hasher,
     bytes: u64,
 }
 
 impl SumFile {
     fn create(dir: &Path, name: String) -> Result<Self> {
-        let tmp = dir.join(format!("{name}.tmp"));
-        let file = File::create(&tmp).map_err(|source| Error::Io { path: tmp, source })?;
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("{name}."))
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(|source| Error::Io { path: dir.join(&name), source })?;
         Ok(SumFile {
             dir: dir.to_path_buf(),
             name,
-            out: BufWriter::with_capacity(1 << 20, file),
+            out: BufWriter::with_capacity(1 << 20, tmp),
             hasher: crc32fast::Hasher::new(),
             bytes: 0,
         })
@@ -33,16 +38,16 @@ impl SumFile {
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
         self.hasher.update(bytes);
         self.bytes += bytes.len() as u64;
-        self.out.write_all(bytes).map_err(|source| Error::Io { path: self.dir.join(format!("{}.tmp", self.name)), source })
+        self.out.write_all(bytes).map_err(|source| Error::Io { path: self.dir.join(&self.name), source })
     }
 
-    /// Flushes, syncs and renames to the final name.
+    /// Flushes, syncs and persists under the final name.
     fn finish(self) -> Result<FileSum> {
-        let tmp = self.dir.join(format!("{}.tmp", self.name));
-        let io = |source| Error::Io { path: tmp.clone(), source };
-        let file = self.out.into_inner().map_err(|e| io(e.into_error()))?;
-        file.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, self.dir.join(&self.name)).map_err(io)?;
+        let path = self.dir.join(&self.name);
+        let io = |source| Error::Io { path: path.clone(), source };
+        let tmp = self.out.into_inner().map_err(|e| io(e.into_error()))?;
+        tmp.as_file().sync_all().map_err(io)?;
+        tmp.persist(&path).map_err(|e| io(e.error))?;
         Ok(FileSum { name: self.name, bytes: self.bytes, crc32: self.hasher.finalize() })
     }
 }

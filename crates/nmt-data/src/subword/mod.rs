@@ -7,7 +7,10 @@
 //! A [`Segmenter`] serialises to self-contained JSON that is stored in the model file.
 
 mod bpe;
+mod spm;
 mod word;
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +39,8 @@ pub enum SubwordKind {
     Bpe,
     /// Whitespace-separated words; rare words become `<unk>`.
     Word,
+    /// A SentencePiece model file (`model = "spm.model"`), imported as it is (unigram or BPE).
+    Sentencepiece,
 }
 
 /// How to learn a [`Segmenter`]. Missing fields take their defaults, so a config file may
@@ -50,11 +55,14 @@ pub struct SubwordConfig {
     pub vocab_size: usize,
     /// Minimum count for a token/merge to enter the vocabulary (default 2).
     pub min_frequency: u32,
+    /// `sentencepiece` only: the `.model` file (its vocabulary replaces `vocab_size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<PathBuf>,
 }
 
 impl Default for SubwordConfig {
     fn default() -> Self {
-        Self { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2 }
+        Self { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2, model: None }
     }
 }
 
@@ -62,6 +70,8 @@ impl Default for SubwordConfig {
 #[derive(Clone, Debug)]
 enum Inner {
     Bpe(Box<BpeModel>),
+    /// An imported SentencePiece model, run by the same `tokenizers` wrapper as BPE.
+    Spm(Box<BpeModel>),
     Word(WordVocab),
 }
 
@@ -89,6 +99,8 @@ enum Payload {
     Bpe { tokenizer: serde_json::Value },
     /// The id-ordered word list, specials included.
     Word { words: Vec<String> },
+    /// An imported SentencePiece model as `tokenizers` JSON.
+    Sentencepiece { tokenizer: serde_json::Value },
 }
 
 impl Segmenter {
@@ -99,6 +111,13 @@ impl Segmenter {
     /// [`Error::NoTrainingData`] when `lines` contain no words, [`Error::Tokenizer`] when
     /// BPE training fails.
     pub fn train(lines: &[String], cfg: &SubwordConfig) -> Result<Self> {
+        if cfg.kind == SubwordKind::Sentencepiece {
+            let path =
+                cfg.model.as_deref().ok_or_else(|| Error::InvalidConfig("kind = \"sentencepiece\" needs model = \"FILE.model\"".into()))?;
+            let seg = Self { inner: Inner::Spm(Box::new(BpeModel::from_tokenizer(spm::import(path)?)?)) };
+            tracing::info!(model = %path.display(), vocab_size = seg.vocab_size(), "imported SentencePiece model");
+            return Ok(seg);
+        }
         if cfg.vocab_size <= SPECIALS.len() {
             return Err(Error::InvalidConfig(format!("vocab_size {} must exceed the {} special symbols", cfg.vocab_size, SPECIALS.len())));
         }
@@ -108,6 +127,7 @@ impl Segmenter {
         let inner = match cfg.kind {
             SubwordKind::Bpe => Inner::Bpe(Box::new(BpeModel::train(lines, cfg.vocab_size, cfg.min_frequency)?)),
             SubwordKind::Word => Inner::Word(WordVocab::train(lines, cfg.vocab_size, cfg.min_frequency)?),
+            SubwordKind::Sentencepiece => unreachable!("imported above"),
         };
         let seg = Self { inner };
         tracing::info!(kind = ?seg.kind(), vocab_size = seg.vocab_size(), "trained segmenter");
@@ -117,7 +137,7 @@ impl Segmenter {
     /// Text → ids (no BOS/EOS added). Whitespace is collapsed; unknown pieces → UNK.
     pub fn encode(&self, text: &str) -> Vec<u32> {
         match &self.inner {
-            Inner::Bpe(m) => m.encode(text),
+            Inner::Bpe(m) | Inner::Spm(m) => m.encode(text),
             Inner::Word(v) => v.encode(text),
         }
     }
@@ -141,7 +161,7 @@ impl Segmenter {
     /// has it.
     pub fn id_of(&self, piece: &str) -> Option<u32> {
         match &self.inner {
-            Inner::Bpe(m) => m.tokenizer().token_to_id(piece),
+            Inner::Bpe(m) | Inner::Spm(m) => m.tokenizer().token_to_id(piece),
             Inner::Word(v) => v.id_of(piece),
         }
     }
@@ -150,7 +170,7 @@ impl Segmenter {
     /// outside the vocabulary) rendered as `<unk>`.
     pub fn decode(&self, ids: &[u32]) -> String {
         match &self.inner {
-            Inner::Bpe(m) => m.decode(ids),
+            Inner::Bpe(m) | Inner::Spm(m) => m.decode(ids),
             Inner::Word(v) => v.decode(ids),
         }
     }
@@ -158,7 +178,7 @@ impl Segmenter {
     /// Ids → the piece strings, specials included (for alignment pictures and debugging).
     pub fn pieces(&self, ids: &[u32]) -> Vec<String> {
         match &self.inner {
-            Inner::Bpe(m) => m.pieces(ids),
+            Inner::Bpe(m) | Inner::Spm(m) => m.pieces(ids),
             Inner::Word(v) => ids.iter().map(|&id| v.piece(id).to_owned()).collect(),
         }
     }
@@ -166,7 +186,7 @@ impl Segmenter {
     /// Number of ids, specials included: valid ids are `0..vocab_size()`.
     pub fn vocab_size(&self) -> usize {
         match &self.inner {
-            Inner::Bpe(m) => m.vocab_size(),
+            Inner::Bpe(m) | Inner::Spm(m) => m.vocab_size(),
             Inner::Word(v) => v.len(),
         }
     }
@@ -175,6 +195,7 @@ impl Segmenter {
     pub fn kind(&self) -> SubwordKind {
         match &self.inner {
             Inner::Bpe(_) => SubwordKind::Bpe,
+            Inner::Spm(_) => SubwordKind::Sentencepiece,
             Inner::Word(_) => SubwordKind::Word,
         }
     }
@@ -184,7 +205,7 @@ impl Segmenter {
     /// segments without `<unk>`.
     pub fn knows_word(&self, word: &str) -> bool {
         match &self.inner {
-            Inner::Bpe(m) => m.knows_word(word),
+            Inner::Bpe(m) | Inner::Spm(m) => m.knows_word(word),
             Inner::Word(v) => v.knows_word(word),
         }
     }
@@ -196,6 +217,9 @@ impl Segmenter {
     pub fn to_json(&self) -> Result<String> {
         let payload = match &self.inner {
             Inner::Bpe(m) => Payload::Bpe { tokenizer: serde_json::to_value(m.tokenizer()).map_err(|e| Error::Json(e.to_string()))? },
+            Inner::Spm(m) => {
+                Payload::Sentencepiece { tokenizer: serde_json::to_value(m.tokenizer()).map_err(|e| Error::Json(e.to_string()))? }
+            }
             Inner::Word(v) => Payload::Word { words: v.words().to_vec() },
         };
         serde_json::to_string(&Stored { version: JSON_VERSION, payload }).map_err(|e| Error::Json(e.to_string()))
@@ -217,6 +241,10 @@ impl Segmenter {
                 Inner::Bpe(Box::new(BpeModel::from_tokenizer(tokenizer)?))
             }
             Payload::Word { words } => Inner::Word(WordVocab::from_words(words)?),
+            Payload::Sentencepiece { tokenizer } => {
+                let tokenizer = serde_json::from_value(tokenizer).map_err(|e| Error::Json(e.to_string()))?;
+                Inner::Spm(Box::new(BpeModel::from_tokenizer(tokenizer)?))
+            }
         };
         Ok(Self { inner })
     }

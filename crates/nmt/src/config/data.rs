@@ -7,6 +7,7 @@ use nmt_data::PairFiles;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::languages::{checked, from_file_name, Languages};
 
 /// Corpus locations and preprocessing.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -35,6 +36,12 @@ pub struct DataConfig {
     pub subword_sample: usize,
     /// Pairs per shard file of the prepared corpus.
     pub shard_pairs: u64,
+    /// The languages' ISO 639-1 codes, stored in the model file (what `nmt serve` lists); by
+    /// default the training files' last extension before `.gz` (`train.en.gz` → `en`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub src_lang: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tgt_lang: Option<String>,
 }
 
 /// `data.train`: a TSV file, or a list of corpora.
@@ -66,7 +73,7 @@ fn unit_weight() -> f64 {
 
 impl Default for DataConfig {
     fn default() -> Self {
-        let sub = SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2 };
+        let sub = SubwordConfig { kind: SubwordKind::Bpe, vocab_size: 8000, min_frequency: 2, model: None };
         DataConfig {
             train_src: PathBuf::new(),
             train_tgt: PathBuf::new(),
@@ -79,6 +86,8 @@ impl Default for DataConfig {
             max_len: 50,
             subword_sample: 2_000_000,
             shard_pairs: 1_000_000,
+            src_lang: None,
+            tgt_lang: None,
         }
     }
 }
@@ -96,6 +105,7 @@ impl DataConfig {
     /// Applies `fix` to every file path of the section.
     pub fn for_each_path(&mut self, mut fix: impl FnMut(&mut PathBuf)) {
         [&mut self.train_src, &mut self.train_tgt, &mut self.dev_src, &mut self.dev_tgt].into_iter().for_each(&mut fix);
+        self.src_subword.model.iter_mut().chain(self.tgt_subword.model.iter_mut()).for_each(&mut fix);
         match &mut self.train {
             Some(TrainInput::Tsv(p)) => fix(p),
             Some(TrainInput::Corpora(list)) => {
@@ -144,6 +154,29 @@ impl DataConfig {
     }
 }
 
+impl DataConfig {
+    /// The language pair: `src_lang`/`tgt_lang`, else the extensions of the first corpus's
+    /// aligned files; `None` when a side is unknown.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when a given code is not ISO 639-1.
+    pub fn languages(&self) -> Result<Option<Languages>> {
+        let files = self.corpora().ok().and_then(|c| match c.into_iter().next().map(|c| c.files) {
+            Some(PairFiles::Aligned { src, tgt }) => Some((src, tgt)),
+            _ => None,
+        });
+        let side = |given: &Option<String>, key: &str, file: Option<&PathBuf>| -> Result<Option<String>> {
+            match given {
+                Some(code) => checked(code, key).map(Some),
+                None => Ok(file.and_then(|f| from_file_name(f))),
+            }
+        };
+        let src = side(&self.src_lang, "data.src_lang", files.as_ref().map(|f| &f.0))?;
+        let tgt = side(&self.tgt_lang, "data.tgt_lang", files.as_ref().map(|f| &f.1))?;
+        Ok(src.zip(tgt).map(|(src, tgt)| Languages { src, tgt }))
+    }
+}
+
 impl CorpusEntry {
     fn corpus(&self, i: usize) -> Result<Corpus> {
         if !(self.weight >= 0.0 && self.weight.is_finite()) {
@@ -155,5 +188,40 @@ impl CorpusEntry {
             _ => return Err(Error::Config(format!("data.train[{i}] needs src and tgt, or tsv alone"))),
         };
         Ok(Corpus { files, weight: self.weight })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn data(toml: &str) -> Result<DataConfig> {
+        Ok(Config::from_toml_str(&format!("[data]\n{toml}"), &[])?.data)
+    }
+
+    #[test]
+    fn the_forms_of_train_and_their_errors() {
+        let tsv = data("train = \"x.tsv\"").unwrap();
+        assert_eq!(tsv.corpora().unwrap(), [Corpus { files: PairFiles::Tsv("x.tsv".into()), weight: 1.0 }]);
+        let list = data("train = [{ src = \"a.en\", tgt = \"a.es\" }, { tsv = \"b.tsv\", weight = 0.5 }]").unwrap();
+        let c = list.corpora().unwrap();
+        assert_eq!(c[0].files, PairFiles::Aligned { src: "a.en".into(), tgt: "a.es".into() });
+        assert_eq!((c[1].files.clone(), c[1].weight), (PairFiles::Tsv("b.tsv".into()), 0.5));
+        assert!(data("train = \"x.tsv\"\ntrain_src = \"a\"").unwrap().corpora().is_err(), "both forms");
+        assert!(data("").unwrap().corpora().is_err(), "neither");
+        assert!(data("train = [{ src = \"a.en\" }]").unwrap().corpora().is_err(), "src without tgt");
+        assert!(data("train = [{ tsv = \"b\", weight = -1 }]").unwrap().corpora().is_err(), "negative weight");
+        assert!(data("train = [{ tsv = \"b\", wieght = 1 }]").is_err(), "unknown key");
+    }
+
+    #[test]
+    fn languages_from_keys_or_file_names() {
+        let guessed = data("train_src = \"d/train.en.gz\"\ntrain_tgt = \"d/train.es.gz\"").unwrap();
+        assert_eq!(guessed.languages().unwrap(), Some(Languages { src: "en".into(), tgt: "es".into() }));
+        let given = data("train = \"x.tsv\"\nsrc_lang = \"fr\"\ntgt_lang = \"de\"").unwrap();
+        assert_eq!(given.languages().unwrap(), Some(Languages { src: "fr".into(), tgt: "de".into() }));
+        assert_eq!(data("train = \"x.tsv\"").unwrap().languages().unwrap(), None);
+        assert!(data("train = \"x.tsv\"\nsrc_lang = \"english\"\ntgt_lang = \"es\"").unwrap().languages().is_err());
     }
 }

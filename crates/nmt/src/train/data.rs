@@ -56,8 +56,16 @@ impl TrainData {
             );
             return Err(nmt_data::Error::Prepared { path: dir.join(MANIFEST), reason }.into());
         }
-        let skipped: u64 = m.corpora.iter().map(|r| r.skipped_empty + r.skipped_long + r.skipped_subwords).sum();
-        ui.on_message(&format!("training data: {} pairs in {} ({skipped} skipped by the filters)", m.pairs, dir.display()));
+        let sum = |f: fn(&nmt_data::shards::CorpusRange) -> u64| m.corpora.iter().map(f).sum::<u64>();
+        ui.on_message(&format!(
+            "training data: {} pairs in {} ({} empty and {} over-long skipped, {} over {} subwords)",
+            m.pairs,
+            dir.display(),
+            sum(|r| r.skipped_empty),
+            sum(|r| r.skipped_long),
+            sum(|r| r.skipped_subwords),
+            m.spec.max_len
+        ));
         Ok(TrainData { prepared })
     }
 

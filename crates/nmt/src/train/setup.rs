@@ -42,7 +42,8 @@ pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: 
     let mut model = Seq2Seq::fresh(&mc, cfg.train.seed, DType::F32, device)?;
     model.set_impl(cfg.train.imp);
     let opt = Optimizer::new(model.params.named_vars(), &cfg.train)?;
-    let meta = ModelMeta { config: mc, search: cfg.search.clone(), src: src.clone(), tgt: tgt.clone(), step: 0 };
+    let languages = cfg.data.languages()?;
+    let meta = ModelMeta { config: mc, search: cfg.search.clone(), src: src.clone(), tgt: tgt.clone(), step: 0, languages };
     Ok(Run { model, meta, opt, progress: TrainProgress::default() })
 }
 
@@ -80,6 +81,10 @@ pub(super) fn resume(cfg: &Config, path: &std::path::Path, device: &Device, ui: 
     ui.on_message(&format!("resuming from {} at update {}", path.display(), ck.progress.step));
     let mut meta = ck.loaded.meta;
     meta.search = cfg.search.clone();
+    // Checkpoints written before languages were stored take them from the config.
+    if meta.languages.is_none() {
+        meta.languages = cfg.data.languages()?;
+    }
     let mut model = ck.loaded.model;
     model.set_impl(cfg.train.imp);
     Ok(Run { model, meta, opt, progress: ck.progress })

@@ -204,6 +204,9 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             break StopReason::MaxEpochs;
         }
         let plan = env.data.plan(&t.batch, t.seed, run.progress.epoch);
+        if plan.is_empty() {
+            return Err(Error::Input("an epoch has no batch: every training corpus has weight 0".into()));
+        }
         let c = env.opts.collective.as_ref();
         while run.progress.batch_in_epoch < plan.len() {
             let out_of_time = || t.max_minutes > 0.0 && elapsed() >= t.max_minutes * 60.0;

@@ -45,7 +45,7 @@ pub fn small_config(arch: Arch, vocab: usize, emb: usize, hidden: usize) -> Mode
 pub fn tiny_meta(arch: Arch) -> (nmt::model_file::ModelMeta, ModelConfig) {
     use nmt::data::subword::{Segmenter, SubwordConfig, SubwordKind};
     let lines: Vec<String> = vec!["a b c d e f g h i j".to_string()];
-    let sub = SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1 };
+    let sub = SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1, model: None };
     let seg = Segmenter::train(&lines, &sub).unwrap();
     let cfg = small_config(arch, seg.vocab_size(), 6, 5);
     let meta = nmt::model_file::ModelMeta {
@@ -54,6 +54,7 @@ pub fn tiny_meta(arch: Arch) -> (nmt::model_file::ModelMeta, ModelConfig) {
         src: seg.clone(),
         tgt: seg,
         step: 0,
+        languages: None,
     };
     (meta, cfg)
 }

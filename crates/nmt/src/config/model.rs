@@ -1,0 +1,322 @@
+//! `[model]`: the network's architecture and sizes, its named presets, and which
+//! implementation runs its maths.
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+fn one() -> usize {
+    1
+}
+
+/// Which encoder-decoder family.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arch {
+    /// Cho et al. 2014 (RNNenc): GRU encoder, fixed summary `c = tanh(V h_T)`, decoder sees `c`
+    /// at every step.
+    Rnnenc,
+    /// Bahdanau et al. 2014 (RNNsearch): bidirectional GRU encoder + additive attention.
+    Rnnsearch,
+}
+
+/// Which decoder state feeds the deep output at step `i`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputState {
+    /// `s_{i-1}`, as RNNsearch appendix A writes `t~_i = U_o s_{i-1} + …`.
+    Previous,
+    /// `s_i` (RNNenc's `O_h h'_t`; also GroundHog's and most toolkits' choice).
+    Current,
+}
+
+/// Where the GRU's reset gate acts on the recurrent term (the `model.gru` key).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GruForm {
+    /// As the papers write it (`shared/SPEC.md`): the candidate is `tanh(W x + U (r ⊙ h))`.
+    /// RNNenc's decoder is written `tanh(W' e + r ⊙ (U' h + C c))` in its paper and keeps that.
+    #[default]
+    Paper,
+    /// cuDNN's and PyTorch's cell: `tanh(W x + b + r ⊙ (U h + b_h))`, with a recurrent bias `b_h`
+    /// on every gate (bench-rnnsearch's reference; one `(n, 3n)` GEMM per step instead of two).
+    ResetAfter,
+}
+
+/// What RNNenc's summary is computed by (the `model.encoder` key).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EncoderKind {
+    /// Recurrent layers (`model.cell`, `model.enc_layers`): the last state.
+    #[default]
+    Rnn,
+    /// The gated recursive convolutional encoder (Properties §3): the top node of its tree.
+    Grconv,
+}
+
+/// The recurrent cell of every layer (the `model.cell` key).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cell {
+    /// The gated recurrent unit of Cho et al. 2014 (the papers' cell), in the form `model.gru`.
+    #[default]
+    Gru,
+    /// The LSTM (Hochreiter & Schmidhuber 1997, forget gate of Gers et al. 2000), as in
+    /// Sutskever et al. 2014 and the lecture notes: `[i | f | g | o]` gates, a cell state.
+    Lstm,
+}
+
+/// A layer's cell as the kernels run it: `model.cell` with, for the GRU, `model.gru`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellKind {
+    Gru(GruForm),
+    Lstm,
+}
+
+impl CellKind {
+    /// Gate blocks per unit: the width of `gi`, `gh` and `U` is `gates() · H`.
+    pub fn gates(self) -> usize {
+        match self {
+            CellKind::Gru(_) => 3,
+            CellKind::Lstm => 4,
+        }
+    }
+}
+
+/// Which implementation runs a model's maths: the fused CPU kernels or composed candle ops
+/// (`train.impl`, `nmt train --impl`, `nmt translate --impl`, `nmt bench --impl`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Impl {
+    /// The fused kernels of `crate::kernels` and the host search of `crate::infer` (CPU, f32
+    /// and f64); where they cannot run (a GPU, another dtype) the candle ops do.
+    #[default]
+    Fused,
+    /// Composed candle ops step by step: the reference twin, and the GPU path.
+    Ops,
+}
+
+impl std::str::FromStr for Impl {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "fused" => Ok(Impl::Fused),
+            "ops" => Ok(Impl::Ops),
+            other => Err(Error::Config(format!("unknown implementation {other:?} (known: fused, ops)"))),
+        }
+    }
+}
+
+/// The network: sizes and architecture. Stored in the model file.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Named preset this config started from (informational once resolved).
+    pub preset: Option<String>,
+    /// `rnnsearch` or `rnnenc`.
+    pub arch: Arch,
+    /// Word embedding size `m` (source and target).
+    pub emb_dim: usize,
+    /// GRU hidden units `n` (per direction in the RNNsearch encoder; the decoder has `n`).
+    pub hidden_dim: usize,
+    /// Alignment-model hidden size `n'` (RNNsearch only).
+    pub att_dim: usize,
+    /// Maxout units `l` of the deep output (the pre-maxout layer has `2l`).
+    pub maxout_dim: usize,
+    /// Deep output reads the previous or the current decoder state.
+    pub output_state: OutputState,
+    /// The recurrent cell of every layer: `gru` (the papers', the default) or `lstm`.
+    #[serde(default)]
+    pub cell: Cell,
+    /// RNNenc's encoder: `rnn` (the default) or `grconv` (Properties §3; rnnenc only).
+    #[serde(default)]
+    pub encoder: EncoderKind,
+    /// `paper` (reset gate before `U`, the default) or `reset-after` (cuDNN's cell with `b_h`).
+    #[serde(default)]
+    pub gru: GruForm,
+    /// Dropout on embeddings and on the maxout output during training (0 = off, as in the papers).
+    pub dropout: f64,
+    /// Recurrent dropout during training: each GRU layer's state, where it enters `U`, times a
+    /// mask drawn once per sentence and kept for every step (Gal & Ghahramani 2016; Nematus'
+    /// `dropout_hidden`). 0 = off, as in the papers.
+    #[serde(default)]
+    pub recurrent_dropout: f64,
+    /// Share the target embedding matrix `E (K_y, m)` with the output projection (`G = Eᵀ`,
+    /// Press & Wolf 2017). Needs `maxout_dim = emb_dim`. Off in the papers.
+    #[serde(default)]
+    pub tie_target_embeddings: bool,
+    /// Recurrent layers of the encoder (each bidirectional for RNNsearch) and of the decoder
+    /// (the first one conditioned on the source, the others reading the layer below).
+    /// 1 in the papers.
+    #[serde(default = "one")]
+    pub enc_layers: usize,
+    #[serde(default = "one")]
+    pub dec_layers: usize,
+    /// Residual connections between stacked layers: a layer's output adds its input, from the
+    /// second layer on (Wu et al. 2016). Unit dropout (`dropout`) applies to each upper layer's
+    /// input either way.
+    #[serde(default)]
+    pub residual: bool,
+    /// The pointer/copy mixture (RNNsearch only): `p(w) = g·p_vocab(w) + (1−g)·p_copy(w)`, with
+    /// `p_copy` the attention over source positions and `g` a gate on the decoder state,
+    /// context and previous word (See et al. 2017); source words outside the target
+    /// vocabulary get per-sentence extended ids (`nmt_data::copy`). Off in the papers.
+    #[serde(default)]
+    pub copy: bool,
+    /// Read the source backwards (Sutskever et al. 2014): each sentence's tokens, before its
+    /// `</s>`, enter the encoder in reverse order. Done on the ids (`nmt_data::reverse_source`)
+    /// wherever a source enters the model, so every encoder, kernel and search sees it alike;
+    /// attention weights are mapped back to the source's own order. Off in the papers.
+    #[serde(default)]
+    pub reverse_source: bool,
+    /// Standard deviation of the N(0, σ²) initialisation of non-recurrent weights (paper: 0.01).
+    pub init_std: f64,
+    /// Recurrent matrices initialised as random orthogonal matrices (paper: true).
+    pub orthogonal_recurrent: bool,
+    /// Source and target vocabulary sizes; filled in from the trained subword models.
+    pub src_vocab: usize,
+    pub tgt_vocab: usize,
+}
+
+impl ModelConfig {
+    /// A named preset: `rnnsearch`, `rnnenc` (the papers' sizes), `rnnsearch-small`,
+    /// `rnnenc-small` (sizes a 2-core CPU can train in minutes), `bench-rnnsearch` (the speed
+    /// benchmark's model), `tiny` (tests).
+    pub fn preset(name: &str) -> Result<Self> {
+        let base = |arch, emb, hid, att, maxout, vocab| ModelConfig {
+            preset: Some(name.to_string()),
+            arch,
+            emb_dim: emb,
+            hidden_dim: hid,
+            att_dim: att,
+            maxout_dim: maxout,
+            output_state: match arch {
+                Arch::Rnnsearch => OutputState::Previous,
+                Arch::Rnnenc => OutputState::Current,
+            },
+            cell: Cell::Gru,
+            encoder: EncoderKind::Rnn,
+            gru: GruForm::Paper,
+            dropout: 0.0,
+            recurrent_dropout: 0.0,
+            tie_target_embeddings: false,
+            copy: false,
+            enc_layers: 1,
+            dec_layers: 1,
+            residual: false,
+            reverse_source: false,
+            init_std: 0.01,
+            orthogonal_recurrent: true,
+            src_vocab: vocab,
+            tgt_vocab: vocab,
+        };
+        Ok(match name {
+            // Bahdanau et al. 2014, appendix A.2: m = 620, n = n' = 1000, l = 500, 30 000 words.
+            "rnnsearch" => base(Arch::Rnnsearch, 620, 1000, 1000, 500, 30_000),
+            // Cho et al. 2014, appendix A: 1000 hidden, 500-d embeddings, 500 maxout, 15 000 words.
+            "rnnenc" => base(Arch::Rnnenc, 500, 1000, 0, 500, 15_000),
+            "rnnsearch-small" => base(Arch::Rnnsearch, 256, 256, 256, 256, 8000),
+            // No attention: the summary vector carries everything, so a wider GRU.
+            "rnnenc-small" => base(Arch::Rnnenc, 256, 512, 0, 256, 8000),
+            // The speed benchmark's model (`nmt bench`, ../shared/bench): rnnsearch-small's sizes
+            // with the reset-after GRU (PyTorch's cell, with `b_h`) and the deep output on `s_i`.
+            "bench-rnnsearch" => ModelConfig {
+                gru: GruForm::ResetAfter,
+                output_state: OutputState::Current,
+                ..base(Arch::Rnnsearch, 256, 256, 256, 256, 8000)
+            },
+            // Sutskever et al. 2014: 4-layer LSTMs of 1000 cells, 1000-d embeddings, the source
+            // read backwards, no attention; 80 000 output words. Here the decoder starts from
+            // RNNenc's summary bridge and keeps the maxout deep output (`lstm-seq2seq-small`'s
+            // notes in configs/).
+            "lstm-seq2seq" => ModelConfig {
+                cell: Cell::Lstm,
+                enc_layers: 4,
+                dec_layers: 4,
+                reverse_source: true,
+                ..base(Arch::Rnnenc, 1000, 1000, 0, 500, 80_000)
+            },
+            // The lecture's seq2seq at CPU size: 2-layer LSTMs of 384 cells, reversed source.
+            "lstm-seq2seq-small" => ModelConfig {
+                cell: Cell::Lstm,
+                enc_layers: 2,
+                dec_layers: 2,
+                reverse_source: true,
+                ..base(Arch::Rnnenc, 256, 384, 0, 256, 8000)
+            },
+            // Properties §3: grConv's summary under RNNenc's decoder; CPU sizes.
+            "grconv-small" => ModelConfig { encoder: EncoderKind::Grconv, ..base(Arch::Rnnenc, 256, 512, 0, 256, 8000) },
+            "tiny" => base(Arch::Rnnsearch, 16, 16, 16, 16, 32),
+            "tiny-rnnenc" => base(Arch::Rnnenc, 16, 16, 0, 16, 32),
+            other => {
+                return Err(Error::Config(format!(
+                    "unknown model preset {other:?} (known: rnnsearch, rnnenc, lstm-seq2seq, rnnsearch-small, rnnenc-small, lstm-seq2seq-small, grconv-small, bench-rnnsearch, tiny, tiny-rnnenc)"
+                )))
+            }
+        })
+    }
+
+    /// Checks sizes before any tensor is built, so mistakes are reported by name.
+    /// The width of one decoder layer's state: `n`, or the LSTM's `[h; c]`, `2n`.
+    pub fn layer_state_width(&self) -> usize {
+        match self.cell {
+            Cell::Gru => self.hidden_dim,
+            Cell::Lstm => 2 * self.hidden_dim,
+        }
+    }
+
+    /// The cell the kernels run: `cell`, with `gru`'s form for the GRU.
+    pub fn cell_kind(&self) -> CellKind {
+        match self.cell {
+            Cell::Gru => CellKind::Gru(self.gru),
+            Cell::Lstm => CellKind::Lstm,
+        }
+    }
+
+    /// Puts an `</s>`-terminated source sentence's ids in the order the encoder reads them
+    /// (reversed under `reverse_source`). Applied again, it restores the source's own order,
+    /// which is how attention rows over the read order are mapped back.
+    pub fn order_source<T>(&self, xs: &mut [T]) {
+        if self.reverse_source {
+            nmt_data::reverse_source(xs, true);
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let positive = [
+            ("emb_dim", self.emb_dim),
+            ("hidden_dim", self.hidden_dim),
+            ("maxout_dim", self.maxout_dim),
+            ("src_vocab", self.src_vocab),
+            ("tgt_vocab", self.tgt_vocab),
+        ];
+        for (key, v) in positive {
+            if v == 0 {
+                return Err(Error::Config(format!("model.{key} must be > 0")));
+            }
+        }
+        if self.enc_layers == 0 || self.dec_layers == 0 {
+            return Err(Error::Config("model.enc_layers and model.dec_layers must be at least 1".into()));
+        }
+        if self.arch == Arch::Rnnsearch && self.encoder == EncoderKind::Grconv {
+            return Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()));
+        }
+        if self.copy && self.arch != Arch::Rnnsearch {
+            return Err(Error::Config("model.copy copies through attention: it needs arch = \"rnnsearch\"".into()));
+        }
+        if self.arch == Arch::Rnnsearch && self.att_dim == 0 {
+            return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));
+        }
+        for (key, p) in [("dropout", self.dropout), ("recurrent_dropout", self.recurrent_dropout)] {
+            if !(0.0..1.0).contains(&p) {
+                return Err(Error::Config(format!("model.{key} must be in [0, 1), got {p}")));
+            }
+        }
+        if self.tie_target_embeddings && self.maxout_dim != self.emb_dim {
+            return Err(Error::Config(format!(
+                "model.tie_target_embeddings needs maxout_dim = emb_dim (the output layer reads maxout units), got {} and {}",
+                self.maxout_dim, self.emb_dim
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,122 @@
+//! `[train]`: the optimiser, the schedule, regularisation and when to stop.
+use nmt_data::batch::BatchConfig;
+use serde::{Deserialize, Serialize};
+
+use super::model::Impl;
+use crate::error::{Error, Result};
+
+/// Optimiser choice.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Optimizer {
+    /// Kingma & Ba; `lr` default 1e-3.
+    Adam,
+    /// Zeiler 2012 as in the papers (ρ = 0.95, ε = 1e-6); `lr` scales the update (1.0 = plain).
+    Adadelta,
+}
+
+/// Training loop settings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    pub optimizer: Optimizer,
+    /// Learning rate (Adam) or update scale (Adadelta).
+    pub lr: f64,
+    /// Adadelta's decay ρ and ε (the papers: 0.95, 1e-6).
+    pub adadelta_rho: f64,
+    pub adadelta_eps: f64,
+    /// Adam's β1, β2, ε.
+    pub adam_betas: (f64, f64),
+    pub adam_eps: f64,
+    /// Rescale the gradient when its global L2 norm exceeds this (RNNsearch: 1). 0 = off.
+    pub clip_norm: f64,
+    /// Batches: token budget (`sentences × max(src_len, tgt_len)`) and sentence cap.
+    pub batch: BatchConfig,
+    /// Validate (dev perplexity + BLEU), checkpoint and keep the best model every N updates.
+    pub valid_every: u64,
+    /// Log training loss every N updates.
+    pub log_every: u64,
+    /// Stop after this many validations without a better dev BLEU (0 = never).
+    pub patience: u32,
+    /// Stop after this many updates / epochs / minutes of training (0 = no limit).
+    pub max_steps: u64,
+    pub max_epochs: u64,
+    pub max_minutes: f64,
+    /// Seed for initialisation, batch order and dropout: the same seed gives the same run.
+    pub seed: u64,
+    /// Dev BLEU is computed on the first N dev sentences with greedy search (0 = all).
+    pub valid_bleu_sentences: usize,
+    /// `fused` (the CPU kernels, default) or `ops` (composed candle ops) for the loss.
+    #[serde(rename = "impl")]
+    pub imp: Impl,
+    /// Beam size of the dev-BLEU search (1 = greedy, the cheapest).
+    pub valid_beam_size: usize,
+    /// Word dropout: the probability of zeroing a whole source / target word's embedding
+    /// (Gal & Ghahramani 2016; Nematus' `dropout_source`/`dropout_target`). 0 = off.
+    pub src_word_dropout: f64,
+    pub tgt_word_dropout: f64,
+    /// Label smoothing ε (Szegedy et al. 2016): the training loss is
+    /// `(1−ε)·NLL + ε·mean_k(−log p_k)`. Dev loss and scores stay plain NLL. 0 = off.
+    pub label_smoothing: f64,
+    /// Multiply the learning rate by this when dev BLEU has not improved for `lr_patience`
+    /// validations (0.5 = halve; 1 = never). The count restarts after each decay.
+    pub lr_decay: f64,
+    pub lr_patience: u32,
+    /// Keep the weights of the last N validations and write their average to
+    /// `model.avg.safetensors` at the end (0 = off; `nmt average` does the same by hand).
+    pub average_last: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            optimizer: Optimizer::Adam,
+            lr: 1e-3,
+            adadelta_rho: 0.95,
+            adadelta_eps: 1e-6,
+            adam_betas: (0.9, 0.999),
+            adam_eps: 1e-8,
+            clip_norm: 1.0,
+            batch: BatchConfig { max_tokens: 2000, max_sentences: 80 },
+            valid_every: 500,
+            log_every: 50,
+            patience: 10,
+            max_steps: 0,
+            max_epochs: 0,
+            max_minutes: 0.0,
+            seed: 1,
+            valid_bleu_sentences: 300,
+            imp: Impl::Fused,
+            valid_beam_size: 1,
+            src_word_dropout: 0.0,
+            tgt_word_dropout: 0.0,
+            label_smoothing: 0.0,
+            lr_decay: 1.0,
+            lr_patience: 0,
+            average_last: 0,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Checks the regularisation and schedule keys' ranges.
+    pub fn validate(&self) -> Result<()> {
+        let probs = [
+            ("src_word_dropout", self.src_word_dropout),
+            ("tgt_word_dropout", self.tgt_word_dropout),
+            ("label_smoothing", self.label_smoothing),
+        ];
+        for (key, p) in probs {
+            if !(0.0..1.0).contains(&p) {
+                return Err(Error::Config(format!("train.{key} must be in [0, 1), got {p}")));
+            }
+        }
+        if !(self.lr_decay > 0.0 && self.lr_decay <= 1.0) {
+            return Err(Error::Config(format!("train.lr_decay must be in (0, 1], got {}", self.lr_decay)));
+        }
+        if self.valid_beam_size == 0 {
+            return Err(Error::Config("train.valid_beam_size must be at least 1".into()));
+        }
+        Ok(())
+    }
+}
