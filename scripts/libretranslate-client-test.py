@@ -38,7 +38,8 @@ def free_port():
 
 def tiny_model(nmt, workdir):
     subprocess.run([nmt, "train", "-c", "configs/rnnsearch-small.toml", "-m", workdir, "--quiet", "--threads", "2",
-                    "--set", "train.max_steps=30", "--set", "train.valid_every=0", "--set", "train.max_minutes=0",
+                    "--set", "train.max_steps=30", "--set", "train.valid_every=1000", "--set", "train.valid_bleu_sentences=20",
+                    "--set", "train.max_minutes=0",
                     "--set", "model.hidden_dim=64", "--set", "model.emb_dim=32", "--set", "model.maxout_dim=32",
                     "--set", "model.att_dim=32"], check=True)
     return os.path.join(workdir, "model.safetensors")
