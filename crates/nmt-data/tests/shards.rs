@@ -2,7 +2,7 @@
 //! and corpora line up, and every kind of damage is an error naming the damaged file.
 use std::path::{Path, PathBuf};
 
-use nmt_data::shards::{encode_cached, prepare, Corpus, Manifest, PrepareOptions, Prepared, TokenType};
+use nmt_data::shards::{encode_cached, prepare, Corpus, Encoding, Manifest, PrepareOptions, Prepared, TokenType};
 use nmt_data::subword::{SubwordConfig, SubwordKind};
 use nmt_data::{examples, read_parallel, Error, PairFiles};
 
@@ -12,16 +12,9 @@ fn bible() -> PathBuf {
 
 fn options(kind: SubwordKind, corpora: Vec<Corpus>) -> PrepareOptions {
     let sub = SubwordConfig { kind, vocab_size: 600, min_frequency: 2, model: None };
-    PrepareOptions {
-        corpora,
-        src_subword: sub.clone(),
-        tgt_subword: sub,
-        max_words: Some(60),
-        max_len: 40,
-        subword_sample: 2_000_000,
-        copy: false,
-        shard_pairs: 100,
-    }
+    let encoding =
+        Encoding { src_subword: sub.clone(), tgt_subword: sub, max_words: Some(60), max_len: 40, subword_sample: 2_000_000, copy: false };
+    PrepareOptions { corpora, encoding, shard_pairs: 100 }
 }
 
 fn dev() -> Corpus {

@@ -59,20 +59,16 @@ fn a_file_that_is_not_a_model_is_an_error_naming_it() {
 
 #[test]
 fn a_corpus_prepared_with_imported_models_learns_nothing_and_decodes_back() {
-    use nmt_data::shards::{prepare, Corpus, PrepareOptions, Prepared};
+    use nmt_data::shards::{prepare, Corpus, Encoding, PrepareOptions, Prepared};
     let dir = tempfile::tempdir().unwrap();
     let (src, tgt) = (dir.path().join("t.en"), dir.path().join("t.es"));
     std::fs::write(&src, "In the beginning God created the heavens.\nAnd the earth was without form.\n").unwrap();
     std::fs::write(&tgt, "And the earth was without form.\nIn the beginning God created the heavens.\n").unwrap();
     let sub = SubwordConfig { kind: SubwordKind::Sentencepiece, model: Some(fixture("spm-unigram.model")), ..SubwordConfig::default() };
+    let encoding = Encoding { src_subword: sub.clone(), tgt_subword: sub, max_words: None, max_len: 100, subword_sample: 1, copy: false };
     let opts = PrepareOptions {
         corpora: vec![Corpus { files: nmt_data::PairFiles::Aligned { src, tgt }, weight: 1.0 }],
-        src_subword: sub.clone(),
-        tgt_subword: sub,
-        max_words: None,
-        max_len: 100,
-        subword_sample: 1,
-        copy: false,
+        encoding,
         shard_pairs: 1,
     };
     let out = dir.path().join("p");

@@ -62,12 +62,10 @@ pub struct ShardEntry {
     pub lengths: FileSum,
 }
 
-/// What the corpus was made from and how: two directories made from the same spec hold the
-/// same bytes, so a model directory reuses its prepared data only when the spec is unchanged.
+/// How pairs are filtered and encoded: what `prepare` is told besides the corpora, and what
+/// the manifest records of it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct PrepareSpec {
-    /// Each corpus with its sampling weight; each file with its size and modification time.
-    pub corpora: Vec<CorpusSpec>,
+pub struct Encoding {
     pub src_subword: SubwordConfig,
     pub tgt_subword: SubwordConfig,
     pub max_words: Option<usize>,
@@ -76,6 +74,16 @@ pub struct PrepareSpec {
     pub subword_sample: usize,
     /// Whether copy-model extended ids are stored (`model.copy`).
     pub copy: bool,
+}
+
+/// What the corpus was made from and how: two directories made from the same spec hold the
+/// same bytes, so a model directory reuses its prepared data only when the spec is unchanged.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PrepareSpec {
+    /// Each corpus with its sampling weight; each file with its size and modification time.
+    pub corpora: Vec<CorpusSpec>,
+    #[serde(flatten)]
+    pub encoding: Encoding,
 }
 
 /// One input corpus as the spec records it.

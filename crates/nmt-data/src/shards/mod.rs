@@ -17,7 +17,7 @@ mod prepare;
 mod reader;
 mod writer;
 
-pub use manifest::{checksum, CorpusRange, CorpusSpec, FileSum, Manifest, PrepareSpec, ShardEntry, TokenType, MANIFEST};
+pub use manifest::{checksum, CorpusRange, CorpusSpec, Encoding, FileSum, Manifest, PrepareSpec, ShardEntry, TokenType, MANIFEST};
 pub use prepare::{encode_cached, prepare, Corpus, PrepareOptions};
 pub use reader::Prepared;
 pub use writer::{EncodedPair, ShardWriter};

@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use super::manifest::{CorpusRange, CorpusSpec, Manifest, PrepareSpec, TokenType, FORMAT, MANIFEST, VERSION};
+use super::manifest::{CorpusRange, CorpusSpec, Encoding, Manifest, PrepareSpec, TokenType, FORMAT, MANIFEST, VERSION};
 use super::writer::{write_file, EncodedPair, ShardWriter};
 use crate::copy::{extend_source, extend_target};
 use crate::error::{Error, Result};
@@ -34,12 +34,7 @@ pub struct Corpus {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrepareOptions {
     pub corpora: Vec<Corpus>,
-    pub src_subword: SubwordConfig,
-    pub tgt_subword: SubwordConfig,
-    pub max_words: Option<usize>,
-    pub max_len: usize,
-    pub subword_sample: usize,
-    pub copy: bool,
+    pub encoding: Encoding,
     /// Pairs per shard file.
     pub shard_pairs: u64,
 }
@@ -67,15 +62,7 @@ impl PrepareOptions {
             }
             corpora.push(CorpusSpec { files: c.files.paths().into_iter().map(Path::to_path_buf).collect(), stamps, weight: c.weight });
         }
-        Ok(PrepareSpec {
-            corpora,
-            src_subword: self.src_subword.clone(),
-            tgt_subword: self.tgt_subword.clone(),
-            max_words: self.max_words,
-            max_len: self.max_len,
-            subword_sample: self.subword_sample,
-            copy: self.copy,
-        })
+        Ok(PrepareSpec { corpora, encoding: self.encoding.clone() })
     }
 }
 
@@ -89,8 +76,8 @@ pub fn prepare(opts: &PrepareOptions, dir: &Path, given: Option<(Segmenter, Segm
     if opts.corpora.is_empty() {
         return Err(Error::NoTrainingData("no training corpus is configured".into()));
     }
-    if opts.max_len >= usize::from(u16::MAX) {
-        return Err(Error::InvalidConfig(format!("max_len {} must be below 65535", opts.max_len)));
+    if opts.encoding.max_len >= usize::from(u16::MAX) {
+        return Err(Error::InvalidConfig(format!("max_len {} must be below 65535", opts.encoding.max_len)));
     }
     let spec = opts.spec()?;
     std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
@@ -99,13 +86,13 @@ pub fn prepare(opts: &PrepareOptions, dir: &Path, given: Option<(Segmenter, Segm
         Some(s) => s,
         None => learn(opts, say)?,
     };
-    let bound = src.vocab_size().max(tgt.vocab_size() + if opts.copy { opts.max_len + 1 } else { 0 });
+    let bound = src.vocab_size().max(tgt.vocab_size() + if opts.encoding.copy { opts.encoding.max_len + 1 } else { 0 });
     let token_type = TokenType::for_bound(bound);
     let mut writer = ShardWriter::new(dir, token_type, opts.shard_pairs);
     let mut caches: Vec<(Cache, Cache)> = (0..rayon::current_num_threads()).map(|_| Default::default()).collect();
     let (mut ranges, mut total) = (Vec::new(), 0u64);
     for c in &opts.corpora {
-        let mut reader = PairReader::open(&c.files, opts.max_words)?;
+        let mut reader = PairReader::open(&c.files, opts.encoding.max_words)?;
         let (first, mut too_long, mut block) = (total, 0u64, Vec::with_capacity(BLOCK));
         loop {
             block.clear();
@@ -141,7 +128,7 @@ pub fn prepare(opts: &PrepareOptions, dir: &Path, given: Option<(Segmenter, Segm
         });
     }
     if total == 0 {
-        return Err(Error::NoTrainingData(format!("no training pair is at most {} tokens long", opts.max_len)));
+        return Err(Error::NoTrainingData(format!("no training pair is at most {} tokens long", opts.encoding.max_len)));
     }
     if total > u64::from(u32::MAX) {
         return Err(Error::InvalidConfig(format!("{total} pairs: at most {} are supported", u32::MAX)));
@@ -193,23 +180,24 @@ fn clear(dir: &Path) -> Result<()> {
 fn learn(opts: &PrepareOptions, say: &mut dyn FnMut(&str)) -> Result<(Segmenter, Segmenter)> {
     // Imported SentencePiece models learn nothing: no sample when both sides are imported.
     let imported = |c: &SubwordConfig| c.kind == SubwordKind::Sentencepiece;
-    let sample = match imported(&opts.src_subword) && imported(&opts.tgt_subword) {
+    let sample = match imported(&opts.encoding.src_subword) && imported(&opts.encoding.tgt_subword) {
         true => (Vec::new(), Vec::new()),
         false => sample(opts)?,
     };
     say(&format!("learning subword vocabularies from {} pairs", sample.0.len()));
-    let (s, t) = rayon::join(|| Segmenter::train(&sample.0, &opts.src_subword), || Segmenter::train(&sample.1, &opts.tgt_subword));
+    let (s, t) =
+        rayon::join(|| Segmenter::train(&sample.0, &opts.encoding.src_subword), || Segmenter::train(&sample.1, &opts.encoding.tgt_subword));
     Ok((s?, t?))
 }
 
 /// A uniform sample of at most `subword_sample` kept pairs over all corpora (algorithm R).
 fn sample(opts: &PrepareOptions) -> Result<(Vec<String>, Vec<String>)> {
-    let k = opts.subword_sample.max(1);
+    let k = opts.encoding.subword_sample.max(1);
     let (mut src, mut tgt) = (Vec::new(), Vec::new());
     let mut rng = ChaCha8Rng::seed_from_u64(SAMPLE_SEED);
     let (mut seen, mut block) = (0usize, Vec::with_capacity(BLOCK));
     for c in &opts.corpora {
-        let mut reader = PairReader::open(&c.files, opts.max_words)?;
+        let mut reader = PairReader::open(&c.files, opts.encoding.max_words)?;
         loop {
             block.clear();
             let more = reader.read_block(BLOCK, &mut block)?;
@@ -267,14 +255,14 @@ fn encode_pair(
     opts: &PrepareOptions,
 ) -> Option<EncodedPair> {
     let mut pair = EncodedPair { src: encode_cached(src, s, caches.0), ..Default::default() };
-    if opts.copy {
+    if opts.encoding.copy {
         let ext = extend_source(s, src, tgt);
         pair.tgt = extend_target(t, tgt, &ext);
         pair.src_ext = ext.src;
     } else {
         pair.tgt = encode_cached(tgt, t, caches.1);
     }
-    if pair.src.len() > opts.max_len || pair.tgt.len() > opts.max_len {
+    if pair.src.len() > opts.encoding.max_len || pair.tgt.len() > opts.encoding.max_len {
         return None;
     }
     pair.src.push(EOS);

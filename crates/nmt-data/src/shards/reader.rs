@@ -95,7 +95,14 @@ impl Prepared {
                 let tokens = File::open(&tokens_path).map_err(|source| Error::Io { path: tokens_path.clone(), source })?;
                 let (offsets, lengths) = (map(&dir.join(&entry.offsets.name))?, map(&dir.join(&entry.lengths.name))?);
                 let shard = Shard { tokens, tokens_path, offsets, lengths };
-                check_index(&shard, entry.pairs as usize, entry.tokens.bytes / m.token_type.width() as u64, m.spec.copy, dir, entry)?;
+                check_index(
+                    &shard,
+                    entry.pairs as usize,
+                    entry.tokens.bytes / m.token_type.width() as u64,
+                    m.spec.encoding.copy,
+                    dir,
+                    entry,
+                )?;
                 Ok(shard)
             })
             .collect::<Result<Vec<Shard>>>()?;
@@ -162,7 +169,7 @@ impl Prepared {
         let mut pair = EncodedPair { src: ids[..s].to_vec(), tgt: ids[s..s + t].to_vec(), src_ext: ids[s + t..].to_vec() };
         // A copy model's extended ids stand for source positions: below vocabulary + length.
         let ext_bound = (self.manifest.tgt_vocab + s) as u32;
-        let tgt_bound = if self.manifest.spec.copy { ext_bound } else { self.manifest.tgt_vocab as u32 };
+        let tgt_bound = if self.manifest.spec.encoding.copy { ext_bound } else { self.manifest.tgt_vocab as u32 };
         let bad = pair.src.iter().any(|&id| id as usize >= self.manifest.src_vocab)
             || pair.tgt.iter().any(|&id| id >= tgt_bound)
             || pair.src_ext.iter().any(|&id| id >= ext_bound);
@@ -170,7 +177,7 @@ impl Prepared {
             let reason = format!("pair {j} holds an id outside the vocabulary: the shard does not belong to this manifest");
             return Err(Error::Prepared { path: shard.tokens_path.clone(), reason });
         }
-        if !self.manifest.spec.copy {
+        if !self.manifest.spec.encoding.copy {
             pair.src_ext.clear();
         }
         Ok(pair)

@@ -1,7 +1,7 @@
 //! `[data]`: where the corpora are and how they are cut into subwords.
 use std::path::{Path, PathBuf};
 
-use nmt_data::shards::{Corpus, PrepareOptions};
+use nmt_data::shards::{Corpus, Encoding, PrepareOptions};
 use nmt_data::subword::{SubwordConfig, SubwordKind};
 use nmt_data::PairFiles;
 use serde::{Deserialize, Serialize};
@@ -141,16 +141,15 @@ impl DataConfig {
         if self.shard_pairs == 0 {
             return Err(Error::Config("data.shard_pairs must be at least 1".into()));
         }
-        Ok(PrepareOptions {
-            corpora: self.corpora()?,
+        let encoding = Encoding {
             src_subword: self.src_subword.clone(),
             tgt_subword: self.tgt_subword.clone(),
             max_words: self.max_words,
             max_len: self.max_len,
             subword_sample: self.subword_sample,
             copy,
-            shard_pairs: self.shard_pairs,
-        })
+        };
+        Ok(PrepareOptions { corpora: self.corpora()?, encoding, shard_pairs: self.shard_pairs })
     }
 }
 

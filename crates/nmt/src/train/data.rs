@@ -48,10 +48,10 @@ impl TrainData {
         };
         let prepared = Prepared::open(&dir)?;
         let m = prepared.manifest();
-        if m.spec.copy != cfg.model.copy {
+        if m.spec.encoding.copy != cfg.model.copy {
             let reason = format!(
                 "prepared {} copy-model ids, but model.copy = {}: prepare it again with this config",
-                if m.spec.copy { "with" } else { "without" },
+                if m.spec.encoding.copy { "with" } else { "without" },
                 cfg.model.copy
             );
             return Err(nmt_data::Error::Prepared { path: dir.join(MANIFEST), reason }.into());
@@ -64,7 +64,7 @@ impl TrainData {
             sum(|r| r.skipped_empty),
             sum(|r| r.skipped_long),
             sum(|r| r.skipped_subwords),
-            m.spec.max_len
+            m.spec.encoding.max_len
         ));
         Ok(TrainData { prepared })
     }
