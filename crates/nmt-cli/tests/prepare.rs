@@ -52,6 +52,17 @@ fn prepared_and_text_training_have_the_same_losses() {
     // Training from text prepared into the model directory, and the two preparations agree.
     let manifest = |p: &Path| std::fs::read_to_string(p.join("manifest.json")).unwrap();
     assert_eq!(manifest(&prep), manifest(&b.join("data")));
+    // Resuming from the model directory's own config.toml (the same files, named by their
+    // canonical paths) reuses the prepared data instead of encoding the corpus again.
+    let resolved = b.join("config.toml");
+    let again = common::nmt_logging(
+        &["train", "-c", &s(&resolved), "--model-dir", &s(&b), "--quiet", "--threads", "1", "--set", "train.max_steps=202"],
+        None,
+        "info",
+    );
+    ok(&again);
+    let log = String::from_utf8_lossy(&again.stderr);
+    assert!(log.contains("reusing the prepared training data") && !log.contains("preparing"), "{log}");
 }
 
 #[test]

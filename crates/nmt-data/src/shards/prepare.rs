@@ -47,7 +47,8 @@ const CACHE_WORDS: usize = 1 << 19;
 const SAMPLE_SEED: u64 = 0x5a3b_1e00;
 
 impl PrepareOptions {
-    /// The spec recorded in the manifest: the options plus each file's size and mtime.
+    /// The spec recorded in the manifest: the options plus each file's canonical path, size and
+    /// modification time.
     ///
     /// # Errors
     /// [`Error::Io`] when a file cannot be examined.
@@ -60,7 +61,10 @@ impl PrepareOptions {
                 let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_secs());
                 stamps.push((meta.len(), mtime));
             }
-            corpora.push(CorpusSpec { files: c.files.paths().into_iter().map(Path::to_path_buf).collect(), stamps, weight: c.weight });
+            // Canonical paths: the same files named another way (a relative path, the resolved
+            // config.toml a model directory keeps) are the same input.
+            let files = c.files.paths().into_iter().map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())).collect();
+            corpora.push(CorpusSpec { files, stamps, weight: c.weight });
         }
         Ok(PrepareSpec { corpora, encoding: self.encoding.clone() })
     }
