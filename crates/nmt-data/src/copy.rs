@@ -84,6 +84,13 @@ pub fn decode_extended(ids: &[u32], tgt: &Segmenter, ext: &Extended) -> String {
     parts.iter().filter(|p| !p.is_empty()).map(String::as_str).collect::<Vec<_>>().join(" ")
 }
 
+/// A pair in a copy model's extended space: the target's ids (no `</s>`) and the source's
+/// extended ids (`</s>` included).
+pub fn extended_pair(src_text: &str, tgt_text: &str, src: &Segmenter, tgt: &Segmenter) -> (Vec<u32>, Extended) {
+    let ext = extend_source(src_text, src, tgt);
+    (extend_target(tgt_text, tgt, &ext), ext)
+}
+
 /// [`crate::examples`] for a copy model: targets in each pair's extended space, and each
 /// source's extended ids (`</s>` included) beside the examples, index for index.
 pub fn copy_examples(
@@ -95,8 +102,7 @@ pub fn copy_examples(
     let (mut out, mut exts) = (Vec::with_capacity(corpus.src.len()), Vec::with_capacity(corpus.src.len()));
     for (s_text, t_text) in corpus.src.iter().zip(&corpus.tgt) {
         let mut s = src.encode(s_text);
-        let ext = extend_source(s_text, src, tgt);
-        let mut t = extend_target(t_text, tgt, &ext);
+        let (mut t, ext) = extended_pair(s_text, t_text, src, tgt);
         if max_len.is_some_and(|m| s.len() > m || t.len() > m) {
             continue;
         }

@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use super::manifest::{CorpusRange, CorpusSpec, Encoding, Manifest, PrepareSpec, TokenType, FORMAT, MANIFEST, VERSION};
 use super::writer::{write_file, EncodedPair, ShardWriter};
-use crate::copy::{extend_source, extend_target};
+use crate::copy::extended_pair;
 use crate::error::{Error, Result};
 use crate::stream::{PairFiles, PairReader};
 use crate::subword::{Segmenter, SubwordConfig, SubwordKind};
@@ -260,9 +260,8 @@ fn encode_pair(
 ) -> Option<EncodedPair> {
     let mut pair = EncodedPair { src: encode_cached(src, s, caches.0), ..Default::default() };
     if opts.encoding.copy {
-        let ext = extend_source(s, src, tgt);
-        pair.tgt = extend_target(t, tgt, &ext);
-        pair.src_ext = ext.src;
+        let (ids, ext) = extended_pair(s, t, src, tgt);
+        (pair.tgt, pair.src_ext) = (ids, ext.src);
     } else {
         pair.tgt = encode_cached(tgt, t, caches.1);
     }

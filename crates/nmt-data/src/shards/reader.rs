@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 use rayon::prelude::*;
 
-use super::manifest::{verify, Manifest, TokenType};
+use super::manifest::{verify, Manifest, ShardEntry, TokenType};
 use super::writer::EncodedPair;
 use crate::error::{Error, Result};
 use crate::plan::Weighted;
@@ -95,14 +95,7 @@ impl Prepared {
                 let tokens = File::open(&tokens_path).map_err(|source| Error::Io { path: tokens_path.clone(), source })?;
                 let (offsets, lengths) = (map(&dir.join(&entry.offsets.name))?, map(&dir.join(&entry.lengths.name))?);
                 let shard = Shard { tokens, tokens_path, offsets, lengths };
-                check_index(
-                    &shard,
-                    entry.pairs as usize,
-                    entry.tokens.bytes / m.token_type.width() as u64,
-                    m.spec.encoding.copy,
-                    dir,
-                    entry,
-                )?;
+                check_index(&shard, entry, m, dir)?;
                 Ok(shard)
             })
             .collect::<Result<Vec<Shard>>>()?;
@@ -161,12 +154,16 @@ impl Prepared {
             .tokens
             .read_exact_at(&mut bytes, start * width as u64)
             .map_err(|source| Error::Io { path: shard.tokens_path.clone(), source })?;
-        let ids: Vec<u32> = match self.manifest.token_type {
+        let mut src: Vec<u32> = match self.manifest.token_type {
             TokenType::U16 => bytes.chunks_exact(2).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]]))).collect(),
             TokenType::U32 => bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
         };
+        // The stored run is source, target, then (copy models only) the extended source ids;
+        // the index check at opening guarantees the lengths add up.
         let (s, t) = shard.lengths(j);
-        let mut pair = EncodedPair { src: ids[..s].to_vec(), tgt: ids[s..s + t].to_vec(), src_ext: ids[s + t..].to_vec() };
+        let src_ext = src.split_off(s + t);
+        let tgt = src.split_off(s);
+        let pair = EncodedPair { src, tgt, src_ext };
         // A copy model's extended ids stand for source positions: below vocabulary + length.
         let ext_bound = (self.manifest.tgt_vocab + s) as u32;
         let tgt_bound = if self.manifest.spec.encoding.copy { ext_bound } else { self.manifest.tgt_vocab as u32 };
@@ -177,15 +174,14 @@ impl Prepared {
             let reason = format!("pair {j} holds an id outside the vocabulary: the shard does not belong to this manifest");
             return Err(Error::Prepared { path: shard.tokens_path.clone(), reason });
         }
-        if !self.manifest.spec.encoding.copy {
-            pair.src_ext.clear();
-        }
         Ok(pair)
     }
 }
 
 /// Offsets start at 0, grow by each pair's stored length, and end at the token count.
-fn check_index(shard: &Shard, pairs: usize, tokens: u64, copy: bool, dir: &Path, entry: &super::manifest::ShardEntry) -> Result<()> {
+fn check_index(shard: &Shard, entry: &ShardEntry, m: &Manifest, dir: &Path) -> Result<()> {
+    let (pairs, copy) = (entry.pairs as usize, m.spec.encoding.copy);
+    let tokens = entry.tokens.bytes / m.token_type.width() as u64;
     let fail = |name: &str, reason: String| Err(Error::Prepared { path: dir.join(name), reason });
     if shard.offsets.len() != (pairs + 1) * 8 || shard.lengths.len() != pairs * 4 {
         return fail(&entry.offsets.name, format!("the index does not hold {pairs} pairs"));

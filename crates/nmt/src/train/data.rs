@@ -139,6 +139,6 @@ fn prepare_if_stale(cfg: &Config, dir: &Path, segmenters: Option<(Segmenter, Seg
 }
 
 /// Where `nmt train` puts the prepared data of a model directory.
-pub fn prepared_dir(model_dir: &Path) -> PathBuf {
+fn prepared_dir(model_dir: &Path) -> PathBuf {
     model_dir.join("data")
 }

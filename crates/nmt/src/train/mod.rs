@@ -12,6 +12,5 @@ pub mod trainer;
 pub mod validate;
 
 pub use collective::{Collective, Single};
-pub use data::prepared_dir;
 pub use progress::{Progress, StepInfo};
 pub use trainer::{train, TrainOptions, TrainSummary};
