@@ -7,7 +7,7 @@
 //! - `POST /api/v1/translate`, the full form: `{"text": [...], "model"?, "beam_size"?,
 //!   "n_best"?, "normalize"?, "alignments"?}` → each sentence's hypotheses with scores, tokens
 //!   and (with `alignments`) the attention matrix.
-use nmt::config::SearchConfig;
+use nmt::config::{SearchConfig, SearchRequest};
 use nmt::translate::Translation;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -124,7 +124,8 @@ pub fn check_sentences(texts: &[String], limits: &Limits, tokens: impl Fn(&str) 
     Ok(())
 }
 
-/// The search for a request: the model's defaults with the request's choices.
+/// The search for a request: the model's defaults with the request's choices, within the
+/// server's limits.
 pub fn search_config(
     defaults: SearchConfig,
     beam: Option<usize>,
@@ -132,21 +133,11 @@ pub fn search_config(
     normalize: Option<f64>,
     limits: &Limits,
 ) -> Result<SearchConfig, ApiError> {
-    let mut s = defaults;
-    if let Some(b) = beam {
-        s.beam_size = b;
+    if let Some(a) = normalize.filter(|a| !(0.0..=5.0).contains(a)) {
+        return Err(ApiError::bad_request(format!("normalize must be between 0 and 5, not {a}")));
     }
-    s.n_best = n_best.unwrap_or(1);
-    if let Some(a) = normalize {
-        if !a.is_finite() || !(0.0..=5.0).contains(&a) {
-            return Err(ApiError::bad_request(format!("normalize must be between 0 and 5, not {a}")));
-        }
-        s.normalize = a;
-    }
-    if s.beam_size == 0 || s.n_best == 0 {
-        return Err(ApiError::bad_request("beam_size and n_best must be at least 1"));
-    }
-    s.beam_size = s.beam_size.max(s.n_best);
+    let req = SearchRequest { beam_size: beam, n_best, normalize, ..SearchRequest::default() };
+    let s = req.apply(defaults).map_err(|e| ApiError::bad_request(e.to_string()))?;
     if s.beam_size > limits.max_beam {
         return Err(ApiError::bad_request(format!("beam_size {} is above the limit {}", s.beam_size, limits.max_beam)));
     }

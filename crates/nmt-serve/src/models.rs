@@ -146,7 +146,7 @@ impl ModelSet {
                     source_vocabulary: vocab(&t.meta.src),
                     target_vocabulary: vocab(&t.meta.tgt),
                     search: t.default_search(),
-                    architecture: t.model.cfg.clone(),
+                    architecture: t.model().cfg.clone(),
                     step: t.meta.step,
                 }
             })

@@ -86,15 +86,9 @@ pub fn to_safetensors(tensors: &[(String, Tensor)], mut meta: HashMap<String, St
     Ok(bytes)
 }
 
-/// Reads a safetensors file: its tensors (on `device`) and metadata. A truncated file, a
-/// damaged header and (for files that carry one) a checksum that does not match the data are
-/// errors naming the file.
-pub fn read_safetensors(path: &Path, device: &Device) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    parse_safetensors(&bytes, path, device)
-}
-
-/// [`read_safetensors`] on a file's bytes (`path` names it in errors).
+/// Parses a safetensors file's bytes: its tensors (on `device`) and metadata. A truncated
+/// file, a damaged header and (for files that carry one) a checksum that does not match the
+/// data are errors naming the file (`path`).
 pub fn parse_safetensors(bytes: &[u8], path: &Path, device: &Device) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
     let bad = |reason: String| Error::ModelFile { path: path.to_path_buf(), reason };
     let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("{e} (truncated or damaged?)")))?;

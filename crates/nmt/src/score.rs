@@ -26,6 +26,17 @@ pub struct PairScore {
     pub tokens: Vec<f64>,
 }
 
+impl PairScore {
+    /// `log p(y | x)`, divided by the target's tokens (`</s>` included) with `normalize`.
+    pub fn log_prob_normalized(&self, normalize: bool) -> f64 {
+        if normalize {
+            self.log_prob / self.tokens.len().max(1) as f64
+        } else {
+            self.log_prob
+        }
+    }
+}
+
 /// Scores `(source, target)` text pairs under one model or the average of several (`models`,
 /// sharing `meta`'s vocabularies), `batch_size` pairs per batch.
 pub fn score_pairs(models: &[&Seq2Seq], meta: &ModelMeta, pairs: &[(String, String)], batch_size: usize) -> Result<Vec<PairScore>> {

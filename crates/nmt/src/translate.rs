@@ -1,17 +1,16 @@
 //! Text in, text out: a loaded model file + search. The CLI, the trainer's validation and the
 //! server share this, so they all segment, search and desegment the same way.
+use std::borrow::Borrow;
 use std::path::Path;
 
 use candle_core::{DType, Device};
 use nmt_data::EOS;
 
-use crate::config::Impl;
 use crate::config::SearchConfig;
 use crate::error::Result;
-use crate::infer::HostModel;
 use crate::model::Seq2Seq;
 use crate::model_file::{self, ModelMeta};
-use crate::search::{host_models, search_prepared, Hypothesis, SearchOptions};
+use crate::search::{Hypothesis, SearchOptions, Searcher};
 
 /// One translated sentence: its n-best list, best first.
 #[derive(Clone, Debug)]
@@ -30,17 +29,12 @@ pub struct TranslatedHyp {
     pub pieces: Vec<String>,
 }
 
-/// A model, or an ensemble of models (`crate::infer::ensemble`), with its segmenters and
+/// A model, or an ensemble of models (`crate::search::ensemble`), with its segmenters and
 /// search defaults (the first model's).
 pub struct Translator {
-    /// The lead model: its search defaults and source reading order are the ensemble's.
-    pub model: Seq2Seq,
-    /// The ensemble's other members (empty for one model).
-    pub others: Vec<Seq2Seq>,
+    /// The models, the lead first, and their host snapshots.
+    pub searcher: Searcher,
     pub meta: ModelMeta,
-    /// The fused search's host snapshots, built on the first translation (`None` inside: the
-    /// models cannot run on it).
-    hosts: std::sync::OnceLock<Option<Vec<HostModel>>>,
 }
 
 impl Translator {
@@ -57,7 +51,7 @@ impl Translator {
         };
         let lead = model_file::load(first, DType::F32, device)?;
         let (src, tgt) = (lead.meta.src.to_json()?, lead.meta.tgt.to_json()?);
-        let mut others = Vec::with_capacity(rest.len());
+        let mut models = vec![lead.model];
         for p in rest {
             let m = model_file::load(p, DType::F32, device)?;
             for (side, a, b) in [("source", &src, m.meta.src.to_json()?), ("target", &tgt, m.meta.tgt.to_json()?)] {
@@ -69,14 +63,19 @@ impl Translator {
                     )));
                 }
             }
-            others.push(m.model);
+            models.push(m.model);
         }
-        Ok(Translator { model: lead.model, others, meta: lead.meta, hosts: std::sync::OnceLock::new() })
+        Ok(Translator { searcher: Searcher::new(models)?, meta: lead.meta })
+    }
+
+    /// The lead model: its search defaults and source reading order are the ensemble's.
+    pub fn model(&self) -> &Seq2Seq {
+        self.searcher.lead()
     }
 
     /// Every model, the lead first.
     pub fn models(&self) -> Vec<&Seq2Seq> {
-        std::iter::once(&self.model).chain(&self.others).collect()
+        self.searcher.models()
     }
 
     /// The model file's search defaults.
@@ -86,43 +85,20 @@ impl Translator {
 
     /// Translates lines (order kept). Empty lines translate to empty output.
     pub fn translate(&self, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
-        let models = self.models();
-        let hosts = match opts.imp {
-            Impl::Fused => match self.hosts.get() {
-                Some(h) => h.as_deref(),
-                None => {
-                    let built = host_models(&models, Impl::Fused)?;
-                    self.hosts.get_or_init(|| built).as_deref()
-                }
-            },
-            Impl::Ops => None,
-        };
-        translate_prepared(&models, hosts, &self.meta, lines, opts)
+        translate_lines(&self.searcher, &self.meta, lines, opts)
     }
 }
 
-/// [`Translator::translate`] for a model in hand (the trainer validates with it).
-pub fn translate_with(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
-    translate_ensemble(&[model], meta, lines, opts)
-}
-
-/// [`Translator::translate`] for models in hand; `models[0]` sets the reading order.
-pub fn translate_ensemble(models: &[&Seq2Seq], meta: &ModelMeta, lines: &[String], opts: &SearchOptions) -> Result<Vec<Translation>> {
-    let hosts = host_models(models, opts.imp)?;
-    translate_prepared(models, hosts.as_deref(), meta, lines, opts)
-}
-
-/// [`translate_ensemble`] with the host snapshots built (`crate::search::host_models`).
-fn translate_prepared(
-    models: &[&Seq2Seq],
-    hosts: Option<&[HostModel]>,
+/// [`Translator::translate`] with any searcher (the trainer validates with one that borrows
+/// the model it trains).
+pub fn translate_lines<M: Borrow<Seq2Seq>>(
+    searcher: &Searcher<M>,
     meta: &ModelMeta,
     lines: &[String],
     opts: &SearchOptions,
 ) -> Result<Vec<Translation>> {
-    let Some(&model) = models.first() else {
-        return Err(crate::Error::Input("no model to translate with".into()));
-    };
+    let model = searcher.lead();
+    let models = searcher.models();
     let copy = models.iter().any(|m| m.cfg.copy);
     let lines: Vec<&str> = lines.iter().enumerate().map(|(i, l)| crop_text(l, i, opts.cfg.max_source_len)).collect();
     let srcs: Vec<Vec<u32>> = lines
@@ -165,7 +141,7 @@ fn translate_prepared(
             .collect()
     });
     let ext_ids: Option<Vec<Vec<u32>>> = exts.as_ref().map(|v| v.iter().map(|e| e.src.clone()).collect());
-    let nbest = search_prepared(models, hosts, &read, ext_ids.as_deref(), opts)?;
+    let nbest = searcher.search(&read, ext_ids.as_deref(), opts)?;
     Ok(srcs
         .iter()
         .zip(nbest)

@@ -8,7 +8,7 @@ use nmt::config::{Arch, SearchConfig, TrainConfig};
 use nmt::data::batch::{epoch_batches, BatchConfig, Example};
 use nmt::data::{EOS, UNK};
 use nmt::model::{BatchTensors, Seq2Seq};
-use nmt::search::{search_all_ext, SearchOptions};
+use nmt::search::{SearchOptions, Searcher};
 use nmt::train::optim::Optimizer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -85,7 +85,7 @@ fn names_right(copy: bool, steps: usize) -> f64 {
         alignments: false,
         imp: Default::default(),
     };
-    let hyps = search_all_ext(&model, &srcs, copy.then_some(&test_ext[..]), &opts).unwrap();
+    let hyps = Searcher::new(vec![&model]).unwrap().search(&srcs, copy.then_some(&test_ext[..]), &opts).unwrap();
     let (mut right, mut total) = (0, 0);
     for (e, h) in test.iter().zip(&hyps) {
         for (i, &want) in e.tgt.iter().enumerate().filter(|(_, &w)| w >= K_Y) {

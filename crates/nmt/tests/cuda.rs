@@ -15,7 +15,7 @@ use nmt::config::{Arch, GruForm, Impl, SearchConfig};
 use nmt::data::batch::{inference_batches, Batch, BatchConfig, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
-use nmt::search::{beam::beam, greedy::greedy, max_output_len, SearchOptions};
+use nmt::search::{SearchOptions, Searcher};
 
 /// The first GPU, or `None` (and a note on stderr) when there is none.
 fn gpu() -> Option<Device> {
@@ -103,16 +103,10 @@ fn gpu_search_equals_cpu_search() {
         let batch = inference_batches(&srcs, &BatchConfig { max_tokens: 10_000, max_sentences: 100 }).remove(0);
         for beam_size in [1, 5] {
             let o = SearchOptions { cfg: SearchConfig { beam_size, ..SearchConfig::default() }, alignments: false, imp: Impl::Ops };
-            let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &o.cfg)).collect();
             let run = |dev: &Device| {
                 let m = Seq2Seq::fresh(&cfg, 11, DType::F32, dev).unwrap();
-                let (src, mask) = BatchTensors::source(&batch, DType::F32, dev).unwrap();
-                let enc = m.encode(&src, &mask, None).unwrap();
-                if beam_size == 1 {
-                    greedy(&m, &enc, &limits, &o).unwrap().into_iter().map(|h| (h.tokens, h.log_prob)).collect::<Vec<_>>()
-                } else {
-                    beam(&m, &enc, &limits, &o).unwrap().into_iter().map(|n| (n[0].tokens.clone(), n[0].log_prob)).collect()
-                }
+                let nbest = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &o).unwrap();
+                nbest.into_iter().map(|n| (n[0].tokens.clone(), n[0].log_prob)).collect::<Vec<_>>()
             };
             let (c, g) = (run(&Device::Cpu), run(&gpu));
             for (i, ((tc, sc), (tg, sg))) in c.iter().zip(&g).enumerate() {

@@ -1,8 +1,9 @@
-//! Ensembles (`infer/ensemble.rs`, `score::score_pairs` with several models): an ensemble of
+//! Ensembles (`search/ensemble.rs`, `score::score_pairs` with several models): an ensemble of
 //! a model with itself decodes and scores as the model does; a mixed ensemble's search reports,
 //! for each translation, the score that teacher-forced ensemble scoring gives it (two different
 //! computations: the host search's step by step, candle's over whole sequences); the members'
-//! order changes nothing, reading directions and copy models included.
+//! order changes nothing, reading directions and copy models included; the candle scorer's
+//! ensemble (`--impl ops`, the GPU path) searches as the host one does.
 mod common;
 
 use candle_core::{DType, Device};
@@ -11,8 +12,8 @@ use nmt::data::subword::{Segmenter, SubwordConfig, SubwordKind};
 use nmt::model::Seq2Seq;
 use nmt::model_file::ModelMeta;
 use nmt::score::score_pairs;
-use nmt::search::SearchOptions;
-use nmt::translate::{translate_ensemble, Translation};
+use nmt::search::{SearchOptions, Searcher};
+use nmt::translate::{translate_lines, Translation};
 
 /// A model with an easier `</s>`, so that hypotheses finish at different lengths.
 fn model(cfg: &ModelConfig, seed: u64) -> Seq2Seq {
@@ -92,8 +93,8 @@ fn a_model_with_itself_is_the_model() {
     for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
         let (meta, cfg) = common::tiny_meta(arch);
         let m = model(&cfg, 3);
-        let one = translate_ensemble(&[&m], &meta, &sources(), &opts(true)).unwrap();
-        let two = translate_ensemble(&[&m, &m], &meta, &sources(), &opts(true)).unwrap();
+        let one = translate_lines(&Searcher::new(vec![&m]).unwrap(), &meta, &sources(), &opts(true)).unwrap();
+        let two = translate_lines(&Searcher::new(vec![&m, &m]).unwrap(), &meta, &sources(), &opts(true)).unwrap();
         assert_same(&one, &two, &format!("{arch:?} with itself"));
         let pairs: Vec<(String, String)> = sources().into_iter().map(|s| (s.clone(), s)).collect();
         let a = score_pairs(&[&m], &meta, &pairs, 4).unwrap();
@@ -120,10 +121,10 @@ fn mixed_ensembles_search_what_they_score_in_any_order() {
     let sets: [(&str, Vec<&Seq2Seq>); 3] =
         [("search + reversed + rnnenc", vec![&a, &b, &d]), ("lstm + search", vec![&c, &a]), ("copy + reversed", vec![&e, &b])];
     for (what, models) in sets {
-        let out = translate_ensemble(&models, &m0, &sources(), &opts(true)).unwrap();
+        let out = translate_lines(&Searcher::new(models.clone()).unwrap(), &m0, &sources(), &opts(true)).unwrap();
         assert_scores_match_search(&models, &m0, &out, what);
         let back: Vec<&Seq2Seq> = models.iter().rev().copied().collect();
-        let out_back = translate_ensemble(&back, &m0, &sources(), &opts(true)).unwrap();
+        let out_back = translate_lines(&Searcher::new(back.clone()).unwrap(), &m0, &sources(), &opts(true)).unwrap();
         assert_same(&out, &out_back, &format!("{what}, members reversed"));
         for t in &out {
             for h in &t.hyps {
@@ -133,4 +134,19 @@ fn mixed_ensembles_search_what_they_score_in_any_order() {
             }
         }
     }
+}
+
+#[test]
+fn ensembles_search_alike_on_both_scorers() {
+    let m0 = meta(&config(Arch::Rnnsearch, 1, 1));
+    let (ks, ky) = (m0.src.vocab_size(), m0.tgt.vocab_size());
+    let mut reversed = config(Arch::Rnnsearch, ks, ky);
+    reversed.reverse_source = true;
+    let mut copy = config(Arch::Rnnsearch, ks, ky);
+    copy.copy = true;
+    let (a, b, c) = (model(&config(Arch::Rnnsearch, ks, ky), 1), model(&reversed, 2), model(&copy, 5));
+    let searcher = Searcher::new(vec![&c, &b, &a]).unwrap();
+    let host = translate_lines(&searcher, &m0, &sources(), &opts(true)).unwrap();
+    let ops = translate_lines(&searcher, &m0, &sources(), &SearchOptions { imp: nmt::config::Impl::Ops, ..opts(true) }).unwrap();
+    assert_same(&host, &ops, "copy + reversed + search, host against candle");
 }

@@ -7,7 +7,7 @@ use candle_core::{DType, Device, Tensor};
 use nmt::config::{Arch, Cell, CellKind, GruForm, Impl, OutputState, SearchConfig};
 use nmt::data::EOS;
 use nmt::model::Seq2Seq;
-use nmt::search::{search_all, search_all_ext, Hypothesis, SearchOptions};
+use nmt::search::{Hypothesis, SearchOptions, Searcher};
 
 /// A random model with a likely `</s>`, so that hypotheses finish at different steps.
 fn model(arch: Arch, output_state: OutputState, cell: CellKind) -> Seq2Seq {
@@ -39,7 +39,7 @@ fn model_with(
 }
 
 fn run(m: &Seq2Seq, srcs: &[Vec<u32>], cfg: &SearchConfig, imp: Impl) -> Vec<Vec<Hypothesis>> {
-    search_all(m, srcs, &SearchOptions { cfg: cfg.clone(), alignments: true, imp }).unwrap()
+    Searcher::new(vec![m]).unwrap().search(srcs, None, &SearchOptions { cfg: cfg.clone(), alignments: true, imp }).unwrap()
 }
 
 fn assert_same(a: &[Vec<Hypothesis>], b: &[Vec<Hypothesis>], what: &str) {
@@ -162,7 +162,8 @@ fn fused_search_equals_candle_search_for_copy() {
         let exts: Vec<Vec<u32>> = srcs.iter().map(|s| s.iter().map(|&w| if w >= 24 { 24 + (w - 24) % 3 } else { w }).collect()).collect();
         for alignments in [false, true] {
             let cfg = SearchConfig { beam_size: 3, n_best: 2, batch_size: 7, ..SearchConfig::default() };
-            let run_ext = |imp| search_all_ext(&m, &srcs, Some(&exts), &SearchOptions { cfg: cfg.clone(), alignments, imp }).unwrap();
+            let searcher = Searcher::new(vec![&m]).unwrap();
+            let run_ext = |imp| searcher.search(&srcs, Some(&exts), &SearchOptions { cfg: cfg.clone(), alignments, imp }).unwrap();
             let (fused, ops) = (run_ext(Impl::Fused), run_ext(Impl::Ops));
             assert_same(&fused, &ops, &format!("copy {state:?} layers {layers} alignments {alignments}"));
             assert!(ops.iter().flatten().any(|h| h.tokens.iter().any(|&t| t >= 24)), "no extended id was ever chosen");

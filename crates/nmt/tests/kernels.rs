@@ -4,7 +4,7 @@ mod common;
 
 use candle_core::{DType, Device, Tensor, Var, D};
 use nmt::config::{CellKind, GruForm, OutputState};
-use nmt::kernels::{attn_decoder, attn_op, gru, math, maxout, xent};
+use nmt::kernels::{attn_decoder, attn_op, math, maxout, rnn};
 use nmt::model::gru::{cell_step, Recurrent};
 use nmt::model::lstm::lstm_step;
 use rand::{Rng, SeedableRng};
@@ -127,11 +127,11 @@ fn gru_case(dtype: DType, form: CellKind, reverse: bool, dropout: bool, tol: f64
     let u = rand_var(&[h, g], 0.5, dtype, &mut rng);
     let rows = rand_var(&[b, g + h], 0.5, dtype, &mut rng);
     let mask = dropout.then(|| state_mask(b * h, 31));
-    let spec = gru::GruSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+    let spec = rnn::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
     let drop = mask.as_ref().map(|m| mask_tensor(m, b, h, dtype));
     let err = compare(
         &[&gi, &u, &rows],
-        || gru::gru_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap(),
+        || rnn::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap(),
         || gru_seq_composed(form, gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, &LENS, drop.as_ref()),
         1,
     );
@@ -190,9 +190,9 @@ fn fused_gru_gradient_matches_finite_differences() {
             let rows = rand_var(&[b, g + h], 0.7, DType::F64, &mut rng);
             let probe = rand_var(&[b, s, h], 1.0, DType::F64, &mut rng);
             let mask = dropout.then(|| state_mask(b * h, 37));
-            let spec = gru::GruSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+            let spec = rnn::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
             let f = || {
-                let y = gru::gru_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
+                let y = rnn::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
                 (y * probe.as_tensor()).unwrap().sum_all().unwrap()
             };
             let worst = finite_differences(&[&gi, &u, &rows], f, 29);
@@ -302,25 +302,6 @@ fn fused_attention_decoder_gradient_matches_finite_differences() {
         let worst = finite_differences(&[&k.gie, &k.ann, &k.w], f, 5);
         eprintln!("attention decoder {form:?} {output:?} dropout={dropout} finite differences: max rel err {worst:.2e}");
         assert!(worst < 1e-6, "{form:?} {output:?} {dropout}: {worst}");
-    }
-}
-
-#[test]
-fn fused_nll_matches_log_softmax_gather() {
-    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let (n, v) = (37, 53);
-        let x = rand_var(&[n, v], 4.0, dtype, &mut rng);
-        let targets: Vec<u32> = (0..n).map(|_| rng.gen_range(0..v as u32)).collect();
-        let tt = Tensor::from_vec(targets.clone(), (n, 1), &Device::Cpu).unwrap();
-        let err = compare(
-            &[&x],
-            || xent::nll_rows(x.as_tensor(), &targets).unwrap(),
-            || candle_nn::ops::log_softmax(x.as_tensor(), D::Minus1).unwrap().gather(&tt, 1).unwrap().squeeze(1).unwrap().neg().unwrap(),
-            4,
-        );
-        eprintln!("nll {dtype:?}: {err:.2e}");
-        assert!(err < tol, "nll {dtype:?}: {err}");
     }
 }
 
@@ -494,7 +475,7 @@ fn fused_projection_nll_reads_transposed_weights() {
 
 #[test]
 fn fused_bidirectional_gru_matches_composed_ops() {
-    use nmt::kernels::bigru::bigru_sequence;
+    use nmt::kernels::birnn::birnn_sequence;
     let lens = [7, 2, 5, 1];
     for form in KINDS {
         for dropout in [false, true] {
@@ -516,8 +497,8 @@ fn fused_bidirectional_gru_matches_composed_ops() {
                     };
                     Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
                 };
-                let spec = gru::GruSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
-                let fused = || bigru_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
+                let spec = rnn::RnnSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
+                let fused = || birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
                 let err = compare(&[&gi, &u, &bh], fused, composed, 12);
                 eprintln!("bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err:.2e}");
                 assert!(err < tol, "bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err}");

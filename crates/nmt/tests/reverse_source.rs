@@ -6,8 +6,8 @@ mod common;
 use candle_core::{DType, Device};
 use nmt::config::{Arch, SearchConfig};
 use nmt::model::Seq2Seq;
-use nmt::search::SearchOptions;
-use nmt::translate::translate_with;
+use nmt::search::{SearchOptions, Searcher};
+use nmt::translate::translate_lines;
 
 #[test]
 fn reversed_reading_equals_reading_the_reversed_sentence() {
@@ -21,9 +21,9 @@ fn reversed_reading_equals_reading_the_reversed_sentence() {
         alignments: true,
         imp: Default::default(),
     };
-    let plain_out = translate_with(&plain, &meta, &["e d c b a".to_string()], &opts).unwrap();
+    let plain_out = translate_lines(&Searcher::new(vec![&plain]).unwrap(), &meta, &["e d c b a".to_string()], &opts).unwrap();
     meta.config = rcfg;
-    let rev_out = translate_with(&reversing, &meta, &["a b c d e".to_string()], &opts).unwrap();
+    let rev_out = translate_lines(&Searcher::new(vec![&reversing]).unwrap(), &meta, &["a b c d e".to_string()], &opts).unwrap();
     assert_eq!(rev_out[0].src_pieces[..5], ["a", "b", "c", "d", "e"], "source pieces stay in the input's order");
     assert_eq!(plain_out[0].hyps.len(), rev_out[0].hyps.len());
     for (p, r) in plain_out[0].hyps.iter().zip(&rev_out[0].hyps) {

@@ -7,8 +7,8 @@ use candle_core::{DType, Device};
 use nmt::config::{Arch, SearchConfig};
 use nmt::model::Seq2Seq;
 use nmt::score::score_pairs;
-use nmt::search::SearchOptions;
-use nmt::translate::translate_with;
+use nmt::search::{SearchOptions, Searcher};
+use nmt::translate::translate_lines;
 
 #[test]
 fn scores_equal_search_log_probs_and_ignore_batching() {
@@ -28,7 +28,7 @@ fn scores_equal_search_log_probs_and_ignore_batching() {
             alignments: false,
             imp: Default::default(),
         };
-        let out = translate_with(&model, &meta, &sources, &opts).unwrap();
+        let out = translate_lines(&Searcher::new(vec![&model]).unwrap(), &meta, &sources, &opts).unwrap();
         // Every finished hypothesis, scored as a given translation of its source.
         let mut pairs = Vec::new();
         let mut want = Vec::new();

@@ -1,13 +1,13 @@
-//! Search invariants: beam size 1 is greedy search, and every returned hypothesis's beam score
+//! Search invariants: beam size 1 is greedy search (against a greedy loop written here), and every returned hypothesis's beam score
 //! is its teacher-forced log-probability (length-normalised where set).
 mod common;
 
 use candle_core::{DType, Device, Tensor};
 use nmt::config::{Arch, Impl, SearchConfig};
 use nmt::data::batch::{inference_batches, Batch, BatchConfig, Example};
-use nmt::data::EOS;
+use nmt::data::{BOS, EOS, PAD};
 use nmt::model::{BatchTensors, Seq2Seq};
-use nmt::search::{beam::beam, greedy::greedy, max_output_len, normalized, SearchOptions};
+use nmt::search::{max_output_len, normalized, SearchOptions, Searcher};
 
 /// A random model whose `</s>` is likely enough that most hypotheses finish.
 fn model(arch: Arch) -> Seq2Seq {
@@ -27,8 +27,40 @@ fn sources() -> (Vec<Vec<u32>>, Batch) {
     (srcs, batch)
 }
 
-fn opts(beam_size: usize, normalize: f64, n_best: usize) -> SearchOptions {
-    SearchOptions { cfg: SearchConfig { beam_size, normalize, n_best, ..SearchConfig::default() }, alignments: true, imp: Impl::Ops }
+fn opts(beam_size: usize, normalize: f64, n_best: usize, imp: Impl) -> SearchOptions {
+    SearchOptions { cfg: SearchConfig { beam_size, normalize, n_best, ..SearchConfig::default() }, alignments: true, imp }
+}
+
+/// Greedy search written out here over `Seq2Seq::decode_step`: each row takes its most probable
+/// word other than `<pad>` and `<s>` until `</s>` or its length limit. Returns `(tokens, log p,
+/// finished)` per row.
+fn reference_greedy(m: &Seq2Seq, batch: &Batch, o: &SearchOptions) -> Vec<(Vec<u32>, f64, bool)> {
+    let (src, mask) = BatchTensors::source(batch, DType::F32, &Device::Cpu).unwrap();
+    let enc = m.encode(&src, &mask, None).unwrap();
+    let mut out = Vec::new();
+    for row in 0..batch.size {
+        let idx = Tensor::new(&[row as u32], &Device::Cpu).unwrap();
+        let one = enc.select(&idx).unwrap();
+        let (mut state, mut y, mut h) = (one.init.clone(), BOS, (Vec::new(), 0f64, false));
+        for _ in 0..max_output_len(batch.src_lengths[row], &o.cfg) {
+            let step = m.decode_step(&one, &state, &Tensor::new(&[y], &Device::Cpu).unwrap()).unwrap();
+            let lp: Vec<f32> = step.log_probs.squeeze(0).unwrap().to_vec1().unwrap();
+            let (w, p) = lp
+                .iter()
+                .enumerate()
+                .filter(|&(w, _)| w as u32 != PAD && w as u32 != BOS)
+                .fold((0, f32::NEG_INFINITY), |b, (w, &p)| if p > b.1 { (w, p) } else { b });
+            h.1 += p as f64;
+            if w as u32 == EOS {
+                h.2 = true;
+                break;
+            }
+            h.0.push(w as u32);
+            (state, y) = (step.state, w as u32);
+        }
+        out.push(h);
+    }
+    out
 }
 
 #[test]
@@ -36,32 +68,26 @@ fn beam_of_one_is_greedy() {
     for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
         let m = model(arch);
         let (_, batch) = sources();
-        let (src, mask) = BatchTensors::source(&batch, DType::F32, &Device::Cpu).unwrap();
-        let enc = m.encode(&src, &mask, None).unwrap();
-        let o = opts(1, 1.0, 1);
-        let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &o.cfg)).collect();
-        let g = greedy(&m, &enc, &limits, &o).unwrap();
-        let b = beam(&m, &enc, &limits, &o).unwrap();
-        for (gh, bh) in g.iter().zip(&b) {
-            assert_eq!(gh.tokens, bh[0].tokens, "{arch:?}");
-            assert!((gh.log_prob - bh[0].log_prob).abs() < 1e-9);
-            assert_eq!(gh.finished, bh[0].finished);
+        let want = reference_greedy(&m, &batch, &opts(1, 1.0, 1, Impl::Ops));
+        assert!(want.iter().filter(|h| h.2).count() > 12, "most greedy outputs should finish");
+        for imp in [Impl::Ops, Impl::Fused] {
+            let got = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &opts(1, 1.0, 1, imp)).unwrap();
+            for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+                assert_eq!(w.0, g[0].tokens, "{arch:?} {imp:?} row {i}");
+                assert!((w.1 - g[0].log_prob).abs() < 1e-4 * (1.0 + w.1.abs()), "{arch:?} {imp:?} row {i}: {} vs {}", w.1, g[0].log_prob);
+                assert_eq!(w.2, g[0].finished);
+            }
         }
-        assert!(g.iter().filter(|h| h.finished).count() > 12, "most greedy outputs should finish");
     }
 }
 
 #[test]
 fn beam_scores_equal_teacher_forced_log_probs() {
     for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
-        for alpha in [0.0, 1.0] {
+        for (alpha, imp) in [(0.0, Impl::Ops), (1.0, Impl::Ops), (1.0, Impl::Fused)] {
             let m = model(arch);
             let (srcs, batch) = sources();
-            let (src, mask) = BatchTensors::source(&batch, DType::F32, &Device::Cpu).unwrap();
-            let enc = m.encode(&src, &mask, None).unwrap();
-            let o = opts(5, alpha, 5);
-            let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &o.cfg)).collect();
-            let nbest = beam(&m, &enc, &limits, &o).unwrap();
+            let nbest = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &opts(5, alpha, 5, imp)).unwrap();
             let mut checked = 0;
             for (row, hyps) in nbest.iter().enumerate() {
                 assert!(!hyps.is_empty());

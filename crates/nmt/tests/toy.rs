@@ -9,7 +9,7 @@ use candle_core::{DType, Device};
 use nmt::config::{Arch, Cell, ModelConfig, SearchConfig, TrainConfig};
 use nmt::data::batch::{epoch_batches, BatchConfig, Example};
 use nmt::model::{BatchTensors, Seq2Seq};
-use nmt::search::{search_all, SearchOptions};
+use nmt::search::{SearchOptions, Searcher};
 use nmt::train::optim::Optimizer;
 
 /// Trains until `target` accuracy on the held-out set or `max_steps`; returns the accuracy.
@@ -78,7 +78,7 @@ fn accuracy(model: &Seq2Seq, test: &[Example]) -> f64 {
         alignments: false,
         imp: Default::default(),
     };
-    let hyps = search_all(model, &srcs, &opts).unwrap();
+    let hyps = Searcher::new(vec![model]).unwrap().search(&srcs, None, &opts).unwrap();
     let right = test.iter().zip(&hyps).filter(|(e, h)| h[0].finished && h[0].tokens == e.tgt[..e.tgt.len() - 1]).count();
     right as f64 / test.len() as f64
 }

@@ -42,7 +42,7 @@ pub fn run(a: EmbedArgs) -> Result<()> {
     if lines.is_empty() {
         bail!("no input lines to embed");
     }
-    let (kind, vectors) = embed_lines(&translator.model, &translator.meta, &lines, a.batch_size)?;
+    let (kind, vectors) = embed_lines(translator.model(), &translator.meta, &lines, a.batch_size)?;
     let dim = vectors.first().map_or(0, |v| v.len());
     eprintln!("{} vectors of {dim}: {}", vectors.len(), kind.describe());
     let mut out = Output::create(a.output.as_deref())?;
@@ -60,19 +60,11 @@ pub fn run(a: EmbedArgs) -> Result<()> {
     Ok(())
 }
 
-/// NumPy's `.npy` format, version 1.0: magic, header length, a Python dict literal padded with
-/// spaces to a multiple of 64 bytes, then the little-endian float32 data in C order.
+/// NumPy's `.npy` format (`npyz`): a `(rows, dim)` little-endian float32 array in C order.
 fn write_npy(w: &mut dyn Write, rows: &[Vec<f32>], dim: usize) -> Result<()> {
-    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {dim}), }}", rows.len());
-    let unpadded = 10 + dict.len() + 1;
-    let header = format!("{dict}{}\n", " ".repeat(unpadded.div_ceil(64) * 64 - unpadded));
-    w.write_all(b"\x93NUMPY\x01\x00")?;
-    w.write_all(&(header.len() as u16).to_le_bytes())?;
-    w.write_all(header.as_bytes())?;
-    for v in rows {
-        for x in v {
-            w.write_all(&x.to_le_bytes())?;
-        }
-    }
+    use npyz::WriterBuilder;
+    let mut npy = npyz::WriteOptions::new().default_dtype().shape(&[rows.len() as u64, dim as u64]).writer(w).begin_nd()?;
+    npy.extend(rows.iter().flatten().copied())?;
+    npy.finish()?;
     Ok(())
 }

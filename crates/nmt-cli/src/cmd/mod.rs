@@ -6,7 +6,6 @@ pub mod demo;
 pub mod embed;
 pub mod eval;
 pub mod io;
-pub mod phrase_table;
 pub mod plot;
 pub mod prepare;
 pub mod rescore;

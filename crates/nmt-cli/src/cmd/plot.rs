@@ -67,8 +67,8 @@ pub fn run(args: PlotArgs) -> anyhow::Result<()> {
             let t = nmt::translate::Translator::load(&a.model, &nmt::candle_core::Device::Cpu)?;
             let mut ids = t.meta.src.encode(&a.sentence);
             ids.push(nmt::data::EOS);
-            t.model.cfg.order_source(&mut ids);
-            let tree = GrConvTree { tokens: t.meta.src.pieces(&ids), gates: t.model.grconv_gates(&ids)? };
+            t.model().cfg.order_source(&mut ids);
+            let tree = GrConvTree { tokens: t.meta.src.pieces(&ids), gates: t.model().grconv_gates(&ids)? };
             plot_grconv(&tree, &a.output)?;
             eprintln!("wrote {}", a.output.display());
         }

@@ -12,7 +12,6 @@ use nmt::score::score_pairs;
 
 use super::common::{load_models, read_input_lines, ComputeArgs};
 use super::io::{Lines, Output};
-use super::score::log_prob;
 
 #[derive(Debug, Args)]
 pub struct RescoreArgs {
@@ -67,7 +66,7 @@ pub fn run(a: RescoreArgs) -> Result<()> {
     let pairs: Vec<(String, String)> = lines.iter().map(|l| (sources[l.id].clone(), l.hypothesis().to_string())).collect();
     let scores = score_pairs(&translator.models(), &translator.meta, &pairs, a.batch_size.max(1))?;
     for (line, s) in lines.iter_mut().zip(&scores) {
-        line.add_feature(&a.feature_name, log_prob(s, a.normalize), a.weight);
+        line.add_feature(&a.feature_name, s.log_prob_normalized(a.normalize), a.weight);
     }
     if a.weight.is_some() {
         sort_by_total(&mut lines);

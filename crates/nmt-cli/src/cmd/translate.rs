@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use nmt::config::Impl;
-use nmt::config::SearchConfig;
+use nmt::config::{Impl, SearchRequest};
 use nmt::search::SearchOptions;
 use nmt::translate::Translation;
 use nmt::unk::UnkReplacer;
@@ -73,46 +72,29 @@ pub struct TranslateArgs {
 }
 
 impl TranslateArgs {
-    fn search(&self, defaults: SearchConfig) -> Result<SearchConfig> {
-        let mut s = defaults;
-        if let Some(b) = self.beam_size {
-            s.beam_size = b;
+    /// The flags' changes to the model's search defaults.
+    fn search_request(&self) -> SearchRequest {
+        SearchRequest {
+            beam_size: self.beam_size,
+            n_best: self.n_best,
+            normalize: self.normalize,
+            max_len_ratio: self.max_len_ratio,
+            batch_size: self.batch_size,
+            max_source_len: self.max_length,
+            no_unk: self.no_unk,
         }
-        if let Some(k) = self.n_best {
-            s.n_best = k;
-            s.beam_size = s.beam_size.max(k);
-        } else {
-            s.n_best = 1;
-        }
-        if let Some(a) = self.normalize {
-            s.normalize = a;
-        }
-        if let Some(r) = self.max_len_ratio {
-            s.max_len_ratio = r;
-        }
-        if let Some(b) = self.batch_size {
-            s.batch_size = b;
-        }
-        if let Some(n) = self.max_length {
-            s.max_source_len = n;
-        }
-        s.no_unk |= self.no_unk;
-        if s.beam_size == 0 || s.batch_size == 0 || s.max_source_len == 0 {
-            bail!("--beam-size, --batch-size and --max-length must be at least 1");
-        }
-        Ok(s)
     }
 }
 
 pub fn run(args: TranslateArgs) -> Result<()> {
     let device = args.compute.setup()?;
     let translator = load_models(&args.model, &device)?;
-    let search = args.search(translator.default_search())?;
+    let search = args.search_request().apply(translator.default_search())?;
     let lines = read_input_lines(args.input.as_deref())?;
     let unk = match (args.replace_unk, &args.dict) {
         (false, _) => None,
         (true, _) if !translator.models().iter().any(|m| m.has_attention()) => {
-            bail!("--replace-unk needs an attention model; this one is {:?}", translator.model.cfg.arch)
+            bail!("--replace-unk needs an attention model; this one is {:?}", translator.model().cfg.arch)
         }
         (true, None) => Some(UnkReplacer::new()),
         (true, Some(path)) => Some(UnkReplacer::with_dictionary(path)?),

@@ -1,7 +1,7 @@
 //! A labelled 2-D map of phrase vectors (Cho et al. 2014, Figure 4: phrases placed by their
 //! RNN Encoder-Decoder summaries). The projection is PCA: the vectors are centred and projected
-//! on the two leading eigenvectors of their covariance, found by power iteration with
-//! deflation (deterministic start, so the same vectors give the same picture).
+//! on the two leading eigenvectors of their covariance (`nalgebra`'s symmetric
+//! eigen-decomposition; each vector's sign fixed, so the same vectors give the same picture).
 use std::path::Path;
 
 use plotters::coord::Shift;
@@ -38,31 +38,25 @@ pub fn pca_2d(vectors: &[Vec<f32>]) -> Result<Pca2d> {
         }
     }
     let total: f64 = (0..d).map(|i| cov[i * d + i]).sum::<f64>().max(1e-300);
+    let eig = nalgebra::SymmetricEigen::new(nalgebra::DMatrix::from_row_slice(d, d, &cov));
+    let mut order: Vec<usize> = (0..d).collect();
+    order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
     let mut comps: Vec<Vec<f64>> = Vec::new();
     let mut shares = [0.0; 2];
     for (k, share) in shares.iter_mut().enumerate() {
-        let mut v: Vec<f64> = (0..d).map(|i| 1.0 + ((i * 7 + k * 3) % 11) as f64 / 11.0).collect();
-        let mut lambda = 0.0;
-        for _ in 0..500 {
-            let mut w: Vec<f64> = (0..d).map(|i| (0..d).map(|j| cov[i * d + j] * v[j]).sum()).collect();
-            // Deflate: stay orthogonal to the components found.
-            for c in &comps {
-                let dot: f64 = w.iter().zip(c).map(|(a, b)| a * b).sum();
-                w.iter_mut().zip(c).for_each(|(a, b)| *a -= dot * b);
-            }
-            let norm = w.iter().map(|a| a * a).sum::<f64>().sqrt();
-            if norm < 1e-300 {
-                break;
-            }
-            lambda = norm;
-            w.iter_mut().for_each(|a| *a /= norm);
-            let moved: f64 = w.iter().zip(&v).map(|(a, b)| (a - b).abs()).sum();
-            v = w;
-            if moved < 1e-12 {
-                break;
-            }
+        // One vector has a single component: the second axis is then flat.
+        let Some(&col) = order.get(k) else {
+            comps.push(vec![0.0; d]);
+            continue;
+        };
+        let mut v: Vec<f64> = eig.eigenvectors.column(col).iter().copied().collect();
+        // An eigenvector's sign is arbitrary: fix it (largest entry positive) so that the same
+        // vectors always give the same picture.
+        let big = v.iter().copied().fold(0f64, |m, x| if x.abs() > m.abs() { x } else { m });
+        if big < 0.0 {
+            v.iter_mut().for_each(|x| *x = -*x);
         }
-        *share = lambda / total;
+        *share = eig.eigenvalues[col].max(0.0) / total;
         comps.push(v);
     }
     let proj = |row: &Vec<f64>, c: &Vec<f64>| row.iter().zip(c).map(|(a, b)| a * b).sum::<f64>();

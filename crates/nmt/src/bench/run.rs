@@ -19,10 +19,9 @@ use serde_json::{json, Value};
 use super::reference::{self, BATCH, SRC_LEN, TGT_LEN};
 use crate::config::{Impl, ModelConfig, Optimizer as OptimizerKind, SearchConfig, TrainConfig};
 use crate::error::Result;
-use crate::hypothesis::SearchOptions;
-use crate::infer::{self, HostModel};
 use crate::kernels::gemm::{matmul, Mat};
 use crate::model::{BatchTensors, Seq2Seq};
+use crate::search::{SearchOptions, Searcher};
 use crate::train::optim::Optimizer;
 
 /// What to measure.
@@ -147,14 +146,10 @@ fn without_eos(model: &Seq2Seq) -> Result<Seq2Seq> {
 
 /// Searches the reference's source batch with beam `k` for 30 steps, by the code `nmt
 /// translate` runs for a batch.
-fn search(model: &Seq2Seq, host: Option<&HostModel>, batch: &nmt_data::Batch, k: usize) -> Result<usize> {
+fn search(searcher: &Searcher, imp: Impl, batch: &nmt_data::Batch, k: usize) -> Result<usize> {
     let cfg =
         SearchConfig { beam_size: k, n_best: 1, max_len_ratio: 0.0, max_len_extra: TGT_LEN, normalize: 0.0, ..SearchConfig::default() };
-    let opts = SearchOptions { cfg, alignments: false, imp: if host.is_some() { Impl::Fused } else { Impl::Ops } };
-    let hyps = match host {
-        Some(h) => infer::search_batch(&[h], batch, &opts),
-        None => crate::search::search_batch(model, batch, &opts)?,
-    };
+    let hyps = searcher.search_batch(batch, &SearchOptions { cfg, alignments: false, imp })?;
     Ok(hyps.iter().flatten().map(|h| h.tokens.len()).sum())
 }
 
@@ -211,18 +206,15 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         v
     };
     if want("greedy") || want("beam5") {
-        let searcher = without_eos(&model)?;
-        let host = match opts.imp {
-            Impl::Fused if HostModel::supports(&searcher) => Some(HostModel::new(&searcher)?),
-            _ => None,
-        };
+        // Built once, as `nmt translate` keeps its host snapshot across batches.
+        let searcher = Searcher::new(vec![without_eos(&model)?])?;
         for (name, k, reps) in [("greedy", 1, opts.steps), ("beam5", 5, (opts.steps / 2).max(5))] {
             if !want(name) {
                 continue;
             }
             let mut tokens = 0;
             let (ms, mn) = timed(reps, || {
-                tokens = std::hint::black_box(search(&searcher, host.as_ref(), &batch, k)?);
+                tokens = std::hint::black_box(search(&searcher, opts.imp, &batch, k)?);
                 Ok(())
             })?;
             if tokens != BATCH * TGT_LEN {

@@ -16,7 +16,7 @@ mod search;
 mod train;
 pub use data::{CorpusEntry, DataConfig, TrainInput};
 pub use model::{Arch, Cell, CellKind, EncoderKind, GruForm, Impl, ModelConfig, OutputState};
-pub use search::SearchConfig;
+pub use search::{SearchConfig, SearchRequest};
 pub use train::{Optimizer, TrainConfig};
 
 /// A whole run's configuration, as read from TOML.

@@ -39,3 +39,43 @@ impl Default for SearchConfig {
         }
     }
 }
+
+/// A caller's changes to a model's search defaults: the CLI's flags, a server request, a
+/// Python call. `None` keeps the model file's value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchRequest {
+    pub beam_size: Option<usize>,
+    /// Hypotheses kept per sentence (the beam is raised to it); `None`: the best one only.
+    pub n_best: Option<usize>,
+    pub normalize: Option<f64>,
+    pub max_len_ratio: Option<f64>,
+    pub batch_size: Option<usize>,
+    pub max_source_len: Option<usize>,
+    /// Never emit `<unk>` (in addition to the model's own setting).
+    pub no_unk: bool,
+}
+
+impl SearchRequest {
+    /// `defaults` with this request's changes; counts must be at least 1 and the ratio and
+    /// exponent finite and not negative.
+    pub fn apply(&self, defaults: SearchConfig) -> crate::Result<SearchConfig> {
+        let mut s = defaults;
+        s.beam_size = self.beam_size.unwrap_or(s.beam_size);
+        s.n_best = self.n_best.unwrap_or(1);
+        s.normalize = self.normalize.unwrap_or(s.normalize);
+        s.max_len_ratio = self.max_len_ratio.unwrap_or(s.max_len_ratio);
+        s.batch_size = self.batch_size.unwrap_or(s.batch_size);
+        s.max_source_len = self.max_source_len.unwrap_or(s.max_source_len);
+        s.no_unk |= self.no_unk;
+        if s.beam_size == 0 || s.n_best == 0 || s.batch_size == 0 || s.max_source_len == 0 {
+            return Err(crate::Error::Input("beam size, n-best, batch size and maximum length must be at least 1".into()));
+        }
+        s.beam_size = s.beam_size.max(s.n_best);
+        for (name, v) in [("normalize", s.normalize), ("max_len_ratio", s.max_len_ratio)] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(crate::Error::Input(format!("{name} must be a finite number ≥ 0, not {v}")));
+            }
+        }
+        Ok(s)
+    }
+}

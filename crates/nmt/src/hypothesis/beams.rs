@@ -1,12 +1,11 @@
-//! The beam bookkeeping both searches run (Nematus/GroundHog semantics): a sentence's beam
+//! The beam bookkeeping of the search (Nematus/GroundHog semantics): a sentence's beam
 //! shrinks by one each time a hypothesis ends with `</s>`; the sentence is done when its beam is
 //! empty or its length limit is reached (the live hypotheses are then kept as unfinished, and a
 //! limit of 0 gives one empty unfinished hypothesis); finished hypotheses are ranked by the
 //! length-normalised score and the `n_best` first kept. With beam 1 this is greedy search.
 //!
-//! The searches differ only in how they compute a step and choose the extensions: the candle
-//! search scores `batch × k` fixed rows, the host search only the live ones. Both hand the
-//! chosen extensions to [`Beams::advance`] and lay out their next rows from what it returns.
+//! The beam loop (`crate::search::beam`) hands each step's chosen extensions to
+//! [`Beams::advance`] and lays out its next rows from what it returns.
 use nmt_data::EOS;
 
 use super::{normalized, Hypothesis};

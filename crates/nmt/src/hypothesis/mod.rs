@@ -1,8 +1,7 @@
-//! What both searches share: the output type, the options, length normalisation and limits,
-//! and the beam bookkeeping ([`beams::Beams`]). It sits below both the candle search
-//! (`crate::search`, the reference and GPU path) and the host search (`crate::infer`), so
-//! neither imports the other for it: `search` dispatches to `infer`, and `infer` only sees
-//! this module.
+//! What the search and its scorers share: the output type, the options, length normalisation
+//! and limits, and the beam bookkeeping ([`beams::Beams`]). It sits below `crate::search` (the
+//! beam loop) and the scorers' step code, so that a scorer (`crate::infer`, `crate::model`)
+//! never imports the loop that runs it.
 //!
 //! Hypotheses are ranked by `log p(y|x) / len^α` (Cho et al. 2014b's length normalisation for
 //! α = 1; `len` counts `</s>`). A hypothesis's `log_prob` is exactly the sum of the per-step

@@ -6,14 +6,8 @@
 //! (scaled by `g`) and the source's words: those are scored exactly and ranked. The step's
 //! result is rewritten as log-probabilities (normaliser 0), which the beam reads as before.
 use super::encode::HostEncoded;
-use super::weights::HostModel;
-use crate::kernels::scores::RowBest;
-
-/// The gate `g = σ([s; c; E y] w_g + b_g)`: `w_g (n + 2n + m)`, `b_g`.
-pub struct HostCopy {
-    pub w: Vec<f32>,
-    pub b: f32,
-}
+use super::weights::{HostCopy, HostModel};
+use crate::kernels::projection::RowBest;
 
 /// What the mixture reads for `R` rows.
 pub struct MixIn<'a> {

@@ -1,6 +1,10 @@
-//! Dense pieces of the host search: affine maps, embedding lookups, `tanh` in place. The GRU
-//! arithmetic itself is the training kernels' (`kernels::gru_cell`, `kernels::gru`,
-//! `kernels::bigru`): the search has no cell of its own.
+//! Dense pieces of the host search: affine maps, embedding lookups, `tanh` in place, and the
+//! copy of a parameter to the host. The GRU
+//! arithmetic itself is the training kernels' (`kernels::rnn_cell`, `kernels::rnn`,
+//! `kernels::birnn`): the search has no cell of its own.
+use candle_core::{DType, Tensor};
+
+use crate::error::Result;
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::math::FastMath;
 use crate::simd_dispatch;
@@ -26,4 +30,10 @@ pub fn embed(table: &[f32], ids: &[u32], dim: usize) -> Vec<f32> {
 /// `x ← tanh(x)`.
 pub fn tanh_in_place(x: &mut [f32]) {
     simd_dispatch!(x.iter_mut().for_each(|v| *v = v.tanh_fast()));
+}
+
+/// A tensor's elements as host `f32` (a transposed view is laid out row-major first): how the
+/// snapshots (`weights.rs`, `grconv.rs`) copy the candle parameters.
+pub(crate) fn host(t: &Tensor) -> Result<Vec<f32>> {
+    Ok(t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?)
 }

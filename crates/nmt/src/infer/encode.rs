@@ -1,12 +1,12 @@
 //! The encoders' forward pass on the host (model/encoder.rs and `Seq2Seq::encode` are the
 //! candle twins): embeddings, then the recurrent layer(s) over the padded batch by the training
-//! kernels' own forward pass (`kernels::bigru`, `kernels::gru`: either cell, each sentence's
+//! kernels' own forward pass (`kernels::birnn`, `kernels::rnn`: either cell, each sentence's
 //! state carried through its padding), and what the decoder reads.
 use super::dense::{affine, embed, tanh_in_place};
 use super::weights::{HostCore, HostModel};
-use crate::kernels::bigru;
+use crate::kernels::birnn;
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
-use crate::kernels::gru::{self, GruDims};
+use crate::kernels::rnn::{self, RnnDims};
 
 /// The encoded batch of `B` sentences, padded to `S` positions.
 pub struct HostEncoded {
@@ -37,7 +37,7 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
     let kind = cfg.cell_kind();
     let g = kind.gates() * n;
     let gi_stride = g * dirs;
-    let dims = GruDims { batch: b, len: s, hidden: n, reverse: false, kind, lens: kernel_lens, mask: None, gi_stride, gi_off: 0 };
+    let dims = RnnDims { batch: b, len: s, hidden: n, reverse: false, kind, lens: kernel_lens, mask: None, gi_stride, gi_off: 0 };
     // Each layer's outputs `(B, S, dirs·n)`, bottom up; upper layers read the one below and,
     // with residual connections, add it (model/encoder.rs).
     let layers = match &model.core {
@@ -48,12 +48,12 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
         let width = if k == 0 { m } else { dirs * n };
         let gi = affine(&out, b * s, width, &layer.w, &layer.b, threads);
         let h = if dirs == 2 {
-            // Both directions at once, one per thread (kernels/bigru.rs).
-            bigru::annotations(&dims, &gi, &layer.u, &layer.bh)
+            // Both directions at once, one per thread (kernels/birnn.rs).
+            birnn::annotations(&dims, &gi, &layer.u, &layer.bh)
         } else {
             let mut row = layer.bh.clone();
             row.resize(g + n, 0.0); // [b_h; h_0 = 0]
-            gru::forward(&dims, &gi, &layer.u, &fill_rows(&row, b)).0
+            rnn::forward(&dims, &gi, &layer.u, &fill_rows(&row, b)).0
         };
         out = if k > 0 && cfg.residual { h.iter().zip(&out).map(|(a, b)| a + b).collect() } else { h };
     }

@@ -1,7 +1,7 @@
 //! grConv's forward pass on the host (`model/grconv.rs` is the candle twin): level by level,
 //! each sentence's nodes as two GEMM pairs over its left and right children (row windows of
 //! the level below, read in place), then the gated mix row by row.
-use super::weights::host;
+use super::dense::host;
 use crate::error::Result;
 use crate::kernels::gemm::{matmul, Mat};
 use crate::model::grconv::GrConv;

@@ -6,7 +6,7 @@
 //! s_i  = GRU(E y_{i-1} W + b + c_i C, s_{i-1})    (R, n)    two input GEMMs, two in the cell
 //! t~_i = s O_h + E y_{i-1} O_y + c_i O_c + b      (R, 2l)   three accumulated GEMMs
 //! t_i  = maxout(t~_i)                             (R, l)
-//! z    = G t_i + b_G → lse, best tokens per row   (K_y, R)  kernels/scores.rs, never stored
+//! z    = G t_i + b_G → lse, best tokens per row   (K_y, R)  kernels/projection.rs, never stored
 //! ```
 //! RNNenc (appendix A) replaces attention by the summary `c` of the row's sentence: its gate
 //! term `C c` joins `U' h` before the reset gate, and `O_c c` joins the deep output's bias.
@@ -23,10 +23,10 @@ use crate::config::{CellKind, GruForm, OutputState};
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::gemm::fill_rows;
 use crate::kernels::gemm::{matmul, Mat};
-use crate::kernels::gru_cell::{reset_row, update_row, Cell, Rows as KRows, StepIn};
 use crate::kernels::lstm_cell;
 use crate::kernels::profile;
-use crate::kernels::scores::RowBest;
+use crate::kernels::projection::RowBest;
+use crate::kernels::rnn_cell::{reset_row, update_row, CellKernel, Rows as KRows, StepIn};
 use crate::simd_dispatch;
 
 /// The live rows of a step: previous states `s (R, w)` (`w = n`, or the LSTM's `2n`),
@@ -68,7 +68,7 @@ pub fn step(
 }
 
 /// A step up to the output layer's features: what [`step`] scores, and what an ensemble
-/// (`infer/ensemble.rs`) turns into full distributions.
+/// (`search/ensemble.rs`, through `Scorer::step_full`) turns into full distributions.
 pub struct Features {
     /// The new states `(R, w)`.
     pub state: Vec<f32>,
@@ -147,7 +147,7 @@ pub fn features(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want_alph
             let mut g2 = affine(&ey, r_n, m, &dec.y_cat, &dec.yc_cat_b, threads);
             matmul(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&dec.c_cat, 2 * n, w2), true, threads);
             kept_ctx = ctx;
-            // The cell, with the training kernels' row arithmetic (`kernels::gru_cell`): the
+            // The cell, with the training kernels' row arithmetic (`kernels::rnn_cell`): the
             // input terms are g2's first 3n columns, the recurrent ones g1's block after W_a.
             let rec = dec.rec;
             let hh_n = match dec.kind {
@@ -247,7 +247,7 @@ pub fn features(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want_alph
 
 /// The decoder's layers above the first for one step (`model/upper.rs` is the candle twin):
 /// `prev (R, L·w)` the stacked states before the step, `first (R, w)` the first layer's new
-/// states. Each upper layer steps with the training kernels' cell (`gru_cell::Cell`) on the
+/// states. Each upper layer steps with the training kernels' cell (`rnn_cell::CellKernel`) on the
 /// output below it. Returns the new stacked states and the top output `(R, n)`.
 fn upper_step(model: &HostModel, prev: &[f32], first: &[f32], threads: usize) -> (Vec<f32>, Vec<f32>) {
     let (n, sw, lw) = (model.cfg.hidden_dim, model.state_width(), model.layer_width());
@@ -268,7 +268,7 @@ fn upper_step(model: &HostModel, prev: &[f32], first: &[f32], threads: usize) ->
         let gi = affine(&x, r_n, n, &layer.w, &layer.b, threads);
         let mut gh = fill_rows(&layer.bh, r_n);
         let (mut h, mut q) = (vec![0f32; r_n * n], vec![0f32; r_n * n]);
-        let cell = Cell { kind, hidden: n, u: &layer.u };
+        let cell = CellKernel { kind, hidden: n, u: &layer.u };
         let si = StepIn { hp: &hp, cp: &cp, hu: &hp, mask: None, gi: (&gi, KRows { off: 0, stride: g }), active: &active };
         let r1 = KRows { off: 0, stride: n };
         simd_dispatch!(cell.forward(&si, (&mut gh, KRows { off: 0, stride: g }), (&mut q, r1), (&mut h, r1)));

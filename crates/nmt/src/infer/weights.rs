@@ -2,24 +2,19 @@
 //! the search kernels: matrices stay `(in, out)` row-major (the per-step products `x W` read
 //! them as they are), and the output projection is pre-transposed for column-major scores.
 //! The weights are read from the model's typed layers ([`Seq2Seq::layers`]), never by name.
-use candle_core::{DType, Tensor};
+use candle_core::DType;
 
-use super::copy::HostCopy;
+use super::dense::host;
 use super::grconv::HostGrConv;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::{Error, Result};
-use crate::kernels::scores::Projection;
+use crate::kernels::projection::Projection;
 use crate::model::decoder::AttentionDecoder;
 use crate::model::encoder::SummaryEncoder;
 use crate::model::rnn::Rnn;
 use crate::model::{Layers, Seq2Seq};
 
-/// A tensor's elements as host `f32` (a transposed view is laid out row-major first).
-pub(crate) fn host(t: &Tensor) -> Result<Vec<f32>> {
-    Ok(t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?)
-}
-
-/// An encoder's layer(s) in the training kernels' layout (`kernels::gru`, `kernels::bigru`),
+/// An encoder's layer(s) in the training kernels' layout (`kernels::rnn`, `kernels::birnn`),
 /// so the search encodes with the very code that trains: `k` directions (2 for RNNsearch's
 /// bidirectional encoder, 1 for RNNenc), `W (m, k·G)` and `b (k·G)` side by side,
 /// `U (k, n, G)` packed `[U_r | U_z | U_n]` (LSTM: `[U_i | U_f | U_g | U_o]`), recurrent biases
@@ -146,6 +141,13 @@ pub struct HostOutput {
     pub o_c: Vec<f32>,
     pub b: Vec<f32>,
     pub proj: Projection,
+}
+
+/// RNNsearch's copy gate `g = σ([s; c; E y] w_g + b_g)`: `w_g (n + 2n + m)`, `b_g`
+/// (`copy.rs` computes the mixture).
+pub struct HostCopy {
+    pub w: Vec<f32>,
+    pub b: f32,
 }
 
 /// Everything search needs, on the host.

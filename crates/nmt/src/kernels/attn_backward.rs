@@ -15,9 +15,9 @@ use rayon::prelude::*;
 
 use super::attn_decoder::{attention_weights, AttnDims, AttnScratch, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
-use super::gru::chunk_rows;
-use super::gru_cell::{chunk_mask, dropped, masked_states, u_grad, Cell, CellKind, Rows, StepGrads, StepIn};
 use super::math::{axpy, dot};
+use super::rnn::chunk_rows;
+use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, Rows, StepGrads, StepIn};
 use crate::simd_dispatch;
 
 /// Recomputed per-step quantities, `(B, T, ·)` each.
@@ -165,7 +165,7 @@ fn backward_chunk<T: Real>(
     let mut dc = vec![T::ZERO; nb * c];
     let mut sc = AttnScratch::new(sl, a);
     let mut dalpha = vec![T::ZERO; sl];
-    let cell = Cell { kind: d.kind, hidden: h, u: &w[o.u..o.bh] };
+    let cell = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh] };
     let active = vec![true; nb];
     let (mut hp, mut ds, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
     let lstm = d.kind == CellKind::Lstm;

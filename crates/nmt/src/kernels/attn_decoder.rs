@@ -1,5 +1,5 @@
 //! The RNNsearch decoder's whole step loop (Bahdanau et al. 2014, appendix A.2.2) as one candle
-//! op: additive attention, context, and a recurrent cell (`gru_cell.rs`: a GRU in either form,
+//! op: additive attention, context, and a recurrent cell (`rnn_cell.rs`: a GRU in either form,
 //! or an LSTM) whose input is `[E y_{i-1}; c_i]`. Below, `3H` is the GRU's gate width `G`
 //! (the LSTM's is `4H`; it keeps its cell states where the GRU keeps `q`).
 //!
@@ -9,7 +9,7 @@
 //! α_i   = softmax_j(e_ij) over the source length     (B, S)
 //! c_i   = Σ_j α_ij h_j                              (B, C)     C = 2H for a bi-GRU encoder
 //! gi_i  = gie_i + c_i W_c,  gh_i = s_{i-1} U + b_h   (B, 3H)    gie = E y W_e + b_i, precomputed
-//! s_i   = GRU(gi_i, gh_i, s_{i-1})                  `gru_cell.rs`; `gh_i` += `q U_n` for the paper form
+//! s_i   = GRU(gi_i, gh_i, s_{i-1})                  `rnn_cell.rs`; `gh_i` += `q U_n` for the paper form
 //! ```
 //!
 //! This file is the loop itself, on the internal layout that `attn_op.rs` (the candle op) builds:
@@ -27,9 +27,9 @@
 use rayon::prelude::*;
 
 use super::gemm::{matmul, Mat, Real};
-use super::gru::chunk_rows;
-use super::gru_cell::{chunk_mask, dropped, Cell, CellKind, Rows, StepIn};
 use super::math::{axpy, dot};
+use super::rnn::chunk_rows;
+use super::rnn_cell::{chunk_mask, dropped, CellKernel, CellKind, Rows, StepIn};
 use crate::config::OutputState;
 use crate::simd_dispatch;
 
@@ -44,11 +44,11 @@ pub struct AttnDims {
     pub att: usize,
     /// Source length of each sentence, `<= src_len`.
     pub lens: Vec<usize>,
-    /// The decoder's cell (`gru_cell.rs`); `b_h` is zero for the paper's GRU and the LSTM.
+    /// The decoder's cell (`rnn_cell.rs`); `b_h` is zero for the paper's GRU and the LSTM.
     pub kind: CellKind,
     /// Which state each output row carries: `s_i`, or `s_{i-1}` (RNNsearch's deep output).
     pub output: OutputState,
-    /// Recurrent dropout on `s_{i-1}` where it enters `U` (`gru_cell.rs`): a mask `(B, H)`
+    /// Recurrent dropout on `s_{i-1}` where it enters `U` (`rnn_cell.rs`): a mask `(B, H)`
     /// of `0` or `1/(1−p)`, the same at every step. The attention reads the undropped state.
     pub state_mask: Option<Vec<f32>>,
 }
@@ -215,7 +215,7 @@ fn forward_chunk<T: Real>(d: &AttnDims, x: &ChunkIn<'_, T>, w: &[T], out: &mut [
     let nb = x.s0.len() / h;
     let (ws, gi, gh) = (&mut *st.ws, &mut *st.gi, &mut *st.gh);
     let mut sc = AttnScratch::new(sl, a);
-    let cell = Cell { kind: d.kind, hidden: h, u: &w[o.u..o.bh] };
+    let cell = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh] };
     let lstm = d.kind == CellKind::Lstm;
     // The LSTM's cell states, from zero.
     let mut cp = vec![T::ZERO; if lstm { nb * h } else { 0 }];

@@ -5,56 +5,7 @@
 //! transpose: [`Mat::t`] swaps the strides without copying, which is how `Aᵀ·B` in the backward
 //! passes is expressed.
 
-/// Element types the kernels run in: `f32` for speed, `f64` for gradient checks.
-pub trait Real:
-    Copy
-    + Send
-    + Sync
-    + 'static
-    + PartialOrd
-    + std::fmt::Debug
-    + std::ops::Add<Output = Self>
-    + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self>
-    + std::ops::Div<Output = Self>
-    + std::ops::AddAssign
-    + std::ops::Neg<Output = Self>
-    + super::math::FastMath
-{
-    const ZERO: Self;
-    const ONE: Self;
-    fn from_f64(x: f64) -> Self;
-    fn to_f64(self) -> f64;
-    fn ln(self) -> Self;
-    fn max(self, other: Self) -> Self;
-}
-
-macro_rules! impl_real {
-    ($t:ty) => {
-        impl Real for $t {
-            const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
-            #[inline(always)]
-            fn from_f64(x: f64) -> Self {
-                x as $t
-            }
-            #[inline(always)]
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            #[inline(always)]
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            #[inline(always)]
-            fn max(self, other: Self) -> Self {
-                <$t>::max(self, other)
-            }
-        }
-    };
-}
-impl_real!(f32);
-impl_real!(f64);
+pub use super::math::Real;
 
 /// A strided read-only matrix view: element `(i, j)` is `data[off + i*rs + j*cs]`.
 #[derive(Clone, Copy)]

@@ -1,7 +1,7 @@
 //! One LSTM step's row arithmetic, forward and backward (Hochreiter & Schmidhuber 1997, with
 //! the forget gate of Gers et al. 2000; the lecture notes' LSTM in `shared/SPEC.md`). The
 //! GEMMs around it, and padding and recurrent dropout, are shared with the GRU through
-//! [`super::gru_cell::Cell`]; this file is what differs.
+//! [`super::rnn_cell::CellKernel`]; this file is what differs.
 //!
 //! Gate blocks are ordered `[i | f | g | o]` (PyTorch's order); `U (H, 4H)`. Per row, with
 //! `gi = W x + b (+ C c)` the input term and `hh = h U + ghb` the recurrent one:

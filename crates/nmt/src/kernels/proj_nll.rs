@@ -1,7 +1,7 @@
 //! The vocabulary projection and its loss as one op: `nll_r = lse(z_r) − (1−ε) z_r[y_r] − ε·mean(z_r)`
 //! with `z = x W + b` for `x (N, K)`, `W (K, V)`, `b (V)`: the cross-entropy against the
 //! smoothed labels `(1−ε)·onehot + ε/V` (ε = 0: the plain NLL). Its gradient in `z` is
-//! `softmax − (1−ε)·onehot − ε/V`. The composed twin is `linear` then `xent::nll_rows`.
+//! `softmax − (1−ε)·onehot − ε/V`. The composed twin is `linear`, `log_softmax` and `gather`.
 //!
 //! The logits `(N, V)` (30 MB on the bench) are computed once, turned in place into
 //! `exp(z − max)` with each row's `1 / Σ`, and kept by the op instance for its own backward
@@ -15,8 +15,10 @@ use rayon::prelude::*;
 use super::gemm::{matmul, Mat, Real};
 use super::linear::col_sums;
 use super::saved_op::{apply, SavedForward};
-use super::xent::ROWS;
 use crate::simd_dispatch;
+
+/// Rows per parallel task: a chunk of rows shares one thread's pass over the vocabulary.
+const ROWS: usize = 16;
 
 /// The projection matrix as the op reads it.
 #[derive(Clone, Copy, Debug)]

@@ -78,11 +78,6 @@ impl Seq2Seq {
         }
     }
 
-    /// Logits of every target position, teacher-forced: `tgt_in: (B, T)` → `(B·T, K_y)`.
-    pub fn teacher_forced_logits(&self, enc: &Encoded, tgt_in: &Tensor, dropout: Option<&mut Dropout>) -> Result<Tensor> {
-        Ok(self.teacher_forced(enc, tgt_in, dropout)?.logits)
-    }
-
     /// Teacher forcing: the logits and, for a copy model, the attention `(B·T, S)` and the
     /// gate `(B·T, 1)` (`copy.rs`).
     pub(super) fn teacher_forced(&self, enc: &Encoded, tgt_in: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Forced> {

@@ -26,7 +26,7 @@ use super::regularizer::{times_mask, Dropout};
 use super::{Core, Seq2Seq};
 use crate::config::{CellKind, EncoderKind, GruForm, OutputState};
 use crate::error::Result;
-use crate::kernels::{attn_decoder, attn_op, bigru, deep_output, embed, gru, linear, maxout, proj_nll};
+use crate::kernels::{attn_decoder, attn_op, birnn, deep_output, embed, linear, maxout, proj_nll, rnn};
 
 /// `(B, T, n)` decoder states → the ones the deep output reads: `s_i` or `s_{i-1}`.
 fn output_states(cur: &Tensor, init: &Tensor, which: OutputState) -> Result<Tensor> {
@@ -118,8 +118,8 @@ impl Seq2Seq {
                     let gi = linear::linear(&input, &Tensor::cat(&[wf, wb], 1)?, &Tensor::cat(&[bf, bb], 0)?)?;
                     let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
                     let bh = Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?;
-                    let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: mk.state.as_deref() };
-                    let out = bigru::bigru_sequence(&gi, &u, &bh, spec)?;
+                    let spec = rnn::RnnSpec { kind, lens: &src_lens, state_mask: mk.state.as_deref() };
+                    let out = birnn::birnn_sequence(&gi, &u, &bh, spec)?;
                     ann = if k > 0 && self.cfg.residual { (out + ann)? } else { out };
                 }
                 let (dw, db) = dec.rnn.input_weights();
@@ -200,8 +200,8 @@ impl Seq2Seq {
                             let (w, bias) = g.input_weights();
                             let gi = linear::linear(&input, w, bias)?.reshape((b, s, gw))?;
                             let enc_rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
-                            let spec = gru::GruSpec { kind, lens: &src_lens, state_mask: mk.state.as_deref() };
-                            let out = gru::gru_sequence(&gi, &g.u_cat()?, &enc_rows, false, spec)?;
+                            let spec = rnn::RnnSpec { kind, lens: &src_lens, state_mask: mk.state.as_deref() };
+                            let out = rnn::rnn_sequence(&gi, &g.u_cat()?, &enc_rows, false, spec)?;
                             hs = if k > 0 && self.cfg.residual { (out + hs)? } else { out };
                         }
                         hs.narrow(1, s - 1, 1)?.squeeze(1)?
@@ -219,8 +219,8 @@ impl Seq2Seq {
                     CellKind::Gru(_) => CellKind::Gru(GruForm::ResetAfter),
                     CellKind::Lstm => CellKind::Lstm,
                 };
-                let spec = gru::GruSpec { kind: dec_kind, lens: &tgt_lens, state_mask: dec_mask.as_deref() };
-                let mut cur = gru::gru_sequence(&gie, &dec.u, &dec_rows, false, spec)?;
+                let spec = rnn::RnnSpec { kind: dec_kind, lens: &tgt_lens, state_mask: dec_mask.as_deref() };
+                let mut cur = rnn::rnn_sequence(&gie, &dec.u, &dec_rows, false, spec)?;
                 if stacked {
                     cur = self.upper_fused(&cur, &init, &upper_masks)?;
                 }
@@ -254,8 +254,8 @@ impl Seq2Seq {
             let (w, bias) = rnn.input_weights();
             let gi = linear::linear(&masked(&x, &mk.input)?.reshape((b * t, n))?, w, bias)?.reshape((b, t, gw))?;
             let rows = Tensor::cat(&[&rnn.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, h0], 1)?;
-            let spec = gru::GruSpec { kind, lens: &lens, state_mask: mk.state.as_deref() };
-            let h = gru::gru_sequence(&gi, &rnn.u_cat()?, &rows, false, spec)?;
+            let spec = rnn::RnnSpec { kind, lens: &lens, state_mask: mk.state.as_deref() };
+            let h = rnn::rnn_sequence(&gi, &rnn.u_cat()?, &rows, false, spec)?;
             x = if self.cfg.residual { (h + x)? } else { h };
         }
         Ok(x)

@@ -17,6 +17,7 @@ pub mod output;
 pub mod params;
 pub mod regularizer;
 pub mod rnn;
+mod scorer;
 pub mod upper;
 
 use candle_core::{DType, Device, Tensor, D};
@@ -59,7 +60,8 @@ pub struct Seq2Seq {
     imp: Impl,
 }
 
-/// What teacher forcing computes ([`Seq2Seq::teacher_forced_logits`] is its first part).
+/// What teacher forcing computes: the logits `(B·T, K_y)` and, for a copy model, what the
+/// mixture reads.
 struct Forced {
     logits: Tensor,
     alpha: Option<Tensor>,

@@ -1,80 +1,82 @@
-//! Beam search with the candle ops for a batch of sentences, `k` rows per sentence
-//! (`rows = batch · k`; row `b·k + j` is sentence `b`'s live hypothesis `j`). The bookkeeping
-//! (narrowing beams, length limits, ranking) is `crate::hypothesis::beams`, shared with the host
-//! search. With beam 1 this is exactly greedy search.
-use candle_core::Tensor;
+//! The beam search, the only one: greedy search is beam 1. It runs any [`Scorer`] (one model
+//! on the host or in candle, or an ensemble of either) with the bookkeeping of
+//! `crate::hypothesis::beams` (narrowing beams, length limits, ranking).
+//!
+//! Only live hypotheses are computed: each step gathers the rows still alive (all sentences of
+//! the batch side by side, a sentence's rows contiguous), so finished hypotheses and finished
+//! sentences cost nothing.
+use nmt_data::batch::Batch;
 use nmt_data::BOS;
 
-use super::greedy::allowed;
-use super::{to_rows, Hypothesis, SearchOptions};
+use super::scorer::{skipped_tokens, Pick, Rows, Scorer};
 use crate::error::Result;
-use crate::hypothesis::beams::{Beams, Extension, Live};
-use crate::model::decoder::Encoded;
-use crate::model::Seq2Seq;
+use crate::hypothesis::beams::{Beams, Extension};
+use crate::hypothesis::{max_output_len, Hypothesis, SearchOptions};
+use crate::kernels::profile;
 
-pub fn beam(model: &Seq2Seq, enc: &Encoded, limits: &[usize], opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
+/// Searches one batch (its sources in the scorer's reading order): up to `n_best` hypotheses
+/// per sentence, best first, in the batch's row order.
+pub fn search<S: Scorer>(scorer: &S, batch: &Batch, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
+    let enc = profile::timed(profile::SEARCH_ENCODE, || scorer.encode(batch))?;
+    let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &opts.cfg)).collect();
     let k = opts.cfg.beam_size.max(1);
-    let batch = limits.len();
-    let rows = batch * k;
-    let expand: Vec<u32> = (0..rows).map(|r| (r / k) as u32).collect();
-    let enc = enc.select(&Tensor::from_vec(expand, rows, model.device())?)?;
-    let mut state = enc.init.clone();
-    let mut beams = Beams::new(limits, k, opts.alignments && model.has_attention(), opts.cfg.normalize);
-    let mut y = vec![BOS; rows];
-    let max_steps = limits.iter().copied().max().unwrap_or(0);
-    for step in 0..max_steps {
-        if beams.all_done() {
+    let n_sent = limits.len();
+    let want_alpha = opts.alignments && scorer.attends();
+    let skip = skipped_tokens(opts.cfg.no_unk);
+    let mut beams = Beams::new(&limits, k, want_alpha, opts.cfg.normalize);
+    // The live rows, sentence by sentence: state, previous word, sentence.
+    let mut sent: Vec<usize> = (0..n_sent).filter(|&b| !beams.live(b).is_empty()).collect();
+    let mut states = scorer.start(&enc, &sent)?;
+    let mut y = vec![BOS; sent.len()];
+    for t in 0.. {
+        if sent.is_empty() {
             break;
         }
-        let y_t = Tensor::from_vec(y.clone(), rows, model.device())?;
-        crate::hypothesis::count_row_steps(rows);
-        let out = model.decode_step(&enc, &state, &y_t)?;
-        let lp = to_rows(&out.log_probs)?;
-        let alpha = match (&out.alpha, opts.alignments) {
-            (Some(a), true) => Some(to_rows(a)?),
-            _ => None,
-        };
-        let mut origin: Vec<u32> = (0..rows as u32).collect();
-        for b in 0..batch {
-            let live = beams.live(b);
-            if live.is_empty() {
+        // Rows of sentence b are contiguous: `groups[b]`; each needs its sentence's width.
+        let mut groups = vec![0..0; n_sent];
+        let mut r0 = 0;
+        for (b, g) in groups.iter_mut().enumerate() {
+            *g = r0..r0 + beams.live(b).len();
+            r0 += beams.live(b).len();
+        }
+        let want: Vec<usize> = sent.iter().map(|&b| beams.width(b)).collect();
+        crate::hypothesis::count_row_steps(sent.len());
+        let t_step = profile::start();
+        let out = scorer.step(&enc, &states, &Rows { y: &y, sent: &sent }, &Pick { want: &want, skip: &skip, alpha: want_alpha })?;
+        profile::stop(profile::SEARCH_STEP, t_step);
+        let t_select = profile::start();
+        let base: Vec<f32> = (0..n_sent).flat_map(|b| beams.live(b).iter().map(|l| l.log_prob as f32)).collect();
+        let widths: Vec<usize> = (0..n_sent).map(|b| beams.width(b)).collect();
+        let picks = out.best.top_k_groups(&base, &groups, &widths);
+        let s_len = out.alpha.as_ref().map_or(0, |a| a.len() / sent.len());
+        let (mut parents, mut y_next, mut sent_next) = (Vec::new(), Vec::new(), Vec::new());
+        for b in 0..n_sent {
+            if beams.live(b).is_empty() {
                 continue;
             }
-            let exts = top_candidates(live, &lp[b * k..b * k + live.len()], beams.width(b), opts.cfg.no_unk)
-                .into_iter()
-                .map(|(log_prob, parent, word)| Extension {
-                    parent,
-                    word,
-                    log_prob,
-                    alpha: alpha.as_ref().map(|a| a[b * k + parent].clone()),
+            let start = groups[b].start;
+            let exts = picks[b]
+                .iter()
+                .map(|c| Extension {
+                    parent: c.row - start,
+                    word: c.token,
+                    log_prob: beams.live(b)[c.row - start].log_prob + c.log_prob as f64,
+                    alpha: out.alpha.as_ref().filter(|_| want_alpha).map(|a| a[c.row * s_len..(c.row + 1) * s_len].to_vec()),
                 })
                 .collect();
-            for (i, (parent, word)) in beams.advance(b, step, exts).into_iter().enumerate() {
-                origin[b * k + i] = (b * k + parent) as u32;
-                y[b * k + i] = word;
+            for (parent, word) in beams.advance(b, t, exts) {
+                parents.push(start + parent);
+                y_next.push(word);
+                sent_next.push(b);
             }
         }
-        state = out.state.index_select(&Tensor::from_vec(origin, rows, model.device())?, 0)?;
+        // Every sentence done: no states to gather (a zero-row gather is not every backend's).
+        if !parents.is_empty() {
+            states = scorer.gather(&out.states, &parents)?;
+        }
+        y = y_next;
+        sent = sent_next;
+        profile::stop(profile::SEARCH_SELECT, t_select);
     }
     Ok(beams.finish(opts.cfg.n_best))
-}
-
-/// The `n` best extensions `(log p, parent, word)` of a sentence's live hypotheses, best first.
-fn top_candidates(live: &[Live], lp: &[Vec<f32>], n: usize, no_unk: bool) -> Vec<(f64, usize, u32)> {
-    let mut best: Vec<(f64, usize, u32)> = Vec::with_capacity(n + 1);
-    for (j, (l, row)) in live.iter().zip(lp).enumerate() {
-        for (w, &p) in row.iter().enumerate() {
-            if !allowed(w as u32, no_unk) {
-                continue;
-            }
-            let s = l.log_prob + p as f64;
-            if best.len() == n && s <= best[n - 1].0 {
-                continue;
-            }
-            let pos = best.partition_point(|c| c.0 >= s);
-            best.insert(pos, (s, j, w as u32));
-            best.truncate(n);
-        }
-    }
-    best
 }

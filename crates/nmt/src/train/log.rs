@@ -21,10 +21,14 @@ impl JsonlLog {
         JsonlLog { path: path.to_path_buf() }
     }
 
-    pub fn append<T: Serialize>(&self, record: &T) -> Result<()> {
+    /// Appends `record` as one line; returns it as written, for [`Progress::on_log`].
+    ///
+    /// [`Progress::on_log`]: super::Progress::on_log
+    pub fn append<T: Serialize>(&self, record: &T) -> Result<serde_json::Value> {
         let line = serde_json::to_string(record).map_err(|e| Error::Input(e.to_string()))?;
         let mut f = OpenOptions::new().create(true).append(true).open(&self.path).map_err(|e| Error::io(&self.path, e))?;
-        writeln!(f, "{line}").map_err(|e| Error::io(&self.path, e))
+        writeln!(f, "{line}").map_err(|e| Error::io(&self.path, e))?;
+        serde_json::to_value(record).map_err(|e| Error::Input(e.to_string()))
     }
 }
 

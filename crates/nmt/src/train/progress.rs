@@ -16,6 +16,9 @@ pub struct StepInfo {
 /// Receives progress; the CLI draws a bar from it. The library itself only logs.
 pub trait Progress {
     fn on_step(&mut self, _info: &StepInfo) {}
+    /// Each line of `train_log.jsonl` as it is written (`log.rs`): training and validation
+    /// records alike.
+    fn on_log(&mut self, _record: &serde_json::Value) {}
     fn on_message(&mut self, msg: &str) {
         tracing::info!("{msg}");
     }

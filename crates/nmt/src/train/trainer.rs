@@ -253,7 +253,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
                     elapsed_s: elapsed(),
                     fraction: fraction(t, &run.progress, elapsed(), plan.len()),
                 };
-                env.log.append(&TrainRecord {
+                let record = env.log.append(&TrainRecord {
                     step,
                     epoch: info.epoch,
                     loss: info.loss,
@@ -261,6 +261,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
                     grad_norm: win.grad_norm / win.updates.max(1) as f64,
                     elapsed_s: info.elapsed_s,
                 })?;
+                ui.on_log(&record);
                 ui.on_step(&info);
                 win = Window::default();
             }
@@ -328,7 +329,7 @@ fn validate_and_save(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Res
         run.opt.set_lr_scale(p.lr_scale);
         decayed = true;
     }
-    env.log.append(&ValidRecord {
+    let record = env.log.append(&ValidRecord {
         step: p.step,
         epoch: p.epoch,
         dev_loss: loss,
@@ -339,6 +340,7 @@ fn validate_and_save(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Res
         lr: t.lr * p.lr_scale,
         valid_s,
     })?;
+    ui.on_log(&record);
     ui.on_message(&format!(
         "update {}: dev loss {loss:.4}, ppl {:.2}, BLEU {bleu:.2}{} [validation {valid_s:.1} s]{}",
         p.step,

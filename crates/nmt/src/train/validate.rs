@@ -7,8 +7,8 @@ use crate::config::SearchConfig;
 use crate::error::Result;
 use crate::model::{BatchTensors, Seq2Seq};
 use crate::model_file::ModelMeta;
-use crate::search::SearchOptions;
-use crate::translate::translate_with;
+use crate::search::{SearchOptions, Searcher};
+use crate::translate::translate_lines;
 
 /// Dev set: encoded pairs for perplexity, raw text for BLEU.
 pub struct DevSet {
@@ -38,11 +38,13 @@ pub fn dev_loss(model: &Seq2Seq, dev: &DevSet) -> Result<f64> {
 }
 
 /// Corpus BLEU of the first `limit` dev sentences (0 = all), translated with beam size `beam`
-/// (1 = greedy) by the same search `nmt translate` runs, with the model's other search settings.
+/// (1 = greedy) by the same search `nmt translate` runs, with the model's other search settings
+/// and the implementation training runs (`train.impl`: the fused host search or the ops).
 pub fn dev_bleu(model: &Seq2Seq, meta: &ModelMeta, dev: &DevSet, limit: usize, beam: usize) -> Result<f64> {
     let n = if limit == 0 { dev.src_text.len() } else { limit.min(dev.src_text.len()) };
     let search = SearchConfig { beam_size: beam.max(1), n_best: 1, batch_size: 64, ..meta.search.clone() };
-    let out = translate_with(model, meta, &dev.src_text[..n], &SearchOptions { cfg: search, alignments: false, imp: Default::default() })?;
+    let opts = SearchOptions { cfg: search, alignments: false, imp: model.loss_impl() };
+    let out = translate_lines(&Searcher::new(vec![model])?, meta, &dev.src_text[..n], &opts)?;
     let hyps: Vec<String> = out.into_iter().map(|t| t.hyps.into_iter().next().map(|h| h.text).unwrap_or_default()).collect();
     let refs = vec![dev.ref_text[..n].to_vec()];
     let score = nmt_eval::bleu::corpus_bleu(&hyps, &refs, &nmt_eval::bleu::BleuOptions::default())?;

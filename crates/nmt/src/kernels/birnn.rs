@@ -1,6 +1,6 @@
 //! A bidirectional recurrent layer (Bahdanau et al. 2014, §3.2: `h_j = [→h_j; ←h_j]`) as one
 //! op: the two directions run at the same time, one per thread, each over the whole batch.
-//! The cell is a GRU or an LSTM (`gru_cell.rs`), of gate width `G` (`3H` or `4H`).
+//! The cell is a GRU or an LSTM (`rnn_cell.rs`), of gate width `G` (`3H` or `4H`).
 //!
 //! Input `gi (B, S, 2G)`: `[x W_f + b_f | x W_b + b_b]`, from one GEMM for both directions.
 //! Weights `u (2, H, G)`: `U_f` then `U_b`; recurrent biases `bh (2, G)` (zero for the paper's
@@ -8,26 +8,26 @@
 //! starts at each sentence's own last word.
 //! Output `(B, S, 2H)`: the annotations, forward state first.
 //!
-//! Compared with two `gru_sequence` ops and a `cat`: the per-step GEMMs run on all `B` rows
+//! Compared with two `rnn_sequence` ops and a `cat`: the per-step GEMMs run on all `B` rows
 //! (`m = 32` multiplies faster than two chunks of 16), there is no synchronisation at all
 //! between the threads, the forward pass's `GH` is kept for the backward pass, and candle's
 //! graph has one node instead of four. With one thread the directions run in turn.
 use candle_core::{Result, Shape, Tensor};
 
 use super::gemm::{fill_rows, transpose, Real};
-use super::gru::{backward_chunk, forward_chunk, prev_cells, prev_states, BackIn, GruDims, GruSpec, Saved, Saved2};
-use super::gru_cell::{masked_states, u_grad};
+use super::rnn::{backward_chunk, forward_chunk, prev_cells, prev_states, BackIn, RnnDims, RnnSpec, Saved, Saved2};
+use super::rnn_cell::{masked_states, u_grad};
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
 /// Runs both directions over `gi (B, S, 2G)` (or `(B·S, 2G)`: no reshape node is needed) with
 /// `u (2, H, G)` and `bh (2, G)`; `B = spec.lens.len()`, a state mask is `(2, B, H)`.
 /// Returns `(B, S, 2H)`.
-pub fn bigru_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: GruSpec<'_>) -> Result<Tensor> {
+pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -> Result<Tensor> {
     let hidden = u.dim(1)?;
     let g = spec.kind.gates() * hidden;
     let fit = u.dims() == [2, hidden, g] && bh.dims() == [2, g];
-    apply(BiGru(spec.dims("bigru_sequence", gi, hidden, false, 2, fit)?), gi, u, bh)
+    apply(BiGru(spec.dims("birnn_sequence", gi, hidden, false, 2, fit)?), gi, u, bh)
 }
 
 /// Per direction: the forward pass's [`Saved`] buffers.
@@ -35,14 +35,14 @@ struct Dirs<T> {
     saved: [Saved<T>; 2],
 }
 
-struct BiGru(GruDims);
+struct BiGru(RnnDims);
 
 /// Direction `dir`'s dimensions: reversed for the backward direction, with its half of the
 /// mask and of each `gi` row (read in place).
-fn dims(d: &GruDims, dir: usize) -> GruDims {
+fn dims(d: &RnnDims, dir: usize) -> RnnDims {
     let n = d.batch * d.hidden;
     let mask = d.mask.as_ref().map(|m| m[dir * n..(dir + 1) * n].to_vec());
-    GruDims { reverse: dir == 1, mask, gi_off: dir * d.g(), ..d.clone() }
+    RnnDims { reverse: dir == 1, mask, gi_off: dir * d.g(), ..d.clone() }
 }
 
 /// Splits `(N, 2k)` rows into the two directions' contiguous `(N, k)`.
@@ -74,11 +74,11 @@ fn dir_rows<T: Real>(bh: &[T], batch: usize, h: usize) -> Vec<T> {
 
 /// The annotations `(B, S, 2H)` alone: the forward pass for search, which keeps nothing for a
 /// backward pass (`crate::infer` encodes with it).
-pub(crate) fn annotations<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> Vec<T> {
+pub(crate) fn annotations<T: Real>(d: &RnnDims, gi: &[T], u: &[T], bh: &[T]) -> Vec<T> {
     forward(d, gi, u, bh).0
 }
 
-fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> (Vec<T>, Dirs<T>) {
+fn forward<T: Real>(d: &RnnDims, gi: &[T], u: &[T], bh: &[T]) -> (Vec<T>, Dirs<T>) {
     let (n, h, g) = (d.batch * d.len, d.hidden, d.g());
     let run = |dir: usize| {
         let mut out = vec![T::ZERO; n * h];
@@ -94,7 +94,7 @@ fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], bh: &[T]) -> (Vec<T>, Dirs<T
 }
 
 /// One direction's backward pass on the calling thread: `(dgi, du, dbh)`.
-fn backward_dir<T: Real>(d: &GruDims, gi: &[T], sv: &Saved<T>, u: &[T], bh: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+fn backward_dir<T: Real>(d: &RnnDims, gi: &[T], sv: &Saved<T>, u: &[T], bh: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (n, h, g) = (d.batch * d.len, d.hidden, d.g());
     let rows = dir_rows(bh, d.batch, h);
     let hprev = prev_states(d, hs, &rows);
@@ -115,7 +115,7 @@ fn backward_dir<T: Real>(d: &GruDims, gi: &[T], sv: &Saved<T>, u: &[T], bh: &[T]
     (dgi, du, dbh)
 }
 
-fn backward<T: Real>(d: &GruDims, saved: Dirs<T>, [gi, u, bh]: [&[T]; 3], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+fn backward<T: Real>(d: &RnnDims, saved: Dirs<T>, [gi, u, bh]: [&[T]; 3], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (h, g) = (d.hidden, d.g());
     let hs = split_dirs(hs, h);
     let dh = split_dirs(dh, h);

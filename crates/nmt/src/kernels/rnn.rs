@@ -1,5 +1,5 @@
 //! A recurrent layer over a whole batch of sequences as one candle op, with a hand-written
-//! backward pass through time. The cell (a GRU in either form, or an LSTM) is `gru_cell.rs`;
+//! backward pass through time. The cell (a GRU in either form, or an LSTM) is `rnn_cell.rs`;
 //! `G` below is its gate width, `3H` for the GRU and `4H` for the LSTM.
 //!
 //! Inputs:
@@ -24,13 +24,13 @@ use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::gemm::{transpose, Real};
-use super::gru_cell::{chunk_mask, dropped, masked_states, u_grad, Cell, CellKind, Rows, StepGrads, StepIn};
+use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, Rows, StepGrads, StepIn};
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
 /// Dimensions and options of one GRU sequence op.
 #[derive(Clone, Debug)]
-pub struct GruDims {
+pub struct RnnDims {
     pub batch: usize,
     pub len: usize,
     pub hidden: usize,
@@ -38,7 +38,7 @@ pub struct GruDims {
     pub kind: CellKind,
     /// Each sentence's length, `1..=len`.
     pub lens: Vec<usize>,
-    /// Recurrent-dropout mask `(batch, hidden)` (see [`GruSpec`]).
+    /// Recurrent-dropout mask `(batch, hidden)` (see [`RnnSpec`]).
     pub mask: Option<Vec<f32>>,
     /// Where this layer's `gi` is: position `(b, t)`'s `G` values start at
     /// `(b·len + t)·gi_stride + gi_off` (`gi_stride = G`; the bidirectional op reads each
@@ -47,7 +47,7 @@ pub struct GruDims {
     pub gi_off: usize,
 }
 
-impl GruDims {
+impl RnnDims {
     /// The gate width `G`.
     pub(crate) fn g(&self) -> usize {
         self.kind.gates() * self.hidden
@@ -69,27 +69,27 @@ impl GruDims {
         }
     }
     /// The same op for rows `b0..b0 + nb`.
-    pub(crate) fn chunk(&self, b0: usize, nb: usize) -> GruDims {
+    pub(crate) fn chunk(&self, b0: usize, nb: usize) -> RnnDims {
         let h = self.hidden;
         let mask = self.mask.as_ref().map(|m| m[b0 * h..(b0 + nb) * h].to_vec());
-        GruDims { batch: nb, lens: self.lens[b0..b0 + nb].to_vec(), mask, ..self.clone() }
+        RnnDims { batch: nb, lens: self.lens[b0..b0 + nb].to_vec(), mask, ..self.clone() }
     }
 }
 
 /// How a recurrent op runs: the cell, each sentence's length `1..=S` (`B = lens.len()`) and
-/// an optional recurrent-dropout mask `(B, H)` of `0` or `1/(1−p)` (`gru_cell.rs`; `(2, B, H)`
+/// an optional recurrent-dropout mask `(B, H)` of `0` or `1/(1−p)` (`rnn_cell.rs`; `(2, B, H)`
 /// for the bidirectional op, forward direction first).
 #[derive(Clone, Copy, Debug)]
-pub struct GruSpec<'a> {
+pub struct RnnSpec<'a> {
     pub kind: CellKind,
     pub lens: &'a [usize],
     pub state_mask: Option<&'a [f32]>,
 }
 
-impl GruSpec<'_> {
+impl RnnSpec<'_> {
     /// The dimensions of an op over `gi` with `dirs · G` columns, after checking `gi`, the
     /// lengths and the mask; `weights_fit` is the caller's check of its other inputs.
-    pub(crate) fn dims(&self, op: &str, gi: &Tensor, hidden: usize, reverse: bool, dirs: usize, weights_fit: bool) -> Result<GruDims> {
+    pub(crate) fn dims(&self, op: &str, gi: &Tensor, hidden: usize, reverse: bool, dirs: usize, weights_fit: bool) -> Result<RnnDims> {
         let (batch, lens) = (self.lens.len(), self.lens);
         let width = self.kind.gates() * hidden * dirs;
         let len = gi.elem_count() / (batch * width).max(1);
@@ -102,18 +102,18 @@ impl GruSpec<'_> {
             candle_core::bail!("{op}: gi {:?}, lens {lens:?}, the weights or the state mask do not fit", gi.dims());
         }
         let mask = self.state_mask.map(<[f32]>::to_vec);
-        Ok(GruDims { batch, len, hidden, reverse, kind: self.kind, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0 })
+        Ok(RnnDims { batch, len, hidden, reverse, kind: self.kind, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0 })
     }
 }
 
 /// Runs the cell over `gi (B, S, G)` (or `(B·S, G)`) with `u (H, G)` and per-row
 /// `rows = [ghb; h_0] (B, G + H)`; returns the states `(B, S, H)`. Differentiable with respect
 /// to all three inputs.
-pub fn gru_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, spec: GruSpec<'_>) -> Result<Tensor> {
+pub fn rnn_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, spec: RnnSpec<'_>) -> Result<Tensor> {
     let hidden = u.dim(0)?;
     let g = spec.kind.gates() * hidden;
     let fit = u.dims() == [hidden, g] && rows.dims() == [spec.lens.len(), g + hidden];
-    apply(GruSeq(spec.dims("gru_sequence", gi, hidden, reverse, 1, fit)?), gi, u, rows)
+    apply(GruSeq(spec.dims("rnn_sequence", gi, hidden, reverse, 1, fit)?), gi, u, rows)
 }
 
 /// Rows per parallel chunk: one chunk per thread. Smaller chunks would let a free core steal
@@ -130,10 +130,10 @@ pub(crate) struct Saved<T> {
     pub q: Vec<T>,
 }
 
-struct GruSeq(GruDims);
+struct GruSeq(RnnDims);
 
 /// Forward pass: the states `(B, S, H)` and what backward needs.
-pub(crate) fn forward<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T]) -> (Vec<T>, Saved<T>) {
+pub(crate) fn forward<T: Real>(d: &RnnDims, gi: &[T], u: &[T], rows: &[T]) -> (Vec<T>, Saved<T>) {
     let (s, h, g) = (d.len, d.hidden, d.g());
     let mut out = vec![T::ZERO; d.batch * s * h];
     let mut sv = Saved { gh: vec![T::ZERO; d.batch * s * g], q: vec![T::ZERO; d.batch * s * h] };
@@ -158,9 +158,9 @@ pub(crate) struct Saved2<'a, T> {
 
 /// Runs the rows of `d` (a chunk) through all steps.
 #[inline(always)]
-pub(crate) fn forward_chunk<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T], out: &mut [T], sv: &mut Saved2<'_, T>) {
+pub(crate) fn forward_chunk<T: Real>(d: &RnnDims, gi: &[T], u: &[T], rows: &[T], out: &mut [T], sv: &mut Saved2<'_, T>) {
     let (nb, s, h, g) = (d.batch, d.len, d.hidden, d.g());
-    let cell = Cell { kind: d.kind, hidden: h, u };
+    let cell = CellKernel { kind: d.kind, hidden: h, u };
     let mut hp: Vec<T> = rows.chunks(g + h).flat_map(|r| r[g..].iter().copied()).collect();
     let lstm = d.kind == CellKind::Lstm;
     // The LSTM's cell states, starting at zero.
@@ -189,7 +189,7 @@ pub(crate) fn forward_chunk<T: Real>(d: &GruDims, gi: &[T], u: &[T], rows: &[T],
 }
 
 /// `H_prev (B, S, H)`: the state each step started from (`h_0` for the first step).
-pub(crate) fn prev_states<T: Real>(d: &GruDims, hs: &[T], rows: &[T]) -> Vec<T> {
+pub(crate) fn prev_states<T: Real>(d: &RnnDims, hs: &[T], rows: &[T]) -> Vec<T> {
     let (s, h, g) = (d.len, d.hidden, d.g());
     let mut hprev = vec![T::ZERO; d.batch * s * h];
     for bi in 0..d.batch {
@@ -206,7 +206,7 @@ pub(crate) fn prev_states<T: Real>(d: &GruDims, hs: &[T], rows: &[T]) -> Vec<T> 
 
 /// The LSTM's `C_prev (B, S, H)` from its cell states `q (B, S, H)`: zero before the first
 /// step. Empty for a GRU, which has none.
-pub(crate) fn prev_cells<T: Real>(d: &GruDims, q: &[T]) -> Vec<T> {
+pub(crate) fn prev_cells<T: Real>(d: &RnnDims, q: &[T]) -> Vec<T> {
     if d.kind != CellKind::Lstm {
         return Vec::new();
     }
@@ -235,9 +235,9 @@ pub(crate) struct BackIn<'a, T> {
 /// The backward loop through time for the rows of `d` (a chunk): fills `dgi`, `dgh`
 /// `(nb, S, G)` and `dh0 (nb, H)`.
 #[inline(always)]
-pub(crate) fn backward_chunk<T: Real>(d: &GruDims, x: &BackIn<'_, T>, u: &[T], ut: &[T], dgi: &mut [T], dgh: &mut [T], dh0: &mut [T]) {
+pub(crate) fn backward_chunk<T: Real>(d: &RnnDims, x: &BackIn<'_, T>, u: &[T], ut: &[T], dgi: &mut [T], dgh: &mut [T], dh0: &mut [T]) {
     let (nb, s, h, g) = (d.batch, d.len, d.hidden, d.g());
-    let cell = Cell { kind: d.kind, hidden: h, u };
+    let cell = CellKernel { kind: d.kind, hidden: h, u };
     let (mut hp, mut dh, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
     let lstm = d.kind == CellKind::Lstm;
     let (mut cp, mut dc) = (vec![T::ZERO; if lstm { nb * h } else { 0 }], vec![T::ZERO; if lstm { nb * h } else { 0 }]);
@@ -269,7 +269,7 @@ pub(crate) fn backward_chunk<T: Real>(d: &GruDims, x: &BackIn<'_, T>, u: &[T], u
 }
 
 /// Backward pass: the gradients of `(gi, u, rows)`.
-pub(crate) fn backward<T: Real>(d: &GruDims, sv: &Saved<T>, gi: &[T], u: &[T], rows: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+pub(crate) fn backward<T: Real>(d: &RnnDims, sv: &Saved<T>, gi: &[T], u: &[T], rows: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (b, s, h, g) = (d.batch, d.len, d.hidden, d.g());
     let threads = rayon::current_num_threads();
     let hprev = prev_states(d, hs, rows);

@@ -15,8 +15,8 @@ use nmt::data::moses::phrase_table::PhraseLine;
 use nmt::score::score_pairs;
 use nmt::translate::Translator;
 
-use super::io::{Lines, Output};
-use super::score::{log_prob, ScoreArgs};
+use super::args::ScoreArgs;
+use crate::cmd::io::{Lines, Output};
 
 /// Lines scored together: enough for length-sorted batches of similar phrases, a few MB.
 const CHUNK: usize = 16_384;
@@ -57,7 +57,7 @@ pub fn run(translator: &Translator, table: &Path, a: &ScoreArgs) -> Result<()> {
         let scores = score_pairs(&models, &translator.meta, &pairs, a.batch_size.max(1))
             .with_context(|| format!("{}, lines {first_line}–{}", input.name(), first_line + pairs.len() - 1))?;
         for ((p, s), (_, end)) in parsed.iter().zip(&scores).zip(&lines) {
-            let lp = log_prob(s, a.normalize);
+            let lp = s.log_prob_normalized(a.normalize);
             let v = if a.log { lp } else { lp.exp() };
             write!(out, "{}{end}", p.with_feature(&format!("{v:.6e}")))?;
         }

@@ -1,5 +1,5 @@
 //! One recurrent step for a block of batch rows, forward and backward: the arithmetic shared
-//! by the sequence op (`gru.rs`), the bidirectional op (`bigru.rs`), the attention decoder
+//! by the sequence op (`gru.rs`), the bidirectional op (`birnn.rs`), the attention decoder
 //! (`attn_decoder.rs`, `attn_backward.rs`) and the host search (`crate::infer`). The cell is
 //! a GRU in either form (this file) or an LSTM (`lstm_cell.rs`, [`CellKind::Lstm`]: `4H`
 //! gate columns instead of `3H`, and a cell state kept in `q`); the GEMMs, padding and
@@ -44,7 +44,7 @@ impl Rows {
 }
 
 /// The cell: its kind, `U (H, G)` with `G = gates · H` and, for the backward pass, `Uᵀ (G, H)`.
-pub(crate) struct Cell<'a, T> {
+pub(crate) struct CellKernel<'a, T> {
     pub kind: CellKind,
     pub hidden: usize,
     pub u: &'a [T],
@@ -94,7 +94,7 @@ fn sig_tanh<T: Real>(form: GruForm, g: &[T], hh: &[T], j: usize, h: usize) -> (T
     (r, z, n)
 }
 
-impl<T: Real> Cell<'_, T> {
+impl<T: Real> CellKernel<'_, T> {
     /// Forward step: `gh` rows hold `ghb` on entry; writes the new states into `out` rows and,
     /// for the paper form, `q = r ⊙ h` into `q` rows (the LSTM: its new cell states).
     #[inline(always)]
@@ -277,7 +277,7 @@ pub(crate) fn masked_states<'a, T: Real>(states: &'a [T], mask: Option<&[f32]>, 
     std::borrow::Cow::Owned(out)
 }
 
-/// The gradient outputs of [`Cell::backward`].
+/// The gradient outputs of [`CellKernel::backward`].
 pub(crate) struct StepGrads<'a, T> {
     pub dgi: (&'a mut [T], Rows),
     pub dgh: (&'a mut [T], Rows),

@@ -1,0 +1,204 @@
+"""The nmt Python package against the `nmt` command line (the same library must give the same
+text and scores), plus training, errors and the GIL.
+
+Needs the CLI binary: $NMT_BIN, else target/release/nmt of the checkout (.ci/run builds it).
+"""
+import gzip
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy
+import pytest
+
+import nmt
+
+ROOT = Path(__file__).resolve().parents[3]
+DATA = ROOT / "data" / "bible-en-es"
+
+
+def nmt_bin() -> str:
+    path = os.environ.get("NMT_BIN") or str(ROOT / "target" / "release" / "nmt")
+    if not Path(path).exists():
+        pytest.fail(f"the nmt binary is needed to compare with: build it or set NMT_BIN (looked for {path})")
+    return path
+
+
+def cli(*args, stdin=None) -> str:
+    out = subprocess.run([nmt_bin(), *args], input=stdin, capture_output=True, text=True, env={**os.environ, "NMT_LOG": "error"})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def lines(name: str, n: int):
+    with gzip.open(DATA / name, "rt", encoding="utf-8") as f:
+        return [next(f).rstrip("\n") for _ in range(n)]
+
+
+def write_config(d: Path, pairs: int = 400, steps: int = 60) -> Path:
+    """A tiny RNNsearch on the first `pairs` Bible verses (files named *.en / *.es, so the
+    model knows its languages)."""
+    (d / "train.en").write_text("\n".join(lines("train.en.gz", pairs)) + "\n", encoding="utf-8")
+    (d / "train.es").write_text("\n".join(lines("train.es.gz", pairs)) + "\n", encoding="utf-8")
+    cfg = d / "tiny.toml"
+    cfg.write_text(
+        '[model]\npreset = "tiny"\n[data]\ntrain_src = "train.en"\ntrain_tgt = "train.es"\n'
+        'dev_src = "train.en"\ndev_tgt = "train.es"\n'
+        'src_subword = { kind = "word", vocab_size = 400 }\ntgt_subword = { kind = "word", vocab_size = 400 }\n'
+        f"[train]\nmax_steps = {steps}\nvalid_every = {steps}\nvalid_bleu_sentences = 20\n",
+        encoding="utf-8",
+    )
+    return cfg
+
+
+@pytest.fixture(scope="session")
+def model(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("model")
+    summary = nmt.train(write_config(d), d / "m", threads=2, progress=False)
+    assert summary["steps"] == 60
+    return d / "m" / "model.safetensors"
+
+
+@pytest.fixture(scope="session")
+def sources():
+    return lines("test.en.gz", 50)
+
+
+@pytest.mark.parametrize("beam,nbest", [(1, None), (5, None), (5, 3)])
+def test_translate_batch_equals_the_cli(model, sources, tmp_path, beam, nbest):
+    src = tmp_path / "src.en"
+    src.write_text("\n".join(sources) + "\n", encoding="utf-8")
+    args = ["translate", "-m", str(model), "-i", str(src), "-b", str(beam), "--threads", "1"]
+    if nbest:
+        args += ["--n-best", str(nbest)]
+    want = cli(*args).splitlines()
+    got = nmt.Translator(str(model), threads=1).translate_batch(sources, beam_size=beam, num_hypotheses=nbest or 1)
+    assert len(got) == len(sources)
+    if not nbest:
+        assert [r.hypotheses[0] for r in got] == want
+        return
+    rows = [(i, h, lp, s) for i, r in enumerate(got) for h, lp, s in zip(r.hypotheses, r.log_probs, r.scores)]
+    assert len(rows) == len(want)
+    for (i, h, lp, s), line in zip(rows, want):
+        wid, wtext, wlp, ws = line.split(" ||| ")
+        assert (int(wid), wtext) == (i, h)
+        assert abs(float(wlp.split("= ")[1]) - lp) < 1e-5
+        assert abs(float(ws) - s) < 1e-5
+
+
+def test_translate_iterable_keeps_the_order(model, sources):
+    t = nmt.Translator(model)
+    batch = [r.hypotheses[0] for r in t.translate_batch(sources, beam_size=2)]
+    streamed = [r.hypotheses[0] for r in t.translate_iterable(iter(sources), batch_size=7, beam_size=2)]
+    assert streamed == batch
+
+
+def test_attention_arrays(model, sources):
+    results = nmt.Translator(model).translate_batch(sources[:10], num_hypotheses=2, return_attention=True)
+    for r in results:
+        assert len(r.attention) == len(r.hypotheses) == 2
+        for toks, a in zip(r.tokens, r.attention):
+            assert isinstance(a, numpy.ndarray) and a.dtype == numpy.float32
+            assert a.shape == (len(toks), len(r.source_tokens))
+            assert numpy.allclose(a.sum(axis=1), 1.0, atol=1e-4)
+    assert nmt.Translator(model).translate_batch(sources[:1])[0].attention is None
+
+
+def test_score_batch_equals_the_cli(model, sources, tmp_path):
+    targets = lines("test.es.gz", 50)
+    (tmp_path / "s").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    (tmp_path / "t").write_text("\n".join(targets) + "\n", encoding="utf-8")
+    want = [float(x) for x in cli("score", "-m", str(model), "--src", str(tmp_path / "s"), "--tgt", str(tmp_path / "t")).split()]
+    t = nmt.Translator(model)
+    got = t.score_batch(sources, targets)
+    assert len(got) == len(want) and all(abs(a - b) < 1e-5 for a, b in zip(got, want))
+    per_token = t.score_batch(sources, targets, per_token=True)
+    assert all(abs(sum(p) - g) < 1e-4 for p, g in zip(per_token, got))
+
+
+def test_train_resumes_and_calls_back(tmp_path):
+    cfg = write_config(tmp_path, pairs=100, steps=2)
+    records = []
+    first = nmt.train(cfg, tmp_path / "m", threads=1, progress=False, callback=records.append, overrides={"train.log_every": 1})
+    assert first["steps"] == 2 and (tmp_path / "m" / "model.safetensors").exists()
+    assert [r["step"] for r in records if "loss" in r] == [1, 2] and any("dev_bleu" in r for r in records)
+    second = nmt.train(cfg, tmp_path / "m", threads=1, progress=False, overrides={"train.max_steps": 4, "train.valid_every": 4})
+    assert second["steps"] == 4, second
+    # model.safetensors is the best by dev BLEU; the checkpoint is where training stopped.
+    m = nmt.Model.load(second["checkpoint"])
+    assert m.step == 4 and m.languages == ("en", "es") and m.config["arch"] == "rnnsearch"
+
+
+def test_a_callback_exception_stops_training_and_is_raised(tmp_path):
+    cfg = write_config(tmp_path, pairs=100, steps=50)
+
+    def boom(record):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        nmt.train(cfg, tmp_path / "m", threads=1, progress=False, callback=boom, overrides={"train.log_every": 1})
+
+
+def test_errors_raise_the_named_exceptions(model, tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.safetensors"):
+        nmt.Translator(tmp_path / "missing.safetensors")
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a model at all")
+    with pytest.raises(ValueError, match="bad.safetensors"):
+        nmt.Translator(bad)
+    with pytest.raises(ValueError, match="2 sources but 1 targets"):
+        nmt.Translator(model).score_batch(["a", "b"], ["c"])
+    cfg = write_config(tmp_path, pairs=20, steps=1)
+    with pytest.raises(ValueError, match="no_such_key"):
+        nmt.train(cfg, tmp_path / "m1", progress=False, overrides={"train.no_such_key": 1})
+    with pytest.raises(ValueError):
+        nmt.train(cfg, tmp_path / "m2", progress=False, overrides={"train.max_steps": "many"})
+    (tmp_path / "train.es").unlink()
+    with pytest.raises(FileNotFoundError, match="train.es"):
+        nmt.train(cfg, tmp_path / "m3", progress=False)
+    with pytest.raises(ValueError):
+        nmt.bleu(["a", "b"], [["a"]])
+    with pytest.raises(ValueError):
+        nmt.Translator(model, threads=0)
+    with pytest.raises(ValueError):
+        nmt.Translator(model).translate_batch(["a"], beam_size=0)
+    with pytest.raises(TypeError):
+        nmt.Translator(model).translate_batch("a string, not a list")
+
+
+def test_bleu_and_chrf():
+    hyps = ["the cat sat on the mat", "a dog"]
+    refs = ["the cat sat on the mat", "a dog barked"]
+    b = nmt.bleu(hyps, [refs])
+    assert b.name == "BLEU" and b.signature == "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
+    assert 0 < float(b) < 100 and str(b).startswith("BLEU = ")
+    assert nmt.bleu(hyps, refs).score == b.score
+    assert nmt.bleu(refs, [refs]).score == pytest.approx(100.0)
+    c = nmt.chrf(hyps, [refs])
+    assert c.name == "chrF2" and 0 < c.score < 100
+
+
+def test_threads_translate_in_parallel(model, sources):
+    """The GIL is released: two translators of one thread each, working at once, finish in
+    clearly less time than one after the other (about half on 2 idle cores)."""
+    work = sources * 2
+    ts = [nmt.Translator(model, threads=1) for _ in range(2)]
+    ts[0].translate_batch(work[:5])
+
+    def run(t):
+        t.translate_batch(work, beam_size=5)
+
+    t0 = time.perf_counter()
+    for t in ts:
+        run(t)
+    serial = time.perf_counter() - t0
+    threads = [threading.Thread(target=run, args=(t,)) for t in ts]
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    parallel = time.perf_counter() - t0
+    assert parallel < 0.85 * serial, f"two threads took {parallel:.2f} s, one after the other {serial:.2f} s"

@@ -1,0 +1,75 @@
+//! The host snapshot as a [`Scorer`]: the fused CPU search. States are row-major `(R, w)`
+//! host rows (`w` = [`HostModel::state_width`]); the encoder runs on `encode.rs`, a step on
+//! `step.rs`, and only the best tokens are normalised ([`Projection::best`]) except where an
+//! ensemble asks for the whole distribution.
+//!
+//! [`Projection::best`]: crate::kernels::projection::Projection::best
+use nmt_data::batch::Batch;
+
+use super::copy::MixIn;
+use super::encode::{encode, HostEncoded};
+use super::step::{features, step, Rows as HostRows};
+use super::weights::{HostCore, HostModel};
+use crate::error::Result;
+use crate::search::scorer::{FullStep, Pick, Rows, Scorer, Step};
+
+impl Scorer for HostModel {
+    type Encoded = HostEncoded;
+    type States = Vec<f32>;
+
+    fn reads_reversed(&self) -> bool {
+        self.cfg.reverse_source
+    }
+
+    fn attends(&self) -> bool {
+        matches!(self.core, HostCore::Search { .. })
+    }
+
+    fn vocab(&self) -> usize {
+        self.out.proj.vocab()
+    }
+
+    fn encode(&self, batch: &Batch) -> Result<HostEncoded> {
+        let mut enc = encode(self, &batch.src, &batch.src_lengths, rayon::current_num_threads());
+        enc.src_ext = batch.src_ext.clone();
+        Ok(enc)
+    }
+
+    fn start(&self, enc: &HostEncoded, sent: &[usize]) -> Result<Vec<f32>> {
+        let w = self.state_width();
+        Ok(sent.iter().flat_map(|&b| enc.init[b * w..(b + 1) * w].iter().copied()).collect())
+    }
+
+    fn step(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Vec<f32>>> {
+        let r = HostRows { s: states, y: rows.y, sent: rows.sent };
+        let out = step(self, enc, &r, pick.want, pick.skip, pick.alpha, rayon::current_num_threads());
+        Ok(Step { states: out.state, best: out.best, alpha: out.alpha })
+    }
+
+    fn step_full(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<FullStep<Vec<f32>>> {
+        let r_n = rows.y.len();
+        let vocab = self.vocab();
+        let f = features(self, enc, &HostRows { s: states, y: rows.y, sent: rows.sent }, alpha, rayon::current_num_threads());
+        let lp = self.out.proj.log_probs(&f.t, r_n);
+        let log_probs = match (&self.copy, &f.alpha) {
+            (Some(copy), Some(al)) => {
+                let x = MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &f.ey, alpha: al, rows: rows.sent, want: &[], skip: &[] };
+                copy.full(enc, &lp, width, &x)
+            }
+            _ => lp
+                .chunks_exact(vocab)
+                .flat_map(|row| row.iter().copied().chain(std::iter::repeat_n(f32::NEG_INFINITY, width - vocab)))
+                .collect(),
+        };
+        Ok(FullStep { states: f.state, log_probs, alpha: f.alpha })
+    }
+
+    fn gather(&self, states: &Vec<f32>, idx: &[usize]) -> Result<Vec<f32>> {
+        let w = self.state_width();
+        let mut out = Vec::with_capacity(idx.len() * w);
+        for &r in idx {
+            out.extend_from_slice(&states[r * w..(r + 1) * w]);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,86 @@
+//! The candle model as a [`Scorer`]: the reference search and the path for GPUs and dtypes
+//! other than `f32`. A step is [`Seq2Seq::decode_step`] on the live rows, states `(R, L·w)`
+//! tensors on the model's device; the encoding `(B, …)` is gathered to the rows' sentences
+//! each step (`Encoded::select`), and the log-probabilities come to the host for the choice.
+use candle_core::{DType, Tensor};
+use nmt_data::batch::Batch;
+
+use super::decoder::Encoded;
+use super::{BatchTensors, Seq2Seq};
+use crate::error::Result;
+use crate::search::scorer::{best_of_full, FullStep, Pick, Rows, Scorer, Step};
+
+impl Seq2Seq {
+    /// Row indices as a `u32` tensor on the model's device.
+    fn row_index(&self, idx: impl Iterator<Item = usize>) -> Result<Tensor> {
+        let v: Vec<u32> = idx.map(|i| i as u32).collect();
+        let n = v.len();
+        Ok(Tensor::from_vec(v, n, self.device())?)
+    }
+
+    /// One step on the rows: new states, `log p` `(R, V_ext)` row-major (the vocabulary and a
+    /// copy model's extended ids) and attention `(R, S)`.
+    fn rows_step(&self, enc: &Encoded, states: &Tensor, rows: &Rows<'_>, alpha: bool) -> Result<FullStep<Tensor>> {
+        let enc = enc.select(&self.row_index(rows.sent.iter().copied())?)?;
+        let y = Tensor::from_vec(rows.y.to_vec(), rows.y.len(), self.device())?;
+        let out = self.decode_step(&enc, states, &y)?;
+        let log_probs = out.log_probs.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        let alpha = match (&out.alpha, alpha) {
+            (Some(a), true) => Some(a.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?),
+            _ => None,
+        };
+        Ok(FullStep { states: out.state, log_probs, alpha })
+    }
+}
+
+impl Scorer for Seq2Seq {
+    type Encoded = Encoded;
+    type States = Tensor;
+
+    fn reads_reversed(&self) -> bool {
+        self.cfg.reverse_source
+    }
+
+    fn attends(&self) -> bool {
+        self.has_attention()
+    }
+
+    fn vocab(&self) -> usize {
+        self.cfg.tgt_vocab
+    }
+
+    fn encode(&self, batch: &Batch) -> Result<Encoded> {
+        let (src, mask) = BatchTensors::source(batch, self.dtype(), self.device())?;
+        let mut enc = Seq2Seq::encode(self, &src, &mask, None)?;
+        if let Some(ext) = BatchTensors::source_ext(batch, self.device())? {
+            self.attach_copy_source(&mut enc, &ext)?;
+        }
+        Ok(enc)
+    }
+
+    fn start(&self, enc: &Encoded, sent: &[usize]) -> Result<Tensor> {
+        Ok(enc.init.index_select(&self.row_index(sent.iter().copied())?, 0)?)
+    }
+
+    fn step(&self, enc: &Encoded, states: &Tensor, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Tensor>> {
+        let out = self.rows_step(enc, states, rows, pick.alpha)?;
+        let width = out.log_probs.len() / rows.y.len().max(1);
+        let best = best_of_full(&out.log_probs, width, pick.want, pick.skip);
+        Ok(Step { states: out.states, best, alpha: out.alpha })
+    }
+
+    fn step_full(&self, enc: &Encoded, states: &Tensor, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<FullStep<Tensor>> {
+        let out = self.rows_step(enc, states, rows, alpha)?;
+        let native = (out.log_probs.len() / rows.y.len().max(1)).max(1);
+        let log_probs = out
+            .log_probs
+            .chunks_exact(native)
+            .flat_map(|row| row.iter().copied().chain(std::iter::repeat(f32::NEG_INFINITY)).take(width))
+            .collect();
+        Ok(FullStep { log_probs, ..out })
+    }
+
+    fn gather(&self, states: &Tensor, idx: &[usize]) -> Result<Tensor> {
+        Ok(states.index_select(&self.row_index(idx.iter().copied())?, 0)?)
+    }
+}
