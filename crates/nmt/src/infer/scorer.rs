@@ -8,7 +8,7 @@ use nmt_data::batch::Batch;
 
 use super::copy::MixIn;
 use super::encode::{encode, HostEncoded};
-use super::step::{features, step, Rows as HostRows};
+use super::step::{features, step, LiveRows};
 use super::weights::{HostCore, HostModel};
 use crate::error::Result;
 use crate::search::scorer::{FullStep, Pick, Rows, Scorer, Step};
@@ -41,7 +41,7 @@ impl Scorer for HostModel {
     }
 
     fn step(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Vec<f32>>> {
-        let r = HostRows { s: states, y: rows.y, sent: rows.sent };
+        let r = LiveRows { s: states, y: rows.y, sent: rows.sent };
         let out = step(self, enc, &r, pick.want, pick.skip, pick.alpha, rayon::current_num_threads());
         Ok(Step { states: out.state, best: out.best, alpha: out.alpha })
     }
@@ -49,7 +49,7 @@ impl Scorer for HostModel {
     fn step_full(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<FullStep<Vec<f32>>> {
         let r_n = rows.y.len();
         let vocab = self.vocab();
-        let f = features(self, enc, &HostRows { s: states, y: rows.y, sent: rows.sent }, alpha, rayon::current_num_threads());
+        let f = features(self, enc, &LiveRows { s: states, y: rows.y, sent: rows.sent }, alpha, rayon::current_num_threads());
         let lp = self.out.proj.log_probs(&f.t, r_n);
         let log_probs = match (&self.copy, &f.alpha) {
             (Some(copy), Some(al)) => {

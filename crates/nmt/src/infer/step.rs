@@ -31,7 +31,7 @@ use crate::simd_dispatch;
 
 /// The live rows of a step: previous states `s (R, w)` (`w = n`, or the LSTM's `2n`),
 /// previous words `y (R)`, and each row's sentence in the encoded batch.
-pub struct Rows<'a> {
+pub struct LiveRows<'a> {
     pub s: &'a [f32],
     pub y: &'a [u32],
     pub sent: &'a [usize],
@@ -51,7 +51,7 @@ pub struct StepOut {
 pub fn step(
     model: &HostModel,
     enc: &HostEncoded,
-    rows: &Rows<'_>,
+    rows: &LiveRows<'_>,
     want: &[usize],
     skip: &[u32],
     want_alpha: bool,
@@ -84,7 +84,7 @@ pub struct Features {
 }
 
 /// The decoder step for `rows` up to the maxout features.
-pub fn features(model: &HostModel, enc: &HostEncoded, rows: &Rows<'_>, want_alpha: bool, threads: usize) -> Features {
+pub fn features(model: &HostModel, enc: &HostEncoded, rows: &LiveRows<'_>, want_alpha: bool, threads: usize) -> Features {
     let cfg = &model.cfg;
     let (r_n, n, m) = (rows.y.len(), cfg.hidden_dim, cfg.emb_dim);
     // Row widths: the whole (stacked) state `sw = L·lw`, one layer's `lw` (`n` or `2n`).

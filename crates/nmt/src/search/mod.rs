@@ -88,9 +88,6 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
     /// returned in the input order. `exts[i]` is source `i` in a copy model's extended target
     /// space (`nmt_data::copy`); hypotheses may then hold its extended ids.
     pub fn search(&self, srcs: &[Vec<u32>], exts: Option<&[Vec<u32>]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
-        if self.models().iter().any(|m| m.cfg.copy) && exts.is_none() {
-            return Err(crate::Error::Input("a copy model needs each source's extended ids".into()));
-        }
         let per = opts.cfg.batch_size.max(1);
         // The beam multiplies rows; keep `rows × src_len` near what one batch of `per` sentences holds.
         let cfg = nmt_data::BatchConfig { max_tokens: per * 100, max_sentences: per };
