@@ -25,6 +25,10 @@ enum Command {
     Train(cmd::train::TrainArgs),
     /// Translate stdin to stdout, one sentence per line.
     Translate(cmd::translate::TranslateArgs),
+    /// Learn a lexical shortlist from training pairs into a model file (`translate --shortlist`).
+    Shortlist(cmd::shortlist::ShortlistArgs),
+    /// Store a model's matrices in int8 (a quarter of the size; translates with --int8).
+    Quantize(cmd::quantize::QuantizeArgs),
     /// Score given translations: log p(target | source) per `source<TAB>target` line, or a
     /// Moses phrase table's pairs as a new feature column.
     Score(cmd::score::ScoreArgs),
@@ -81,6 +85,8 @@ fn main() -> std::process::ExitCode {
         Command::Prepare(a) => cmd::prepare::run(a),
         Command::Train(a) => cmd::train::run(a),
         Command::Translate(a) => cmd::translate::run(a),
+        Command::Shortlist(a) => cmd::shortlist::run(a),
+        Command::Quantize(a) => cmd::quantize::run(a),
         Command::Score(a) => cmd::score::run(a),
         Command::Rescore(a) => cmd::rescore::run(a),
         Command::Embed(a) => cmd::embed::run(a),

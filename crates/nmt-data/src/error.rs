@@ -78,6 +78,9 @@ pub enum Error {
     /// A segmenter JSON could not be parsed or does not describe a valid segmenter.
     #[error("invalid segmenter JSON: {0}")]
     Json(String),
+    /// A lexical shortlist that cannot be learned or does not fit its vocabularies.
+    #[error("lexical shortlist: {0}")]
+    Shortlist(String),
 }
 
 /// `Result` with this crate's [`Error`].

@@ -13,6 +13,7 @@ pub mod error;
 pub mod moses;
 pub mod plan;
 pub mod shards;
+pub mod shortlist;
 pub mod stream;
 pub mod subword;
 
@@ -20,6 +21,7 @@ pub use batch::{epoch_batches, inference_batches, Batch, BatchConfig, EpochPlan,
 pub use corpus::{read_lines, read_parallel, ParallelCorpus};
 pub use dataset::{examples, reverse_source};
 pub use error::{Error, Result};
+pub use shortlist::{Shortlist, ShortlistSpec};
 pub use stream::{PairFiles, PairReader};
 pub use subword::{Segmenter, SubwordConfig, SubwordKind, WordIds};
 

@@ -102,25 +102,39 @@ fn result(t: Translation, scores: bool, attention: bool) -> TranslationResult {
 #[pymethods]
 impl Translator {
     /// Loads `path` (a model file, or a list of them for an ensemble) on `device`; `threads`:
-    /// the search's threads (default: every core).
+    /// the search's threads (default: every core). `compute_type` (CTranslate2's name):
+    /// `"int8"` multiplies in int8, `"float32"` in `f32`, `"default"` as the model file says
+    /// (int8 files from `nmt quantize` say int8).
     #[new]
-    #[pyo3(signature = (path, threads=None, device="cpu"))]
-    fn new(py: Python<'_>, path: &Bound<'_, PyAny>, threads: Option<usize>, device: &str) -> PyResult<Self> {
+    #[pyo3(signature = (path, threads=None, device="cpu", compute_type="default"))]
+    fn new(py: Python<'_>, path: &Bound<'_, PyAny>, threads: Option<usize>, device: &str, compute_type: &str) -> PyResult<Self> {
         let paths = paths(path)?;
         let dev = self::device(device)?;
         let threads = Threads::new(threads)?;
+        let int8 = match compute_type {
+            "default" => None,
+            "int8" => Some(true),
+            "float32" => Some(false),
+            other => {
+                return Err(PyValueError::new_err(format!("compute_type must be \"default\", \"int8\" or \"float32\", not {other:?}")))
+            }
+        };
         let inner = py.allow_threads(|| {
             let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
             nmt::translate::Translator::load_ensemble(&refs, &dev)
         });
-        Ok(Translator { inner: inner.py_err()?, threads })
+        let mut inner = inner.py_err()?;
+        if let Some(int8) = int8 {
+            inner.meta.search.int8 = int8;
+        }
+        Ok(Translator { inner, threads })
     }
 
     /// Translates `sources`, returning one `TranslationResult` per sentence, in order.
     /// `None` keeps the model file's `[search]` value; `max_length` crops longer sources (in
     /// subword tokens) as `nmt translate --max-length` does.
     #[pyo3(signature = (sources, beam_size=None, num_hypotheses=1, normalize=None, max_length=None, no_unk=false,
-                        return_scores=true, return_attention=false, replace_unk=false, batch_size=None))]
+                        return_scores=true, return_attention=false, replace_unk=false, batch_size=None, use_vmap=None))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments, CTranslate2's names
     fn translate_batch(
         &self,
@@ -135,6 +149,7 @@ impl Translator {
         return_attention: bool,
         replace_unk: bool,
         batch_size: Option<usize>,
+        use_vmap: Option<bool>,
     ) -> PyResult<Vec<TranslationResult>> {
         let attends = self.inner.models().iter().any(|m| m.has_attention());
         if (return_attention || replace_unk) && !attends {
@@ -147,6 +162,7 @@ impl Translator {
             max_source_len: max_length,
             batch_size,
             no_unk,
+            shortlist: use_vmap,
             ..SearchRequest::default()
         };
         let cfg = req.apply(self.inner.default_search()).py_err()?;

@@ -9,7 +9,10 @@ use std::io::Write;
 use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
+use std::sync::Arc;
+
 use nmt_data::subword::Segmenter;
+use nmt_data::Shortlist;
 use safetensors::SafeTensors;
 
 use crate::config::{ModelConfig, SearchConfig};
@@ -32,6 +35,9 @@ pub struct ModelMeta {
     /// The language pair (`[data] src_lang`/`tgt_lang`, or the training files' extensions);
     /// `None` when unknown (and in files written before it was stored).
     pub languages: Option<crate::languages::Languages>,
+    /// The lexical shortlist (`nmt shortlist`, or the end of training), stored as the tensors
+    /// [`SHORTLIST_PREFIX`]`cands` `(K_x, k)` and `…frequent` `(N)`, both `u32`.
+    pub shortlist: Option<Arc<Shortlist>>,
 }
 
 /// A loaded model: network + segmenters + search defaults.
@@ -125,9 +131,40 @@ pub fn model_tensors(model: &Seq2Seq) -> Vec<(String, Tensor)> {
     model.params.named_vars().into_iter().map(|(k, v)| (k, v.as_tensor().clone())).collect()
 }
 
-/// Saves a model with its metadata.
+/// Saves a model with its metadata (and shortlist).
 pub fn save(path: &Path, model: &Seq2Seq, meta: &ModelMeta) -> Result<()> {
-    write_atomic(path, &to_safetensors(&model_tensors(model), meta_map(meta)?)?)
+    let mut tensors = model_tensors(model);
+    if let Some(sl) = &meta.shortlist {
+        tensors.extend(shortlist_tensors(sl)?);
+    }
+    write_atomic(path, &to_safetensors(&tensors, meta_map(meta)?)?)
+}
+
+/// Tensors whose names start with this hold the lexical shortlist.
+pub const SHORTLIST_PREFIX: &str = "shortlist.";
+
+/// A shortlist as the model file stores it.
+pub fn shortlist_tensors(sl: &Shortlist) -> Result<Vec<(String, Tensor)>> {
+    let (k, cands, frequent) = sl.parts();
+    let dev = Device::Cpu;
+    Ok(vec![
+        (format!("{SHORTLIST_PREFIX}cands"), Tensor::from_slice(cands, (cands.len() / k.max(1), k), &dev)?),
+        (format!("{SHORTLIST_PREFIX}frequent"), Tensor::from_slice(frequent, frequent.len(), &dev)?),
+    ])
+}
+
+/// Takes a model file's shortlist tensors out of `tensors` (`None` when it has none).
+fn take_shortlist(tensors: &mut BTreeMap<String, Tensor>, cfg: &ModelConfig, path: &Path) -> Result<Option<Arc<Shortlist>>> {
+    let bad = |reason: String| Error::ModelFile { path: path.to_path_buf(), reason };
+    let (Some(cands), Some(frequent)) =
+        (tensors.remove(&format!("{SHORTLIST_PREFIX}cands")), tensors.remove(&format!("{SHORTLIST_PREFIX}frequent")))
+    else {
+        return Ok(None);
+    };
+    let ids = |t: &Tensor| -> Result<Vec<u32>> { t.flatten_all()?.to_dtype(DType::U32)?.to_vec1::<u32>().map_err(Into::into) };
+    let k = cands.dims().get(1).copied().ok_or_else(|| bad("shortlist.cands is not a matrix".into()))?;
+    let sl = Shortlist::from_parts(k, ids(&cands)?, ids(&frequent)?, cfg.src_vocab, cfg.tgt_vocab).map_err(|e| bad(e.to_string()))?;
+    Ok(Some(Arc::new(sl)))
 }
 
 /// Reads only the metadata of a model file.
@@ -148,6 +185,7 @@ pub fn read_meta(meta: &HashMap<String, String>, path: &Path) -> Result<ModelMet
             Some(l) => Some(serde_json::from_str(l).map_err(|e| bad(format!("languages: {e}")))?),
             None => None,
         },
+        shortlist: None,
     })
 }
 
@@ -176,7 +214,9 @@ pub fn load_bytes(bytes: &[u8], path: &Path, dtype: DType, device: &Device) -> R
     let (mut tensors, raw) = parse_safetensors(bytes, path, device)?;
     let state_keys: Vec<String> = tensors.keys().filter(|k| k.starts_with(STATE_PREFIX)).cloned().collect();
     let state: BTreeMap<String, Tensor> = state_keys.into_iter().filter_map(|k| tensors.remove(&k).map(|t| (k, t))).collect();
-    let meta = read_meta(&raw, path)?;
+    let mut meta = read_meta(&raw, path)?;
+    meta.shortlist = take_shortlist(&mut tensors, &meta.config, path)?;
+    crate::quantize::dequantize_tensors(&mut tensors).map_err(|e| Error::ModelFile { path: path.to_path_buf(), reason: e.to_string() })?;
     let model = Seq2Seq::build(&meta.config, Params::from_tensors(tensors, dtype, device))
         .map_err(|e| Error::ModelFile { path: path.to_path_buf(), reason: e.to_string() })?;
     Ok((LoadedModel { model, meta }, state, raw))

@@ -65,7 +65,8 @@ impl Translator {
             }
             models.push(m.model);
         }
-        Ok(Translator { searcher: Searcher::new(models)?, meta: lead.meta })
+        let searcher = Searcher::new(models)?.with_shortlist(lead.meta.shortlist.clone());
+        Ok(Translator { searcher, meta: lead.meta })
     }
 
     /// The lead model: its search defaults and source reading order are the ensemble's.

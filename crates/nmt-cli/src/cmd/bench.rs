@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// Measure only these (comma-separated): train, greedy, beam5, gemm.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Search with int8 products (`nmt translate --int8`). A lexical shortlist needs a trained
+    /// model's translation table: `scripts/bench-vs-marian.sh` measures it.
+    #[arg(long)]
+    int8: bool,
     #[command(flatten)]
     compute: ComputeArgs,
 }
@@ -52,7 +56,15 @@ pub fn run(a: BenchArgs) -> Result<()> {
             anyhow::bail!("--only: unknown measurement {o:?} (train, greedy, beam5, gemm)");
         }
     }
-    let opts = BenchOptions { data: a.data, steps: a.steps.max(1), imp: a.imp, only: a.only, preset: a.preset, overrides: a.overrides };
+    let opts = BenchOptions {
+        data: a.data,
+        steps: a.steps.max(1),
+        imp: a.imp,
+        only: a.only,
+        preset: a.preset,
+        overrides: a.overrides,
+        int8: a.int8,
+    };
     for v in run_bench(&opts)? {
         if a.json {
             println!("{v}");

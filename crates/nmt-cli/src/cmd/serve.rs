@@ -49,6 +49,13 @@ pub struct ServeArgs {
     /// Milliseconds a sentence waits for others to batch with.
     #[arg(long, default_value_t = Limits::default().max_wait.as_secs_f64() * 1000.0)]
     pub max_wait_ms: f64,
+    /// Score only each model file's lexical shortlist (`nmt shortlist`; Marian's `--shortlist`).
+    #[arg(long)]
+    pub shortlist: bool,
+    /// Multiply in int8 (Marian's `--gemm-type packed8`); int8 model files (`nmt quantize`)
+    /// do by default.
+    #[arg(long)]
+    pub int8: bool,
     #[command(flatten)]
     pub compute: ComputeArgs,
 }
@@ -81,7 +88,12 @@ pub fn run(a: ServeArgs) -> Result<()> {
     for spec in &a.model {
         let (name, paths) = parse_model(spec)?;
         let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
-        let translator = Translator::load_ensemble(&refs, &device).with_context(|| format!("cannot load model {name:?}"))?;
+        let mut translator = Translator::load_ensemble(&refs, &device).with_context(|| format!("cannot load model {name:?}"))?;
+        if a.shortlist && !translator.searcher.has_shortlist() {
+            bail!("--shortlist: model {name:?} has no lexical shortlist (add one with `nmt shortlist`)");
+        }
+        translator.meta.search.shortlist |= a.shortlist;
+        translator.meta.search.int8 |= a.int8;
         served.push(ServedModel { name, translator });
     }
     if !(a.timeout > 0.0 && a.timeout.is_finite() && a.max_wait_ms >= 0.0 && a.max_wait_ms.is_finite()) {

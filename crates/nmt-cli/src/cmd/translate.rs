@@ -58,6 +58,14 @@ pub struct TranslateArgs {
     /// (`source target [probability]` per line; words not in it are copied).
     #[arg(long, value_name = "FILE", requires = "replace_unk")]
     pub dict: Option<PathBuf>,
+    /// Score only the model file's lexical shortlist (`nmt shortlist`): each batch's source
+    /// tokens' translations and the most frequent target tokens (Marian's `--shortlist`).
+    #[arg(long)]
+    pub shortlist: bool,
+    /// Multiply in int8 (the fused CPU search): weights quantised per output row, activations
+    /// per row on the fly (Marian's `--gemm-type packed8`).
+    #[arg(long)]
+    pub int8: bool,
     /// Search implementation: `fused` (host kernels; used when the model is f32 on the CPU,
     /// otherwise falls back to `ops`) or `ops` (candle ops, the reference).
     #[arg(long = "impl", value_name = "fused|ops", default_value = "fused")]
@@ -82,6 +90,8 @@ impl TranslateArgs {
             batch_size: self.batch_size,
             max_source_len: self.max_length,
             no_unk: self.no_unk,
+            shortlist: self.shortlist.then_some(true),
+            int8: self.int8.then_some(true),
         }
     }
 }

@@ -29,9 +29,13 @@ class TranslationResult:
 class Translator:
     """A model (or an ensemble: a list of paths) ready to translate and score."""
 
-    def __init__(self, path: Union[_Path, Sequence[_Path]], threads: Optional[int] = None, device: str = "cpu") -> None:
+    def __init__(
+        self, path: Union[_Path, Sequence[_Path]], threads: Optional[int] = None, device: str = "cpu", compute_type: str = "default"
+    ) -> None:
         """Loads the model file(s); ``threads``: the search's threads (default: every core);
-        ``device``: ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (a build with the cuda feature)."""
+        ``device``: ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (a build with the cuda feature);
+        ``compute_type``: ``"int8"``, ``"float32"`` or ``"default"`` (the model file's choice;
+        ``nmt quantize`` files multiply in int8)."""
     def translate_batch(
         self,
         sources: List[str],
@@ -44,11 +48,13 @@ class Translator:
         return_attention: bool = False,
         replace_unk: bool = False,
         batch_size: Optional[int] = None,
+        use_vmap: Optional[bool] = None,
     ) -> List[TranslationResult]:
         """Translates ``sources`` (one result per sentence, in order) with the search of
         ``nmt translate``. ``None`` keeps the model file's ``[search]`` value; ``max_length``
         crops longer sources (subword tokens); ``replace_unk`` replaces each ``<unk>`` with the
-        source word it attended to most (attention models)."""
+        source word it attended to most (attention models); ``use_vmap`` scores only the model
+        file's lexical shortlist (CTranslate2's vocabulary map; ``nmt translate --shortlist``)."""
     def translate_iterable(self, lines: Iterable[str], batch_size: int = 32, **kwargs: Any) -> Iterator[TranslationResult]:
         """Translates ``lines`` ``batch_size`` at a time, yielding results in input order."""
     def score_batch(

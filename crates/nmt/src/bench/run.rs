@@ -42,6 +42,8 @@ pub struct BenchOptions {
     /// `model.KEY=VALUE` overrides of the preset (as `nmt train --set`), e.g.
     /// `model.cell=gru` to time a preset's GRU twin at equal sizes.
     pub overrides: Vec<String>,
+    /// Search with int8 products (`SearchConfig::int8`).
+    pub int8: bool,
 }
 
 /// The preset's model config with `opts.overrides` applied, checked as `nmt train` checks it.
@@ -146,9 +148,17 @@ fn without_eos(model: &Seq2Seq) -> Result<Seq2Seq> {
 
 /// Searches the reference's source batch with beam `k` for 30 steps, by the code `nmt
 /// translate` runs for a batch.
-fn search(searcher: &Searcher, imp: Impl, batch: &nmt_data::Batch, k: usize) -> Result<usize> {
-    let cfg =
-        SearchConfig { beam_size: k, n_best: 1, max_len_ratio: 0.0, max_len_extra: TGT_LEN, normalize: 0.0, ..SearchConfig::default() };
+fn search(searcher: &Searcher, opts: &BenchOptions, batch: &nmt_data::Batch, k: usize) -> Result<usize> {
+    let (imp, int8) = (opts.imp, opts.int8);
+    let cfg = SearchConfig {
+        beam_size: k,
+        n_best: 1,
+        max_len_ratio: 0.0,
+        max_len_extra: TGT_LEN,
+        normalize: 0.0,
+        int8,
+        ..SearchConfig::default()
+    };
     let hyps = searcher.search_batch(batch, &SearchOptions { cfg, alignments: false, imp })?;
     Ok(hyps.iter().flatten().map(|h| h.tokens.len()).sum())
 }
@@ -214,13 +224,13 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
             }
             let mut tokens = 0;
             let (ms, mn) = timed(reps, || {
-                tokens = std::hint::black_box(search(&searcher, opts.imp, &batch, k)?);
+                tokens = std::hint::black_box(search(&searcher, opts, &batch, k)?);
                 Ok(())
             })?;
             if tokens != BATCH * TGT_LEN {
                 return Err(crate::Error::Input(format!("bench {name}: {tokens} output tokens, expected {}", BATCH * TGT_LEN)));
             }
-            out.push(with(json!({"bench": name, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(BATCH as f64 / (ms / 1e3), 1)})));
+            out.push(with(json!({"bench": name, "int8": opts.int8, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(BATCH as f64 / (ms / 1e3), 1)})));
         }
     }
     if want("train") {

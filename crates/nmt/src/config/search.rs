@@ -23,6 +23,13 @@ pub struct SearchConfig {
     /// warning naming its line (Marian's `--max-length` with `--max-length-crop`). Bounds the
     /// memory a single line can take.
     pub max_source_len: usize,
+    /// Score only the batch's lexical shortlist (Marian's `--shortlist`): the model file's
+    /// translations of the batch's source tokens and the most frequent target tokens
+    /// (`nmt_data::shortlist`); the distribution is normalised over them.
+    pub shortlist: bool,
+    /// Multiply in int8 (`kernels/int8.rs`): weights quantised once per output row, activations
+    /// per row on the fly. The fused CPU search only; `f32` elsewhere.
+    pub int8: bool,
 }
 
 impl Default for SearchConfig {
@@ -36,6 +43,8 @@ impl Default for SearchConfig {
             n_best: 1,
             batch_size: 32,
             max_source_len: 1000,
+            shortlist: false,
+            int8: false,
         }
     }
 }
@@ -53,6 +62,9 @@ pub struct SearchRequest {
     pub max_source_len: Option<usize>,
     /// Never emit `<unk>` (in addition to the model's own setting).
     pub no_unk: bool,
+    /// Score only the lexical shortlist / multiply in int8 (`None`: the model file's setting).
+    pub shortlist: Option<bool>,
+    pub int8: Option<bool>,
 }
 
 impl SearchRequest {
@@ -67,6 +79,8 @@ impl SearchRequest {
         s.batch_size = self.batch_size.unwrap_or(s.batch_size);
         s.max_source_len = self.max_source_len.unwrap_or(s.max_source_len);
         s.no_unk |= self.no_unk;
+        s.shortlist = self.shortlist.unwrap_or(s.shortlist);
+        s.int8 = self.int8.unwrap_or(s.int8);
         if s.beam_size == 0 || s.n_best == 0 || s.batch_size == 0 || s.max_source_len == 0 {
             return Err(crate::Error::Input("beam size, n-best, batch size and maximum length must be at least 1".into()));
         }

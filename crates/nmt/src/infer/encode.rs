@@ -3,6 +3,7 @@
 //! kernels' own forward pass (`kernels::birnn`, `kernels::rnn`: either cell, each sentence's
 //! state carried through its padding), and what the decoder reads.
 use super::dense::{affine, embed, tanh_in_place};
+use super::shortlist::SubVocab;
 use super::weights::{HostCore, HostModel};
 use crate::kernels::birnn;
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
@@ -23,6 +24,8 @@ pub struct HostEncoded {
     /// True source lengths (`</s>` included) and the padded length `S`.
     pub lens: Vec<usize>,
     pub src_len: usize,
+    /// The batch's lexical shortlist (`None`: the whole vocabulary is scored).
+    pub vocab: Option<SubVocab>,
 }
 
 /// Encodes `src (B, S)` ids with true lengths `lens`.
@@ -78,7 +81,16 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             let mut init = affine(&back_first, b, n, &dec.w_s, &dec.b_s, threads);
             tanh_in_place(&mut init);
             let init = start_states(init, n, model.layer_width(), cfg.dec_layers);
-            HostEncoded { mem, gate_ctx: Vec::new(), out_ctx: Vec::new(), init, src_ext: Vec::new(), lens: lens.to_vec(), src_len: s }
+            HostEncoded {
+                mem,
+                gate_ctx: Vec::new(),
+                out_ctx: Vec::new(),
+                init,
+                src_ext: Vec::new(),
+                lens: lens.to_vec(),
+                src_len: s,
+                vocab: None,
+            }
         }
         HostCore::Enc { dec, .. } => {
             let last: Vec<f32> = match &model.grconv {
@@ -95,7 +107,7 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
             let gate_ctx = affine(&c, b, n, &dec.c, &dec.b_h, threads);
             let l2 = model.out.b.len();
             let out_ctx = affine(&c, b, n, &model.out.o_c, &vec![0f32; l2], threads);
-            HostEncoded { mem: Vec::new(), gate_ctx, out_ctx, init, src_ext: Vec::new(), lens: lens.to_vec(), src_len: s }
+            HostEncoded { mem: Vec::new(), gate_ctx, out_ctx, init, src_ext: Vec::new(), lens: lens.to_vec(), src_len: s, vocab: None }
         }
     }
 }

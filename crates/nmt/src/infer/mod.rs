@@ -18,6 +18,7 @@ pub mod dense;
 pub mod encode;
 pub mod grconv;
 pub mod scorer;
+pub mod shortlist;
 pub mod step;
 pub mod weights;
 

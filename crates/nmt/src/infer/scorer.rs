@@ -8,6 +8,7 @@ use nmt_data::batch::Batch;
 
 use super::copy::MixIn;
 use super::encode::{encode, HostEncoded};
+use super::shortlist::SubVocab;
 use super::step::{features, step, LiveRows};
 use super::weights::{HostCore, HostModel};
 use crate::error::Result;
@@ -29,9 +30,10 @@ impl Scorer for HostModel {
         self.out.proj.vocab()
     }
 
-    fn encode(&self, batch: &Batch) -> Result<HostEncoded> {
+    fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<HostEncoded> {
         let mut enc = encode(self, &batch.src, &batch.src_lengths, rayon::current_num_threads());
         enc.src_ext = batch.src_ext.clone();
+        enc.vocab = vocab.map(|ids| SubVocab::new(&self.out.proj, ids.to_vec()));
         Ok(enc)
     }
 
@@ -50,7 +52,10 @@ impl Scorer for HostModel {
         let r_n = rows.y.len();
         let vocab = self.vocab();
         let f = features(self, enc, &LiveRows { s: states, y: rows.y, sent: rows.sent }, alpha, rayon::current_num_threads());
-        let lp = self.out.proj.log_probs(&f.t, r_n);
+        let lp = match &enc.vocab {
+            None => self.out.proj.log_probs(&f.t, r_n),
+            Some(v) => v.log_probs(&f.t, r_n, vocab),
+        };
         let log_probs = match (&self.copy, &f.alpha) {
             (Some(copy), Some(al)) => {
                 let x = MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &f.ey, alpha: al, rows: rows.sent, want: &[], skip: &[] };

@@ -59,7 +59,10 @@ pub fn step(
 ) -> StepOut {
     let f = features(model, enc, rows, want_alpha, threads);
     let r_n = rows.y.len();
-    let mut best = profile::timed(profile::SEARCH_SCORES, || model.out.proj.best(&f.t, r_n, want, skip));
+    let mut best = profile::timed(profile::SEARCH_SCORES, || match &enc.vocab {
+        None => model.out.proj.best(&f.t, r_n, want, skip),
+        Some(v) => v.best(&f.t, r_n, want, skip),
+    });
     if let (Some(copy), Some(al)) = (&model.copy, &f.alpha) {
         let x = super::copy::MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &f.ey, alpha: al, rows: rows.sent, want, skip };
         best = copy.mix(model, enc, &best, &x);

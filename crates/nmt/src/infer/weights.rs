@@ -177,6 +177,13 @@ fn hcat(blocks: &[(&[f32], usize)], rows: usize) -> Vec<f32> {
 }
 
 impl HostModel {
+    /// This snapshot with its output projection multiplying in int8 (`kernels/int8.rs`).
+    pub fn quantized(mut self) -> Self {
+        let proj = std::mem::replace(&mut self.out.proj, Projection::new(&[], &[]));
+        self.out.proj = proj.quantized();
+        self
+    }
+
     /// Copies `model`'s parameters. Only `f32` CPU models are supported; the caller falls back
     /// to the candle search for anything else (see [`HostModel::supports`]).
     pub fn new(model: &Seq2Seq) -> Result<Self> {

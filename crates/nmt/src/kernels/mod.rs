@@ -8,6 +8,7 @@ pub mod birnn;
 pub mod deep_output;
 pub mod embed;
 pub mod gemm;
+pub mod int8;
 pub mod linear;
 pub mod lstm_cell;
 pub mod math;

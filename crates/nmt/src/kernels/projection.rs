@@ -24,6 +24,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::kernels::gemm::{matmul, transpose, Mat};
+use crate::kernels::int8::{self, QActs, QWeights};
 use crate::kernels::math::FastMath;
 use crate::simd_dispatch;
 
@@ -41,6 +42,8 @@ pub struct Projection {
     bias: Vec<f32>,
     vocab: usize,
     hidden: usize,
+    /// `Gᵀ` in int8 (`kernels/int8.rs`) when [`Projection::best`] multiplies in int8.
+    q: Option<QWeights>,
 }
 
 /// A candidate extension of a row: the row's score for the sentence ranking, the row, the
@@ -61,6 +64,17 @@ pub struct RowBest {
     pub top: Vec<Vec<(f32, u32)>>,
 }
 
+/// The rows [`Projection::best`] scores: features `t (n, l)` (and in int8 with the path that
+/// multiplies them, when the projection is quantised), and what each row keeps.
+#[derive(Clone, Copy)]
+struct Features<'a> {
+    t: &'a [f32],
+    qa: Option<&'a (QActs, int8::Path)>,
+    n: usize,
+    want: &'a [usize],
+    skip: &'a [u32],
+}
+
 /// One thread's running state over its share of the vocabulary.
 struct Part {
     max: Vec<f32>,
@@ -75,7 +89,14 @@ impl Projection {
     /// From `G (l, V)` stored `[in, out]` and `b_G (V)`.
     pub fn new(w: &[f32], bias: &[f32]) -> Self {
         let (vocab, hidden) = (bias.len(), w.len() / bias.len().max(1));
-        Projection { wt: transpose(w, hidden, vocab), bias: bias.to_vec(), vocab, hidden }
+        Projection { wt: transpose(w, hidden, vocab), bias: bias.to_vec(), vocab, hidden, q: None }
+    }
+
+    /// This projection with [`Projection::best`] multiplying in int8 (weights quantised per
+    /// vocabulary row, once; [`Projection::log_probs`], for ensembles, stays `f32`).
+    pub fn quantized(mut self) -> Self {
+        self.q = Some(QWeights::new(&self.wt, self.vocab, self.hidden));
+        self
     }
 
     /// The raw score `z_y = t · G_y + b_y` of one token for one row of features `t (l)`.
@@ -89,6 +110,23 @@ impl Projection {
         self.vocab
     }
 
+    /// The projection onto the vocabulary rows `ids` only (a lexical shortlist): row `i` of the
+    /// result scores token `ids[i]`. Copies `|ids| · l` weights, once per batch.
+    pub fn subset(&self, ids: &[u32]) -> Projection {
+        let h = self.hidden;
+        let mut wt = Vec::with_capacity(ids.len() * h);
+        for &w in ids {
+            wt.extend_from_slice(&self.wt[w as usize * h..][..h]);
+        }
+        let sub = Projection { wt, bias: ids.iter().map(|&w| self.bias[w as usize]).collect(), vocab: ids.len(), hidden: h, q: None };
+        // Rows are quantised independently: quantising the subset is subsetting the quantised.
+        if self.q.is_some() {
+            sub.quantized()
+        } else {
+            sub
+        }
+    }
+
     /// For `n` rows of features `t (n, l)`: every row's normaliser and its `want[r]` best
     /// tokens, never choosing a token in `skip`.
     pub fn best(&self, t: &[f32], n: usize, want: &[usize], skip: &[u32]) -> RowBest {
@@ -96,12 +134,14 @@ impl Projection {
         let block = block_rows(n);
         let blocks = self.vocab.div_ceil(block);
         let per = blocks.div_ceil(threads).max(1);
+        let qa = self.q.as_ref().map(|q| (QActs::new(t, n, q), int8::Path::detect()));
+        let rows = Features { t, qa: qa.as_ref(), n, want, skip };
         let parts: Vec<Part> = (0..blocks.div_ceil(per))
             .into_par_iter()
             .map(|p| {
                 let j0 = p * per * block;
                 let j1 = ((p + 1) * per * block).min(self.vocab);
-                self.part(t, n, j0..j1, block, want, skip)
+                self.part(&rows, j0..j1, block)
             })
             .collect();
         merge(parts, n, want)
@@ -130,7 +170,9 @@ impl Projection {
         z
     }
 
-    fn part(&self, t: &[f32], n: usize, range: Range<usize>, block: usize, want: &[usize], skip: &[u32]) -> Part {
+    /// One thread's share `range` of the vocabulary, in blocks of `block` rows.
+    fn part(&self, x: &Features<'_>, range: Range<usize>, block: usize) -> Part {
+        let Features { t, qa, n, want, skip } = *x;
         let mut st = Part {
             max: vec![f32::NEG_INFINITY; n],
             sum: vec![0.0; n],
@@ -147,7 +189,10 @@ impl Projection {
             for (i, row) in z.chunks_exact_mut(n).enumerate() {
                 row.fill(self.bias[j0 + i]);
             }
-            matmul(z, 0, n, Mat::new(&self.wt[j0 * self.hidden..], bs, self.hidden), tt, true, 1);
+            match (&self.q, qa) {
+                (Some(q), Some((a, path))) => int8::block(*path, q, j0, bs, a, z),
+                _ => matmul(z, 0, n, Mat::new(&self.wt[j0 * self.hidden..], bs, self.hidden), tt, true, 1),
+            }
             simd_dispatch!(consume(z, j0, want, skip, &mut st));
         }
         st

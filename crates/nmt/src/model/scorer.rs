@@ -20,11 +20,18 @@ impl Seq2Seq {
 
     /// One step on the rows: new states, `log p` `(R, V_ext)` row-major (the vocabulary and a
     /// copy model's extended ids) and attention `(R, S)`.
-    fn rows_step(&self, enc: &Encoded, states: &Tensor, rows: &Rows<'_>, alpha: bool) -> Result<FullStep<Tensor>> {
-        let enc = enc.select(&self.row_index(rows.sent.iter().copied())?)?;
+    fn rows_step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, alpha: bool) -> Result<FullStep<Tensor>> {
+        let vocab = enc.vocab.as_deref();
+        let enc = enc.enc.select(&self.row_index(rows.sent.iter().copied())?)?;
         let y = Tensor::from_vec(rows.y.to_vec(), rows.y.len(), self.device())?;
         let out = self.decode_step(&enc, states, &y)?;
-        let log_probs = out.log_probs.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        let mut log_probs = out.log_probs.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        if let Some(ids) = vocab {
+            let width = log_probs.len() / rows.y.len().max(1);
+            for row in log_probs.chunks_exact_mut(width.max(1)) {
+                renormalise(row, ids);
+            }
+        }
         let alpha = match (&out.alpha, alpha) {
             (Some(a), true) => Some(a.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?),
             _ => None,
@@ -33,8 +40,26 @@ impl Seq2Seq {
     }
 }
 
+/// A shortlisted distribution from a full one: `log p(y) − log Σ_{c ∈ ids} p(c)` on `ids`,
+/// −∞ elsewhere; the same as a softmax over the shortlist's logits.
+fn renormalise(row: &mut [f32], ids: &[u32]) {
+    let max = ids.iter().map(|&w| row[w as usize]).fold(f32::NEG_INFINITY, f32::max);
+    let lse = max + ids.iter().map(|&w| (row[w as usize] - max).exp()).sum::<f32>().ln();
+    let mut out = vec![f32::NEG_INFINITY; row.len()];
+    for &w in ids {
+        out[w as usize] = row[w as usize] - lse;
+    }
+    row.copy_from_slice(&out);
+}
+
+/// The candle scorer's encoded batch: the model's encoding and the batch's shortlist.
+pub struct ScorerEncoded {
+    enc: Encoded,
+    vocab: Option<Vec<u32>>,
+}
+
 impl Scorer for Seq2Seq {
-    type Encoded = Encoded;
+    type Encoded = ScorerEncoded;
     type States = Tensor;
 
     fn reads_reversed(&self) -> bool {
@@ -49,27 +74,27 @@ impl Scorer for Seq2Seq {
         self.cfg.tgt_vocab
     }
 
-    fn encode(&self, batch: &Batch) -> Result<Encoded> {
+    fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<ScorerEncoded> {
         let (src, mask) = BatchTensors::source(batch, self.dtype(), self.device())?;
         let mut enc = Seq2Seq::encode(self, &src, &mask, None)?;
         if let Some(ext) = BatchTensors::source_ext(batch, self.device())? {
             self.attach_copy_source(&mut enc, &ext)?;
         }
-        Ok(enc)
+        Ok(ScorerEncoded { enc, vocab: vocab.map(<[u32]>::to_vec) })
     }
 
-    fn start(&self, enc: &Encoded, sent: &[usize]) -> Result<Tensor> {
-        Ok(enc.init.index_select(&self.row_index(sent.iter().copied())?, 0)?)
+    fn start(&self, enc: &ScorerEncoded, sent: &[usize]) -> Result<Tensor> {
+        Ok(enc.enc.init.index_select(&self.row_index(sent.iter().copied())?, 0)?)
     }
 
-    fn step(&self, enc: &Encoded, states: &Tensor, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Tensor>> {
+    fn step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Tensor>> {
         let out = self.rows_step(enc, states, rows, pick.alpha)?;
         let width = out.log_probs.len() / rows.y.len().max(1);
         let best = best_of_full(&out.log_probs, width, pick.want, pick.skip);
         Ok(Step { states: out.states, best, alpha: out.alpha })
     }
 
-    fn step_full(&self, enc: &Encoded, states: &Tensor, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<FullStep<Tensor>> {
+    fn step_full(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<FullStep<Tensor>> {
         let out = self.rows_step(enc, states, rows, alpha)?;
         let native = (out.log_probs.len() / rows.y.len().max(1)).max(1);
         let log_probs = out

@@ -16,8 +16,9 @@ use crate::kernels::profile;
 
 /// Searches one batch (its sources in the scorer's reading order): up to `n_best` hypotheses
 /// per sentence, best first, in the batch's row order.
-pub fn search<S: Scorer>(scorer: &S, batch: &Batch, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
-    let enc = profile::timed(profile::SEARCH_ENCODE, || scorer.encode(batch))?;
+/// `vocab` is the batch's lexical shortlist ([`Scorer::encode`]).
+pub fn search<S: Scorer>(scorer: &S, batch: &Batch, vocab: Option<&[u32]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
+    let enc = profile::timed(profile::SEARCH_ENCODE, || scorer.encode(batch, vocab))?;
     let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &opts.cfg)).collect();
     let k = opts.cfg.beam_size.max(1);
     let n_sent = limits.len();

@@ -71,13 +71,13 @@ impl<S: Scorer> Scorer for Ensemble<'_, S> {
         self.members[0].vocab()
     }
 
-    fn encode(&self, batch: &Batch) -> Result<Self::Encoded> {
+    fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<Self::Encoded> {
         let members = self
             .members
             .iter()
             .map(|m| {
                 let b = if self.flipped(m) { Cow::Owned(flipped_batch(batch)) } else { Cow::Borrowed(batch) };
-                m.encode(&b)
+                m.encode(&b, vocab)
             })
             .collect::<Result<_>>()?;
         let width = batch.src_ext.iter().map(|&w| w as usize + 1).fold(self.vocab(), usize::max);

@@ -10,9 +10,10 @@ pub mod ensemble;
 pub mod scorer;
 
 use std::borrow::Borrow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use nmt_data::batch::Batch;
+use nmt_data::Shortlist;
 
 pub use self::ensemble::Ensemble;
 pub use self::scorer::Scorer;
@@ -32,6 +33,10 @@ use crate::model::Seq2Seq;
 pub struct Searcher<M = Seq2Seq> {
     models: Vec<M>,
     hosts: OnceLock<Option<Vec<HostModel>>>,
+    /// The same with the output projection in int8 (`SearchConfig::int8`).
+    hosts_int8: OnceLock<Option<Vec<HostModel>>>,
+    /// The lead model's lexical shortlist, for searches that ask for it.
+    shortlist: Option<Arc<Shortlist>>,
 }
 
 impl<M: Borrow<Seq2Seq>> Searcher<M> {
@@ -40,7 +45,35 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
         if models.is_empty() {
             return Err(crate::Error::Input("a search needs at least one model".into()));
         }
-        Ok(Searcher { models, hosts: OnceLock::new() })
+        Ok(Searcher { models, hosts: OnceLock::new(), hosts_int8: OnceLock::new(), shortlist: None })
+    }
+
+    /// The lexical shortlist that `SearchConfig::shortlist` searches score (the lead model
+    /// file's, [`crate::model_file::ModelMeta::shortlist`]).
+    pub fn with_shortlist(mut self, shortlist: Option<Arc<Shortlist>>) -> Self {
+        self.shortlist = shortlist;
+        self
+    }
+
+    /// Whether a shortlist is there for `SearchConfig::shortlist`.
+    pub fn has_shortlist(&self) -> bool {
+        self.shortlist.is_some()
+    }
+
+    /// The batch's shortlist when the search asks for one.
+    fn batch_vocab(&self, batch: &Batch, opts: &SearchOptions) -> Result<Option<Vec<u32>>> {
+        if !opts.cfg.shortlist {
+            return Ok(None);
+        }
+        let Some(sl) = &self.shortlist else {
+            return Err(crate::Error::Input("the model file has no lexical shortlist: add one with `nmt shortlist`".into()));
+        };
+        if self.models().iter().any(|m| m.cfg.copy) {
+            // A copy model exists to emit source words, which a shortlist would cut.
+            return Err(crate::Error::Input("a lexical shortlist does not apply to copy models".into()));
+        }
+        let c = sl.candidates(&batch.src);
+        Ok(Some(c))
     }
 
     /// Every model, the lead first.
@@ -53,21 +86,30 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
         <M as Borrow<Seq2Seq>>::borrow(&self.models[0])
     }
 
-    /// The host snapshots when `imp` is `Fused` and every model can run on them.
-    fn hosts(&self, imp: Impl) -> Result<Option<&[HostModel]>> {
+    /// The host snapshots when `imp` is `Fused` and every model can run on them, in int8
+    /// when `int8`.
+    fn hosts(&self, imp: Impl, int8: bool) -> Result<Option<&[HostModel]>> {
         if !matches!(imp, Impl::Fused) {
             return Ok(None);
         }
-        if let Some(h) = self.hosts.get() {
+        let cell = if int8 { &self.hosts_int8 } else { &self.hosts };
+        if let Some(h) = cell.get() {
             return Ok(h.as_deref());
         }
         let models = self.models();
         let built = if models.iter().all(|m| HostModel::supports(m)) {
-            Some(models.iter().map(|m| HostModel::new(m)).collect::<Result<Vec<_>>>()?)
+            let host = |m: &&Seq2Seq| {
+                if int8 {
+                    Ok(HostModel::new(&crate::quantize::quantized_model(m)?)?.quantized())
+                } else {
+                    HostModel::new(m)
+                }
+            };
+            Some(models.iter().map(host).collect::<Result<Vec<_>>>()?)
         } else {
             None
         };
-        Ok(self.hosts.get_or_init(|| built).as_deref())
+        Ok(cell.get_or_init(|| built).as_deref())
     }
 
     /// Searches one batch (sources in the lead model's reading order; a copy model's extended
@@ -77,9 +119,11 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
         if self.models().iter().any(|m| m.cfg.copy) && batch.src_ext.is_empty() {
             return Err(crate::Error::Input("a copy model needs each source's extended ids".into()));
         }
-        match self.hosts(opts.imp)? {
-            Some(h) => beam::search(&Ensemble::new(h.iter().collect())?, batch, opts),
-            None => beam::search(&Ensemble::new(self.models())?, batch, opts),
+        let vocab = self.batch_vocab(batch, opts)?;
+        let vocab = vocab.as_deref();
+        match self.hosts(opts.imp, opts.cfg.int8)? {
+            Some(h) => beam::search(&Ensemble::new(h.iter().collect())?, batch, vocab, opts),
+            None => beam::search(&Ensemble::new(self.models())?, batch, vocab, opts),
         }
     }
 

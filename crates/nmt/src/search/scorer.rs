@@ -66,8 +66,9 @@ pub trait Scorer: Sync {
     /// The target vocabulary size `K_y`.
     fn vocab(&self) -> usize;
     /// Encodes the batch's sources (in this scorer's reading order), with a copy model's
-    /// extended ids (`batch.src_ext`).
-    fn encode(&self, batch: &Batch) -> Result<Self::Encoded>;
+    /// extended ids (`batch.src_ext`). `vocab`, the batch's lexical shortlist (sorted target
+    /// ids), restricts every step of this batch to those tokens, normalised over them.
+    fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<Self::Encoded>;
     /// The start states of one row per sentence in `sent`.
     fn start(&self, enc: &Self::Encoded, sent: &[usize]) -> Result<Self::States>;
     /// One decoder step for `rows` with `states`, choosing as `pick` says.

@@ -74,6 +74,10 @@ impl TrainData {
         self.prepared.segmenters()
     }
 
+    pub fn prepared(&self) -> &Prepared {
+        &self.prepared
+    }
+
     pub fn dir(&self) -> &Path {
         self.prepared.dir()
     }

@@ -55,6 +55,7 @@ pub fn tiny_meta(arch: Arch) -> (nmt::model_file::ModelMeta, ModelConfig) {
         tgt: seg,
         step: 0,
         languages: None,
+        shortlist: None,
     };
     (meta, cfg)
 }

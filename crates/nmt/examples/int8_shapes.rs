@@ -1,0 +1,50 @@
+//! The search's output projection at its shapes, f32 against int8 (`kernels/int8.rs`):
+//! `cargo run --release -p nmt --example int8_shapes` (2 threads by RAYON_NUM_THREADS).
+//! Times `Projection::best` (scores, normaliser and best tokens) and the bare products.
+use std::time::Instant;
+
+use nmt::kernels::gemm::{matmul, Mat};
+use nmt::kernels::int8::{block, Path, QActs, QWeights};
+use nmt::kernels::projection::Projection;
+
+fn data(len: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect()
+}
+
+fn time(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let t = Instant::now();
+    for _ in 0..reps {
+        f();
+    }
+    t.elapsed().as_secs_f64() * 1e3 / reps as f64
+}
+
+fn main() {
+    let (vocab, l) = (8000, 256);
+    let g = data(l * vocab, 1);
+    let bias = vec![0f32; vocab];
+    let f32p = Projection::new(&g, &bias);
+    let q8p = Projection::new(&g, &bias).quantized();
+    let wt: Vec<f32> = data(vocab * l, 2);
+    let qw = QWeights::new(&wt, vocab, l);
+    for n in [5, 32, 160] {
+        let t = data(n * l, 3 + n as u64);
+        let want = vec![5; n];
+        let a = time(20, || drop(f32p.best(&t, n, &want, &[])));
+        let b = time(20, || drop(q8p.best(&t, n, &want, &[])));
+        let mut z = vec![0f32; vocab * n];
+        let c = time(20, || matmul(&mut z, 0, n, Mat::new(&wt, vocab, l), Mat::new(&t, n, l).t(), false, 1));
+        let qa = QActs::new(&t, n, &qw);
+        let d = time(20, || block(Path::detect(), &qw, 0, vocab, &qa, &mut z));
+        println!("n = {n:>3}: best f32 {a:.2} ms, int8 {b:.2} ms; one-thread product f32 {c:.2} ms, int8 {d:.2} ms");
+    }
+}
