@@ -5,6 +5,7 @@
 //! The crate has no CLI dependencies; every fallible function returns [`Result`] so the
 //! binaries decide how to report errors.
 
+pub mod atomic;
 pub mod batch;
 pub mod copy;
 pub mod corpus;

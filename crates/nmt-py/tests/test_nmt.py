@@ -88,6 +88,22 @@ def test_translate_batch_equals_the_cli(model, sources, tmp_path, beam, nbest):
         assert abs(float(ws) - s) < 1e-5
 
 
+def test_int8_and_the_shortlist_equal_the_cli(model, sources, tmp_path):
+    """`nmt.train` ends by learning the shortlist into the model file, as `nmt train` does."""
+    src = tmp_path / "src.en"
+    src.write_text("\n".join(sources) + "\n", encoding="utf-8")
+    for flags, load, call in [
+        (["--int8"], {"compute_type": "int8"}, {}),
+        (["--shortlist"], {}, {"use_vmap": True}),
+        (["--int8", "--shortlist"], {"compute_type": "int8"}, {"use_vmap": True}),
+    ]:
+        want = cli("translate", "-m", str(model), "-i", str(src), "-b", "5", "--threads", "1", *flags).splitlines()
+        got = nmt.Translator(str(model), threads=1, **load).translate_batch(sources, beam_size=5, **call)
+        assert [r.hypotheses[0] for r in got] == want, flags
+    with pytest.raises(ValueError, match="compute_type"):
+        nmt.Translator(str(model), compute_type="int4")
+
+
 def test_translate_iterable_keeps_the_order(model, sources):
     t = nmt.Translator(model)
     batch = [r.hypotheses[0] for r in t.translate_batch(sources, beam_size=2)]

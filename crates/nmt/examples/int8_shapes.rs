@@ -1,7 +1,12 @@
 //! The search's output projection at its shapes, f32 against int8 (`kernels/int8.rs`):
 //! `cargo run --release -p nmt --example int8_shapes` (2 threads by RAYON_NUM_THREADS).
-//! Times `Projection::best` (scores, normaliser and best tokens) and the bare products.
+//! Times `Projection::best` (scores, normaliser and best tokens), the bare products, and
+//! candle's quantised matmul (`QMatMul`, GGML `Q8_0`: int8 blocks of 32 with `f16` scales, the
+//! library alternative to `kernels/int8.rs`) at the same shape.
 use std::time::Instant;
+
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{Device, Module, Tensor};
 
 use nmt::kernels::gemm::{matmul, Mat};
 use nmt::kernels::int8::{block, Path, QActs, QWeights};
@@ -45,6 +50,13 @@ fn main() {
         let c = time(20, || matmul(&mut z, 0, n, Mat::new(&wt, vocab, l), Mat::new(&t, n, l).t(), false, 1));
         let qa = QActs::new(&t, n, &qw);
         let d = time(20, || block(Path::detect(), &qw, 0, vocab, &qa, &mut z));
-        println!("n = {n:>3}: best f32 {a:.2} ms, int8 {b:.2} ms; one-thread product f32 {c:.2} ms, int8 {d:.2} ms");
+        // candle's Q8_0 matmul, `x (n, l) · Wᵀ` with `W (V, l)`, on its own threads (rayon's 2).
+        let w = Tensor::from_slice(&wt, (vocab, l), &Device::Cpu).unwrap();
+        let qmm = QMatMul::from_qtensor(QTensor::quantize(&w, GgmlDType::Q8_0).unwrap()).unwrap();
+        let x = Tensor::from_slice(&t, (n, l), &Device::Cpu).unwrap();
+        let e = time(20, || drop(qmm.forward(&x).unwrap()));
+        println!(
+            "n = {n:>3}: best f32 {a:.2} ms, int8 {b:.2} ms; one-thread product f32 {c:.2} ms, int8 {d:.2} ms; candle Q8_0 matmul (all threads) {e:.2} ms"
+        );
     }
 }

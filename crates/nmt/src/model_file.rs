@@ -53,7 +53,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     // `NAME.XXXXXX.tmp` beside the file: removed on error (dropped), and by training's start
     // when a kill left one (`*.tmp`).
     let write = || -> std::io::Result<()> {
-        let mut f = tempfile::Builder::new().prefix(&format!("{name}.")).suffix(".tmp").tempfile_in(dir)?;
+        let mut f = nmt_data::atomic::temp_beside(dir, &format!("{name}."))?;
         f.write_all(bytes)?;
         f.as_file().sync_all()?;
         f.persist(path).map(drop).map_err(|e| e.error)

@@ -79,7 +79,8 @@ pub fn dequantize_tensors(tensors: &mut BTreeMap<String, Tensor>) -> Result<()> 
 /// search multiplies).
 pub fn quantized_model(model: &Seq2Seq) -> Result<Seq2Seq> {
     let mut tensors = BTreeMap::new();
-    for (name, t) in crate::model_file::model_tensors(model) {
+    for (name, var) in model.params.named_vars() {
+        let t = var.as_tensor().clone();
         let t = if is_matrix(&t) {
             let (q, scales, cols) = quantize(&t)?;
             let w: Vec<f32> = q.chunks(cols.max(1)).zip(&scales).flat_map(|(r, &s)| r.iter().map(move |&v| v as f32 * s)).collect();

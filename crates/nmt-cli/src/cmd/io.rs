@@ -92,10 +92,7 @@ impl Output {
         let name = path.file_name().with_context(|| format!("{} is not a file name", path.display()))?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         // `.NAME.XXXXXX.tmp` beside the output; deleted if dropped unpersisted (an error).
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{}.", name.to_string_lossy()))
-            .suffix(".tmp")
-            .tempfile_in(dir)
+        let tmp = nmt::data::atomic::temp_beside(dir, &format!(".{}.", name.to_string_lossy()))
             .with_context(|| format!("cannot create a temporary file beside {}", path.display()))?;
         let file = BufWriter::with_capacity(1 << 16, tmp);
         let sink = if path.extension().is_some_and(|e| e == "gz") {

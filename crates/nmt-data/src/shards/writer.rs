@@ -21,11 +21,7 @@ struct SumFile {
 
 impl SumFile {
     fn create(dir: &Path, name: String) -> Result<Self> {
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!("{name}."))
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(|source| Error::Io { path: dir.join(&name), source })?;
+        let tmp = crate::atomic::temp_beside(dir, &format!("{name}.")).map_err(|source| Error::Io { path: dir.join(&name), source })?;
         Ok(SumFile {
             dir: dir.to_path_buf(),
             name,
