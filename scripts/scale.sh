@@ -6,6 +6,8 @@
 #   - `nmt train --data DIR`: seconds from the process's start to its first update (the first
 #     line of train_log.jsonl, polled every 0.1 s) and the run's peak memory (N updates);
 #   - the prepared directory's size.
+# Training runs with train.shortlist=false: the end-of-training shortlist (a sample of at most
+# 200 000 pairs, its own time and memory, docs/PERF.md) is not the data pipeline measured here.
 # Usage: scripts/scale.sh [THREADS] [UPDATES] [SIZES...]   (default: 2 20 100000 1000000 10000000)
 # Needs ~5 GB of disk per 10 M pairs under $SCALE_DIR (default: a temporary folder).
 set -euo pipefail
@@ -50,6 +52,7 @@ for n in "${SIZES[@]}"; do
     start=$(date +%s.%N)
     /usr/bin/time -v "$NMT" train -c "$CONFIG" --data "$WORK/prep-$n" --model-dir "$WORK/model-$n" --quiet --threads "$THREADS" \
         --set train.max_steps="$UPDATES" --set train.log_every=1 --set train.valid_every=1000000 --set train.valid_bleu_sentences=50 \
+        --set train.shortlist=false \
         2>"$WORK/train-$n.log" >/dev/null &
     pid=$!
     first=""

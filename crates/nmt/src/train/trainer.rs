@@ -149,7 +149,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     if cfg.train.average_last > 0 && reason.0 != StopReason::Interrupted && opts.is_root() {
         average_snapshots(&env, &run, ui)?;
     }
-    if reason.0 != StopReason::Interrupted && opts.is_root() {
+    if cfg.train.shortlist && reason.0 != StopReason::Interrupted && opts.is_root() {
         crate::shortlist::after_training(data.prepared(), &run.meta, &[&best_path, &dir.join("model.avg.safetensors")], ui)?;
     }
     Ok(TrainSummary {
