@@ -15,7 +15,9 @@
 #   Adam 1e-3, gradient clipping 1, batches of about 2 000 target words, sentences over 50
 #   subwords skipped, label smoothing 0.1, learning rate halved after 3 validations without a
 #   better dev BLEU, validation every 250 updates with greedy BLEU on the first 300 dev verses,
-#   the best checkpoint by that BLEU, THREADS threads, MINUTES of wall time.
+#   the best checkpoint by that BLEU, THREADS threads, MINUTES of wall time (Marian's from its
+#   start, its SentencePiece training included; ours `train.max_minutes`, from its training loop,
+#   after a BPE preparation of a few seconds on the Bible).
 # - dropout: ours 0.3 on embeddings and the maxout output; Marian's s2s has no such option, its
 #   closest is --dropout-rnn 0.3 (variational dropout in the RNNs).
 # - decoding: beam 5, length normalisation 1, 32 sentences a batch; Marian sorts a maxi-batch of

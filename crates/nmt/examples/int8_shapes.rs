@@ -9,7 +9,7 @@ use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 
 use nmt::kernels::gemm::{matmul, Mat};
-use nmt::kernels::int8::{block, Path, QActs, QWeights};
+use nmt::kernels::int8::{block, Isa, QActs, QWeights};
 use nmt::kernels::projection::Projection;
 
 fn data(len: usize, seed: u64) -> Vec<f32> {
@@ -49,7 +49,7 @@ fn main() {
         let mut z = vec![0f32; vocab * n];
         let c = time(20, || matmul(&mut z, 0, n, Mat::new(&wt, vocab, l), Mat::new(&t, n, l).t(), false, 1));
         let qa = QActs::new(&t, n, &qw);
-        let d = time(20, || block(Path::detect(), &qw, 0, vocab, &qa, &mut z));
+        let d = time(20, || block(Isa::detect(), &qw, 0, vocab, &qa, &mut z));
         // candle's Q8_0 matmul, `x (n, l) · Wᵀ` with `W (V, l)`, on its own threads (rayon's 2).
         let w = Tensor::from_slice(&wt, (vocab, l), &Device::Cpu).unwrap();
         let qmm = QMatMul::from_qtensor(QTensor::quantize(&w, GgmlDType::Q8_0).unwrap()).unwrap();

@@ -133,11 +133,18 @@ pub fn model_tensors(model: &Seq2Seq) -> Vec<(String, Tensor)> {
 
 /// Saves a model with its metadata (and shortlist).
 pub fn save(path: &Path, model: &Seq2Seq, meta: &ModelMeta) -> Result<()> {
-    let mut tensors = model_tensors(model);
+    save_tensors(path, model_tensors(model), meta).map(drop)
+}
+
+/// Saves named weight tensors (a model's, or their int8 form, `crate::quantize`) with `meta`
+/// and its shortlist; returns the file's size in bytes.
+pub fn save_tensors(path: &Path, mut tensors: Vec<(String, Tensor)>, meta: &ModelMeta) -> Result<usize> {
     if let Some(sl) = &meta.shortlist {
         tensors.extend(shortlist_tensors(sl)?);
     }
-    write_atomic(path, &to_safetensors(&tensors, meta_map(meta)?)?)
+    let bytes = to_safetensors(&tensors, meta_map(meta)?)?;
+    write_atomic(path, &bytes)?;
+    Ok(bytes.len())
 }
 
 /// Tensors whose names start with this hold the lexical shortlist.

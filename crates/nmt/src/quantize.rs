@@ -39,6 +39,11 @@ fn quantize(t: &Tensor) -> Result<(Vec<i8>, Vec<f32>, usize)> {
     Ok((q, scales, cols))
 }
 
+/// The values `q · s` of quantised rows of `cols` (`scales[i]` for row `i`).
+fn dequantized(q: impl Iterator<Item = i8>, scales: &[f32], cols: usize) -> Vec<f32> {
+    q.enumerate().map(|(i, v)| v as f32 * scales[i / cols.max(1)]).collect()
+}
+
 /// `named` with every matrix stored in int8 (`u8` plus scales), for `nmt quantize`.
 pub fn quantize_tensors(named: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>> {
     let mut out = Vec::with_capacity(named.len());
@@ -67,8 +72,7 @@ pub fn dequantize_tensors(tensors: &mut BTreeMap<String, Tensor>) -> Result<()> 
         if bytes.len() != scales.len() * cols {
             return Err(crate::Error::Input(format!("{name}: {} int8 values for {} scales of {cols}", bytes.len(), scales.len())));
         }
-        let w: Vec<f32> =
-            bytes.chunks(cols.max(1)).zip(&scales).flat_map(|(r, &s)| r.iter().map(move |&b| (b as i16 - 128) as f32 * s)).collect();
+        let w = dequantized(bytes.iter().map(|&b| (b as i16 - 128) as i8), &scales, cols);
         let t = Tensor::from_vec(w, q.dims(), q.device())?;
         tensors.insert(name, t);
     }
@@ -83,8 +87,7 @@ pub fn quantized_model(model: &Seq2Seq) -> Result<Seq2Seq> {
         let t = var.as_tensor().clone();
         let t = if is_matrix(&t) {
             let (q, scales, cols) = quantize(&t)?;
-            let w: Vec<f32> = q.chunks(cols.max(1)).zip(&scales).flat_map(|(r, &s)| r.iter().map(move |&v| v as f32 * s)).collect();
-            Tensor::from_vec(w, t.dims(), t.device())?.to_dtype(t.dtype())?
+            Tensor::from_vec(dequantized(q.into_iter(), &scales, cols), t.dims(), t.device())?.to_dtype(t.dtype())?
         } else {
             t
         };

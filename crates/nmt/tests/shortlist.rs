@@ -101,11 +101,9 @@ fn shortlists_and_int8_weights_survive_the_model_file() {
     // The int8 file: every matrix in int8, the search defaults saying int8.
     let mut q = meta.clone();
     q.search.int8 = true;
-    let mut tensors = nmt::quantize::quantize_tensors(&nmt::model_file::model_tensors(&m)).unwrap();
-    tensors.extend(nmt::model_file::shortlist_tensors(meta.shortlist.as_ref().unwrap()).unwrap());
+    let tensors = nmt::quantize::quantize_tensors(&nmt::model_file::model_tensors(&m)).unwrap();
     let qpath = dir.path().join("m.int8.safetensors");
-    nmt::model_file::write_atomic(&qpath, &nmt::model_file::to_safetensors(&tensors, nmt::model_file::meta_map(&q).unwrap()).unwrap())
-        .unwrap();
+    nmt::model_file::save_tensors(&qpath, tensors, &q).unwrap();
     // Every matrix is stored as bytes with its scales.
     let (raw, _) = nmt::model_file::parse_safetensors(&std::fs::read(&qpath).unwrap(), &qpath, &Device::Cpu).unwrap();
     for (name, t) in raw.iter().filter(|(n, t)| t.rank() == 2 && !n.starts_with("shortlist.")) {
@@ -132,11 +130,7 @@ fn an_int8_file_translates_as_the_f32_model_quantised_at_load() {
         let (mut meta, _) = common::tiny_meta(arch);
         meta.config = m.cfg.clone();
         let tensors = nmt::quantize::quantize_tensors(&nmt::model_file::model_tensors(&m)).unwrap();
-        nmt::model_file::write_atomic(
-            &path,
-            &nmt::model_file::to_safetensors(&tensors, nmt::model_file::meta_map(&meta).unwrap()).unwrap(),
-        )
-        .unwrap();
+        nmt::model_file::save_tensors(&path, tensors, &meta).unwrap();
         let loaded = nmt::model_file::load(&path, DType::F32, &Device::Cpu).unwrap();
         let (a, b) = (Searcher::new(vec![&m]).unwrap(), Searcher::new(vec![&loaded.model]).unwrap());
         for beam in [1, 5] {

@@ -21,18 +21,14 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
     let loaded = nmt::model_file::load(&args.model, DType::F32, &Device::Cpu)?;
     let mut meta = loaded.meta;
     meta.search.int8 = true;
-    let mut tensors = nmt::quantize::quantize_tensors(&nmt::model_file::model_tensors(&loaded.model))?;
-    if let Some(sl) = &meta.shortlist {
-        tensors.extend(nmt::model_file::shortlist_tensors(sl)?);
-    }
-    let bytes = nmt::model_file::to_safetensors(&tensors, nmt::model_file::meta_map(&meta)?)?;
-    nmt::model_file::write_atomic(&args.output, &bytes)?;
+    let tensors = nmt::quantize::quantize_tensors(&nmt::model_file::model_tensors(&loaded.model))?;
+    let size = nmt::model_file::save_tensors(&args.output, tensors, &meta)?;
     let before = std::fs::metadata(&args.model).map(|m| m.len()).unwrap_or(0);
     eprintln!(
         "wrote {} ({:.1} MB, {:.0} % of {:.1} MB); it translates with int8 products by default",
         args.output.display(),
-        bytes.len() as f64 / 1e6,
-        100.0 * bytes.len() as f64 / before.max(1) as f64,
+        size as f64 / 1e6,
+        100.0 * size as f64 / before.max(1) as f64,
         before as f64 / 1e6
     );
     Ok(())

@@ -26,21 +26,21 @@
 //! project's 2-core AVX2 machine) it took 31.1 ms on 2 threads where this kernel takes 6.9 ms on
 //! one (and the `f32` GEMM 9.1 ms on one); at 32 rows 6.1 ms against 1.3 ms.
 
-/// Which code path multiplies.
+/// Which instruction set multiplies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Path {
+pub enum Isa {
     Scalar,
     Avx2,
 }
 
-impl Path {
-    /// The fastest path this CPU runs.
-    pub fn detect() -> Path {
+impl Isa {
+    /// The fastest one this CPU runs.
+    pub fn detect() -> Isa {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
-            return Path::Avx2;
+            return Isa::Avx2;
         }
-        Path::Scalar
+        Isa::Scalar
     }
 }
 
@@ -98,10 +98,6 @@ impl QWeights {
         }
         QWeights { q, scale, sum, rows, k, kp }
     }
-
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
 }
 
 /// Activations `(rows, k)` quantised per row to 8 bits and shifted to unsigned, rows padded to
@@ -136,13 +132,14 @@ impl QActs {
 /// `out[(j − j0)·n + r] += Σ_k W[j, k] A[r, k]` for weight rows `j0..j0 + bs` and all `n`
 /// activation rows (`out (bs, n)`, the projection's column-major score block). `j0` must be a
 /// multiple of 4.
-pub fn block(path: Path, w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32]) {
+/// `isa` is a request: `Avx2` on a CPU without AVX2 runs the scalar path.
+pub fn block(isa: Isa, w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32]) {
     assert!(j0 & 3 == 0 && j0 + bs <= w.rows && out.len() >= bs * a.rows, "int8 block: bad shapes");
-    match path {
+    match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Avx2` comes from `Path::detect` or a caller that checked the CPU; the
-        // kernel reads inside the padded buffers (rows to 4 and 2, columns to 32).
-        Path::Avx2 => unsafe { block_avx2(w, j0, bs, a, out) },
+        // SAFETY: the CPU has AVX2 (checked here: the detection is cached); the kernel reads
+        // inside the padded buffers (rows to 4 and 2, columns to 32).
+        Isa::Avx2 if std::arch::is_x86_feature_detected!("avx2") => unsafe { block_avx2(w, j0, bs, a, out) },
         _ => block_scalar(w, j0, bs, a, out),
     }
 }
@@ -223,7 +220,7 @@ mod tests {
 
     #[test]
     fn int8_products_match_f32_within_the_quantisation_bound_on_both_paths() {
-        let paths: Vec<Path> = [Path::Scalar, Path::detect()].into_iter().collect();
+        let paths: Vec<Isa> = [Isa::Scalar, Isa::detect()].into_iter().collect();
         for (case, &(rows, n, k)) in [(7, 3, 5), (16, 160, 256), (33, 9, 100), (4, 1, 32), (61, 12, 300)].iter().enumerate() {
             let w = data(rows * k, case as u64 + 1);
             let a: Vec<f32> = data(n * k, case as u64 + 100).iter().map(|v| v * 3.0).collect();

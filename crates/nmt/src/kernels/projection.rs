@@ -69,7 +69,7 @@ pub struct RowBest {
 #[derive(Clone, Copy)]
 struct Features<'a> {
     t: &'a [f32],
-    qa: Option<&'a (QActs, int8::Path)>,
+    qa: Option<&'a (QActs, int8::Isa)>,
     n: usize,
     want: &'a [usize],
     skip: &'a [u32],
@@ -134,7 +134,7 @@ impl Projection {
         let block = block_rows(n);
         let blocks = self.vocab.div_ceil(block);
         let per = blocks.div_ceil(threads).max(1);
-        let qa = self.q.as_ref().map(|q| (QActs::new(t, n, q), int8::Path::detect()));
+        let qa = self.q.as_ref().map(|q| (QActs::new(t, n, q), int8::Isa::detect()));
         let rows = Features { t, qa: qa.as_ref(), n, want, skip };
         let parts: Vec<Part> = (0..blocks.div_ceil(per))
             .into_par_iter()

@@ -40,16 +40,19 @@ impl Seq2Seq {
     }
 }
 
-/// A shortlisted distribution from a full one: `log p(y) − log Σ_{c ∈ ids} p(c)` on `ids`,
-/// −∞ elsewhere; the same as a softmax over the shortlist's logits.
+/// A shortlisted distribution from a full one, in place: `log p(y) − log Σ_{c ∈ ids} p(c)` on
+/// `ids` (sorted), −∞ elsewhere; the same as a softmax over the shortlist's logits.
 fn renormalise(row: &mut [f32], ids: &[u32]) {
     let max = ids.iter().map(|&w| row[w as usize]).fold(f32::NEG_INFINITY, f32::max);
     let lse = max + ids.iter().map(|&w| (row[w as usize] - max).exp()).sum::<f32>().ln();
-    let mut out = vec![f32::NEG_INFINITY; row.len()];
-    for &w in ids {
-        out[w as usize] = row[w as usize] - lse;
+    let mut next = ids.iter().peekable();
+    for (j, v) in row.iter_mut().enumerate() {
+        if next.next_if(|&&w| w as usize == j).is_some() {
+            *v -= lse;
+        } else {
+            *v = f32::NEG_INFINITY;
+        }
     }
-    row.copy_from_slice(&out);
 }
 
 /// The candle scorer's encoded batch: the model's encoding and the batch's shortlist.
