@@ -8,7 +8,8 @@
 #   scripts/compare-architectures.sh [MINUTES=30] [PARALLEL=2] [SYSTEM...]
 #
 # Systems: rnnsearch, rnnenc, grconv, seq2seq (2+2 LSTM, reversed source), seq2seq-forward
-# (the same, source read forwards), rnnsearch-copy. A system whose directory holds `done` is
+# (the same, source read forwards), rnnsearch-copy; and, named only when asked for,
+# rnnsearch-2dec (a 2-layer decoder) and rnnsearch-gf (the same with a gated-feedback stack). A system whose directory holds `done` is
 # not trained again; an unfinished one starts over (its horizon is time, which a restart
 # cannot continue). No-UNK uses one definition for every system: sentences whose words are
 # all among the 8 000 most frequent training words of their language (the papers' notion of a
@@ -40,6 +41,8 @@ declare -A config=(
   [seq2seq]="configs/lstm-seq2seq-small.toml"
   [seq2seq-forward]="configs/lstm-seq2seq-small.toml --set model.reverse_source=false"
   [rnnsearch-copy]="configs/rnnsearch-small.toml --set model.copy=true"
+  [rnnsearch-2dec]="configs/rnnsearch-small.toml --set model.dec_layers=2"
+  [rnnsearch-gf]="configs/rnnsearch-small.toml --set model.dec_layers=2 --set model.stack=gated-feedback"
 )
 order=(rnnsearch rnnenc grconv seq2seq seq2seq-forward rnnsearch-copy)
 [ $# -gt 0 ] && order=("$@")

@@ -225,3 +225,22 @@ fn copy_fused_equals_composed() {
         assert!(e64 < 1e-10 && e32 < 2e-5, "copy {output:?} {layers}: {e64:e} {e32:e}");
     }
 }
+
+/// The gated-feedback decoder stack (its layers composed on both paths, inside the fused
+/// model): fused equals composed, dropout drawn alike, both cells, both architectures.
+#[test]
+fn gated_feedback_fused_equals_composed() {
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for (cell, layers, residual) in
+            [(CellKind::Gru(GruForm::Paper), 2, false), (CellKind::Lstm, 3, true), (CellKind::Gru(GruForm::ResetAfter), 3, false)]
+        {
+            let case = Case { arch, cell, output: OutputState::Previous, dropout: 0.3, recurrent: 0.2, recipe: None };
+            let gf = |c: &mut nmt::config::ModelConfig| {
+                (c.dec_layers, c.residual, c.stack) = (layers, residual, nmt::config::StackKind::GatedFeedback)
+            };
+            let (e64, e32) = (compare_with(&case, DType::F64, &gf), compare_with(&case, DType::F32, &gf));
+            eprintln!("gated feedback {arch:?} {cell:?} layers {layers} residual {residual}: f64 {e64:.1e}, f32 {e32:.1e}");
+            assert!(e64 < 1e-10 && e32 < 2e-5, "gated feedback {arch:?} {cell:?} {layers}: {e64:e} {e32:e}");
+        }
+    }
+}

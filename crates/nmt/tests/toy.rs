@@ -118,3 +118,14 @@ fn grconv_learns_to_reverse_short_sequences() {
     let acc = train_reversal_with(Arch::Rnnenc, 3..=6, 128, 1e-3, 0.95, &|c| c.encoder = nmt::config::EncoderKind::Grconv);
     assert!(acc >= 0.90, "grConv exact-match accuracy {acc}");
 }
+
+/// The gated-feedback decoder stack (Chung et al. 2015): RNNsearch with a 2-layer decoder
+/// whose upper layer reads both layers' states through global reset gates. Its accuracy is
+/// measured through the Searcher, which runs such a model on the candle scorer.
+#[test]
+fn gated_feedback_rnnsearch_learns_to_reverse() {
+    let acc = train_reversal_with(Arch::Rnnsearch, 3..=10, 64, 3e-3, 0.99, &|c| {
+        (c.dec_layers, c.stack) = (2, nmt::config::StackKind::GatedFeedback);
+    });
+    assert!(acc >= 0.98, "gated-feedback RNNsearch exact-match accuracy {acc}");
+}

@@ -15,7 +15,7 @@ mod model;
 mod search;
 mod train;
 pub use data::{CorpusEntry, DataConfig, TrainInput};
-pub use model::{Arch, Cell, CellKind, EncoderKind, GruForm, Impl, ModelConfig, OutputState};
+pub use model::{Arch, Cell, CellKind, EncoderKind, GruForm, Impl, ModelConfig, OutputState, StackKind};
 pub use search::{SearchConfig, SearchRequest};
 pub use train::{Optimizer, TrainConfig};
 

@@ -65,6 +65,19 @@ pub enum Cell {
     Lstm,
 }
 
+/// How the decoder's stacked layers connect in time (the `model.stack` key).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum StackKind {
+    /// Each layer reads its own state at `t − 1` and the layer below at `t` (Sutskever et
+    /// al., Wu et al.).
+    #[default]
+    Plain,
+    /// Chung et al. 2015: each of the decoder's layers above the first also reads every
+    /// layer's state at `t − 1`, through global reset gates (`model/feedback.rs`).
+    GatedFeedback,
+}
+
 /// A layer's cell as the kernels run it: `model.cell` with, for the GRU, `model.gru`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CellKind {
@@ -156,6 +169,14 @@ pub struct ModelConfig {
     /// input either way.
     #[serde(default)]
     pub residual: bool,
+    /// `plain` (the default) or `gated-feedback` (Chung et al. 2015): the decoder's layers
+    /// above the first read every decoder layer's state at `t − 1` through global reset gates.
+    /// Needs `dec_layers ≥ 2`. Encoder stacks stay plain: RNNsearch's bidirectional layers read
+    /// both directions of the layer below, so feedback from above would close a cycle. The
+    /// fused training runs those layers on composed ops and search runs such a model on candle
+    /// ops (no kernel or host step for them yet).
+    #[serde(default)]
+    pub stack: StackKind,
     /// The pointer/copy mixture (RNNsearch only): `p(w) = g·p_vocab(w) + (1−g)·p_copy(w)`, with
     /// `p_copy` the attention over source positions and `g` a gate on the decoder state,
     /// context and previous word (See et al. 2017); source words outside the target
@@ -203,6 +224,7 @@ impl ModelConfig {
             enc_layers: 1,
             dec_layers: 1,
             residual: false,
+            stack: StackKind::Plain,
             reverse_source: false,
             init_std: 0.01,
             orthogonal_recurrent: true,
@@ -296,6 +318,9 @@ impl ModelConfig {
         }
         if self.enc_layers == 0 || self.dec_layers == 0 {
             return Err(Error::Config("model.enc_layers and model.dec_layers must be at least 1".into()));
+        }
+        if self.stack == StackKind::GatedFeedback && self.dec_layers < 2 {
+            return Err(Error::Config("model.stack = \"gated-feedback\" connects the decoder's layers: it needs dec_layers ≥ 2".into()));
         }
         if self.arch == Arch::Rnnsearch && self.encoder == EncoderKind::Grconv {
             return Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()));

@@ -250,9 +250,10 @@ impl HostModel {
     }
 
     /// Whether the fused search can run `model`: `f32` parameters in host memory (every
-    /// architecture, cell and encoder).
+    /// architecture, cell and encoder; not yet a gated-feedback stack, which searches on the
+    /// candle ops).
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu()
+        model.dtype() == DType::F32 && model.device().is_cpu() && model.upper_layers().feedback.is_empty()
     }
 
     /// The width `w` of one decoder layer's state: `n`, or the LSTM's `[s; cell]`, `2n`.

@@ -151,7 +151,7 @@ impl Seq2Seq {
         let mut out = self.dec_step(&enc.memory, &gi, &first, None)?;
         let mut top = self.dec_output(&out.state)?;
         if let Some(r) = rest {
-            let (new_rest, new_top) = self.upper.step(&top, &r)?;
+            let (new_rest, new_top) = self.upper.step(&top, &self.dec_output(&first)?, &r)?;
             out.state = Tensor::cat(&[&out.state, &new_rest], D::Minus1)?;
             top = new_top;
         }

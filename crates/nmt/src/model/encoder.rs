@@ -17,7 +17,7 @@ use super::grconv::GrConv;
 use super::params::ParamBuilder;
 use super::regularizer::Dropout;
 use super::rnn::Rnn;
-use crate::config::CellKind;
+use crate::config::{CellKind, StackKind};
 use crate::error::Result;
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
@@ -43,6 +43,8 @@ pub(crate) fn layer_scope<'a>(pb: &ParamBuilder<'a>, k: usize) -> ParamBuilder<'
 pub struct Stack {
     pub layers: usize,
     pub residual: bool,
+    /// Plain, or gated feedback between the decoder's layers (`feedback.rs`; encoders are plain).
+    pub kind: StackKind,
 }
 
 /// An upper layer's input: `x` with unit dropout (training).

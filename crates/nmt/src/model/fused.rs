@@ -19,10 +19,10 @@
 //! `l` maxout units.
 use candle_core::Tensor;
 
-use super::copy;
 use super::encoder::SummaryEncoder;
 use super::inputs::BatchTensors;
 use super::regularizer::{times_mask, Dropout};
+use super::{copy, feedback};
 use super::{Core, Seq2Seq};
 use crate::config::{CellKind, EncoderKind, GruForm, OutputState};
 use crate::error::Result;
@@ -246,6 +246,17 @@ impl Seq2Seq {
     /// twin): the first layer's outputs `s1 (B, T, n)`, every layer starting from `h0 (B, n)`.
     fn upper_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
         let (b, t, n) = s1.dims3()?;
+        if let Some(stack) = self.upper.feedback_stack() {
+            // Step by step on composed ops: each layer reads the layers above it at t − 1.
+            let tensor = |m: &Option<Vec<f32>>, dims: &[usize]| -> Result<Option<Tensor>> {
+                m.as_ref().map(|v| Ok(Tensor::from_vec(v.clone(), dims, s1.device())?.to_dtype(s1.dtype())?)).transpose()
+            };
+            let masks = masks
+                .iter()
+                .map(|mk| Ok(feedback::LayerMasks { input: tensor(&mk.input, &[b, t, n])?, state: tensor(&mk.state, &[b, n])? }))
+                .collect::<Result<Vec<_>>>()?;
+            return stack.run(s1, h0, &masks);
+        }
         let kind = self.cfg.cell_kind();
         let gw = kind.gates() * n;
         let lens = vec![t; b];

@@ -8,6 +8,7 @@ pub mod copy;
 pub mod decoder;
 mod decoding;
 pub mod encoder;
+pub mod feedback;
 mod fused;
 pub mod grconv;
 pub mod gru;
@@ -22,7 +23,7 @@ pub mod upper;
 
 use candle_core::{DType, Device, Tensor, D};
 
-use crate::config::{Arch, EncoderKind, Impl, ModelConfig};
+use crate::config::{Arch, EncoderKind, Impl, ModelConfig, StackKind};
 use crate::error::Result;
 use attention::logsumexp_last;
 use decoder::{AttentionDecoder, DecoderDims, Encoded, Memory, SummaryDecoder};
@@ -102,7 +103,7 @@ impl Seq2Seq {
         let tgt_emb = pb.get("tgt_emb", &[cfg.tgt_vocab, m], Init::Normal)?;
         let kind = cfg.cell_kind();
         let dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
-        let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual };
+        let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: StackKind::Plain };
         let (core, ctx_dim) = match cfg.arch {
             Arch::Rnnsearch => (
                 Core::Search {
@@ -122,7 +123,8 @@ impl Seq2Seq {
                 n,
             ),
         };
-        let upper = UpperLayers::new(n, kind, cfg.dec_layers - 1, cfg.residual, &pb.pp("decoder"))?;
+        let dec_stack = Stack { layers: cfg.dec_layers, residual: cfg.residual, kind: cfg.stack };
+        let upper = UpperLayers::new(n, kind, dec_stack, &pb.pp("decoder"))?;
         let copy = if cfg.copy { Some(copy::CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None };
         let tied = cfg.tie_target_embeddings.then_some(&tgt_emb);
         let dims = OutputDims { state: n, emb: m, ctx: ctx_dim, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };

@@ -12,11 +12,12 @@
 //! layers' states side by side, `(rows, L·w)` with `w = n` (GRU) or `2n` (LSTM).
 use candle_core::{Tensor, D};
 
-use super::encoder::{cell_name, layer_scope};
+use super::encoder::{cell_name, layer_scope, Stack};
+use super::feedback::{Feedback, FeedbackStack, LayerMasks};
 use super::params::ParamBuilder;
 use super::regularizer::Dropout;
 use super::rnn::Rnn;
-use crate::config::CellKind;
+use crate::config::{CellKind, StackKind};
 use crate::error::Result;
 
 /// Layers 2… of a decoder.
@@ -24,23 +25,54 @@ use crate::error::Result;
 pub struct UpperLayers {
     pub layers: Vec<Rnn>,
     pub residual: bool,
+    /// Each layer's gated-feedback weights (`model.stack = "gated-feedback"`), or empty.
+    pub feedback: Vec<Feedback>,
 }
 
 impl UpperLayers {
-    /// `count` layers above the first, named `layer2`, `layer3`, … under the decoder.
-    pub fn new(hidden: usize, kind: CellKind, count: usize, residual: bool, pb: &ParamBuilder) -> Result<Self> {
+    /// The `stack.layers − 1` layers above the first, named `layer2`, `layer3`, … under the
+    /// decoder (a gated-feedback layer's extra weights under `layerK.feedback`).
+    pub fn new(hidden: usize, kind: CellKind, stack: Stack, pb: &ParamBuilder) -> Result<Self> {
+        let count = stack.layers.saturating_sub(1);
         let layers = (1..=count).map(|k| Rnn::new(hidden, hidden, kind, &layer_scope(pb, k).pp(cell_name(kind)))).collect::<Result<_>>()?;
-        Ok(UpperLayers { layers, residual })
+        let feedback = match stack.kind {
+            StackKind::Plain => Vec::new(),
+            StackKind::GatedFeedback => {
+                (1..=count).map(|k| Feedback::new(hidden, stack.layers, k, &layer_scope(pb, k).pp("feedback"))).collect::<Result<_>>()?
+            }
+        };
+        Ok(UpperLayers { layers, residual: stack.residual, feedback })
     }
 
     pub fn is_empty(&self) -> bool {
         self.layers.is_empty()
     }
 
+    /// The layers as a gated-feedback stack, if they are one.
+    pub fn feedback_stack(&self) -> Option<FeedbackStack<'_>> {
+        (!self.feedback.is_empty()).then_some(FeedbackStack { layers: &self.layers, feedback: &self.feedback, residual: self.residual })
+    }
+
     /// Teacher-forced: the first layer's outputs `s1 (B, T, n)` → the top outputs `(B, T, n)`.
     /// Masks are drawn layer by layer: the input's unit mask, then the recurrent mask.
     pub fn run(&self, s1: &Tensor, h0: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
         let (b, t, _) = s1.dims3()?;
+        if let Some(stack) = self.feedback_stack() {
+            // The same masks in the same order, drawn before the steps that read them.
+            let mut masks = Vec::with_capacity(self.layers.len());
+            for rnn in &self.layers {
+                let input = match dropout.as_deref_mut().and_then(|d| d.units_mask(s1.elem_count())) {
+                    Some(m) => Some(Tensor::from_vec(m, s1.shape(), s1.device())?.to_dtype(s1.dtype())?),
+                    None => None,
+                };
+                let state = match dropout.as_deref_mut() {
+                    Some(d) => d.recurrent_tensor(b, rnn.hidden(), s1)?,
+                    None => None,
+                };
+                masks.push(LayerMasks { input, state });
+            }
+            return stack.run(s1, h0, &masks);
+        }
         let all = Tensor::ones((b, t), s1.dtype(), s1.device())?;
         let mut x = s1.clone();
         for rnn in &self.layers {
@@ -58,12 +90,18 @@ impl UpperLayers {
         Ok(x)
     }
 
-    /// One search step: `x` the first layer's new output `(rows, n)`, `states` the upper
-    /// layers' states `(rows, (L−1)·w)` → their new states and the top output.
-    pub fn step(&self, x: &Tensor, states: &Tensor) -> Result<(Tensor, Tensor)> {
+    /// One search step: `x` the first layer's new output `(rows, n)`, `h1_prev` its output
+    /// at `t − 1` (which a gated-feedback stack reads), `states` the upper layers' states
+    /// `(rows, (L−1)·w)` → their new states and the top output.
+    pub fn step(&self, x: &Tensor, h1_prev: &Tensor, states: &Tensor) -> Result<(Tensor, Tensor)> {
+        let w = states.dim(D::Minus1)? / self.layers.len().max(1);
+        if let Some(stack) = self.feedback_stack() {
+            let each = (0..self.layers.len()).map(|k| Ok(states.narrow(D::Minus1, k * w, w)?.contiguous()?)).collect::<Result<Vec<_>>>()?;
+            let (new, top) = stack.step(x, h1_prev, &each, &[])?;
+            return Ok((Tensor::cat(&new, D::Minus1)?, top));
+        }
         let mut x = x.clone();
         let mut new = Vec::with_capacity(self.layers.len());
-        let w = states.dim(D::Minus1)? / self.layers.len().max(1);
         for (k, rnn) in self.layers.iter().enumerate() {
             let st = rnn.step(
                 &x.matmul(rnn.input_weights().0)?.broadcast_add(rnn.input_weights().1)?,

@@ -1,0 +1,199 @@
+//! The gated-feedback stack (Chung et al. 2015, "Gated Feedback Recurrent Neural Networks",
+//! §3, eq. 12–15; `model.stack = "gated-feedback"`): the decoder's layers above the first each
+//! read **every** decoder layer's state at `t − 1`, each through a scalar global reset gate.
+//!
+//! For upper layer `j` (2 ≤ j ≤ L), its input `x = x^j_t` (the layer below at `t`, after unit
+//! dropout) and `h* = [h^1_{t−1}; …; h^L_{t−1}]` (every layer's output `h`, `(rows, L·n)`):
+//!
+//! ```text
+//! g^{i→j} = σ(x w_g^{i→j} + h* u_g^{i→j})                      eq. 12; g (rows, L) = σ(x W_g + h* U_g)
+//! GRU, paper form:  h~ = tanh(W x + Σ_i g^{i→j} (r ⊙ h^i) U^{i→j})                         eq. 15
+//! GRU, reset-after: h~ = tanh(W x + b + r ⊙ (Σ_i g^{i→j} h^i U^{i→j} + b_h))
+//! LSTM:             c~ = tanh(W_c x + Σ_i g^{i→j} h^i U_c^{i→j})                             eq. 14
+//! ```
+//! The other gates (`r`, `z`; `i`, `f`, `o`) read the layer's own state only, as in the paper.
+//! `U^{j→j}` is the cell's own candidate block (`U`, or the LSTM's `U_g`), so with every
+//! `g = 1` and the other blocks zero the layer is the plain cell. Recurrent dropout's mask
+//! applies to the layer's own state where it enters `U`, as in a plain layer; the other
+//! layers' states enter unmasked. The first layer (the source-conditioned decoder) keeps its
+//! own recurrence: it is computed before the stack, so it takes no feedback (the paper's
+//! stacks have no conditioned layer).
+//!
+//! Because layer `j` at `t` reads layers above it at `t − 1`, the stack runs step by step over
+//! all its layers at once (not layer by layer over whole sequences as `upper.rs` does).
+//!
+//! Shapes: `rows` sentences or hypotheses, `T` target positions, `n` hidden, `L` decoder
+//! layers, a layer's state width `w` (`n`, or the LSTM's `[h; c]`, `2n`).
+use candle_core::{Tensor, D};
+
+use super::params::{Init, ParamBuilder};
+use super::rnn::Rnn;
+use crate::config::GruForm;
+use crate::error::Result;
+
+/// The feedback weights of one upper layer `j` of an `L`-layer decoder.
+#[derive(Clone, Debug)]
+pub struct Feedback {
+    /// `(n, L)`: `w_g^{i→j}` for `i = 1…L`, read from the layer's input.
+    pub w_g: Tensor,
+    /// `(L·n, L)`: `u_g^{i→j}`, read from `h*`.
+    pub u_g: Tensor,
+    /// `((L−1)·n, n)`: the candidate's `U^{i→j}` for every other layer `i`, in layer order.
+    pub u_other: Tensor,
+    /// This layer's index among the sources `0…L−1` (`j − 1`).
+    pub own: usize,
+}
+
+impl Feedback {
+    /// Layer `own + 1` of a decoder of `layers` layers of `hidden` units.
+    pub fn new(hidden: usize, layers: usize, own: usize, pb: &ParamBuilder) -> Result<Self> {
+        Ok(Feedback {
+            w_g: pb.get("w_g", &[hidden, layers], Init::Normal)?,
+            u_g: pb.get("u_g", &[layers * hidden, layers], Init::Normal)?,
+            u_other: pb.get("u_other", &[(layers - 1) * hidden, hidden], Init::Normal)?,
+            own,
+        })
+    }
+
+    /// One step of layer `rnn` with these feedback weights: `x (rows, n)` its input,
+    /// `gi (rows, G) = x W + b`, `state (rows, w)` its own state, `sources` every decoder
+    /// layer's output `h (rows, n)` at `t − 1` (its own included), `state_mask (rows, n)`.
+    pub fn step(
+        &self,
+        rnn: &Rnn,
+        x: &Tensor,
+        gi: &Tensor,
+        state: &Tensor,
+        sources: &[Tensor],
+        state_mask: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        let hstar = Tensor::cat(sources, D::Minus1)?;
+        let g = candle_nn::ops::sigmoid(&(x.matmul(&self.w_g)? + hstar.matmul(&self.u_g)?)?)?;
+        let gate = |i: usize| g.narrow(D::Minus1, i, 1);
+        let g_own = gate(self.own)?;
+        let n = rnn.hidden();
+        let h = state.narrow(D::Minus1, 0, n)?;
+        let hu = match state_mask {
+            Some(m) => (&h * m)?,
+            None => h.clone(),
+        };
+        // Σ_{i≠j} g^{i→j} (v_i) U^{i→j} as one matmul over the other layers' gated rows.
+        let others = |reset: Option<&Tensor>| -> Result<Tensor> {
+            let rows = (0..sources.len())
+                .filter(|&i| i != self.own)
+                .map(|i| {
+                    let v = match reset {
+                        Some(r) => (r * &sources[i])?,
+                        None => sources[i].clone(),
+                    };
+                    Ok(v.broadcast_mul(&gate(i)?)?)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Tensor::cat(&rows, D::Minus1)?.matmul(&self.u_other)?)
+        };
+        match rnn {
+            Rnn::Gru(c) => {
+                let bias = |at: usize, len: usize| c.b_h.as_ref().map(|b| b.narrow(0, at, len)).transpose();
+                let mut gh_rz = hu.matmul(&c.u_rz)?;
+                if let Some(b) = bias(0, 2 * n)? {
+                    gh_rz = gh_rz.broadcast_add(&b)?;
+                }
+                let rz = candle_nn::ops::sigmoid(&(gi.narrow(D::Minus1, 0, 2 * n)? + gh_rz)?)?;
+                let (r, z) = (rz.narrow(D::Minus1, 0, n)?, rz.narrow(D::Minus1, n, n)?);
+                let rec = match c.form {
+                    GruForm::Paper => ((&r * &hu)?.matmul(&c.u)?.broadcast_mul(&g_own)? + others(Some(&r))?)?,
+                    GruForm::ResetAfter => {
+                        let mut sum = (hu.matmul(&c.u)?.broadcast_mul(&g_own)? + others(None)?)?;
+                        if let Some(b) = bias(2 * n, n)? {
+                            sum = sum.broadcast_add(&b)?;
+                        }
+                        (r * sum)?
+                    }
+                };
+                let cand = (gi.narrow(D::Minus1, 2 * n, n)? + rec)?.tanh()?;
+                Ok((&cand + (z * (h - &cand)?)?)?)
+            }
+            Rnn::Lstm(l) => {
+                let a = (gi + hu.matmul(&l.u)?)?;
+                let sig = |k: usize| -> Result<Tensor> { Ok(candle_nn::ops::sigmoid(&a.narrow(D::Minus1, k * n, n)?)?) };
+                let (i, f, o) = (sig(0)?, sig(1)?, sig(3)?);
+                // The candidate block again, its own recurrent term gated and the others added.
+                let own_rec = hu.matmul(&l.u.narrow(1, 2 * n, n)?)?;
+                let cand = ((gi.narrow(D::Minus1, 2 * n, n)? + own_rec.broadcast_mul(&g_own)?)? + others(None)?)?.tanh()?;
+                let c_new = ((f * state.narrow(D::Minus1, n, n)?)? + (i * cand)?)?;
+                let h_new = (o * c_new.tanh()?)?;
+                Ok(Tensor::cat(&[h_new, c_new], D::Minus1)?)
+            }
+        }
+    }
+}
+
+/// One upper layer's dropout masks: unit dropout on its input (`(B, T, n)` over a sequence,
+/// `(rows, n)` in a step) and recurrent dropout on its own state `(B, n)`.
+#[derive(Clone, Default)]
+pub struct LayerMasks {
+    pub input: Option<Tensor>,
+    pub state: Option<Tensor>,
+}
+
+/// The decoder's upper layers with their feedback weights (borrowed from `UpperLayers`).
+pub struct FeedbackStack<'a> {
+    pub layers: &'a [Rnn],
+    pub feedback: &'a [Feedback],
+    /// A layer's output adds its input (`model.residual`).
+    pub residual: bool,
+}
+
+impl FeedbackStack<'_> {
+    /// One step from `x`, the first layer's new output `(rows, n)`: `h1_prev` is its output
+    /// at `t − 1`, `states` each upper layer's state, `masks` one per layer (or none).
+    /// Returns the new states and the top output.
+    pub fn step(&self, x: &Tensor, h1_prev: &Tensor, states: &[Tensor], masks: &[LayerMasks]) -> Result<(Vec<Tensor>, Tensor)> {
+        let mut sources = Vec::with_capacity(self.layers.len() + 1);
+        sources.push(h1_prev.clone());
+        for (rnn, st) in self.layers.iter().zip(states) {
+            sources.push(rnn.output(st)?);
+        }
+        let none = LayerMasks::default();
+        let mut x = x.clone();
+        let mut new = Vec::with_capacity(self.layers.len());
+        for (k, ((rnn, fb), st)) in self.layers.iter().zip(self.feedback).zip(states).enumerate() {
+            let mk = masks.get(k).unwrap_or(&none);
+            let x_in = match &mk.input {
+                Some(m) => (&x * m)?,
+                None => x.clone(),
+            };
+            let (w, b) = rnn.input_weights();
+            let gi = x_in.matmul(w)?.broadcast_add(b)?;
+            let s = fb.step(rnn, &x_in, &gi, st, &sources, mk.state.as_ref())?;
+            let h = rnn.output(&s)?;
+            x = if self.residual { (h + &x)? } else { h };
+            new.push(s);
+        }
+        Ok((new, x))
+    }
+
+    /// Teacher-forced: the first layer's outputs `s1 (B, T, n)`, every layer starting from
+    /// `h0 (B, n)` → the top outputs `(B, T, n)`.
+    pub fn run(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
+        let t = s1.dim(1)?;
+        let mut states = self.layers.iter().map(|r| r.start(h0)).collect::<Result<Vec<_>>>()?;
+        let mut h1_prev = h0.clone();
+        let mut outs = Vec::with_capacity(t);
+        for i in 0..t {
+            let x = s1.narrow(1, i, 1)?.squeeze(1)?;
+            let at_step = masks
+                .iter()
+                .map(|m| {
+                    let input = m.input.as_ref().map(|x| x.narrow(1, i, 1)?.squeeze(1)).transpose()?;
+                    Ok(LayerMasks { input, state: m.state.clone() })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let (new, top) = self.step(&x, &h1_prev, &states, &at_step)?;
+            states = new;
+            outs.push(top);
+            h1_prev = x;
+        }
+        Ok(Tensor::stack(&outs, 1)?)
+    }
+}
