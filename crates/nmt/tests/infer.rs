@@ -134,6 +134,34 @@ fn fused_search_equals_candle_search_for_stacks() {
     assert!(finished && long, "degenerate: no variant gave both finished and long hypotheses");
 }
 
+/// The gated-feedback decoder stack (`infer/feedback.rs` against `model/feedback.rs`), three
+/// decoder layers, both GRU forms and the LSTM, with and without residual connections.
+#[test]
+fn fused_search_equals_candle_search_for_gated_feedback() {
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 4).into_iter().map(|e| e.src).collect();
+    let (mut finished, mut long) = (false, false);
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        for (cell, state, residual) in [
+            (CellKind::Gru(GruForm::Paper), OutputState::Previous, false),
+            (CellKind::Lstm, OutputState::Current, true),
+            (CellKind::Gru(GruForm::ResetAfter), OutputState::Previous, true),
+        ] {
+            let m = model_with(arch, state, cell, 1.8, &|c| {
+                (c.dec_layers, c.residual, c.stack) = (3, residual, nmt::config::StackKind::GatedFeedback)
+            });
+            let cfg = SearchConfig { beam_size: 4, n_best: 2, batch_size: 6, ..SearchConfig::default() };
+            let what = format!("gated feedback {arch:?} {cell:?} {state:?} residual {residual}");
+            let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Ops));
+            assert_same(&fused, &ops, &what);
+            let lens: Vec<usize> = ops.iter().flatten().map(|h| h.tokens.len()).collect();
+            eprintln!("{what}: lengths {lens:?}");
+            finished |= ops.iter().flatten().any(|h| h.finished && h.tokens.len() > 1);
+            long |= lens.iter().any(|&l| l > 3);
+        }
+    }
+    assert!(finished && long, "degenerate: no variant gave both finished and long hypotheses");
+}
+
 /// grConv under RNNenc's decoder: the host encoder (`infer/grconv.rs`) equals the candle one.
 #[test]
 fn fused_search_equals_candle_search_for_grconv() {

@@ -120,8 +120,7 @@ fn grconv_learns_to_reverse_short_sequences() {
 }
 
 /// The gated-feedback decoder stack (Chung et al. 2015): RNNsearch with a 2-layer decoder
-/// whose upper layer reads both layers' states through global reset gates. Its accuracy is
-/// measured through the Searcher, which runs such a model on the candle scorer.
+/// whose upper layer reads both layers' states through global reset gates.
 #[test]
 fn gated_feedback_rnnsearch_learns_to_reverse() {
     let acc = train_reversal_with(Arch::Rnnsearch, 3..=10, 64, 3e-3, 0.99, &|c| {

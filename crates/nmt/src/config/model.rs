@@ -173,8 +173,8 @@ pub struct ModelConfig {
     /// above the first read every decoder layer's state at `t − 1` through global reset gates.
     /// Needs `dec_layers ≥ 2`. Encoder stacks stay plain: RNNsearch's bidirectional layers read
     /// both directions of the layer below, so feedback from above would close a cycle. The
-    /// fused training runs those layers on composed ops and search runs such a model on candle
-    /// ops (no kernel or host step for them yet).
+    /// fused training runs those layers on composed ops (no kernel for them yet); the host
+    /// search steps them (`infer/feedback.rs`).
     #[serde(default)]
     pub stack: StackKind,
     /// The pointer/copy mixture (RNNsearch only): `p(w) = g·p_vocab(w) + (1−g)·p_copy(w)`, with

@@ -16,6 +16,7 @@
 pub mod copy;
 pub mod dense;
 pub mod encode;
+pub mod feedback;
 pub mod grconv;
 pub mod scorer;
 pub mod shortlist;

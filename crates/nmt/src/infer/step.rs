@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use super::dense::{affine, embed};
 use super::encode::HostEncoded;
+use super::feedback::{self, FeedbackIn, HostCell};
 use super::weights::{HostCore, HostModel};
 use crate::config::{CellKind, GruForm, OutputState};
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
@@ -263,18 +264,29 @@ fn upper_step(model: &HostModel, prev: &[f32], first: &[f32], threads: usize) ->
     }
     let mut x: Vec<f32> = first.chunks_exact(lw).flat_map(|row| row[..n].iter().copied()).collect();
     let active = vec![true; r_n];
+    // A gated-feedback stack reads every layer's output before the step, `(R, L·n)`.
+    let sources: Vec<f32> = match model.feedback.is_empty() {
+        true => Vec::new(),
+        false => prev.chunks_exact(sw).flat_map(|row| row.chunks_exact(lw).flat_map(|l| l[..n].iter().copied())).collect(),
+    };
     for (k, layer) in model.upper.iter().enumerate() {
         let off = (k + 1) * lw;
         let hp: Vec<f32> = prev.chunks_exact(sw).flat_map(|row| row[off..off + n].iter().copied()).collect();
         let cp: Vec<f32> =
             if lw > n { prev.chunks_exact(sw).flat_map(|row| row[off + n..off + lw].iter().copied()).collect() } else { Vec::new() };
-        let gi = affine(&x, r_n, n, &layer.w, &layer.b, threads);
-        let mut gh = fill_rows(&layer.bh, r_n);
         let (mut h, mut q) = (vec![0f32; r_n * n], vec![0f32; r_n * n]);
-        let cell = CellKernel { kind, hidden: n, u: &layer.u };
-        let si = StepIn { hp: &hp, cp: &cp, hu: &hp, mask: None, gi: (&gi, KRows { off: 0, stride: g }), active: &active };
-        let r1 = KRows { off: 0, stride: n };
-        simd_dispatch!(cell.forward(&si, (&mut gh, KRows { off: 0, stride: g }), (&mut q, r1), (&mut h, r1)));
+        if let Some(fb) = model.feedback.get(k) {
+            let at = FeedbackIn { hidden: n, x: &x, sources: &sources, hp: &hp, cp: &cp };
+            let cell = HostCell { kind, w: &layer.w, b: &layer.b, u: &layer.u, bh: &layer.bh };
+            feedback::layer_step(&cell, fb, &at, &mut h, &mut q, threads);
+        } else {
+            let gi = affine(&x, r_n, n, &layer.w, &layer.b, threads);
+            let mut gh = fill_rows(&layer.bh, r_n);
+            let cell = CellKernel { kind, hidden: n, u: &layer.u };
+            let si = StepIn { hp: &hp, cp: &cp, hu: &hp, mask: None, gi: (&gi, KRows { off: 0, stride: g }), active: &active };
+            let r1 = KRows { off: 0, stride: n };
+            simd_dispatch!(cell.forward(&si, (&mut gh, KRows { off: 0, stride: g }), (&mut q, r1), (&mut h, r1)));
+        }
         for r in 0..r_n {
             full[r * sw + off..r * sw + off + n].copy_from_slice(&h[r * n..(r + 1) * n]);
             if lw > n {

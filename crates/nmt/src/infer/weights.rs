@@ -5,6 +5,7 @@
 use candle_core::DType;
 
 use super::dense::host;
+use super::feedback::HostFeedback;
 use super::grconv::HostGrConv;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::{Error, Result};
@@ -158,6 +159,8 @@ pub struct HostModel {
     pub core: HostCore,
     /// The decoder's layers above the first (`model/upper.rs`), one direction each.
     pub upper: Vec<HostEncoder>,
+    /// Their gated-feedback weights (`model.stack = "gated-feedback"`), or empty.
+    pub feedback: Vec<HostFeedback>,
     /// RNNenc's grConv encoder (`model.encoder = "grconv"`; then the core has no RNN layers).
     pub grconv: Option<HostGrConv>,
     /// RNNsearch's copy gate (`model.copy`).
@@ -237,6 +240,7 @@ impl HostModel {
             },
         };
         let upper = model.upper_layers().layers.iter().map(|l| HostEncoder::new(&[l], cfg.hidden_dim)).collect::<Result<_>>()?;
+        let feedback = model.upper_layers().feedback.iter().map(HostFeedback::new).collect::<Result<_>>()?;
         let (src_emb, tgt_emb) = model.embeddings();
         let grconv = match model.layers() {
             Layers::Enc { enc: SummaryEncoder::GrConv(g), .. } => Some(HostGrConv::new(g)?),
@@ -246,14 +250,13 @@ impl HostModel {
             Some(g) => Some(HostCopy { w: host(&g.w)?, b: host(&g.b)?.first().copied().unwrap_or(0.0) }),
             None => None,
         };
-        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, upper, grconv, copy, out })
+        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg, core, upper, feedback, grconv, copy, out })
     }
 
     /// Whether the fused search can run `model`: `f32` parameters in host memory (every
-    /// architecture, cell and encoder; not yet a gated-feedback stack, which searches on the
-    /// candle ops).
+    /// architecture, cell, encoder and stack).
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu() && model.upper_layers().feedback.is_empty()
+        model.dtype() == DType::F32 && model.device().is_cpu()
     }
 
     /// The width `w` of one decoder layer's state: `n`, or the LSTM's `[s; cell]`, `2n`.
