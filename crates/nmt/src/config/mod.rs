@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 
 mod data;
 mod model;
+mod presets;
 mod search;
 mod train;
 pub use data::{CorpusEntry, DataConfig, TrainInput};
