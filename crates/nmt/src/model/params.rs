@@ -11,7 +11,6 @@ use std::sync::{Mutex, MutexGuard};
 use candle_core::{DType, Device, Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr_normal::sample_normal;
 
 use crate::error::{Error, Result};
 
@@ -208,14 +207,10 @@ impl<T> LockSafe<T> for Mutex<T> {
     }
 }
 
-/// Box–Muller, so the crate needs no `rand_distr`.
-mod rand_distr_normal {
-    use rand::Rng;
-    pub fn sample_normal<R: Rng>(rng: &mut R) -> f64 {
-        let u1: f64 = rng.gen::<f64>().max(f64::MIN_POSITIVE);
-        let u2: f64 = rng.gen();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
+/// A standard normal draw: `rand_distr`'s ziggurat sampler (it replaced a hand-written
+/// Box–Muller transform on 2026-11-23, so a seed now draws different initial weights).
+fn sample_normal<R: rand::Rng + ?Sized>(rng: &mut R) -> f64 {
+    rng.sample(rand_distr::StandardNormal)
 }
 
 #[cfg(test)]
