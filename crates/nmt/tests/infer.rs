@@ -30,7 +30,10 @@ fn model_with(
         CellKind::Lstm => (Cell::Lstm, GruForm::Paper),
     };
     tweak(&mut cfg);
-    let m = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
+    // A seed whose random models give both finished and long hypotheses in every setting
+    // below (each test asserts it): seeds 1–13 each left some setting degenerate after the
+    // initial draws changed to rand_distr's sampler (2026-11-23); 14 and 15 did not.
+    let m = Seq2Seq::fresh(&cfg, 14, DType::F32, &Device::Cpu).unwrap();
     let (_, b_g) = m.params.named_vars().into_iter().find(|(n, _)| n == "output.b_g").unwrap();
     let mut bias: Vec<f32> = b_g.as_tensor().to_vec1().unwrap();
     bias[EOS as usize] += eos_boost;
@@ -86,7 +89,9 @@ fn fused_search_equals_candle_search() {
                 let fused = run(&m, &srcs, &cfg, Impl::Fused);
                 let ops = run(&m, &srcs, &cfg, Impl::Ops);
                 assert_same(&fused, &ops, &what);
-                assert!(ops.iter().flatten().any(|h| h.finished) && ops.iter().flatten().any(|h| h.tokens.len() > 3), "{what}: degenerate");
+                let finished = ops.iter().flatten().filter(|h| h.finished).count();
+                let long = ops.iter().flatten().filter(|h| h.tokens.len() > 3).count();
+                assert!(finished > 0 && long > 0, "{what}: degenerate: {finished} finished, {long} longer than 3");
                 checked += ops.len();
             }
         }
@@ -102,7 +107,10 @@ fn fused_search_equals_candle_search_with_tied_embeddings() {
     cfg.init_std = 0.3;
     cfg.maxout_dim = 16;
     cfg.tie_target_embeddings = true;
-    let m = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
+    // A seed whose random models give both finished and long hypotheses in every setting
+    // below (each test asserts it): seeds 1–13 each left some setting degenerate after the
+    // initial draws changed to rand_distr's sampler (2026-11-23); 14 and 15 did not.
+    let m = Seq2Seq::fresh(&cfg, 14, DType::F32, &Device::Cpu).unwrap();
     assert!(!m.params.named_vars().iter().any(|(n, _)| n == "output.g"), "a tied model has no G of its own");
     let search = SearchConfig { beam_size: 4, n_best: 2, batch_size: 5, ..SearchConfig::default() };
     assert_same(&run(&m, &srcs, &search, Impl::Fused), &run(&m, &srcs, &search, Impl::Ops), "tied");

@@ -21,6 +21,8 @@ use super::params::{Init, ParamBuilder};
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm};
 use crate::error::Result;
+use crate::kernels::attn_decoder::AttnDims;
+use crate::kernels::{attn_op, linear, rnn};
 
 /// What the decoder reads of the source, computed once per batch by `Seq2Seq::encode`.
 #[derive(Clone, Debug)]
@@ -117,6 +119,22 @@ impl AttentionDecoder {
         let state = self.rnn.step(&gi, s, state_mask)?;
         Ok(StepOut { state, ctx: Some(ctx), alpha: Some(alpha) })
     }
+
+    /// The fused form of teacher forcing over every target step (`kernels::attn_decoder`:
+    /// `s_0`, `U_a h_j` and all steps in one op): `ey (B·T, m)` the target embeddings,
+    /// `ann (B, S, 2n)` → `[s; c] (B·T, n + 2n)` per target position, `s` as `dims.output`
+    /// says.
+    pub fn run_fused(&self, ey: &Tensor, ann: &Tensor, dims: AttnDims) -> Result<Tensor> {
+        let (dw, db) = self.rnn.input_weights();
+        let gie = linear::linear(ey, dw, db)?;
+        let att = &self.att;
+        let (u_cat, b_h) = (self.rnn.u_cat()?, self.rnn.bias_h()?);
+        let packed = [&att.w_a, &att.b_a, &att.v_a, &self.c, &u_cat, &b_h, &att.u_a, &self.w_s, &self.b_s]
+            .iter()
+            .map(|p| p.flatten_all())
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Ok(attn_op::attention_decoder(&gie, ann, &Tensor::cat(&packed, 0)?, dims)?)
+    }
 }
 
 /// RNNenc's decoder, with the summary-vector bridge `c = tanh(V h^(T))`. Its GRU is the
@@ -201,6 +219,24 @@ impl SummaryDecoder {
         let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(&ghb), state_mask };
         let state = cell_step(GruForm::ResetAfter, gi, h, &rec)?;
         Ok(StepOut { state, ctx: None, alpha: None })
+    }
+
+    /// The fused form of teacher forcing (`kernels::rnn`, `C c` as each sentence's recurrent
+    /// term): `ey (B·T, m)`, the summary `c (B, n)`, the start `h'_0 (B, n)`, recurrent
+    /// dropout's mask → the outputs `(B, T, n)`.
+    pub fn run_fused(&self, ey: &Tensor, c: &Tensor, init: &Tensor, state_mask: Option<&[f32]>) -> Result<Tensor> {
+        let b = c.dim(0)?;
+        let t = ey.dim(0)? / b.max(1);
+        let ghb = self.recurrent_term(&c.matmul(&self.c)?)?;
+        let gie = linear::linear(ey, &self.w, &self.b)?.reshape((b, t, self.kind.gates() * self.hidden))?;
+        let rows = Tensor::cat(&[&ghb, init], 1)?;
+        // The paper's decoder resets `U' h' + C c` as a whole: the reset-after cell.
+        let kind = match self.kind {
+            CellKind::Gru(_) => CellKind::Gru(GruForm::ResetAfter),
+            CellKind::Lstm => CellKind::Lstm,
+        };
+        let lens = vec![t; b];
+        Ok(rnn::rnn_sequence(&gie, &self.u, &rows, false, rnn::RnnSpec { kind, lens: &lens, state_mask })?)
     }
 
     /// The per-sentence recurrent term `C c (+ b_h)` `(batch, G)`: the paper's decoder

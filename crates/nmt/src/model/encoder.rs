@@ -10,15 +10,17 @@
 //! Between layers: unit dropout on the upper layer's input (`model.dropout`) and, with
 //! `model.residual`, the upper layer's output plus its input (Wu et al. 2016).
 //! Dropout masks are drawn layer by layer, bottom up: an upper layer's input mask, then the
-//! layer's recurrent masks (forward direction first), the order `fused.rs` draws them in.
+//! layer's recurrent masks (forward direction first), the order of `regularizer::stack_masks`,
+//! which draws them for the fused forms (`forward_fused`, on `crate::kernels`).
 use candle_core::Tensor;
 
 use super::grconv::GrConv;
 use super::params::ParamBuilder;
-use super::regularizer::Dropout;
+use super::regularizer::{masked, Dropout, LayerMasks};
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::Result;
+use crate::kernels::{birnn, linear, rnn};
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
 pub(crate) fn cell_name(kind: CellKind) -> &'static str {
@@ -102,6 +104,26 @@ impl BiRnnEncoder {
         let back_first = input.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, n, n)?.contiguous()?;
         Ok((input, back_first))
     }
+
+    /// The fused form of [`Self::forward`] (`kernels::birnn`): `x (B·S, m)` the embedded
+    /// source, `lens` each sentence's length, `masks` each layer's (drawn by the caller) →
+    /// the annotations `(B, S, 2n)`. Both directions' input projections are one GEMM.
+    pub fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
+        let (b, n) = (lens.len(), self.layers[0].fwd.hidden());
+        let s = x.dim(0)? / b.max(1);
+        let mut ann = x.clone();
+        for (k, (layer, mk)) in self.layers.iter().zip(masks).enumerate() {
+            let ((wf, bf), (wb, bb)) = (layer.fwd.input_weights(), layer.bwd.input_weights());
+            let input = if k == 0 { x.clone() } else { masked(&ann, &mk.input)?.reshape((b * s, 2 * n))? };
+            let gi = linear::linear(&input, &Tensor::cat(&[wf, wb], 1)?, &Tensor::cat(&[bf, bb], 0)?)?;
+            let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
+            let bh = Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?;
+            let spec = rnn::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
+            let out = birnn::birnn_sequence(&gi, &u, &bh, spec)?;
+            ann = if k > 0 && self.residual { (out + ann)? } else { out };
+        }
+        Ok(ann)
+    }
 }
 
 /// Unidirectional encoder (RNNenc).
@@ -135,6 +157,26 @@ impl RnnEncoder {
         }
         Ok(input.narrow(1, s - 1, 1)?.squeeze(1)?)
     }
+
+    /// The fused form of [`Self::forward`] (`kernels::rnn`, lengths inside the op): `x (B·S, m)`,
+    /// `lens`, `masks` each layer's → `h^(T) (B, n)`.
+    pub fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
+        let (b, n) = (lens.len(), self.layers[0].hidden());
+        let s = x.dim(0)? / b.max(1);
+        let zeros = Tensor::zeros((b, n), x.dtype(), x.device())?;
+        let mut hs = x.clone();
+        for (k, (g, mk)) in self.layers.iter().zip(masks).enumerate() {
+            let gw = g.kind().gates() * n;
+            let input = if k == 0 { x.clone() } else { masked(&hs, &mk.input)?.reshape((b * s, n))? };
+            let (w, bias) = g.input_weights();
+            let gi = linear::linear(&input, w, bias)?.reshape((b, s, gw))?;
+            let rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
+            let spec = rnn::RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref() };
+            let out = rnn::rnn_sequence(&gi, &g.u_cat()?, &rows, false, spec)?;
+            hs = if k > 0 && self.residual { (out + hs)? } else { out };
+        }
+        Ok(hs.narrow(1, s - 1, 1)?.squeeze(1)?)
+    }
 }
 
 /// RNNenc's encoder: recurrent layers or grConv (`model.encoder`).
@@ -153,6 +195,18 @@ impl SummaryEncoder {
                 let lens: Vec<usize> =
                     mask.sum(1)?.to_dtype(candle_core::DType::F64)?.to_vec1::<f64>()?.iter().map(|&l| (l as usize).max(1)).collect();
                 g.forward(x, &lens)
+            }
+        }
+    }
+
+    /// The fused form: `x (B·S, m)`, `lens`, `masks` → `h^(T) (B, n)`. grConv runs level by
+    /// level on composed ops (`grconv.rs`): it has no recurrence to fuse.
+    pub fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
+        match self {
+            SummaryEncoder::Rnn(e) => e.forward_fused(x, lens, masks),
+            SummaryEncoder::GrConv(g) => {
+                let (b, m) = (lens.len(), x.dim(1)?);
+                g.forward(&x.reshape((b, x.dim(0)? / b.max(1), m))?, lens)
             }
         }
     }

@@ -27,6 +27,7 @@
 use candle_core::{Tensor, D};
 
 use super::params::{Init, ParamBuilder};
+use super::regularizer::LayerMasks;
 use super::rnn::Rnn;
 use crate::config::GruForm;
 use crate::error::Result;
@@ -128,12 +129,12 @@ impl Feedback {
     }
 }
 
-/// One upper layer's dropout masks: unit dropout on its input (`(B, T, n)` over a sequence,
-/// `(rows, n)` in a step) and recurrent dropout on its own state `(B, n)`.
+/// One upper layer's dropout masks at one step, as tensors: its input's `(rows, n)` and its
+/// own state's `(rows, n)`.
 #[derive(Clone, Default)]
-pub struct LayerMasks {
-    pub input: Option<Tensor>,
-    pub state: Option<Tensor>,
+struct StepMasks {
+    input: Option<Tensor>,
+    state: Option<Tensor>,
 }
 
 /// The decoder's upper layers with their feedback weights (borrowed from `UpperLayers`).
@@ -145,16 +146,20 @@ pub struct FeedbackStack<'a> {
 }
 
 impl FeedbackStack<'_> {
-    /// One step from `x`, the first layer's new output `(rows, n)`: `h1_prev` is its output
-    /// at `t − 1`, `states` each upper layer's state, `masks` one per layer (or none).
-    /// Returns the new states and the top output.
-    pub fn step(&self, x: &Tensor, h1_prev: &Tensor, states: &[Tensor], masks: &[LayerMasks]) -> Result<(Vec<Tensor>, Tensor)> {
+    /// One search step from `x`, the first layer's new output `(rows, n)`: `h1_prev` is its
+    /// output at `t − 1`, `states` each upper layer's state. Returns the new states and the
+    /// top output.
+    pub fn step(&self, x: &Tensor, h1_prev: &Tensor, states: &[Tensor]) -> Result<(Vec<Tensor>, Tensor)> {
+        self.step_masked(x, h1_prev, states, &[])
+    }
+
+    fn step_masked(&self, x: &Tensor, h1_prev: &Tensor, states: &[Tensor], masks: &[StepMasks]) -> Result<(Vec<Tensor>, Tensor)> {
         let mut sources = Vec::with_capacity(self.layers.len() + 1);
         sources.push(h1_prev.clone());
         for (rnn, st) in self.layers.iter().zip(states) {
             sources.push(rnn.output(st)?);
         }
-        let none = LayerMasks::default();
+        let none = StepMasks::default();
         let mut x = x.clone();
         let mut new = Vec::with_capacity(self.layers.len());
         for (k, ((rnn, fb), st)) in self.layers.iter().zip(self.feedback).zip(states).enumerate() {
@@ -174,9 +179,17 @@ impl FeedbackStack<'_> {
     }
 
     /// Teacher-forced: the first layer's outputs `s1 (B, T, n)`, every layer starting from
-    /// `h0 (B, n)` → the top outputs `(B, T, n)`.
+    /// `h0 (B, n)`, each layer's dropout masks (`regularizer::stack_masks`) → the top outputs
+    /// `(B, T, n)`.
     pub fn run(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
-        let t = s1.dim(1)?;
+        let (b, t, n) = s1.dims3()?;
+        let tensor = |m: &Option<Vec<f32>>, dims: &[usize]| -> Result<Option<Tensor>> {
+            m.as_ref().map(|v| Ok(Tensor::from_vec(v.clone(), dims, s1.device())?.to_dtype(s1.dtype())?)).transpose()
+        };
+        let masks = masks
+            .iter()
+            .map(|mk| Ok(StepMasks { input: tensor(&mk.input, &[b, t, n])?, state: tensor(&mk.state, &[b, n])? }))
+            .collect::<Result<Vec<_>>>()?;
         let mut states = self.layers.iter().map(|r| r.start(h0)).collect::<Result<Vec<_>>>()?;
         let mut h1_prev = h0.clone();
         let mut outs = Vec::with_capacity(t);
@@ -186,10 +199,10 @@ impl FeedbackStack<'_> {
                 .iter()
                 .map(|m| {
                     let input = m.input.as_ref().map(|x| x.narrow(1, i, 1)?.squeeze(1)).transpose()?;
-                    Ok(LayerMasks { input, state: m.state.clone() })
+                    Ok(StepMasks { input, state: m.state.clone() })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let (new, top) = self.step(&x, &h1_prev, &states, &at_step)?;
+            let (new, top) = self.step_masked(&x, &h1_prev, &states, &at_step)?;
             states = new;
             outs.push(top);
             h1_prev = x;

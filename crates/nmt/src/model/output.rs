@@ -9,8 +9,10 @@
 use candle_core::{Tensor, D};
 
 use super::params::{Init, ParamBuilder};
+use super::regularizer::times_mask;
 use crate::error::Result;
-use crate::kernels::proj_nll::ProjWeight;
+use crate::kernels::proj_nll::{self, ProjWeight};
+use crate::kernels::{deep_output, linear, maxout};
 
 /// Sizes of the deep output: decoder state `n`, embedding `m`, context, maxout units `l`, `K_y`.
 #[derive(Clone, Copy, Debug)]
@@ -74,6 +76,37 @@ impl DeepOutput {
         let pre = (state.matmul(&self.o_h)? + emb.matmul(&self.o_y)?)?.broadcast_add(ctx_proj)?.broadcast_add(&self.b)?;
         let rows = pre.dim(0)?;
         Ok(pre.reshape((rows, self.maxout, 2))?.max(D::Minus1)?)
+    }
+
+    /// The fused form of [`Self::hidden`] for RNNsearch (`kernels::deep_output`, one op):
+    /// `state_ctx (rows, n + ctx)` `[s; c]` side by side, `emb (rows, m)`, maxout dropout's
+    /// mask → `t (rows, l)`.
+    pub fn hidden_fused(&self, state_ctx: &Tensor, emb: &Tensor, mask: Option<&[f32]>) -> Result<Tensor> {
+        let wb = Tensor::cat(&[&self.o_h, &self.o_c, &self.o_y, &self.b.unsqueeze(0)?], 0)?;
+        Ok(deep_output::deep_output(state_ctx, emb, &wb, mask)?)
+    }
+
+    /// The fused form of [`Self::hidden`] for RNNenc, whose context is one per sentence:
+    /// `states (B, T, n)`, `emb (B·T, m)`, the summary `c (B, ctx)`, maxout dropout's mask →
+    /// `t (B·T, l)`.
+    pub fn hidden_fused_summary(&self, states: &Tensor, emb: &Tensor, c: &Tensor, mask: Option<Vec<f32>>) -> Result<Tensor> {
+        let (b, t, n) = states.dims3()?;
+        let m = emb.dim(1)?;
+        let rows = Tensor::cat(&[states, &emb.reshape((b, t, m))?], 2)?.reshape((b * t, n + m))?;
+        let pre = linear::linear(&rows, &Tensor::cat(&[&self.o_h, &self.o_y], 0)?, &self.b)?;
+        let ctx = self.project_context(c)?.unsqueeze(1)?; // (B, 1, 2l)
+        let l2 = 2 * self.maxout;
+        let hidden = maxout::maxout_pairs(&pre.reshape((b, t, l2))?.broadcast_add(&ctx)?.reshape((b * t, l2))?)?;
+        match mask {
+            Some(mk) => times_mask(&hidden, mk),
+            None => Ok(hidden),
+        }
+    }
+
+    /// The fused output projection, log-softmax and NLL (`kernels::proj_nll`): `t (rows, l)`,
+    /// `targets` one per row, label smoothing `eps` → `−log p(y) (rows)`.
+    pub fn nll_fused(&self, t: &Tensor, targets: &[u32], eps: f64) -> Result<Tensor> {
+        Ok(proj_nll::proj_nll(t, self.projection(), &self.b_g, targets, eps)?)
     }
 
     /// Unnormalised scores `G t + b_G`: `(rows, l)` → `(rows, K_y)`.

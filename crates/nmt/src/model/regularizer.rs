@@ -164,6 +164,50 @@ pub fn times_mask(x: &Tensor, mask: Vec<f32>) -> Result<Tensor> {
     Ok((x * mask)?)
 }
 
+/// `x ⊙ mask`, or `x`.
+pub fn masked(x: &Tensor, mask: &Option<Vec<f32>>) -> Result<Tensor> {
+    match mask {
+        Some(m) => times_mask(x, m.clone()),
+        None => Ok(x.clone()),
+    }
+}
+
+/// One stacked layer's dropout masks, drawn before it runs: on its input (an upper layer's
+/// unit dropout) and on its states entering `U` (one per direction, side by side).
+#[derive(Clone, Default)]
+pub struct LayerMasks {
+    pub input: Option<Vec<f32>>,
+    pub state: Option<Vec<f32>>,
+}
+
+/// The shape of a stack whose masks [`stack_masks`] draws: `layers` layers of `dirs`
+/// directions over `rows` sentences of `hidden` units, each layer's input `input_len`
+/// elements; the first layer's input is masked only if `first_input`.
+#[derive(Clone, Copy, Debug)]
+pub struct StackShape {
+    pub layers: usize,
+    pub first_input: bool,
+    pub input_len: usize,
+    pub rows: usize,
+    pub hidden: usize,
+    pub dirs: usize,
+}
+
+/// The masks of a stack in the order every form of it draws them: for each layer bottom up,
+/// its input's unit mask, then the recurrent mask of each direction.
+pub fn stack_masks(mut dropout: Option<&mut Dropout>, shape: StackShape) -> Vec<LayerMasks> {
+    (0..shape.layers)
+        .map(|k| match dropout.as_deref_mut() {
+            None => LayerMasks::default(),
+            Some(d) => {
+                let input = if k > 0 || shape.first_input { d.units_mask(shape.input_len) } else { None };
+                let state = (0..shape.dirs).map(|_| d.recurrent(shape.rows, shape.hidden)).collect::<Option<Vec<_>>>().map(|v| v.concat());
+                LayerMasks { input, state }
+            }
+        })
+        .collect()
+}
+
 /// Dropout plus label smoothing: everything the training loss does that evaluation does not.
 pub struct Regularizer {
     pub dropout: Dropout,

@@ -13,12 +13,13 @@
 use candle_core::{Tensor, D};
 
 use super::encoder::{cell_name, layer_scope, Stack};
-use super::feedback::{Feedback, FeedbackStack, LayerMasks};
+use super::feedback::{Feedback, FeedbackStack};
 use super::params::ParamBuilder;
-use super::regularizer::Dropout;
+use super::regularizer::{masked, stack_masks, Dropout, LayerMasks, StackShape};
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::Result;
+use crate::kernels::{linear, rnn};
 
 /// Layers 2… of a decoder.
 #[derive(Clone, Debug)]
@@ -58,20 +59,15 @@ impl UpperLayers {
     pub fn run(&self, s1: &Tensor, h0: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
         let (b, t, _) = s1.dims3()?;
         if let Some(stack) = self.feedback_stack() {
-            // The same masks in the same order, drawn before the steps that read them.
-            let mut masks = Vec::with_capacity(self.layers.len());
-            for rnn in &self.layers {
-                let input = match dropout.as_deref_mut().and_then(|d| d.units_mask(s1.elem_count())) {
-                    Some(m) => Some(Tensor::from_vec(m, s1.shape(), s1.device())?.to_dtype(s1.dtype())?),
-                    None => None,
-                };
-                let state = match dropout.as_deref_mut() {
-                    Some(d) => d.recurrent_tensor(b, rnn.hidden(), s1)?,
-                    None => None,
-                };
-                masks.push(LayerMasks { input, state });
-            }
-            return stack.run(s1, h0, &masks);
+            let shape = StackShape {
+                layers: self.layers.len(),
+                first_input: true,
+                input_len: s1.elem_count(),
+                rows: b,
+                hidden: s1.dim(2)?,
+                dirs: 1,
+            };
+            return stack.run(s1, h0, &stack_masks(dropout, shape));
         }
         let all = Tensor::ones((b, t), s1.dtype(), s1.device())?;
         let mut x = s1.clone();
@@ -90,6 +86,29 @@ impl UpperLayers {
         Ok(x)
     }
 
+    /// The fused form of [`Self::run`] (`kernels::rnn`, one sequence op per layer):
+    /// `s1 (B, T, n)`, `h0 (B, n)`, each layer's masks (`regularizer::stack_masks`) → the top
+    /// outputs `(B, T, n)`. A gated-feedback stack steps its composed form instead: each layer
+    /// reads the layers above it at `t − 1`.
+    pub fn run_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
+        if let Some(stack) = self.feedback_stack() {
+            return stack.run(s1, h0, masks);
+        }
+        let (b, t, n) = s1.dims3()?;
+        let lens = vec![t; b];
+        let mut x = s1.clone();
+        for (rnn, mk) in self.layers.iter().zip(masks) {
+            let gw = rnn.kind().gates() * n;
+            let (w, bias) = rnn.input_weights();
+            let gi = linear::linear(&masked(&x, &mk.input)?.reshape((b * t, n))?, w, bias)?.reshape((b, t, gw))?;
+            let rows = Tensor::cat(&[&rnn.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, h0], 1)?;
+            let spec = rnn::RnnSpec { kind: rnn.kind(), lens: &lens, state_mask: mk.state.as_deref() };
+            let h = rnn::rnn_sequence(&gi, &rnn.u_cat()?, &rows, false, spec)?;
+            x = if self.residual { (h + x)? } else { h };
+        }
+        Ok(x)
+    }
+
     /// One search step: `x` the first layer's new output `(rows, n)`, `h1_prev` its output
     /// at `t − 1` (which a gated-feedback stack reads), `states` the upper layers' states
     /// `(rows, (L−1)·w)` → their new states and the top output.
@@ -97,7 +116,7 @@ impl UpperLayers {
         let w = states.dim(D::Minus1)? / self.layers.len().max(1);
         if let Some(stack) = self.feedback_stack() {
             let each = (0..self.layers.len()).map(|k| Ok(states.narrow(D::Minus1, k * w, w)?.contiguous()?)).collect::<Result<Vec<_>>>()?;
-            let (new, top) = stack.step(x, h1_prev, &each, &[])?;
+            let (new, top) = stack.step(x, h1_prev, &each)?;
             return Ok((Tensor::cat(&new, D::Minus1)?, top));
         }
         let mut x = x.clone();
