@@ -142,7 +142,7 @@ fn fused_search_equals_candle_search_for_stacks() {
     assert!(finished && long, "degenerate: no variant gave both finished and long hypotheses");
 }
 
-/// The gated-feedback decoder stack (`infer/feedback.rs` against `model/feedback.rs`), three
+/// The gated-feedback decoder stack (its host form against its composed form), three
 /// decoder layers, both GRU forms and the LSTM, with and without residual connections.
 #[test]
 fn fused_search_equals_candle_search_for_gated_feedback() {
@@ -170,7 +170,7 @@ fn fused_search_equals_candle_search_for_gated_feedback() {
     assert!(finished && long, "degenerate: no variant gave both finished and long hypotheses");
 }
 
-/// grConv under RNNenc's decoder: the host encoder (`infer/grconv.rs`) equals the candle one.
+/// grConv under RNNenc's decoder: the host encoder (`HostGrConv`) equals the candle one.
 #[test]
 fn fused_search_equals_candle_search_for_grconv() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(25, 20, 1..=11, 6).into_iter().map(|e| e.src).collect();

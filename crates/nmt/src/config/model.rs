@@ -174,7 +174,7 @@ pub struct ModelConfig {
     /// Needs `dec_layers ≥ 2`. Encoder stacks stay plain: RNNsearch's bidirectional layers read
     /// both directions of the layer below, so feedback from above would close a cycle. The
     /// fused training runs those layers on composed ops (no kernel for them yet); the host
-    /// search steps them (`infer/feedback.rs`).
+    /// search steps them (`HostFeedback`, `model/feedback.rs`).
     #[serde(default)]
     pub stack: StackKind,
     /// The pointer/copy mixture (RNNsearch only): `p(w) = g·p_vocab(w) + (1−g)·p_copy(w)`, with

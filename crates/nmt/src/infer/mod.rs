@@ -13,11 +13,14 @@
 //!   normaliser and a thresholded top-k read them once;
 //! - only live hypotheses are computed: finished ones and finished sentences leave the batch;
 //! - the two encoder directions run on one thread each.
+//!
+//! Layers whose host form already lives in their own layer file beside the composed one:
+//! grConv (`model/grconv.rs`, `HostGrConv`) and the gated-feedback stack (`model/feedback.rs`,
+//! `HostFeedback`). The encoders', decoders', deep output's and copy mixture's host forms are
+//! still here (`encode.rs`, `step.rs`, `weights.rs`, `copy.rs`): issue 25's first point.
 pub mod copy;
 pub mod dense;
 pub mod encode;
-pub mod feedback;
-pub mod grconv;
 pub mod scorer;
 pub mod shortlist;
 pub mod step;

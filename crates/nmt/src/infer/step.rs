@@ -18,7 +18,6 @@ use rayon::prelude::*;
 
 use super::dense::{affine, embed};
 use super::encode::HostEncoded;
-use super::feedback::{self, FeedbackIn, HostCell};
 use super::weights::{HostCore, HostModel};
 use crate::config::{CellKind, GruForm, OutputState};
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
@@ -28,6 +27,7 @@ use crate::kernels::lstm_cell;
 use crate::kernels::profile;
 use crate::kernels::projection::RowBest;
 use crate::kernels::rnn_cell::{reset_row, update_row, CellKernel, Rows as KRows, StepIn};
+use crate::model::feedback::{self, FeedbackIn, HostCell};
 use crate::simd_dispatch;
 
 /// The live rows of a step: previous states `s (R, w)` (`w = n`, or the LSTM's `2n`),

@@ -5,13 +5,13 @@
 use candle_core::DType;
 
 use super::dense::host;
-use super::feedback::HostFeedback;
-use super::grconv::HostGrConv;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::{Error, Result};
 use crate::kernels::projection::Projection;
 use crate::model::decoder::AttentionDecoder;
 use crate::model::encoder::SummaryEncoder;
+use crate::model::feedback::HostFeedback;
+use crate::model::grconv::HostGrConv;
 use crate::model::rnn::Rnn;
 use crate::model::{Layers, Seq2Seq};
 
