@@ -37,7 +37,7 @@ done
 for side in before after; do
   bin=$before; [ "$side" = after ] && bin=$after
   NMT_LOG=error "$bin" train -c "$root/configs/rnnsearch-small.toml" -m "$out/train.$side" --quiet --threads "$threads" \
-    --set train.max_steps=200 --set train.log_every=10 --set train.valid_every=1000 --set train.max_minutes=0 > /dev/null 2>&1
+    --set train.max_steps=200 --set train.log_every=10 --set train.valid_every=1000 --set train.max_minutes=0 --set train.shortlist=false > /dev/null 2>&1
 done
 python3 - "$out/train.before/train_log.jsonl" "$out/train.after/train_log.jsonl" <<'EOF' || fail=1
 import json, sys

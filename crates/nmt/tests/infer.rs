@@ -184,7 +184,7 @@ fn fused_search_equals_candle_search_for_grconv() {
     }
 }
 
-/// The copy mixture in the host search (`infer/copy.rs`) equals the candle search, with
+/// The copy mixture in the host search (`HostCopy` in `model/copy.rs`) equals the candle search, with
 /// source words outside the target vocabulary (extended ids) and without alignments.
 #[test]
 fn fused_search_equals_candle_search_for_copy() {

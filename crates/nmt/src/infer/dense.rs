@@ -37,3 +37,14 @@ pub fn tanh_in_place(x: &mut [f32]) {
 pub(crate) fn host(t: &Tensor) -> Result<Vec<f32>> {
     Ok(t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?)
 }
+
+/// Row-major `(rows, Σ cols)` from row-major `(rows, cols_i)` blocks placed side by side.
+pub fn hcat(blocks: &[(&[f32], usize)], rows: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(rows * blocks.iter().map(|b| b.1).sum::<usize>());
+    for r in 0..rows {
+        for &(m, cols) in blocks {
+            out.extend_from_slice(&m[r * cols..(r + 1) * cols]);
+        }
+    }
+    out
+}

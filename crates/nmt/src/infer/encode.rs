@@ -8,6 +8,7 @@ use super::weights::{HostCore, HostModel};
 use crate::kernels::birnn;
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::rnn::{self, RnnDims};
+use crate::model::copy::CopySource;
 
 /// The encoded batch of `B` sentences, padded to `S` positions.
 pub struct HostEncoded {
@@ -26,6 +27,13 @@ pub struct HostEncoded {
     pub src_len: usize,
     /// The batch's lexical shortlist (`None`: the whole vocabulary is scored).
     pub vocab: Option<SubVocab>,
+}
+
+impl HostEncoded {
+    /// The sources as the copy mixture reads them.
+    pub fn copy_source(&self) -> CopySource<'_> {
+        CopySource { ext: &self.src_ext, lens: &self.lens, len: self.src_len }
+    }
 }
 
 /// Encodes `src (B, S)` ids with true lengths `lens`.

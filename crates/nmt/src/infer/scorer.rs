@@ -6,12 +6,12 @@
 //! [`Projection::best`]: crate::kernels::projection::Projection::best
 use nmt_data::batch::Batch;
 
-use super::copy::MixIn;
 use super::encode::{encode, HostEncoded};
 use super::shortlist::SubVocab;
 use super::step::{features, step, LiveRows};
 use super::weights::{HostCore, HostModel};
 use crate::error::Result;
+use crate::model::copy::MixIn;
 use crate::search::scorer::{FullStep, Pick, Rows, Scorer, Step};
 
 impl Scorer for HostModel {
@@ -58,8 +58,18 @@ impl Scorer for HostModel {
         };
         let log_probs = match (&self.copy, &f.alpha) {
             (Some(copy), Some(al)) => {
-                let x = MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &f.ey, alpha: al, rows: rows.sent, want: &[], skip: &[] };
-                copy.full(enc, &lp, width, &x)
+                let x = MixIn {
+                    t: &f.t,
+                    s_out: &f.s_out,
+                    ctx: &f.ctx,
+                    ey: &f.ey,
+                    alpha: al,
+                    rows: rows.sent,
+                    want: &[],
+                    skip: &[],
+                    src: enc.copy_source(),
+                };
+                copy.full(&lp, width, &x)
             }
             _ => lp
                 .chunks_exact(vocab)

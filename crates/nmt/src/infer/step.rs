@@ -21,13 +21,12 @@ use super::encode::HostEncoded;
 use super::weights::{HostCore, HostModel};
 use crate::config::{CellKind, GruForm, OutputState};
 use crate::kernels::attn_decoder::{attend_row, AttnScratch};
-use crate::kernels::gemm::fill_rows;
 use crate::kernels::gemm::{matmul, Mat};
 use crate::kernels::lstm_cell;
 use crate::kernels::profile;
 use crate::kernels::projection::RowBest;
-use crate::kernels::rnn_cell::{reset_row, update_row, CellKernel, Rows as KRows, StepIn};
-use crate::model::feedback::{self, FeedbackIn, HostCell};
+use crate::kernels::rnn_cell::{reset_row, update_row};
+use crate::model::copy::MixIn;
 use crate::simd_dispatch;
 
 /// The live rows of a step: previous states `s (R, w)` (`w = n`, or the LSTM's `2n`),
@@ -65,8 +64,8 @@ pub fn step(
         Some(v) => v.best(&f.t, r_n, want, skip),
     });
     if let (Some(copy), Some(al)) = (&model.copy, &f.alpha) {
-        let x = super::copy::MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &f.ey, alpha: al, rows: rows.sent, want, skip };
-        best = copy.mix(model, enc, &best, &x);
+        let x = MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &f.ey, alpha: al, rows: rows.sent, want, skip, src: enc.copy_source() };
+        best = copy.mix(&model.out.proj, &best, &x);
     }
     StepOut { state: f.state, best, alpha: f.alpha }
 }
@@ -229,9 +228,9 @@ pub fn features(model: &HostModel, enc: &HostEncoded, rows: &LiveRows<'_>, want_
     }
     // The state the deep output read (the copy gate reads it too).
     let s_out: Vec<f32> = if stacked {
-        let (full, top) = upper_step(model, rows.s, &state, threads);
+        let (full, top) = model.upper.step(rows.s, &state, threads);
         let s_out = match cfg.output_state {
-            OutputState::Previous => top_output(model, rows.s),
+            OutputState::Previous => model.upper.top_output(rows.s),
             OutputState::Current => top,
         };
         matmul(&mut pre, 0, l2, Mat::new(&s_out, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
@@ -247,71 +246,4 @@ pub fn features(model: &HostModel, enc: &HostEncoded, rows: &LiveRows<'_>, want_
     };
     let t: Vec<f32> = pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect();
     Features { state, t, alpha, s_out, ctx: kept_ctx, ey }
-}
-
-/// The decoder's layers above the first for one step (`model/upper.rs` is the candle twin):
-/// `prev (R, L·w)` the stacked states before the step, `first (R, w)` the first layer's new
-/// states. Each upper layer steps with the training kernels' cell (`rnn_cell::CellKernel`) on the
-/// output below it. Returns the new stacked states and the top output `(R, n)`.
-fn upper_step(model: &HostModel, prev: &[f32], first: &[f32], threads: usize) -> (Vec<f32>, Vec<f32>) {
-    let (n, sw, lw) = (model.cfg.hidden_dim, model.state_width(), model.layer_width());
-    let kind = model.cfg.cell_kind();
-    let g = kind.gates() * n;
-    let r_n = first.len() / lw;
-    let mut full = vec![0f32; r_n * sw];
-    for r in 0..r_n {
-        full[r * sw..r * sw + lw].copy_from_slice(&first[r * lw..(r + 1) * lw]);
-    }
-    let mut x: Vec<f32> = first.chunks_exact(lw).flat_map(|row| row[..n].iter().copied()).collect();
-    let active = vec![true; r_n];
-    // A gated-feedback stack reads every layer's output before the step, `(R, L·n)`.
-    let sources: Vec<f32> = match model.feedback.is_empty() {
-        true => Vec::new(),
-        false => prev.chunks_exact(sw).flat_map(|row| row.chunks_exact(lw).flat_map(|l| l[..n].iter().copied())).collect(),
-    };
-    for (k, layer) in model.upper.iter().enumerate() {
-        let off = (k + 1) * lw;
-        let hp: Vec<f32> = prev.chunks_exact(sw).flat_map(|row| row[off..off + n].iter().copied()).collect();
-        let cp: Vec<f32> =
-            if lw > n { prev.chunks_exact(sw).flat_map(|row| row[off + n..off + lw].iter().copied()).collect() } else { Vec::new() };
-        let (mut h, mut q) = (vec![0f32; r_n * n], vec![0f32; r_n * n]);
-        if let Some(fb) = model.feedback.get(k) {
-            let at = FeedbackIn { hidden: n, x: &x, sources: &sources, hp: &hp, cp: &cp };
-            let cell = HostCell { kind, w: &layer.w, b: &layer.b, u: &layer.u, bh: &layer.bh };
-            feedback::layer_step(&cell, fb, &at, &mut h, &mut q, threads);
-        } else {
-            let gi = affine(&x, r_n, n, &layer.w, &layer.b, threads);
-            let mut gh = fill_rows(&layer.bh, r_n);
-            let cell = CellKernel { kind, hidden: n, u: &layer.u };
-            let si = StepIn { hp: &hp, cp: &cp, hu: &hp, mask: None, gi: (&gi, KRows { off: 0, stride: g }), active: &active };
-            let r1 = KRows { off: 0, stride: n };
-            simd_dispatch!(cell.forward(&si, (&mut gh, KRows { off: 0, stride: g }), (&mut q, r1), (&mut h, r1)));
-        }
-        for r in 0..r_n {
-            full[r * sw + off..r * sw + off + n].copy_from_slice(&h[r * n..(r + 1) * n]);
-            if lw > n {
-                full[r * sw + off + n..r * sw + off + lw].copy_from_slice(&q[r * n..(r + 1) * n]);
-            }
-        }
-        x = if model.cfg.residual { h.iter().zip(&x).map(|(a, b)| a + b).collect() } else { h };
-    }
-    (full, x)
-}
-
-/// The top output `(R, n)` of stacked states `(R, L·w)`: the top layer's `h`, or with
-/// residual connections the sum of every layer's.
-fn top_output(model: &HostModel, states: &[f32]) -> Vec<f32> {
-    let (n, sw, lw) = (model.cfg.hidden_dim, model.state_width(), model.layer_width());
-    let layers = model.cfg.dec_layers;
-    states
-        .chunks_exact(sw)
-        .flat_map(|row| {
-            let top = &row[(layers - 1) * lw..(layers - 1) * lw + n];
-            if model.cfg.residual {
-                (0..n).map(|j| (0..layers).map(|k| row[k * lw + j]).sum::<f32>()).collect::<Vec<_>>()
-            } else {
-                top.to_vec()
-            }
-        })
-        .collect()
 }

@@ -17,10 +17,12 @@ use super::attention::Attention;
 use super::encoder::cell_name;
 use super::gru::{cell_step, Recurrent};
 use super::lstm::lstm_step;
+use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
 use super::rnn::Rnn;
-use crate::config::{CellKind, GruForm};
+use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::Result;
+use crate::infer::dense::{hcat, host};
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::{attn_op, linear, rnn};
 
@@ -246,5 +248,108 @@ impl SummaryDecoder {
             Some(b) => Ok(gate_ctx.broadcast_add(b)?),
             None => Ok(gate_ctx.clone()),
         }
+    }
+}
+
+/// The host form of [`AttentionDecoder`] (with `attention.rs`'s weights), as the search
+/// multiplies it: the step's products that share a left operand sit side by side, so each is
+/// one GEMM (Marian's layout: a few wide products instead of many narrow ones).
+pub struct HostAttention {
+    /// `s_{i-1} · [W_a | U_rec | O_h]` `(n, A + rec [+ 2l])`, with bias `[b_a | b_h | 0]`: the
+    /// recurrent block is `U_rz` (`rec = 2n`, paper cell, `b_h = 0`) or all of `U` with its
+    /// bias (`rec = 3n`, reset-after cell; `rec = 4n` and no bias, the LSTM); `O_h` only when
+    /// the deep output reads `s_{i-1}`.
+    pub s_cat: Vec<f32>,
+    pub s_cat_b: Vec<f32>,
+    /// The cell and the width `rec` of the recurrent block in `s_cat`.
+    pub kind: CellKind,
+    pub rec: usize,
+    /// `E y · [W | O_y]` `(m, G + 2l)` plus `c_i · [C | O_c]` `(2n, G + 2l)`, with bias
+    /// `[b | b_o]`.
+    pub y_cat: Vec<f32>,
+    pub c_cat: Vec<f32>,
+    pub yc_cat_b: Vec<f32>,
+    /// The paper cell's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`; empty otherwise).
+    pub u: Vec<f32>,
+    /// `W_s (n, n)`, `b_s (n)`: `s_0 = tanh(←h_1 W_s + b_s)`.
+    pub w_s: Vec<f32>,
+    pub b_s: Vec<f32>,
+    /// `U_a (2n, A)` (encoder side) and `v_a (A)`.
+    pub u_a: Vec<f32>,
+    pub v_a: Vec<f32>,
+}
+
+impl HostAttention {
+    pub fn new(dec: &AttentionDecoder, cfg: &ModelConfig, out: &HostOutput) -> Result<Self> {
+        let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, cfg.att_dim, out.b.len());
+        let kind = dec.rnn.kind();
+        let g = kind.gates() * n;
+        let (w, b) = (host(dec.rnn.input_weights().0)?, host(dec.rnn.input_weights().1)?);
+        let (w_a, b_a, c) = (host(&dec.att.w_a)?, host(&dec.att.b_a)?, host(&dec.c)?);
+        // A stack's deep output reads its top layer, added after the upper layers step.
+        let prev = cfg.output_state == OutputState::Previous && cfg.dec_layers == 1;
+        // The paper GRU multiplies `r ⊙ s` by its candidate's `U` after the gates: only
+        // `U_rz` joins the shared product, and `U` stays apart.
+        let (u_rec, rec, u) = match &dec.rnn {
+            Rnn::Gru(gru) if gru.form == GruForm::Paper => (host(&gru.u_rz)?, 2 * n, host(&gru.u)?),
+            rnn => (host(&rnn.u_cat()?)?, g, Vec::new()),
+        };
+        let mut s_blocks = vec![(&w_a[..], a), (&u_rec[..], rec)];
+        if prev {
+            s_blocks.push((&out.o_h[..], l2));
+        }
+        let mut s_cat_b = b_a.clone();
+        s_cat_b.extend(host(&dec.rnn.bias_h()?)?.into_iter().take(rec));
+        s_cat_b.resize(a + rec + if prev { l2 } else { 0 }, 0.0);
+        Ok(HostAttention {
+            s_cat: hcat(&s_blocks, n),
+            s_cat_b,
+            kind,
+            rec,
+            y_cat: hcat(&[(&w[..], g), (&out.o_y[..], l2)], m),
+            c_cat: hcat(&[(&c[..], g), (&out.o_c[..], l2)], 2 * n),
+            yc_cat_b: b.iter().chain(&out.b).copied().collect(),
+            u,
+            w_s: host(&dec.w_s)?,
+            b_s: host(&dec.b_s)?,
+            u_a: host(&dec.att.u_a)?,
+            v_a: host(&dec.att.v_a)?,
+        })
+    }
+}
+
+/// The host form of [`SummaryDecoder`]: `W' (m, G)`, `b (G)`, `U' (n, G)`, `C (n, G)`, `V (n, n)`,
+/// `b_v`, `V' (n, n)`, `b'`; its cell (the GRU's reset-after arithmetic, or the LSTM).
+pub struct HostSummary {
+    pub w: Vec<f32>,
+    pub b: Vec<f32>,
+    pub u: Vec<f32>,
+    pub c: Vec<f32>,
+    pub v: Vec<f32>,
+    pub b_v: Vec<f32>,
+    pub v_init: Vec<f32>,
+    pub b_init: Vec<f32>,
+    /// The recurrent bias `b_h (G)` of the reset-after form (zeros for the paper's and the LSTM).
+    pub b_h: Vec<f32>,
+    pub kind: CellKind,
+}
+
+impl HostSummary {
+    pub fn new(dec: &SummaryDecoder, hidden: usize) -> Result<Self> {
+        Ok(HostSummary {
+            w: host(&dec.w)?,
+            b: host(&dec.b)?,
+            u: host(&dec.u)?,
+            c: host(&dec.c)?,
+            v: host(&dec.v)?,
+            b_v: host(&dec.b_v)?,
+            v_init: host(&dec.v_init)?,
+            b_init: host(&dec.b_init)?,
+            b_h: match &dec.b_h {
+                Some(b) => host(b)?,
+                None => vec![0.0; dec.kind.gates() * hidden],
+            },
+            kind: dec.kind,
+        })
     }
 }

@@ -249,7 +249,7 @@ pub struct FeedbackIn<'a> {
     pub cp: &'a [f32],
 }
 
-/// An upper layer's cell weights in the kernels' layout (`weights::HostEncoder`'s): `W (n, G)`,
+/// An upper layer's cell weights in the kernels' layout (`rnn::HostRnn`'s): `W (n, G)`,
 /// `b (G)`, `U (n, G)` (`[U_r | U_z | U]` or the LSTM's `[U_i | U_f | U_g | U_o]`) and the
 /// recurrent bias `b_h (G)`.
 pub struct HostCell<'a> {

@@ -11,7 +11,9 @@ use candle_core::{Tensor, D};
 use super::params::{Init, ParamBuilder};
 use super::regularizer::times_mask;
 use crate::error::Result;
+use crate::infer::dense::host;
 use crate::kernels::proj_nll::{self, ProjWeight};
+use crate::kernels::projection::Projection;
 use crate::kernels::{deep_output, linear, maxout};
 
 /// Sizes of the deep output: decoder state `n`, embedding `m`, context, maxout units `l`, `K_y`.
@@ -112,5 +114,28 @@ impl DeepOutput {
     /// Unnormalised scores `G t + b_G`: `(rows, l)` → `(rows, K_y)`.
     pub fn logits(&self, t: &Tensor) -> Result<Tensor> {
         Ok(t.matmul(&self.g)?.broadcast_add(&self.b_g)?)
+    }
+}
+
+/// The host form of [`DeepOutput`]: `O_h (n, 2l)`, `O_y (m, 2l)`, `O_c (ctx, 2l)`, `b (2l)`,
+/// and `G`, `b_G` as a column-major [`Projection`].
+pub struct HostOutput {
+    pub o_h: Vec<f32>,
+    pub o_y: Vec<f32>,
+    pub o_c: Vec<f32>,
+    pub b: Vec<f32>,
+    pub proj: Projection,
+}
+
+impl HostOutput {
+    /// `G` comes from the layer: with tied embeddings it is the view `Eᵀ`.
+    pub fn new(o: &DeepOutput) -> Result<Self> {
+        Ok(HostOutput {
+            o_h: host(&o.o_h)?,
+            o_y: host(&o.o_y)?,
+            o_c: host(&o.o_c)?,
+            b: host(&o.b)?,
+            proj: Projection::new(&host(&o.g)?, &host(&o.b_g)?),
+        })
     }
 }

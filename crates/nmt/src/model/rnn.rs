@@ -11,6 +11,7 @@ use super::lstm::{lstm_step, Lstm};
 use super::params::ParamBuilder;
 use crate::config::CellKind;
 use crate::error::Result;
+use crate::infer::dense::{hcat, host};
 
 /// The state a layer of cell `kind` starts from, given its `h_0 (batch, n)`: `h_0`, or the
 /// LSTM's `[h_0; 0]`.
@@ -133,5 +134,34 @@ impl Rnn {
         }
         let outs: Vec<Tensor> = outs.into_iter().flatten().collect();
         Ok((Tensor::stack(&outs, 1)?, st))
+    }
+}
+
+/// The host form of one layer (or two directions' layers side by side), in the training
+/// kernels' layout (`kernels::rnn`, `kernels::birnn`),
+/// so the search runs the very code that trains: `k` directions (2 for RNNsearch's
+/// bidirectional encoder, 1 for RNNenc's encoder and the decoder's upper layers), `W (m, k·G)` and `b (k·G)` side by side,
+/// `U (k, n, G)` packed `[U_r | U_z | U_n]` (LSTM: `[U_i | U_f | U_g | U_o]`), recurrent biases
+/// `b_h (k, G)` (zero for the paper's GRU and the LSTM).
+pub struct HostRnn {
+    pub w: Vec<f32>,
+    pub b: Vec<f32>,
+    pub u: Vec<f32>,
+    pub bh: Vec<f32>,
+}
+
+impl HostRnn {
+    pub fn new(grus: &[&Rnn], emb: usize) -> Result<Self> {
+        let n3 = grus.first().map_or(0, |g| g.kind().gates() * g.hidden());
+        let ws: Vec<Vec<f32>> = grus.iter().map(|g| host(g.input_weights().0)).collect::<Result<_>>()?;
+        let blocks: Vec<(&[f32], usize)> = ws.iter().map(|w| (&w[..], n3)).collect();
+        let mut b = Vec::new();
+        let (mut u, mut bh) = (Vec::new(), Vec::new());
+        for g in grus {
+            b.extend(host(g.input_weights().1)?);
+            u.extend(host(&g.u_cat()?)?);
+            bh.extend(host(&g.bias_h()?)?);
+        }
+        Ok(HostRnn { w: hcat(&blocks, emb), b, u, bh })
     }
 }

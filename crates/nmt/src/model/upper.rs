@@ -13,13 +13,17 @@
 use candle_core::{Tensor, D};
 
 use super::encoder::{cell_name, layer_scope, Stack};
-use super::feedback::{Feedback, FeedbackStack};
+use super::feedback::{self, Feedback, FeedbackIn, FeedbackStack, HostCell, HostFeedback};
 use super::params::ParamBuilder;
 use super::regularizer::{masked, stack_masks, Dropout, LayerMasks, StackShape};
-use super::rnn::Rnn;
+use super::rnn::{HostRnn, Rnn};
 use crate::config::{CellKind, StackKind};
 use crate::error::Result;
+use crate::infer::dense::affine;
+use crate::kernels::gemm::fill_rows;
+use crate::kernels::rnn_cell::{CellKernel, Rows, StepIn};
 use crate::kernels::{linear, rnn};
+use crate::simd_dispatch;
 
 /// Layers 2… of a decoder.
 #[derive(Clone, Debug)]
@@ -144,5 +148,105 @@ impl UpperLayers {
             x = if self.residual { (h + &x)? } else { h };
         }
         Ok(x)
+    }
+}
+
+/// The host form of [`UpperLayers`], for the fused search: each layer steps with the training
+/// kernels' cell (`rnn_cell::CellKernel`), or a gated-feedback layer with [`feedback::layer_step`].
+/// States are host rows `(R, L·w)`, every layer's state side by side (`w = n` or the LSTM's `2n`).
+pub struct HostUpper {
+    pub layers: Vec<HostRnn>,
+    /// Each layer's gated-feedback weights, or empty.
+    pub feedback: Vec<HostFeedback>,
+    pub residual: bool,
+    kind: CellKind,
+    hidden: usize,
+}
+
+impl HostUpper {
+    /// Copies `upper`'s parameters (layers of cell `kind`, `hidden` units) to the host.
+    pub fn new(upper: &UpperLayers, kind: CellKind, hidden: usize) -> Result<Self> {
+        Ok(HostUpper {
+            layers: upper.layers.iter().map(|l| HostRnn::new(&[l], hidden)).collect::<Result<_>>()?,
+            feedback: upper.feedback.iter().map(HostFeedback::new).collect::<Result<_>>()?,
+            residual: upper.residual,
+            kind,
+            hidden,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// One layer's state width `w` and the stacked width `L·w`.
+    fn widths(&self) -> (usize, usize) {
+        let lw = if self.kind == CellKind::Lstm { 2 * self.hidden } else { self.hidden };
+        (lw, (self.layers.len() + 1) * lw)
+    }
+
+    /// One step: `prev (R, L·w)` the stacked states before the step, `first (R, w)` the first
+    /// layer's new states → the new stacked states and the top output `(R, n)`.
+    pub fn step(&self, prev: &[f32], first: &[f32], threads: usize) -> (Vec<f32>, Vec<f32>) {
+        let n = self.hidden;
+        let (lw, sw) = self.widths();
+        let g = self.kind.gates() * n;
+        let r_n = first.len() / lw;
+        let mut full = vec![0f32; r_n * sw];
+        for r in 0..r_n {
+            full[r * sw..r * sw + lw].copy_from_slice(&first[r * lw..(r + 1) * lw]);
+        }
+        let mut x: Vec<f32> = first.chunks_exact(lw).flat_map(|row| row[..n].iter().copied()).collect();
+        let active = vec![true; r_n];
+        // A gated-feedback stack reads every layer's output before the step, `(R, L·n)`.
+        let sources: Vec<f32> = match self.feedback.is_empty() {
+            true => Vec::new(),
+            false => prev.chunks_exact(sw).flat_map(|row| row.chunks_exact(lw).flat_map(|l| l[..n].iter().copied())).collect(),
+        };
+        for (k, layer) in self.layers.iter().enumerate() {
+            let off = (k + 1) * lw;
+            let hp: Vec<f32> = prev.chunks_exact(sw).flat_map(|row| row[off..off + n].iter().copied()).collect();
+            let cp: Vec<f32> =
+                if lw > n { prev.chunks_exact(sw).flat_map(|row| row[off + n..off + lw].iter().copied()).collect() } else { Vec::new() };
+            let (mut h, mut q) = (vec![0f32; r_n * n], vec![0f32; r_n * n]);
+            if let Some(fb) = self.feedback.get(k) {
+                let at = FeedbackIn { hidden: n, x: &x, sources: &sources, hp: &hp, cp: &cp };
+                let cell = HostCell { kind: self.kind, w: &layer.w, b: &layer.b, u: &layer.u, bh: &layer.bh };
+                feedback::layer_step(&cell, fb, &at, &mut h, &mut q, threads);
+            } else {
+                let gi = affine(&x, r_n, n, &layer.w, &layer.b, threads);
+                let mut gh = fill_rows(&layer.bh, r_n);
+                let cell = CellKernel { kind: self.kind, hidden: n, u: &layer.u };
+                let si = StepIn { hp: &hp, cp: &cp, hu: &hp, mask: None, gi: (&gi, Rows { off: 0, stride: g }), active: &active };
+                let r1 = Rows { off: 0, stride: n };
+                simd_dispatch!(cell.forward(&si, (&mut gh, Rows { off: 0, stride: g }), (&mut q, r1), (&mut h, r1)));
+            }
+            for r in 0..r_n {
+                full[r * sw + off..r * sw + off + n].copy_from_slice(&h[r * n..(r + 1) * n]);
+                if lw > n {
+                    full[r * sw + off + n..r * sw + off + lw].copy_from_slice(&q[r * n..(r + 1) * n]);
+                }
+            }
+            x = if self.residual { h.iter().zip(&x).map(|(a, b)| a + b).collect() } else { h };
+        }
+        (full, x)
+    }
+
+    /// The top output `(R, n)` of stacked states `(R, L·w)`: the top layer's `h`, or with
+    /// residual connections the sum of every layer's.
+    pub fn top_output(&self, states: &[f32]) -> Vec<f32> {
+        let n = self.hidden;
+        let (lw, sw) = self.widths();
+        let layers = self.layers.len() + 1;
+        states
+            .chunks_exact(sw)
+            .flat_map(|row| {
+                if self.residual {
+                    (0..n).map(|j| (0..layers).map(|k| row[k * lw + j]).sum::<f32>()).collect::<Vec<_>>()
+                } else {
+                    row[(layers - 1) * lw..(layers - 1) * lw + n].to_vec()
+                }
+            })
+            .collect()
     }
 }
