@@ -4,7 +4,7 @@
 //!
 //! What a line's vector is, by architecture:
 //! - RNNenc (any encoder: RNN, grConv): the summary `c = tanh(V h_T)` `(n)`, the one vector
-//!   the decoder reads (appendix A of RNNsearch; `model/decoder.rs`).
+//!   the decoder reads (appendix A of RNNsearch; `model/attention_decoder.rs`).
 //! - RNNsearch: the encoder's final states of both directions, `[→h_T ; ←h_1]` `(2n)` — the
 //!   forward RNN after the last token (`</s>`) and the backward one after the first word, each
 //!   having read the whole sentence. The decoder reads the annotations through attention, so no

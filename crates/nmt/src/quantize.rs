@@ -94,6 +94,6 @@ pub fn quantized_model(model: &Seq2Seq) -> Result<Seq2Seq> {
         tensors.insert(name, t);
     }
     let mut m = Seq2Seq::build(&model.cfg, Params::from_tensors(tensors, model.dtype(), model.device()))?;
-    m.set_impl(model.loss_impl());
+    m.set_impl(model.backend().imp());
     Ok(m)
 }

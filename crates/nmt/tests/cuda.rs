@@ -51,7 +51,7 @@ fn loss_and_grads(arch: Arch, gru: GruForm, tied: bool, dev: &Device) -> (Tensor
     cfg.dropout = 0.2;
     cfg.recurrent_dropout = 0.2;
     let model = Seq2Seq::fresh(&cfg, 3, DType::F32, dev).unwrap();
-    assert_eq!(model.loss_impl(), if dev.is_cpu() { Impl::Fused } else { Impl::Ops });
+    assert_eq!(model.backend().imp(), if dev.is_cpu() { Impl::Fused } else { Impl::Ops });
     let ex = examples();
     let rows: Vec<&Example> = ex.iter().collect();
     let batch = Batch::from_examples(&rows, vec![0, 1, 2, 3]);

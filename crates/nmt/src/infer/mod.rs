@@ -14,15 +14,14 @@
 //! - only live hypotheses are computed: finished ones and finished sentences leave the batch;
 //! - the two encoder directions run on one thread each.
 //!
-//! Each layer's host weights live in its layer file beside its composed and fused forms:
-//! `HostRnn` (`model/rnn.rs`, an encoder layer or an upper decoder layer), `HostAttention` and
-//! `HostSummary` (`model/decoder.rs`), `HostOutput` (`model/output.rs`), `HostUpper`
-//! (`model/upper.rs`, with its step), `HostFeedback` (`model/feedback.rs`), `HostGrConv`
-//! (`model/grconv.rs`) and `HostCopy` (`model/copy.rs`, with the mixture). What stays here is
-//! the wiring: the snapshot of a whole model (`weights.rs`), the encoder pass (`encode.rs`) and
-//! the first decoder layer's step with the deep output around it (`step.rs`), which still
-//! inline the attention and summary decoders' row arithmetic: issue 25's first point is open
-//! for those two.
+//! Each layer's host form (its weights and its step on host slices) lives in its layer file
+//! beside its composed and fused forms: `HostRnn` (`model/rnn.rs`, an encoder layer or an upper
+//! decoder layer), `HostAttention` (`model/attention_decoder.rs`), `HostSummary`
+//! (`model/summary_decoder.rs`), `HostOutput` (`model/output.rs`), `HostUpper`
+//! (`model/upper.rs`), `HostFeedback` (`model/feedback.rs`), `HostGrConv` (`model/grconv.rs`)
+//! and `HostCopy` (`model/copy.rs`). What stays here is the wiring: the snapshot of a whole
+//! model (`weights.rs`), the encoder pass (`encode.rs`), the step (`step.rs`) and the
+//! `Scorer` over them (`scorer.rs`).
 pub mod dense;
 pub mod encode;
 pub mod scorer;

@@ -2,20 +2,19 @@
 //! the search kernels: matrices stay `(in, out)` row-major (the per-step products `x W` read
 //! them as they are), and the output projection is pre-transposed for column-major scores.
 //! The weights are read from the model's typed layers ([`Seq2Seq::layers`]), never by name.
-use candle_core::DType;
-
 use super::dense::host;
-use crate::config::ModelConfig;
+use crate::config::{Impl, ModelConfig};
 use crate::error::{Error, Result};
 use crate::kernels::projection::Projection;
+use crate::model::attention_decoder::HostAttention;
 use crate::model::copy::HostCopy;
-use crate::model::decoder::{HostAttention, HostSummary};
 use crate::model::encoder::SummaryEncoder;
 use crate::model::grconv::HostGrConv;
 use crate::model::output::HostOutput;
 use crate::model::rnn::HostRnn;
+use crate::model::summary_decoder::HostSummary;
 use crate::model::upper::HostUpper;
-use crate::model::{Layers, Seq2Seq};
+use crate::model::{Backend, Layers, Seq2Seq};
 
 /// The encoder and decoder of one architecture.
 pub enum HostCore {
@@ -89,9 +88,9 @@ impl HostModel {
     }
 
     /// Whether the fused search can run `model`: `f32` parameters in host memory (every
-    /// architecture, cell, encoder and stack).
+    /// architecture, cell, encoder and stack), as [`Backend`] decides.
     pub fn supports(model: &Seq2Seq) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu()
+        Backend::new(Impl::Fused, model.device(), model.dtype()).host()
     }
 
     /// The width `w` of one decoder layer's state: `n`, or the LSTM's `[s; cell]`, `2n`.

@@ -5,7 +5,7 @@ use candle_core::{Tensor, D};
 
 use super::attention::logsumexp_last;
 use super::decoder::{Encoded, Memory, StepOut};
-use super::regularizer::Dropout;
+use super::regularizer::{Dropout, Site};
 use super::{copy, rnn, Core, Forced, Seq2Seq, Step};
 use crate::config::OutputState;
 use crate::error::Result;
@@ -129,7 +129,7 @@ impl Seq2Seq {
         let ey = ey.reshape((b * t, m))?;
         let mut hidden = self.out.hidden(&states, &ey, &ctx_proj)?;
         if let Some(d) = dropout {
-            hidden = d.apply(&hidden)?;
+            hidden = d.apply(Site::Maxout, &hidden)?;
         }
         let logits = self.out.logits(&hidden)?;
         let (alpha, gate) = match (&self.copy, ctx) {

@@ -9,14 +9,14 @@
 //!
 //! Between layers: unit dropout on the upper layer's input (`model.dropout`) and, with
 //! `model.residual`, the upper layer's output plus its input (Wu et al. 2016).
-//! Dropout masks are drawn layer by layer, bottom up: an upper layer's input mask, then the
-//! layer's recurrent masks (forward direction first), the order of `regularizer::stack_masks`,
-//! which draws them for the fused forms (`forward_fused`, on `crate::kernels`).
+//! Each layer's masks are drawn at its own sites (`regularizer::Site::Input` and `State`, one
+//! per direction), which `regularizer::stack_masks` also draws for the fused forms
+//! (`forward_fused`, on `crate::kernels`): both forms get the same masks.
 use candle_core::Tensor;
 
 use super::grconv::GrConv;
 use super::params::ParamBuilder;
-use super::regularizer::{masked, Dropout, LayerMasks};
+use super::regularizer::{masked, Dropout, LayerMasks, Side, Site};
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::Result;
@@ -49,10 +49,10 @@ pub struct Stack {
     pub kind: StackKind,
 }
 
-/// An upper layer's input: `x` with unit dropout (training).
-fn layer_input(x: &Tensor, dropout: Option<&mut Dropout>) -> Result<Tensor> {
+/// Layer `layer`'s input (above the first): `x` with unit dropout (training).
+fn layer_input(x: &Tensor, layer: usize, dropout: Option<&mut Dropout>) -> Result<Tensor> {
     match dropout {
-        Some(d) => d.apply(x),
+        Some(d) => d.apply(Site::Input { side: Side::Encoder, layer }, x),
         None => Ok(x.clone()),
     }
 }
@@ -89,11 +89,12 @@ impl BiRnnEncoder {
         let b = x.dim(0)?;
         let mut input = x.clone();
         for (k, layer) in self.layers.iter().enumerate() {
-            let x_k = if k == 0 { input.clone() } else { layer_input(&input, dropout.as_deref_mut())? };
+            let x_k = if k == 0 { input.clone() } else { layer_input(&input, k, dropout.as_deref_mut())? };
             let n = layer.fwd.hidden();
             let mut masks = [None, None];
             if let Some(d) = dropout.as_deref_mut() {
-                masks = [d.recurrent_tensor(b, n, x)?, d.recurrent_tensor(b, n, x)?];
+                let site = |dir| Site::State { side: Side::Encoder, layer: k, dir };
+                masks = [d.recurrent_tensor(site(0), b, n, x)?, d.recurrent_tensor(site(1), b, n, x)?];
             }
             let (fwd, _) = layer.fwd.run(&layer.fwd.project(&x_k)?, mask, false, masks[0].as_ref(), None)?;
             let (bwd, _) = layer.bwd.run(&layer.bwd.project(&x_k)?, mask, true, masks[1].as_ref(), None)?;
@@ -147,9 +148,9 @@ impl RnnEncoder {
         let (b, s, _) = x.dims3()?;
         let mut input = x.clone();
         for (k, rnn) in self.layers.iter().enumerate() {
-            let x_k = if k == 0 { input.clone() } else { layer_input(&input, dropout.as_deref_mut())? };
+            let x_k = if k == 0 { input.clone() } else { layer_input(&input, k, dropout.as_deref_mut())? };
             let state_mask = match dropout.as_deref_mut() {
-                Some(d) => d.recurrent_tensor(b, rnn.hidden(), x)?,
+                Some(d) => d.recurrent_tensor(Site::State { side: Side::Encoder, layer: k, dir: 0 }, b, rnn.hidden(), x)?,
                 None => None,
             };
             let (out, _) = rnn.run(&rnn.project(&x_k)?, mask, false, state_mask.as_ref(), None)?;

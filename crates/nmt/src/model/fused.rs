@@ -1,10 +1,11 @@
 //! [`Seq2Seq`]'s teacher-forced loss on the fused CPU kernels (`crate::kernels`): the same
-//! parameters, the same dropout masks (drawn in the same order and shapes) and the same
+//! parameters, the same dropout masks (drawn at the same sites, `regularizer::Site`) and the same
 //! numbers as the composed candle ops of `mod.rs`, which stay as its reference twin
 //! (`tests/fused_model.rs` checks loss and every gradient, f64 to 1e-10, f32 to 2e-5).
 //!
 //! Each layer's fused form sits in its layer file beside its composed form: the encoders'
-//! `forward_fused` (`encoder.rs`), the decoders' `run_fused` (`decoder.rs`), the upper layers'
+//! `forward_fused` (`encoder.rs`), the decoders' `run_fused` (`attention_decoder.rs`,
+//! `summary_decoder.rs`), the upper layers'
 //! `run_fused` (`upper.rs`), the deep output's `hidden_fused` and `nll_fused` (`output.rs`).
 //! This file draws the dropout masks and wires them together. Per batch the graph has a
 //! handful of nodes instead of a few per time step:
@@ -25,7 +26,7 @@ use candle_core::Tensor;
 
 use super::copy;
 use super::inputs::BatchTensors;
-use super::regularizer::{stack_masks, Dropout, StackShape};
+use super::regularizer::{stack_masks, Dropout, Side, Site, StackShape};
 use super::{Core, Seq2Seq};
 use crate::config::{EncoderKind, OutputState};
 use crate::error::Result;
@@ -46,35 +47,49 @@ impl Seq2Seq {
     /// Per-token negative log-likelihood `(B·T)`, zero at padding, on the fused kernels;
     /// label-smoothed by `eps`. Each layer's fused form lives in its layer file
     /// (`forward_fused`, `run_fused`, `hidden_fused`, `nll_fused`); this draws the dropout
-    /// masks in the composed path's order and passes them on.
+    /// masks at their sites (`regularizer::Site`) and passes them on.
     pub(super) fn token_nll_fused(&self, batch: &BatchTensors, mut dropout: Option<&mut Dropout>, eps: f64) -> Result<Tensor> {
         let (b, s) = batch.src.dims2()?;
         let (_, t) = batch.tgt_in.dims2()?;
         let (m, n) = (self.cfg.emb_dim, self.cfg.hidden_dim);
         // The kernels take each sentence's length; an empty source still has its `</s>`.
         let src_lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
-        // Dropout masks in the composed path's order and element order (a mask depends only
-        // on the element count): source embeddings, encoder layers, target embeddings,
-        // decoder layers, maxout.
+        // Dropout masks, each from its site's own stream (`regularizer::Site`), so the same as
+        // the composed path draws whatever the order: source embeddings, encoder layers,
+        // target embeddings, decoder layers, maxout.
         let src_ids = batch.src.flatten_all()?.to_vec1::<u32>()?;
         let src_mask = dropout.as_deref_mut().and_then(|d| d.source_mask(src_ids.len(), m));
         let x = embed::embed(&self.src_emb, &src_ids, src_mask.as_deref())?;
         let enc_dirs = if matches!(self.core, Core::Search { .. }) { 2 } else { 1 };
         // grConv has no recurrent states to drop.
         let enc_layers = if self.cfg.encoder == EncoderKind::Grconv { 0 } else { self.cfg.enc_layers };
-        let enc_shape =
-            StackShape { layers: enc_layers, first_input: false, input_len: b * s * enc_dirs * n, rows: b, hidden: n, dirs: enc_dirs };
+        let enc_shape = StackShape {
+            side: Side::Encoder,
+            first: 0,
+            layers: enc_layers,
+            input_len: b * s * enc_dirs * n,
+            rows: b,
+            hidden: n,
+            dirs: enc_dirs,
+        };
         let enc_masks = stack_masks(dropout.as_deref_mut(), enc_shape);
         // A copy model's extended ids (past the vocabulary) enter the decoder as `<unk>`.
         let tgt_ids = copy::vocab_ids(&batch.tgt_in, self.cfg.tgt_vocab)?.flatten_all()?.to_vec1::<u32>()?;
         let tgt_mask = dropout.as_deref_mut().and_then(|d| d.target_mask(tgt_ids.len(), m));
         let ey = embed::embed(&self.tgt_emb, &tgt_ids, tgt_mask.as_deref())?;
-        let dec_mask = dropout.as_deref_mut().and_then(|d| d.recurrent(b, n));
-        let upper_shape =
-            StackShape { layers: self.cfg.dec_layers - 1, first_input: true, input_len: b * t * n, rows: b, hidden: n, dirs: 1 };
+        let dec_mask = dropout.as_deref_mut().and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, n));
+        let upper_shape = StackShape {
+            side: Side::Decoder,
+            first: 1,
+            layers: self.cfg.dec_layers - 1,
+            input_len: b * t * n,
+            rows: b,
+            hidden: n,
+            dirs: 1,
+        };
         let upper_masks = stack_masks(dropout.as_deref_mut(), upper_shape);
         // The deep output's maxout layer `t (B·T, l)`, with its dropout mask (drawn last).
-        let out_mask = dropout.and_then(|d| d.units_mask(b * t * self.cfg.maxout_dim));
+        let out_mask = dropout.and_then(|d| d.units_mask(Site::Maxout, b * t * self.cfg.maxout_dim));
         let stacked = !self.upper.is_empty();
         let hidden = match &self.core {
             Core::Search { enc, dec } => {

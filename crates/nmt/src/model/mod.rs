@@ -4,6 +4,8 @@
 //! Shapes: `B` sentences, `S` padded source length, `T` padded target length, `m` embedding,
 //! `n` hidden, `l` maxout units, `K_y` target vocabulary.
 pub mod attention;
+pub mod attention_decoder;
+pub mod backend;
 pub mod copy;
 pub mod decoder;
 mod decoding;
@@ -19,6 +21,7 @@ pub mod params;
 pub mod regularizer;
 pub mod rnn;
 mod scorer;
+pub mod summary_decoder;
 pub mod upper;
 
 use candle_core::{DType, Device, Tensor, D};
@@ -26,12 +29,15 @@ use candle_core::{DType, Device, Tensor, D};
 use crate::config::{Arch, EncoderKind, Impl, ModelConfig, StackKind};
 use crate::error::Result;
 use attention::logsumexp_last;
-use decoder::{AttentionDecoder, DecoderDims, Encoded, Memory, SummaryDecoder};
+use attention_decoder::AttentionDecoder;
+pub use backend::Backend;
+use decoder::{DecoderDims, Encoded, Memory};
 use encoder::{BiRnnEncoder, RnnEncoder, Stack, SummaryEncoder};
 pub use inputs::BatchTensors;
 use output::{DeepOutput, OutputDims};
 use params::{Init, Params};
-use regularizer::{Dropout, Regularizer};
+use regularizer::{Dropout, Regularizer, Side, Site};
+use summary_decoder::SummaryDecoder;
 use upper::UpperLayers;
 
 enum Core {
@@ -57,8 +63,8 @@ pub struct Seq2Seq {
     /// The copy mixture's gate (`model.copy`).
     copy: Option<copy::CopyGate>,
     out: DeepOutput,
-    /// How the training loss is computed (see [`Seq2Seq::set_impl`]).
-    imp: Impl,
+    /// The form the loss runs in (see [`Seq2Seq::set_impl`]).
+    backend: Backend,
 }
 
 /// What teacher forcing computes: the logits `(B·T, K_y)` and, for a copy model, what the
@@ -136,7 +142,8 @@ impl Seq2Seq {
                 unclaimed.join(", ")
             )));
         }
-        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, upper, copy, out, imp: Impl::Fused })
+        let backend = Backend::new(Impl::Fused, &params.device, params.dtype);
+        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, upper, copy, out, backend })
     }
 
     pub fn device(&self) -> &Device {
@@ -150,7 +157,7 @@ impl Seq2Seq {
     /// A recurrent-dropout mask `(rows, n)` as a tensor of the model's dtype (composed path).
     fn state_mask(&self, dropout: Option<&mut Dropout>, rows: usize) -> Result<Option<Tensor>> {
         let n = self.cfg.hidden_dim;
-        match dropout.and_then(|d| d.recurrent(rows, n)) {
+        match dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, rows, n)) {
             Some(m) => Ok(Some(Tensor::from_vec(m, (rows, n), self.device())?.to_dtype(self.dtype())?)),
             None => Ok(None),
         }
@@ -182,19 +189,15 @@ impl Seq2Seq {
     }
 
     /// Chooses the loss's implementation. `Fused` (the default) runs the kernels for a model on
-    /// the CPU in f32 or f64; on another device or dtype the composed ops run whatever is set.
+    /// the CPU in f32 or f64; on another device or dtype the composed ops run whatever is set
+    /// ([`Backend::new`] decides).
     pub fn set_impl(&mut self, imp: Impl) {
-        self.imp = imp;
+        self.backend = Backend::new(imp, self.device(), self.dtype());
     }
 
-    /// The implementation the loss runs on, given the device and dtype.
-    pub fn loss_impl(&self) -> Impl {
-        let host = self.device().is_cpu() && matches!(self.dtype(), DType::F32 | DType::F64);
-        if self.imp == Impl::Fused && host {
-            Impl::Fused
-        } else {
-            Impl::Ops
-        }
+    /// The form the loss runs in, given the implementation set, the device and the dtype.
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 
     /// Per-token negative log-likelihood `(B·T)`, zero at padding; label-smoothed and with
@@ -202,7 +205,7 @@ impl Seq2Seq {
     fn token_nll(&self, batch: &BatchTensors, reg: Option<&mut Regularizer>) -> Result<Tensor> {
         let eps = reg.as_ref().map_or(0.0, |r| r.label_smoothing);
         let mut dropout = reg.map(|r| &mut r.dropout);
-        if self.loss_impl() == Impl::Fused {
+        if self.backend.fused_loss() {
             return self.token_nll_fused(batch, dropout, eps);
         }
         let enc = self.encode(&batch.src, &batch.src_mask, dropout.as_deref_mut())?;

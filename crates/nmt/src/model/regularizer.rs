@@ -11,10 +11,11 @@
 //!   recurrent matrix `U` (`kernels/rnn_cell.rs`).
 //! - Label smoothing ε (Szegedy et al. 2016): see [`Regularizer::label_smoothing`].
 //!
-//! A mask depends only on the tensor's element count and the draw order, so the fused and the
-//! composed losses, which draw in the same order, see the same masks. The order: source
-//! embeddings, the encoder's recurrent masks (forward, then backward direction), target
-//! embeddings, the decoder's recurrent mask, the maxout output.
+//! Each mask is drawn at a [`Site`] (the source embeddings, layer `k`'s input or its states in
+//! direction `d`, …), from that site's own ChaCha stream of the update's key
+//! (`ChaCha8Rng::set_stream`). A mask is therefore a function of the run's seed, the update,
+//! the site and its element count, and of nothing drawn before it: every form of a layer
+//! (composed, fused) draws the same mask without agreeing with the others on an order.
 use candle_core::{Tensor, D};
 use nmt_data::batch::RowShare;
 use rand::{RngCore, SeedableRng};
@@ -34,10 +35,52 @@ pub struct DropoutRates {
     pub recurrent: f64,
 }
 
+/// Which half of the network a stack's layer is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Encoder,
+    Decoder,
+}
+
+/// Where a mask is drawn; each site has its own random stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Site {
+    /// Word and unit dropout on the source embeddings.
+    SourceEmbeddings,
+    /// Word and unit dropout on the target embeddings.
+    TargetEmbeddings,
+    /// Unit dropout on the input of layer `layer` (counted from 0, the first; only layers above
+    /// the first have one).
+    Input { side: Side, layer: usize },
+    /// Recurrent dropout on layer `layer`'s states in direction `dir` (0 forward, 1 backward).
+    State { side: Side, layer: usize, dir: usize },
+    /// Unit dropout on the deep output's maxout units.
+    Maxout,
+}
+
+impl Site {
+    /// The site's stream number: a kind tag, the side, the layer and the direction in separate
+    /// bit fields, so two sites never share a stream.
+    fn stream(self) -> u64 {
+        let side = |s: Side| match s {
+            Side::Encoder => 0u64,
+            Side::Decoder => 1,
+        };
+        match self {
+            Site::SourceEmbeddings => 1 << 48,
+            Site::TargetEmbeddings => 2 << 48,
+            Site::Maxout => 3 << 48,
+            Site::Input { side: s, layer } => (4 << 48) | (side(s) << 40) | ((layer as u64) << 8),
+            Site::State { side: s, layer, dir } => (5 << 48) | (side(s) << 40) | ((layer as u64) << 8) | dir as u64,
+        }
+    }
+}
+
 /// Draws the masks of one update.
 pub struct Dropout {
     rates: DropoutRates,
-    rng: ChaCha8Rng,
+    /// The update's key: the run's seed mixed with the update number.
+    key: u64,
     /// A data-parallel rank's rows of the batch (`train::collective`): every mask is drawn for
     /// the whole batch and cut to these rows, so the masks are the same functions of seed and
     /// update whatever the number of ranks. Every mask is batch-major (the batch dimension
@@ -46,10 +89,17 @@ pub struct Dropout {
 }
 
 impl Dropout {
-    /// The RNG is seeded from the run's seed and the update number: no state to save.
+    /// The streams are keyed by the run's seed and the update number: no state to save.
     pub fn new(rates: DropoutRates, seed: u64, step: u64) -> Self {
-        let mixed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step.wrapping_add(0xD1B5_4A32_D192_ED03);
-        Dropout { rates, rng: ChaCha8Rng::seed_from_u64(mixed), share: None }
+        let key = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step.wrapping_add(0xD1B5_4A32_D192_ED03);
+        Dropout { rates, key, share: None }
+    }
+
+    /// `site`'s random stream for this update, from its start.
+    fn rng(&self, site: Site) -> ChaCha8Rng {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.key);
+        rng.set_stream(site.stream());
+        rng
     }
 
     /// Draws for the whole batch and keeps `share`'s rows (see the `share` field).
@@ -58,34 +108,36 @@ impl Dropout {
         self
     }
 
-    /// The mask of [`Dropout::apply`] for `count` elements, or `None` when off.
-    pub fn units_mask(&mut self, count: usize) -> Option<Vec<f32>> {
-        self.draw(self.rates.units, count)
+    /// The unit-dropout mask at `site` (an upper layer's input, the maxout units) for `count`
+    /// elements, or `None` when off.
+    pub fn units_mask(&mut self, site: Site, count: usize) -> Option<Vec<f32>> {
+        self.draw(&mut self.rng(site), self.rates.units, count)
     }
 
-    /// Unit dropout on every element of `x`.
-    pub fn apply(&mut self, x: &Tensor) -> Result<Tensor> {
-        self.embedding(x, 0.0)
+    /// Unit dropout at `site` on every element of `x`.
+    pub fn apply(&mut self, site: Site, x: &Tensor) -> Result<Tensor> {
+        self.embedding(site, x, 0.0)
     }
 
     /// Source embeddings `(…, m)`: word dropout and unit dropout.
     pub fn source(&mut self, x: &Tensor) -> Result<Tensor> {
-        self.embedding(x, self.rates.src_words)
+        self.embedding(Site::SourceEmbeddings, x, self.rates.src_words)
     }
 
     /// Target embeddings `(…, m)`: word dropout and unit dropout.
     pub fn target(&mut self, x: &Tensor) -> Result<Tensor> {
-        self.embedding(x, self.rates.tgt_words)
+        self.embedding(Site::TargetEmbeddings, x, self.rates.tgt_words)
     }
 
-    /// A recurrent-dropout mask `(rows, hidden)` of `0` or `1/(1−p)`, or `None` when off.
-    pub fn recurrent(&mut self, rows: usize, hidden: usize) -> Option<Vec<f32>> {
-        self.draw(self.rates.recurrent, rows * hidden)
+    /// A recurrent-dropout mask `(rows, hidden)` of `0` or `1/(1−p)` at `site` (a
+    /// [`Site::State`]), or `None` when off.
+    pub fn recurrent(&mut self, site: Site, rows: usize, hidden: usize) -> Option<Vec<f32>> {
+        self.draw(&mut self.rng(site), self.rates.recurrent, rows * hidden)
     }
 
     /// [`Dropout::recurrent`] as a tensor of `like`'s dtype and device (the composed path).
-    pub fn recurrent_tensor(&mut self, rows: usize, hidden: usize, like: &Tensor) -> Result<Option<Tensor>> {
-        match self.recurrent(rows, hidden) {
+    pub fn recurrent_tensor(&mut self, site: Site, rows: usize, hidden: usize, like: &Tensor) -> Result<Option<Tensor>> {
+        match self.recurrent(site, rows, hidden) {
             None => Ok(None),
             Some(m) => Ok(Some(Tensor::from_vec(m, (rows, hidden), like.device())?.to_dtype(like.dtype())?)),
         }
@@ -94,28 +146,30 @@ impl Dropout {
     /// The combined mask of [`Dropout::source`] for `rows` embeddings of `dim` units, or
     /// `None` when both rates are 0 (the fused embedding op applies it).
     pub fn source_mask(&mut self, rows: usize, dim: usize) -> Option<Vec<f32>> {
-        self.embedding_mask(rows, dim, self.rates.src_words)
+        self.embedding_mask(Site::SourceEmbeddings, rows, dim, self.rates.src_words)
     }
 
     /// The combined mask of [`Dropout::target`].
     pub fn target_mask(&mut self, rows: usize, dim: usize) -> Option<Vec<f32>> {
-        self.embedding_mask(rows, dim, self.rates.tgt_words)
+        self.embedding_mask(Site::TargetEmbeddings, rows, dim, self.rates.tgt_words)
     }
 
     /// Word dropout (one mask per row of the last dimension) and unit dropout on `x`.
-    fn embedding(&mut self, x: &Tensor, words: f64) -> Result<Tensor> {
+    fn embedding(&mut self, site: Site, x: &Tensor, words: f64) -> Result<Tensor> {
         let dim = x.dim(D::Minus1)?.max(1);
-        match self.embedding_mask(x.elem_count() / dim, dim, words) {
+        match self.embedding_mask(site, x.elem_count() / dim, dim, words) {
             None => Ok(x.clone()),
             Some(mask) => times_mask(x, mask),
         }
     }
 
-    /// Word dropout with probability `words` (one draw per row, drawn first) and unit dropout
-    /// (one draw per element), as one `(rows, dim)` mask: one multiplication instead of two.
-    fn embedding_mask(&mut self, rows: usize, dim: usize, words: f64) -> Option<Vec<f32>> {
-        let word_mask = self.draw(words, rows);
-        let unit_mask = self.draw(self.rates.units, rows * dim);
+    /// Word dropout with probability `words` (one draw per row, drawn first from the site's
+    /// stream) and unit dropout (one draw per element, after them), as one `(rows, dim)` mask:
+    /// one multiplication instead of two.
+    fn embedding_mask(&mut self, site: Site, rows: usize, dim: usize, words: f64) -> Option<Vec<f32>> {
+        let mut rng = self.rng(site);
+        let word_mask = self.draw(&mut rng, words, rows);
+        let unit_mask = self.draw(&mut rng, self.rates.units, rows * dim);
         match (word_mask, unit_mask) {
             (None, None) => None,
             (Some(w), None) => Some(w.iter().flat_map(|&m| std::iter::repeat_n(m, dim)).collect()),
@@ -132,30 +186,31 @@ impl Dropout {
     /// `count` inverted-dropout factors (`0` or `1/(1−p)`), or `None` when `p` is 0. With a
     /// share of `len` rows, `count = len·inner`: the whole batch's `total·inner` factors are
     /// drawn (the same stream as one process) and the share's slice kept.
-    fn draw(&mut self, p: f64, count: usize) -> Option<Vec<f32>> {
+    fn draw(&self, rng: &mut ChaCha8Rng, p: f64, count: usize) -> Option<Vec<f32>> {
         if p <= 0.0 {
             return None;
         }
         match self.share {
             Some(s) if s.len > 0 && s.len != s.total => {
                 let inner = count / s.len;
-                let mut all = self.draw_all(p, inner * s.total);
+                let mut all = draw_all(rng, p, inner * s.total);
                 all.truncate((s.start + s.len) * inner);
                 all.drain(..s.start * inner);
                 Some(all)
             }
-            _ => Some(self.draw_all(p, count)),
+            _ => Some(draw_all(rng, p, count)),
         }
     }
+}
 
-    fn draw_all(&mut self, p: f64, count: usize) -> Vec<f32> {
-        let keep = 1.0 - p;
-        let scale = (1.0 / keep) as f32;
-        // One 32-bit draw per unit against a threshold: half the RNG work of a uniform f64,
-        // and keep-probabilities are exact to 2⁻³².
-        let threshold = (keep * 4_294_967_296.0).min(u32::MAX as f64) as u32;
-        (0..count).map(|_| if self.rng.next_u32() < threshold { scale } else { 0.0 }).collect()
-    }
+/// `count` inverted-dropout factors from `rng`.
+fn draw_all(rng: &mut ChaCha8Rng, p: f64, count: usize) -> Vec<f32> {
+    let keep = 1.0 - p;
+    let scale = (1.0 / keep) as f32;
+    // One 32-bit draw per unit against a threshold: half the RNG work of a uniform f64,
+    // and keep-probabilities are exact to 2⁻³².
+    let threshold = (keep * 4_294_967_296.0).min(u32::MAX as f64) as u32;
+    (0..count).map(|_| if rng.next_u32() < threshold { scale } else { 0.0 }).collect()
 }
 
 /// `x ⊙ mask`, the mask (one factor per element of `x`) made a tensor of `x`'s shape and dtype.
@@ -180,28 +235,35 @@ pub struct LayerMasks {
     pub state: Option<Vec<f32>>,
 }
 
-/// The shape of a stack whose masks [`stack_masks`] draws: `layers` layers of `dirs`
+/// The shape of a stack whose masks [`stack_masks`] draws: `layers` layers of `side`, the
+/// lowest being layer `first` of it (the decoder's upper layers start at 1), of `dirs`
 /// directions over `rows` sentences of `hidden` units, each layer's input `input_len`
-/// elements; the first layer's input is masked only if `first_input`.
+/// elements; the network's first layer reads the embeddings, whose masks are drawn apart.
 #[derive(Clone, Copy, Debug)]
 pub struct StackShape {
+    pub side: Side,
+    pub first: usize,
     pub layers: usize,
-    pub first_input: bool,
     pub input_len: usize,
     pub rows: usize,
     pub hidden: usize,
     pub dirs: usize,
 }
 
-/// The masks of a stack in the order every form of it draws them: for each layer bottom up,
-/// its input's unit mask, then the recurrent mask of each direction.
+/// The masks of a stack's layers, each drawn at its own sites: its input's unit mask
+/// ([`Site::Input`], layers above the network's first) and the recurrent mask of each direction
+/// ([`Site::State`]), side by side.
 pub fn stack_masks(mut dropout: Option<&mut Dropout>, shape: StackShape) -> Vec<LayerMasks> {
-    (0..shape.layers)
-        .map(|k| match dropout.as_deref_mut() {
+    let side = shape.side;
+    (shape.first..shape.first + shape.layers)
+        .map(|layer| match dropout.as_deref_mut() {
             None => LayerMasks::default(),
             Some(d) => {
-                let input = if k > 0 || shape.first_input { d.units_mask(shape.input_len) } else { None };
-                let state = (0..shape.dirs).map(|_| d.recurrent(shape.rows, shape.hidden)).collect::<Option<Vec<_>>>().map(|v| v.concat());
+                let input = if layer > 0 { d.units_mask(Site::Input { side, layer }, shape.input_len) } else { None };
+                let state = (0..shape.dirs)
+                    .map(|dir| d.recurrent(Site::State { side, layer, dir }, shape.rows, shape.hidden))
+                    .collect::<Option<Vec<_>>>()
+                    .map(|v| v.concat());
                 LayerMasks { input, state }
             }
         })

@@ -15,7 +15,7 @@ use candle_core::{Tensor, D};
 use super::encoder::{cell_name, layer_scope, Stack};
 use super::feedback::{self, Feedback, FeedbackIn, FeedbackStack, HostCell, HostFeedback};
 use super::params::ParamBuilder;
-use super::regularizer::{masked, stack_masks, Dropout, LayerMasks, StackShape};
+use super::regularizer::{masked, stack_masks, Dropout, LayerMasks, Side, Site, StackShape};
 use super::rnn::{HostRnn, Rnn};
 use crate::config::{CellKind, StackKind};
 use crate::error::Result;
@@ -64,8 +64,9 @@ impl UpperLayers {
         let (b, t, _) = s1.dims3()?;
         if let Some(stack) = self.feedback_stack() {
             let shape = StackShape {
+                side: Side::Decoder,
+                first: 1,
                 layers: self.layers.len(),
-                first_input: true,
                 input_len: s1.elem_count(),
                 rows: b,
                 hidden: s1.dim(2)?,
@@ -75,13 +76,15 @@ impl UpperLayers {
         }
         let all = Tensor::ones((b, t), s1.dtype(), s1.device())?;
         let mut x = s1.clone();
-        for rnn in &self.layers {
+        for (k, rnn) in self.layers.iter().enumerate() {
+            // Upper layer `k` is the decoder's layer `k + 1`.
+            let layer = k + 1;
             let x_in = match dropout.as_deref_mut() {
-                Some(d) => d.apply(&x)?,
+                Some(d) => d.apply(Site::Input { side: Side::Decoder, layer }, &x)?,
                 None => x.clone(),
             };
             let state_mask = match dropout.as_deref_mut() {
-                Some(d) => d.recurrent_tensor(b, rnn.hidden(), s1)?,
+                Some(d) => d.recurrent_tensor(Site::State { side: Side::Decoder, layer, dir: 0 }, b, rnn.hidden(), s1)?,
                 None => None,
             };
             let (h, _) = rnn.run(&rnn.project(&x_in)?, &all, false, state_mask.as_ref(), Some(h0))?;

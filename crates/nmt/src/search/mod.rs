@@ -89,7 +89,7 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
     /// The host snapshots when `imp` is `Fused` and every model can run on them, in int8
     /// when `int8`.
     fn hosts(&self, imp: Impl, int8: bool) -> Result<Option<&[HostModel]>> {
-        if !matches!(imp, Impl::Fused) {
+        if imp != Impl::Fused {
             return Ok(None);
         }
         let cell = if int8 { &self.hosts_int8 } else { &self.hosts };

@@ -5,7 +5,7 @@
 //!   `E[g²] ← ρ E[g²] + (1−ρ) g²`, `Δ = −sqrt(E[Δ²] + ε) / sqrt(E[g²] + ε) · g`,
 //!   `E[Δ²] ← ρ E[Δ²] + (1−ρ) Δ²`, `θ ← θ + lr·Δ`.
 //!
-//! Parameters on the CPU in f32 are updated in place by `kernels::optim_step` (one pass, no
+//! Parameters on the CPU in f32 ([`Backend::host`]) are updated in place by `kernels::optim_step` (one pass, no
 //! temporaries; the clipping scale is applied inside it). Any other parameter runs the same
 //! arithmetic as composed candle ops, the kernel's reference twin. Either way the moments are
 //! saved as tensors named after their parameter (`opt.first.NAME`), so the training-state file
@@ -18,6 +18,7 @@ use candle_core::{DType, Tensor, Var};
 use crate::config::{Impl, Optimizer as Kind, TrainConfig};
 use crate::error::{Error, Result};
 use crate::kernels::optim_step::{sum_squares, update_in_place, Rule};
+use crate::model::Backend;
 
 /// A parameter's two moments: Adam's `(m, v)`, Adadelta's `(E[g²], E[Δ²])`.
 enum Moments {
@@ -41,9 +42,9 @@ pub struct Optimizer {
     cfg: TrainConfig,
 }
 
-fn fresh_moments(v: &Var, composed: bool) -> Result<Moments> {
+fn fresh_moments(v: &Var, imp: Impl) -> Result<Moments> {
     let t = v.as_tensor();
-    if !composed && t.device().is_cpu() && t.dtype() == DType::F32 {
+    if Backend::new(imp, t.device(), t.dtype()).host() {
         Ok(Moments::Host(vec![0.0; t.elem_count()], vec![0.0; t.elem_count()]))
     } else {
         Ok(Moments::Ops(t.zeros_like()?, t.zeros_like()?))
@@ -53,8 +54,7 @@ fn fresh_moments(v: &Var, composed: bool) -> Result<Moments> {
 impl Optimizer {
     /// `cfg.imp = ops` keeps the composed-op update everywhere (the kernel's twin).
     pub fn new(vars: Vec<(String, Var)>, cfg: &TrainConfig) -> Result<Self> {
-        let composed = cfg.imp == Impl::Ops;
-        let moments = vars.iter().map(|(_, v)| fresh_moments(v, composed)).collect::<Result<Vec<_>>>()?;
+        let moments = vars.iter().map(|(_, v)| fresh_moments(v, cfg.imp)).collect::<Result<Vec<_>>>()?;
         Ok(Optimizer { kind: cfg.optimizer, vars, moments, step: 0, grad_scale: 1.0, lr_scale: 1.0, cfg: cfg.clone() })
     }
 

@@ -43,7 +43,7 @@ pub fn dev_loss(model: &Seq2Seq, dev: &DevSet) -> Result<f64> {
 pub fn dev_bleu(model: &Seq2Seq, meta: &ModelMeta, dev: &DevSet, limit: usize, beam: usize) -> Result<f64> {
     let n = if limit == 0 { dev.src_text.len() } else { limit.min(dev.src_text.len()) };
     let search = SearchConfig { beam_size: beam.max(1), n_best: 1, batch_size: 64, ..meta.search.clone() };
-    let opts = SearchOptions { cfg: search, alignments: false, imp: model.loss_impl() };
+    let opts = SearchOptions { cfg: search, alignments: false, imp: model.backend().imp() };
     let out = translate_lines(&Searcher::new(vec![model])?, meta, &dev.src_text[..n], &opts)?;
     let hyps: Vec<String> = out.into_iter().map(|t| t.hyps.into_iter().next().map(|h| h.text).unwrap_or_default()).collect();
     let refs = vec![dev.ref_text[..n].to_vec()];

@@ -1,0 +1,275 @@
+//! RNNsearch's decoder (Bahdanau et al. 2015, appendix A.2.2), in its three forms:
+//! `s_0 = tanh(W_s ←h_1)`; at step `i` the context `c_i` from additive attention over `s_{i-1}`
+//! (`attention.rs`), then `z, r = σ(W E y_{i-1} + U s_{i-1} + C c_i)`,
+//! `s~ = tanh(W E y_{i-1} + U (r ⊙ s_{i-1}) + C c_i)`, `s_i = (1 − z) ⊙ s_{i-1} + z ⊙ s~`.
+//! With `model.cell = "lstm"` the same step drives an LSTM (`lstm.rs`): `C c_i` joins its
+//! four gates' pre-activations, its state is `[s; cell]` and attention reads `s`.
+//!
+//! - [`AttentionDecoder::step`]: the composed candle step `(batch, ·)` (autodiff, the GPU, the
+//!   reference twin);
+//! - [`AttentionDecoder::run_fused`]: teacher forcing over every target step in one kernel
+//!   (`kernels::attn_decoder`);
+//! - [`HostAttention::step`]: one search step for `R` live rows on host slices, with the deep
+//!   output's input terms folded into the same GEMMs.
+use candle_core::Tensor;
+use rayon::prelude::*;
+
+use super::attention::Attention;
+use super::decoder::{DecoderDims, HostMemory, HostStepIn, HostStepOut, Memory, StepOut};
+use super::encoder::cell_name;
+use super::output::HostOutput;
+use super::params::{Init, ParamBuilder};
+use super::rnn::Rnn;
+use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
+use crate::error::Result;
+use crate::infer::dense::{affine, hcat, host, tanh_in_place};
+use crate::kernels::attn_decoder::{attend_row, AttnDims, AttnScratch};
+use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::rnn_cell::{reset_row, update_row};
+use crate::kernels::{attn_op, linear, lstm_cell, profile};
+use crate::simd_dispatch;
+
+/// RNNsearch's decoder.
+#[derive(Clone, Debug)]
+pub struct AttentionDecoder {
+    pub rnn: Rnn,
+    /// `(2n_enc, G)`: `[C_r | C_z | C]` (the LSTM: `[C_i | C_f | C_g | C_o]`).
+    pub c: Tensor,
+    /// `W_s (n_enc, n)` and bias: `s_0 = tanh(←h_1 W_s + b_s)`.
+    pub w_s: Tensor,
+    pub b_s: Tensor,
+    pub att: Attention,
+}
+
+impl AttentionDecoder {
+    pub fn new(dims: DecoderDims, att: usize, pb: &ParamBuilder) -> Result<Self> {
+        let DecoderDims { emb, enc, hidden, kind } = dims;
+        Ok(AttentionDecoder {
+            rnn: Rnn::new(emb, hidden, kind, &pb.pp(cell_name(kind)))?,
+            c: pb.get("c", &[2 * enc, kind.gates() * hidden], Init::Normal)?,
+            w_s: pb.get("w_s", &[enc, hidden], Init::Normal)?,
+            b_s: pb.get("b_s", &[hidden], Init::Zeros)?,
+            att: Attention::new(hidden, 2 * enc, att, &pb.pp("attention"))?,
+        })
+    }
+
+    /// The start state from `s_0 = tanh(←h_1 W_s + b_s)` (the LSTM's cell at zero).
+    pub fn init_state(&self, back_first: &Tensor) -> Result<Tensor> {
+        self.rnn.start(&back_first.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
+    }
+
+    /// `gi = E y_{i-1} W + b` `(batch, G)`, `s` the state after `s_{i-1}` → the new state, `c_i`,
+    /// `α_i`; `state_mask (batch, n)`: recurrent dropout on `s_{i-1}` entering `U` (training only).
+    pub fn step(&self, memory: &Memory, gi: &Tensor, s: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
+        let Memory::Attention { annotations, uh, mask_bias, .. } = memory else {
+            return Err(crate::Error::Config("attention decoder given a summary memory".into()));
+        };
+        let (ctx, alpha) = self.att.attend(&self.rnn.output(s)?, annotations, uh, mask_bias)?;
+        let gi = (gi + ctx.matmul(&self.c)?)?;
+        let state = self.rnn.step(&gi, s, state_mask)?;
+        Ok(StepOut { state, ctx: Some(ctx), alpha: Some(alpha) })
+    }
+
+    /// The fused form of teacher forcing over every target step (`kernels::attn_decoder`:
+    /// `s_0`, `U_a h_j` and all steps in one op): `ey (B·T, m)` the target embeddings,
+    /// `ann (B, S, 2n)` → `[s; c] (B·T, n + 2n)` per target position, `s` as `dims.output`
+    /// says.
+    pub fn run_fused(&self, ey: &Tensor, ann: &Tensor, dims: AttnDims) -> Result<Tensor> {
+        let (dw, db) = self.rnn.input_weights();
+        let gie = linear::linear(ey, dw, db)?;
+        let att = &self.att;
+        let (u_cat, b_h) = (self.rnn.u_cat()?, self.rnn.bias_h()?);
+        let packed = [&att.w_a, &att.b_a, &att.v_a, &self.c, &u_cat, &b_h, &att.u_a, &self.w_s, &self.b_s]
+            .iter()
+            .map(|p| p.flatten_all())
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Ok(attn_op::attention_decoder(&gie, ann, &Tensor::cat(&packed, 0)?, dims)?)
+    }
+}
+
+/// The host form of [`AttentionDecoder`] (with `attention.rs`'s weights), as the search
+/// multiplies it: the step's products that share a left operand sit side by side, so each is
+/// one GEMM (Marian's layout: a few wide products instead of many narrow ones).
+pub struct HostAttention {
+    /// `s_{i-1} · [W_a | U_rec | O_h]` `(n, A + rec [+ 2l])`, with bias `[b_a | b_h | 0]`: the
+    /// recurrent block is `U_rz` (`rec = 2n`, paper cell, `b_h = 0`) or all of `U` with its
+    /// bias (`rec = 3n`, reset-after cell; `rec = 4n` and no bias, the LSTM); `O_h` only when
+    /// the deep output reads `s_{i-1}`.
+    pub s_cat: Vec<f32>,
+    pub s_cat_b: Vec<f32>,
+    /// The cell and the width `rec` of the recurrent block in `s_cat`.
+    pub kind: CellKind,
+    pub rec: usize,
+    /// `E y · [W | O_y]` `(m, G + 2l)` plus `c_i · [C | O_c]` `(2n, G + 2l)`, with bias
+    /// `[b | b_o]`.
+    pub y_cat: Vec<f32>,
+    pub c_cat: Vec<f32>,
+    pub yc_cat_b: Vec<f32>,
+    /// The paper cell's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`; empty otherwise).
+    pub u: Vec<f32>,
+    /// `W_s (n, n)`, `b_s (n)`: `s_0 = tanh(←h_1 W_s + b_s)`.
+    pub w_s: Vec<f32>,
+    pub b_s: Vec<f32>,
+    /// `U_a (2n, A)` (encoder side) and `v_a (A)`.
+    pub u_a: Vec<f32>,
+    pub v_a: Vec<f32>,
+}
+
+impl HostAttention {
+    pub fn new(dec: &AttentionDecoder, cfg: &ModelConfig, out: &HostOutput) -> Result<Self> {
+        let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, cfg.att_dim, out.b.len());
+        let kind = dec.rnn.kind();
+        let g = kind.gates() * n;
+        let (w, b) = (host(dec.rnn.input_weights().0)?, host(dec.rnn.input_weights().1)?);
+        let (w_a, b_a, c) = (host(&dec.att.w_a)?, host(&dec.att.b_a)?, host(&dec.c)?);
+        // A stack's deep output reads its top layer, added after the upper layers step.
+        let prev = cfg.output_state == OutputState::Previous && cfg.dec_layers == 1;
+        // The paper GRU multiplies `r ⊙ s` by its candidate's `U` after the gates: only
+        // `U_rz` joins the shared product, and `U` stays apart.
+        let (u_rec, rec, u) = match &dec.rnn {
+            Rnn::Gru(gru) if gru.form == GruForm::Paper => (host(&gru.u_rz)?, 2 * n, host(&gru.u)?),
+            rnn => (host(&rnn.u_cat()?)?, g, Vec::new()),
+        };
+        let mut s_blocks = vec![(&w_a[..], a), (&u_rec[..], rec)];
+        if prev {
+            s_blocks.push((&out.o_h[..], l2));
+        }
+        let mut s_cat_b = b_a.clone();
+        s_cat_b.extend(host(&dec.rnn.bias_h()?)?.into_iter().take(rec));
+        s_cat_b.resize(a + rec + if prev { l2 } else { 0 }, 0.0);
+        Ok(HostAttention {
+            s_cat: hcat(&s_blocks, n),
+            s_cat_b,
+            kind,
+            rec,
+            y_cat: hcat(&[(&w[..], g), (&out.o_y[..], l2)], m),
+            c_cat: hcat(&[(&c[..], g), (&out.o_c[..], l2)], 2 * n),
+            yc_cat_b: b.iter().chain(&out.b).copied().collect(),
+            u,
+            w_s: host(&dec.w_s)?,
+            b_s: host(&dec.b_s)?,
+            u_a: host(&dec.att.u_a)?,
+            v_a: host(&dec.att.v_a)?,
+        })
+    }
+
+    /// What the decoder reads of the annotations `ann (B, S, 2n)`, once per batch: the memory
+    /// `(B, S, 2n + A)` holding `[h_j ; U_a h_j]` at each position (the layout `attend_row`
+    /// reads), and `s_0 = tanh(←h_1 W_s + b_s)` `(B, n)`.
+    pub fn memory(&self, ann: &[f32], b: usize, s: usize, threads: usize) -> (HostMemory, Vec<f32>) {
+        let (n, a) = (self.b_s.len(), self.v_a.len());
+        let ew = 2 * n + a;
+        let mut mem = vec![0f32; b * s * ew];
+        for (row, h) in mem.chunks_exact_mut(ew).zip(ann.chunks_exact(2 * n)) {
+            row[..2 * n].copy_from_slice(h);
+        }
+        // ←h_1: the backward direction's state at each sentence's first position.
+        let back_first: Vec<f32> = (0..b).flat_map(|r| ann[r * s * 2 * n + n..r * s * 2 * n + 2 * n].iter().copied()).collect();
+        // U_a h_j for every position, written next to h_j.
+        let annotations = Mat::strided(&mem, 0, b * s, 2 * n, ew);
+        let mut uh = vec![0f32; b * s * a];
+        matmul(&mut uh, 0, a, annotations, Mat::new(&self.u_a, 2 * n, a), false, threads);
+        for (row, u) in mem.chunks_exact_mut(ew).zip(uh.chunks_exact(a)) {
+            row[2 * n..].copy_from_slice(u);
+        }
+        let mut h0 = affine(&back_first, b, n, &self.w_s, &self.b_s, threads);
+        tanh_in_place(&mut h0);
+        (HostMemory::Attention { mem }, h0)
+    }
+
+    /// One step for the `R` live rows of `x`, reading the memory `mem (B, S, 2n + A)` of
+    /// sentences with true lengths `lens` padded to `S`; `want_alpha` keeps the weights.
+    /// The products (Marian's few wide GEMMs):
+    /// ```text
+    /// s_{i-1} · [W_a | U_rec | O_h?]      (R, A + rec [+ 2l])   the query, the recurrent gates
+    /// c_i = attention(s_{i-1}, h)         (R, 2n)               per row (`attend_row`)
+    /// E y · [W | O_y] + c_i · [C | O_c]   (R, G + 2l)           the cell's inputs, t~'s terms
+    /// ```
+    /// then the training kernels' cell row arithmetic (`kernels::rnn_cell`, `lstm_cell`).
+    pub fn step(&self, mem: &[f32], lens: &[usize], x: &HostStepIn<'_>, out: &HostOutput, want_alpha: bool) -> HostStepOut {
+        let (n, a, l2, threads) = (self.b_s.len(), self.v_a.len(), out.b.len(), x.threads);
+        let (r_n, sw, g) = (x.sent.len(), x.width, self.kind.gates() * n);
+        let lw = if self.kind == CellKind::Lstm { 2 * n } else { n };
+        let m = self.y_cat.len() / self.yc_cat_b.len();
+        let ew = 2 * n + a;
+        let s_len = mem.len() / (lens.len() * ew).max(1);
+        let s_prev = x.s_prev;
+        // The LSTM's previous cell state of row `r`.
+        let cell = |r: usize| &x.state[r * sw + n..r * sw + lw];
+        let mut state = vec![0f32; r_n * lw];
+        let mut alpha = None;
+        let mut pre = Vec::with_capacity(r_n * l2);
+        // s_{i-1} · [W_a | U_rz | O_h?]: the attention query, the GRU's recurrent gate term,
+        // and (deep output on s_{i-1}) the output's state term.
+        let t_attn = profile::start();
+        let w1 = self.s_cat_b.len();
+        let g1 = affine(s_prev, r_n, n, &self.s_cat, &self.s_cat_b, threads);
+        let mut ctx = vec![0f32; r_n * 2 * n];
+        let mut al = vec![0f32; if want_alpha { r_n * s_len } else { 0 }];
+        let per_row = |sc: &mut AttnScratch<f32>, r: usize, c: &mut [f32]| {
+            let b = x.sent[r];
+            let mem = &mem[b * s_len * ew..(b + 1) * s_len * ew];
+            simd_dispatch!(attend_row(mem, &g1[r * w1..r * w1 + a], &self.v_a, lens[b], sc, c));
+        };
+        if want_alpha {
+            ctx.par_chunks_mut(2 * n).zip(al.par_chunks_mut(s_len.max(1))).enumerate().for_each_init(
+                || AttnScratch::new(s_len, a),
+                |sc, (r, (c, out))| {
+                    per_row(sc, r, c);
+                    out.copy_from_slice(&sc.alpha[..out.len()]);
+                },
+            );
+            alpha = Some(al);
+        } else {
+            ctx.par_chunks_mut(2 * n).enumerate().for_each_init(|| AttnScratch::new(s_len, a), |sc, (r, c)| per_row(sc, r, c));
+        }
+        profile::stop(profile::SEARCH_ATTN, t_attn);
+        // E y · [W | O_y] + c_i · [C | O_c] + [b | b_o]: the cell's input terms and the
+        // deep output's word and context terms, in one (R, G + 2l) block.
+        let w2 = g + l2;
+        let mut g2 = affine(x.ey, r_n, m, &self.y_cat, &self.yc_cat_b, threads);
+        matmul(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&self.c_cat, 2 * n, w2), true, threads);
+        // The cell, with the training kernels' row arithmetic (`kernels::rnn_cell`): the
+        // input terms are g2's first G columns, the recurrent ones g1's block after W_a.
+        let rec = self.rec;
+        let hh_n = match self.kind {
+            CellKind::Gru(GruForm::Paper) => {
+                // q = r ⊙ s_{i-1}, then q U_n.
+                let mut q = vec![0f32; r_n * n];
+                for r in 0..r_n {
+                    let (x, h) = (&g2[r * w2..], &g1[r * w1..]);
+                    simd_dispatch!(reset_row(&x[..n], &h[a..a + n], &s_prev[r * n..(r + 1) * n], &mut q[r * n..(r + 1) * n]));
+                }
+                let mut hn = vec![0f32; r_n * n];
+                matmul(&mut hn, 0, n, Mat::new(&q, r_n, n), Mat::new(&self.u, n, n), false, threads);
+                hn
+            }
+            CellKind::Gru(GruForm::ResetAfter) | CellKind::Lstm => Vec::new(),
+        };
+        for r in 0..r_n {
+            let (xr, h) = (&g2[r * w2..(r + 1) * w2], &g1[r * w1..(r + 1) * w1]);
+            let (s_new, c_new) = state[r * lw..(r + 1) * lw].split_at_mut(n);
+            match self.kind {
+                CellKind::Gru(form) => {
+                    let hn = match form {
+                        GruForm::Paper => &hh_n[r * n..(r + 1) * n],
+                        GruForm::ResetAfter => &h[a + 2 * n..a + 3 * n],
+                    };
+                    simd_dispatch!(update_row(form, &xr[..g], &h[a..a + 2 * n], hn, &s_prev[r * n..(r + 1) * n], s_new));
+                }
+                CellKind::Lstm => simd_dispatch!(lstm_cell::update_row(&xr[..g], &h[a..a + g], cell(r), c_new, s_new)),
+            }
+            let start = pre.len();
+            pre.extend_from_slice(&xr[g..]);
+            if x.out_state == Some(OutputState::Previous) {
+                for (o, &v) in pre[start..].iter_mut().zip(&h[a + rec..]) {
+                    *o += v;
+                }
+            }
+        }
+        if x.out_state == Some(OutputState::Current) {
+            matmul(&mut pre, 0, l2, Mat::strided(&state, 0, r_n, n, lw), Mat::new(&out.o_h, n, l2), true, threads);
+        }
+        HostStepOut { state, pre, ctx, alpha }
+    }
+}

@@ -1,0 +1,53 @@
+//! Which form of the layers runs: decided once, here, from the requested [`Impl`], the device
+//! and the dtype, and asked by the loss (`Seq2Seq::loss`), the optimiser's update
+//! (`train/optim.rs`) and the search (`search/mod.rs`, `infer::HostModel::supports`).
+//!
+//! The fused kernels of `crate::kernels` read host memory in `f32` or `f64`; the host search's
+//! snapshot and the optimiser's in-place update are written for `f32` only (f64 is the
+//! gradient checks' precision, where speed does not matter). Everything else, and
+//! `impl = "ops"` everywhere, runs the composed candle ops: the reference twin and the GPU path.
+use candle_core::{DType, Device};
+
+use crate::config::Impl;
+
+/// The form that runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// Composed candle ops: autodiff, any device and dtype.
+    Composed,
+    /// The fused kernels for the loss; search and the update stay composed (a CPU `f64` model).
+    FusedF64,
+    /// The fused kernels for the loss, the in-place update and the host search (a CPU `f32`
+    /// model).
+    FusedF32,
+}
+
+impl Backend {
+    /// The form for `imp` on `device` in `dtype`.
+    pub fn new(imp: Impl, device: &Device, dtype: DType) -> Self {
+        match (imp, device.is_cpu(), dtype) {
+            (Impl::Fused, true, DType::F32) => Backend::FusedF32,
+            (Impl::Fused, true, DType::F64) => Backend::FusedF64,
+            _ => Backend::Composed,
+        }
+    }
+
+    /// Whether the loss runs on the fused kernels (`model/fused.rs`).
+    pub fn fused_loss(self) -> bool {
+        self != Backend::Composed
+    }
+
+    /// Whether search runs on the host snapshot (`crate::infer`) and the optimiser updates in
+    /// place (`kernels::optim_step`).
+    pub fn host(self) -> bool {
+        self == Backend::FusedF32
+    }
+
+    /// The implementation this amounts to, as the options of a search or a bench name it.
+    pub fn imp(self) -> Impl {
+        match self {
+            Backend::Composed => Impl::Ops,
+            Backend::FusedF64 | Backend::FusedF32 => Impl::Fused,
+        }
+    }
+}
