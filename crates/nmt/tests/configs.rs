@@ -43,3 +43,16 @@ fn shipped_configs_parse() {
         assert!(m.cell == nmt::config::Cell::Lstm && m.reverse_source && m.enc_layers >= 2 && m.dec_layers >= 2, "{seq2seq}");
     }
 }
+
+#[test]
+fn a_plain_stack_is_not_written_so_older_builds_read_the_model() {
+    use nmt::config::{ModelConfig, StackKind};
+    let plain = load("rnnsearch-small.toml").model;
+    let text = toml::to_string(&plain).unwrap();
+    assert!(!text.contains("stack"), "a plain stack was written:\n{text}");
+    assert_eq!(toml::from_str::<ModelConfig>(&text).unwrap(), plain);
+    let fed = ModelConfig { dec_layers: 2, stack: StackKind::GatedFeedback, ..plain };
+    let text = toml::to_string(&fed).unwrap();
+    assert!(text.contains("stack = \"gated-feedback\""), "{text}");
+    assert_eq!(toml::from_str::<ModelConfig>(&text).unwrap(), fed);
+}

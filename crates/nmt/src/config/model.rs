@@ -78,6 +78,13 @@ pub enum StackKind {
     GatedFeedback,
 }
 
+impl StackKind {
+    /// Whether this is the default, [`StackKind::Plain`].
+    pub fn is_plain(&self) -> bool {
+        *self == StackKind::Plain
+    }
+}
+
 /// A layer's cell as the kernels run it: `model.cell` with, for the GRU, `model.gru`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CellKind {
@@ -175,7 +182,9 @@ pub struct ModelConfig {
     /// both directions of the layer below, so feedback from above would close a cycle. The
     /// fused training runs those layers on composed ops (no kernel for them yet); the host
     /// search steps them (`HostFeedback`, `model/feedback.rs`).
-    #[serde(default)]
+    /// Not written when plain, so a plain model's file stays readable by builds from before
+    /// the key existed (they refuse unknown keys).
+    #[serde(default, skip_serializing_if = "StackKind::is_plain")]
     pub stack: StackKind,
     /// The pointer/copy mixture (RNNsearch only): `p(w) = g·p_vocab(w) + (1−g)·p_copy(w)`, with
     /// `p_copy` the attention over source positions and `g` a gate on the decoder state,
