@@ -52,11 +52,11 @@ pub fn embed_lines(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], batch_si
     let kind = if model.has_attention() { Representation::FinalStates } else { Representation::Summary };
     for batch in nmt_data::inference_batches(&srcs, &cfg) {
         let (src, mask) = BatchTensors::source(&batch, model.dtype(), model.device())?;
-        let enc = model.encode(&src, &mask, None)?;
+        let enc = model.encode(&src, &mask)?;
         let rows: Vec<Vec<f32>> = match &enc.memory {
-            Memory::Summary { c, .. } => c.to_dtype(candle_core::DType::F32)?.to_vec2()?,
-            Memory::Attention { annotations, .. } => {
-                let a: Vec<Vec<Vec<f32>>> = annotations.to_dtype(candle_core::DType::F32)?.to_vec3()?;
+            Memory::Summary(mem) => mem.c.to_dtype(candle_core::DType::F32)?.to_vec2()?,
+            Memory::Attention(mem) => {
+                let a: Vec<Vec<Vec<f32>>> = mem.annotations.to_dtype(candle_core::DType::F32)?.to_vec3()?;
                 let n = model.cfg.hidden_dim;
                 a.iter()
                     .zip(&batch.src_lengths)

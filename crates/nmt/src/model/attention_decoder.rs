@@ -5,20 +5,23 @@
 //! With `model.cell = "lstm"` the same step drives an LSTM (`lstm.rs`): `C c_i` joins its
 //! four gates' pre-activations, its state is `[s; cell]` and attention reads `s`.
 //!
-//! - [`AttentionDecoder::step`]: the composed candle step `(batch, ·)` (autodiff, the GPU, the
-//!   reference twin);
-//! - [`AttentionDecoder::run_fused`]: teacher forcing over every target step in one kernel
-//!   (`kernels::attn_decoder`);
+//! - [`AttentionDecoder::step`]: the composed candle step `(batch, ·)` (the candle search, the
+//!   GPU);
+//! - [`AttentionDecoder::forward`]: teacher forcing over every target step, in one kernel
+//!   (`kernels::attn_decoder`) or step by step on composed ops (autodiff's reference twin);
 //! - [`HostAttention::step`]: one search step for `R` live rows on host slices, with the deep
 //!   output's input terms folded into the same GEMMs.
 use candle_core::Tensor;
 use rayon::prelude::*;
 
 use super::attention::Attention;
-use super::decoder::{DecoderDims, HostMemory, HostStepIn, HostStepOut, Memory, StepOut};
+use super::backend::Backend;
+use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostMemory, HostStepIn, HostStepOut, StepOut};
 use super::encoder::cell_name;
+use super::encoder::Source;
 use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
+use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::Result;
@@ -53,38 +56,135 @@ impl AttentionDecoder {
         })
     }
 
-    /// The start state from `s_0 = tanh(←h_1 W_s + b_s)` (the LSTM's cell at zero).
-    pub fn init_state(&self, back_first: &Tensor) -> Result<Tensor> {
-        self.rnn.start(&back_first.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
+    /// `s_0 = tanh(←h_1 W_s + b_s) (B, n)` from the annotations `(B, S, 2n)`: `←h_1`, their
+    /// backward half at the first word, has read the whole sentence.
+    pub fn start_output(&self, ann: &Tensor) -> Result<Tensor> {
+        let e = self.w_s.dim(0)?;
+        let back_first = ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, e, e)?.contiguous()?;
+        Ok(back_first.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
+    }
+
+    /// The start state from `s_0` (the LSTM's cell at zero) `(B, w)`.
+    pub fn init_state(&self, ann: &Tensor) -> Result<Tensor> {
+        self.rnn.start(&self.start_output(ann)?)
+    }
+
+    /// What the step reads of a batch: `ann (B, S, 2n)`, `src_mask (B, S)` (1 at words).
+    pub fn memory(&self, ann: &Tensor, src_mask: &Tensor) -> Result<AttentionMemory> {
+        let uh = self.att.precompute(ann)?;
+        let mask_bias = ((src_mask - 1.0)? * 1e9)?;
+        Ok(AttentionMemory { annotations: ann.clone(), uh, mask_bias, src_ext: None, n_ext: 0 })
     }
 
     /// `gi = E y_{i-1} W + b` `(batch, G)`, `s` the state after `s_{i-1}` → the new state, `c_i`,
     /// `α_i`; `state_mask (batch, n)`: recurrent dropout on `s_{i-1}` entering `U` (training only).
-    pub fn step(&self, memory: &Memory, gi: &Tensor, s: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
-        let Memory::Attention { annotations, uh, mask_bias, .. } = memory else {
-            return Err(crate::Error::Config("attention decoder given a summary memory".into()));
-        };
-        let (ctx, alpha) = self.att.attend(&self.rnn.output(s)?, annotations, uh, mask_bias)?;
+    pub fn step(&self, mem: &AttentionMemory, gi: &Tensor, s: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
+        let (ctx, alpha) = self.att.attend(&self.rnn.output(s)?, &mem.annotations, &mem.uh, &mem.mask_bias)?;
         let gi = (gi + ctx.matmul(&self.c)?)?;
         let state = self.rnn.step(&gi, s, state_mask)?;
         Ok(StepOut { state, ctx: Some(ctx), alpha: Some(alpha) })
     }
 
-    /// The fused form of teacher forcing over every target step (`kernels::attn_decoder`:
-    /// `s_0`, `U_a h_j` and all steps in one op): `ey (B·T, m)` the target embeddings,
-    /// `ann (B, S, 2n)` → `[s; c] (B·T, n + 2n)` per target position, `s` as `dims.output`
-    /// says.
-    pub fn run_fused(&self, ey: &Tensor, ann: &Tensor, dims: AttnDims) -> Result<Tensor> {
+    /// Teacher forcing over every target step, its recurrent mask drawn from `dropout` at
+    /// `State {Decoder, 0, 0}`, in the form `backend` says.
+    pub fn forward(&self, x: &ForcedIn, dropout: Option<&mut Dropout>, backend: Backend) -> Result<AttnForced> {
+        let (b, _, _) = x.ey.dims3()?;
+        let n = self.rnn.hidden();
+        let state_mask = dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, n));
+        let out = match backend.fused() {
+            true => self.forward_fused(x, state_mask)?,
+            false => self.forward_composed(x, state_mask.as_deref())?,
+        };
+        Ok(out)
+    }
+
+    /// The composed form: [`Self::step`] at each target position.
+    fn forward_composed(&self, x: &ForcedIn, state_mask: Option<&[f32]>) -> Result<AttnForced> {
+        let (b, t, _) = x.ey.dims3()?;
+        let n = self.rnn.hidden();
+        let mem = self.memory(x.ann, x.src.mask)?;
+        let s0 = self.start_output(x.ann)?;
+        let mut s = self.rnn.start(&s0)?;
+        let gi = self.rnn.project(x.ey)?;
+        let mask = state_tensor(state_mask, b, n, x.ey)?;
+        let (mut outs, mut ctxs, mut alphas) = (Vec::with_capacity(t), Vec::with_capacity(t), Vec::new());
+        for i in 0..t {
+            let out = self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, &s, mask.as_ref())?;
+            outs.push(self.rnn.output(&out.state)?);
+            ctxs.extend(out.ctx);
+            if x.want_alpha {
+                alphas.extend(out.alpha);
+            }
+            s = out.state;
+        }
+        let states = shift_outputs(&Tensor::stack(&outs, 1)?, &s0, x.output)?;
+        let state_ctx = Tensor::cat(&[&states, &Tensor::stack(&ctxs, 1)?], 2)?.reshape((b * t, 3 * n))?;
+        let alpha = match x.want_alpha {
+            true => Some(Tensor::stack(&alphas, 1)?.reshape((b * t, x.ann.dim(1)?))?),
+            false => None,
+        };
+        Ok(AttnForced { state_ctx, alpha })
+    }
+
+    /// The fused form (`kernels::attn_decoder`: `s_0`, `U_a h_j` and all steps in one op); the
+    /// copy mixture's `α` is recomputed from the first layer's `s_{i-1}` on composed ops.
+    fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
+        let (b, t, m) = x.ey.dims3()?;
+        let (s, n) = (x.ann.dim(1)?, self.rnn.hidden());
+        let dims = AttnDims {
+            batch: b,
+            tgt_len: t,
+            src_len: s,
+            hidden: n,
+            ctx: 2 * n,
+            att: self.att.u_a.dim(1)?,
+            lens: x.src.lens.to_vec(),
+            kind: self.rnn.kind(),
+            output: x.output,
+            state_mask,
+        };
         let (dw, db) = self.rnn.input_weights();
-        let gie = linear::linear(ey, dw, db)?;
+        let gie = linear::linear(&x.ey.reshape((b * t, m))?, dw, db)?;
         let att = &self.att;
         let (u_cat, b_h) = (self.rnn.u_cat()?, self.rnn.bias_h()?);
         let packed = [&att.w_a, &att.b_a, &att.v_a, &self.c, &u_cat, &b_h, &att.u_a, &self.w_s, &self.b_s]
             .iter()
             .map(|p| p.flatten_all())
             .collect::<candle_core::Result<Vec<_>>>()?;
-        Ok(attn_op::attention_decoder(&gie, ann, &Tensor::cat(&packed, 0)?, dims)?)
+        let state_ctx = attn_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
+        let alpha = match x.want_alpha {
+            false => None,
+            true => {
+                let s1 = state_ctx.narrow(1, 0, n)?.reshape((b, t, n))?;
+                let prev = match x.output {
+                    OutputState::Previous => s1,
+                    OutputState::Current => shift_outputs(&s1, &self.start_output(x.ann)?, OutputState::Previous)?,
+                };
+                let mem = self.memory(x.ann, x.src.mask)?;
+                Some(self.att.weights_all(&prev, &mem.uh, &mem.mask_bias)?.reshape((b * t, s))?)
+            }
+        };
+        Ok(AttnForced { state_ctx, alpha })
     }
+}
+
+/// What teacher forcing gives the attention decoder: `ey (B, T, m)` the target embeddings,
+/// `ann (B, S, 2n)` the annotations of `src`, which output each position gives (`output`: a
+/// stack takes `Current` and shifts its top itself), and whether to return `α`.
+pub struct ForcedIn<'a> {
+    pub ey: &'a Tensor,
+    pub ann: &'a Tensor,
+    pub src: Source<'a>,
+    pub output: OutputState,
+    pub want_alpha: bool,
+}
+
+/// What the attention decoder's teacher forcing returns.
+pub struct AttnForced {
+    /// `[s; c] (B·T, n + 2n)`: the first layer's output as `output` said, and the context `c_i`.
+    pub state_ctx: Tensor,
+    /// `α_i (B·T, S)`, when asked (the copy mixture reads it).
+    pub alpha: Option<Tensor>,
 }
 
 /// The host form of [`AttentionDecoder`] (with `attention.rs`'s weights), as the search

@@ -1,5 +1,5 @@
 //! Which form of the layers runs: decided once, here, from the requested [`Impl`], the device
-//! and the dtype, and asked by the loss (`Seq2Seq::loss`), the optimiser's update
+//! and the dtype, and asked by each layer's teacher-forcing `forward` (the loss, `model/forced.rs`), the optimiser's update
 //! (`train/optim.rs`) and the search (`search/mod.rs`, `infer::HostModel::supports`).
 //!
 //! The fused kernels of `crate::kernels` read host memory in `f32` or `f64`; the host search's
@@ -32,8 +32,9 @@ impl Backend {
         }
     }
 
-    /// Whether the loss runs on the fused kernels (`model/fused.rs`).
-    pub fn fused_loss(self) -> bool {
+    /// Whether the layers' teacher-forcing passes (the loss) run their fused forms (each
+    /// layer's `forward` chooses inside; `model/forced.rs` wires them).
+    pub fn fused(self) -> bool {
         self != Backend::Composed
     }
 

@@ -11,16 +11,33 @@ use candle_core::Tensor;
 use crate::config::{CellKind, OutputState};
 use crate::error::Result;
 
-/// What the decoder reads of the source, computed once per batch by `Seq2Seq::encode`.
+/// RNNsearch's memory of a batch: annotations `(B, S, 2n)`, `U_a h_j` `(B, S, n')`, the mask
+/// bias `(B, S)` (0 at words, −1e9 at padding); a copy model's extended source ids `(B, S)` u32
+/// and how many ids they add past the vocabulary (search only).
+#[derive(Clone, Debug)]
+pub struct AttentionMemory {
+    pub annotations: Tensor,
+    pub uh: Tensor,
+    pub mask_bias: Tensor,
+    pub src_ext: Option<Tensor>,
+    pub n_ext: usize,
+}
+
+/// RNNenc's memory of a batch: the summary `c (B, n)`, its gate term `C c (B, G)` and its
+/// deep-output term `O_c c (B, 2l)`.
+#[derive(Clone, Debug)]
+pub struct SummaryMemory {
+    pub c: Tensor,
+    pub gate_ctx: Tensor,
+    pub out_ctx: Tensor,
+}
+
+/// What the decoder reads of the source, computed once per batch by `Seq2Seq::encode`: each
+/// decoder's step takes its own variant's type.
 #[derive(Clone, Debug)]
 pub enum Memory {
-    /// RNNsearch: annotations `(batch, src_len, 2n)`, `U_a h_j` `(batch, src_len, n')`,
-    /// mask bias `(batch, src_len)` (0 at words, −1e9 at padding); a copy model's extended
-    /// source ids `(batch, src_len)` u32 and how many ids they add past the vocabulary.
-    Attention { annotations: Tensor, uh: Tensor, mask_bias: Tensor, src_ext: Option<Tensor>, n_ext: usize },
-    /// RNNenc: summary `c` `(batch, n)`, its gate term `C c` `(batch, 3n)` and its deep-output
-    /// term `O_c c` `(batch, 2l)`.
-    Summary { c: Tensor, gate_ctx: Tensor, out_ctx: Tensor },
+    Attention(AttentionMemory),
+    Summary(SummaryMemory),
 }
 
 /// Encoder output plus the decoder's initial state `(batch, n)` (the LSTM's: `(batch, 2n)`).
@@ -35,16 +52,28 @@ impl Encoded {
     pub fn select(&self, idx: &Tensor) -> Result<Encoded> {
         let s = |t: &Tensor| t.index_select(idx, 0);
         let memory = match &self.memory {
-            Memory::Attention { annotations, uh, mask_bias, src_ext, n_ext } => Memory::Attention {
-                annotations: s(annotations)?,
-                uh: s(uh)?,
-                mask_bias: s(mask_bias)?,
-                src_ext: src_ext.as_ref().map(s).transpose()?,
-                n_ext: *n_ext,
-            },
-            Memory::Summary { c, gate_ctx, out_ctx } => Memory::Summary { c: s(c)?, gate_ctx: s(gate_ctx)?, out_ctx: s(out_ctx)? },
+            Memory::Attention(m) => Memory::Attention(AttentionMemory {
+                annotations: s(&m.annotations)?,
+                uh: s(&m.uh)?,
+                mask_bias: s(&m.mask_bias)?,
+                src_ext: m.src_ext.as_ref().map(s).transpose()?,
+                n_ext: m.n_ext,
+            }),
+            Memory::Summary(m) => Memory::Summary(SummaryMemory { c: s(&m.c)?, gate_ctx: s(&m.gate_ctx)?, out_ctx: s(&m.out_ctx)? }),
         };
         Ok(Encoded { memory, init: s(&self.init)? })
+    }
+}
+
+/// `(B, T, n)` outputs `s_1 … s_T` → the ones the deep output reads at each step: themselves
+/// (`Current`), or `s_0 … s_{T-1}` with `start (B, n)` as `s_0` (`Previous`).
+pub fn shift_outputs(cur: &Tensor, start: &Tensor, which: OutputState) -> Result<Tensor> {
+    match which {
+        OutputState::Current => Ok(cur.clone()),
+        OutputState::Previous => {
+            let t = cur.dim(1)?;
+            Ok(Tensor::cat(&[&start.unsqueeze(1)?, &cur.narrow(1, 0, t - 1)?], 1)?)
+        }
     }
 }
 

@@ -9,14 +9,17 @@
 //!
 //! Between layers: unit dropout on the upper layer's input (`model.dropout`) and, with
 //! `model.residual`, the upper layer's output plus its input (Wu et al. 2016).
-//! Each layer's masks are drawn at its own sites (`regularizer::Site::Input` and `State`, one
-//! per direction), which `regularizer::stack_masks` also draws for the fused forms
-//! (`forward_fused`, on `crate::kernels`): both forms get the same masks.
+//!
+//! Each encoder has one `forward`: it draws its layers' masks at their own sites
+//! (`regularizer::stack_masks`: `Site::Input` and `State`, one per direction) and runs its
+//! fused form (`crate::kernels`, lengths inside the ops) or its composed candle form, as
+//! [`Backend`] says; both forms read the same masks.
 use candle_core::Tensor;
 
+use super::backend::Backend;
 use super::grconv::GrConv;
 use super::params::ParamBuilder;
-use super::regularizer::{masked, Dropout, LayerMasks, Side, Site};
+use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks, Side, StackShape};
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::Result;
@@ -49,12 +52,20 @@ pub struct Stack {
     pub kind: StackKind,
 }
 
-/// Layer `layer`'s input (above the first): `x` with unit dropout (training).
-fn layer_input(x: &Tensor, layer: usize, dropout: Option<&mut Dropout>) -> Result<Tensor> {
-    match dropout {
-        Some(d) => d.apply(Site::Input { side: Side::Encoder, layer }, x),
-        None => Ok(x.clone()),
-    }
+/// A padded source batch as the encoders read it.
+#[derive(Clone, Copy)]
+pub struct Source<'a> {
+    /// `(B, S)`, 1 at words, 0 at padding (the composed forms').
+    pub mask: &'a Tensor,
+    /// Each sentence's length, at least 1: an empty source still has its `</s>` (the kernels').
+    pub lens: &'a [usize],
+}
+
+/// The masks of an encoder stack of `layers` layers of `dirs` directions over `x (B, S, ·)`.
+fn encoder_masks(dropout: Option<&mut Dropout>, x: &Tensor, layers: usize, hidden: usize, dirs: usize) -> Result<Vec<LayerMasks>> {
+    let (b, s, _) = x.dims3()?;
+    let shape = StackShape { side: Side::Encoder, first: 0, layers, input_len: b * s * dirs * hidden, rows: b, hidden, dirs };
+    Ok(stack_masks(dropout, shape))
 }
 
 /// One bidirectional layer.
@@ -82,36 +93,49 @@ impl BiRnnEncoder {
         Ok(BiRnnEncoder { layers, residual: stack.residual })
     }
 
-    /// `x: (batch, src_len, m)`, `mask: (batch, src_len)` → the top layer's annotations
-    /// `(batch, src_len, 2n)` and `←h_1`, their backward half at the first word `(batch, n)`
-    /// (it has read the whole sentence; RNNsearch initialises the decoder from it).
-    pub fn forward(&self, x: &Tensor, mask: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<(Tensor, Tensor)> {
+    /// `x (B, S, m)` the embedded source → the top layer's annotations `(B, S, 2n)`, with each
+    /// layer's masks drawn from `dropout` (training), in the form `backend` says.
+    pub fn forward(&self, x: &Tensor, src: Source, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
+        let n = self.layers[0].fwd.hidden();
+        let masks = encoder_masks(dropout, x, self.layers.len(), n, 2)?;
+        match backend.fused() {
+            true => self.forward_fused(x, src.lens, &masks),
+            false => self.forward_composed(x, src.mask, &masks),
+        }
+    }
+
+    /// `←h_1`, the annotations' backward half at the first word `(B, n)`: it has read the whole
+    /// sentence, and RNNsearch initialises the decoder from it.
+    pub fn back_first(&self, ann: &Tensor) -> Result<Tensor> {
+        let n = self.layers[0].fwd.hidden();
+        Ok(ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, n, n)?.contiguous()?)
+    }
+
+    /// The composed form: each direction's recurrence step by step (`rnn.rs`).
+    fn forward_composed(&self, x: &Tensor, mask: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
         let b = x.dim(0)?;
         let mut input = x.clone();
         for (k, layer) in self.layers.iter().enumerate() {
-            let x_k = if k == 0 { input.clone() } else { layer_input(&input, k, dropout.as_deref_mut())? };
+            let mk = &masks[k];
+            let x_k = if k == 0 { input.clone() } else { masked(&input, &mk.input)? };
             let n = layer.fwd.hidden();
-            let mut masks = [None, None];
-            if let Some(d) = dropout.as_deref_mut() {
-                let site = |dir| Site::State { side: Side::Encoder, layer: k, dir };
-                masks = [d.recurrent_tensor(site(0), b, n, x)?, d.recurrent_tensor(site(1), b, n, x)?];
-            }
-            let (fwd, _) = layer.fwd.run(&layer.fwd.project(&x_k)?, mask, false, masks[0].as_ref(), None)?;
-            let (bwd, _) = layer.bwd.run(&layer.bwd.project(&x_k)?, mask, true, masks[1].as_ref(), None)?;
+            let (m0, m1) = match &mk.state {
+                Some(m) => (state_tensor(Some(&m[..b * n]), b, n, x)?, state_tensor(Some(&m[b * n..]), b, n, x)?),
+                None => (None, None),
+            };
+            let (fwd, _) = layer.fwd.run(&layer.fwd.project(&x_k)?, mask, false, m0.as_ref(), None)?;
+            let (bwd, _) = layer.bwd.run(&layer.bwd.project(&x_k)?, mask, true, m1.as_ref(), None)?;
             let out = Tensor::cat(&[fwd, bwd], 2)?;
             input = if k > 0 && self.residual { (out + &input)? } else { out };
         }
-        let n = self.layers[0].fwd.hidden();
-        let back_first = input.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, n, n)?.contiguous()?;
-        Ok((input, back_first))
+        Ok(input)
     }
 
-    /// The fused form of [`Self::forward`] (`kernels::birnn`): `x (B·S, m)` the embedded
-    /// source, `lens` each sentence's length, `masks` each layer's (drawn by the caller) →
-    /// the annotations `(B, S, 2n)`. Both directions' input projections are one GEMM.
-    pub fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
-        let (b, n) = (lens.len(), self.layers[0].fwd.hidden());
-        let s = x.dim(0)? / b.max(1);
+    /// The fused form (`kernels::birnn`): both directions' input projections are one GEMM.
+    fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
+        let (b, s, m) = x.dims3()?;
+        let n = self.layers[0].fwd.hidden();
+        let x = x.reshape((b * s, m))?;
         let mut ann = x.clone();
         for (k, (layer, mk)) in self.layers.iter().zip(masks).enumerate() {
             let ((wf, bf), (wb, bb)) = (layer.fwd.input_weights(), layer.bwd.input_weights());
@@ -142,28 +166,34 @@ impl RnnEncoder {
         Ok(RnnEncoder { layers, residual: stack.residual })
     }
 
-    /// `x: (batch, src_len, m)` → `h^(T)` `(batch, n)`, each sentence's top output after its
-    /// last word (padding carries every layer's state, so the last position holds it).
-    pub fn forward(&self, x: &Tensor, mask: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
+    /// `x (B, S, m)` → `h^(T) (B, n)`, each sentence's top output after its last word (padding
+    /// carries every layer's state, so the last position holds it), in the form `backend` says.
+    pub fn forward(&self, x: &Tensor, src: Source, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
+        let masks = encoder_masks(dropout, x, self.layers.len(), self.layers[0].hidden(), 1)?;
+        match backend.fused() {
+            true => self.forward_fused(x, src.lens, &masks),
+            false => self.forward_composed(x, src.mask, &masks),
+        }
+    }
+
+    fn forward_composed(&self, x: &Tensor, mask: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
         let (b, s, _) = x.dims3()?;
         let mut input = x.clone();
         for (k, rnn) in self.layers.iter().enumerate() {
-            let x_k = if k == 0 { input.clone() } else { layer_input(&input, k, dropout.as_deref_mut())? };
-            let state_mask = match dropout.as_deref_mut() {
-                Some(d) => d.recurrent_tensor(Site::State { side: Side::Encoder, layer: k, dir: 0 }, b, rnn.hidden(), x)?,
-                None => None,
-            };
+            let mk = &masks[k];
+            let x_k = if k == 0 { input.clone() } else { masked(&input, &mk.input)? };
+            let state_mask = state_tensor(mk.state.as_deref(), b, rnn.hidden(), x)?;
             let (out, _) = rnn.run(&rnn.project(&x_k)?, mask, false, state_mask.as_ref(), None)?;
             input = if k > 0 && self.residual { (out + &input)? } else { out };
         }
         Ok(input.narrow(1, s - 1, 1)?.squeeze(1)?)
     }
 
-    /// The fused form of [`Self::forward`] (`kernels::rnn`, lengths inside the op): `x (B·S, m)`,
-    /// `lens`, `masks` each layer's → `h^(T) (B, n)`.
-    pub fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
-        let (b, n) = (lens.len(), self.layers[0].hidden());
-        let s = x.dim(0)? / b.max(1);
+    /// The fused form (`kernels::rnn`, lengths inside the op).
+    fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
+        let (b, s, m) = x.dims3()?;
+        let n = self.layers[0].hidden();
+        let x = x.reshape((b * s, m))?;
         let zeros = Tensor::zeros((b, n), x.dtype(), x.device())?;
         let mut hs = x.clone();
         for (k, (g, mk)) in self.layers.iter().zip(masks).enumerate() {
@@ -188,27 +218,12 @@ pub enum SummaryEncoder {
 }
 
 impl SummaryEncoder {
-    /// `x: (batch, src_len, m)`, `mask: (batch, src_len)` → the summary input `h^(T)` `(batch, n)`.
-    pub fn forward(&self, x: &Tensor, mask: &Tensor, dropout: Option<&mut Dropout>) -> Result<Tensor> {
+    /// `x (B, S, m)` → the summary input `h^(T) (B, n)`. grConv runs level by level on
+    /// composed ops in either form (`grconv.rs`): it has no recurrence to fuse, nor dropout.
+    pub fn forward(&self, x: &Tensor, src: Source, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         match self {
-            SummaryEncoder::Rnn(e) => e.forward(x, mask, dropout),
-            SummaryEncoder::GrConv(g) => {
-                let lens: Vec<usize> =
-                    mask.sum(1)?.to_dtype(candle_core::DType::F64)?.to_vec1::<f64>()?.iter().map(|&l| (l as usize).max(1)).collect();
-                g.forward(x, &lens)
-            }
-        }
-    }
-
-    /// The fused form: `x (B·S, m)`, `lens`, `masks` → `h^(T) (B, n)`. grConv runs level by
-    /// level on composed ops (`grconv.rs`): it has no recurrence to fuse.
-    pub fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
-        match self {
-            SummaryEncoder::Rnn(e) => e.forward_fused(x, lens, masks),
-            SummaryEncoder::GrConv(g) => {
-                let (b, m) = (lens.len(), x.dim(1)?);
-                g.forward(&x.reshape((b, x.dim(0)? / b.max(1), m))?, lens)
-            }
+            SummaryEncoder::Rnn(e) => e.forward(x, src, dropout, backend),
+            SummaryEncoder::GrConv(g) => g.forward(x, src.lens),
         }
     }
 }

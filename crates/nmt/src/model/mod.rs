@@ -9,9 +9,10 @@ pub mod backend;
 pub mod copy;
 pub mod decoder;
 mod decoding;
+pub mod embedding;
 pub mod encoder;
 pub mod feedback;
-mod fused;
+mod forced;
 pub mod grconv;
 pub mod gru;
 pub mod inputs;
@@ -24,11 +25,10 @@ mod scorer;
 pub mod summary_decoder;
 pub mod upper;
 
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Device, Tensor};
 
 use crate::config::{Arch, EncoderKind, Impl, ModelConfig, StackKind};
 use crate::error::Result;
-use attention::logsumexp_last;
 use attention_decoder::AttentionDecoder;
 pub use backend::Backend;
 use decoder::{DecoderDims, Encoded, Memory};
@@ -36,7 +36,7 @@ use encoder::{BiRnnEncoder, RnnEncoder, Stack, SummaryEncoder};
 pub use inputs::BatchTensors;
 use output::{DeepOutput, OutputDims};
 use params::{Init, Params};
-use regularizer::{Dropout, Regularizer, Side, Site};
+use regularizer::Regularizer;
 use summary_decoder::SummaryDecoder;
 use upper::UpperLayers;
 
@@ -65,14 +65,6 @@ pub struct Seq2Seq {
     out: DeepOutput,
     /// The form the loss runs in (see [`Seq2Seq::set_impl`]).
     backend: Backend,
-}
-
-/// What teacher forcing computes: the logits `(B·T, K_y)` and, for a copy model, what the
-/// mixture reads.
-struct Forced {
-    logits: Tensor,
-    alpha: Option<Tensor>,
-    gate: Option<Tensor>,
 }
 
 /// Teacher-forced loss of a batch.
@@ -154,36 +146,24 @@ impl Seq2Seq {
         self.params.dtype
     }
 
-    /// A recurrent-dropout mask `(rows, n)` as a tensor of the model's dtype (composed path).
-    fn state_mask(&self, dropout: Option<&mut Dropout>, rows: usize) -> Result<Option<Tensor>> {
-        let n = self.cfg.hidden_dim;
-        match dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, rows, n)) {
-            Some(m) => Ok(Some(Tensor::from_vec(m, (rows, n), self.device())?.to_dtype(self.dtype())?)),
-            None => Ok(None),
-        }
-    }
-
-    /// Encodes a padded source batch `src: (B, S)` u32 with `mask: (B, S)` (1 at words).
-    pub fn encode(&self, src: &Tensor, mask: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Encoded> {
-        let (b, s) = src.dims2()?;
-        let mut x = self.src_emb.index_select(&src.flatten_all()?, 0)?.reshape((b, s, self.cfg.emb_dim))?;
-        if let Some(d) = dropout.as_deref_mut() {
-            x = d.source(&x)?;
-        }
+    /// Encodes a padded source batch `src: (B, S)` u32 with `mask: (B, S)` (1 at words) for the
+    /// candle search, on composed ops.
+    pub fn encode(&self, src: &Tensor, mask: &Tensor) -> Result<Encoded> {
+        let backend = Backend::Composed;
+        let x = embedding::lookup(&self.src_emb, src, None, backend)?;
+        let lens: Vec<usize> = mask.sum(1)?.to_dtype(DType::F64)?.to_vec1::<f64>()?.iter().map(|&l| (l as usize).max(1)).collect();
+        let source = encoder::Source { mask, lens: &lens };
         match &self.core {
             Core::Search { enc, dec } => {
-                let (annotations, back_first) = enc.forward(&x, mask, dropout)?;
-                let uh = dec.att.precompute(&annotations)?;
-                let mask_bias = ((mask - 1.0)? * 1e9)?;
-                let init = self.stack_start(&dec.init_state(&back_first)?)?;
-                Ok(Encoded { memory: Memory::Attention { annotations, uh, mask_bias, src_ext: None, n_ext: 0 }, init })
+                let ann = enc.forward(&x, source, None, backend)?;
+                let init = self.stack_start(&dec.init_state(&ann)?)?;
+                Ok(Encoded { memory: Memory::Attention(dec.memory(&ann, mask)?), init })
             }
             Core::Enc { enc, dec } => {
-                let last = enc.forward(&x, mask, dropout)?;
+                let last = enc.forward(&x, source, None, backend)?;
                 let (c, h0) = dec.summarise(&last)?;
-                let gate_ctx = c.matmul(&dec.c)?;
-                let out_ctx = self.out.project_context(&c)?;
-                Ok(Encoded { memory: Memory::Summary { c, gate_ctx, out_ctx }, init: self.stack_start(&dec.start(&h0)?)? })
+                let memory = dec.memory(&c, self.out.project_context(&c)?)?;
+                Ok(Encoded { memory: Memory::Summary(memory), init: self.stack_start(&dec.start(&h0)?)? })
             }
         }
     }
@@ -198,40 +178,6 @@ impl Seq2Seq {
     /// The form the loss runs in, given the implementation set, the device and the dtype.
     pub fn backend(&self) -> Backend {
         self.backend
-    }
-
-    /// Per-token negative log-likelihood `(B·T)`, zero at padding; label-smoothed and with
-    /// dropout when training (`reg`).
-    fn token_nll(&self, batch: &BatchTensors, reg: Option<&mut Regularizer>) -> Result<Tensor> {
-        let eps = reg.as_ref().map_or(0.0, |r| r.label_smoothing);
-        let mut dropout = reg.map(|r| &mut r.dropout);
-        if self.backend.fused_loss() {
-            return self.token_nll_fused(batch, dropout, eps);
-        }
-        let enc = self.encode(&batch.src, &batch.src_mask, dropout.as_deref_mut())?;
-        let forced = self.teacher_forced(&enc, &batch.tgt_in, dropout)?;
-        if let (Some(alpha), Some(gate)) = (&forced.alpha, &forced.gate) {
-            let Some(src_ext) = &batch.src_ext else {
-                return Err(crate::Error::Input("a copy model's batch needs the extended source ids (Batch::set_source_ext)".into()));
-            };
-            let (b, s) = src_ext.dims2()?;
-            let t = batch.tgt_in.dim(1)?;
-            let rows = src_ext.unsqueeze(1)?.broadcast_as((b, t, s))?.contiguous()?.reshape((b * t, s))?;
-            let mix = copy::Mixture { logits: &forced.logits, alpha, gate, src_ext: &rows };
-            return Ok((copy::copy_nll(&mix, &batch.tgt_out, eps)? * &batch.tgt_mask)?);
-        }
-        let logits = forced.logits;
-        // log p(y) = logit_y − logsumexp(logits): no (B·T, K_y) log-softmax tensor is built.
-        let picked = logits.gather(&batch.tgt_out.unsqueeze(1)?, 1)?.squeeze(1)?;
-        let lse = logsumexp_last(&logits)?.squeeze(D::Minus1)?;
-        let nll = if eps > 0.0 {
-            // Cross-entropy against (1−ε)·onehot + ε/K_y: lse − (1−ε) z_y − ε mean(z).
-            let mean = logits.mean(D::Minus1)?;
-            ((lse - (picked * (1.0 - eps))?)? - (mean * eps)?)?
-        } else {
-            (lse - picked)?
-        };
-        Ok((nll * &batch.tgt_mask)?)
     }
 
     /// Mean token NLL of a batch; with dropout and label smoothing (`reg`) for training.

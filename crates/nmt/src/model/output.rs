@@ -8,8 +8,10 @@
 //! It runs on all target steps of a batch at once in training: `(batch·tgt_len, ·)` rows.
 use candle_core::{Tensor, D};
 
+use super::attention::logsumexp_last;
+use super::backend::Backend;
 use super::params::{Init, ParamBuilder};
-use super::regularizer::times_mask;
+use super::regularizer::{times_mask, Dropout, Site};
 use crate::error::Result;
 use crate::infer::dense::host;
 use crate::kernels::proj_nll::{self, ProjWeight};
@@ -24,6 +26,14 @@ pub struct OutputDims {
     pub ctx: usize,
     pub maxout: usize,
     pub vocab: usize,
+}
+
+/// What the deep output reads of the decoder in teacher forcing.
+pub enum Context<'a> {
+    /// RNNsearch: `[s; c] (B·T, n + 2n)`, the top states and the contexts `c_i` side by side.
+    PerStep(&'a Tensor),
+    /// RNNenc: the top states `(B, T, n)` and the summary `c (B, n)`.
+    PerSentence { states: &'a Tensor, c: &'a Tensor },
 }
 
 #[derive(Clone, Debug)]
@@ -80,18 +90,45 @@ impl DeepOutput {
         Ok(pre.reshape((rows, self.maxout, 2))?.max(D::Minus1)?)
     }
 
-    /// The fused form of [`Self::hidden`] for RNNsearch (`kernels::deep_output`, one op):
-    /// `state_ctx (rows, n + ctx)` `[s; c]` side by side, `emb (rows, m)`, maxout dropout's
-    /// mask → `t (rows, l)`.
-    pub fn hidden_fused(&self, state_ctx: &Tensor, emb: &Tensor, mask: Option<&[f32]>) -> Result<Tensor> {
+    /// Teacher forcing's maxout layer `t (B·T, l)` from the decoder's top states and the
+    /// context, `ey (B·T, m)` the previous words' embeddings; maxout dropout's mask drawn from
+    /// `dropout` at `Site::Maxout`; in the form `backend` says.
+    pub fn forward(&self, ctx: Context, ey: &Tensor, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
+        let rows = ey.dim(0)?;
+        let mask = dropout.and_then(|d| d.units_mask(Site::Maxout, rows * self.maxout));
+        if backend.fused() {
+            return match ctx {
+                Context::PerStep(state_ctx) => self.hidden_fused(state_ctx, ey, mask.as_deref()),
+                Context::PerSentence { states, c } => self.hidden_fused_summary(states, ey, c, mask),
+            };
+        }
+        let hidden = match ctx {
+            Context::PerStep(state_ctx) => {
+                let (d, n) = (self.o_c.dim(0)?, self.o_h.dim(0)?);
+                self.hidden(&state_ctx.narrow(1, 0, n)?, ey, &self.project_context(&state_ctx.narrow(1, n, d)?)?)?
+            }
+            Context::PerSentence { states, c } => {
+                let (b, t, n) = states.dims3()?;
+                let c = self.project_context(c)?;
+                let per_row = c.unsqueeze(1)?.broadcast_as((b, t, c.dim(1)?))?.reshape((b * t, c.dim(1)?))?;
+                self.hidden(&states.reshape((b * t, n))?, ey, &per_row)?
+            }
+        };
+        match mask {
+            Some(mk) => times_mask(&hidden, mk),
+            None => Ok(hidden),
+        }
+    }
+
+    /// The fused form for RNNsearch (`kernels::deep_output`, one op, no concatenation of
+    /// activations).
+    fn hidden_fused(&self, state_ctx: &Tensor, emb: &Tensor, mask: Option<&[f32]>) -> Result<Tensor> {
         let wb = Tensor::cat(&[&self.o_h, &self.o_c, &self.o_y, &self.b.unsqueeze(0)?], 0)?;
         Ok(deep_output::deep_output(state_ctx, emb, &wb, mask)?)
     }
 
-    /// The fused form of [`Self::hidden`] for RNNenc, whose context is one per sentence:
-    /// `states (B, T, n)`, `emb (B·T, m)`, the summary `c (B, ctx)`, maxout dropout's mask →
-    /// `t (B·T, l)`.
-    pub fn hidden_fused_summary(&self, states: &Tensor, emb: &Tensor, c: &Tensor, mask: Option<Vec<f32>>) -> Result<Tensor> {
+    /// The fused form for RNNenc, whose context is one per sentence.
+    fn hidden_fused_summary(&self, states: &Tensor, emb: &Tensor, c: &Tensor, mask: Option<Vec<f32>>) -> Result<Tensor> {
         let (b, t, n) = states.dims3()?;
         let m = emb.dim(1)?;
         let rows = Tensor::cat(&[states, &emb.reshape((b, t, m))?], 2)?.reshape((b * t, n + m))?;
@@ -105,10 +142,24 @@ impl DeepOutput {
         }
     }
 
-    /// The fused output projection, log-softmax and NLL (`kernels::proj_nll`): `t (rows, l)`,
-    /// `targets` one per row, label smoothing `eps` → `−log p(y) (rows)`.
-    pub fn nll_fused(&self, t: &Tensor, targets: &[u32], eps: f64) -> Result<Tensor> {
-        Ok(proj_nll::proj_nll(t, self.projection(), &self.b_g, targets, eps)?)
+    /// Teacher forcing's `−log p(y) (rows)` from `t (rows, l)` and the `targets (rows)` u32,
+    /// label-smoothed by `eps`: the fused projection, log-softmax and NLL
+    /// (`kernels::proj_nll`, which never materialises the `(rows, K_y)` gradient twice) or the
+    /// composed `logsumexp(G t + b_G) − (G t + b_G)_y`.
+    pub fn nll(&self, t: &Tensor, targets: &Tensor, eps: f64, backend: Backend) -> Result<Tensor> {
+        if backend.fused() {
+            return Ok(proj_nll::proj_nll(t, self.projection(), &self.b_g, &targets.to_vec1::<u32>()?, eps)?);
+        }
+        let logits = self.logits(t)?;
+        // log p(y) = logit_y − logsumexp(logits): no (rows, K_y) log-softmax tensor is built.
+        let picked = logits.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
+        let lse = logsumexp_last(&logits)?.squeeze(D::Minus1)?;
+        if eps > 0.0 {
+            // Cross-entropy against (1−ε)·onehot + ε/K_y: lse − (1−ε) z_y − ε mean(z).
+            let mean = logits.mean(D::Minus1)?;
+            return Ok(((lse - (picked * (1.0 - eps))?)? - (mean * eps)?)?);
+        }
+        Ok((lse - picked)?)
     }
 
     /// Unnormalised scores `G t + b_G`: `(rows, l)` → `(rows, K_y)`.

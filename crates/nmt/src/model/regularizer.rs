@@ -16,7 +16,7 @@
 //! (`ChaCha8Rng::set_stream`). A mask is therefore a function of the run's seed, the update,
 //! the site and its element count, and of nothing drawn before it: every form of a layer
 //! (composed, fused) draws the same mask without agreeing with the others on an order.
-use candle_core::{Tensor, D};
+use candle_core::Tensor;
 use nmt_data::batch::RowShare;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -114,53 +114,21 @@ impl Dropout {
         self.draw(&mut self.rng(site), self.rates.units, count)
     }
 
-    /// Unit dropout at `site` on every element of `x`.
-    pub fn apply(&mut self, site: Site, x: &Tensor) -> Result<Tensor> {
-        self.embedding(site, x, 0.0)
-    }
-
-    /// Source embeddings `(…, m)`: word dropout and unit dropout.
-    pub fn source(&mut self, x: &Tensor) -> Result<Tensor> {
-        self.embedding(Site::SourceEmbeddings, x, self.rates.src_words)
-    }
-
-    /// Target embeddings `(…, m)`: word dropout and unit dropout.
-    pub fn target(&mut self, x: &Tensor) -> Result<Tensor> {
-        self.embedding(Site::TargetEmbeddings, x, self.rates.tgt_words)
-    }
-
     /// A recurrent-dropout mask `(rows, hidden)` of `0` or `1/(1−p)` at `site` (a
     /// [`Site::State`]), or `None` when off.
     pub fn recurrent(&mut self, site: Site, rows: usize, hidden: usize) -> Option<Vec<f32>> {
         self.draw(&mut self.rng(site), self.rates.recurrent, rows * hidden)
     }
 
-    /// [`Dropout::recurrent`] as a tensor of `like`'s dtype and device (the composed path).
-    pub fn recurrent_tensor(&mut self, site: Site, rows: usize, hidden: usize, like: &Tensor) -> Result<Option<Tensor>> {
-        match self.recurrent(site, rows, hidden) {
-            None => Ok(None),
-            Some(m) => Ok(Some(Tensor::from_vec(m, (rows, hidden), like.device())?.to_dtype(like.dtype())?)),
-        }
-    }
-
-    /// The combined mask of [`Dropout::source`] for `rows` embeddings of `dim` units, or
-    /// `None` when both rates are 0 (the fused embedding op applies it).
+    /// The source embeddings' mask for `rows` embeddings of `dim` units: word dropout and unit
+    /// dropout combined, or `None` when both rates are 0 (`embedding::lookup` applies it).
     pub fn source_mask(&mut self, rows: usize, dim: usize) -> Option<Vec<f32>> {
         self.embedding_mask(Site::SourceEmbeddings, rows, dim, self.rates.src_words)
     }
 
-    /// The combined mask of [`Dropout::target`].
+    /// The target embeddings' mask, as [`Dropout::source_mask`].
     pub fn target_mask(&mut self, rows: usize, dim: usize) -> Option<Vec<f32>> {
         self.embedding_mask(Site::TargetEmbeddings, rows, dim, self.rates.tgt_words)
-    }
-
-    /// Word dropout (one mask per row of the last dimension) and unit dropout on `x`.
-    fn embedding(&mut self, site: Site, x: &Tensor, words: f64) -> Result<Tensor> {
-        let dim = x.dim(D::Minus1)?.max(1);
-        match self.embedding_mask(site, x.elem_count() / dim, dim, words) {
-            None => Ok(x.clone()),
-            Some(mask) => times_mask(x, mask),
-        }
     }
 
     /// Word dropout with probability `words` (one draw per row, drawn first from the site's
@@ -217,6 +185,15 @@ fn draw_all(rng: &mut ChaCha8Rng, p: f64, count: usize) -> Vec<f32> {
 pub fn times_mask(x: &Tensor, mask: Vec<f32>) -> Result<Tensor> {
     let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
     Ok((x * mask)?)
+}
+
+/// A drawn `(rows, n)` recurrent mask as a tensor of `x`'s dtype and device (the composed
+/// forms read their masks so).
+pub fn state_tensor(mask: Option<&[f32]>, rows: usize, n: usize, x: &Tensor) -> Result<Option<Tensor>> {
+    match mask {
+        None => Ok(None),
+        Some(m) => Ok(Some(Tensor::from_vec(m.to_vec(), (rows, n), x.device())?.to_dtype(x.dtype())?)),
+    }
 }
 
 /// `x ⊙ mask`, or `x`.

@@ -5,17 +5,21 @@
 //! With `model.cell = "lstm"` the same step drives an LSTM (`lstm.rs`): `C c` joins its four
 //! gates' pre-activations and its state is `[h'; cell]`, starting from `[h'_0; 0]`.
 //!
-//! - [`SummaryDecoder::step`]: the composed candle step (autodiff, the GPU, the reference twin);
-//! - [`SummaryDecoder::run_fused`]: teacher forcing over every target step in one kernel
-//!   (`kernels::rnn`, `C c` as each sentence's recurrent term);
+//! - [`SummaryDecoder::step`]: the composed candle step (the candle search, the GPU);
+//! - [`SummaryDecoder::forward`]: teacher forcing over every target step, in one kernel
+//!   (`kernels::rnn`, `C c` as each sentence's recurrent term) or step by step on composed
+//!   ops (autodiff's reference twin);
 //! - [`HostSummary::step`]: one search step for `R` live rows on host slices.
 use candle_core::{Tensor, D};
 
-use super::decoder::{DecoderDims, HostMemory, HostStepIn, HostStepOut, Memory, StepOut};
+use super::backend::Backend;
+use super::decoder::{DecoderDims, HostMemory, HostStepIn, HostStepOut, StepOut, SummaryMemory};
 use super::gru::{cell_step, Recurrent};
 use super::lstm::lstm_step;
 use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
+use super::regularizer::{state_tensor, Dropout, Side, Site};
+use super::rnn::state_output as rnn_state_output;
 use crate::config::{CellKind, GruForm, OutputState};
 use crate::error::Result;
 use crate::infer::dense::{affine, host, tanh_in_place};
@@ -86,11 +90,14 @@ impl SummaryDecoder {
         super::gru::project_sequence(x, &self.w, &self.b)
     }
 
-    /// One step from `h = h'_{i-1}`; `state_mask` as for [`AttentionDecoder::step`].
-    pub fn step(&self, memory: &Memory, gi: &Tensor, h: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
-        let Memory::Summary { gate_ctx, .. } = memory else {
-            return Err(crate::Error::Config("summary decoder given an attention memory".into()));
-        };
+    /// What the step reads of a batch: the summary `c (B, n)` and the deep output's `O_c c`.
+    pub fn memory(&self, c: &Tensor, out_ctx: Tensor) -> Result<SummaryMemory> {
+        Ok(SummaryMemory { c: c.clone(), gate_ctx: c.matmul(&self.c)?, out_ctx })
+    }
+
+    /// One step from `h = h'_{i-1}` with the batch's `C c` (`gate_ctx (B, G)`); `state_mask`
+    /// as for [`AttentionDecoder::step`](super::attention_decoder::AttentionDecoder::step).
+    pub fn step(&self, gate_ctx: &Tensor, gi: &Tensor, h: &Tensor, state_mask: Option<&Tensor>) -> Result<StepOut> {
         let n = self.hidden;
         let ghb = self.recurrent_term(gate_ctx)?;
         if self.kind == CellKind::Lstm {
@@ -108,15 +115,39 @@ impl SummaryDecoder {
         Ok(StepOut { state, ctx: None, alpha: None })
     }
 
-    /// The fused form of teacher forcing (`kernels::rnn`, `C c` as each sentence's recurrent
-    /// term): `ey (B·T, m)`, the summary `c (B, n)`, the start `h'_0 (B, n)`, recurrent
-    /// dropout's mask → the outputs `(B, T, n)`.
-    pub fn run_fused(&self, ey: &Tensor, c: &Tensor, init: &Tensor, state_mask: Option<&[f32]>) -> Result<Tensor> {
+    /// Teacher forcing over every target step: `ey (B, T, m)` the target embeddings, the
+    /// summary `c (B, n)`, the first output `h'_0 (B, n)` → the outputs `(B, T, n)`; the
+    /// recurrent mask drawn from `dropout` at `State {Decoder, 0, 0}`, in the form `backend` says.
+    pub fn forward(&self, ey: &Tensor, c: &Tensor, h0: &Tensor, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         let b = c.dim(0)?;
-        let t = ey.dim(0)? / b.max(1);
+        let state_mask = dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, self.hidden));
+        match backend.fused() {
+            true => self.forward_fused(ey, c, h0, state_mask.as_deref()),
+            false => self.forward_composed(ey, c, h0, state_mask.as_deref()),
+        }
+    }
+
+    /// The composed form: [`Self::step`] at each target position.
+    fn forward_composed(&self, ey: &Tensor, c: &Tensor, h0: &Tensor, state_mask: Option<&[f32]>) -> Result<Tensor> {
+        let (b, t, _) = ey.dims3()?;
+        let gate_ctx = c.matmul(&self.c)?;
+        let gi = self.project(ey)?;
+        let mask = state_tensor(state_mask, b, self.hidden, ey)?;
+        let mut h = self.start(h0)?;
+        let mut outs = Vec::with_capacity(t);
+        for i in 0..t {
+            h = self.step(&gate_ctx, &gi.narrow(1, i, 1)?.squeeze(1)?, &h, mask.as_ref())?.state;
+            outs.push(rnn_state_output(&h, self.hidden)?);
+        }
+        Ok(Tensor::stack(&outs, 1)?)
+    }
+
+    /// The fused form (`kernels::rnn`, `C c` as each sentence's recurrent term).
+    fn forward_fused(&self, ey: &Tensor, c: &Tensor, h0: &Tensor, state_mask: Option<&[f32]>) -> Result<Tensor> {
+        let (b, t, m) = ey.dims3()?;
         let ghb = self.recurrent_term(&c.matmul(&self.c)?)?;
-        let gie = linear::linear(ey, &self.w, &self.b)?.reshape((b, t, self.kind.gates() * self.hidden))?;
-        let rows = Tensor::cat(&[&ghb, init], 1)?;
+        let gie = linear::linear(&ey.reshape((b * t, m))?, &self.w, &self.b)?.reshape((b, t, self.kind.gates() * self.hidden))?;
+        let rows = Tensor::cat(&[&ghb, h0], 1)?;
         // The paper's decoder resets `U' h' + C c` as a whole: the reset-after cell.
         let kind = match self.kind {
             CellKind::Gru(_) => CellKind::Gru(GruForm::ResetAfter),

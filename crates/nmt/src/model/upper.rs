@@ -12,10 +12,11 @@
 //! layers' states side by side, `(rows, L·w)` with `w = n` (GRU) or `2n` (LSTM).
 use candle_core::{Tensor, D};
 
+use super::backend::Backend;
 use super::encoder::{cell_name, layer_scope, Stack};
 use super::feedback::{self, Feedback, FeedbackIn, FeedbackStack, HostCell, HostFeedback};
 use super::params::ParamBuilder;
-use super::regularizer::{masked, stack_masks, Dropout, LayerMasks, Side, Site, StackShape};
+use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks, Side, StackShape};
 use super::rnn::{HostRnn, Rnn};
 use crate::config::{CellKind, StackKind};
 use crate::error::Result;
@@ -58,49 +59,46 @@ impl UpperLayers {
         (!self.feedback.is_empty()).then_some(FeedbackStack { layers: &self.layers, feedback: &self.feedback, residual: self.residual })
     }
 
-    /// Teacher-forced: the first layer's outputs `s1 (B, T, n)` → the top outputs `(B, T, n)`.
-    /// Masks are drawn layer by layer: the input's unit mask, then the recurrent mask.
-    pub fn run(&self, s1: &Tensor, h0: &Tensor, mut dropout: Option<&mut Dropout>) -> Result<Tensor> {
-        let (b, t, _) = s1.dims3()?;
+    /// Teacher forcing: the first layer's outputs `s1 (B, T, n)`, the start output `h0 (B, n)`
+    /// → the top outputs `(B, T, n)`, each layer's masks drawn from `dropout` at its sites, in
+    /// the form `backend` says. A gated-feedback stack steps its composed form in either: each
+    /// layer reads the layers above it at `t − 1` (`feedback.rs`).
+    pub fn forward(&self, s1: &Tensor, h0: &Tensor, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
+        let (b, _, n) = s1.dims3()?;
+        let shape = StackShape {
+            side: Side::Decoder,
+            first: 1,
+            layers: self.layers.len(),
+            input_len: s1.elem_count(),
+            rows: b,
+            hidden: n,
+            dirs: 1,
+        };
+        let masks = stack_masks(dropout, shape);
         if let Some(stack) = self.feedback_stack() {
-            let shape = StackShape {
-                side: Side::Decoder,
-                first: 1,
-                layers: self.layers.len(),
-                input_len: s1.elem_count(),
-                rows: b,
-                hidden: s1.dim(2)?,
-                dirs: 1,
-            };
-            return stack.run(s1, h0, &stack_masks(dropout, shape));
+            return stack.run(s1, h0, &masks);
         }
+        match backend.fused() {
+            true => self.forward_fused(s1, h0, &masks),
+            false => self.forward_composed(s1, h0, &masks),
+        }
+    }
+
+    /// The composed form: each layer's recurrence step by step (`rnn.rs`).
+    fn forward_composed(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
+        let (b, t, _) = s1.dims3()?;
         let all = Tensor::ones((b, t), s1.dtype(), s1.device())?;
         let mut x = s1.clone();
-        for (k, rnn) in self.layers.iter().enumerate() {
-            // Upper layer `k` is the decoder's layer `k + 1`.
-            let layer = k + 1;
-            let x_in = match dropout.as_deref_mut() {
-                Some(d) => d.apply(Site::Input { side: Side::Decoder, layer }, &x)?,
-                None => x.clone(),
-            };
-            let state_mask = match dropout.as_deref_mut() {
-                Some(d) => d.recurrent_tensor(Site::State { side: Side::Decoder, layer, dir: 0 }, b, rnn.hidden(), s1)?,
-                None => None,
-            };
-            let (h, _) = rnn.run(&rnn.project(&x_in)?, &all, false, state_mask.as_ref(), Some(h0))?;
+        for (rnn, mk) in self.layers.iter().zip(masks) {
+            let state_mask = state_tensor(mk.state.as_deref(), b, rnn.hidden(), s1)?;
+            let (h, _) = rnn.run(&rnn.project(&masked(&x, &mk.input)?)?, &all, false, state_mask.as_ref(), Some(h0))?;
             x = if self.residual { (h + &x)? } else { h };
         }
         Ok(x)
     }
 
-    /// The fused form of [`Self::run`] (`kernels::rnn`, one sequence op per layer):
-    /// `s1 (B, T, n)`, `h0 (B, n)`, each layer's masks (`regularizer::stack_masks`) → the top
-    /// outputs `(B, T, n)`. A gated-feedback stack steps its composed form instead: each layer
-    /// reads the layers above it at `t − 1`.
-    pub fn run_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
-        if let Some(stack) = self.feedback_stack() {
-            return stack.run(s1, h0, masks);
-        }
+    /// The fused form (`kernels::rnn`, one sequence op per layer).
+    fn forward_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
         let (b, t, n) = s1.dims3()?;
         let lens = vec![t; b];
         let mut x = s1.clone();
