@@ -116,21 +116,19 @@ fn fused_search_equals_candle_search_with_tied_embeddings() {
     assert_same(&run(&m, &srcs, &search, Impl::Fused), &run(&m, &srcs, &search, Impl::Ops), "tied");
 }
 
-/// Stacked encoders and decoders, with and without residual connections.
-#[test]
-fn fused_search_equals_candle_search_for_stacks() {
+/// One cell, output state and residual setting of a stack.
+type Variant = (CellKind, OutputState, bool);
+
+/// The host search against the candle search on both architectures and each `variant`, the
+/// model's stack set by `stack`; at least one variant must give finished and long hypotheses.
+fn check_stacks(name: &str, variants: &[Variant], stack: &dyn Fn(&mut nmt::config::ModelConfig, bool)) {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 4).into_iter().map(|e| e.src).collect();
     let (mut finished, mut long) = (false, false);
     for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
-        for (cell, state, residual) in [
-            (CellKind::Gru(GruForm::Paper), OutputState::Previous, false),
-            (CellKind::Lstm, OutputState::Current, true),
-            (CellKind::Gru(GruForm::ResetAfter), OutputState::Current, true),
-            (CellKind::Lstm, OutputState::Previous, false),
-        ] {
-            let m = model_with(arch, state, cell, 1.8, &|c| (c.enc_layers, c.dec_layers, c.residual) = (2, 3, residual));
+        for &(cell, state, residual) in variants {
+            let m = model_with(arch, state, cell, 1.8, &|c| stack(c, residual));
             let cfg = SearchConfig { beam_size: 4, n_best: 2, batch_size: 6, ..SearchConfig::default() };
-            let what = format!("{arch:?} {cell:?} {state:?} residual {residual}");
+            let what = format!("{name} {arch:?} {cell:?} {state:?} residual {residual}");
             let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Ops));
             assert_same(&fused, &ops, &what);
             let lens: Vec<usize> = ops.iter().flatten().map(|h| h.tokens.len()).collect();
@@ -142,32 +140,30 @@ fn fused_search_equals_candle_search_for_stacks() {
     assert!(finished && long, "degenerate: no variant gave both finished and long hypotheses");
 }
 
+/// Stacked encoders and decoders, with and without residual connections.
+#[test]
+fn fused_search_equals_candle_search_for_stacks() {
+    let variants = [
+        (CellKind::Gru(GruForm::Paper), OutputState::Previous, false),
+        (CellKind::Lstm, OutputState::Current, true),
+        (CellKind::Gru(GruForm::ResetAfter), OutputState::Current, true),
+        (CellKind::Lstm, OutputState::Previous, false),
+    ];
+    check_stacks("stack", &variants, &|c, residual| (c.enc_layers, c.dec_layers, c.residual) = (2, 3, residual));
+}
+
 /// The gated-feedback decoder stack (its host form against its composed form), three
 /// decoder layers, both GRU forms and the LSTM, with and without residual connections.
 #[test]
 fn fused_search_equals_candle_search_for_gated_feedback() {
-    let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 4).into_iter().map(|e| e.src).collect();
-    let (mut finished, mut long) = (false, false);
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
-        for (cell, state, residual) in [
-            (CellKind::Gru(GruForm::Paper), OutputState::Previous, false),
-            (CellKind::Lstm, OutputState::Current, true),
-            (CellKind::Gru(GruForm::ResetAfter), OutputState::Previous, true),
-        ] {
-            let m = model_with(arch, state, cell, 1.8, &|c| {
-                (c.dec_layers, c.residual, c.stack) = (3, residual, nmt::config::StackKind::GatedFeedback)
-            });
-            let cfg = SearchConfig { beam_size: 4, n_best: 2, batch_size: 6, ..SearchConfig::default() };
-            let what = format!("gated feedback {arch:?} {cell:?} {state:?} residual {residual}");
-            let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Ops));
-            assert_same(&fused, &ops, &what);
-            let lens: Vec<usize> = ops.iter().flatten().map(|h| h.tokens.len()).collect();
-            eprintln!("{what}: lengths {lens:?}");
-            finished |= ops.iter().flatten().any(|h| h.finished && h.tokens.len() > 1);
-            long |= lens.iter().any(|&l| l > 3);
-        }
-    }
-    assert!(finished && long, "degenerate: no variant gave both finished and long hypotheses");
+    let variants = [
+        (CellKind::Gru(GruForm::Paper), OutputState::Previous, false),
+        (CellKind::Lstm, OutputState::Current, true),
+        (CellKind::Gru(GruForm::ResetAfter), OutputState::Previous, true),
+    ];
+    check_stacks("gated feedback", &variants, &|c, residual| {
+        (c.dec_layers, c.residual, c.stack) = (3, residual, nmt::config::StackKind::GatedFeedback)
+    });
 }
 
 /// grConv under RNNenc's decoder: the host encoder (`HostGrConv`) equals the candle one.
