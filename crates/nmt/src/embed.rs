@@ -14,7 +14,7 @@ use nmt_data::EOS;
 
 use crate::error::Result;
 use crate::model::decoder::Memory;
-use crate::model::{BatchTensors, Seq2Seq};
+use crate::model::Seq2Seq;
 use crate::model_file::ModelMeta;
 
 /// Which vector [`embed_lines`] returns (see the module's doc).
@@ -51,8 +51,7 @@ pub fn embed_lines(model: &Seq2Seq, meta: &ModelMeta, lines: &[String], batch_si
     let mut out = vec![Vec::new(); lines.len()];
     let kind = if model.has_attention() { Representation::FinalStates } else { Representation::Summary };
     for batch in nmt_data::inference_batches(&srcs, &cfg) {
-        let (src, mask) = BatchTensors::source(&batch, model.dtype(), model.device())?;
-        let enc = model.encode(&src, &mask)?;
+        let enc = model.encode(&batch)?;
         let rows: Vec<Vec<f32>> = match &enc.memory {
             Memory::Summary(mem) => mem.c.to_dtype(candle_core::DType::F32)?.to_vec2()?,
             Memory::Attention(mem) => {

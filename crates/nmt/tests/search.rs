@@ -35,8 +35,7 @@ fn opts(beam_size: usize, normalize: f64, n_best: usize, imp: Impl) -> SearchOpt
 /// word other than `<pad>` and `<s>` until `</s>` or its length limit. Returns `(tokens, log p,
 /// finished)` per row.
 fn reference_greedy(m: &Seq2Seq, batch: &Batch, o: &SearchOptions) -> Vec<(Vec<u32>, f64, bool)> {
-    let (src, mask) = BatchTensors::source(batch, DType::F32, &Device::Cpu).unwrap();
-    let enc = m.encode(&src, &mask).unwrap();
+    let enc = m.encode(batch).unwrap();
     let mut out = Vec::new();
     for row in 0..batch.size {
         let idx = Tensor::new(&[row as u32], &Device::Cpu).unwrap();

@@ -91,11 +91,10 @@ impl AttentionDecoder {
         let (b, _, _) = x.ey.dims3()?;
         let n = self.rnn.hidden();
         let state_mask = dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, n));
-        let out = match backend.fused() {
-            true => self.forward_fused(x, state_mask)?,
-            false => self.forward_composed(x, state_mask.as_deref())?,
-        };
-        Ok(out)
+        match backend.fused() {
+            true => self.forward_fused(x, state_mask),
+            false => self.forward_composed(x, state_mask.as_deref()),
+        }
     }
 
     /// The composed form: [`Self::step`] at each target position.
@@ -123,7 +122,7 @@ impl AttentionDecoder {
             true => Some(Tensor::stack(&alphas, 1)?.reshape((b * t, x.ann.dim(1)?))?),
             false => None,
         };
-        Ok(AttnForced { state_ctx, alpha })
+        Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 
     /// The fused form (`kernels::attn_decoder`: `s_0`, `U_a h_j` and all steps in one op); the
@@ -152,19 +151,21 @@ impl AttentionDecoder {
             .map(|p| p.flatten_all())
             .collect::<candle_core::Result<Vec<_>>>()?;
         let state_ctx = attn_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
+        // The op computes `s_0` inside; the layers above and the copy's `α` read it as a tensor.
+        let s0 = self.start_output(x.ann)?;
         let alpha = match x.want_alpha {
             false => None,
             true => {
                 let s1 = state_ctx.narrow(1, 0, n)?.reshape((b, t, n))?;
                 let prev = match x.output {
                     OutputState::Previous => s1,
-                    OutputState::Current => shift_outputs(&s1, &self.start_output(x.ann)?, OutputState::Previous)?,
+                    OutputState::Current => shift_outputs(&s1, &s0, OutputState::Previous)?,
                 };
                 let mem = self.memory(x.ann, x.src.mask)?;
                 Some(self.att.weights_all(&prev, &mem.uh, &mem.mask_bias)?.reshape((b * t, s))?)
             }
         };
-        Ok(AttnForced { state_ctx, alpha })
+        Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 }
 
@@ -185,6 +186,8 @@ pub struct AttnForced {
     pub state_ctx: Tensor,
     /// `α_i (B·T, S)`, when asked (the copy mixture reads it).
     pub alpha: Option<Tensor>,
+    /// `s_0 (B, n)`, the start output (the layers above start from it).
+    pub start: Tensor,
 }
 
 /// The host form of [`AttentionDecoder`] (with `attention.rs`'s weights), as the search

@@ -104,13 +104,6 @@ impl BiRnnEncoder {
         }
     }
 
-    /// `←h_1`, the annotations' backward half at the first word `(B, n)`: it has read the whole
-    /// sentence, and RNNsearch initialises the decoder from it.
-    pub fn back_first(&self, ann: &Tensor) -> Result<Tensor> {
-        let n = self.layers[0].fwd.hidden();
-        Ok(ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, n, n)?.contiguous()?)
-    }
-
     /// The composed form: each direction's recurrence step by step (`rnn.rs`).
     fn forward_composed(&self, x: &Tensor, mask: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
         let b = x.dim(0)?;

@@ -53,10 +53,9 @@ impl Seq2Seq {
                 let forced = dec.forward(&x_dec, dropout.as_deref_mut(), backend)?;
                 let mut state_ctx = forced.state_ctx;
                 if stacked {
-                    let s0 = dec.start_output(&ann)?;
                     let s1 = state_ctx.narrow(1, 0, n)?.reshape((b, t, n))?;
-                    let top = self.upper.forward(&s1, &s0, dropout.as_deref_mut(), backend)?;
-                    let states = shift_outputs(&top, &self.start_output(&s0)?, self.cfg.output_state)?.reshape((b * t, n))?;
+                    let top = self.upper.forward(&s1, &forced.start, dropout.as_deref_mut(), backend)?;
+                    let states = shift_outputs(&top, &self.start_output(&forced.start)?, self.cfg.output_state)?.reshape((b * t, n))?;
                     state_ctx = Tensor::cat(&[&states, &state_ctx.narrow(1, n, 2 * n)?], 1)?;
                 }
                 let hidden = self.out.forward(Context::PerStep(&state_ctx), &ey_rows, dropout, backend)?;

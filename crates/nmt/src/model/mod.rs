@@ -146,18 +146,18 @@ impl Seq2Seq {
         self.params.dtype
     }
 
-    /// Encodes a padded source batch `src: (B, S)` u32 with `mask: (B, S)` (1 at words) for the
-    /// candle search, on composed ops.
-    pub fn encode(&self, src: &Tensor, mask: &Tensor) -> Result<Encoded> {
+    /// Encodes a batch's source side for the candle search, on composed ops.
+    pub fn encode(&self, batch: &nmt_data::batch::Batch) -> Result<Encoded> {
+        let (src, mask) = BatchTensors::source(batch, self.dtype(), self.device())?;
         let backend = Backend::Composed;
-        let x = embedding::lookup(&self.src_emb, src, None, backend)?;
-        let lens: Vec<usize> = mask.sum(1)?.to_dtype(DType::F64)?.to_vec1::<f64>()?.iter().map(|&l| (l as usize).max(1)).collect();
-        let source = encoder::Source { mask, lens: &lens };
+        let x = embedding::lookup(&self.src_emb, &src, None, backend)?;
+        let lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
+        let source = encoder::Source { mask: &mask, lens: &lens };
         match &self.core {
             Core::Search { enc, dec } => {
                 let ann = enc.forward(&x, source, None, backend)?;
                 let init = self.stack_start(&dec.init_state(&ann)?)?;
-                Ok(Encoded { memory: Memory::Attention(dec.memory(&ann, mask)?), init })
+                Ok(Encoded { memory: Memory::Attention(dec.memory(&ann, &mask)?), init })
             }
             Core::Enc { enc, dec } => {
                 let last = enc.forward(&x, source, None, backend)?;

@@ -78,8 +78,7 @@ impl Scorer for Seq2Seq {
     }
 
     fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<ScorerEncoded> {
-        let (src, mask) = BatchTensors::source(batch, self.dtype(), self.device())?;
-        let mut enc = Seq2Seq::encode(self, &src, &mask)?;
+        let mut enc = Seq2Seq::encode(self, batch)?;
         if let Some(ext) = BatchTensors::source_ext(batch, self.device())? {
             self.attach_copy_source(&mut enc, &ext)?;
         }
