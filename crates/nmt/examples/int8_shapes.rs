@@ -1,6 +1,7 @@
 //! The search's output projection at its shapes, f32 against int8 (`kernels/int8.rs`):
 //! `cargo run --release -p nmt --example int8_shapes` (2 threads by RAYON_NUM_THREADS).
-//! Times `Projection::best` (scores, normaliser and best tokens), the bare products, and
+//! Times `Projection::best` (scores, normaliser and best tokens), the bare products (int8 on
+//! each path this CPU has), and
 //! candle's quantised matmul (`QMatMul`, GGML `Q8_0`: int8 blocks of 32 with `f16` scales, the
 //! library alternative to `kernels/int8.rs`) at the same shape.
 use std::time::Instant;
@@ -9,7 +10,8 @@ use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 
 use nmt::kernels::gemm::{matmul, Mat};
-use nmt::kernels::int8::{block, Isa, QActs, QWeights};
+use nmt::kernels::int8::{block, Isa, Out, QActs, QWeights};
+use nmt::kernels::int8_linear::QLinear;
 use nmt::kernels::projection::Projection;
 
 fn data(len: usize, seed: u64) -> Vec<f32> {
@@ -44,19 +46,40 @@ fn main() {
     for n in [5, 32, 160] {
         let t = data(n * l, 3 + n as u64);
         let want = vec![5; n];
-        let a = time(20, || drop(f32p.best(&t, n, &want, &[])));
-        let b = time(20, || drop(q8p.best(&t, n, &want, &[])));
+        let a = time(20, || drop(f32p.best(&t, n, &want, &[], rayon::current_num_threads())));
+        let b = time(20, || drop(q8p.best(&t, n, &want, &[], rayon::current_num_threads())));
         let mut z = vec![0f32; vocab * n];
         let c = time(20, || matmul(&mut z, 0, n, Mat::new(&wt, vocab, l), Mat::new(&t, n, l).t(), false, 1));
         let qa = QActs::new(&t, n, &qw);
-        let d = time(20, || block(Isa::detect(), &qw, 0, vocab, &qa, &mut z));
+        // Each int8 path this CPU has, forced.
+        let d: Vec<String> = Isa::available()
+            .into_iter()
+            .filter(|&p| p != Isa::Scalar)
+            .map(|p| format!("{p:?} {:.2}", time(20, || block(p, &qw, 0, vocab, &qa, Out::columns(&mut z, n)))))
+            .collect();
+        let d = d.join(", ");
         // candle's Q8_0 matmul, `x (n, l) · Wᵀ` with `W (V, l)`, on its own threads (rayon's 2).
         let w = Tensor::from_slice(&wt, (vocab, l), &Device::Cpu).unwrap();
         let qmm = QMatMul::from_qtensor(QTensor::quantize(&w, GgmlDType::Q8_0).unwrap()).unwrap();
         let x = Tensor::from_slice(&t, (n, l), &Device::Cpu).unwrap();
         let e = time(20, || drop(qmm.forward(&x).unwrap()));
         println!(
-            "n = {n:>3}: best f32 {a:.2} ms, int8 {b:.2} ms; one-thread product f32 {c:.2} ms, int8 {d:.2} ms; candle Q8_0 matmul (all threads) {e:.2} ms"
+            "n = {n:>3}: best f32 {a:.2} ms, int8 {b:.2} ms; one-thread product f32 {c:.2} ms, int8 {d} ms; candle Q8_0 matmul (all threads) {e:.2} ms"
         );
+    }
+    // A step's other products (rnnsearch-small, beam 5 over 32 sentences: R = 160 rows) on
+    // rayon's threads: `s W` of the query and recurrent gates, `E y W'` and `c C'` of the
+    // cell's inputs and the deep output's terms.
+    let threads = rayon::current_num_threads();
+    for (name, k, cols) in [("s · [W_a | U_rz | O_h]", 256, 1280), ("E y · [W | O_y]", 256, 1280), ("c · [C | O_c]", 512, 1280)] {
+        let w = data(k * cols, 7);
+        let q = QLinear::new(&w, k, cols);
+        for r in [32, 160] {
+            let x = data(r * k, 9);
+            let mut y = vec![0f32; r * cols];
+            let f = time(50, || matmul(&mut y, 0, cols, Mat::new(&x, r, k), Mat::new(&w, k, cols), true, threads));
+            let i = time(50, || q.mul_add(&mut y, 0, cols, Mat::new(&x, r, k), threads));
+            println!("{name:<24} ({r:>3}×{k})·({k}×{cols}): f32 {f:.3} ms, int8 {i:.3} ms ({threads} threads)");
+        }
     }
 }

@@ -1,47 +1,99 @@
-//! int8 weights for the search (`SearchConfig::int8`): every weight matrix quantised per row to
-//! 7 bits with an `f32` scale (`kernels::int8::quantize_row`).
+//! int8 weights for the search (`SearchConfig::int8`): every weight matrix quantised to 7 bits
+//! with `f32` scales (`kernels::int8::quantize_row`), once, along the axis its products use:
+//! - a matrix `W (in, out)` that multiplies `x W` gets a scale per **output column** (per output
+//!   row of `Wᵀ`, the weight rows of `kernels::int8`); so does the output projection `G (l, V)`,
+//!   a scale per vocabulary word;
+//! - an embedding table `(V, m)` ([`crate::model::SRC_EMB`], [`crate::model::TGT_EMB`]), read by
+//!   rows and, tied, scoring the vocabulary by rows, gets a scale per **row**.
+//!
+//! Then the int8 host snapshot ([`HostModel::quantized`](crate::infer::HostModel::quantized))
+//! quantising these values again along the same axes gets the same integers back (the scales'
+//! low mantissa bits are cleared for that): the weights are rounded once, not twice.
 //!
 //! - `--int8` at load: the model's matrices are replaced by their quantised values
-//!   ([`quantized_model`]); the host snapshot built from it multiplies the output projection in
-//!   int8 (`kernels::int8`) and the other products in `f32` on the quantised weights.
+//!   ([`quantized_model`]), from which the host snapshot multiplies in int8.
 //! - `nmt quantize` writes those integers into a model file ([`quantize_tensors`]): a matrix
-//!   `name` becomes `name` as `u8` (`q + 128`: candle has no `i8`) and `name.q8scale` `(rows)`
-//!   `f32`, about a quarter of the `f32` file. The file's search defaults say `int8 = true`, and
-//!   loading it ([`dequantize_tensors`]) gives back exactly the quantised values, which
-//!   quantise again to the same integers: the file translates exactly as the `f32` model with
-//!   `--int8`.
-//!
-//! A "row" is a slice along the last dimension: the vocabulary rows of the embeddings (and of
-//! the tied output projection), an input unit's weights of the `(in, out)` matrices.
+//!   `name` becomes `name` as `u8` (`q + 128`: candle has no `i8`) and its scales, `f32`,
+//!   `name.q8colscale` `(out)` or `name.q8scale` `(rows)`, about a quarter of the `f32` file.
+//!   The file's search defaults say `int8 = true`, and loading it ([`dequantize_tensors`])
+//!   gives back exactly the quantised values: the file translates exactly as the `f32` model
+//!   with `--int8`. Files of earlier builds, row scales only, still load.
 use std::collections::BTreeMap;
 
 use candle_core::{DType, Device, Tensor};
 
 use crate::error::Result;
+use crate::kernels::gemm::transpose;
 use crate::kernels::int8::quantize_row;
 use crate::model::params::Params;
-use crate::model::Seq2Seq;
+use crate::model::{Seq2Seq, SRC_EMB, TGT_EMB};
 
-/// The suffix of a quantised matrix's scales.
+/// The suffix of a matrix's row scales (an embedding table's; every matrix's in earlier files).
 pub const SCALE_SUFFIX: &str = ".q8scale";
+/// The suffix of a matrix's column scales.
+pub const COLUMN_SCALE_SUFFIX: &str = ".q8colscale";
 
 /// Whether a tensor is quantised: floating matrices (biases and vectors stay `f32`).
 fn is_matrix(t: &Tensor) -> bool {
     t.rank() >= 2 && t.dtype().is_float()
 }
 
-/// A matrix's rows quantised: the integers and the scales.
-fn quantize(t: &Tensor) -> Result<(Vec<i8>, Vec<f32>, usize)> {
-    let cols = *t.dims().last().unwrap_or(&1);
-    let w = t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-    let mut q = vec![0i8; w.len()];
-    let scales = w.chunks(cols.max(1)).zip(q.chunks_mut(cols.max(1))).map(|(r, o)| quantize_row(r, o)).collect();
-    Ok((q, scales, cols))
+/// Which slices of a matrix share a scale (see the module doc).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Axis {
+    Rows,
+    Columns,
 }
 
-/// The values `q · s` of quantised rows of `cols` (`scales[i]` for row `i`).
-fn dequantized(q: impl Iterator<Item = i8>, scales: &[f32], cols: usize) -> Vec<f32> {
-    q.enumerate().map(|(i, v)| v as f32 * scales[i / cols.max(1)]).collect()
+impl Axis {
+    fn of(name: &str) -> Axis {
+        if name == SRC_EMB || name == TGT_EMB {
+            Axis::Rows
+        } else {
+            Axis::Columns
+        }
+    }
+
+    fn suffix(self) -> &'static str {
+        match self {
+            Axis::Rows => SCALE_SUFFIX,
+            Axis::Columns => COLUMN_SCALE_SUFFIX,
+        }
+    }
+}
+
+/// A matrix `(rows, cols)` (leading dimensions folded into rows) quantised along `axis`: the
+/// integers in the matrix's own layout and one scale per row or per column.
+fn quantize(t: &Tensor, axis: Axis) -> Result<(Vec<i8>, Vec<f32>)> {
+    let cols = *t.dims().last().unwrap_or(&1);
+    let rows = t.elem_count() / cols.max(1);
+    let w = t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+    let by_rows = |w: &[f32], len: usize| {
+        let mut q = vec![0i8; w.len()];
+        let scales: Vec<f32> = w.chunks(len.max(1)).zip(q.chunks_mut(len.max(1))).map(|(r, o)| quantize_row(r, o)).collect();
+        (q, scales)
+    };
+    Ok(match axis {
+        Axis::Rows => by_rows(&w, cols),
+        Axis::Columns => {
+            let (qt, scales) = by_rows(&transpose(&w, rows, cols), rows);
+            ((0..rows * cols).map(|i| qt[(i % cols) * rows + i / cols]).collect(), scales)
+        }
+    })
+}
+
+/// The values `q · s` of a matrix of `cols` columns quantised along `axis`.
+fn dequantized(q: impl Iterator<Item = i8>, scales: &[f32], cols: usize, axis: Axis) -> Vec<f32> {
+    let cols = cols.max(1);
+    q.enumerate()
+        .map(|(i, v)| {
+            v as f32
+                * match axis {
+                    Axis::Rows => scales[i / cols],
+                    Axis::Columns => scales[i % cols],
+                }
+        })
+        .collect()
 }
 
 /// `named` with every matrix stored in int8 (`u8` plus scales), for `nmt quantize`.
@@ -52,27 +104,38 @@ pub fn quantize_tensors(named: &[(String, Tensor)]) -> Result<Vec<(String, Tenso
             out.push((name.clone(), t.clone()));
             continue;
         }
-        let (q, scales, _) = quantize(t)?;
+        let axis = Axis::of(name);
+        let (q, scales) = quantize(t, axis)?;
         let bytes: Vec<u8> = q.iter().map(|&v| (v as i16 + 128) as u8).collect();
-        let rows = scales.len();
+        let n = scales.len();
         out.push((name.clone(), Tensor::from_vec(bytes, t.dims(), &Device::Cpu)?));
-        out.push((format!("{name}{SCALE_SUFFIX}"), Tensor::from_vec(scales, rows, &Device::Cpu)?));
+        out.push((format!("{name}{}", axis.suffix()), Tensor::from_vec(scales, n, &Device::Cpu)?));
     }
     Ok(out)
 }
 
 /// Turns a loaded file's int8 matrices back into `f32` (`q · s`), in place.
 pub fn dequantize_tensors(tensors: &mut BTreeMap<String, Tensor>) -> Result<()> {
-    let names: Vec<String> = tensors.keys().filter_map(|k| k.strip_suffix(SCALE_SUFFIX)).map(str::to_string).collect();
-    for name in names {
-        let scales = tensors.remove(&format!("{name}{SCALE_SUFFIX}")).map(|s| s.to_dtype(DType::F32)?.to_vec1::<f32>()).transpose()?;
+    let scaled: Vec<(String, Axis)> = tensors
+        .keys()
+        .filter_map(|k| {
+            [Axis::Rows, Axis::Columns].into_iter().find_map(|a| k.strip_suffix(a.suffix()).map(|n| (n.to_string(), a)))
+        })
+        .collect();
+    for (name, axis) in scaled {
+        let key = format!("{name}{}", axis.suffix());
+        let scales = tensors.remove(&key).map(|s| s.to_dtype(DType::F32)?.to_vec1::<f32>()).transpose()?;
         let (Some(scales), Some(q)) = (scales, tensors.get(&name)) else { continue };
         let cols = *q.dims().last().unwrap_or(&1);
         let bytes = q.flatten_all()?.to_vec1::<u8>()?;
-        if bytes.len() != scales.len() * cols {
-            return Err(crate::Error::Input(format!("{name}: {} int8 values for {} scales of {cols}", bytes.len(), scales.len())));
+        let slices = match axis {
+            Axis::Rows => bytes.len() / cols.max(1),
+            Axis::Columns => cols,
+        };
+        if q.dtype() != DType::U8 || scales.len() != slices {
+            return Err(crate::Error::Input(format!("{name}: {} int8 values of {cols} columns for {} scales", bytes.len(), scales.len())));
         }
-        let w = dequantized(bytes.iter().map(|&b| (b as i16 - 128) as i8), &scales, cols);
+        let w = dequantized(bytes.iter().map(|&b| (b as i16 - 128) as i8), &scales, cols, axis);
         let t = Tensor::from_vec(w, q.dims(), q.device())?;
         tensors.insert(name, t);
     }
@@ -86,8 +149,10 @@ pub fn quantized_model(model: &Seq2Seq) -> Result<Seq2Seq> {
     for (name, var) in model.params.named_vars() {
         let t = var.as_tensor().clone();
         let t = if is_matrix(&t) {
-            let (q, scales, cols) = quantize(&t)?;
-            Tensor::from_vec(dequantized(q.into_iter(), &scales, cols), t.dims(), t.device())?.to_dtype(t.dtype())?
+            let axis = Axis::of(&name);
+            let (q, scales) = quantize(&t, axis)?;
+            let cols = *t.dims().last().unwrap_or(&1);
+            Tensor::from_vec(dequantized(q.into_iter(), &scales, cols, axis), t.dims(), t.device())?.to_dtype(t.dtype())?
         } else {
             t
         };
@@ -96,4 +161,28 @@ pub fn quantized_model(model: &Seq2Seq) -> Result<Seq2Seq> {
     let mut m = Seq2Seq::build(&model.cfg, Params::from_tensors(tensors, model.dtype(), model.device()))?;
     m.set_impl(model.backend().imp());
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantising_quantised_values_along_the_same_axis_is_the_identity() {
+        let (rows, cols) = (37, 21);
+        let w: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919 % 997) as f32 / 498.5 - 1.0) * (1.0 + (i % cols) as f32)).collect();
+        let t = Tensor::from_vec(w.clone(), (rows, cols), &Device::Cpu).unwrap();
+        for axis in [Axis::Rows, Axis::Columns] {
+            let (q, s) = quantize(&t, axis).unwrap();
+            assert_eq!(s.len(), if axis == Axis::Rows { rows } else { cols });
+            let v = dequantized(q.iter().copied(), &s, cols, axis);
+            // Within half a step of the weights, each along its axis.
+            for (i, (&a, &b)) in w.iter().zip(&v).enumerate() {
+                let step = if axis == Axis::Rows { s[i / cols] } else { s[i % cols] };
+                assert!((a - b).abs() <= step / 2.0 + 1e-6, "{axis:?} {i}: {a} vs {b}");
+            }
+            let again = quantize(&Tensor::from_vec(v, (rows, cols), &Device::Cpu).unwrap(), axis).unwrap();
+            assert_eq!((q, s), again, "{axis:?}");
+        }
+    }
 }

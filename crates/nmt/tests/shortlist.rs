@@ -108,7 +108,9 @@ fn shortlists_and_int8_weights_survive_the_model_file() {
     let (raw, _) = nmt::model_file::parse_safetensors(&std::fs::read(&qpath).unwrap(), &qpath, &Device::Cpu).unwrap();
     for (name, t) in raw.iter().filter(|(n, t)| t.rank() == 2 && !n.starts_with("shortlist.")) {
         assert_eq!(t.dtype(), DType::U8, "{name}");
-        assert!(raw.contains_key(&format!("{name}{}", nmt::quantize::SCALE_SUFFIX)), "{name} has no scales");
+        // Embedding tables scaled by rows, every other matrix by output columns.
+        let suffix = if name.ends_with("_emb") { nmt::quantize::SCALE_SUFFIX } else { nmt::quantize::COLUMN_SCALE_SUFFIX };
+        assert!(raw.contains_key(&format!("{name}{suffix}")), "{name} has no scales");
     }
     let loaded = nmt::model_file::load(&qpath, DType::F32, &Device::Cpu).unwrap();
     assert!(loaded.meta.search.int8);

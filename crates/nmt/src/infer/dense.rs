@@ -1,11 +1,12 @@
-//! Dense pieces of the host search: affine maps, embedding lookups, `tanh` in place, and the
-//! copy of a parameter to the host. The GRU
+//! Dense pieces of the host search: a step's weight matrices ([`Dense`], `f32` or int8), affine
+//! maps, embedding lookups, `tanh` in place, and the copy of a parameter to the host. The GRU
 //! arithmetic itself is the training kernels' (`kernels::rnn_cell`, `kernels::rnn`,
 //! `kernels::birnn`): the search has no cell of its own.
 use candle_core::{DType, Tensor};
 
 use crate::error::Result;
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
+use crate::kernels::int8_linear::QLinear;
 use crate::kernels::math::FastMath;
 use crate::simd_dispatch;
 
@@ -15,6 +16,49 @@ pub fn affine(x: &[f32], rows: usize, k: usize, w: &[f32], bias: &[f32], threads
     let mut out = fill_rows(bias, rows);
     matmul(&mut out, 0, cols, Mat::new(x, rows, k), Mat::new(w, k, cols), true, threads);
     out
+}
+
+/// A weight matrix `W (k, cols)` of a search step, row-major, multiplied in `f32` or, once
+/// [`Dense::quantize`]d (an int8 snapshot, `SearchConfig::int8`), in int8
+/// (`kernels/int8_linear.rs`). The `f32` values stay for the products that are not a step's
+/// (the encoder's, once per batch) and for the layers built from them.
+#[derive(Clone, Debug)]
+pub struct Dense {
+    pub w: Vec<f32>,
+    k: usize,
+    q: Option<QLinear>,
+}
+
+impl Dense {
+    /// `w (k, cols)` row-major (`cols = w.len() / k`; an empty `w` is a `(k, 0)` matrix).
+    pub fn new(w: Vec<f32>, k: usize) -> Self {
+        Dense { w, k, q: None }
+    }
+
+    pub fn cols(&self) -> usize {
+        self.w.len() / self.k.max(1)
+    }
+
+    /// From now on multiply in int8.
+    pub fn quantize(&mut self) {
+        self.q = Some(QLinear::new(&self.w, self.k, self.cols()));
+    }
+
+    /// `dst[off + r·rs + j] += Σ_i x[r, i] W[i, j]`.
+    pub fn mul_add(&self, dst: &mut [f32], off: usize, rs: usize, x: Mat<'_, f32>, threads: usize) {
+        match &self.q {
+            Some(q) => q.mul_add(dst, off, rs, x, threads),
+            None => matmul(dst, off, rs, x, Mat::new(&self.w, self.k, self.cols()), true, threads),
+        }
+    }
+
+    /// `x (rows, k) · W + bias`, `(rows, cols)`.
+    pub fn affine(&self, x: &[f32], rows: usize, bias: &[f32], threads: usize) -> Vec<f32> {
+        let cols = self.cols();
+        let mut out = fill_rows(bias, rows);
+        self.mul_add(&mut out, 0, cols, Mat::new(x, rows, self.k), threads);
+        out
+    }
 }
 
 /// Rows `ids` of an embedding table `(V, dim)`. Ids come from the model's own vocabulary (the

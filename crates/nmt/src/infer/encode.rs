@@ -3,7 +3,7 @@
 //! kernels' own forward pass (`kernels::birnn`, `kernels::rnn`: either cell, each sentence's
 //! state carried through its padding), then what the decoder reads, by the decoder's host form
 //! (`HostAttention::memory`, `HostSummary::memory`).
-use super::dense::{affine, embed};
+use super::dense::embed;
 use super::shortlist::SubVocab;
 use super::weights::{HostCore, HostModel};
 use crate::kernels::birnn;
@@ -54,8 +54,7 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
     };
     let mut out = x.clone();
     for (k, layer) in layers.iter().enumerate() {
-        let width = if k == 0 { m } else { dirs * n };
-        let gi = affine(&out, b * s, width, &layer.w, &layer.b, threads);
+        let gi = layer.w.affine(&out, b * s, &layer.b, threads);
         let h = if dirs == 2 {
             // Both directions at once, one per thread (kernels/birnn.rs).
             birnn::annotations(&dims, &gi, &layer.u, &layer.bh)

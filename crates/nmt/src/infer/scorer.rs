@@ -8,11 +8,17 @@ use nmt_data::batch::Batch;
 
 use super::encode::{encode, HostEncoded};
 use super::shortlist::SubVocab;
-use super::step::{features, step, LiveRows};
+use rayon::prelude::*;
+
+use super::step::{features, step, LiveRows, StepOut};
 use super::weights::{HostCore, HostModel};
 use crate::error::Result;
+use crate::kernels::projection::RowBest;
 use crate::model::copy::MixIn;
 use crate::search::scorer::{FullStep, Pick, Rows, Scorer, Step};
+
+/// The fewest rows a thread's share of a step gets: below it, one share runs on all threads.
+const MIN_SHARE: usize = 8;
 
 impl Scorer for HostModel {
     type Encoded = HostEncoded;
@@ -42,10 +48,38 @@ impl Scorer for HostModel {
         Ok(sent.iter().flat_map(|&b| enc.init[b * w..(b + 1) * w].iter().copied()).collect())
     }
 
+    /// The live rows split into one contiguous share per thread, each share's whole step (its
+    /// products, attention, cells and scores) on its own thread: one fork per step instead of
+    /// one per product, and the row-wise work (cells, maxout, quantising activations) shared
+    /// too. Rows are independent, so only the thread count of each share's products changes
+    /// (to 1); a share's scores are the same as in one block of all rows except for the
+    /// normaliser's summation order (its vocabulary is not split across threads).
     fn step(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Vec<f32>>> {
-        let r = LiveRows { s: states, y: rows.y, sent: rows.sent };
-        let out = step(self, enc, &r, pick.want, pick.skip, pick.alpha, rayon::current_num_threads());
-        Ok(Step { states: out.state, best: out.best, alpha: out.alpha })
+        let threads = rayon::current_num_threads();
+        let r_n = rows.y.len();
+        let w = self.state_width();
+        let shares = if r_n >= MIN_SHARE * threads { threads } else { 1 };
+        let per = r_n.div_ceil(shares).max(1);
+        let run = |c: usize, t: usize| {
+            let rr = c * per..((c + 1) * per).min(r_n);
+            let r = LiveRows { s: &states[rr.start * w..rr.end * w], y: &rows.y[rr.clone()], sent: &rows.sent[rr.clone()] };
+            step(self, enc, &r, &pick.want[rr], pick.skip, pick.alpha, t)
+        };
+        if shares == 1 {
+            let out = run(0, threads);
+            return Ok(Step { states: out.state, best: out.best, alpha: out.alpha });
+        }
+        let outs: Vec<StepOut> = (0..r_n.div_ceil(per)).into_par_iter().map(|c| run(c, 1)).collect();
+        let mut all = Step { states: Vec::with_capacity(r_n * w), best: RowBest { lse: Vec::new(), top: Vec::new() }, alpha: None };
+        for o in outs {
+            all.states.extend(o.state);
+            all.best.lse.extend(o.best.lse);
+            all.best.top.extend(o.best.top);
+            if let Some(a) = o.alpha {
+                all.alpha.get_or_insert_with(Vec::new).extend(a);
+            }
+        }
+        Ok(all)
     }
 
     fn step_full(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<FullStep<Vec<f32>>> {

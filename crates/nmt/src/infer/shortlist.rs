@@ -15,9 +15,9 @@ impl SubVocab {
     }
 
     /// [`Projection::best`] over the candidates, with target ids in the result.
-    pub fn best(&self, t: &[f32], n: usize, want: &[usize], skip: &[u32]) -> RowBest {
+    pub fn best(&self, t: &[f32], n: usize, want: &[usize], skip: &[u32], threads: usize) -> RowBest {
         let skip: Vec<u32> = skip.iter().filter_map(|w| self.ids.binary_search(w).ok()).map(|i| i as u32).collect();
-        let mut best = self.proj.best(t, n, want, &skip);
+        let mut best = self.proj.best(t, n, want, &skip, threads);
         for row in &mut best.top {
             for (_, w) in row.iter_mut() {
                 *w = self.ids[*w as usize];

@@ -24,7 +24,7 @@ use super::dense::embed;
 use super::encode::HostEncoded;
 use super::weights::{HostCore, HostModel};
 use crate::config::OutputState;
-use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::gemm::Mat;
 use crate::kernels::profile;
 use crate::kernels::projection::RowBest;
 use crate::model::copy::MixIn;
@@ -61,8 +61,8 @@ pub fn step(
     let f = features(model, enc, rows, want_alpha, threads);
     let r_n = rows.y.len();
     let mut best = profile::timed(profile::SEARCH_SCORES, || match &enc.vocab {
-        None => model.out.proj.best(&f.t, r_n, want, skip),
-        Some(v) => v.best(&f.t, r_n, want, skip),
+        None => model.out.proj.best(&f.t, r_n, want, skip, threads),
+        Some(v) => v.best(&f.t, r_n, want, skip, threads),
     });
     if let (Some(copy), Some(al)) = (&model.copy, &f.alpha) {
         let x = MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &f.ey, alpha: al, rows: rows.sent, want, skip, src: enc.copy_source() };
@@ -128,7 +128,7 @@ pub fn features(model: &HostModel, enc: &HostEncoded, rows: &LiveRows<'_>, want_
             OutputState::Previous => model.upper.top_output(rows.s),
             OutputState::Current => top,
         };
-        matmul(&mut pre, 0, l2, Mat::new(&s_out, r_n, n), Mat::new(&model.out.o_h, n, l2), true, threads);
+        model.out.o_h.mul_add(&mut pre, 0, l2, Mat::new(&s_out, r_n, n), threads);
         state = full;
         s_out
     } else if model.copy.is_some() {

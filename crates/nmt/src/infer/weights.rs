@@ -40,10 +40,31 @@ pub struct HostModel {
 }
 
 impl HostModel {
-    /// This snapshot with its output projection multiplying in int8 (`kernels/int8.rs`).
+    /// This snapshot with its products in int8 (`kernels/int8.rs`, `infer::dense::Dense`): the
+    /// output projection, the decoder's and the deep output's, and the recurrent layers' input
+    /// products. `f32` stay: the recurrent products inside the training kernels that run the
+    /// encoder (`kernels::birnn`, `kernels::rnn`), the encoder-side attention `U_a h` and
+    /// summaries (once per batch), grConv, the gated-feedback step and the copy gate.
     pub fn quantized(mut self) -> Self {
         let proj = std::mem::replace(&mut self.out.proj, Projection::new(&[], &[]));
         self.out.proj = proj.quantized();
+        self.out.o_h.quantize();
+        self.out.o_y.quantize();
+        let enc = match &mut self.core {
+            HostCore::Search { enc, dec } => {
+                dec.quantize();
+                enc
+            }
+            HostCore::Enc { enc, dec } => {
+                dec.quantize();
+                enc
+            }
+        };
+        // The encoder's input products (once per batch, over every source position) and the
+        // plain upper layers' (a gated-feedback layer's step stays `f32`).
+        for layer in enc.iter_mut().chain(&mut self.upper.layers) {
+            layer.w.quantize();
+        }
         self
     }
 

@@ -1,47 +1,81 @@
 //! int8 products for search (`SearchConfig::int8`, Marian's `--gemm-type packed8`): the output
-//! projection `z = G t + b` of a step, whose `K_y × l` weights are read every step.
+//! projection `z = G t + b` of a step, whose `K_y × l` weights are read every step (through
+//! `kernels::projection`), and the step's other products `x W` (through `kernels/int8_linear.rs`).
 //!
 //! - Weights are quantised once, symmetrically per output row to **7 bits**
 //!   (`q = round(w / s)`, `s = max|w| / 63`), with `f32` scales.
 //! - Activations are quantised per row on the fly to 8 bits (`s = max|a| / 127`) and stored
-//!   shifted to unsigned (`q + 128`), since AVX2's only 8-bit product, `vpmaddubsw`, multiplies
-//!   unsigned by signed bytes. The shift is undone exactly with each weight row's sum:
+//!   shifted to unsigned (`q + 128`), since the x86 byte products (`vpmaddubsw`, `vpdpbusd`)
+//!   multiply unsigned by signed bytes. The shift is undone exactly with each weight row's sum:
 //!   `Σ (q_a + 128) q_w = Σ q_a q_w + 128 Σ q_w`.
-//! - `vpmaddubsw` adds two products into a saturating `i16`: with 7-bit weights the largest
-//!   pair is `2 · 255 · 63 = 32 130 < 32 767`, so nothing ever saturates and the `i32` sums are
-//!   exact. (Marian's intgemm keeps 8-bit weights and accepts rare saturation; we trade the
-//!   weights' eighth bit for exactness, which is what makes the AVX2 and scalar paths agree
-//!   bit for bit.)
+//! - AVX2's `vpmaddubsw` adds two products into a saturating `i16`: with 7-bit weights the
+//!   largest pair is `2 · 255 · 63 = 32 130 < 32 767`, so nothing ever saturates and the `i32`
+//!   sums are exact. (Marian's intgemm keeps 8-bit weights and accepts rare saturation; we trade
+//!   the weights' eighth bit for exactness, which is what makes every path agree bit for bit.)
 //! - `z = s_w · s_a · (acc − 128 Σ q_w)`, added to the output (which holds the bias).
 //!
-//! Paths: AVX2 (4 weight rows × 2 activation rows per tile, 8 `i32` accumulators), chosen at
-//! run time, and a scalar path with the same integer arithmetic. AVX-512 VNNI (`vpdpbusd`, one
-//! instruction for four products with `i32` accumulation) is not written: no machine this
-//! project is measured on has it, and an untested kernel is not shipped.
+//! Paths, chosen at run time ([`Isa::detect`]), all computing the same exact integer sums (so
+//! they agree bit for bit, and with the scalar path):
+//! - AVX-512 VNNI (`kernels/int8_vnni.rs`): `vpdpbusd`, four byte products added into each `i32`
+//!   lane in one instruction, on weights repacked 16 rows × 4 columns per register.
+//! - AVX2: `vpmaddubsw` + `vpmaddwd`, 4 weight rows × 2 activation rows per tile, 8
+//!   accumulators.
+//! - scalar, the same integer arithmetic.
 //!
-//! Why hand-written: candle's quantised matmul (`QMatMul`, GGML's `Q8_0` blocks of 32 with
-//! `f16` scales), the maintained library that does int8 products, multiplies one weight row by
-//! one activation row per `vec_dot` call, with no register tiling across rows. At the search's
-//! projection (`8 000 × 256` weights by 160 rows; `examples/int8_shapes.rs`, 2026-11-23, this
-//! project's 2-core AVX2 machine) it took 31.1 ms on 2 threads where this kernel takes 6.9 ms on
-//! one (and the `f32` GEMM 9.1 ms on one); at 32 rows 6.1 ms against 1.3 ms.
+//! Why hand-written, measured by `examples/int8_shapes.rs` at the search's projection
+//! (`8 000 × 256` weights by 160 rows): candle's quantised matmul (`QMatMul`, GGML's `Q8_0`
+//! blocks of 32 with `f16` scales) is the maintained library that does int8 products.
+//! - On an AVX2 CPU it multiplies one weight row by one activation row per `vec_dot` call: 31.1
+//!   ms on 2 threads where the AVX2 path here takes 6.9 ms on one (2026-11-23, a 2-core AVX2
+//!   AMD EPYC).
+//! - With AVX-512 VNNI it repacks `Q8_0` weights for `vpdpbusd` (candle's
+//!   `quantized/repack_x86.rs`, whose layout the VNNI path here follows): 1.34 ms on 2 threads
+//!   against 2.45 ms for the VNNI path here on one, the same rate per thread (2026-11-25, a
+//!   2-core AMD EPYC Zen 4 with VNNI).
+//!
+//! It does not serve the search as it is: it returns a new row-major `(n, V)` tensor (the
+//! projection consumes column-major blocks of L2 size with its normaliser and top-k in the
+//! same pass, `kernels::projection`), runs on its own thread split (the search splits rows
+//! across threads, `infer/scorer.rs`), and on AVX2 it is 4.5× slower. The integer sums here
+//! are also exact, so every path and a quantised model file translate identically.
+
+use crate::simd_dispatch;
 
 /// Which instruction set multiplies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isa {
     Scalar,
     Avx2,
+    Avx512Vnni,
 }
 
 impl Isa {
     /// The fastest one this CPU runs.
     pub fn detect() -> Isa {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return Isa::Avx2;
-        }
-        Isa::Scalar
+        *Isa::available().last().unwrap_or(&Isa::Scalar)
     }
+
+    /// Every path this CPU runs, slowest first (the tests force each).
+    pub fn available() -> Vec<Isa> {
+        let mut out = vec![Isa::Scalar];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                out.push(Isa::Avx2);
+            }
+            if avx512_vnni() {
+                out.push(Isa::Avx512Vnni);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx512_vnni() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vnni")
 }
 
 /// The largest weight magnitude: 7 bits (see the module doc).
@@ -68,79 +102,140 @@ pub fn quantize_row(w: &[f32], q: &mut [i8]) -> f32 {
     s
 }
 
-/// Rows padded to a multiple of 32 bytes (one AVX2 register).
+/// Rows padded to a multiple of 64 bytes (one AVX-512 register, two AVX2 ones).
 fn padded(k: usize) -> usize {
-    k.div_ceil(32) * 32
+    k.div_ceil(64) * 64
 }
 
-/// Weights `(rows, k)` quantised per row to 7 bits, rows padded to a multiple of 4 and columns
-/// to a multiple of 32 with zeros.
+/// Weights `(rows, k)` quantised per row to 7 bits, rows padded to a multiple of 16 plus 16 and
+/// columns to a multiple of 64 with zeros.
 #[derive(Clone, Debug)]
 pub struct QWeights {
+    /// Row-major `(rows, kp)`, for the scalar and AVX2 paths.
     q: Vec<i8>,
-    scale: Vec<f32>,
-    sum: Vec<i32>,
+    /// The same for the VNNI path: 64-byte tiles `[rows / 16][kp / 4][16 rows][4 columns]`.
+    pub(super) tiles: Vec<i8>,
+    pub(super) scale: Vec<f32>,
+    pub(super) sum: Vec<i32>,
     rows: usize,
     k: usize,
-    kp: usize,
+    pub(super) kp: usize,
 }
 
 impl QWeights {
     /// Quantises `w (rows, k)` row-major.
     pub fn new(w: &[f32], rows: usize, k: usize) -> Self {
         let kp = padded(k);
-        let rp = rows.div_ceil(4) * 4;
+        // The VNNI tile reads 32 rows from any multiple of 16: 16 zero rows past the last group.
+        let rp = rows.div_ceil(16) * 16 + 16;
         let mut q = vec![0i8; rp * kp];
         let (mut scale, mut sum) = (vec![0f32; rp], vec![0i32; rp]);
         for j in 0..rows {
             scale[j] = quantize_row(&w[j * k..(j + 1) * k], &mut q[j * kp..j * kp + k]);
             sum[j] = q[j * kp..j * kp + k].iter().map(|&v| v as i32).sum();
         }
-        QWeights { q, scale, sum, rows, k, kp }
+        let mut tiles = vec![0i8; rp * kp];
+        for (j, row) in q.chunks_exact(kp).enumerate() {
+            for (k4, quad) in row.chunks_exact(4).enumerate() {
+                let at = ((j / 16) * (kp / 4) + k4) * 64 + (j % 16) * 4;
+                tiles[at..at + 4].copy_from_slice(quad);
+            }
+        }
+        QWeights { q, tiles, scale, sum, rows, k, kp }
     }
 }
 
 /// Activations `(rows, k)` quantised per row to 8 bits and shifted to unsigned, rows padded to
-/// a multiple of 2 (padding rows are never written out).
+/// a multiple of 4 (padding rows are never written out).
 pub struct QActs {
-    q: Vec<u8>,
-    scale: Vec<f32>,
-    rows: usize,
+    pub(super) q: Vec<u8>,
+    pub(super) scale: Vec<f32>,
+    pub(super) rows: usize,
 }
 
 impl QActs {
     /// Quantises `a (rows, k)` row-major, with columns padded as `w`'s.
     pub fn new(a: &[f32], rows: usize, w: &QWeights) -> Self {
         let (k, kp) = (w.k, w.kp);
-        let rp = rows.div_ceil(2) * 2;
+        let rp = rows.div_ceil(4) * 4;
         // Zero weights meet the padding, so its value does not matter; 128 is zero, shifted.
         let mut q = vec![128u8; rp * kp];
         let mut scale = vec![0f32; rp];
-        for r in 0..rows {
-            let row = &a[r * k..(r + 1) * k];
-            let m = row.iter().fold(0f32, |m, &x| m.max(x.abs()));
-            let s = if m > 0.0 { m / 127.0 } else { 1.0 };
-            scale[r] = s;
-            for (o, &x) in q[r * kp..r * kp + k].iter_mut().zip(row) {
-                *o = ((x / s).round().clamp(-127.0, 127.0) as i32 + 128) as u8;
-            }
+        for (r, row) in a.chunks_exact(k.max(1)).take(rows).enumerate() {
+            scale[r] = simd_dispatch!(quantize_act_row(row, &mut q[r * kp..r * kp + k]));
         }
         QActs { q, scale, rows }
     }
 }
 
-/// `out[(j − j0)·n + r] += Σ_k W[j, k] A[r, k]` for weight rows `j0..j0 + bs` and all `n`
-/// activation rows (`out (bs, n)`, the projection's column-major score block). `j0` must be a
-/// multiple of 4.
-/// `isa` is a request: `Avx2` on a CPU without AVX2 runs the scalar path.
-pub fn block(isa: Isa, w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32]) {
-    assert!(j0 & 3 == 0 && j0 + bs <= w.rows && out.len() >= bs * a.rows, "int8 block: bad shapes");
+/// One activation row quantised to 8 bits, shifted to unsigned; returns its scale.
+///
+/// Written to vectorise (it was 12 % of an int8 search's time as a scalar loop calling `roundf`):
+/// the maximum over 16 fixed lanes, a multiplication by `1 / s`, and rounding by adding
+/// `1.5 · 2²³` (the float's low mantissa bits then hold the integer, ties to even), so no
+/// float-to-int cast, whose saturating semantics keep loops scalar.
+#[inline(always)]
+fn quantize_act_row(row: &[f32], out: &mut [u8]) -> f32 {
+    const ROUND: f32 = 12_582_912.0;
+    let mut lanes = [0f32; 16];
+    let mut chunks = row.chunks_exact(16);
+    for c in &mut chunks {
+        for (l, &x) in lanes.iter_mut().zip(c) {
+            *l = l.max(x.abs());
+        }
+    }
+    let m = chunks.remainder().iter().fold(lanes.iter().fold(0f32, |m, &x| m.max(x)), |m, &x| m.max(x.abs()));
+    let s = if m > 0.0 { m / 127.0 } else { 1.0 };
+    let inv = 1.0 / s;
+    for (o, &x) in out.iter_mut().zip(row) {
+        let v = (x * inv).clamp(-127.0, 127.0) + ROUND;
+        *o = (v.to_bits().wrapping_sub(ROUND.to_bits()) as i32 + 128) as u8;
+    }
+    s
+}
+
+/// Where [`block`] adds its results: value `(j − j0, r)` (weight row `j` of the block, activation
+/// row `r`) at `data[(j − j0)·j_stride + r·r_stride]`.
+pub struct Out<'a> {
+    data: &'a mut [f32],
+    pub(super) j_stride: usize,
+    r_stride: usize,
+}
+
+impl<'a> Out<'a> {
+    /// The projection's column-major score block `(bs, n)`: `(j − j0)·n + r`.
+    pub fn columns(data: &'a mut [f32], n: usize) -> Self {
+        Out { data, j_stride: n, r_stride: 1 }
+    }
+
+    /// A row-major product `(n, ld)`: `r·ld + (j − j0)` (a step's `x W`, `W`'s columns being
+    /// the weight rows).
+    pub fn rows(data: &'a mut [f32], ld: usize) -> Self {
+        Out { data, j_stride: 1, r_stride: ld }
+    }
+
+    #[inline(always)]
+    pub(super) fn at(&mut self, dj: usize, r: usize) -> &mut f32 {
+        &mut self.data[dj * self.j_stride + r * self.r_stride]
+    }
+}
+
+/// `out(j − j0, r) += Σ_k W[j, k] A[r, k]` for weight rows `j0..j0 + bs` and all activation
+/// rows. `j0` must be a multiple of 16.
+/// `isa` is a request: a path this CPU lacks runs the scalar one.
+pub fn block(isa: Isa, w: &QWeights, j0: usize, bs: usize, a: &QActs, mut out: Out<'_>) {
+    let last = (bs.max(1) - 1) * out.j_stride + (a.rows.max(1) - 1) * out.r_stride;
+    assert!(j0 % 16 == 0 && j0 + bs <= w.rows && (bs == 0 || a.rows == 0 || last < out.data.len()), "int8 block: bad shapes");
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: the CPU has AVX2 (checked here: the detection is cached); the kernel reads
-        // inside the padded buffers (rows to 4 and 2, columns to 32).
-        Isa::Avx2 if std::arch::is_x86_feature_detected!("avx2") => unsafe { block_avx2(w, j0, bs, a, out) },
-        _ => block_scalar(w, j0, bs, a, out),
+        // SAFETY: the CPU has AVX-512 F/BW/VNNI (checked here: the detection is cached); the
+        // kernel reads inside the padded buffers (32 weight rows from a multiple of 16,
+        // activation rows to 4, columns to 64).
+        Isa::Avx512Vnni if avx512_vnni() => unsafe { super::int8_vnni::block(w, j0, bs, a, &mut out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above, for AVX2.
+        Isa::Avx2 if std::arch::is_x86_feature_detected!("avx2") => unsafe { block_avx2(w, j0, bs, a, &mut out) },
+        _ => block_scalar(w, j0, bs, a, &mut out),
     }
 }
 
@@ -150,21 +245,21 @@ fn dequant(w: &QWeights, j: usize, a: &QActs, r: usize, acc: i32) -> f32 {
     (acc - 128 * w.sum[j]) as f32 * w.scale[j] * a.scale[r]
 }
 
-fn block_scalar(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32]) {
+fn block_scalar(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut Out<'_>) {
     let (n, kp) = (a.rows, w.kp);
     for j in j0..j0 + bs {
         let wr = &w.q[j * kp..(j + 1) * kp];
         for r in 0..n {
             let ar = &a.q[r * kp..(r + 1) * kp];
             let acc: i32 = wr.iter().zip(ar).map(|(&x, &y)| x as i32 * y as i32).sum();
-            out[(j - j0) * n + r] += dequant(w, j, a, r, acc);
+            *out.at(j - j0, r) += dequant(w, j, a, r, acc);
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn block_avx2(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32]) {
+unsafe fn block_avx2(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut Out<'_>) {
     use std::arch::x86_64::*;
     let (n, kp) = (a.rows, w.kp);
     let ones = _mm256_set1_epi16(1);
@@ -195,7 +290,7 @@ unsafe fn block_avx2(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f
                     continue;
                 }
                 for (i, &s) in sums.iter().enumerate().take((j0 + bs - j).min(4)) {
-                    out[(j + i - j0) * n + r + dr] += dequant(w, j + i, a, r + dr, s);
+                    *out.at(j + i - j0, r + dr) += dequant(w, j + i, a, r + dr, s);
                 }
             }
         }
@@ -220,8 +315,10 @@ mod tests {
 
     #[test]
     fn int8_products_match_f32_within_the_quantisation_bound_on_both_paths() {
-        let paths: Vec<Isa> = [Isa::Scalar, Isa::detect()].into_iter().collect();
-        for (case, &(rows, n, k)) in [(7, 3, 5), (16, 160, 256), (33, 9, 100), (4, 1, 32), (61, 12, 300)].iter().enumerate() {
+        // Every path this CPU has, forced; say which, since a CPU without one cannot test it.
+        let paths = Isa::available();
+        eprintln!("int8 paths tested on this CPU: {paths:?}");
+        for (case, &(rows, n, k)) in [(7, 3, 5), (16, 160, 256), (33, 9, 100), (4, 1, 32), (61, 12, 300), (100, 17, 256), (40, 8, 64)].iter().enumerate() {
             let w = data(rows * k, case as u64 + 1);
             let a: Vec<f32> = data(n * k, case as u64 + 100).iter().map(|v| v * 3.0).collect();
             let qw = QWeights::new(&w, rows, k);
@@ -230,15 +327,22 @@ mod tests {
                 .iter()
                 .map(|&p| {
                     let mut out = vec![0f32; rows * n];
-                    // Two blocks, the second starting at a multiple of 4.
-                    let split = (rows / 2) / 4 * 4;
-                    block(p, &qw, 0, split, &qa, &mut out[..split * n]);
-                    block(p, &qw, split, rows - split, &qa, &mut out[split * n..]);
+                    // Two blocks, the second starting at a multiple of 16.
+                    let split = (rows / 2) / 16 * 16;
+                    block(p, &qw, 0, split, &qa, Out::columns(&mut out[..split * n], n));
+                    block(p, &qw, split, rows - split, &qa, Out::columns(&mut out[split * n..], n));
                     out
                 })
                 .collect();
             // The paths agree bit for bit: the same exact integer sums.
-            assert_eq!(outs[0], outs[outs.len() - 1], "paths differ for {rows}×{k} by {n}");
+            for (p, o) in paths.iter().zip(&outs) {
+                assert_eq!(&outs[0], o, "{p:?} differs from the scalar path for {rows}×{k} by {n}");
+                // Row-major output `(n, rows)` holds the same values, transposed.
+                let mut by_row = vec![0f32; n * rows];
+                block(*p, &qw, 0, rows, &qa, Out::rows(&mut by_row, rows));
+                let t: Vec<f32> = (0..rows * n).map(|i| by_row[(i % n) * rows + i / n]).collect();
+                assert_eq!(&outs[0], &t, "{p:?}: row-major output differs for {rows}×{k} by {n}");
+            }
             for j in 0..rows {
                 let (wr, sw) = (&w[j * k..(j + 1) * k], qw.scale[j]);
                 for r in 0..n {

@@ -9,6 +9,8 @@ pub mod deep_output;
 pub mod embed;
 pub mod gemm;
 pub mod int8;
+pub mod int8_linear;
+mod int8_vnni;
 pub mod linear;
 pub mod lstm_cell;
 pub mod math;

@@ -128,9 +128,10 @@ impl Projection {
     }
 
     /// For `n` rows of features `t (n, l)`: every row's normaliser and its `want[r]` best
-    /// tokens, never choosing a token in `skip`.
-    pub fn best(&self, t: &[f32], n: usize, want: &[usize], skip: &[u32]) -> RowBest {
-        let threads = rayon::current_num_threads().max(1);
+    /// tokens, never choosing a token in `skip`. `threads` parts of the vocabulary are scored
+    /// side by side (the partition, hence the result's last bits, depends on it alone).
+    pub fn best(&self, t: &[f32], n: usize, want: &[usize], skip: &[u32], threads: usize) -> RowBest {
+        let threads = threads.max(1);
         let block = block_rows(n);
         let blocks = self.vocab.div_ceil(block);
         let per = blocks.div_ceil(threads).max(1);
@@ -190,7 +191,7 @@ impl Projection {
                 row.fill(self.bias[j0 + i]);
             }
             match (&self.q, qa) {
-                (Some(q), Some((a, path))) => int8::block(*path, q, j0, bs, a, z),
+                (Some(q), Some((a, path))) => int8::block(*path, q, j0, bs, a, int8::Out::columns(z, n)),
                 _ => matmul(z, 0, n, Mat::new(&self.wt[j0 * self.hidden..], bs, self.hidden), tt, true, 1),
             }
             simd_dispatch!(consume(z, j0, want, skip, &mut st));
@@ -318,7 +319,7 @@ mod tests {
         for n in [1usize, 7, 16, 21] {
             let t: Vec<f32> = (0..n * h).map(|_| rng.gen_range(-2.0..2.0)).collect();
             let want: Vec<usize> = (0..n).map(|r| r % 4).collect();
-            let got = proj.best(&t, n, &want, &skip);
+            let got = proj.best(&t, n, &want, &skip, 2);
             for (r, z) in reference(&w, &b, &t, n, h).into_iter().enumerate() {
                 let m = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let lse = m + z.iter().map(|x| (x - m).exp()).sum::<f64>().ln();
@@ -344,7 +345,7 @@ mod tests {
         let t: Vec<f32> = (0..n * h).map(|_| rng.gen_range(-2.0..2.0)).collect();
         let proj = Projection::new(&w, &b);
         let got = proj.log_probs(&t, n);
-        let best = proj.best(&t, n, &[1; 5], &[]);
+        let best = proj.best(&t, n, &[1; 5], &[], 2);
         for (r, z) in reference(&w, &b, &t, n, h).into_iter().enumerate() {
             let m = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let lse = m + z.iter().map(|x| (x - m).exp()).sum::<f64>().ln();
@@ -368,7 +369,7 @@ mod tests {
         let widths = vec![4, 1, 3];
         let want = [4, 4, 4, 4, 1, 3, 3, 3, 3];
         let base: Vec<f32> = (0..n).map(|r| if r == 2 { f32::NEG_INFINITY } else { rng.gen_range(-3.0..0.0) }).collect();
-        let got = Projection::new(&w, &b).best(&t, n, &want, &[]).top_k_groups(&base, &groups, &widths);
+        let got = Projection::new(&w, &b).best(&t, n, &want, &[], 2).top_k_groups(&base, &groups, &widths);
         let z = reference(&w, &b, &t, n, h);
         for (g, rows) in groups.iter().enumerate() {
             let mut all: Vec<(f64, usize, u32)> = Vec::new();

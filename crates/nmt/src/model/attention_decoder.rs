@@ -25,7 +25,7 @@ use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::Result;
-use crate::infer::dense::{affine, hcat, host, tanh_in_place};
+use crate::infer::dense::{affine, hcat, host, tanh_in_place, Dense};
 use crate::kernels::attn_decoder::{attend_row, AttnDims, AttnScratch};
 use crate::kernels::gemm::{matmul, Mat};
 use crate::kernels::rnn_cell::{reset_row, update_row};
@@ -198,18 +198,18 @@ pub struct HostAttention {
     /// recurrent block is `U_rz` (`rec = 2n`, paper cell, `b_h = 0`) or all of `U` with its
     /// bias (`rec = 3n`, reset-after cell; `rec = 4n` and no bias, the LSTM); `O_h` only when
     /// the deep output reads `s_{i-1}`.
-    pub s_cat: Vec<f32>,
+    pub s_cat: Dense,
     pub s_cat_b: Vec<f32>,
     /// The cell and the width `rec` of the recurrent block in `s_cat`.
     pub kind: CellKind,
     pub rec: usize,
     /// `E y · [W | O_y]` `(m, G + 2l)` plus `c_i · [C | O_c]` `(2n, G + 2l)`, with bias
     /// `[b | b_o]`.
-    pub y_cat: Vec<f32>,
-    pub c_cat: Vec<f32>,
+    pub y_cat: Dense,
+    pub c_cat: Dense,
     pub yc_cat_b: Vec<f32>,
     /// The paper cell's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`; empty otherwise).
-    pub u: Vec<f32>,
+    pub u: Dense,
     /// `W_s (n, n)`, `b_s (n)`: `s_0 = tanh(←h_1 W_s + b_s)`.
     pub w_s: Vec<f32>,
     pub b_s: Vec<f32>,
@@ -235,25 +235,32 @@ impl HostAttention {
         };
         let mut s_blocks = vec![(&w_a[..], a), (&u_rec[..], rec)];
         if prev {
-            s_blocks.push((&out.o_h[..], l2));
+            s_blocks.push((&out.o_h.w[..], l2));
         }
         let mut s_cat_b = b_a.clone();
         s_cat_b.extend(host(&dec.rnn.bias_h()?)?.into_iter().take(rec));
         s_cat_b.resize(a + rec + if prev { l2 } else { 0 }, 0.0);
         Ok(HostAttention {
-            s_cat: hcat(&s_blocks, n),
+            s_cat: Dense::new(hcat(&s_blocks, n), n),
             s_cat_b,
             kind,
             rec,
-            y_cat: hcat(&[(&w[..], g), (&out.o_y[..], l2)], m),
-            c_cat: hcat(&[(&c[..], g), (&out.o_c[..], l2)], 2 * n),
+            y_cat: Dense::new(hcat(&[(&w[..], g), (&out.o_y.w[..], l2)], m), m),
+            c_cat: Dense::new(hcat(&[(&c[..], g), (&out.o_c[..], l2)], 2 * n), 2 * n),
             yc_cat_b: b.iter().chain(&out.b).copied().collect(),
-            u,
+            u: Dense::new(u, n),
             w_s: host(&dec.w_s)?,
             b_s: host(&dec.b_s)?,
             u_a: host(&dec.att.u_a)?,
             v_a: host(&dec.att.v_a)?,
         })
+    }
+
+    /// The step's products in int8 (`infer::dense::Dense`).
+    pub fn quantize(&mut self) {
+        for d in [&mut self.s_cat, &mut self.y_cat, &mut self.c_cat, &mut self.u] {
+            d.quantize();
+        }
     }
 
     /// What the decoder reads of the annotations `ann (B, S, 2n)`, once per batch: the memory
@@ -293,7 +300,6 @@ impl HostAttention {
         let (n, a, l2, threads) = (self.b_s.len(), self.v_a.len(), out.b.len(), x.threads);
         let (r_n, sw, g) = (x.sent.len(), x.width, self.kind.gates() * n);
         let lw = if self.kind == CellKind::Lstm { 2 * n } else { n };
-        let m = self.y_cat.len() / self.yc_cat_b.len();
         let ew = 2 * n + a;
         let s_len = mem.len() / (lens.len() * ew).max(1);
         let s_prev = x.s_prev;
@@ -306,7 +312,7 @@ impl HostAttention {
         // and (deep output on s_{i-1}) the output's state term.
         let t_attn = profile::start();
         let w1 = self.s_cat_b.len();
-        let g1 = affine(s_prev, r_n, n, &self.s_cat, &self.s_cat_b, threads);
+        let g1 = self.s_cat.affine(s_prev, r_n, &self.s_cat_b, threads);
         let mut ctx = vec![0f32; r_n * 2 * n];
         let mut al = vec![0f32; if want_alpha { r_n * s_len } else { 0 }];
         let per_row = |sc: &mut AttnScratch<f32>, r: usize, c: &mut [f32]| {
@@ -330,8 +336,8 @@ impl HostAttention {
         // E y · [W | O_y] + c_i · [C | O_c] + [b | b_o]: the cell's input terms and the
         // deep output's word and context terms, in one (R, G + 2l) block.
         let w2 = g + l2;
-        let mut g2 = affine(x.ey, r_n, m, &self.y_cat, &self.yc_cat_b, threads);
-        matmul(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), Mat::new(&self.c_cat, 2 * n, w2), true, threads);
+        let mut g2 = self.y_cat.affine(x.ey, r_n, &self.yc_cat_b, threads);
+        self.c_cat.mul_add(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), threads);
         // The cell, with the training kernels' row arithmetic (`kernels::rnn_cell`): the
         // input terms are g2's first G columns, the recurrent ones g1's block after W_a.
         let rec = self.rec;
@@ -344,7 +350,7 @@ impl HostAttention {
                     simd_dispatch!(reset_row(&x[..n], &h[a..a + n], &s_prev[r * n..(r + 1) * n], &mut q[r * n..(r + 1) * n]));
                 }
                 let mut hn = vec![0f32; r_n * n];
-                matmul(&mut hn, 0, n, Mat::new(&q, r_n, n), Mat::new(&self.u, n, n), false, threads);
+                self.u.mul_add(&mut hn, 0, n, Mat::new(&q, r_n, n), threads);
                 hn
             }
             CellKind::Gru(GruForm::ResetAfter) | CellKind::Lstm => Vec::new(),
@@ -371,7 +377,7 @@ impl HostAttention {
             }
         }
         if x.out_state == Some(OutputState::Current) {
-            matmul(&mut pre, 0, l2, Mat::strided(&state, 0, r_n, n, lw), Mat::new(&out.o_h, n, l2), true, threads);
+            out.o_h.mul_add(&mut pre, 0, l2, Mat::strided(&state, 0, r_n, n, lw), threads);
         }
         HostStepOut { state, pre, ctx, alpha }
     }

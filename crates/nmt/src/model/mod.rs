@@ -51,6 +51,10 @@ pub enum Layers<'a> {
     Enc { enc: &'a SummaryEncoder, dec: &'a SummaryDecoder },
 }
 
+/// The checkpoint keys of the embedding tables (`quantize.rs` scales them by rows).
+pub const SRC_EMB: &str = "src_emb";
+pub const TGT_EMB: &str = "tgt_emb";
+
 /// An RNN encoder-decoder with its parameters.
 pub struct Seq2Seq {
     pub cfg: ModelConfig,
@@ -97,8 +101,8 @@ impl Seq2Seq {
         cfg.validate()?;
         let pb = params.builder();
         let (m, n) = (cfg.emb_dim, cfg.hidden_dim);
-        let src_emb = pb.get("src_emb", &[cfg.src_vocab, m], Init::Normal)?;
-        let tgt_emb = pb.get("tgt_emb", &[cfg.tgt_vocab, m], Init::Normal)?;
+        let src_emb = pb.get(SRC_EMB, &[cfg.src_vocab, m], Init::Normal)?;
+        let tgt_emb = pb.get(TGT_EMB, &[cfg.tgt_vocab, m], Init::Normal)?;
         let kind = cfg.cell_kind();
         let dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
         let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: StackKind::Plain };

@@ -13,7 +13,7 @@ use super::backend::Backend;
 use super::params::{Init, ParamBuilder};
 use super::regularizer::{times_mask, Dropout, Site};
 use crate::error::Result;
-use crate::infer::dense::host;
+use crate::infer::dense::{host, Dense};
 use crate::kernels::proj_nll::{self, ProjWeight};
 use crate::kernels::projection::Projection;
 use crate::kernels::{deep_output, linear, maxout};
@@ -171,8 +171,9 @@ impl DeepOutput {
 /// The host form of [`DeepOutput`]: `O_h (n, 2l)`, `O_y (m, 2l)`, `O_c (ctx, 2l)`, `b (2l)`,
 /// and `G`, `b_G` as a column-major [`Projection`].
 pub struct HostOutput {
-    pub o_h: Vec<f32>,
-    pub o_y: Vec<f32>,
+    /// The deep output's state and word terms (a search step's products).
+    pub o_h: Dense,
+    pub o_y: Dense,
     pub o_c: Vec<f32>,
     pub b: Vec<f32>,
     pub proj: Projection,
@@ -182,8 +183,8 @@ impl HostOutput {
     /// `G` comes from the layer: with tied embeddings it is the view `Eᵀ`.
     pub fn new(o: &DeepOutput) -> Result<Self> {
         Ok(HostOutput {
-            o_h: host(&o.o_h)?,
-            o_y: host(&o.o_y)?,
+            o_h: Dense::new(host(&o.o_h)?, o.o_h.dim(0)?),
+            o_y: Dense::new(host(&o.o_y)?, o.o_y.dim(0)?),
             o_c: host(&o.o_c)?,
             b: host(&o.b)?,
             proj: Projection::new(&host(&o.g)?, &host(&o.b_g)?),

@@ -11,7 +11,7 @@ use super::lstm::{lstm_step, Lstm};
 use super::params::ParamBuilder;
 use crate::config::CellKind;
 use crate::error::Result;
-use crate::infer::dense::{hcat, host};
+use crate::infer::dense::{hcat, host, Dense};
 
 /// The state a layer of cell `kind` starts from, given its `h_0 (batch, n)`: `h_0`, or the
 /// LSTM's `[h_0; 0]`.
@@ -144,7 +144,7 @@ impl Rnn {
 /// `U (k, n, G)` packed `[U_r | U_z | U_n]` (LSTM: `[U_i | U_f | U_g | U_o]`), recurrent biases
 /// `b_h (k, G)` (zero for the paper's GRU and the LSTM).
 pub struct HostRnn {
-    pub w: Vec<f32>,
+    pub w: Dense,
     pub b: Vec<f32>,
     pub u: Vec<f32>,
     pub bh: Vec<f32>,
@@ -162,6 +162,6 @@ impl HostRnn {
             u.extend(host(&g.u_cat()?)?);
             bh.extend(host(&g.bias_h()?)?);
         }
-        Ok(HostRnn { w: hcat(&blocks, emb), b, u, bh })
+        Ok(HostRnn { w: Dense::new(hcat(&blocks, emb), emb), b, u, bh })
     }
 }

@@ -22,8 +22,8 @@ use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::state_output as rnn_state_output;
 use crate::config::{CellKind, GruForm, OutputState};
 use crate::error::Result;
-use crate::infer::dense::{affine, host, tanh_in_place};
-use crate::kernels::gemm::{matmul, Mat};
+use crate::infer::dense::{affine, host, tanh_in_place, Dense};
+use crate::kernels::gemm::Mat;
 use crate::kernels::rnn_cell::update_row;
 use crate::kernels::{linear, lstm_cell, rnn};
 use crate::simd_dispatch;
@@ -170,9 +170,9 @@ impl SummaryDecoder {
 /// The host form of [`SummaryDecoder`]: `W' (m, G)`, `b (G)`, `U' (n, G)`, `C (n, G)`, `V (n, n)`,
 /// `b_v`, `V' (n, n)`, `b'`; its cell (the GRU's reset-after arithmetic, or the LSTM).
 pub struct HostSummary {
-    pub w: Vec<f32>,
+    pub w: Dense,
     pub b: Vec<f32>,
-    pub u: Vec<f32>,
+    pub u: Dense,
     pub c: Vec<f32>,
     pub v: Vec<f32>,
     pub b_v: Vec<f32>,
@@ -186,9 +186,9 @@ pub struct HostSummary {
 impl HostSummary {
     pub fn new(dec: &SummaryDecoder, hidden: usize) -> Result<Self> {
         Ok(HostSummary {
-            w: host(&dec.w)?,
+            w: Dense::new(host(&dec.w)?, dec.w.dim(0)?),
             b: host(&dec.b)?,
-            u: host(&dec.u)?,
+            u: Dense::new(host(&dec.u)?, hidden),
             c: host(&dec.c)?,
             v: host(&dec.v)?,
             b_v: host(&dec.b_v)?,
@@ -200,6 +200,12 @@ impl HostSummary {
             },
             kind: dec.kind,
         })
+    }
+
+    /// The step's products in int8 (`infer::dense::Dense`).
+    pub fn quantize(&mut self) {
+        self.w.quantize();
+        self.u.quantize();
     }
 
     /// What the decoder reads of the summary input `last = h^(T) (B, n)`, once per batch:
@@ -227,16 +233,16 @@ impl HostSummary {
         let (n, l2, threads) = (self.b_v.len(), out.b.len(), x.threads);
         let (r_n, sw, g) = (x.sent.len(), x.width, self.kind.gates() * n);
         let lw = if self.kind == CellKind::Lstm { 2 * n } else { n };
-        let m = self.w.len() / g;
+        let m = self.w.w.len() / g;
         let s_prev = x.s_prev;
         let cell = |r: usize| &x.state[r * sw + n..r * sw + lw];
         let mut state = vec![0f32; r_n * lw];
-        let gi = affine(x.ey, r_n, m, &self.w, &self.b, threads);
+        let gi = self.w.affine(x.ey, r_n, &self.b, threads);
         let mut hc = Vec::with_capacity(r_n * g);
         for &b in x.sent {
             hc.extend_from_slice(&gate_ctx[b * g..(b + 1) * g]);
         }
-        matmul(&mut hc, 0, g, Mat::new(s_prev, r_n, n), Mat::new(&self.u, n, g), true, threads);
+        self.u.mul_add(&mut hc, 0, g, Mat::new(s_prev, r_n, n), threads);
         for r in 0..r_n {
             let (xr, c) = (&gi[r * g..(r + 1) * g], &hc[r * g..(r + 1) * g]);
             let (s_new, c_new) = state[r * lw..(r + 1) * lw].split_at_mut(n);
@@ -257,9 +263,9 @@ impl HostSummary {
                 OutputState::Previous => Mat::new(s_prev, r_n, n),
                 OutputState::Current => Mat::strided(&state, 0, r_n, n, lw),
             };
-            matmul(&mut pre, 0, l2, s_out, Mat::new(&out.o_h, n, l2), true, threads);
+            out.o_h.mul_add(&mut pre, 0, l2, s_out, threads);
         }
-        matmul(&mut pre, 0, l2, Mat::new(x.ey, r_n, m), Mat::new(&out.o_y, m, l2), true, threads);
+        out.o_y.mul_add(&mut pre, 0, l2, Mat::new(x.ey, r_n, m), threads);
         HostStepOut { state, pre, ctx: Vec::new(), alpha: None }
     }
 }

@@ -20,7 +20,6 @@ use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks,
 use super::rnn::{HostRnn, Rnn};
 use crate::config::{CellKind, StackKind};
 use crate::error::Result;
-use crate::infer::dense::affine;
 use crate::kernels::gemm::fill_rows;
 use crate::kernels::rnn_cell::{CellKernel, Rows, StepIn};
 use crate::kernels::{linear, rnn};
@@ -212,10 +211,10 @@ impl HostUpper {
             let (mut h, mut q) = (vec![0f32; r_n * n], vec![0f32; r_n * n]);
             if let Some(fb) = self.feedback.get(k) {
                 let at = FeedbackIn { hidden: n, x: &x, sources: &sources, hp: &hp, cp: &cp };
-                let cell = HostCell { kind: self.kind, w: &layer.w, b: &layer.b, u: &layer.u, bh: &layer.bh };
+                let cell = HostCell { kind: self.kind, w: &layer.w.w, b: &layer.b, u: &layer.u, bh: &layer.bh };
                 feedback::layer_step(&cell, fb, &at, &mut h, &mut q, threads);
             } else {
-                let gi = affine(&x, r_n, n, &layer.w, &layer.b, threads);
+                let gi = layer.w.affine(&x, r_n, &layer.b, threads);
                 let mut gh = fill_rows(&layer.bh, r_n);
                 let cell = CellKernel { kind: self.kind, hidden: n, u: &layer.u };
                 let si = StepIn { hp: &hp, cp: &cp, hu: &hp, mask: None, gi: (&gi, Rows { off: 0, stride: g }), active: &active };
