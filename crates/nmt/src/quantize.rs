@@ -118,9 +118,7 @@ pub fn quantize_tensors(named: &[(String, Tensor)]) -> Result<Vec<(String, Tenso
 pub fn dequantize_tensors(tensors: &mut BTreeMap<String, Tensor>) -> Result<()> {
     let scaled: Vec<(String, Axis)> = tensors
         .keys()
-        .filter_map(|k| {
-            [Axis::Rows, Axis::Columns].into_iter().find_map(|a| k.strip_suffix(a.suffix()).map(|n| (n.to_string(), a)))
-        })
+        .filter_map(|k| [Axis::Rows, Axis::Columns].into_iter().find_map(|a| k.strip_suffix(a.suffix()).map(|n| (n.to_string(), a))))
         .collect();
     for (name, axis) in scaled {
         let key = format!("{name}{}", axis.suffix());

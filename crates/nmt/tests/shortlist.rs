@@ -3,7 +3,8 @@
 //!   on the candle scorer, and a real one restricts the output to its candidates;
 //! - a shortlist survives the model file, and `nmt_data`'s learner's output loads back;
 //! - a model file stored in int8 translates as the `f32` model quantised at load;
-//! - a copy model refuses a shortlist with an error.
+//! - a copy model refuses a shortlist with an error;
+//! - a search splitting its steps across threads finds what one thread finds.
 mod common;
 
 use std::sync::Arc;
@@ -161,4 +162,21 @@ fn a_copy_model_or_a_missing_shortlist_is_an_error() {
     let exts = srcs.clone();
     let err = s.search(&srcs, Some(&exts), &SearchOptions { cfg, alignments: false, imp: Impl::Fused }).unwrap_err();
     assert!(err.to_string().contains("copy models"), "{err}");
+}
+
+#[test]
+fn a_step_split_across_threads_searches_as_on_one_thread() {
+    // The host scorer splits a step's live rows into one share per thread (`infer/scorer.rs`):
+    // the hypotheses must not depend on the thread count. 9 sentences × beam 5 rows make 3
+    // shares on 3 threads.
+    let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+        let m = model(arch, 11);
+        let s = Searcher::new(vec![&m]).unwrap();
+        for int8 in [false, true] {
+            let one = pool(1).install(|| search(&s, 5, false, int8, Impl::Fused));
+            let three = pool(3).install(|| search(&s, 5, false, int8, Impl::Fused));
+            assert_same(&one, &three, &format!("{arch:?}, int8 {int8}, 1 against 3 threads"));
+        }
+    }
 }

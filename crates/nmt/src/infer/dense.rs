@@ -20,8 +20,8 @@ pub fn affine(x: &[f32], rows: usize, k: usize, w: &[f32], bias: &[f32], threads
 
 /// A weight matrix `W (k, cols)` of a search step, row-major, multiplied in `f32` or, once
 /// [`Dense::quantize`]d (an int8 snapshot, `SearchConfig::int8`), in int8
-/// (`kernels/int8_linear.rs`). The `f32` values stay for the products that are not a step's
-/// (the encoder's, once per batch) and for the layers built from them.
+/// (`kernels/int8_linear.rs`). The `f32` values stay: the layers that multiply them directly
+/// (the gated-feedback step) and the concatenations built from them read those.
 #[derive(Clone, Debug)]
 pub struct Dense {
     pub w: Vec<f32>,

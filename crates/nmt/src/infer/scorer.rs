@@ -5,11 +5,10 @@
 //!
 //! [`Projection::best`]: crate::kernels::projection::Projection::best
 use nmt_data::batch::Batch;
+use rayon::prelude::*;
 
 use super::encode::{encode, HostEncoded};
 use super::shortlist::SubVocab;
-use rayon::prelude::*;
-
 use super::step::{features, step, LiveRows, StepOut};
 use super::weights::{HostCore, HostModel};
 use crate::error::Result;
@@ -51,9 +50,11 @@ impl Scorer for HostModel {
     /// The live rows split into one contiguous share per thread, each share's whole step (its
     /// products, attention, cells and scores) on its own thread: one fork per step instead of
     /// one per product, and the row-wise work (cells, maxout, quantising activations) shared
-    /// too. Rows are independent, so only the thread count of each share's products changes
-    /// (to 1); a share's scores are the same as in one block of all rows except for the
-    /// normaliser's summation order (its vocabulary is not split across threads).
+    /// too. Rows are independent: what changes is the number of rows in each product (int8
+    /// sums are exact; an `f32` GEMM's blocking may move last bits) and that a share's
+    /// normaliser sums the vocabulary on one thread (`Projection::best`), so the hypotheses do
+    /// not depend on the thread count (`tests/shortlist.rs`). Ensembles (`step_full`) are not
+    /// split.
     fn step(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Vec<f32>>> {
         let threads = rayon::current_num_threads();
         let r_n = rows.y.len();

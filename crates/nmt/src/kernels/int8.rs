@@ -39,6 +39,8 @@
 //! across threads, `infer/scorer.rs`), and on AVX2 it is 4.5× slower. The integer sums here
 //! are also exact, so every path and a quantised model file translate identically.
 
+#[cfg(target_arch = "x86_64")]
+use super::int8_vnni::{block as block_vnni, Dest, Operands};
 use crate::simd_dispatch;
 
 /// Which instruction set multiplies.
@@ -114,12 +116,12 @@ pub struct QWeights {
     /// Row-major `(rows, kp)`, for the scalar and AVX2 paths.
     q: Vec<i8>,
     /// The same for the VNNI path: 64-byte tiles `[rows / 16][kp / 4][16 rows][4 columns]`.
-    pub(super) tiles: Vec<i8>,
-    pub(super) scale: Vec<f32>,
-    pub(super) sum: Vec<i32>,
+    tiles: Vec<i8>,
+    scale: Vec<f32>,
+    sum: Vec<i32>,
     rows: usize,
     k: usize,
-    pub(super) kp: usize,
+    kp: usize,
 }
 
 impl QWeights {
@@ -148,9 +150,9 @@ impl QWeights {
 /// Activations `(rows, k)` quantised per row to 8 bits and shifted to unsigned, rows padded to
 /// a multiple of 4 (padding rows are never written out).
 pub struct QActs {
-    pub(super) q: Vec<u8>,
-    pub(super) scale: Vec<f32>,
-    pub(super) rows: usize,
+    q: Vec<u8>,
+    scale: Vec<f32>,
+    rows: usize,
 }
 
 impl QActs {
@@ -198,7 +200,7 @@ fn quantize_act_row(row: &[f32], out: &mut [u8]) -> f32 {
 /// row `r`) at `data[(j − j0)·j_stride + r·r_stride]`.
 pub struct Out<'a> {
     data: &'a mut [f32],
-    pub(super) j_stride: usize,
+    j_stride: usize,
     r_stride: usize,
 }
 
@@ -215,7 +217,7 @@ impl<'a> Out<'a> {
     }
 
     #[inline(always)]
-    pub(super) fn at(&mut self, dj: usize, r: usize) -> &mut f32 {
+    fn at(&mut self, dj: usize, r: usize) -> &mut f32 {
         &mut self.data[dj * self.j_stride + r * self.r_stride]
     }
 }
@@ -225,13 +227,17 @@ impl<'a> Out<'a> {
 /// `isa` is a request: a path this CPU lacks runs the scalar one.
 pub fn block(isa: Isa, w: &QWeights, j0: usize, bs: usize, a: &QActs, mut out: Out<'_>) {
     let last = (bs.max(1) - 1) * out.j_stride + (a.rows.max(1) - 1) * out.r_stride;
-    assert!(j0 % 16 == 0 && j0 + bs <= w.rows && (bs == 0 || a.rows == 0 || last < out.data.len()), "int8 block: bad shapes");
+    assert!(j0.is_multiple_of(16) && j0 + bs <= w.rows && (bs == 0 || a.rows == 0 || last < out.data.len()), "int8 block: bad shapes");
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the CPU has AVX-512 F/BW/VNNI (checked here: the detection is cached); the
         // kernel reads inside the padded buffers (32 weight rows from a multiple of 16,
         // activation rows to 4, columns to 64).
-        Isa::Avx512Vnni if avx512_vnni() => unsafe { super::int8_vnni::block(w, j0, bs, a, &mut out) },
+        Isa::Avx512Vnni if avx512_vnni() => {
+            let ops = Operands { tiles: &w.tiles, sum: &w.sum, scale: &w.scale, kp: w.kp, acts: &a.q, act_scale: &a.scale, n: a.rows };
+            let mut dest = Dest { data: &mut *out.data, j_stride: out.j_stride, r_stride: out.r_stride };
+            unsafe { block_vnni(&ops, j0, bs, &mut dest) }
+        }
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2.
         Isa::Avx2 if std::arch::is_x86_feature_detected!("avx2") => unsafe { block_avx2(w, j0, bs, a, &mut out) },
@@ -318,7 +324,9 @@ mod tests {
         // Every path this CPU has, forced; say which, since a CPU without one cannot test it.
         let paths = Isa::available();
         eprintln!("int8 paths tested on this CPU: {paths:?}");
-        for (case, &(rows, n, k)) in [(7, 3, 5), (16, 160, 256), (33, 9, 100), (4, 1, 32), (61, 12, 300), (100, 17, 256), (40, 8, 64)].iter().enumerate() {
+        for (case, &(rows, n, k)) in
+            [(7, 3, 5), (16, 160, 256), (33, 9, 100), (4, 1, 32), (61, 12, 300), (100, 17, 256), (40, 8, 64)].iter().enumerate()
+        {
             let w = data(rows * k, case as u64 + 1);
             let a: Vec<f32> = data(n * k, case as u64 + 100).iter().map(|v| v * 3.0).collect();
             let qw = QWeights::new(&w, rows, k);
