@@ -125,14 +125,15 @@ pub fn dequantize_tensors(tensors: &mut BTreeMap<String, Tensor>) -> Result<()> 
         let scales = tensors.remove(&key).map(|s| s.to_dtype(DType::F32)?.to_vec1::<f32>()).transpose()?;
         let (Some(scales), Some(q)) = (scales, tensors.get(&name)) else { continue };
         let cols = *q.dims().last().unwrap_or(&1);
-        let bytes = q.flatten_all()?.to_vec1::<u8>()?;
         let slices = match axis {
-            Axis::Rows => bytes.len() / cols.max(1),
+            Axis::Rows => q.elem_count() / cols.max(1),
             Axis::Columns => cols,
         };
         if q.dtype() != DType::U8 || scales.len() != slices {
-            return Err(crate::Error::Input(format!("{name}: {} int8 values of {cols} columns for {} scales", bytes.len(), scales.len())));
+            let (n, dt) = (q.elem_count(), q.dtype());
+            return Err(crate::Error::Input(format!("{name}: {n} {dt:?} values of {cols} columns for {} int8 scales", scales.len())));
         }
+        let bytes = q.flatten_all()?.to_vec1::<u8>()?;
         let w = dequantized(bytes.iter().map(|&b| (b as i16 - 128) as i8), &scales, cols, axis);
         let t = Tensor::from_vec(w, q.dims(), q.device())?;
         tensors.insert(name, t);

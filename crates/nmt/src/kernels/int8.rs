@@ -125,6 +125,11 @@ pub struct QWeights {
 }
 
 impl QWeights {
+    /// The weight rows (the product's outputs) and their length (its inner dimension).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.k)
+    }
+
     /// Quantises `w (rows, k)` row-major.
     pub fn new(w: &[f32], rows: usize, k: usize) -> Self {
         let kp = padded(k);

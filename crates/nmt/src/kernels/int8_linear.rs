@@ -15,40 +15,40 @@ use super::int8::{block, Isa, Out, QActs, QWeights};
 /// `W (k, cols)` quantised for [`QLinear::mul_add`].
 #[derive(Clone, Debug)]
 pub struct QLinear {
+    /// `Wᵀ (cols, k)`.
     w: QWeights,
-    k: usize,
-    cols: usize,
     isa: Isa,
 }
 
 impl QLinear {
     /// Quantises `w (k, cols)` row-major, per column.
     pub fn new(w: &[f32], k: usize, cols: usize) -> Self {
-        QLinear { w: QWeights::new(&transpose(w, k, cols), cols, k), k, cols, isa: Isa::detect() }
+        QLinear { w: QWeights::new(&transpose(w, k, cols), cols, k), isa: Isa::detect() }
     }
 
     /// `dst[off + r·rs + j] += Σ_i x[r, i] W[i, j]` for the rows of `x (rows, k)`.
     pub fn mul_add(&self, dst: &mut [f32], off: usize, rs: usize, x: Mat<'_, f32>, threads: usize) {
-        assert_eq!(x.cols, self.k, "int8 product: inner dimensions differ");
+        let (cols, k) = self.w.shape();
+        assert_eq!(x.cols, k, "int8 product: inner dimensions differ");
         let rows = x.rows;
-        if rows == 0 || self.cols == 0 {
+        if rows == 0 || cols == 0 {
             return;
         }
-        assert!(rs >= self.cols && dst.len() >= off + (rows - 1) * rs + self.cols, "int8 product: output too small");
+        assert!(rs >= cols && dst.len() >= off + (rows - 1) * rs + cols, "int8 product: output too small");
         // The rows of `x` contiguous (a strided `x`, such as the LSTM's `[s; cell]` rows, copied).
         let contiguous: Vec<f32>;
-        let xs = if x.cs == 1 && x.rs == self.k {
-            &x.data[x.off..x.off + rows * self.k]
+        let xs = if x.cs == 1 && x.rs == k {
+            &x.data[x.off..x.off + rows * k]
         } else {
-            contiguous = (0..rows).flat_map(|r| (0..self.k).map(move |i| x.data[x.off + r * x.rs + i * x.cs])).collect();
+            contiguous = (0..rows).flat_map(|r| (0..k).map(move |i| x.data[x.off + r * x.rs + i * x.cs])).collect();
             &contiguous
         };
         let per = rows.div_ceil(threads.max(1)).max(1);
         let chunk = |(c, out): (usize, &mut [f32])| {
             let r0 = c * per;
             let n = per.min(rows - r0);
-            let a = QActs::new(&xs[r0 * self.k..(r0 + n) * self.k], n, &self.w);
-            block(self.isa, &self.w, 0, self.cols, &a, Out::rows(out, rs));
+            let a = QActs::new(&xs[r0 * k..(r0 + n) * k], n, &self.w);
+            block(self.isa, &self.w, 0, cols, &a, Out::rows(out, rs));
         };
         let dst = &mut dst[off..];
         if per >= rows {
