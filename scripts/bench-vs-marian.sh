@@ -5,7 +5,12 @@
 # rounds, and the median sentences/s, BLEU and chrF2 (nmt eval: sacreBLEU's) are printed.
 #
 # usage: scripts/bench-vs-marian.sh [MINUTES=15] [ROUNDS=3] [THREADS=2]
-#   NMT=path/to/nmt (default target/release/nmt), WORK=dir (default runs/vs-marian).
+#   NMT=path/to/nmt (default target/release/nmt), WORK=dir (default runs/vs-marian),
+#   MARIAN_MINUTES=M gives Marian its own minutes (default MINUTES): Marian trains several
+#   times slower than nmt on a CPU, so at equal minutes its model is too weak for its decoder's
+#   speed to mean much. A Marian checkpoint already in WORK/marian is continued (Marian restores
+#   its optimizer, schedule and corpus position), so a longer run can start from a copy of an
+#   earlier WORK without its marian.done, lex.done and decode.done.
 # Each stage is skipped when its output exists (delete WORK/*.done to redo one), so a second run
 # only times the decoders again.
 #
@@ -30,6 +35,7 @@ cd "$(dirname "$0")/.."
 MIN=${1:-15}
 ROUNDS=${2:-3}
 THREADS=${3:-2}
+MARIAN_MIN=${MARIAN_MINUTES:-$MIN}
 NMT=${NMT:-target/release/nmt}
 W=${WORK:-runs/vs-marian}
 mkdir -p "$W/data" "$W/marian"
@@ -57,9 +63,9 @@ if [ ! -f "$W/nmt.done" ]; then
 fi
 
 if [ ! -f "$W/marian.done" ]; then
-  echo "== Marian: training $MIN minutes on $THREADS threads"
+  echo "== Marian: training $MARIAN_MIN minutes on $THREADS threads"
   # SIGTERM at the limit: Marian saves and exits (--sigterm save-and-exit).
-  timeout -s TERM --kill-after=300 "${MIN}m" "$PM" --type s2s -m "$W/marian/model.npz" \
+  timeout -s TERM --kill-after=300 "${MARIAN_MIN}m" "$PM" --type s2s -m "$W/marian/model.npz" \
     --train-sets "$D/train.en" "$D/train.es" --vocabs "$W/marian/vocab.en.spm" "$W/marian/vocab.es.spm" \
     --dim-vocabs 8000 8000 --dim-emb 256 --dim-rnn 256 --enc-type bidirectional --enc-cell gru \
     --dec-cell gru --tied-embeddings --dropout-rnn 0.3 --label-smoothing 0.1 \

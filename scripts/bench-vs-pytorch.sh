@@ -6,6 +6,9 @@
 #
 # Needs the reference (../shared/bench, or $BENCH_REF) and its venv ($BENCH_VENV, default
 # ~/.cache/nmt-bench-venv, made by the reference's setup.sh). A tool, not a test dependency.
+#
+# INT8=1 compares the searches in int8 on both sides: `nmt bench --int8` (greedy, beam 5) against
+# the reference stepped with PyTorch's dynamic int8 products (scripts/pytorch-int8-reference.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-5}
@@ -23,8 +26,13 @@ export OMP_WAIT_POLICY=PASSIVE
 out=$(mktemp)
 for r in $(seq "$rounds"); do
   echo "round $r/$rounds" >&2
-  "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --only train,greedy,beam5 | sed "s/^/nmt $r /" >> "$out"
-  BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" "$ref/pytorch_rnnsearch.py" | sed "s/^/torch $r /" >> "$out"
+  if [ "${INT8:-0}" = 1 ]; then
+    "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --int8 --only greedy,beam5 | sed "s/^/nmt $r /" >> "$out"
+    BENCH_REF="$ref" BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" -W ignore "$root/scripts/pytorch-int8-reference.py" | sed "s/^/torch $r /" >> "$out"
+  else
+    "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --only train,greedy,beam5 | sed "s/^/nmt $r /" >> "$out"
+    BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" "$ref/pytorch_rnnsearch.py" | sed "s/^/torch $r /" >> "$out"
+  fi
 done
 python3 - "$out" "$rounds" <<'PY'
 import json, statistics, sys
@@ -34,9 +42,14 @@ for who, r, js in rows:
     j = json.loads(js)
     data[(who, int(r), j["bench"])] = j
 rounds = int(sys.argv[2])
-t, n = data[("torch", 1, "train")], data[("nmt", 1, "train")]
-print(f"loss0: nmt {n['loss0']}  pytorch {t['loss0']}")
-for bench, key in [("train", "target_tokens_per_s"), ("greedy", "sentences_per_s"), ("beam5", "sentences_per_s")]:
+benches = [("greedy", "sentences_per_s"), ("beam5", "sentences_per_s")]
+if ("torch", 1, "train") in data:
+    t, n = data[("torch", 1, "train")], data[("nmt", 1, "train")]
+    print(f"loss0: nmt {n['loss0']}  pytorch {t['loss0']}")
+    benches.insert(0, ("train", "target_tokens_per_s"))
+else:
+    print(f"int8: nmt --int8 against {data[('torch', 1, 'greedy')]['impl']}")
+for bench, key in benches:
     ratios = []
     print(f"{bench} ({key}):")
     for r in range(1, rounds + 1):

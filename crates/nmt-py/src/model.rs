@@ -63,7 +63,7 @@ impl Model {
     fn __repr__(&self) -> String {
         let languages = self.languages().map_or("None".to_string(), |(s, t)| format!("('{s}', '{t}')"));
         // The architecture as the config file spells it (`"rnnsearch"`).
-        let arch = serde_json::to_value(self.meta.config.arch).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let arch = self.meta.config.arch.family().name();
         format!("Model(arch='{arch}', parameters={}, languages={languages})", self.parameters)
     }
 }

@@ -30,7 +30,8 @@ fn translator_in(dir: &std::path::Path, name: &str, size: usize, langs: Option<(
     let seg = Segmenter::train(&[WORDS.to_string()], &sub).unwrap();
     let mut cfg = ModelConfig::preset("tiny").unwrap();
     (cfg.src_vocab, cfg.tgt_vocab) = (seg.vocab_size(), seg.vocab_size());
-    (cfg.emb_dim, cfg.hidden_dim, cfg.att_dim, cfg.maxout_dim) = (size, size, size, size);
+    (cfg.emb_dim, cfg.hidden_dim, cfg.maxout_dim) = (size, size, size);
+    cfg.arch = nmt::config::Arch::rnnsearch(size);
     let model = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
     let languages = langs.map(|(s, t)| Languages { src: s.into(), tgt: t.into() });
     let meta = ModelMeta { config: cfg, search: SearchConfig::default(), src: seg.clone(), tgt: seg, step: 0, languages, shortlist: None };

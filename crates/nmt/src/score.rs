@@ -47,13 +47,13 @@ pub fn score_pairs(models: &[&Seq2Seq], meta: &ModelMeta, pairs: &[(String, Stri
     // Copy and plain members together: a copied word outside the target vocabulary has mass
     // under the copy members only (a plain member's `<unk>` is another token), as in the
     // ensemble search; the plain members give it probability 0.
-    if models.iter().any(|m| m.cfg.copy) && models.iter().any(|m| !m.cfg.copy) {
+    if models.iter().any(|m| m.cfg.copy()) && models.iter().any(|m| !m.cfg.copy()) {
         let k_y = meta.tgt.vocab_size() as u32;
         for (i, (s, t)) in pairs.iter().enumerate() {
             let ext = nmt_data::copy::extend_source(s, &meta.src, &meta.tgt);
             let copied: Vec<bool> = nmt_data::copy::extend_target(t, &meta.tgt, &ext).iter().map(|&id| id >= k_y).collect();
             for (m, scores) in models.iter().zip(per_model.iter_mut()) {
-                if !m.cfg.copy {
+                if !m.cfg.copy() {
                     for (tok, _) in scores[i].tokens.iter_mut().zip(&copied).filter(|(_, &c)| c) {
                         *tok = f64::NEG_INFINITY;
                     }
@@ -91,7 +91,7 @@ fn score_one(model: &Seq2Seq, meta: &ModelMeta, pairs: &[(String, String)], batc
         let mut src = meta.src.encode(s);
         src.push(EOS);
         cfg.order_source(&mut src);
-        let mut tgt = if cfg.copy {
+        let mut tgt = if cfg.copy() {
             let mut ext = nmt_data::copy::extend_source(s, &meta.src, &meta.tgt);
             let tgt = nmt_data::copy::extend_target(t, &meta.tgt, &ext);
             cfg.order_source(&mut ext.src);
@@ -119,7 +119,7 @@ fn score_one(model: &Seq2Seq, meta: &ModelMeta, pairs: &[(String, String)], batc
     for chunk in order.chunks(batch_size.max(1)) {
         let rows: Vec<&Example> = chunk.iter().map(|&i| &examples[i]).collect();
         let mut batch = Batch::from_examples(&rows, chunk.to_vec());
-        if cfg.copy {
+        if cfg.copy() {
             batch.set_source_ext(&exts);
         }
         let bt = BatchTensors::new(&batch, model.dtype(), model.device())?;

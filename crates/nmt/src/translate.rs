@@ -100,7 +100,7 @@ pub fn translate_lines<M: Borrow<Seq2Seq>>(
 ) -> Result<Vec<Translation>> {
     let model = searcher.lead();
     let models = searcher.models();
-    let copy = models.iter().any(|m| m.cfg.copy);
+    let copy = models.iter().any(|m| m.cfg.copy());
     let lines: Vec<&str> = lines.iter().enumerate().map(|(i, l)| crop_text(l, i, opts.cfg.max_source_len)).collect();
     let srcs: Vec<Vec<u32>> = lines
         .iter()

@@ -35,7 +35,7 @@ fn shipped_configs_parse() {
         assert_eq!((c.model.dropout, c.train.label_smoothing, c.model.tie_target_embeddings), (0.0, 0.0, false), "{paper}");
     }
     for grconv in ["grconv-small.toml", "grconv-paper.toml"] {
-        assert_eq!(load(grconv).model.encoder, nmt::config::EncoderKind::Grconv, "{grconv}");
+        assert_eq!(load(grconv).model.arch, nmt::config::Arch::Rnnenc { encoder: nmt::config::EncoderKind::Grconv }, "{grconv}");
     }
     // Sutskever et al.'s seq2seq: stacked LSTMs reading the source backwards.
     for seq2seq in ["lstm-seq2seq-small.toml", "lstm-seq2seq-paper.toml"] {

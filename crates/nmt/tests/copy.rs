@@ -4,7 +4,7 @@
 mod common;
 
 use candle_core::{DType, Device};
-use nmt::config::{Arch, SearchConfig, TrainConfig};
+use nmt::config::{Family, SearchConfig, TrainConfig};
 use nmt::data::batch::{epoch_batches, BatchConfig, Example};
 use nmt::data::{EOS, UNK};
 use nmt::model::{BatchTensors, Seq2Seq};
@@ -56,10 +56,12 @@ fn data(n: usize, seed: u64, copy: bool) -> (Vec<Example>, Vec<Vec<u32>>) {
 fn names_right(copy: bool, steps: usize) -> f64 {
     std::env::set_var("RAYON_NUM_THREADS", "1");
     let dev = Device::Cpu;
-    let mut cfg = common::small_config(Arch::Rnnsearch, 40, 32, 64);
+    let mut cfg = common::small_config(Family::Rnnsearch, 40, 32, 64);
     cfg.tgt_vocab = K_Y as usize;
     cfg.init_std = 0.1;
-    cfg.copy = copy;
+    if copy {
+        common::with_copy(&mut cfg);
+    }
     let model = Seq2Seq::fresh(&cfg, 1, DType::F32, &dev).unwrap();
     let (train, train_ext) = data(20_000, 1, copy);
     let (test, test_ext) = data(300, 2, true);
@@ -114,8 +116,10 @@ fn copy_gradients_match_finite_differences() {
     use nmt::data::batch::Batch;
     use nmt::model::regularizer::{DropoutRates, Regularizer};
     let dev = Device::Cpu;
-    let mut cfg = common::small_config(Arch::Rnnsearch, 14, 5, 4);
-    (cfg.tgt_vocab, cfg.att_dim, cfg.maxout_dim, cfg.init_std, cfg.copy) = (10, 3, 3, 0.5, true);
+    let mut cfg = common::small_config(Family::Rnnsearch, 14, 5, 4);
+    (cfg.tgt_vocab, cfg.maxout_dim, cfg.init_std) = (10, 3, 0.5);
+    common::set_att_dim(&mut cfg, 3);
+    common::with_copy(&mut cfg);
     let model = Seq2Seq::fresh(&cfg, 7, DType::F64, &dev).unwrap();
     // Source words 11, 12, 13 are outside the 10-word target vocabulary: ids 10, 11, … .
     let examples = [Example { src: vec![4, 11, 6, 3], tgt: vec![4, 10, 3] }, Example { src: vec![12, 13, 3], tgt: vec![11, 5, 10, 3] }];

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use candle_core::{DType, Device};
-use nmt::config::Arch;
+use nmt::config::Family;
 use nmt::model::Seq2Seq;
 use nmt::model_file::{load, meta_map, model_tensors, save, to_safetensors, write_atomic, CHECKSUM_KEY};
 
@@ -25,7 +25,7 @@ fn err(path: &Path) -> String {
 #[test]
 fn damaged_model_files_are_named_errors() {
     let d = tempfile::tempdir().unwrap();
-    let (meta, cfg) = common::tiny_meta(Arch::Rnnsearch);
+    let (meta, cfg) = common::tiny_meta(Family::Rnnsearch);
     let model = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap();
     let good = d.path().join("good.safetensors");
     save(&good, &model, &meta).unwrap();

@@ -11,7 +11,7 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, GruForm, Impl, SearchConfig};
+use nmt::config::{Family, GruForm, Impl, SearchConfig};
 use nmt::data::batch::{inference_batches, Batch, BatchConfig, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
@@ -38,9 +38,9 @@ fn examples() -> Vec<Example> {
 }
 
 /// The loss and the gradients (in parameter order) on `dev`.
-fn loss_and_grads(arch: Arch, gru: GruForm, tied: bool, dev: &Device) -> (Tensor, Vec<(String, Tensor)>) {
+fn loss_and_grads(arch: Family, gru: GruForm, tied: bool, dev: &Device) -> (Tensor, Vec<(String, Tensor)>) {
     let mut cfg = common::small_config(arch, 14, 6, 5);
-    cfg.att_dim = if arch == Arch::Rnnsearch { 4 } else { 0 };
+    common::set_att_dim(&mut cfg, 4);
     cfg.maxout_dim = 3;
     if tied {
         cfg.emb_dim = cfg.maxout_dim;
@@ -75,7 +75,7 @@ fn loss_and_grads(arch: Arch, gru: GruForm, tied: bool, dev: &Device) -> (Tensor
 #[test]
 fn gpu_loss_and_gradients_equal_the_cpu_fused_path() {
     let Some(gpu) = gpu() else { return };
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for gru in [GruForm::Paper, GruForm::ResetAfter] {
             for tied in [false, true] {
                 let (lc, gc) = loss_and_grads(arch, gru, tied, &Device::Cpu);
@@ -96,7 +96,7 @@ fn gpu_loss_and_gradients_equal_the_cpu_fused_path() {
 #[test]
 fn gpu_search_equals_cpu_search() {
     let Some(gpu) = gpu() else { return };
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         let mut cfg = common::small_config(arch, 30, 16, 24);
         cfg.init_std = 0.3;
         let srcs: Vec<Vec<u32>> = common::reversal_examples(24, 20, 2..=9, 5).into_iter().map(|e| e.src).collect();

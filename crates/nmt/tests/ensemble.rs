@@ -7,7 +7,7 @@
 mod common;
 
 use candle_core::{DType, Device};
-use nmt::config::{Arch, ModelConfig, SearchConfig};
+use nmt::config::{Family, ModelConfig, SearchConfig};
 use nmt::data::subword::{Segmenter, SubwordConfig, SubwordKind};
 use nmt::model::Seq2Seq;
 use nmt::model_file::ModelMeta;
@@ -44,7 +44,7 @@ fn meta(cfg: &ModelConfig) -> ModelMeta {
     ModelMeta { config: cfg.clone(), search: SearchConfig::default(), src, tgt, step: 0, languages: None, shortlist: None }
 }
 
-fn config(arch: Arch, meta_src: usize, meta_tgt: usize) -> ModelConfig {
+fn config(arch: Family, meta_src: usize, meta_tgt: usize) -> ModelConfig {
     let mut c = common::small_config(arch, meta_src, 6, 5);
     c.tgt_vocab = meta_tgt;
     c
@@ -90,7 +90,7 @@ fn assert_scores_match_search(models: &[&Seq2Seq], meta: &ModelMeta, out: &[Tran
 
 #[test]
 fn a_model_with_itself_is_the_model() {
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         let (meta, cfg) = common::tiny_meta(arch);
         let m = model(&cfg, 3);
         let one = translate_lines(&Searcher::new(vec![&m]).unwrap(), &meta, &sources(), &opts(true)).unwrap();
@@ -107,16 +107,16 @@ fn a_model_with_itself_is_the_model() {
 
 #[test]
 fn mixed_ensembles_search_what_they_score_in_any_order() {
-    let m0 = meta(&config(Arch::Rnnsearch, 1, 1));
+    let m0 = meta(&config(Family::Rnnsearch, 1, 1));
     let (ks, ky) = (m0.src.vocab_size(), m0.tgt.vocab_size());
-    let search = config(Arch::Rnnsearch, ks, ky);
-    let mut reversed = config(Arch::Rnnsearch, ks, ky);
+    let search = config(Family::Rnnsearch, ks, ky);
+    let mut reversed = config(Family::Rnnsearch, ks, ky);
     reversed.reverse_source = true;
-    let mut lstm = config(Arch::Rnnsearch, ks, ky);
+    let mut lstm = config(Family::Rnnsearch, ks, ky);
     lstm.cell = nmt::config::Cell::Lstm;
-    let enc = config(Arch::Rnnenc, ks, ky);
-    let mut copy = config(Arch::Rnnsearch, ks, ky);
-    copy.copy = true;
+    let enc = config(Family::Rnnenc, ks, ky);
+    let mut copy = config(Family::Rnnsearch, ks, ky);
+    common::with_copy(&mut copy);
     let (a, b, c, d, e) = (model(&search, 1), model(&reversed, 2), model(&lstm, 3), model(&enc, 4), model(&copy, 5));
     let sets: [(&str, Vec<&Seq2Seq>); 3] =
         [("search + reversed + rnnenc", vec![&a, &b, &d]), ("lstm + search", vec![&c, &a]), ("copy + reversed", vec![&e, &b])];
@@ -138,13 +138,13 @@ fn mixed_ensembles_search_what_they_score_in_any_order() {
 
 #[test]
 fn ensembles_search_alike_on_both_scorers() {
-    let m0 = meta(&config(Arch::Rnnsearch, 1, 1));
+    let m0 = meta(&config(Family::Rnnsearch, 1, 1));
     let (ks, ky) = (m0.src.vocab_size(), m0.tgt.vocab_size());
-    let mut reversed = config(Arch::Rnnsearch, ks, ky);
+    let mut reversed = config(Family::Rnnsearch, ks, ky);
     reversed.reverse_source = true;
-    let mut copy = config(Arch::Rnnsearch, ks, ky);
-    copy.copy = true;
-    let (a, b, c) = (model(&config(Arch::Rnnsearch, ks, ky), 1), model(&reversed, 2), model(&copy, 5));
+    let mut copy = config(Family::Rnnsearch, ks, ky);
+    common::with_copy(&mut copy);
+    let (a, b, c) = (model(&config(Family::Rnnsearch, ks, ky), 1), model(&reversed, 2), model(&copy, 5));
     let searcher = Searcher::new(vec![&c, &b, &a]).unwrap();
     let host = translate_lines(&searcher, &m0, &sources(), &opts(true)).unwrap();
     let ops = translate_lines(&searcher, &m0, &sources(), &SearchOptions { imp: nmt::config::Impl::Ops, ..opts(true) }).unwrap();

@@ -5,13 +5,13 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, Cell, CellKind, GruForm, Impl, OutputState};
+use nmt::config::{Cell, CellKind, Family, GruForm, Impl, OutputState};
 use nmt::data::batch::{Batch, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
 
 struct Case {
-    arch: Arch,
+    arch: Family,
     cell: CellKind,
     output: OutputState,
     dropout: f64,
@@ -30,7 +30,7 @@ fn compare(case: &Case, dtype: DType) -> f64 {
 fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::ModelConfig)) -> f64 {
     let dev = Device::Cpu;
     let mut cfg = common::small_config(case.arch, 14, 6, 5);
-    cfg.att_dim = if case.arch == Arch::Rnnsearch { 4 } else { 0 };
+    common::set_att_dim(&mut cfg, 4);
     cfg.maxout_dim = 3;
     let (word, smoothing, tied) = case.recipe.unwrap_or((0.0, 0.0, false));
     if tied {
@@ -46,7 +46,7 @@ fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::Mode
     cfg.dropout = case.dropout;
     cfg.recurrent_dropout = case.recurrent;
     tweak(&mut cfg);
-    if cfg.copy {
+    if cfg.copy() {
         cfg.tgt_vocab = 12;
     }
     let mut model = Seq2Seq::fresh(&cfg, 3, dtype, &dev).unwrap();
@@ -58,7 +58,7 @@ fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::Mode
     ];
     let rows: Vec<&Example> = examples.iter().collect();
     let mut batch = Batch::from_examples(&rows, vec![0, 1, 2, 3]);
-    if cfg.copy {
+    if cfg.copy() {
         // Target vocabulary 12: source words 12 and 13 are copied as extended ids 12, 13.
         cfg.tgt_vocab = 12;
         let ext = |v: &[u32]| v.to_vec();
@@ -96,7 +96,7 @@ fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::Mode
 #[test]
 fn fused_loss_and_gradients_equal_composed() {
     let mut n = 0;
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for gru in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
             for output in [OutputState::Previous, OutputState::Current] {
                 for dropout in [0.0, 0.3] {
@@ -117,7 +117,7 @@ fn fused_loss_and_gradients_equal_composed() {
 
 #[test]
 fn fused_equals_composed_with_word_dropout_label_smoothing_and_tied_embeddings() {
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for recipe in [(0.25, 0.0, false), (0.0, 0.1, false), (0.0, 0.0, true), (0.2, 0.1, true)] {
             let case = Case {
                 arch,
@@ -139,7 +139,7 @@ fn fused_equals_composed_with_word_dropout_label_smoothing_and_tied_embeddings()
 #[test]
 fn label_smoothing_changes_the_training_loss_but_not_the_dev_loss() {
     let dev = Device::Cpu;
-    let mut cfg = common::small_config(Arch::Rnnsearch, 14, 6, 5);
+    let mut cfg = common::small_config(Family::Rnnsearch, 14, 6, 5);
     cfg.init_std = 0.5; // far from uniform, where smoothing would change little
     let model = Seq2Seq::fresh(&cfg, 3, DType::F64, &dev).unwrap();
     let ex = [Example { src: vec![4, 5, 3], tgt: vec![8, 9, 3] }];
@@ -156,7 +156,7 @@ fn label_smoothing_changes_the_training_loss_but_not_the_dev_loss() {
 #[test]
 fn recurrent_dropout_changes_the_training_loss_on_both_paths() {
     let dev = Device::Cpu;
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         let mut cfg = common::small_config(arch, 14, 6, 5);
         cfg.init_std = 0.5;
         let mut model = Seq2Seq::fresh(&cfg, 3, DType::F64, &dev).unwrap();
@@ -179,7 +179,7 @@ fn recurrent_dropout_changes_the_training_loss_on_both_paths() {
 /// architectures, dropout between layers: fused equals composed.
 #[test]
 fn stacked_fused_equals_composed() {
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for (cell, layers, residual, output) in [
             (CellKind::Gru(GruForm::Paper), (2, 2), false, OutputState::Previous),
             (CellKind::Lstm, (3, 2), true, OutputState::Current),
@@ -198,8 +198,8 @@ fn stacked_fused_equals_composed() {
 #[test]
 fn grconv_fused_equals_composed() {
     for cell in [CellKind::Gru(GruForm::Paper), CellKind::Lstm] {
-        let case = Case { arch: Arch::Rnnenc, cell, output: OutputState::Current, dropout: 0.3, recurrent: 0.2, recipe: None };
-        let grconv = |c: &mut nmt::config::ModelConfig| c.encoder = nmt::config::EncoderKind::Grconv;
+        let case = Case { arch: Family::Rnnenc, cell, output: OutputState::Current, dropout: 0.3, recurrent: 0.2, recipe: None };
+        let grconv = |c: &mut nmt::config::ModelConfig| common::with_grconv(c);
         let (e64, e32) = (compare_with(&case, DType::F64, &grconv), compare_with(&case, DType::F32, &grconv));
         eprintln!("grconv {cell:?}: f64 {e64:.1e}, f32 {e32:.1e}");
         assert!(e64 < 1e-10 && e32 < 2e-5, "grconv {cell:?}: {e64:e} {e32:e}");
@@ -212,14 +212,17 @@ fn grconv_fused_equals_composed() {
 fn copy_fused_equals_composed() {
     for (output, layers) in [(OutputState::Previous, 1), (OutputState::Current, 1), (OutputState::Previous, 2)] {
         let case = Case {
-            arch: Arch::Rnnsearch,
+            arch: Family::Rnnsearch,
             cell: CellKind::Gru(GruForm::Paper),
             output,
             dropout: 0.2,
             recurrent: 0.2,
             recipe: Some((0.1, 0.1, false)),
         };
-        let copy = |c: &mut nmt::config::ModelConfig| (c.copy, c.dec_layers) = (true, layers);
+        let copy = |c: &mut nmt::config::ModelConfig| {
+            common::with_copy(c);
+            c.dec_layers = layers;
+        };
         let (e64, e32) = (compare_with(&case, DType::F64, &copy), compare_with(&case, DType::F32, &copy));
         eprintln!("copy {output:?} layers {layers}: f64 {e64:.1e}, f32 {e32:.1e}");
         assert!(e64 < 1e-10 && e32 < 2e-5, "copy {output:?} {layers}: {e64:e} {e32:e}");
@@ -230,7 +233,7 @@ fn copy_fused_equals_composed() {
 /// model): fused equals composed, dropout drawn alike, both cells, both architectures.
 #[test]
 fn gated_feedback_fused_equals_composed() {
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for (cell, layers, residual) in
             [(CellKind::Gru(GruForm::Paper), 2, false), (CellKind::Lstm, 3, true), (CellKind::Gru(GruForm::ResetAfter), 3, false)]
         {

@@ -4,7 +4,7 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, Cell, GruForm, Impl, ModelConfig};
+use nmt::config::{Cell, Family, GruForm, Impl, ModelConfig};
 use nmt::data::batch::{Batch, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
@@ -13,15 +13,15 @@ use rand_chacha::ChaCha8Rng;
 
 /// `recurrent`: recurrent dropout, with the same masks at every evaluation (a fresh
 /// regularizer of the same seed and step).
-fn check(arch: Arch, gru: GruForm, imp: Impl, recurrent: f64) {
+fn check(arch: Family, gru: GruForm, imp: Impl, recurrent: f64) {
     check_with(arch, gru, imp, DropoutRates { recurrent, ..DropoutRates::default() }, &|_| {});
 }
 
 /// [`check`] with any dropout `rates` and a change to the model's configuration.
-fn check_with(arch: Arch, gru: GruForm, imp: Impl, rates: DropoutRates, tweak: &dyn Fn(&mut ModelConfig)) {
+fn check_with(arch: Family, gru: GruForm, imp: Impl, rates: DropoutRates, tweak: &dyn Fn(&mut ModelConfig)) {
     let dev = Device::Cpu;
     let mut cfg = common::small_config(arch, 12, 5, 4);
-    cfg.att_dim = if arch == Arch::Rnnsearch { 3 } else { 0 };
+    common::set_att_dim(&mut cfg, 3);
     cfg.maxout_dim = 3;
     // Larger weights than the paper's 0.01 so that every term contributes measurably.
     cfg.init_std = 0.5;
@@ -78,32 +78,32 @@ fn check_with(arch: Arch, gru: GruForm, imp: Impl, rates: DropoutRates, tweak: &
 
 #[test]
 fn rnnsearch_gradients_match_finite_differences() {
-    check(Arch::Rnnsearch, GruForm::Paper, Impl::Ops, 0.0);
+    check(Family::Rnnsearch, GruForm::Paper, Impl::Ops, 0.0);
 }
 
 #[test]
 fn rnnenc_gradients_match_finite_differences() {
-    check(Arch::Rnnenc, GruForm::Paper, Impl::Ops, 0.0);
+    check(Family::Rnnenc, GruForm::Paper, Impl::Ops, 0.0);
 }
 
 /// The fused kernels, both cell forms: finite differences through the kernels' backward passes
 /// (the GRU op with lengths and a start state, the bidirectional op, the attention decoder).
 #[test]
 fn fused_rnnsearch_gradients_match_finite_differences() {
-    check(Arch::Rnnsearch, GruForm::Paper, Impl::Fused, 0.0);
-    check(Arch::Rnnsearch, GruForm::ResetAfter, Impl::Fused, 0.0);
+    check(Family::Rnnsearch, GruForm::Paper, Impl::Fused, 0.0);
+    check(Family::Rnnsearch, GruForm::ResetAfter, Impl::Fused, 0.0);
 }
 
 #[test]
 fn fused_rnnenc_gradients_match_finite_differences() {
-    check(Arch::Rnnenc, GruForm::Paper, Impl::Fused, 0.0);
-    check(Arch::Rnnenc, GruForm::ResetAfter, Impl::Fused, 0.0);
+    check(Family::Rnnenc, GruForm::Paper, Impl::Fused, 0.0);
+    check(Family::Rnnenc, GruForm::ResetAfter, Impl::Fused, 0.0);
 }
 
 /// Recurrent dropout through the fused kernels of both architectures and both cell forms.
 #[test]
 fn fused_gradients_with_recurrent_dropout_match_finite_differences() {
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for gru in [GruForm::Paper, GruForm::ResetAfter] {
             check(arch, gru, Impl::Fused, 0.4);
         }
@@ -113,7 +113,7 @@ fn fused_gradients_with_recurrent_dropout_match_finite_differences() {
 /// The LSTM, composed and fused, with recurrent dropout.
 #[test]
 fn lstm_gradients_match_finite_differences() {
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for imp in [Impl::Ops, Impl::Fused] {
             let rates = DropoutRates { recurrent: 0.4, ..DropoutRates::default() };
             check_with(arch, GruForm::Paper, imp, rates, &|c| c.cell = Cell::Lstm);
@@ -125,7 +125,7 @@ fn lstm_gradients_match_finite_differences() {
 /// recurrent dropout, with and without residual connections, both cells, both paths.
 #[test]
 fn stacked_gradients_match_finite_differences() {
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for (cell, residual, imp) in [(Cell::Gru, false, Impl::Fused), (Cell::Lstm, true, Impl::Fused), (Cell::Gru, true, Impl::Ops)] {
             let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
             check_with(arch, GruForm::Paper, imp, rates, &|c| {
@@ -140,7 +140,7 @@ fn stacked_gradients_match_finite_differences() {
 #[test]
 fn grconv_gradients_match_finite_differences() {
     for imp in [Impl::Ops, Impl::Fused] {
-        check_with(Arch::Rnnenc, GruForm::Paper, imp, DropoutRates::default(), &|c| c.encoder = nmt::config::EncoderKind::Grconv);
+        check_with(Family::Rnnenc, GruForm::Paper, imp, DropoutRates::default(), &|c| common::with_grconv(c));
     }
 }
 
@@ -149,7 +149,7 @@ fn grconv_gradients_match_finite_differences() {
 /// connections: the global gates and the other layers' `U^{i→j}` get their gradients.
 #[test]
 fn gated_feedback_gradients_match_finite_differences() {
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for (cell, gru, residual, imp) in [
             (Cell::Gru, GruForm::Paper, false, Impl::Fused),
             (Cell::Gru, GruForm::ResetAfter, true, Impl::Ops),

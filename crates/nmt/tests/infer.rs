@@ -4,19 +4,19 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Arch, Cell, CellKind, GruForm, Impl, OutputState, SearchConfig};
+use nmt::config::{Cell, CellKind, Family, GruForm, Impl, OutputState, SearchConfig};
 use nmt::data::EOS;
 use nmt::model::Seq2Seq;
 use nmt::search::{Hypothesis, SearchOptions, Searcher};
 
 /// A random model with a likely `</s>`, so that hypotheses finish at different steps.
-fn model(arch: Arch, output_state: OutputState, cell: CellKind) -> Seq2Seq {
+fn model(arch: Family, output_state: OutputState, cell: CellKind) -> Seq2Seq {
     model_with(arch, output_state, cell, 1.0, &|_| {})
 }
 
 /// [`model`] after a change to the configuration.
 fn model_with(
-    arch: Arch,
+    arch: Family,
     output_state: OutputState,
     cell: CellKind,
     eos_boost: f32,
@@ -75,7 +75,7 @@ fn assert_same(a: &[Vec<Hypothesis>], b: &[Vec<Hypothesis>], what: &str) {
 fn fused_search_equals_candle_search() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(30, 20, 1..=11, 9).into_iter().map(|e| e.src).collect();
     let mut checked = 0;
-    for (arch, state, gru) in [Arch::Rnnsearch, Arch::Rnnenc]
+    for (arch, state, gru) in [Family::Rnnsearch, Family::Rnnenc]
         .into_iter()
         .flat_map(|a| [OutputState::Previous, OutputState::Current].map(|s| (a, s)))
         .flat_map(|(a, s)| [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].map(|g| (a, s, g)))
@@ -103,7 +103,7 @@ fn fused_search_equals_candle_search() {
 #[test]
 fn fused_search_equals_candle_search_with_tied_embeddings() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(12, 20, 1..=9, 4).into_iter().map(|e| e.src).collect();
-    let mut cfg = common::small_config(Arch::Rnnsearch, 30, 16, 24);
+    let mut cfg = common::small_config(Family::Rnnsearch, 30, 16, 24);
     cfg.init_std = 0.3;
     cfg.maxout_dim = 16;
     cfg.tie_target_embeddings = true;
@@ -124,7 +124,7 @@ type Variant = (CellKind, OutputState, bool);
 fn check_stacks(name: &str, variants: &[Variant], stack: &dyn Fn(&mut nmt::config::ModelConfig, bool)) {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 4).into_iter().map(|e| e.src).collect();
     let (mut finished, mut long) = (false, false);
-    for arch in [Arch::Rnnsearch, Arch::Rnnenc] {
+    for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for &(cell, state, residual) in variants {
             let m = model_with(arch, state, cell, 1.8, &|c| stack(c, residual));
             let cfg = SearchConfig { beam_size: 4, n_best: 2, batch_size: 6, ..SearchConfig::default() };
@@ -171,7 +171,7 @@ fn fused_search_equals_candle_search_for_gated_feedback() {
 fn fused_search_equals_candle_search_for_grconv() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(25, 20, 1..=11, 6).into_iter().map(|e| e.src).collect();
     for (cell, state) in [(CellKind::Gru(GruForm::Paper), OutputState::Current), (CellKind::Lstm, OutputState::Previous)] {
-        let m = model_with(Arch::Rnnenc, state, cell, 1.0, &|c| c.encoder = nmt::config::EncoderKind::Grconv);
+        let m = model_with(Family::Rnnenc, state, cell, 1.0, &|c| common::with_grconv(c));
         let cfg = SearchConfig { beam_size: 3, n_best: 2, batch_size: 7, ..SearchConfig::default() };
         let what = format!("grconv {cell:?} {state:?}");
         let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Ops));
@@ -187,8 +187,9 @@ fn fused_search_equals_candle_search_for_copy() {
     let mut srcs: Vec<Vec<u32>> = common::reversal_examples(25, 26, 1..=11, 8).into_iter().map(|e| e.src).collect();
     srcs.iter_mut().for_each(|s| s.iter_mut().for_each(|w| *w = (*w).min(29)));
     for (state, layers) in [(OutputState::Previous, 1), (OutputState::Current, 2)] {
-        let m = model_with(Arch::Rnnsearch, state, CellKind::Gru(GruForm::Paper), 1.0, &|c| {
-            (c.copy, c.tgt_vocab, c.dec_layers) = (true, 24, layers);
+        let m = model_with(Family::Rnnsearch, state, CellKind::Gru(GruForm::Paper), 1.0, &|c| {
+            common::with_copy(c);
+            (c.tgt_vocab, c.dec_layers) = (24, layers);
         });
         // Source words 24‥29 are outside the 24-word target vocabulary: extended ids from 24.
         let exts: Vec<Vec<u32>> = srcs.iter().map(|s| s.iter().map(|&w| if w >= 24 { 24 + (w - 24) % 3 } else { w }).collect()).collect();

@@ -58,8 +58,8 @@ const RNNENC_RECIPE: &str = include_str!("../../../../configs/rnnenc-small.toml"
 fn recipe(preset: &str) -> Result<Config> {
     let m = ModelConfig::preset(preset)?;
     let text = match m.arch {
-        nmt::config::Arch::Rnnsearch => RNNSEARCH_RECIPE,
-        nmt::config::Arch::Rnnenc => RNNENC_RECIPE,
+        nmt::config::Arch::Rnnsearch { .. } => RNNSEARCH_RECIPE,
+        nmt::config::Arch::Rnnenc { .. } => RNNENC_RECIPE,
     };
     let mut overrides = vec![format!("model.preset={preset:?}")];
     if m.maxout_dim != m.emb_dim {

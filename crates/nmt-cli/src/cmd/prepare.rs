@@ -29,7 +29,7 @@ pub fn run(args: PrepareArgs) -> Result<()> {
         std::env::set_var("RAYON_NUM_THREADS", n.to_string());
     }
     let cfg = Config::from_file(&args.config, &args.overrides)?;
-    let opts = cfg.data.prepare_options(cfg.model.copy)?;
+    let opts = cfg.data.prepare_options(cfg.model.copy())?;
     let began = Instant::now();
     let m = prepare(&opts, &args.output, None, &mut |msg| tracing::info!("{msg}"))?;
     let tokens: u64 = m.shards.iter().map(|s| s.tokens.bytes).sum::<u64>() / m.token_type.width() as u64;

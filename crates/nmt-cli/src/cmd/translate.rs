@@ -104,7 +104,7 @@ pub fn run(args: TranslateArgs) -> Result<()> {
     let unk = match (args.replace_unk, &args.dict) {
         (false, _) => None,
         (true, _) if !translator.models().iter().any(|m| m.has_attention()) => {
-            bail!("--replace-unk needs an attention model; this one is {:?}", translator.model().cfg.arch)
+            bail!("--replace-unk needs an attention model; this one is {}", translator.model().cfg.arch.family().name())
         }
         (true, None) => Some(UnkReplacer::new()),
         (true, Some(path)) => Some(UnkReplacer::with_dictionary(path)?),

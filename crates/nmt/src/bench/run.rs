@@ -17,7 +17,7 @@ use candle_core::{DType, Device, Tensor};
 use serde_json::{json, Value};
 
 use super::reference::{self, BATCH, SRC_LEN, TGT_LEN};
-use crate::config::{Impl, ModelConfig, Optimizer as OptimizerKind, SearchConfig, TrainConfig};
+use crate::config::{Arch, Impl, ModelConfig, Optimizer as OptimizerKind, SearchConfig, TrainConfig};
 use crate::error::Result;
 use crate::kernels::gemm::{matmul, Mat};
 use crate::model::{BatchTensors, Seq2Seq};
@@ -75,7 +75,11 @@ fn fit_vocab(ids: &mut [u32], vocab: usize) {
 /// ignoring elementwise work (gates, tanh, softmax: under 1 %). A training step is counted as
 /// 3× the forward pass (each GEMM has two GEMMs of the same size in its backward).
 pub fn forward_flops(c: &ModelConfig) -> f64 {
-    let (h, e, a, v) = (c.hidden_dim as f64, c.emb_dim as f64, c.att_dim as f64, c.tgt_vocab as f64);
+    let att_dim = match c.arch {
+        Arch::Rnnsearch { att_dim, .. } => att_dim,
+        Arch::Rnnenc { .. } => 0,
+    };
+    let (h, e, a, v) = (c.hidden_dim as f64, c.emb_dim as f64, att_dim as f64, c.tgt_vocab as f64);
     let src_tok = (BATCH * SRC_LEN) as f64;
     let tgt_tok = (BATCH * TGT_LEN) as f64;
     // Encoder, per source token: two directions of input and recurrent GEMMs; U_a h_j.
@@ -196,7 +200,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
     fit_vocab(&mut batch.src, model.cfg.src_vocab);
     fit_vocab(&mut batch.tgt_in, model.cfg.tgt_vocab);
     fit_vocab(&mut batch.tgt_out, model.cfg.tgt_vocab);
-    if model.cfg.copy {
+    if model.cfg.copy() {
         // Every source word is in this batch's vocabulary: the extended ids are the ids (the
         // mixture's work is the same either way; only which ids it scatters to differs).
         batch.src_ext = batch.src.clone();

@@ -10,13 +10,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+mod arch;
 mod data;
 mod model;
 mod presets;
 mod search;
 mod train;
+pub use arch::{Arch, EncoderKind, Family};
 pub use data::{CorpusEntry, DataConfig, TrainInput};
-pub use model::{Arch, Cell, CellKind, EncoderKind, GruForm, Impl, ModelConfig, OutputState, StackKind};
+pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, OutputState, StackKind};
 pub use search::{SearchConfig, SearchRequest};
 pub use train::{Optimizer, TrainConfig};
 

@@ -2,21 +2,11 @@
 //! implementation runs its maths.
 use serde::{Deserialize, Serialize};
 
+use super::arch::{Arch, EncoderKind, Family};
 use crate::error::{Error, Result};
 
 fn one() -> usize {
     1
-}
-
-/// Which encoder-decoder family.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum Arch {
-    /// Cho et al. 2014 (RNNenc): GRU encoder, fixed summary `c = tanh(V h_T)`, decoder sees `c`
-    /// at every step.
-    Rnnenc,
-    /// Bahdanau et al. 2014 (RNNsearch): bidirectional GRU encoder + additive attention.
-    Rnnsearch,
 }
 
 /// Which decoder state feeds the deep output at step `i`.
@@ -40,17 +30,6 @@ pub enum GruForm {
     /// cuDNN's and PyTorch's cell: `tanh(W x + b + r ⊙ (U h + b_h))`, with a recurrent bias `b_h`
     /// on every gate (bench-rnnsearch's reference; one `(n, 3n)` GEMM per step instead of two).
     ResetAfter,
-}
-
-/// What RNNenc's summary is computed by (the `model.encoder` key).
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum EncoderKind {
-    /// Recurrent layers (`model.cell`, `model.enc_layers`): the last state.
-    #[default]
-    Rnn,
-    /// The gated recursive convolutional encoder (Properties §3): the top node of its tree.
-    Grconv,
 }
 
 /// The recurrent cell of every layer (the `model.cell` key).
@@ -126,55 +105,44 @@ impl std::str::FromStr for Impl {
     }
 }
 
-/// The network: sizes and architecture. Stored in the model file.
+/// The network: sizes and architecture. Stored in the model file, as the flat `[model]` table
+/// of [`ModelToml`] (a file's keys do not depend on how the code groups them).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "ModelToml", into = "ModelToml")]
 pub struct ModelConfig {
     /// Named preset this config started from (informational once resolved).
     pub preset: Option<String>,
-    /// `rnnsearch` or `rnnenc`.
+    /// RNNsearch (with its attention size and copy mixture) or RNNenc (with its encoder).
     pub arch: Arch,
     /// Word embedding size `m` (source and target).
     pub emb_dim: usize,
     /// GRU hidden units `n` (per direction in the RNNsearch encoder; the decoder has `n`).
     pub hidden_dim: usize,
-    /// Alignment-model hidden size `n'` (RNNsearch only).
-    pub att_dim: usize,
     /// Maxout units `l` of the deep output (the pre-maxout layer has `2l`).
     pub maxout_dim: usize,
     /// Deep output reads the previous or the current decoder state.
     pub output_state: OutputState,
     /// The recurrent cell of every layer: `gru` (the papers', the default) or `lstm`.
-    #[serde(default)]
     pub cell: Cell,
-    /// RNNenc's encoder: `rnn` (the default) or `grconv` (Properties §3; rnnenc only).
-    #[serde(default)]
-    pub encoder: EncoderKind,
     /// `paper` (reset gate before `U`, the default) or `reset-after` (cuDNN's cell with `b_h`).
-    #[serde(default)]
     pub gru: GruForm,
     /// Dropout on embeddings and on the maxout output during training (0 = off, as in the papers).
     pub dropout: f64,
     /// Recurrent dropout during training: each GRU layer's state, where it enters `U`, times a
     /// mask drawn once per sentence and kept for every step (Gal & Ghahramani 2016; Nematus'
     /// `dropout_hidden`). 0 = off, as in the papers.
-    #[serde(default)]
     pub recurrent_dropout: f64,
     /// Share the target embedding matrix `E (K_y, m)` with the output projection (`G = Eᵀ`,
     /// Press & Wolf 2017). Needs `maxout_dim = emb_dim`. Off in the papers.
-    #[serde(default)]
     pub tie_target_embeddings: bool,
     /// Recurrent layers of the encoder (each bidirectional for RNNsearch) and of the decoder
     /// (the first one conditioned on the source, the others reading the layer below).
     /// 1 in the papers.
-    #[serde(default = "one")]
     pub enc_layers: usize,
-    #[serde(default = "one")]
     pub dec_layers: usize,
     /// Residual connections between stacked layers: a layer's output adds its input, from the
     /// second layer on (Wu et al. 2016). Unit dropout (`dropout`) applies to each upper layer's
     /// input either way.
-    #[serde(default)]
     pub residual: bool,
     /// `plain` (the default) or `gated-feedback` (Chung et al. 2015): the decoder's layers
     /// above the first read every decoder layer's state at `t − 1` through global reset gates.
@@ -182,21 +150,11 @@ pub struct ModelConfig {
     /// both directions of the layer below, so feedback from above would close a cycle. The
     /// fused training runs those layers on composed ops (no kernel for them yet); the host
     /// search steps them (`HostFeedback`, `model/feedback.rs`).
-    /// Not written when plain, so a plain model's file stays readable by builds from before
-    /// the key existed (they refuse unknown keys).
-    #[serde(default, skip_serializing_if = "StackKind::is_plain")]
     pub stack: StackKind,
-    /// The pointer/copy mixture (RNNsearch only): `p(w) = g·p_vocab(w) + (1−g)·p_copy(w)`, with
-    /// `p_copy` the attention over source positions and `g` a gate on the decoder state,
-    /// context and previous word (See et al. 2017); source words outside the target
-    /// vocabulary get per-sentence extended ids (`nmt_data::copy`). Off in the papers.
-    #[serde(default)]
-    pub copy: bool,
     /// Read the source backwards (Sutskever et al. 2014): each sentence's tokens, before its
     /// `</s>`, enter the encoder in reverse order. Done on the ids (`nmt_data::reverse_source`)
     /// wherever a source enters the model, so every encoder, kernel and search sees it alike;
     /// attention weights are mapped back to the source's own order. Off in the papers.
-    #[serde(default)]
     pub reverse_source: bool,
     /// Standard deviation of the N(0, σ²) initialisation of non-recurrent weights (paper: 0.01).
     pub init_std: f64,
@@ -207,7 +165,116 @@ pub struct ModelConfig {
     pub tgt_vocab: usize,
 }
 
+/// The `[model]` table as written: [`ModelConfig`]'s fields with the architecture's settings as
+/// keys of their own (`arch`, `att_dim`, `copy`, `encoder`; [`Arch::from_keys`] pairs them).
+/// The keys added after the first model files have defaults, so those files still load.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelToml {
+    preset: Option<String>,
+    arch: Family,
+    emb_dim: usize,
+    hidden_dim: usize,
+    att_dim: usize,
+    maxout_dim: usize,
+    output_state: OutputState,
+    #[serde(default)]
+    cell: Cell,
+    #[serde(default)]
+    encoder: EncoderKind,
+    #[serde(default)]
+    gru: GruForm,
+    dropout: f64,
+    #[serde(default)]
+    recurrent_dropout: f64,
+    #[serde(default)]
+    tie_target_embeddings: bool,
+    #[serde(default = "one")]
+    enc_layers: usize,
+    #[serde(default = "one")]
+    dec_layers: usize,
+    #[serde(default)]
+    residual: bool,
+    /// Not written when plain, so a plain model's file stays readable by builds from before
+    /// the key existed (they refuse unknown keys).
+    #[serde(default, skip_serializing_if = "StackKind::is_plain")]
+    stack: StackKind,
+    /// Off in the papers.
+    #[serde(default)]
+    copy: bool,
+    #[serde(default)]
+    reverse_source: bool,
+    init_std: f64,
+    orthogonal_recurrent: bool,
+    src_vocab: usize,
+    tgt_vocab: usize,
+}
+
+impl TryFrom<ModelToml> for ModelConfig {
+    type Error = Error;
+    fn try_from(t: ModelToml) -> Result<Self> {
+        Ok(ModelConfig {
+            preset: t.preset,
+            arch: Arch::from_keys(t.arch, t.att_dim, t.copy, t.encoder)?,
+            emb_dim: t.emb_dim,
+            hidden_dim: t.hidden_dim,
+            maxout_dim: t.maxout_dim,
+            output_state: t.output_state,
+            cell: t.cell,
+            gru: t.gru,
+            dropout: t.dropout,
+            recurrent_dropout: t.recurrent_dropout,
+            tie_target_embeddings: t.tie_target_embeddings,
+            enc_layers: t.enc_layers,
+            dec_layers: t.dec_layers,
+            residual: t.residual,
+            stack: t.stack,
+            reverse_source: t.reverse_source,
+            init_std: t.init_std,
+            orthogonal_recurrent: t.orthogonal_recurrent,
+            src_vocab: t.src_vocab,
+            tgt_vocab: t.tgt_vocab,
+        })
+    }
+}
+
+impl From<ModelConfig> for ModelToml {
+    fn from(c: ModelConfig) -> Self {
+        let (arch, att_dim, copy, encoder) = c.arch.keys();
+        ModelToml {
+            preset: c.preset,
+            arch,
+            emb_dim: c.emb_dim,
+            hidden_dim: c.hidden_dim,
+            att_dim,
+            maxout_dim: c.maxout_dim,
+            output_state: c.output_state,
+            cell: c.cell,
+            encoder,
+            gru: c.gru,
+            dropout: c.dropout,
+            recurrent_dropout: c.recurrent_dropout,
+            tie_target_embeddings: c.tie_target_embeddings,
+            enc_layers: c.enc_layers,
+            dec_layers: c.dec_layers,
+            residual: c.residual,
+            stack: c.stack,
+            copy,
+            reverse_source: c.reverse_source,
+            init_std: c.init_std,
+            orthogonal_recurrent: c.orthogonal_recurrent,
+            src_vocab: c.src_vocab,
+            tgt_vocab: c.tgt_vocab,
+        }
+    }
+}
+
 impl ModelConfig {
+    /// Whether the output mixes in copies of source words (`model.copy`, RNNsearch only).
+    pub fn copy(&self) -> bool {
+        self.arch.copy()
+    }
+
     /// The width of one decoder layer's state: `n`, or the LSTM's `[h; c]`, `2n`.
     pub fn layer_state_width(&self) -> usize {
         match self.cell {
@@ -253,13 +320,7 @@ impl ModelConfig {
         if self.stack == StackKind::GatedFeedback && self.dec_layers < 2 {
             return Err(Error::Config("model.stack = \"gated-feedback\" connects the decoder's layers: it needs dec_layers ≥ 2".into()));
         }
-        if self.arch == Arch::Rnnsearch && self.encoder == EncoderKind::Grconv {
-            return Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()));
-        }
-        if self.copy && self.arch != Arch::Rnnsearch {
-            return Err(Error::Config("model.copy copies through attention: it needs arch = \"rnnsearch\"".into()));
-        }
-        if self.arch == Arch::Rnnsearch && self.att_dim == 0 {
+        if let Arch::Rnnsearch { att_dim: 0, .. } = self.arch {
             return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));
         }
         for (key, p) in [("dropout", self.dropout), ("recurrent_dropout", self.recurrent_dropout)] {

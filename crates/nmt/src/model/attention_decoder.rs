@@ -220,7 +220,8 @@ pub struct HostAttention {
 
 impl HostAttention {
     pub fn new(dec: &AttentionDecoder, cfg: &ModelConfig, out: &HostOutput) -> Result<Self> {
-        let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, cfg.att_dim, out.b.len());
+        // The alignment model's size `n'` is its own weights' (`b_a (A)`).
+        let (n, m, a, l2) = (cfg.hidden_dim, cfg.emb_dim, dec.att.b_a.dim(0)?, out.b.len());
         let kind = dec.rnn.kind();
         let g = kind.gates() * n;
         let (w, b) = (host(dec.rnn.input_weights().0)?, host(dec.rnn.input_weights().1)?);

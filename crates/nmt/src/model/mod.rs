@@ -107,16 +107,16 @@ impl Seq2Seq {
         let dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
         let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: StackKind::Plain };
         let (core, ctx_dim) = match cfg.arch {
-            Arch::Rnnsearch => (
+            Arch::Rnnsearch { att_dim, .. } => (
                 Core::Search {
                     enc: BiRnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?,
-                    dec: AttentionDecoder::new(dims, cfg.att_dim, &pb.pp("decoder"))?,
+                    dec: AttentionDecoder::new(dims, att_dim, &pb.pp("decoder"))?,
                 },
                 2 * n,
             ),
-            Arch::Rnnenc => (
+            Arch::Rnnenc { encoder } => (
                 Core::Enc {
-                    enc: match cfg.encoder {
+                    enc: match encoder {
                         EncoderKind::Rnn => SummaryEncoder::Rnn(RnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?),
                         EncoderKind::Grconv => SummaryEncoder::GrConv(grconv::GrConv::new(m, n, &pb.pp("encoder").pp("grconv"))?),
                     },
@@ -127,7 +127,7 @@ impl Seq2Seq {
         };
         let dec_stack = Stack { layers: cfg.dec_layers, residual: cfg.residual, kind: cfg.stack };
         let upper = UpperLayers::new(n, kind, dec_stack, &pb.pp("decoder"))?;
-        let copy = if cfg.copy { Some(copy::CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None };
+        let copy = if cfg.copy() { Some(copy::CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None };
         let tied = cfg.tie_target_embeddings.then_some(&tgt_emb);
         let dims = OutputDims { state: n, emb: m, ctx: ctx_dim, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
         let out = DeepOutput::new(dims, tied, &pb.pp("output"))?;

@@ -68,7 +68,7 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
         let Some(sl) = &self.shortlist else {
             return Err(crate::Error::Input("the model file has no lexical shortlist: add one with `nmt shortlist`".into()));
         };
-        if self.models().iter().any(|m| m.cfg.copy) {
+        if self.models().iter().any(|m| m.cfg.copy()) {
             // A copy model exists to emit source words, which a shortlist would cut.
             return Err(crate::Error::Input("a lexical shortlist does not apply to copy models".into()));
         }
@@ -116,7 +116,7 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
     /// ids in `batch.src_ext`): up to `n_best` hypotheses per row, best first, in the batch's
     /// row order. Alignments are over the lead model's reading order.
     pub fn search_batch(&self, batch: &Batch, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
-        if self.models().iter().any(|m| m.cfg.copy) && batch.src_ext.is_empty() {
+        if self.models().iter().any(|m| m.cfg.copy()) && batch.src_ext.is_empty() {
             return Err(crate::Error::Input("a copy model needs each source's extended ids".into()));
         }
         let vocab = self.batch_vocab(batch, opts)?;

@@ -48,11 +48,11 @@ impl TrainData {
         };
         let prepared = Prepared::open(&dir)?;
         let m = prepared.manifest();
-        if m.spec.encoding.copy != cfg.model.copy {
+        if m.spec.encoding.copy != cfg.model.copy() {
             let reason = format!(
                 "prepared {} copy-model ids, but model.copy = {}: prepare it again with this config",
                 if m.spec.encoding.copy { "with" } else { "without" },
-                cfg.model.copy
+                cfg.model.copy()
             );
             return Err(nmt_data::Error::Prepared { path: dir.join(MANIFEST), reason }.into());
         }
@@ -111,7 +111,7 @@ impl TrainData {
         }
         let rows: Vec<&Example> = examples.iter().collect();
         let mut batch = Batch::padded(&rows, mine.iter().map(|&i| i as usize).collect(), src_len, tgt_len);
-        if model.copy {
+        if model.copy() {
             batch.fill_source_ext(&exts.iter().map(Vec::as_slice).collect::<Vec<_>>());
         }
         Ok(batch)
@@ -121,7 +121,7 @@ impl TrainData {
 /// Prepares `dir` unless it holds a complete preparation of the same spec (and, when
 /// resuming, the same vocabularies).
 fn prepare_if_stale(cfg: &Config, dir: &Path, segmenters: Option<(Segmenter, Segmenter)>, ui: &mut dyn Progress) -> Result<()> {
-    let opts = cfg.data.prepare_options(cfg.model.copy)?;
+    let opts = cfg.data.prepare_options(cfg.model.copy())?;
     let spec = opts.spec()?;
     let same_segmenters = |m: &Manifest| -> bool {
         let Some((s, t)) = &segmenters else { return true };

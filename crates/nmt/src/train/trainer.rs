@@ -113,7 +113,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     // the validation's memory (the dev BLEU translates it cropped).
     let dev_max = Some(cfg.search.max_source_len);
     // A copy model trains on targets in each pair's extended space (nmt_data::copy).
-    let (mut dev_examples, mut dev_exts) = if run.meta.config.copy {
+    let (mut dev_examples, mut dev_exts) = if run.meta.config.copy() {
         let (de, dx) = nmt_data::copy::copy_examples(&dev_corpus, &run.meta.src, &run.meta.tgt, dev_max);
         (de, Some(dx))
     } else {
@@ -133,8 +133,8 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         write_config(cfg, &run.meta, dir)?;
     }
     ui.on_message(&format!(
-        "model: {:?}, {} parameters; starting at update {}{}",
-        run.meta.config.arch,
+        "model: {}, {} parameters; starting at update {}{}",
+        run.meta.config.arch.family().name(),
         run.model.num_parameters(),
         run.progress.step,
         match c.size() {

@@ -1,7 +1,7 @@
 //! Shared pieces of the integration tests: the toy reversal task and small configs.
 #![allow(dead_code)]
 use candle_core::{DType, Tensor};
-use nmt::config::{Arch, ModelConfig};
+use nmt::config::{Arch, EncoderKind, Family, ModelConfig};
 use nmt::data::batch::Example;
 use nmt::data::EOS;
 use rand::{Rng, SeedableRng};
@@ -26,23 +26,44 @@ pub fn reversal_examples(n: usize, words: u32, lens: std::ops::RangeInclusive<us
 }
 
 /// A small model for the toy tasks and gradient checks.
-pub fn small_config(arch: Arch, vocab: usize, emb: usize, hidden: usize) -> ModelConfig {
+pub fn small_config(arch: Family, vocab: usize, emb: usize, hidden: usize) -> ModelConfig {
     let mut c = ModelConfig::preset(match arch {
-        Arch::Rnnsearch => "tiny",
-        Arch::Rnnenc => "tiny-rnnenc",
+        Family::Rnnsearch => "tiny",
+        Family::Rnnenc => "tiny-rnnenc",
     })
     .unwrap();
     c.src_vocab = vocab;
     c.tgt_vocab = vocab;
     c.emb_dim = emb;
     c.hidden_dim = hidden;
-    c.att_dim = if arch == Arch::Rnnsearch { hidden } else { 0 };
+    set_att_dim(&mut c, hidden);
     c.maxout_dim = hidden;
     c
 }
 
+/// An RNNsearch config's alignment size `n'` (RNNenc has none: left as it is).
+pub fn set_att_dim(c: &mut ModelConfig, size: usize) {
+    if let Arch::Rnnsearch { att_dim, .. } = &mut c.arch {
+        *att_dim = size;
+    }
+}
+
+/// An RNNsearch config with the copy mixture.
+pub fn with_copy(c: &mut ModelConfig) {
+    if let Arch::Rnnsearch { copy, .. } = &mut c.arch {
+        *copy = true;
+    } else {
+        panic!("the copy mixture needs RNNsearch, the test asked it of {:?}", c.arch);
+    }
+}
+
+/// An RNNenc config over grConv.
+pub fn with_grconv(c: &mut ModelConfig) {
+    c.arch = Arch::Rnnenc { encoder: EncoderKind::Grconv };
+}
+
 /// A tiny model's metadata (word vocabularies of 10 words) and its config, for file tests.
-pub fn tiny_meta(arch: Arch) -> (nmt::model_file::ModelMeta, ModelConfig) {
+pub fn tiny_meta(arch: Family) -> (nmt::model_file::ModelMeta, ModelConfig) {
     use nmt::data::subword::{Segmenter, SubwordConfig, SubwordKind};
     let lines: Vec<String> = vec!["a b c d e f g h i j".to_string()];
     let sub = SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1, model: None };

@@ -1,0 +1,130 @@
+//! The architecture: which encoder-decoder family, with the settings only that family has.
+//!
+//! In the TOML file (and the config stored in a model file) these stay flat keys of `[model]`:
+//! `arch = "rnnsearch" | "rnnenc"`, `att_dim`, `copy`, `encoder`. In memory they are one
+//! [`Arch`], so a model cannot be both RNNenc and a copy model, or RNNsearch over a grConv
+//! summary: [`Arch::from_keys`] refuses such a file by name, and nothing past it checks again.
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The family alone: the value of the `model.arch` key.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    /// Cho et al. 2014 (RNNenc): the decoder reads a fixed summary of the source.
+    Rnnenc,
+    /// Bahdanau et al. 2014 (RNNsearch): the decoder attends over the source's annotations.
+    Rnnsearch,
+}
+
+impl Family {
+    /// The name the config file spells (`"rnnsearch"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Rnnenc => "rnnenc",
+            Family::Rnnsearch => "rnnsearch",
+        }
+    }
+}
+
+/// What RNNenc's summary is computed by (the `model.encoder` key).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EncoderKind {
+    /// Recurrent layers (`model.cell`, `model.enc_layers`): the last state.
+    #[default]
+    Rnn,
+    /// The gated recursive convolutional encoder (Properties §3): the top node of its tree.
+    Grconv,
+}
+
+/// The encoder-decoder family with its own settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    /// Cho et al. 2014 (RNNenc): an encoder whose summary `c = tanh(V h_T)` the decoder sees at
+    /// every step (appendix A).
+    Rnnenc {
+        /// Recurrent layers or grConv (`model.encoder`).
+        encoder: EncoderKind,
+    },
+    /// Bahdanau et al. 2014 (RNNsearch): a bidirectional encoder and additive attention
+    /// (appendix A.1.2).
+    Rnnsearch {
+        /// The alignment model's hidden size `n'` (`model.att_dim`).
+        att_dim: usize,
+        /// The pointer/copy mixture over the attention (`model.copy`; See et al. 2017).
+        copy: bool,
+    },
+}
+
+impl Arch {
+    /// RNNsearch with attention size `att_dim`, no copy mixture.
+    pub fn rnnsearch(att_dim: usize) -> Self {
+        Arch::Rnnsearch { att_dim, copy: false }
+    }
+
+    /// RNNenc over recurrent layers.
+    pub fn rnnenc() -> Self {
+        Arch::Rnnenc { encoder: EncoderKind::Rnn }
+    }
+
+    pub fn family(&self) -> Family {
+        match self {
+            Arch::Rnnenc { .. } => Family::Rnnenc,
+            Arch::Rnnsearch { .. } => Family::Rnnsearch,
+        }
+    }
+
+    /// Whether the output mixes in copies of source words (`model.copy`).
+    pub fn copy(&self) -> bool {
+        matches!(self, Arch::Rnnsearch { copy: true, .. })
+    }
+
+    /// Pairs the flat keys of a `[model]` table. `att_dim` is RNNsearch's alone: RNNenc
+    /// ignores it (presets and old model files give RNNenc models one), and writes 0.
+    pub fn from_keys(family: Family, att_dim: usize, copy: bool, encoder: EncoderKind) -> Result<Self> {
+        match family {
+            Family::Rnnsearch if encoder == EncoderKind::Grconv => {
+                Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()))
+            }
+            Family::Rnnsearch if att_dim == 0 => Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into())),
+            Family::Rnnsearch => Ok(Arch::Rnnsearch { att_dim, copy }),
+            Family::Rnnenc if copy => Err(Error::Config("model.copy copies through attention: it needs arch = \"rnnsearch\"".into())),
+            Family::Rnnenc => Ok(Arch::Rnnenc { encoder }),
+        }
+    }
+
+    /// The flat keys `(arch, att_dim, copy, encoder)` this architecture is written as.
+    pub fn keys(&self) -> (Family, usize, bool, EncoderKind) {
+        match *self {
+            Arch::Rnnenc { encoder } => (Family::Rnnenc, 0, false, encoder),
+            Arch::Rnnsearch { att_dim, copy } => (Family::Rnnsearch, att_dim, copy, EncoderKind::Rnn),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_valid_architecture_survives_its_keys() {
+        for arch in
+            [Arch::rnnsearch(7), Arch::Rnnsearch { att_dim: 3, copy: true }, Arch::rnnenc(), Arch::Rnnenc { encoder: EncoderKind::Grconv }]
+        {
+            let (f, a, c, e) = arch.keys();
+            assert_eq!(Arch::from_keys(f, a, c, e).unwrap(), arch);
+        }
+    }
+
+    #[test]
+    fn keys_no_architecture_has_are_refused_by_name() {
+        let err = |f, a, c, e| Arch::from_keys(f, a, c, e).unwrap_err().to_string();
+        assert!(err(Family::Rnnenc, 0, true, EncoderKind::Rnn).contains("model.copy"));
+        assert!(err(Family::Rnnsearch, 4, false, EncoderKind::Grconv).contains("model.encoder"));
+        assert!(err(Family::Rnnsearch, 0, false, EncoderKind::Rnn).contains("model.att_dim"));
+        // RNNenc has no attention: a preset's or an old file's att_dim is dropped.
+        assert_eq!(Arch::from_keys(Family::Rnnenc, 256, false, EncoderKind::Rnn).unwrap(), Arch::rnnenc());
+    }
+}
