@@ -4,6 +4,7 @@
 //! `arch = "rnnsearch" | "rnnenc"`, `att_dim`, `copy`, `encoder`. In memory they are one
 //! [`Arch`], so a model cannot be both RNNenc and a copy model, or RNNsearch over a grConv
 //! summary: [`Arch::from_keys`] refuses such a file by name, and nothing past it checks again.
+//! Sizes, `att_dim` among them, are checked with the others by `ModelConfig::validate`.
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -88,7 +89,6 @@ impl Arch {
             Family::Rnnsearch if encoder == EncoderKind::Grconv => {
                 Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()))
             }
-            Family::Rnnsearch if att_dim == 0 => Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into())),
             Family::Rnnsearch => Ok(Arch::Rnnsearch { att_dim, copy }),
             Family::Rnnenc if copy => Err(Error::Config("model.copy copies through attention: it needs arch = \"rnnsearch\"".into())),
             Family::Rnnenc => Ok(Arch::Rnnenc { encoder }),
@@ -123,7 +123,9 @@ mod tests {
         let err = |f, a, c, e| Arch::from_keys(f, a, c, e).unwrap_err().to_string();
         assert!(err(Family::Rnnenc, 0, true, EncoderKind::Rnn).contains("model.copy"));
         assert!(err(Family::Rnnsearch, 4, false, EncoderKind::Grconv).contains("model.encoder"));
-        assert!(err(Family::Rnnsearch, 0, false, EncoderKind::Rnn).contains("model.att_dim"));
+        // A size of 0 is `validate`'s to refuse, with the other sizes.
+        let zero = crate::config::Config::from_toml_str("[model]\narch = \"rnnsearch\"\natt_dim = 0", &[]).unwrap_err();
+        assert!(zero.to_string().contains("model.att_dim"));
         // RNNenc has no attention: a preset's or an old file's att_dim is dropped.
         assert_eq!(Arch::from_keys(Family::Rnnenc, 256, false, EncoderKind::Rnn).unwrap(), Arch::rnnenc());
     }

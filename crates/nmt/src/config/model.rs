@@ -168,6 +168,8 @@ pub struct ModelConfig {
 /// The `[model]` table as written: [`ModelConfig`]'s fields with the architecture's settings as
 /// keys of their own (`arch`, `att_dim`, `copy`, `encoder`; [`Arch::from_keys`] pairs them).
 /// The keys added after the first model files have defaults, so those files still load.
+/// A twin rather than `#[serde(flatten)]` of the `Arch` keys: serde cannot refuse unknown keys
+/// (`deny_unknown_fields`) in a struct that flattens.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ModelToml {

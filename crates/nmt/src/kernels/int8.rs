@@ -115,7 +115,8 @@ fn padded(k: usize) -> usize {
 pub struct QWeights {
     /// Row-major `(rows, kp)`, for the scalar and AVX2 paths.
     q: Vec<i8>,
-    /// The same for the VNNI path: 64-byte tiles `[rows / 16][kp / 4][16 rows][4 columns]`.
+    /// The same for the VNNI path: 64-byte tiles `[rows / 16][kp / 4][16 rows][4 columns]`;
+    /// empty on a CPU without it (the only one that reads them).
     tiles: Vec<i8>,
     scale: Vec<f32>,
     sum: Vec<i32>,
@@ -141,15 +142,24 @@ impl QWeights {
             scale[j] = quantize_row(&w[j * k..(j + 1) * k], &mut q[j * kp..j * kp + k]);
             sum[j] = q[j * kp..j * kp + k].iter().map(|&v| v as i32).sum();
         }
-        let mut tiles = vec![0i8; rp * kp];
-        for (j, row) in q.chunks_exact(kp).enumerate() {
-            for (k4, quad) in row.chunks_exact(4).enumerate() {
-                let at = ((j / 16) * (kp / 4) + k4) * 64 + (j % 16) * 4;
-                tiles[at..at + 4].copy_from_slice(quad);
-            }
-        }
+        let tiles = if Isa::available().contains(&Isa::Avx512Vnni) { vnni_tiles(&q, kp) } else { Vec::new() };
         QWeights { q, tiles, scale, sum, rows, k, kp }
     }
+}
+
+/// Row-major weights `q (rp, kp)` repacked for the VNNI path (see [`QWeights`]).
+fn vnni_tiles(q: &[i8], kp: usize) -> Vec<i8> {
+    let mut tiles = vec![0i8; q.len()];
+    if kp == 0 {
+        return tiles;
+    }
+    for (j, row) in q.chunks_exact(kp).enumerate() {
+        for (k4, quad) in row.chunks_exact(4).enumerate() {
+            let at = ((j / 16) * (kp / 4) + k4) * 64 + (j % 16) * 4;
+            tiles[at..at + 4].copy_from_slice(quad);
+        }
+    }
+    tiles
 }
 
 /// Activations `(rows, k)` quantised per row to 8 bits and shifted to unsigned, rows padded to
