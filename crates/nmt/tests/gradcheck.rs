@@ -144,16 +144,18 @@ fn grconv_gradients_match_finite_differences() {
     }
 }
 
-/// The gated-feedback decoder stack (Chung et al. 2015; composed on both paths), three decoder
-/// layers, both GRU forms and the LSTM, with unit and recurrent dropout and residual
-/// connections: the global gates and the other layers' `U^{i→j}` get their gradients.
+/// The gated-feedback decoder stack (Chung et al. 2015), its composed form and its kernel
+/// (`kernels::feedback`), three decoder layers, both GRU forms and the LSTM, with unit and
+/// recurrent dropout and residual connections: the global gates and the other layers'
+/// `U^{i→j}` get their gradients.
 #[test]
 fn gated_feedback_gradients_match_finite_differences() {
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for (cell, gru, residual, imp) in [
             (Cell::Gru, GruForm::Paper, false, Impl::Fused),
             (Cell::Gru, GruForm::ResetAfter, true, Impl::Ops),
-            (Cell::Lstm, GruForm::Paper, false, Impl::Fused),
+            (Cell::Gru, GruForm::ResetAfter, true, Impl::Fused),
+            (Cell::Lstm, GruForm::Paper, true, Impl::Fused),
         ] {
             let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
             check_with(arch, gru, imp, rates, &|c| {

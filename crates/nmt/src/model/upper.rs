@@ -60,8 +60,8 @@ impl UpperLayers {
 
     /// Teacher forcing: the first layer's outputs `s1 (B, T, n)`, the start output `h0 (B, n)`
     /// → the top outputs `(B, T, n)`, each layer's masks drawn from `dropout` at its sites, in
-    /// the form `backend` says. A gated-feedback stack steps its composed form in either: each
-    /// layer reads the layers above it at `t − 1` (`feedback.rs`).
+    /// the form `backend` says. A gated-feedback stack runs as a whole, all layers step by
+    /// step (each reads the layers above it at `t − 1`, `feedback.rs`).
     pub fn forward(&self, s1: &Tensor, h0: &Tensor, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         let (b, _, n) = s1.dims3()?;
         let shape = StackShape {
@@ -75,7 +75,10 @@ impl UpperLayers {
         };
         let masks = stack_masks(dropout, shape);
         if let Some(stack) = self.feedback_stack() {
-            return stack.run(s1, h0, &masks);
+            return match backend.fused() {
+                true => stack.run_fused(s1, h0, &masks),
+                false => stack.run(s1, h0, &masks),
+            };
         }
         match backend.fused() {
             true => self.forward_fused(s1, h0, &masks),
