@@ -229,8 +229,9 @@ fn copy_fused_equals_composed() {
     }
 }
 
-/// The gated-feedback decoder stack (its layers composed on both paths, inside the fused
-/// model): fused equals composed, dropout drawn alike, both cells, both architectures.
+/// The gated-feedback stacks, the decoder's and (under RNNenc) the encoder's, as the kernel
+/// (`kernels::feedback`) inside the fused model against the composed model: fused equals
+/// composed, dropout drawn alike, both cells, both architectures.
 #[test]
 fn gated_feedback_fused_equals_composed() {
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
@@ -239,7 +240,7 @@ fn gated_feedback_fused_equals_composed() {
         {
             let case = Case { arch, cell, output: OutputState::Previous, dropout: 0.3, recurrent: 0.2, recipe: None };
             let gf = |c: &mut nmt::config::ModelConfig| {
-                (c.dec_layers, c.residual, c.stack) = (layers, residual, nmt::config::StackKind::GatedFeedback)
+                (c.enc_layers, c.dec_layers, c.residual, c.stack) = (layers, layers, residual, nmt::config::StackKind::GatedFeedback)
             };
             let (e64, e32) = (compare_with(&case, DType::F64, &gf), compare_with(&case, DType::F32, &gf));
             eprintln!("gated feedback {arch:?} {cell:?} layers {layers} residual {residual}: f64 {e64:.1e}, f32 {e32:.1e}");

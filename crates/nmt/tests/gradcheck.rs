@@ -144,10 +144,11 @@ fn grconv_gradients_match_finite_differences() {
     }
 }
 
-/// The gated-feedback decoder stack (Chung et al. 2015), its composed form and its kernel
-/// (`kernels::feedback`), three decoder layers, both GRU forms and the LSTM, with unit and
-/// recurrent dropout and residual connections: the global gates and the other layers'
-/// `U^{i→j}` get their gradients.
+/// The gated-feedback stacks (Chung et al. 2015), their composed form and their kernel
+/// (`kernels::feedback`), three decoder layers and three encoder layers (RNNenc's; RNNsearch's
+/// stays plain), both GRU forms and the LSTM, with unit and recurrent dropout and residual
+/// connections, on a padded batch: the global gates and the other layers' `U^{i→j}` get
+/// their gradients.
 #[test]
 fn gated_feedback_gradients_match_finite_differences() {
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
@@ -160,7 +161,7 @@ fn gated_feedback_gradients_match_finite_differences() {
             let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
             check_with(arch, gru, imp, rates, &|c| {
                 c.cell = cell;
-                (c.dec_layers, c.residual, c.stack) = (3, residual, nmt::config::StackKind::GatedFeedback);
+                (c.enc_layers, c.dec_layers, c.residual, c.stack) = (3, 3, residual, nmt::config::StackKind::GatedFeedback);
             });
         }
     }

@@ -152,8 +152,9 @@ fn fused_search_equals_candle_search_for_stacks() {
     check_stacks("stack", &variants, &|c, residual| (c.enc_layers, c.dec_layers, c.residual) = (2, 3, residual));
 }
 
-/// The gated-feedback decoder stack (its host form against its composed form), three
-/// decoder layers, both GRU forms and the LSTM, with and without residual connections.
+/// The gated-feedback stacks (their host forms against their composed forms), three decoder
+/// layers and, under RNNenc, three encoder layers, both GRU forms and the LSTM, with and
+/// without residual connections.
 #[test]
 fn fused_search_equals_candle_search_for_gated_feedback() {
     let variants = [
@@ -162,8 +163,26 @@ fn fused_search_equals_candle_search_for_gated_feedback() {
         (CellKind::Gru(GruForm::ResetAfter), OutputState::Previous, true),
     ];
     check_stacks("gated feedback", &variants, &|c, residual| {
-        (c.dec_layers, c.residual, c.stack) = (3, residual, nmt::config::StackKind::GatedFeedback)
+        (c.enc_layers, c.dec_layers, c.residual, c.stack) = (3, 3, residual, nmt::config::StackKind::GatedFeedback)
     });
+}
+
+/// Padding never reaches a gated-feedback encoder's summary (its kernel has no lengths; the
+/// summary is read at each sentence's last word): each sentence alone and in padded batches
+/// of 6 give the same hypotheses, on both searches.
+#[test]
+fn gated_feedback_encoder_ignores_padding() {
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 4).into_iter().map(|e| e.src).collect();
+    for cell in [CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
+        let m = model_with(Family::Rnnenc, OutputState::Previous, cell, 1.8, &|c| {
+            (c.enc_layers, c.dec_layers, c.stack) = (3, 1, nmt::config::StackKind::GatedFeedback)
+        });
+        for imp in [Impl::Fused, Impl::Ops] {
+            let alone = SearchConfig { beam_size: 4, n_best: 2, batch_size: 1, ..SearchConfig::default() };
+            let padded = SearchConfig { batch_size: 6, ..alone.clone() };
+            assert_same(&run(&m, &srcs, &alone, imp), &run(&m, &srcs, &padded, imp), &format!("{cell:?} {imp:?}: alone, padded"));
+        }
+    }
 }
 
 /// grConv under RNNenc's decoder: the host encoder (`HostGrConv`) equals the candle one.

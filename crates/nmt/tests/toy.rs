@@ -128,3 +128,15 @@ fn gated_feedback_rnnsearch_learns_to_reverse() {
     });
     assert!(acc >= 0.98, "gated-feedback RNNsearch exact-match accuracy {acc}");
 }
+
+/// The lstm-seq2seq shape with both stacks gated-feedback (the encoder's and the decoder's
+/// upper layers read their stack's states at `t − 1`): the encoder's kernel and summary at
+/// each sentence's last word, learned end to end.
+#[test]
+fn gated_feedback_seq2seq_learns_to_reverse_short_sequences() {
+    let acc = train_reversal_with(Family::Rnnenc, 3..=6, 128, 1e-3, 0.95, &|c| {
+        c.cell = Cell::Lstm;
+        (c.enc_layers, c.dec_layers, c.reverse_source, c.stack) = (2, 2, true, nmt::config::StackKind::GatedFeedback);
+    });
+    assert!(acc >= 0.90, "gated-feedback lstm-seq2seq exact-match accuracy {acc}");
+}

@@ -144,12 +144,13 @@ pub struct ModelConfig {
     /// second layer on (Wu et al. 2016). Unit dropout (`dropout`) applies to each upper layer's
     /// input either way.
     pub residual: bool,
-    /// `plain` (the default) or `gated-feedback` (Chung et al. 2015): the decoder's layers
-    /// above the first read every decoder layer's state at `t − 1` through global reset gates.
-    /// Needs `dec_layers ≥ 2`. Encoder stacks stay plain: RNNsearch's bidirectional layers read
-    /// both directions of the layer below, so feedback from above would close a cycle. The
-    /// fused training runs those layers on composed ops (no kernel for them yet); the host
-    /// search steps them (`HostFeedback`, `model/feedback.rs`).
+    /// `plain` (the default) or `gated-feedback` (Chung et al. 2015): the layers above the
+    /// first of the decoder and of RNNenc's recurrent encoder read every layer of their stack
+    /// at `t − 1` through global reset gates. Needs such a stack of at least 2 layers.
+    /// RNNsearch's bidirectional encoder stays plain (feedback there closes a cycle,
+    /// `model/encoder.rs`). Fused training runs the stacks as one kernel
+    /// (`kernels/feedback.rs`); search steps the decoder's (`HostFeedback`) and runs the
+    /// encoder's with the same kernel (`model/feedback.rs`, `feedback_fused.rs`).
     pub stack: StackKind,
     /// Read the source backwards (Sutskever et al. 2014): each sentence's tokens, before its
     /// `</s>`, enter the encoder in reverse order. Done on the ids (`nmt_data::reverse_source`)
@@ -319,8 +320,11 @@ impl ModelConfig {
         if self.enc_layers == 0 || self.dec_layers == 0 {
             return Err(Error::Config("model.enc_layers and model.dec_layers must be at least 1".into()));
         }
-        if self.stack == StackKind::GatedFeedback && self.dec_layers < 2 {
-            return Err(Error::Config("model.stack = \"gated-feedback\" connects the decoder's layers: it needs dec_layers ≥ 2".into()));
+        let rnn_encoder = matches!(self.arch, Arch::Rnnenc { encoder: EncoderKind::Rnn });
+        if self.stack == StackKind::GatedFeedback && self.dec_layers < 2 && !(rnn_encoder && self.enc_layers >= 2) {
+            return Err(Error::Config(
+                "model.stack = \"gated-feedback\" connects a stack's layers: it needs dec_layers ≥ 2 (or, for RNNenc's recurrent encoder, enc_layers ≥ 2)".into(),
+            ));
         }
         if let Arch::Rnnsearch { att_dim: 0, .. } = self.arch {
             return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));

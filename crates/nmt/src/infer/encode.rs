@@ -1,11 +1,13 @@
 //! The encoders' forward pass on the host (model/encoder.rs and `Seq2Seq::encode` are the
 //! candle twins): embeddings, then the recurrent layer(s) over the padded batch by the training
 //! kernels' own forward pass (`kernels::birnn`, `kernels::rnn`: either cell, each sentence's
-//! state carried through its padding), then what the decoder reads, by the decoder's host form
+//! state carried through its padding; a gated-feedback stack by `kernels::feedback`'s), then
+//! what the decoder reads, by the decoder's host form
 //! (`HostAttention::memory`, `HostSummary::memory`).
 use super::dense::embed;
 use super::shortlist::SubVocab;
 use super::weights::{HostCore, HostModel};
+use crate::error::Result;
 use crate::kernels::birnn;
 use crate::kernels::gemm::fill_rows;
 use crate::kernels::rnn::{self, RnnDims};
@@ -34,8 +36,9 @@ impl HostEncoded {
     }
 }
 
-/// Encodes `src (B, S)` ids with true lengths `lens`.
-pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) -> HostEncoded {
+/// Encodes `src (B, S)` ids with true lengths `lens`. Fails only if a gated-feedback
+/// encoder's snapshot does not fit the batch (`kernels::feedback::feedback_host`).
+pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) -> Result<HostEncoded> {
     let cfg = &model.cfg;
     let (b, n, m) = (lens.len(), cfg.hidden_dim, cfg.emb_dim);
     let s = src.len() / b.max(1);
@@ -65,19 +68,22 @@ pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) ->
         };
         out = if k > 0 && cfg.residual { h.iter().zip(&out).map(|(a, b)| a + b).collect() } else { h };
     }
+    if let HostCore::Enc { feedback: Some(stack), .. } = &model.core {
+        out = stack.run(&out, b)?;
+    }
     let (memory, h0) = match &model.core {
         HostCore::Search { dec, .. } => dec.memory(&out, b, s, threads),
         HostCore::Enc { dec, .. } => {
             let last: Vec<f32> = match &model.grconv {
                 Some(g) => g.summaries(&x, &dims.lens, threads),
-                // The state carried to the last position is each sentence's h_T.
-                None => (0..b).flat_map(|r| out[((r + 1) * s - 1) * n..(r + 1) * s * n].iter().copied()).collect(),
+                // Each sentence's top output at its last word (`encoder::last_outputs`).
+                None => dims.lens.iter().enumerate().flat_map(|(r, &l)| out[(r * s + l.min(s) - 1) * n..][..n].iter().copied()).collect(),
             };
             dec.memory(&last, &model.out, threads)
         }
     };
     let init = start_states(h0, n, model.layer_width(), cfg.dec_layers);
-    HostEncoded { memory, init, src_ext: Vec::new(), lens: lens.to_vec(), src_len: s, vocab: None }
+    Ok(HostEncoded { memory, init, src_ext: Vec::new(), lens: lens.to_vec(), src_len: s, vocab: None })
 }
 
 /// Start states `(B, L·w)` from each sentence's `h_0 (B, n)`: every one of the `L` decoder

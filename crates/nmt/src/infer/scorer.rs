@@ -36,7 +36,7 @@ impl Scorer for HostModel {
     }
 
     fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<HostEncoded> {
-        let mut enc = encode(self, &batch.src, &batch.src_lengths, rayon::current_num_threads());
+        let mut enc = encode(self, &batch.src, &batch.src_lengths, rayon::current_num_threads())?;
         enc.src_ext = batch.src_ext.clone();
         enc.vocab = vocab.map(|ids| SubVocab::new(&self.out.proj, ids.to_vec()));
         Ok(enc)

@@ -9,6 +9,7 @@ use crate::kernels::projection::Projection;
 use crate::model::attention_decoder::HostAttention;
 use crate::model::copy::HostCopy;
 use crate::model::encoder::SummaryEncoder;
+use crate::model::feedback_fused::HostFeedbackStack;
 use crate::model::grconv::HostGrConv;
 use crate::model::output::HostOutput;
 use crate::model::rnn::HostRnn;
@@ -20,8 +21,9 @@ use crate::model::{Backend, Layers, Seq2Seq};
 pub enum HostCore {
     /// RNNsearch: the bidirectional encoder's layers, attention decoder.
     Search { enc: Vec<HostRnn>, dec: Box<HostAttention> },
-    /// RNNenc: the encoder's layers, summary decoder.
-    Enc { enc: Vec<HostRnn>, dec: Box<HostSummary> },
+    /// RNNenc: the encoder's plain layers (the first only, under a gated-feedback stack),
+    /// the stack, summary decoder.
+    Enc { enc: Vec<HostRnn>, feedback: Option<HostFeedbackStack>, dec: Box<HostSummary> },
 }
 
 /// Everything search needs, on the host.
@@ -55,7 +57,7 @@ impl HostModel {
                 dec.quantize();
                 enc
             }
-            HostCore::Enc { enc, dec } => {
+            HostCore::Enc { enc, dec, .. } => {
                 dec.quantize();
                 enc
             }
@@ -86,17 +88,24 @@ impl HostModel {
                     .collect::<Result<_>>()?,
                 dec: Box::new(HostAttention::new(dec, &cfg, &out)?),
             },
-            Layers::Enc { enc, dec } => HostCore::Enc {
-                enc: match enc {
-                    SummaryEncoder::Rnn(e) => &e.layers[..],
-                    SummaryEncoder::GrConv(_) => &[],
+            Layers::Enc { enc, dec } => {
+                let (plain, feedback) = match enc {
+                    SummaryEncoder::Rnn(e) => match e.feedback_stack() {
+                        Some(stack) => (&e.layers[..1], Some(HostFeedbackStack::new(&stack)?)),
+                        None => (&e.layers[..], None),
+                    },
+                    SummaryEncoder::GrConv(_) => (&[][..], None),
+                };
+                HostCore::Enc {
+                    enc: plain
+                        .iter()
+                        .enumerate()
+                        .map(|(k, l)| HostRnn::new(&[l], if k == 0 { cfg.emb_dim } else { cfg.hidden_dim }))
+                        .collect::<Result<_>>()?,
+                    feedback,
+                    dec: Box::new(HostSummary::new(dec, cfg.hidden_dim)?),
                 }
-                .iter()
-                .enumerate()
-                .map(|(k, l)| HostRnn::new(&[l], if k == 0 { cfg.emb_dim } else { cfg.hidden_dim }))
-                .collect::<Result<_>>()?,
-                dec: Box::new(HostSummary::new(dec, cfg.hidden_dim)?),
-            },
+            }
         };
         let upper = HostUpper::new(model.upper_layers(), cfg.cell_kind(), cfg.hidden_dim)?;
         let (src_emb, tgt_emb) = model.embeddings();

@@ -65,25 +65,43 @@ pub fn param_len(kind: CellKind, hidden: usize, layers: usize) -> usize {
 /// Differentiable with respect to all three inputs.
 pub fn feedback_sequence(s1: &Tensor, h0: &Tensor, params: &Tensor, spec: FeedbackSpec<'_>) -> Result<Tensor> {
     let (batch, len, hidden) = s1.dims3()?;
+    if h0.dims() != [batch, hidden] {
+        candle_core::bail!("feedback_sequence: s1 {:?} but h0 {:?}", s1.dims(), h0.dims());
+    }
+    let d = dims((batch, len, hidden), params.elem_count(), &spec)?;
+    apply(FeedbackSeq(d), s1, h0, params)
+}
+
+/// The same forward pass on host slices, without dropout and without autodiff: the host
+/// encoder's (`infer/encode.rs`), so that search runs the training kernel's own arithmetic.
+/// `shape` is `(B, T, n)`. It keeps what a backward pass would read (about `T·(L−1)` times
+/// `(2G + L·n + 4n)` values per sentence), which an encoder's batch affords.
+pub fn feedback_host(s1: &[f32], h0: &[f32], params: &[f32], spec: FeedbackSpec<'_>, shape: (usize, usize, usize)) -> Result<Vec<f32>> {
+    let (batch, len, hidden) = shape;
+    if s1.len() != batch * len * hidden || h0.len() != batch * hidden {
+        candle_core::bail!("feedback_host: {} inputs and {} start values for {shape:?}", s1.len(), h0.len());
+    }
+    let d = dims(shape, params.len(), &spec)?;
+    Ok(forward(&d, s1, h0, params).0)
+}
+
+/// A call's [`Dims`] for inputs of `(B, T, n)` and `params` weights, if they fit the spec.
+fn dims((batch, len, hidden): (usize, usize, usize), params: usize, spec: &FeedbackSpec<'_>) -> Result<Dims> {
     let ups = spec.layers.saturating_sub(1);
     let fits = ups >= 1
         && spec.dropout.len() == ups
-        && h0.dims() == [batch, hidden]
-        && params.elem_count() == ups * param_len(spec.kind, hidden, spec.layers)
+        && params == ups * param_len(spec.kind, hidden, spec.layers)
         && spec
             .dropout
             .iter()
             .all(|m| m.input.is_none_or(|v| v.len() == batch * len * hidden) && m.state.is_none_or(|v| v.len() == batch * hidden));
     if !fits {
         candle_core::bail!(
-            "feedback_sequence: s1 {:?}, h0 {:?}, {} weights, {} layers or the masks do not fit",
-            s1.dims(),
-            h0.dims(),
-            params.elem_count(),
+            "gated-feedback stack: {params} weights, {} layers or the masks do not fit ({batch}, {len}, {hidden})",
             spec.layers
         );
     }
-    let d = Dims {
+    Ok(Dims {
         batch,
         len,
         hidden,
@@ -92,8 +110,7 @@ pub fn feedback_sequence(s1: &Tensor, h0: &Tensor, params: &Tensor, spec: Feedba
         residual: spec.residual,
         input_masks: spec.dropout.iter().map(|m| m.input.map(<[f32]>::to_vec)).collect(),
         state_masks: spec.dropout.iter().map(|m| m.state.map(<[f32]>::to_vec)).collect(),
-    };
-    apply(FeedbackSeq(d), s1, h0, params)
+    })
 }
 
 struct FeedbackSeq(Dims);

@@ -5,7 +5,12 @@
 //!   shared source embeddings; annotation `h_j = [→h_j ; ←h_j]`, `(batch, src_len, 2n)`.
 //!   Upper layers are bidirectional too and read the annotations below.
 //! * [`RnnEncoder`] (RNNenc appendix A): one layer (or a stack); the top's last output
-//!   `h^(T)`, `(batch, n)`.
+//!   `h^(T)`, `(batch, n)`. With `model.stack = "gated-feedback"` its layers above the first
+//!   form a gated-feedback stack (Chung et al. 2015, `feedback.rs`). RNNsearch's encoder
+//!   stays plain: each bidirectional layer reads both directions below at `t`, so forwards
+//!   layer `j` at `t` needs backward layer `j − 1` at `t`, which through feedback needs
+//!   backward layer `j` at `t + 1`, which needs forwards layer `j − 1` at `t + 1`, which
+//!   needs forwards layer `j` at `t`: a cycle once `j − 1` has feedback (three layers on).
 //!
 //! Between layers: unit dropout on the upper layer's input (`model.dropout`) and, with
 //! `model.residual`, the upper layer's output plus its input (Wu et al. 2016).
@@ -17,12 +22,13 @@
 use candle_core::Tensor;
 
 use super::backend::Backend;
+use super::feedback::{Feedback, FeedbackStack};
 use super::grconv::GrConv;
 use super::params::ParamBuilder;
 use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks, Side, StackShape};
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernels::{birnn, linear, rnn};
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
@@ -48,7 +54,8 @@ pub(crate) fn layer_scope<'a>(pb: &ParamBuilder<'a>, k: usize) -> ParamBuilder<'
 pub struct Stack {
     pub layers: usize,
     pub residual: bool,
-    /// Plain, or gated feedback between the decoder's layers (`feedback.rs`; encoders are plain).
+    /// Plain, or gated feedback between the layers above the first (`feedback.rs`): the
+    /// decoder's and RNNenc's recurrent encoder's; RNNsearch's encoder ignores it.
     pub kind: StackKind,
 }
 
@@ -149,6 +156,8 @@ impl BiRnnEncoder {
 pub struct RnnEncoder {
     pub layers: Vec<Rnn>,
     pub residual: bool,
+    /// The upper layers' gated-feedback weights (`model.stack = "gated-feedback"`), or empty.
+    pub feedback: Vec<Feedback>,
 }
 
 impl RnnEncoder {
@@ -156,33 +165,62 @@ impl RnnEncoder {
         let layers = (0..stack.layers)
             .map(|k| Rnn::new(if k == 0 { emb } else { hidden }, hidden, kind, &layer_scope(pb, k).pp(cell_name(kind))))
             .collect::<Result<_>>()?;
-        Ok(RnnEncoder { layers, residual: stack.residual })
+        let feedback = match stack.kind {
+            StackKind::GatedFeedback if stack.layers > 1 => (1..stack.layers)
+                .map(|k| Feedback::new(hidden, stack.layers, k, &layer_scope(pb, k).pp("feedback")))
+                .collect::<Result<_>>()?,
+            _ => Vec::new(),
+        };
+        Ok(RnnEncoder { layers, residual: stack.residual, feedback })
     }
 
-    /// `x (B, S, m)` → `h^(T) (B, n)`, each sentence's top output after its last word (padding
-    /// carries every layer's state, so the last position holds it), in the form `backend` says.
+    /// The layers above the first as a gated-feedback stack, if they are one.
+    pub fn feedback_stack(&self) -> Option<FeedbackStack<'_>> {
+        (!self.feedback.is_empty()).then_some(FeedbackStack {
+            layers: &self.layers[1..],
+            feedback: &self.feedback,
+            residual: self.residual,
+        })
+    }
+
+    /// `x (B, S, m)` → `h^(T) (B, n)`, each sentence's top output at its last word, in the
+    /// form `backend` says. A gated-feedback stack runs over the first layer's outputs from
+    /// zero states, as the decoder's does over its first layer's (`feedback.rs`).
     pub fn forward(&self, x: &Tensor, src: Source, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         let masks = encoder_masks(dropout, x, self.layers.len(), self.layers[0].hidden(), 1)?;
-        match backend.fused() {
-            true => self.forward_fused(x, src.lens, &masks),
-            false => self.forward_composed(x, src.mask, &masks),
-        }
+        let plain = if self.feedback.is_empty() { self.layers.len() } else { 1 };
+        let out = match backend.fused() {
+            true => self.forward_fused(x, src.lens, &masks[..plain])?,
+            false => self.forward_composed(x, src.mask, &masks[..plain])?,
+        };
+        let out = match self.feedback_stack() {
+            Some(stack) => {
+                let zeros = Tensor::zeros((out.dim(0)?, out.dim(2)?), out.dtype(), out.device())?;
+                match backend.fused() {
+                    true => stack.run_fused(&out, &zeros, &masks[1..])?,
+                    false => stack.run(&out, &zeros, &masks[1..])?,
+                }
+            }
+            None => out,
+        };
+        last_outputs(&out, src.lens)
     }
 
+    /// The composed form of the first `masks.len()` layers: `(B, S, n)`.
     fn forward_composed(&self, x: &Tensor, mask: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
-        let (b, s, _) = x.dims3()?;
+        let b = x.dim(0)?;
         let mut input = x.clone();
-        for (k, rnn) in self.layers.iter().enumerate() {
-            let mk = &masks[k];
+        for (k, (rnn, mk)) in self.layers.iter().zip(masks).enumerate() {
             let x_k = if k == 0 { input.clone() } else { masked(&input, &mk.input)? };
             let state_mask = state_tensor(mk.state.as_deref(), b, rnn.hidden(), x)?;
             let (out, _) = rnn.run(&rnn.project(&x_k)?, mask, false, state_mask.as_ref(), None)?;
             input = if k > 0 && self.residual { (out + &input)? } else { out };
         }
-        Ok(input.narrow(1, s - 1, 1)?.squeeze(1)?)
+        Ok(input)
     }
 
-    /// The fused form (`kernels::rnn`, lengths inside the op).
+    /// The fused form of the first `masks.len()` layers (`kernels::rnn`, lengths inside the
+    /// op): `(B, S, n)`.
     fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
         let n = self.layers[0].hidden();
@@ -199,8 +237,22 @@ impl RnnEncoder {
             let out = rnn::rnn_sequence(&gi, &g.u_cat()?, &rows, false, spec)?;
             hs = if k > 0 && self.residual { (out + hs)? } else { out };
         }
-        Ok(hs.narrow(1, s - 1, 1)?.squeeze(1)?)
+        Ok(hs)
     }
+}
+
+/// Each sentence's output at its last word, `(B, n)`, of `out (B, S, n)` and the lengths. A
+/// plain stack carries its states through the padding, so this is also its last position; a
+/// gated-feedback stack does not (its kernel has no lengths), and nothing reads its outputs
+/// past a sentence's end: the recurrence runs forwards, so they never reach the earlier ones.
+fn last_outputs(out: &Tensor, lens: &[usize]) -> Result<Tensor> {
+    let (b, s, n) = out.dims3()?;
+    let rows: Vec<u32> = lens.iter().enumerate().map(|(r, &l)| (r * s + l.clamp(1, s) - 1) as u32).collect();
+    if rows.len() != b {
+        return Err(Error::Config(format!("{} source lengths for a batch of {b}", rows.len())));
+    }
+    let idx = Tensor::from_vec(rows, b, out.device())?;
+    Ok(out.reshape((b * s, n))?.index_select(&idx, 0)?)
 }
 
 /// RNNenc's encoder: recurrent layers or grConv (`model.encoder`).

@@ -23,10 +23,9 @@
 //! all its layers at once (not layer by layer over whole sequences as `upper.rs` does).
 //!
 //! The file holds the layer's forms: the composed one on candle ops ([`Feedback::step`],
-//! [`FeedbackStack::run`]; autodiff, any device; the reference twin), its kernel variant for
-//! fused training ([`FeedbackStack::run_fused`], one op over the whole sequence with a
-//! hand-written backward pass in `kernels/feedback.rs`), and the host step that search runs
-//! on `f32` slices ([`HostFeedback`], [`layer_step`]; no dropout). `tests/gradcheck.rs`,
+//! [`FeedbackStack::run`]; autodiff, any device; the reference twin) and the host step that
+//! search runs on `f32` slices ([`HostFeedback`], [`layer_step`]; no dropout). Its kernel
+//! forms, for fused training and the host encoder, are in `feedback_fused.rs`. `tests/gradcheck.rs`,
 //! `tests/fused_model.rs` and `tests/infer.rs` hold them to each other and to finite
 //! differences.
 //!
@@ -38,9 +37,8 @@ use super::params::{Init, ParamBuilder};
 use super::regularizer::LayerMasks;
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::infer::dense::{affine, host};
-use crate::kernels::feedback::{feedback_sequence, FeedbackSpec, LayerDropout};
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::math::FastMath;
 
@@ -220,29 +218,6 @@ impl FeedbackStack<'_> {
             h1_prev = x;
         }
         Ok(Tensor::stack(&outs, 1)?)
-    }
-}
-
-impl FeedbackStack<'_> {
-    /// The fused form of [`FeedbackStack::run`]: the stack as one op with its hand-written
-    /// backward pass (`kernels::feedback`), every upper layer's weights handed over as one flat
-    /// vector in the kernel's order (`cat` sends each weight its own gradient).
-    pub fn run_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
-        let mut parts = Vec::with_capacity(7 * self.layers.len());
-        for (rnn, fb) in self.layers.iter().zip(self.feedback) {
-            let (w, b) = rnn.input_weights();
-            parts.extend([w.flatten_all()?, b.clone(), rnn.u_cat()?.flatten_all()?, rnn.bias_h()?]);
-            parts.extend([fb.w_g.flatten_all()?, fb.u_g.flatten_all()?, fb.u_other.flatten_all()?]);
-        }
-        let params = Tensor::cat(&parts, 0)?;
-        let dropout: Vec<LayerDropout<'_>> = (0..self.layers.len())
-            .map(|k| {
-                masks.get(k).map_or_else(LayerDropout::default, |m| LayerDropout { input: m.input.as_deref(), state: m.state.as_deref() })
-            })
-            .collect();
-        let kind = self.layers.first().map(Rnn::kind).ok_or_else(|| Error::Config("a gated-feedback stack needs an upper layer".into()))?;
-        let spec = FeedbackSpec { kind, layers: self.layers.len() + 1, residual: self.residual, dropout: &dropout };
-        Ok(feedback_sequence(s1, h0, &params, spec)?)
     }
 }
 

@@ -12,6 +12,7 @@ mod decoding;
 pub mod embedding;
 pub mod encoder;
 pub mod feedback;
+pub mod feedback_fused;
 mod forced;
 pub mod grconv;
 pub mod gru;
@@ -105,7 +106,10 @@ impl Seq2Seq {
         let tgt_emb = pb.get(TGT_EMB, &[cfg.tgt_vocab, m], Init::Normal)?;
         let kind = cfg.cell_kind();
         let dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
+        // Gated feedback reaches RNNenc's recurrent encoder, not RNNsearch's bidirectional one
+        // (`encoder.rs`).
         let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: StackKind::Plain };
+        let enc_stack = Stack { kind: cfg.stack, ..stack };
         let (core, ctx_dim) = match cfg.arch {
             Arch::Rnnsearch { att_dim, .. } => (
                 Core::Search {
@@ -117,7 +121,7 @@ impl Seq2Seq {
             Arch::Rnnenc { encoder } => (
                 Core::Enc {
                     enc: match encoder {
-                        EncoderKind::Rnn => SummaryEncoder::Rnn(RnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?),
+                        EncoderKind::Rnn => SummaryEncoder::Rnn(RnnEncoder::new(m, n, kind, enc_stack, &pb.pp("encoder"))?),
                         EncoderKind::Grconv => SummaryEncoder::GrConv(grconv::GrConv::new(m, n, &pb.pp("encoder").pp("grconv"))?),
                     },
                     dec: SummaryDecoder::new(dims, &pb.pp("decoder"))?,
