@@ -1,6 +1,8 @@
 //! The gated-feedback stack (Chung et al. 2015, "Gated Feedback Recurrent Neural Networks",
 //! §3, eq. 12–15; `model.stack = "gated-feedback"`): the decoder's layers above the first each
 //! read **every** decoder layer's state at `t − 1`, each through a scalar global reset gate.
+//! RNNenc's recurrent encoder runs the same stack over its first layer's outputs, from zero
+//! states (`encoder.rs`); "decoder" below reads "stack" there.
 //!
 //! For upper layer `j` (2 ≤ j ≤ L), its input `x = x^j_t` (the layer below at `t`, after unit
 //! dropout) and `h* = [h^1_{t−1}; …; h^L_{t−1}]` (every layer's output `h`, `(rows, L·n)`):
@@ -17,7 +19,8 @@
 //! applies to the layer's own state where it enters `U`, as in a plain layer; the other
 //! layers' states enter unmasked. The first layer (the source-conditioned decoder) keeps its
 //! own recurrence: it is computed before the stack, so it takes no feedback (the paper's
-//! stacks have no conditioned layer).
+//! stacks have no conditioned layer). The encoder's first layer stays plain too, so that one
+//! stack and one kernel serve both (the paper gives its first layer feedback as well).
 //!
 //! Because layer `j` at `t` reads layers above it at `t − 1`, the stack runs step by step over
 //! all its layers at once (not layer by layer over whole sequences as `upper.rs` does).
