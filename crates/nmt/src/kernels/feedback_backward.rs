@@ -127,14 +127,16 @@ impl<T: Real> Step<'_, T> {
         matmul(&mut dv, 0, ln, dr_m, Mat::strided(&tr.ut, 2 * n * n, n, n, n), false, th);
         matmul(&mut dv, n, ln, dr_m, Mat::new(&tr.uot, n, (l - 1) * n), false, th);
         // V's blocks: each source times its gate (and ρ').
-        let (mut dg, mut dhu) = (zeros(b * l), zeros(b * n));
+        let (mut dg, mut dhu, mut rhos) = (zeros(b * l), zeros(b * n), vec![T::ONE; n]);
         for r in 0..b {
+            if d.reset_before() {
+                rhos.iter_mut().enumerate().for_each(|(j, p)| *p = sig(r, 0, j));
+            }
             for (blk, i) in std::iter::once(self.own()).chain(self.others()).enumerate() {
                 let gate = bf.g[r * l + i];
                 for j in 0..n {
                     let src = if blk == 0 { hu[r * n + j] } else { at.s[r * ln + i * n + j] };
-                    let dvj = dv[r * ln + blk * n + j];
-                    let rho = if d.reset_before() { sig(r, 0, j) } else { T::ONE };
+                    let (dvj, rho) = (dv[r * ln + blk * n + j], rhos[j]);
                     dg[r * l + i] += dvj * rho * src;
                     if d.reset_before() {
                         dr[r * n + j] += dvj * gate * src;

@@ -1,7 +1,7 @@
 //! The gated-feedback stack op's forward pass (`feedback.rs`, where the equations are): the
 //! flat weights' layout, one upper layer's step, the whole sequence, and the products kept
 //! for the backward pass (`feedback_backward.rs`).
-use super::gemm::{fill_rows, matmul, Mat, Real};
+use super::gemm::{matmul, Mat, Real};
 use crate::config::{CellKind, GruForm};
 
 /// Where each weight of one upper layer starts in its block of the flat parameter vector.
@@ -260,25 +260,29 @@ impl<T: Real> Step<'_, T> {
         let (ln, th, w) = (l * n, rayon::current_num_threads(), &self.w);
         bufs.xin.copy_from_slice(&xin);
         let xm = Mat::new(&xin, b, n);
-        bufs.gi.copy_from_slice(&fill_rows(w.b, b));
+        bufs.gi.chunks_exact_mut(g).for_each(|row| row.copy_from_slice(w.b));
         matmul(bufs.gi, 0, g, xm, Mat::new(w.w, n, g), true, th);
         matmul(bufs.g, 0, l, xm, Mat::new(w.wg, n, l), false, th);
         matmul(bufs.g, 0, l, Mat::new(s, b, ln), Mat::new(w.ug, ln, l), true, th);
         bufs.g.iter_mut().for_each(|v| *v = v.sigmoid_fast());
         let hprev = block(s, self.own(), n, l);
         let hu = masked(&hprev, self.state_mask);
-        bufs.gh.copy_from_slice(&fill_rows(w.bh, b));
+        bufs.gh.chunks_exact_mut(g).for_each(|row| row.copy_from_slice(w.bh));
         matmul(bufs.gh, 0, g, Mat::new(&hu, b, n), Mat::new(w.u, n, g), true, th);
-        // V: each source times its gate (and, for the paper's GRU, the reset gate).
+        // V: each source times its gate (and, for the paper's GRU, the reset gate `ρ'`, one
+        // row per sentence, shared by every block).
+        let mut rho = vec![T::ONE; n];
         for r in 0..b {
             let (gi, gh) = (&bufs.gi[r * g..][..g], &bufs.gh[r * g..][..g]);
+            if d.reset_before() {
+                rho.iter_mut().enumerate().for_each(|(j, p)| *p = (gi[j] + gh[j]).sigmoid_fast());
+            }
             let gates = &bufs.g[r * l..][..l];
             let v = &mut bufs.v[r * ln..][..ln];
             let src = std::iter::once((self.own(), &hu[r * n..][..n])).chain(self.others().map(|i| (i, &s[r * ln + i * n..][..n])));
             for (blk, (i, x)) in src.enumerate() {
                 for j in 0..n {
-                    let rho = if d.reset_before() { (gi[j] + gh[j]).sigmoid_fast() } else { T::ONE };
-                    v[blk * n + j] = gates[i] * rho * x[j];
+                    v[blk * n + j] = gates[i] * rho[j] * x[j];
                 }
             }
         }

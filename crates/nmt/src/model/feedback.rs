@@ -28,9 +28,9 @@
 //! The file holds the layer's forms: the composed one on candle ops ([`Feedback::step`],
 //! [`FeedbackStack::run`]; autodiff, any device; the reference twin) and the host step that
 //! search runs on `f32` slices ([`HostFeedback`], [`layer_step`]; no dropout). Its kernel
-//! forms, for fused training and the host encoder, are in `feedback_fused.rs`. `tests/gradcheck.rs`,
-//! `tests/fused_model.rs` and `tests/infer.rs` hold them to each other and to finite
-//! differences.
+//! forms, for fused training and the host encoder, are in `feedback_fused.rs`.
+//! `tests/gradcheck.rs`, `tests/fused_model.rs` and `tests/infer.rs` hold them to each other
+//! and to finite differences.
 //!
 //! Shapes: `rows` sentences or hypotheses, `T` target positions, `n` hidden, `L` decoder
 //! layers, a layer's state width `w` (`n`, or the LSTM's `[h; c]`, `2n`).

@@ -2,8 +2,8 @@
 //! reference twin): [`FeedbackStack::run_fused`] for fused training, one op over the whole
 //! sequence with a hand-written backward pass (`kernels/feedback.rs`), and
 //! [`HostFeedbackStack`], the same kernel's forward pass on host slices for the encoder that
-//! search runs (`infer/encode.rs`). A decoder's stack in search steps with [`super::feedback::layer_step`]
-//! instead: search advances one target position at a time.
+//! search runs (`infer/encode.rs`). A decoder's stack in search steps with
+//! [`super::feedback::layer_step`] instead: search advances one target position at a time.
 //!
 //! Both hand the kernel every upper layer's weights as one flat vector, in the order of
 //! `kernels::feedback::param_len`'s layout: `W (n, G)`, `b (G)`, `U (n, G)`, `b_h (G)`,
