@@ -9,6 +9,10 @@
 #
 # INT8=1 compares the searches in int8 on both sides: `nmt bench --int8` (greedy, beam 5) against
 # the reference stepped with PyTorch's dynamic int8 products (scripts/pytorch-int8-reference.py).
+# TUNED=1 runs the reference under PyTorch's documented CPU speed settings instead
+# (scripts/pytorch-tuned-reference.py: torch.compile, fused Adam); BF16=1 with it adds its bf16
+# mixed precision (autocast), PyTorch's fastest setting on a CPU with AVX512_BF16 or AMX.
+# TUNED=1 INT8=1 times `nmt bench --int8`'s searches against that.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-5}
@@ -28,9 +32,14 @@ for r in $(seq "$rounds"); do
   echo "round $r/$rounds" >&2
   if [ "${INT8:-0}" = 1 ]; then
     "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --int8 --only greedy,beam5 | sed "s/^/nmt $r /" >> "$out"
-    BENCH_REF="$ref" BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" -W ignore "$root/scripts/pytorch-int8-reference.py" | sed "s/^/torch $r /" >> "$out"
   else
     "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --only train,greedy,beam5 | sed "s/^/nmt $r /" >> "$out"
+  fi
+  if [ "${TUNED:-0}" = 1 ]; then
+    BF16="${BF16:-0}" BENCH_REF="$ref" BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" -W ignore "$root/scripts/pytorch-tuned-reference.py" | sed "s/^/torch $r /" >> "$out"
+  elif [ "${INT8:-0}" = 1 ]; then
+    BENCH_REF="$ref" BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" -W ignore "$root/scripts/pytorch-int8-reference.py" | sed "s/^/torch $r /" >> "$out"
+  else
     BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" "$ref/pytorch_rnnsearch.py" | sed "s/^/torch $r /" >> "$out"
   fi
 done
@@ -43,12 +52,10 @@ for who, r, js in rows:
     data[(who, int(r), j["bench"])] = j
 rounds = int(sys.argv[2])
 benches = [("greedy", "sentences_per_s"), ("beam5", "sentences_per_s")]
-if ("torch", 1, "train") in data:
-    t, n = data[("torch", 1, "train")], data[("nmt", 1, "train")]
-    print(f"loss0: nmt {n['loss0']}  pytorch {t['loss0']}")
+n, t = data[("nmt", 1, "greedy")], data[("torch", 1, "greedy")]
+print(f"nmt{' --int8' if n.get('int8') else ''} against {t['impl']}; loss0: nmt {n.get('loss0', '-')}  pytorch {t.get('loss0', '-')}")
+if ("nmt", 1, "train") in data:
     benches.insert(0, ("train", "target_tokens_per_s"))
-else:
-    print(f"int8: nmt --int8 against {data[('torch', 1, 'greedy')]['impl']}")
 for bench, key in benches:
     ratios = []
     print(f"{bench} ({key}):")
