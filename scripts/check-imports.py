@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Checks the layout rules of crates/*/src: no import circle between files, no file over 400 lines.
+"""Checks the layout rules of crates/*/src: no import circle between files, none between
+top-level modules (a folder such as `model/` or a file such as `translate.rs` counts as one, so two
+folders that import each other are a circle too), no file over 400 lines.
 
 A file imports another when it names a path into it: `use crate::a::b`, `use super::x`,
 `self::x`, `use child::x` (a child module), or an inline `crate::a::b::f(...)`. Paths resolve to the longest module that is a
@@ -162,6 +164,19 @@ def cycles(g):
     return out
 
 
+def folder_edges(g, src):
+    """The file graph `g` collapsed to top-level modules: `src/a/b.rs` belongs to `a`."""
+    def top(f):
+        rel = os.path.relpath(f, src).split(os.sep)
+        return os.path.join(src, rel[0] if len(rel) > 1 else rel[0][:-3])
+    out = {}
+    for f, targets in g.items():
+        out.setdefault(top(f), set()).update(top(t) for t in targets if top(t) != top(f))
+        for t in targets:
+            out.setdefault(top(t), set())
+    return out
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     crates = os.path.join(root, "crates")
@@ -171,9 +186,13 @@ def main():
         if not os.path.isdir(src):
             continue
         mods = modules(src)
-        for comp in cycles(edges(mods)):
+        g = edges(mods)
+        for comp in cycles(g):
             bad += 1
             print("import circle: " + " <-> ".join(os.path.relpath(f, root) for f in comp))
+        for comp in cycles(folder_edges(g, src)):
+            bad += 1
+            print("import circle between top-level modules: " + " <-> ".join(os.path.relpath(f, root) for f in comp))
         for f in mods.values():
             n = sum(1 for _ in open(f, encoding="utf-8"))
             if n > MAX_LINES:
@@ -181,7 +200,7 @@ def main():
                 print(f"{os.path.relpath(f, root)}: {n} lines (limit {MAX_LINES})")
     if bad:
         sys.exit(1)
-    print("layout ok: no import circle between files, no file over 400 lines")
+    print("layout ok: no import circle between files or top-level modules, no file over 400 lines")
 
 
 if __name__ == "__main__":

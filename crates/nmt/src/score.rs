@@ -1,5 +1,5 @@
 //! Scoring given translations: `log p(y | x)` under a model, teacher-forced (Cho et al. 2014's
-//! first use of the RNN Encoder-Decoder, `shared/SPEC.md` "Using a trained model", 2).
+//! first use of the RNN Encoder-Decoder, docs/MODELS.md#scoring).
 //!
 //! Pairs are segmented as training segments them (`</s>` on both sides, the source in the
 //! encoder's reading order, a copy model's extended ids), sorted by length into batches so that
@@ -7,7 +7,7 @@
 //! target tokens' log-probabilities, `</s>` included: what beam search reports as a
 //! hypothesis's `log_prob`.
 //!
-//! An ensemble's token probability is the average of its members' (`infer/ensemble.rs`, which
+//! An ensemble's token probability is the average of its members' (`search/ensemble.rs`, which
 //! decodes with the same average, so an ensemble's scores are what its search reports too):
 //! `log p(y_i) = log (1/M) Σ_m p_m(y_i | y_<i, x)`.
 use nmt_data::batch::{Batch, Example};

@@ -53,18 +53,14 @@ pub fn attach(path: &Path, shortlist: &Shortlist) -> Result<()> {
 }
 
 /// The end of training: learns the shortlist (default [`ShortlistSpec`]) from the training
-/// pairs and writes it into each of `files` that exists.
-pub(crate) fn after_training(prepared: &Prepared, meta: &ModelMeta, files: &[&Path], ui: &mut dyn crate::train::Progress) -> Result<()> {
+/// pairs and writes it into each of `files` that exists. Returns the line that reports it (the
+/// trainer shows it through its progress display).
+pub(crate) fn after_training(prepared: &Prepared, meta: &ModelMeta, files: &[&Path]) -> Result<String> {
     let began = std::time::Instant::now();
     let pairs = sample_prepared(prepared, MAX_PAIRS)?;
     let shortlist = learn(&pairs, meta, &ShortlistSpec::default())?;
     for f in files.iter().filter(|f| f.exists()) {
         attach(f, &shortlist)?;
     }
-    ui.on_message(&format!(
-        "lexical shortlist learned from {} pairs in {:.1} s and stored in the model files",
-        pairs.len(),
-        began.elapsed().as_secs_f64()
-    ));
-    Ok(())
+    Ok(format!("lexical shortlist learned from {} pairs in {:.1} s and stored in the model files", pairs.len(), began.elapsed().as_secs_f64()))
 }

@@ -1,5 +1,5 @@
 //! The preset `bench-rnnsearch` with the PyTorch reference's weights computes the reference's
-//! loss: checked against a line-by-line port of `../shared/bench/pytorch_rnnsearch.py`'s
+//! loss: checked against a line-by-line port of `bench/pytorch/pytorch_rnnsearch.py`'s
 //! `forward_loss` in composed candle ops, on weights and a batch drawn like `gen_data.py`'s and
 //! written in its file format. And `nmt bench`'s harness runs: every search does the full 30
 //! steps (it checks that itself) and training moves the loss.
@@ -106,7 +106,7 @@ fn preset_with_reference_weights_computes_the_reference_loss() {
     let want = reference_loss(&flat, &ids);
     let mut model = reference::model(Some(tmp.path()), &Device::Cpu).unwrap();
     let bt = BatchTensors::new(&reference::batch(Some(tmp.path())).unwrap(), DType::F32, &Device::Cpu).unwrap();
-    for imp in [Impl::Fused, Impl::Ops] {
+    for imp in [Impl::Fused, Impl::Composed] {
         model.set_impl(imp);
         let got = model.loss(&bt, None).unwrap().mean.to_scalar::<f32>().unwrap();
         eprintln!("{imp:?}: {got} vs reference port {want}");

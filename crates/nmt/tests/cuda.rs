@@ -51,7 +51,7 @@ fn loss_and_grads(arch: Family, gru: GruForm, tied: bool, dev: &Device) -> (Tens
     cfg.dropout = 0.2;
     cfg.recurrent_dropout = 0.2;
     let model = Seq2Seq::fresh(&cfg, 3, DType::F32, dev).unwrap();
-    assert_eq!(model.backend().imp(), if dev.is_cpu() { Impl::Fused } else { Impl::Ops });
+    assert_eq!(model.backend().imp(), if dev.is_cpu() { Impl::Fused } else { Impl::Composed });
     let ex = examples();
     let rows: Vec<&Example> = ex.iter().collect();
     let batch = Batch::from_examples(&rows, vec![0, 1, 2, 3]);
@@ -102,7 +102,7 @@ fn gpu_search_equals_cpu_search() {
         let srcs: Vec<Vec<u32>> = common::reversal_examples(24, 20, 2..=9, 5).into_iter().map(|e| e.src).collect();
         let batch = inference_batches(&srcs, &BatchConfig { max_tokens: 10_000, max_sentences: 100 }).remove(0);
         for beam_size in [1, 5] {
-            let o = SearchOptions { cfg: SearchConfig { beam_size, ..SearchConfig::default() }, alignments: false, imp: Impl::Ops };
+            let o = SearchOptions { cfg: SearchConfig { beam_size, ..SearchConfig::default() }, alignments: false, imp: Impl::Composed };
             let run = |dev: &Device| {
                 let m = Seq2Seq::fresh(&cfg, 11, DType::F32, dev).unwrap();
                 let nbest = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &o).unwrap();

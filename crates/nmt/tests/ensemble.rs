@@ -147,6 +147,6 @@ fn ensembles_search_alike_on_both_scorers() {
     let (a, b, c) = (model(&config(Family::Rnnsearch, ks, ky), 1), model(&reversed, 2), model(&copy, 5));
     let searcher = Searcher::new(vec![&c, &b, &a]).unwrap();
     let host = translate_lines(&searcher, &m0, &sources(), &opts(true)).unwrap();
-    let ops = translate_lines(&searcher, &m0, &sources(), &SearchOptions { imp: nmt::config::Impl::Ops, ..opts(true) }).unwrap();
+    let ops = translate_lines(&searcher, &m0, &sources(), &SearchOptions { imp: nmt::config::Impl::Composed, ..opts(true) }).unwrap();
     assert_same(&host, &ops, "copy + reversed + search, host against candle");
 }

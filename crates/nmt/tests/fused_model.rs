@@ -83,7 +83,7 @@ fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::Mode
         (loss, g)
     };
     let (lf, gf) = run(Impl::Fused);
-    let (lc, gc) = run(Impl::Ops);
+    let (lc, gc) = run(Impl::Composed);
     let mut worst = common::max_rel(&lf, &lc);
     for ((name, a), (_, b)) in gf.iter().zip(&gc) {
         let d = common::max_rel(a, b);
@@ -163,7 +163,7 @@ fn recurrent_dropout_changes_the_training_loss_on_both_paths() {
         let ex = [Example { src: vec![4, 5, 6, 3], tgt: vec![8, 9, 10, 3] }];
         let rows: Vec<&Example> = ex.iter().collect();
         let bt = BatchTensors::new(&Batch::from_examples(&rows, vec![0]), DType::F64, &dev).unwrap();
-        for imp in [Impl::Fused, Impl::Ops] {
+        for imp in [Impl::Fused, Impl::Composed] {
             model.set_impl(imp);
             let value = |p: f64| {
                 let rates = DropoutRates { recurrent: p, ..DropoutRates::default() };
@@ -230,7 +230,7 @@ fn copy_fused_equals_composed() {
 }
 
 /// The gated-feedback stacks, the decoder's and (under RNNenc) the encoder's, as the kernel
-/// (`kernels::feedback`) inside the fused model against the composed model: fused equals
+/// (`kernels::feedback_op`) inside the fused model against the composed model: fused equals
 /// composed, dropout drawn alike, both cells, both architectures.
 #[test]
 fn gated_feedback_fused_equals_composed() {

@@ -78,12 +78,12 @@ fn check_with(arch: Family, gru: GruForm, imp: Impl, rates: DropoutRates, tweak:
 
 #[test]
 fn rnnsearch_gradients_match_finite_differences() {
-    check(Family::Rnnsearch, GruForm::Paper, Impl::Ops, 0.0);
+    check(Family::Rnnsearch, GruForm::Paper, Impl::Composed, 0.0);
 }
 
 #[test]
 fn rnnenc_gradients_match_finite_differences() {
-    check(Family::Rnnenc, GruForm::Paper, Impl::Ops, 0.0);
+    check(Family::Rnnenc, GruForm::Paper, Impl::Composed, 0.0);
 }
 
 /// The fused kernels, both cell forms: finite differences through the kernels' backward passes
@@ -114,7 +114,7 @@ fn fused_gradients_with_recurrent_dropout_match_finite_differences() {
 #[test]
 fn lstm_gradients_match_finite_differences() {
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
-        for imp in [Impl::Ops, Impl::Fused] {
+        for imp in [Impl::Composed, Impl::Fused] {
             let rates = DropoutRates { recurrent: 0.4, ..DropoutRates::default() };
             check_with(arch, GruForm::Paper, imp, rates, &|c| c.cell = Cell::Lstm);
         }
@@ -126,7 +126,7 @@ fn lstm_gradients_match_finite_differences() {
 #[test]
 fn stacked_gradients_match_finite_differences() {
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
-        for (cell, residual, imp) in [(Cell::Gru, false, Impl::Fused), (Cell::Lstm, true, Impl::Fused), (Cell::Gru, true, Impl::Ops)] {
+        for (cell, residual, imp) in [(Cell::Gru, false, Impl::Fused), (Cell::Lstm, true, Impl::Fused), (Cell::Gru, true, Impl::Composed)] {
             let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
             check_with(arch, GruForm::Paper, imp, rates, &|c| {
                 c.cell = cell;
@@ -139,13 +139,13 @@ fn stacked_gradients_match_finite_differences() {
 /// The grConv encoder (Properties §3) under RNNenc's decoder, both paths.
 #[test]
 fn grconv_gradients_match_finite_differences() {
-    for imp in [Impl::Ops, Impl::Fused] {
+    for imp in [Impl::Composed, Impl::Fused] {
         check_with(Family::Rnnenc, GruForm::Paper, imp, DropoutRates::default(), &|c| common::with_grconv(c));
     }
 }
 
 /// The gated-feedback stacks (Chung et al. 2015), their composed form and their kernel
-/// (`kernels::feedback`), three decoder layers and three encoder layers (RNNenc's; RNNsearch's
+/// (`kernels::feedback_op`), three decoder layers and three encoder layers (RNNenc's; RNNsearch's
 /// stays plain), both GRU forms and the LSTM, with unit and recurrent dropout and residual
 /// connections, on a padded batch: the global gates and the other layers' `U^{i→j}` get
 /// their gradients.
@@ -154,7 +154,7 @@ fn gated_feedback_gradients_match_finite_differences() {
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for (cell, gru, residual, imp) in [
             (Cell::Gru, GruForm::Paper, false, Impl::Fused),
-            (Cell::Gru, GruForm::ResetAfter, true, Impl::Ops),
+            (Cell::Gru, GruForm::ResetAfter, true, Impl::Composed),
             (Cell::Gru, GruForm::ResetAfter, true, Impl::Fused),
             (Cell::Lstm, GruForm::Paper, true, Impl::Fused),
         ] {

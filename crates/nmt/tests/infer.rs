@@ -87,7 +87,7 @@ fn fused_search_equals_candle_search() {
                 let cfg = SearchConfig { beam_size, n_best, normalize, no_unk, batch_size: 7, ..SearchConfig::default() };
                 let what = format!("{arch:?} {state:?} {gru:?} beam {beam_size}");
                 let fused = run(&m, &srcs, &cfg, Impl::Fused);
-                let ops = run(&m, &srcs, &cfg, Impl::Ops);
+                let ops = run(&m, &srcs, &cfg, Impl::Composed);
                 assert_same(&fused, &ops, &what);
                 let finished = ops.iter().flatten().filter(|h| h.finished).count();
                 let long = ops.iter().flatten().filter(|h| h.tokens.len() > 3).count();
@@ -113,7 +113,7 @@ fn fused_search_equals_candle_search_with_tied_embeddings() {
     let m = Seq2Seq::fresh(&cfg, 14, DType::F32, &Device::Cpu).unwrap();
     assert!(!m.params.named_vars().iter().any(|(n, _)| n == "output.g"), "a tied model has no G of its own");
     let search = SearchConfig { beam_size: 4, n_best: 2, batch_size: 5, ..SearchConfig::default() };
-    assert_same(&run(&m, &srcs, &search, Impl::Fused), &run(&m, &srcs, &search, Impl::Ops), "tied");
+    assert_same(&run(&m, &srcs, &search, Impl::Fused), &run(&m, &srcs, &search, Impl::Composed), "tied");
 }
 
 /// One cell, output state and residual setting of a stack.
@@ -129,7 +129,7 @@ fn check_stacks(name: &str, variants: &[Variant], stack: &dyn Fn(&mut nmt::confi
             let m = model_with(arch, state, cell, 1.8, &|c| stack(c, residual));
             let cfg = SearchConfig { beam_size: 4, n_best: 2, batch_size: 6, ..SearchConfig::default() };
             let what = format!("{name} {arch:?} {cell:?} {state:?} residual {residual}");
-            let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Ops));
+            let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Composed));
             assert_same(&fused, &ops, &what);
             let lens: Vec<usize> = ops.iter().flatten().map(|h| h.tokens.len()).collect();
             eprintln!("{what}: lengths {lens:?}");
@@ -177,7 +177,7 @@ fn gated_feedback_encoder_ignores_padding() {
         let m = model_with(Family::Rnnenc, OutputState::Previous, cell, 1.8, &|c| {
             (c.enc_layers, c.dec_layers, c.stack) = (3, 1, nmt::config::StackKind::GatedFeedback)
         });
-        for imp in [Impl::Fused, Impl::Ops] {
+        for imp in [Impl::Fused, Impl::Composed] {
             let alone = SearchConfig { beam_size: 4, n_best: 2, batch_size: 1, ..SearchConfig::default() };
             let padded = SearchConfig { batch_size: 6, ..alone.clone() };
             assert_same(&run(&m, &srcs, &alone, imp), &run(&m, &srcs, &padded, imp), &format!("{cell:?} {imp:?}: alone, padded"));
@@ -193,7 +193,7 @@ fn fused_search_equals_candle_search_for_grconv() {
         let m = model_with(Family::Rnnenc, state, cell, 1.0, &|c| common::with_grconv(c));
         let cfg = SearchConfig { beam_size: 3, n_best: 2, batch_size: 7, ..SearchConfig::default() };
         let what = format!("grconv {cell:?} {state:?}");
-        let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Ops));
+        let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Composed));
         assert_same(&fused, &ops, &what);
         assert!(ops.iter().flatten().any(|h| h.finished) && ops.iter().flatten().any(|h| h.tokens.len() > 2), "{what}: degenerate");
     }
@@ -216,7 +216,7 @@ fn fused_search_equals_candle_search_for_copy() {
             let cfg = SearchConfig { beam_size: 3, n_best: 2, batch_size: 7, ..SearchConfig::default() };
             let searcher = Searcher::new(vec![&m]).unwrap();
             let run_ext = |imp| searcher.search(&srcs, Some(&exts), &SearchOptions { cfg: cfg.clone(), alignments, imp }).unwrap();
-            let (fused, ops) = (run_ext(Impl::Fused), run_ext(Impl::Ops));
+            let (fused, ops) = (run_ext(Impl::Fused), run_ext(Impl::Composed));
             assert_same(&fused, &ops, &format!("copy {state:?} layers {layers} alignments {alignments}"));
             assert!(ops.iter().flatten().any(|h| h.tokens.iter().any(|&t| t >= 24)), "no extended id was ever chosen");
         }

@@ -4,7 +4,7 @@ mod common;
 
 use candle_core::{DType, Device, Tensor, Var, D};
 use nmt::config::{CellKind, GruForm, OutputState};
-use nmt::kernels::{attn_decoder, attn_op, math, maxout, rnn};
+use nmt::kernels::{attn_decoder, attn_op, math, maxout, rnn_op};
 use nmt::model::gru::{cell_step, Recurrent};
 use nmt::model::lstm::lstm_step;
 use rand::{Rng, SeedableRng};
@@ -127,11 +127,11 @@ fn gru_case(dtype: DType, form: CellKind, reverse: bool, dropout: bool, tol: f64
     let u = rand_var(&[h, g], 0.5, dtype, &mut rng);
     let rows = rand_var(&[b, g + h], 0.5, dtype, &mut rng);
     let mask = dropout.then(|| state_mask(b * h, 31));
-    let spec = rnn::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+    let spec = rnn_op::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
     let drop = mask.as_ref().map(|m| mask_tensor(m, b, h, dtype));
     let err = compare(
         &[&gi, &u, &rows],
-        || rnn::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap(),
+        || rnn_op::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap(),
         || gru_seq_composed(form, gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, &LENS, drop.as_ref()),
         1,
     );
@@ -190,9 +190,9 @@ fn fused_gru_gradient_matches_finite_differences() {
             let rows = rand_var(&[b, g + h], 0.7, DType::F64, &mut rng);
             let probe = rand_var(&[b, s, h], 1.0, DType::F64, &mut rng);
             let mask = dropout.then(|| state_mask(b * h, 37));
-            let spec = rnn::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+            let spec = rnn_op::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
             let f = || {
-                let y = rnn::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
+                let y = rnn_op::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
                 (y * probe.as_tensor()).unwrap().sum_all().unwrap()
             };
             let worst = finite_differences(&[&gi, &u, &rows], f, 29);
@@ -367,7 +367,7 @@ fn fused_optimiser_matches_composed_update() {
         let pc = Var::from_tensor(&p.as_tensor().copy().unwrap()).unwrap();
         let cfg = TrainConfig { optimizer: kind, lr, clip_norm: 5.0, ..TrainConfig::default() };
         let mut fused = Optimizer::new(vec![("p".into(), p.clone())], &cfg).unwrap();
-        let cfg_ops = TrainConfig { imp: Impl::Ops, ..cfg.clone() };
+        let cfg_ops = TrainConfig { imp: Impl::Composed, ..cfg.clone() };
         let mut composed = Optimizer::new(vec![("p".into(), pc.clone())], &cfg_ops).unwrap();
         for _ in 1..=5 {
             let g = rand_var(&[300, 7], 1.0, DType::F32, &mut rng);
@@ -423,7 +423,7 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
 /// repeated ids so that the scatter adds.
 #[test]
 fn fused_embedding_matches_index_select_times_mask() {
-    use nmt::kernels::embed::embed;
+    use nmt::kernels::lookup::embed;
     for (dtype, masked) in [(DType::F64, false), (DType::F64, true), (DType::F32, true)] {
         let mut rng = ChaCha8Rng::seed_from_u64(31);
         let (v, m) = (11, 6);
@@ -497,7 +497,7 @@ fn fused_bidirectional_gru_matches_composed_ops() {
                     };
                     Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
                 };
-                let spec = rnn::RnnSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
+                let spec = rnn_op::RnnSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
                 let fused = || birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
                 let err = compare(&[&gi, &u, &bh], fused, composed, 12);
                 eprintln!("bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err:.2e}");

@@ -67,9 +67,9 @@ fn beam_of_one_is_greedy() {
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
         let m = model(arch);
         let (_, batch) = sources();
-        let want = reference_greedy(&m, &batch, &opts(1, 1.0, 1, Impl::Ops));
+        let want = reference_greedy(&m, &batch, &opts(1, 1.0, 1, Impl::Composed));
         assert!(want.iter().filter(|h| h.2).count() > 12, "most greedy outputs should finish");
-        for imp in [Impl::Ops, Impl::Fused] {
+        for imp in [Impl::Composed, Impl::Fused] {
             let got = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &opts(1, 1.0, 1, imp)).unwrap();
             for (i, (w, g)) in want.iter().zip(&got).enumerate() {
                 assert_eq!(w.0, g[0].tokens, "{arch:?} {imp:?} row {i}");
@@ -83,7 +83,7 @@ fn beam_of_one_is_greedy() {
 #[test]
 fn beam_scores_equal_teacher_forced_log_probs() {
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
-        for (alpha, imp) in [(0.0, Impl::Ops), (1.0, Impl::Ops), (1.0, Impl::Fused)] {
+        for (alpha, imp) in [(0.0, Impl::Composed), (1.0, Impl::Composed), (1.0, Impl::Fused)] {
             let m = model(arch);
             let (srcs, batch) = sources();
             let nbest = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &opts(5, alpha, 5, imp)).unwrap();

@@ -59,7 +59,7 @@ fn a_shortlist_of_every_word_searches_as_the_full_vocabulary() {
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
         let m = model(arch, 7);
         let s = Searcher::new(vec![&m]).unwrap().with_shortlist(Some(everything()));
-        for imp in [Impl::Fused, Impl::Ops] {
+        for imp in [Impl::Fused, Impl::Composed] {
             for beam in [1, 5] {
                 let what = format!("{arch:?} {imp:?} beam {beam}");
                 assert_same(&search(&s, beam, false, false, imp), &search(&s, beam, true, false, imp), &what);
@@ -76,7 +76,7 @@ fn a_real_shortlist_keeps_the_output_inside_its_candidates_on_both_scorers() {
         (0..200u32).map(|i| (vec![4 + i % 20, 4 + (i * 7) % 20, EOS], vec![5 + i % 20, 5 + (i * 7) % 20, EOS])).collect();
     let sl = Shortlist::learn(&pairs, VOCAB, VOCAB, &ShortlistSpec { k: 1, frequent: 0, iterations: 5 }).unwrap();
     let s = Searcher::new(vec![&m]).unwrap().with_shortlist(Some(Arc::new(sl.clone())));
-    let (fused, ops) = (search(&s, 5, true, false, Impl::Fused), search(&s, 5, true, false, Impl::Ops));
+    let (fused, ops) = (search(&s, 5, true, false, Impl::Fused), search(&s, 5, true, false, Impl::Composed));
     assert_same(&fused, &ops, "shortlisted host vs candle");
     // The batch's candidates: every source token's translation, `<unk>` and `</s>`.
     let all: Vec<u32> = sources().concat();
@@ -166,7 +166,7 @@ fn a_copy_model_or_a_missing_shortlist_is_an_error() {
 
 #[test]
 fn a_step_split_across_threads_searches_as_on_one_thread() {
-    // The host scorer splits a step's live rows into one share per thread (`infer/scorer.rs`):
+    // The host scorer splits a step's live rows into one share per thread (`search/host.rs`):
     // the hypotheses must not depend on the thread count. 9 sentences × beam 5 rows make 3
     // shares on 3 threads.
     let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();

@@ -12,7 +12,7 @@ use super::common::ComputeArgs;
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Directory with the PyTorch reference's init.bin and batch.bin (from
-    /// ../shared/bench/gen_data.py), so that loss0 can be compared; seeded weights otherwise.
+    /// bench/pytorch/gen_data.py), so that loss0 can be compared; seeded weights otherwise.
     #[arg(long)]
     data: Option<PathBuf>,
     /// Print one JSON line per measurement, with the reference's keys.
@@ -22,9 +22,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 20)]
     steps: usize,
     /// Implementation to measure.
-    /// `fused` (default) or `ops`, composed candle ops step by step: the baseline the kernels
+    /// `fused` (default) or `composed` (`ops` before), candle ops step by step: the baseline the kernels
     /// are measured against.
-    #[arg(long = "impl", value_name = "fused|ops", default_value = "fused")]
+    #[arg(long = "impl", value_name = "fused|composed", default_value = "fused")]
     imp: Impl,
     /// The model to time: bench-rnnsearch (the PyTorch reference's model, the default) or any
     /// other preset (rnnsearch-small, rnnenc-small, lstm-seq2seq-small, grconv-small, …), seeded,

@@ -30,8 +30,8 @@ pub struct TrainArgs {
     /// starts at once, whatever the corpus's size. The config's dev set is still read.
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
-    /// The loss's implementation: `fused` CPU kernels or composed candle `ops` (sets train.impl).
-    #[arg(long = "impl", value_name = "fused|ops")]
+    /// The loss's implementation: `fused` CPU kernels or `composed` candle ops (sets train.impl; `ops` is its older name).
+    #[arg(long = "impl", value_name = "fused|composed")]
     pub imp: Option<Impl>,
     #[command(flatten)]
     pub compute: ComputeArgs,

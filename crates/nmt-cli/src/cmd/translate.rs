@@ -67,8 +67,8 @@ pub struct TranslateArgs {
     #[arg(long)]
     pub int8: bool,
     /// Search implementation: `fused` (host kernels; used when the model is f32 on the CPU,
-    /// otherwise falls back to `ops`) or `ops` (candle ops, the reference).
-    #[arg(long = "impl", value_name = "fused|ops", default_value = "fused")]
+    /// otherwise falls back to `composed`) or `composed` (candle ops, the reference; `ops` before).
+    #[arg(long = "impl", value_name = "fused|composed", default_value = "fused")]
     pub imp: Impl,
     /// Print speed to stderr when done: sentences, target subword tokens (the best
     /// hypotheses', without `</s>`), wall time of the search, sentences/s, tokens/s, and the

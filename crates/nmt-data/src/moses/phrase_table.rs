@@ -1,7 +1,7 @@
 //! Moses phrase-table lines: `source ||| target ||| f1 f2 … [||| alignment [||| counts …]]`.
 //!
 //! A model's score becomes one more feature, appended to the third field (Cho et al. 2014,
-//! `shared/SPEC.md`, "Using a trained model": the RNN Encoder-Decoder's `p(f | e)` as a feature
+//! docs/MODELS.md#scoring, "Using a trained model": the RNN Encoder-Decoder's `p(f | e)` as a feature
 //! of a phrase-based system). Every other byte of the line passes through unchanged.
 use std::ops::Range;
 

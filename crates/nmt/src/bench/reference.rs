@@ -1,4 +1,4 @@
-//! The PyTorch reference's weights and batch (`../shared/bench/gen_data.py`: `init.bin`,
+//! The PyTorch reference's weights and batch (`bench/pytorch/gen_data.py`: `init.bin`,
 //! `batch.bin`) as a [`Seq2Seq`] of the preset `bench-rnnsearch` and a training [`Batch`].
 //!
 //! `init.bin` is f32 little-endian in [`PARAMS`] order, matrices `[in, out]` row-major (our

@@ -1,13 +1,13 @@
 //! The timing harness behind `nmt bench`: the same measurements, with the same keys, as the
-//! PyTorch reference (`../shared/bench/pytorch_rnnsearch.py`): `train` (forward + backward +
+//! PyTorch reference (`bench/pytorch/pytorch_rnnsearch.py`): `train` (forward + backward +
 //! Adam, ms per step, target tokens/s), `greedy` and `beam5` (32 sentences × 30 decoder steps,
 //! sentences/s), each with `loss0`; plus `gemm` (the CPU's fp32 GEMM rate through the GEMM the
 //! project uses) and the effective GFLOP/s of training from the FLOP count below.
 //!
 //! What is timed is the code users run: `Seq2Seq::loss`, its backward pass and the training
-//! `Optimizer` (as `nmt train` calls them, `train.impl` = `--impl`), and the host search's
-//! `infer::search_batch` (as `nmt translate` calls it per batch; `--impl ops`: the candle
-//! search). The reference decodes 30 steps with no early stop; so that ours does the same
+//! `Optimizer` (as `nmt train` calls them, `train.impl` = `--impl`), and the search's
+//! `Searcher::search_batch` (as `nmt translate` calls it per batch: the host search, or with
+//! `--impl composed` the candle search). The reference decodes 30 steps with no early stop; so that ours does the same
 //! work, the search runs on a copy of the model whose `</s>` can never win (its output bias
 //! set to −10⁹) with an output limit of 30 tokens.
 use std::path::PathBuf;
@@ -20,7 +20,7 @@ use super::reference::{self, BATCH, SRC_LEN, TGT_LEN};
 use crate::config::{Arch, Impl, ModelConfig, Optimizer as OptimizerKind, SearchConfig, TrainConfig};
 use crate::error::Result;
 use crate::kernels::gemm::{matmul, Mat};
-use crate::model::{BatchTensors, Seq2Seq};
+use crate::model::{BatchTensors, Seq2Seq, OUTPUT_BIAS};
 use crate::search::{SearchOptions, Searcher};
 use crate::train::optim::Optimizer;
 
@@ -136,18 +136,18 @@ fn adam(model: &Seq2Seq, imp: Impl) -> Result<Optimizer> {
 }
 
 /// A copy of `model` whose `</s>` never wins a search step (output bias −10⁹), so that every
-/// hypothesis runs the reference's full 30 steps.
+/// hypothesis runs the reference's full 30 steps: the bias is set in the copied parameters, by
+/// its checkpoint key, before the copy is built.
 fn without_eos(model: &Seq2Seq) -> Result<Seq2Seq> {
-    let tensors = model.params.named_vars().into_iter().map(|(k, v)| Ok((k, v.as_tensor().copy()?))).collect::<Result<_>>()?;
-    let copy = Seq2Seq::build(&model.cfg, crate::model::params::Params::from_tensors(tensors, model.dtype(), model.device()))?;
-    let b_g = &copy.output().b_g;
-    let mut bias = b_g.to_vec1::<f32>()?;
+    let mut tensors: std::collections::BTreeMap<String, Tensor> =
+        model.params.named_vars().into_iter().map(|(k, v)| Ok((k, v.as_tensor().copy()?))).collect::<Result<_>>()?;
+    let Some(b_g) = tensors.get_mut(OUTPUT_BIAS) else {
+        return Err(crate::Error::Config("bench: the model has no output bias".into()));
+    };
+    let mut bias = b_g.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?;
     bias[nmt_data::EOS as usize] = -1e9;
-    match copy.params.var_of(b_g) {
-        Some(v) => v.set(&Tensor::new(bias, b_g.device())?)?,
-        None => return Err(crate::Error::Config("bench: the output bias is not a parameter".into())),
-    }
-    Ok(copy)
+    *b_g = Tensor::new(bias, b_g.device())?.to_dtype(b_g.dtype())?;
+    Seq2Seq::build(&model.cfg, crate::model::params::Params::from_tensors(tensors, model.dtype(), model.device()))
 }
 
 /// Searches the reference's source batch with beam `k` for 30 steps, by the code `nmt
@@ -173,7 +173,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
     let want = |k: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == k);
     let imp_name = match opts.imp {
         Impl::Fused => "nmt-fused",
-        Impl::Ops => "nmt-ops",
+        Impl::Composed => "nmt-composed",
     };
     let mut out = Vec::new();
     let mut gemm_peak = None;

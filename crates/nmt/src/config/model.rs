@@ -23,7 +23,7 @@ pub enum OutputState {
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum GruForm {
-    /// As the papers write it (`shared/SPEC.md`): the candidate is `tanh(W x + U (r ⊙ h))`.
+    /// As the papers write it (docs/MODELS.md#gru): the candidate is `tanh(W x + U (r ⊙ h))`.
     /// RNNenc's decoder is written `tanh(W' e + r ⊙ (U' h + C c))` in its paper and keeps that.
     #[default]
     Paper,
@@ -90,8 +90,11 @@ pub enum Impl {
     /// and f64); where they cannot run (a GPU, another dtype) the candle ops do.
     #[default]
     Fused,
-    /// Composed candle ops step by step: the reference twin, and the GPU path.
-    Ops,
+    /// Composed candle ops step by step: the reference twin, and the GPU path. One word for
+    /// this form everywhere ("composed": `Backend::Composed`, the docs); `ops`, its name
+    /// before, is still read from configs and flags.
+    #[serde(alias = "ops")]
+    Composed,
 }
 
 impl std::str::FromStr for Impl {
@@ -99,8 +102,8 @@ impl std::str::FromStr for Impl {
     fn from_str(s: &str) -> Result<Self> {
         match s {
             "fused" => Ok(Impl::Fused),
-            "ops" => Ok(Impl::Ops),
-            other => Err(Error::Config(format!("unknown implementation {other:?} (known: fused, ops)"))),
+            "composed" | "ops" => Ok(Impl::Composed),
+            other => Err(Error::Config(format!("unknown implementation {other:?} (known: fused, composed)"))),
         }
     }
 }
@@ -149,7 +152,7 @@ pub struct ModelConfig {
     /// at `t − 1` through global reset gates. Needs such a stack of at least 2 layers.
     /// RNNsearch's bidirectional encoder stays plain (feedback there closes a cycle,
     /// `model/encoder.rs`). Fused training runs the stacks as one kernel
-    /// (`kernels/feedback.rs`); search steps the decoder's (`HostFeedback`) and runs the
+    /// (`kernels/feedback_op.rs`); search steps the decoder's (`HostFeedback`) and runs the
     /// encoder's with the same kernel (`model/feedback.rs`, `feedback_fused.rs`).
     pub stack: StackKind,
     /// Read the source backwards (Sutskever et al. 2014): each sentence's tokens, before its

@@ -43,7 +43,7 @@ impl ModelConfig {
             "rnnsearch-small" => base(Arch::rnnsearch(256), 256, 256, 256, 8000),
             // No attention: the summary vector carries everything, so a wider GRU.
             "rnnenc-small" => base(Arch::rnnenc(), 256, 512, 256, 8000),
-            // The speed benchmark's model (`nmt bench`, ../shared/bench): rnnsearch-small's sizes
+            // The speed benchmark's model (`nmt bench`, bench/pytorch/): rnnsearch-small's sizes
             // with the reset-after GRU (PyTorch's cell, with `b_h`) and the deep output on `s_i`.
             "bench-rnnsearch" => ModelConfig {
                 gru: GruForm::ResetAfter,

@@ -1,18 +1,13 @@
-//! The encoders' forward pass on the host (model/encoder.rs and `Seq2Seq::encode` are the
-//! candle twins): embeddings, then the recurrent layer(s) over the padded batch by the training
-//! kernels' own forward pass (`kernels::birnn`, `kernels::rnn`: either cell, each sentence's
-//! state carried through its padding; a gated-feedback stack by `kernels::feedback`'s), then
-//! what the decoder reads, by the decoder's host form
-//! (`HostAttention::memory`, `HostSummary::memory`).
-use super::dense::embed;
-use super::shortlist::SubVocab;
-use super::weights::{HostCore, HostModel};
+//! The encoder pass on the host (`Seq2Seq::encode` is the candle twin): the source
+//! embeddings, then the architecture's own host encoder (`HostArchitecture::encode`,
+//! `model/rnnsearch.rs`, `model/rnnenc.rs`), then the decoder's start states.
+use super::sub_vocab::SubVocab;
+use super::weights::HostModel;
 use crate::error::Result;
-use crate::kernels::birnn;
-use crate::kernels::gemm::fill_rows;
-use crate::kernels::rnn::{self, RnnDims};
+use crate::kernels::dense::embed;
 use crate::model::copy::CopySource;
 use crate::model::decoder::HostMemory;
+use crate::model::rnn::HostBatch;
 
 /// The encoded batch of `B` sentences, padded to `S` positions.
 pub struct HostEncoded {
@@ -37,51 +32,16 @@ impl HostEncoded {
 }
 
 /// Encodes `src (B, S)` ids with true lengths `lens`. Fails only if a gated-feedback
-/// encoder's snapshot does not fit the batch (`kernels::feedback::feedback_host`).
+/// encoder's snapshot does not fit the batch (`kernels::feedback_op::feedback_host`).
 pub fn encode(model: &HostModel, src: &[u32], lens: &[usize], threads: usize) -> Result<HostEncoded> {
     let cfg = &model.cfg;
     let (b, n, m) = (lens.len(), cfg.hidden_dim, cfg.emb_dim);
     let s = src.len() / b.max(1);
     let x = embed(&model.src_emb, src, m);
     // An empty source still has its `</s>`; the kernels need lengths of at least 1.
-    let kernel_lens = lens.iter().map(|&l| l.max(1)).collect();
-    let dirs = if matches!(model.core, HostCore::Search { .. }) { 2 } else { 1 };
-    let kind = cfg.cell_kind();
-    let g = kind.gates() * n;
-    let gi_stride = g * dirs;
-    let dims = RnnDims { batch: b, len: s, hidden: n, reverse: false, kind, lens: kernel_lens, mask: None, gi_stride, gi_off: 0 };
-    // Each layer's outputs `(B, S, dirs·n)`, bottom up; upper layers read the one below and,
-    // with residual connections, add it (model/encoder.rs).
-    let layers = match &model.core {
-        HostCore::Search { enc, .. } | HostCore::Enc { enc, .. } => enc,
-    };
-    let mut out = x.clone();
-    for (k, layer) in layers.iter().enumerate() {
-        let gi = layer.w.affine(&out, b * s, &layer.b, threads);
-        let h = if dirs == 2 {
-            // Both directions at once, one per thread (kernels/birnn.rs).
-            birnn::annotations(&dims, &gi, &layer.u, &layer.bh)
-        } else {
-            let mut row = layer.bh.clone();
-            row.resize(g + n, 0.0); // [b_h; h_0 = 0]
-            rnn::forward(&dims, &gi, &layer.u, &fill_rows(&row, b)).0
-        };
-        out = if k > 0 && cfg.residual { h.iter().zip(&out).map(|(a, b)| a + b).collect() } else { h };
-    }
-    if let HostCore::Enc { feedback: Some(stack), .. } = &model.core {
-        out = stack.run(&out, b)?;
-    }
-    let (memory, h0) = match &model.core {
-        HostCore::Search { dec, .. } => dec.memory(&out, b, s, threads),
-        HostCore::Enc { dec, .. } => {
-            let last: Vec<f32> = match &model.grconv {
-                Some(g) => g.summaries(&x, &dims.lens, threads),
-                // Each sentence's top output at its last word (`encoder::last_outputs`).
-                None => dims.lens.iter().enumerate().flat_map(|(r, &l)| out[(r * s + l.min(s) - 1) * n..][..n].iter().copied()).collect(),
-            };
-            dec.memory(&last, &model.out, threads)
-        }
-    };
+    let kernel_lens: Vec<usize> = lens.iter().map(|&l| l.max(1)).collect();
+    let at = HostBatch { batch: b, len: s, lens: &kernel_lens, kind: cfg.cell_kind(), hidden: n };
+    let (memory, h0) = model.net.encode(cfg, &x, &at, threads)?;
     let init = start_states(h0, n, model.layer_width(), cfg.dec_layers);
     Ok(HostEncoded { memory, init, src_ext: Vec::new(), lens: lens.to_vec(), src_len: s, vocab: None })
 }

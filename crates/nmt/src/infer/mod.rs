@@ -22,10 +22,8 @@
 //! and `HostCopy` (`model/copy.rs`). What stays here is the wiring: the snapshot of a whole
 //! model (`weights.rs`), the encoder pass (`encode.rs`), the step (`step.rs`) and the
 //! `Scorer` over them (`scorer.rs`).
-pub mod dense;
 pub mod encode;
-pub mod scorer;
-pub mod shortlist;
+pub mod sub_vocab;
 pub mod step;
 pub mod weights;
 

@@ -36,7 +36,7 @@
 //! It does not serve the search as it is: it returns a new row-major `(n, V)` tensor (the
 //! projection consumes column-major blocks of L2 size with its normaliser and top-k in the
 //! same pass, `kernels::projection`), runs on its own thread split (the search splits rows
-//! across threads, `infer/scorer.rs`), and on AVX2 it is 4.5× slower. The integer sums here
+//! across threads, `search/host.rs`), and on AVX2 it is 4.5× slower. The integer sums here
 //! are also exact, so every path and a quantised model file translate identically.
 
 #[cfg(target_arch = "x86_64")]

@@ -1,5 +1,5 @@
 //! One LSTM step's row arithmetic, forward and backward (Hochreiter & Schmidhuber 1997, with
-//! the forget gate of Gers et al. 2000; the lecture notes' LSTM in `shared/SPEC.md`). The
+//! the forget gate of Gers et al. 2000; the lecture notes' LSTM, docs/MODELS.md#lstm). The
 //! GEMMs around it, and padding and recurrent dropout, are shared with the GRU through
 //! [`super::rnn_cell::CellKernel`]; this file is what differs.
 //!

@@ -25,7 +25,7 @@ use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::Result;
-use crate::infer::dense::{affine, hcat, host, tanh_in_place, Dense};
+use crate::kernels::dense::{affine, hcat, host, tanh_in_place, Dense};
 use crate::kernels::attn_decoder::{attend_row, AttnDims, AttnScratch};
 use crate::kernels::gemm::{matmul, Mat};
 use crate::kernels::rnn_cell::{reset_row, update_row};
@@ -257,7 +257,7 @@ impl HostAttention {
         })
     }
 
-    /// The step's products in int8 (`infer::dense::Dense`).
+    /// The step's products in int8 (`kernels::dense::Dense`).
     pub fn quantize(&mut self) {
         for d in [&mut self.s_cat, &mut self.y_cat, &mut self.c_cat, &mut self.u] {
             d.quantize();

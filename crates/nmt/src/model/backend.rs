@@ -1,11 +1,11 @@
 //! Which form of the layers runs: decided once, here, from the requested [`Impl`], the device
-//! and the dtype, and asked by each layer's teacher-forcing `forward` (the loss, `model/forced.rs`), the optimiser's update
+//! and the dtype, and asked by each layer's teacher-forcing `forward` (the loss, `model/network.rs`), the optimiser's update
 //! (`train/optim.rs`) and the search (`search/mod.rs`, `infer::HostModel::supports`).
 //!
 //! The fused kernels of `crate::kernels` read host memory in `f32` or `f64`; the host search's
 //! snapshot and the optimiser's in-place update are written for `f32` only (f64 is the
 //! gradient checks' precision, where speed does not matter). Everything else, and
-//! `impl = "ops"` everywhere, runs the composed candle ops: the reference twin and the GPU path.
+//! `impl = "composed"` everywhere, runs the composed candle ops: the reference twin and the GPU path.
 use candle_core::{DType, Device};
 
 use crate::config::Impl;
@@ -33,7 +33,7 @@ impl Backend {
     }
 
     /// Whether the layers' teacher-forcing passes (the loss) run their fused forms (each
-    /// layer's `forward` chooses inside; `model/forced.rs` wires them).
+    /// layer's `forward` chooses inside; each architecture wires them, `model/rnnsearch.rs` and `model/rnnenc.rs`).
     pub fn fused(self) -> bool {
         self != Backend::Composed
     }
@@ -47,7 +47,7 @@ impl Backend {
     /// The implementation this amounts to, as the options of a search or a bench name it.
     pub fn imp(self) -> Impl {
         match self {
-            Backend::Composed => Impl::Ops,
+            Backend::Composed => Impl::Composed,
             Backend::FusedF64 | Backend::FusedF32 => Impl::Fused,
         }
     }

@@ -1,5 +1,5 @@
-//! The pointer/copy mixture for rare words (the lecture notes' pointer idea, `shared/SPEC.md`
-//! "Rare and unknown words"; See et al. 2017's pointer-generator gate), for RNNsearch:
+//! The pointer/copy mixture for rare words (the lecture notes' pointer idea, docs/MODELS.md#copy;
+//! See et al. 2017's pointer-generator gate), for RNNsearch:
 //!
 //! ```text
 //! g_i      = σ([s_i; c_i; E y_{i-1}] w_g + b_g)                 (rows, 1)
@@ -24,7 +24,7 @@ use candle_core::{DType, Tensor, D};
 use super::attention::logsumexp_last;
 use super::params::{Init, ParamBuilder};
 use crate::error::Result;
-use crate::infer::dense::host;
+use crate::kernels::dense::host;
 use crate::kernels::projection::{Projection, RowBest};
 
 /// Smallest probability a copy model's `log` sees: a target neither the vocabulary nor the

@@ -134,3 +134,18 @@ pub struct HostStepOut {
     /// Attention weights `(R, S)`, zero at padding (RNNsearch, when asked for).
     pub alpha: Option<Vec<f32>>,
 }
+
+/// A host step up to the deep output's features, for `R` rows: what a scorer turns into the
+/// best tokens (`Projection::best`) or, for an ensemble, whole distributions.
+pub struct HostFeatures {
+    /// The new decoder states `(R, L·w)`.
+    pub state: Vec<f32>,
+    /// The deep output's maxout features `t (R, l)`.
+    pub t: Vec<f32>,
+    /// Attention weights `(R, S)` (RNNsearch, when asked for, and always for a copy model).
+    pub alpha: Option<Vec<f32>>,
+    /// What the copy gate reads (a copy model; empty otherwise): the state the deep output read
+    /// `(R, n)` and the contexts `(R, 2n)`.
+    pub s_out: Vec<f32>,
+    pub ctx: Vec<f32>,
+}

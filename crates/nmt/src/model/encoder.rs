@@ -29,7 +29,7 @@ use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks,
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::{Error, Result};
-use crate::kernels::{birnn, linear, rnn};
+use crate::kernels::{birnn, linear, rnn_op};
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
 pub(crate) fn cell_name(kind: CellKind) -> &'static str {
@@ -143,7 +143,7 @@ impl BiRnnEncoder {
             let gi = linear::linear(&input, &Tensor::cat(&[wf, wb], 1)?, &Tensor::cat(&[bf, bb], 0)?)?;
             let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
             let bh = Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?;
-            let spec = rnn::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
+            let spec = rnn_op::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
             let out = birnn::birnn_sequence(&gi, &u, &bh, spec)?;
             ann = if k > 0 && self.residual { (out + ann)? } else { out };
         }
@@ -219,7 +219,7 @@ impl RnnEncoder {
         Ok(input)
     }
 
-    /// The fused form of the first `masks.len()` layers (`kernels::rnn`, lengths inside the
+    /// The fused form of the first `masks.len()` layers (`kernels::rnn_op`, lengths inside the
     /// op): `(B, S, n)`.
     fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
@@ -233,8 +233,8 @@ impl RnnEncoder {
             let (w, bias) = g.input_weights();
             let gi = linear::linear(&input, w, bias)?.reshape((b, s, gw))?;
             let rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
-            let spec = rnn::RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref() };
-            let out = rnn::rnn_sequence(&gi, &g.u_cat()?, &rows, false, spec)?;
+            let spec = rnn_op::RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref() };
+            let out = rnn_op::rnn_sequence(&gi, &g.u_cat()?, &rows, false, spec)?;
             hs = if k > 0 && self.residual { (out + hs)? } else { out };
         }
         Ok(hs)

@@ -41,7 +41,7 @@ use super::regularizer::LayerMasks;
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm};
 use crate::error::Result;
-use crate::infer::dense::{affine, host};
+use crate::kernels::dense::{affine, host};
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::math::FastMath;
 

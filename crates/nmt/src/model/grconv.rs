@@ -1,5 +1,5 @@
 //! The gated recursive convolutional encoder, grConv (Cho et al. 2014, "On the Properties of
-//! Neural Machine Translation", §3; `shared/SPEC.md`): a binary tree of gated merges whose
+//! Neural Machine Translation", §3; docs/MODELS.md#grconv): a binary tree of gated merges whose
 //! top node summarises the sentence, used like RNNenc's `h^(T)`.
 //!
 //! ```text
@@ -27,7 +27,7 @@ use candle_core::{Tensor, D};
 use super::params::{Init, ParamBuilder};
 // Not candle_nn's softmax_last_dim: it has no backward in candle-nn 0.11.1 (tests/kernels.rs).
 use crate::error::Result;
-use crate::infer::dense::host;
+use crate::kernels::dense::host;
 use crate::kernels::gemm::{matmul, Mat};
 
 /// grConv's weights.

@@ -1,6 +1,6 @@
 //! The LSTM cell from composed candle ops: the reference twin of `kernels/lstm_cell.rs`
 //! (Hochreiter & Schmidhuber 1997 with the forget gate of Gers et al. 2000; the lecture notes'
-//! LSTM in `shared/SPEC.md`, Sutskever et al. 2014's cell):
+//! LSTM, docs/MODELS.md#lstm; Sutskever et al. 2014's cell):
 //!
 //! ```text
 //! [i | f | g | o] = gi + (m ⊙ h) U + ghb        gi = W x + b, per sequence (Marian's layout)

@@ -1,5 +1,8 @@
-//! The encoder-decoder: [`Seq2Seq`] selects RNNsearch or RNNenc from a [`ModelConfig`] and offers
-//! what training, search and scoring need: `encode`, `decode_step`, `loss`, `sentence_log_probs`.
+//! The encoder-decoder: [`Seq2Seq`] holds the embeddings and one [`Network`] (RNNsearch or
+//! RNNenc, `network.rs`: each architecture's layers are listed once, in its own file) and offers
+//! what training, search and scoring need: `loss`, `sentence_log_probs`, `encode`,
+//! `decode_step`. The search's scorers live beside the beam loop (`search/candle.rs`,
+//! `search/host.rs`).
 //!
 //! Shapes: `B` sentences, `S` padded source length, `T` padded target length, `m` embedding,
 //! `n` hidden, `l` maxout units, `K_y` target vocabulary.
@@ -8,53 +11,41 @@ pub mod attention_decoder;
 pub mod backend;
 pub mod copy;
 pub mod decoder;
-mod decoding;
 pub mod embedding;
 pub mod encoder;
 pub mod feedback;
 pub mod feedback_fused;
-mod forced;
 pub mod grconv;
 pub mod gru;
 pub mod inputs;
 pub mod lstm;
+pub mod network;
 pub mod output;
 pub mod params;
 pub mod regularizer;
 pub mod rnn;
-mod scorer;
+pub mod rnnenc;
+pub mod rnnsearch;
 pub mod summary_decoder;
 pub mod upper;
 
 use candle_core::{DType, Device, Tensor};
 
-use crate::config::{Arch, EncoderKind, Impl, ModelConfig, StackKind};
+use crate::config::{Arch, Impl, ModelConfig};
 use crate::error::Result;
-use attention_decoder::AttentionDecoder;
 pub use backend::Backend;
-use decoder::{DecoderDims, Encoded, Memory};
-use encoder::{BiRnnEncoder, RnnEncoder, Stack, SummaryEncoder};
+use decoder::{Encoded, Memory};
+use encoder::Source;
 pub use inputs::BatchTensors;
-use output::{DeepOutput, OutputDims};
+use network::{Forced, HostNetwork, Network};
 use params::{Init, Params};
 use regularizer::Regularizer;
-use summary_decoder::SummaryDecoder;
-use upper::UpperLayers;
-
-enum Core {
-    Search { enc: BiRnnEncoder, dec: AttentionDecoder },
-    Enc { enc: SummaryEncoder, dec: SummaryDecoder },
-}
-
-/// A borrowed view of the encoder and decoder of either architecture.
-pub enum Layers<'a> {
-    Search { enc: &'a BiRnnEncoder, dec: &'a AttentionDecoder },
-    Enc { enc: &'a SummaryEncoder, dec: &'a SummaryDecoder },
-}
 
 /// The checkpoint keys of the embedding tables (`quantize.rs` scales them by rows).
 pub const SRC_EMB: &str = "src_emb";
 pub const TGT_EMB: &str = "tgt_emb";
+/// The checkpoint key of the output projection's bias `b_G (K_y)` (`nmt bench` sets `</s>`'s).
+pub const OUTPUT_BIAS: &str = "output.b_g";
 
 /// An RNN encoder-decoder with its parameters.
 pub struct Seq2Seq {
@@ -62,12 +53,8 @@ pub struct Seq2Seq {
     pub params: Params,
     src_emb: Tensor,
     tgt_emb: Tensor,
-    core: Core,
-    /// The decoder's layers above the first (`model.dec_layers − 1`; usually none).
-    upper: UpperLayers,
-    /// The copy mixture's gate (`model.copy`).
-    copy: Option<copy::CopyGate>,
-    out: DeepOutput,
+    /// The layers between the embeddings and the scores.
+    net: Network,
     /// The form the loss runs in (see [`Seq2Seq::set_impl`]).
     backend: Backend,
 }
@@ -81,7 +68,7 @@ pub struct Loss {
 }
 
 /// One search step's result for `rows` hypotheses.
-pub struct Step {
+pub struct StepScores {
     /// New decoder state `(rows, n)` (the LSTM's `[s; cell]`: `(rows, 2n)`).
     pub state: Tensor,
     /// `log p(y_i | y_<i, x)` `(rows, K_y)`.
@@ -101,40 +88,14 @@ impl Seq2Seq {
     pub fn build(cfg: &ModelConfig, params: Params) -> Result<Self> {
         cfg.validate()?;
         let pb = params.builder();
-        let (m, n) = (cfg.emb_dim, cfg.hidden_dim);
+        let m = cfg.emb_dim;
         let src_emb = pb.get(SRC_EMB, &[cfg.src_vocab, m], Init::Normal)?;
         let tgt_emb = pb.get(TGT_EMB, &[cfg.tgt_vocab, m], Init::Normal)?;
-        let kind = cfg.cell_kind();
-        let dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
-        // Gated feedback reaches RNNenc's recurrent encoder, not RNNsearch's bidirectional one
-        // (`encoder.rs`).
-        let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: StackKind::Plain };
-        let enc_stack = Stack { kind: cfg.stack, ..stack };
-        let (core, ctx_dim) = match cfg.arch {
-            Arch::Rnnsearch { att_dim, .. } => (
-                Core::Search {
-                    enc: BiRnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?,
-                    dec: AttentionDecoder::new(dims, att_dim, &pb.pp("decoder"))?,
-                },
-                2 * n,
-            ),
-            Arch::Rnnenc { encoder } => (
-                Core::Enc {
-                    enc: match encoder {
-                        EncoderKind::Rnn => SummaryEncoder::Rnn(RnnEncoder::new(m, n, kind, enc_stack, &pb.pp("encoder"))?),
-                        EncoderKind::Grconv => SummaryEncoder::GrConv(grconv::GrConv::new(m, n, &pb.pp("encoder").pp("grconv"))?),
-                    },
-                    dec: SummaryDecoder::new(dims, &pb.pp("decoder"))?,
-                },
-                n,
-            ),
-        };
-        let dec_stack = Stack { layers: cfg.dec_layers, residual: cfg.residual, kind: cfg.stack };
-        let upper = UpperLayers::new(n, kind, dec_stack, &pb.pp("decoder"))?;
-        let copy = if cfg.copy() { Some(copy::CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None };
         let tied = cfg.tie_target_embeddings.then_some(&tgt_emb);
-        let dims = OutputDims { state: n, emb: m, ctx: ctx_dim, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
-        let out = DeepOutput::new(dims, tied, &pb.pp("output"))?;
+        let net = match cfg.arch {
+            Arch::Rnnsearch { att_dim, copy } => Network::Rnnsearch(rnnsearch::Rnnsearch::new(cfg, att_dim, copy, tied, &pb)?),
+            Arch::Rnnenc { encoder } => Network::Rnnenc(rnnenc::Rnnenc::new(cfg, encoder, tied, &pb)?),
+        };
         let unclaimed = params.unclaimed();
         if !unclaimed.is_empty() {
             return Err(crate::Error::Config(format!(
@@ -143,7 +104,7 @@ impl Seq2Seq {
             )));
         }
         let backend = Backend::new(Impl::Fused, &params.device, params.dtype);
-        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, core, upper, copy, out, backend })
+        Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, net, backend })
     }
 
     pub fn device(&self) -> &Device {
@@ -157,23 +118,51 @@ impl Seq2Seq {
     /// Encodes a batch's source side for the candle search, on composed ops.
     pub fn encode(&self, batch: &nmt_data::batch::Batch) -> Result<Encoded> {
         let (src, mask) = BatchTensors::source(batch, self.dtype(), self.device())?;
-        let backend = Backend::Composed;
-        let x = embedding::lookup(&self.src_emb, &src, None, backend)?;
+        let x = embedding::lookup(&self.src_emb, &src, None, Backend::Composed)?;
         let lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
-        let source = encoder::Source { mask: &mask, lens: &lens };
-        match &self.core {
-            Core::Search { enc, dec } => {
-                let ann = enc.forward(&x, source, None, backend)?;
-                let init = self.stack_start(&dec.init_state(&ann)?)?;
-                Ok(Encoded { memory: Memory::Attention(dec.memory(&ann, &mask)?), init })
-            }
-            Core::Enc { enc, dec } => {
-                let last = enc.forward(&x, source, None, backend)?;
-                let (c, h0) = dec.summarise(&last)?;
-                let memory = dec.memory(&c, self.out.project_context(&c)?)?;
-                Ok(Encoded { memory: Memory::Summary(memory), init: self.stack_start(&dec.start(&h0)?)? })
-            }
+        self.net.encode(&x, Source { mask: &mask, lens: &lens })
+    }
+
+    /// One decoding step for `rows` hypotheses: `state (rows, L·w)`, previous words `y (rows)`
+    /// u32 (a copy model's extended ids past the vocabulary enter the decoder as `<unk>`).
+    pub fn decode_step(&self, enc: &Encoded, state: &Tensor, y_prev: &Tensor) -> Result<StepScores> {
+        let ey = self.tgt_emb.index_select(&copy::vocab_ids(y_prev, self.cfg.tgt_vocab)?, 0)?;
+        self.net.step(&self.cfg, enc, state, &ey)
+    }
+
+    /// Gives an encoded batch its extended source ids `(B, S)` (copy models' search).
+    pub fn attach_copy_source(&self, enc: &mut Encoded, ext: &Tensor) -> Result<()> {
+        if let Memory::Attention(mem) = &mut enc.memory {
+            mem.n_ext = copy::extended_count(ext, self.cfg.tgt_vocab)?;
+            mem.src_ext = Some(ext.clone());
         }
+        Ok(())
+    }
+
+    /// Per-token negative log-likelihood `(B·T)`, zero at padding; label-smoothed and with
+    /// dropout when training (`reg`). Each layer draws its own dropout masks at its sites
+    /// (`regularizer::Site`) and runs its fused or composed form as [`Backend`] says; the
+    /// composed forms are the reference twin (`tests/fused_model.rs`).
+    fn token_nll(&self, batch: &BatchTensors, reg: Option<&mut Regularizer>) -> Result<Tensor> {
+        let eps = reg.as_ref().map_or(0.0, |r| r.label_smoothing);
+        let mut dropout = reg.map(|r| &mut r.dropout);
+        let (b, t) = batch.tgt_in.dims2()?;
+        let m = self.cfg.emb_dim;
+        let lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
+        let src_mask = dropout.as_deref_mut().and_then(|d| d.source_mask(batch.src.elem_count(), m));
+        let x = embedding::lookup(&self.src_emb, &batch.src, src_mask, self.backend)?;
+        // A copy model's extended ids (past the vocabulary) enter the decoder as `<unk>`.
+        let tgt_in = copy::vocab_ids(&batch.tgt_in, self.cfg.tgt_vocab)?;
+        let tgt_mask = dropout.as_deref_mut().and_then(|d| d.target_mask(b * t, m));
+        let ey = embedding::lookup(&self.tgt_emb, &tgt_in, tgt_mask, self.backend)?;
+        let ey_rows = ey.reshape((b * t, m))?;
+        let f = Forced { batch, x, src: Source { mask: &batch.src_mask, lens: &lens }, ey, ey_rows, eps };
+        self.net.forward(&self.cfg, &f, dropout, self.backend)
+    }
+
+    /// The host snapshot of the layers (the fused CPU search's, `crate::infer::HostModel`).
+    pub(crate) fn host_network(&self) -> Result<HostNetwork> {
+        self.net.host(&self.cfg)
     }
 
     /// Chooses the loss's implementation. `Fused` (the default) runs the kernels for a model on
@@ -213,29 +202,6 @@ impl Seq2Seq {
         Ok(per.into_iter().map(|x| -x).collect())
     }
 
-    /// The deep output layer's weights (the host search reads them).
-    pub fn output(&self) -> &DeepOutput {
-        &self.out
-    }
-
-    /// The encoder and decoder layers, typed: the host search reads its weights from them.
-    pub fn layers(&self) -> Layers<'_> {
-        match &self.core {
-            Core::Search { enc, dec } => Layers::Search { enc, dec },
-            Core::Enc { enc, dec } => Layers::Enc { enc, dec },
-        }
-    }
-
-    /// The copy mixture's gate, if the model has one (the host search reads it).
-    pub fn copy_gate(&self) -> Option<&copy::CopyGate> {
-        self.copy.as_ref()
-    }
-
-    /// The decoder's layers above the first (the host search reads their weights).
-    pub fn upper_layers(&self) -> &UpperLayers {
-        &self.upper
-    }
-
     /// Source and target embeddings `(K_x, m)`, `(K_y, m)`.
     pub fn embeddings(&self) -> (&Tensor, &Tensor) {
         (&self.src_emb, &self.tgt_emb)
@@ -245,7 +211,10 @@ impl Seq2Seq {
     /// encoder reads them, `</s>` included): `gates[t − 1][j]` for node `j` of level `t`
     /// (`nmt plot grconv`). An error for other encoders.
     pub fn grconv_gates(&self, ids: &[u32]) -> Result<Vec<Vec<[f32; 3]>>> {
-        let Core::Enc { enc: SummaryEncoder::GrConv(g), .. } = &self.core else {
+        let Some(g) = (match &self.net {
+            Network::Rnnenc(a) => a.grconv(),
+            Network::Rnnsearch(_) => None,
+        }) else {
             return Err(crate::Error::Config("this model has no grConv encoder".into()));
         };
         let ids = Tensor::from_vec(ids.to_vec(), ids.len(), self.device())?;
@@ -262,7 +231,7 @@ impl Seq2Seq {
 
     /// Whether the model has attention weights to report (RNNsearch).
     pub fn has_attention(&self) -> bool {
-        matches!(self.core, Core::Search { .. })
+        matches!(self.net, Network::Rnnsearch(_))
     }
 
     /// Total number of trainable scalars.

@@ -13,7 +13,7 @@ use super::backend::Backend;
 use super::params::{Init, ParamBuilder};
 use super::regularizer::{times_mask, Dropout, Site};
 use crate::error::Result;
-use crate::infer::dense::{host, Dense};
+use crate::kernels::dense::{host, Dense};
 use crate::kernels::proj_nll::{self, ProjWeight};
 use crate::kernels::projection::Projection;
 use crate::kernels::{deep_output, linear, maxout};
@@ -189,5 +189,21 @@ impl HostOutput {
             b: host(&o.b)?,
             proj: Projection::new(&host(&o.g)?, &host(&o.b_g)?),
         })
+    }
+}
+
+impl HostOutput {
+    /// From now on the search's products in int8: the output projection, `O_h` and `O_y`.
+    pub fn quantize(&mut self) {
+        let proj = std::mem::replace(&mut self.proj, Projection::new(&[], &[]));
+        self.proj = proj.quantized();
+        self.o_h.quantize();
+        self.o_y.quantize();
+    }
+
+    /// The maxout features `t (R, l)` of the pre-activation `t~ (R, 2l)`: the larger of each
+    /// pair.
+    pub fn maxout(pre: &[f32]) -> Vec<f32> {
+        pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect()
     }
 }

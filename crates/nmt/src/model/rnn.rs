@@ -11,7 +11,10 @@ use super::lstm::{lstm_step, Lstm};
 use super::params::ParamBuilder;
 use crate::config::CellKind;
 use crate::error::Result;
-use crate::infer::dense::{hcat, host, Dense};
+use crate::kernels::birnn;
+use crate::kernels::dense::{hcat, host, Dense};
+use crate::kernels::gemm::fill_rows;
+use crate::kernels::rnn_op::{self, RnnDims};
 
 /// The state a layer of cell `kind` starts from, given its `h_0 (batch, n)`: `h_0`, or the
 /// LSTM's `[h_0; 0]`.
@@ -138,7 +141,7 @@ impl Rnn {
 }
 
 /// The host form of one layer (or two directions' layers side by side), in the training
-/// kernels' layout (`kernels::rnn`, `kernels::birnn`),
+/// kernels' layout (`kernels::rnn_op`, `kernels::birnn`),
 /// so the search runs the very code that trains: `k` directions (2 for RNNsearch's
 /// bidirectional encoder, 1 for RNNenc's encoder and the decoder's upper layers), `W (m, k·G)` and `b (k·G)` side by side,
 /// `U (k, n, G)` packed `[U_r | U_z | U_n]` (LSTM: `[U_i | U_f | U_g | U_o]`), recurrent biases
@@ -164,4 +167,46 @@ impl HostRnn {
         }
         Ok(HostRnn { w: Dense::new(hcat(&blocks, emb), emb), b, u, bh })
     }
+}
+
+/// A padded batch as the host encoder reads it: `batch` sentences of `len` positions with
+/// true lengths `lens` (each at least 1), layers of cell `kind` with `hidden` units.
+pub struct HostBatch<'a> {
+    pub batch: usize,
+    pub len: usize,
+    pub lens: &'a [usize],
+    pub kind: CellKind,
+    pub hidden: usize,
+}
+
+impl HostBatch<'_> {
+    /// The training kernels' sizes for layers of `dirs` directions (2: both at once).
+    pub fn dims(&self, dirs: usize) -> RnnDims {
+        let gi_stride = self.kind.gates() * self.hidden * dirs;
+        let (batch, len, hidden, kind, lens) = (self.batch, self.len, self.hidden, self.kind, self.lens.to_vec());
+        RnnDims { batch, len, hidden, reverse: false, kind, lens, mask: None, gi_stride, gi_off: 0 }
+    }
+}
+
+/// A stack of host layers over `x (B, S, in)`, bottom up, by the training kernels' own forward
+/// pass (`kernels::birnn` for `dirs = 2`, both directions at once, one per thread;
+/// `kernels::rnn_op` for 1): each sentence's state carried through its padding. Upper layers read
+/// the one below and, with `residual`, add it (`encoder.rs`). Outputs `(B, S, dirs·n)`.
+pub fn host_stack(layers: &[HostRnn], x: &[f32], at: &HostBatch<'_>, dirs: usize, residual: bool, threads: usize) -> Vec<f32> {
+    let (b, s, n) = (at.batch, at.len, at.hidden);
+    let g = at.kind.gates() * n;
+    let dims = at.dims(dirs);
+    let mut out = x.to_vec();
+    for (k, layer) in layers.iter().enumerate() {
+        let gi = layer.w.affine(&out, b * s, &layer.b, threads);
+        let h = if dirs == 2 {
+            birnn::annotations(&dims, &gi, &layer.u, &layer.bh)
+        } else {
+            let mut row = layer.bh.clone();
+            row.resize(g + n, 0.0); // [b_h; h_0 = 0]
+            rnn_op::forward(&dims, &gi, &layer.u, &fill_rows(&row, b)).0
+        };
+        out = if k > 0 && residual { h.iter().zip(&out).map(|(a, b)| a + b).collect() } else { h };
+    }
+    out
 }

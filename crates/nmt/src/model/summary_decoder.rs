@@ -7,7 +7,7 @@
 //!
 //! - [`SummaryDecoder::step`]: the composed candle step (the candle search, the GPU);
 //! - [`SummaryDecoder::forward`]: teacher forcing over every target step, in one kernel
-//!   (`kernels::rnn`, `C c` as each sentence's recurrent term) or step by step on composed
+//!   (`kernels::rnn_op`, `C c` as each sentence's recurrent term) or step by step on composed
 //!   ops (autodiff's reference twin);
 //! - [`HostSummary::step`]: one search step for `R` live rows on host slices.
 use candle_core::{Tensor, D};
@@ -22,10 +22,10 @@ use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::state_output as rnn_state_output;
 use crate::config::{CellKind, GruForm, OutputState};
 use crate::error::Result;
-use crate::infer::dense::{affine, host, tanh_in_place, Dense};
+use crate::kernels::dense::{affine, host, tanh_in_place, Dense};
 use crate::kernels::gemm::Mat;
 use crate::kernels::rnn_cell::update_row;
-use crate::kernels::{linear, lstm_cell, rnn};
+use crate::kernels::{linear, lstm_cell, rnn_op};
 use crate::simd_dispatch;
 
 /// RNNenc's decoder, with the summary-vector bridge `c = tanh(V h^(T))`. Its GRU is the
@@ -142,7 +142,7 @@ impl SummaryDecoder {
         Ok(Tensor::stack(&outs, 1)?)
     }
 
-    /// The fused form (`kernels::rnn`, `C c` as each sentence's recurrent term).
+    /// The fused form (`kernels::rnn_op`, `C c` as each sentence's recurrent term).
     fn forward_fused(&self, ey: &Tensor, c: &Tensor, h0: &Tensor, state_mask: Option<&[f32]>) -> Result<Tensor> {
         let (b, t, m) = ey.dims3()?;
         let ghb = self.recurrent_term(&c.matmul(&self.c)?)?;
@@ -154,7 +154,7 @@ impl SummaryDecoder {
             CellKind::Lstm => CellKind::Lstm,
         };
         let lens = vec![t; b];
-        Ok(rnn::rnn_sequence(&gie, &self.u, &rows, false, rnn::RnnSpec { kind, lens: &lens, state_mask })?)
+        Ok(rnn_op::rnn_sequence(&gie, &self.u, &rows, false, rnn_op::RnnSpec { kind, lens: &lens, state_mask })?)
     }
 
     /// The per-sentence recurrent term `C c (+ b_h)` `(batch, G)`: the paper's decoder
@@ -202,7 +202,7 @@ impl HostSummary {
         })
     }
 
-    /// The step's products in int8 (`infer::dense::Dense`).
+    /// The step's products in int8 (`kernels::dense::Dense`).
     pub fn quantize(&mut self) {
         self.w.quantize();
         self.u.quantize();

@@ -17,12 +17,14 @@ use super::encoder::{cell_name, layer_scope, Stack};
 use super::feedback::{self, Feedback, FeedbackIn, FeedbackStack, HostCell, HostFeedback};
 use super::params::ParamBuilder;
 use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks, Side, StackShape};
-use super::rnn::{HostRnn, Rnn};
-use crate::config::{CellKind, StackKind};
+use super::decoder::HostStepIn;
+use super::output::HostOutput;
+use super::rnn::{self, HostRnn, Rnn};
+use crate::config::{CellKind, OutputState, StackKind};
 use crate::error::Result;
-use crate::kernels::gemm::fill_rows;
+use crate::kernels::gemm::{fill_rows, Mat};
 use crate::kernels::rnn_cell::{CellKernel, Rows, StepIn};
-use crate::kernels::{linear, rnn};
+use crate::kernels::{linear, rnn_op};
 use crate::simd_dispatch;
 
 /// Layers 2… of a decoder.
@@ -99,7 +101,7 @@ impl UpperLayers {
         Ok(x)
     }
 
-    /// The fused form (`kernels::rnn`, one sequence op per layer).
+    /// The fused form (`kernels::rnn_op`, one sequence op per layer).
     fn forward_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
         let (b, t, n) = s1.dims3()?;
         let lens = vec![t; b];
@@ -109,8 +111,8 @@ impl UpperLayers {
             let (w, bias) = rnn.input_weights();
             let gi = linear::linear(&masked(&x, &mk.input)?.reshape((b * t, n))?, w, bias)?.reshape((b, t, gw))?;
             let rows = Tensor::cat(&[&rnn.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, h0], 1)?;
-            let spec = rnn::RnnSpec { kind: rnn.kind(), lens: &lens, state_mask: mk.state.as_deref() };
-            let h = rnn::rnn_sequence(&gi, &rnn.u_cat()?, &rows, false, spec)?;
+            let spec = rnn_op::RnnSpec { kind: rnn.kind(), lens: &lens, state_mask: mk.state.as_deref() };
+            let h = rnn_op::rnn_sequence(&gi, &rnn.u_cat()?, &rows, false, spec)?;
             x = if self.residual { (h + x)? } else { h };
         }
         Ok(x)
@@ -151,6 +153,67 @@ impl UpperLayers {
             x = if self.residual { (h + &x)? } else { h };
         }
         Ok(x)
+    }
+}
+
+impl UpperLayers {
+    /// The whole decoder's start state `(B, L·w)` from the first layer's `(B, w)`: every layer
+    /// starts from the same state.
+    pub fn stack_start(&self, first: &Tensor) -> Result<Tensor> {
+        if self.is_empty() {
+            return Ok(first.clone());
+        }
+        Ok(Tensor::cat(&vec![first; self.layers.len() + 1], D::Minus1)?)
+    }
+
+    /// What the deep output reads as `s_{i-1}` at the first step of a stack started from
+    /// `h0 (B, n)`: `h0`, or with residual connections the sum over the `L` layers, `L·h0`.
+    pub fn start_output(&self, h0: &Tensor) -> Result<Tensor> {
+        if self.residual && !self.is_empty() {
+            Ok((h0 * (self.layers.len() + 1) as f64)?)
+        } else {
+            Ok(h0.clone())
+        }
+    }
+
+    /// A decoder state `(rows, L·w)` split into the first layer's `(rows, w)` and the upper
+    /// layers' `(rows, (L−1)·w)` (none without a stack).
+    pub fn split_state(&self, state: &Tensor, w: usize) -> Result<(Tensor, Option<Tensor>)> {
+        if self.is_empty() {
+            return Ok((state.clone(), None));
+        }
+        let rest = state.dim(D::Minus1)? - w;
+        Ok((state.narrow(D::Minus1, 0, w)?.contiguous()?, Some(state.narrow(D::Minus1, w, rest)?.contiguous()?)))
+    }
+
+    /// The output `(rows, n)` the deep output reads of a whole decoder state `(rows, L·w)`.
+    fn state_top(&self, state: &Tensor, w: usize, n: usize) -> Result<Tensor> {
+        let (first, rest) = self.split_state(state, w)?;
+        let h1 = rnn::state_output(&first, n)?;
+        match rest {
+            None => Ok(h1),
+            Some(r) => self.top_output(&h1, &r),
+        }
+    }
+
+    /// A search step above the first layer: `prev (rows, L·w)` the decoder state before the
+    /// step, `first` and `rest` its split ([`Self::split_state`]), `new_first (rows, w)` the
+    /// first layer's new state, `n` the hidden size → the whole new state `(rows, L·w)` and the
+    /// output the deep output reads (`which`: the top output before or after the step).
+    pub fn step_above(&self, prev: &Tensor, first: &Tensor, rest: Option<Tensor>, new_first: Tensor, which: OutputState, n: usize) -> Result<(Tensor, Tensor)> {
+        let w = first.dim(D::Minus1)?;
+        let mut state = new_first;
+        let mut top = rnn::state_output(&state, n)?;
+        if let Some(r) = rest {
+            let (new_rest, new_top) = self.step(&top, &rnn::state_output(first, n)?, &r)?;
+            state = Tensor::cat(&[&state, &new_rest], D::Minus1)?;
+            top = new_top;
+        }
+        let s_out = match which {
+            OutputState::Previous => self.state_top(prev, w, n)?,
+            OutputState::Current => top,
+        };
+        Ok((state, s_out))
     }
 }
 
@@ -233,6 +296,30 @@ impl HostUpper {
             x = if self.residual { h.iter().zip(&x).map(|(a, b)| a + b).collect() } else { h };
         }
         (full, x)
+    }
+
+    /// Above the first layer's host step for the rows of `x`: its new states `first (R, w)`
+    /// and the deep output's pre-activation `pre (R, 2l)` (without the state term when
+    /// stacked) → the whole new states `(R, L·w)`, `pre` with the top layer's `O_h` term, and
+    /// the state the deep output read (`which`), which the copy gate reads: kept for a stack,
+    /// and for one layer when `keep_s_out`.
+    pub fn above(&self, x: &HostStepIn<'_>, first: Vec<f32>, mut pre: Vec<f32>, out: &HostOutput, which: OutputState, keep_s_out: bool) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let (n, l2) = (self.hidden, out.b.len());
+        if !self.is_empty() {
+            let (full, top) = self.step(x.state, &first, x.threads);
+            let s_out = match which {
+                OutputState::Previous => self.top_output(x.state),
+                OutputState::Current => top,
+            };
+            out.o_h.mul_add(&mut pre, 0, l2, Mat::new(&s_out, x.sent.len(), n), x.threads);
+            return (full, pre, s_out);
+        }
+        let s_out = match (keep_s_out, which) {
+            (false, _) => Vec::new(),
+            (true, OutputState::Previous) => x.s_prev.to_vec(),
+            (true, OutputState::Current) => first.chunks_exact(self.widths().0).flat_map(|r| r[..n].iter().copied()).collect(),
+        };
+        (first, pre, s_out)
     }
 
     /// The top output `(R, n)` of stacked states `(R, L·w)`: the top layer's `h`, or with

@@ -23,7 +23,7 @@ use std::borrow::Cow;
 
 use nmt_data::batch::Batch;
 
-use super::scorer::{best_of_full, FullStep, Pick, Rows, Scorer, Step};
+use super::scorer::{best_of_full, ScoredFull, Pick, Rows, Scorer, Scored};
 use crate::error::Result;
 
 /// Models that decode together; `members[0]` sets the reading order.
@@ -88,14 +88,14 @@ impl<S: Scorer> Scorer for Ensemble<'_, S> {
         self.members.iter().zip(&enc.members).map(|(m, e)| m.start(e, sent)).collect()
     }
 
-    fn step(&self, enc: &Self::Encoded, states: &Self::States, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Self::States>> {
+    fn step(&self, enc: &Self::Encoded, states: &Self::States, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Scored<Self::States>> {
         if let ([m], [e], [s]) = (&self.members[..], &enc.members[..], &states[..]) {
             let out = m.step(e, s, rows, pick)?;
-            return Ok(Step { states: vec![out.states], best: out.best, alpha: out.alpha });
+            return Ok(Scored { states: vec![out.states], best: out.best, alpha: out.alpha });
         }
         let full = self.step_full(enc, states, rows, enc.width, pick.alpha)?;
         let best = best_of_full(&full.log_probs, enc.width, pick.want, pick.skip);
-        Ok(Step { states: full.states, best, alpha: full.alpha })
+        Ok(Scored { states: full.states, best, alpha: full.alpha })
     }
 
     fn step_full(
@@ -105,7 +105,7 @@ impl<S: Scorer> Scorer for Ensemble<'_, S> {
         rows: &Rows<'_>,
         width: usize,
         alpha: bool,
-    ) -> Result<FullStep<Self::States>> {
+    ) -> Result<ScoredFull<Self::States>> {
         let r_n = rows.y.len();
         let mut parts = Vec::with_capacity(self.members.len());
         let mut new_states = Vec::with_capacity(self.members.len());
@@ -132,7 +132,7 @@ impl<S: Scorer> Scorer for Ensemble<'_, S> {
             a.iter_mut().for_each(|x| *x /= attending as f32);
             a
         });
-        Ok(FullStep { states: new_states, log_probs: log_mean_exp(&parts, r_n * width), alpha })
+        Ok(ScoredFull { states: new_states, log_probs: log_mean_exp(&parts, r_n * width), alpha })
     }
 
     fn gather(&self, states: &Self::States, idx: &[usize]) -> Result<Self::States> {

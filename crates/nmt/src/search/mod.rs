@@ -6,7 +6,9 @@
 //! The types every search shares (hypotheses, options, length normalisation, the beam
 //! bookkeeping) live in `crate::hypothesis` and are re-exported here.
 pub mod beam;
+mod candle;
 pub mod ensemble;
+mod host;
 pub mod scorer;
 
 use std::borrow::Borrow;

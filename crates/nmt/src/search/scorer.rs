@@ -2,8 +2,8 @@
 //! encodes a batch once, then advances any set of live hypotheses ("rows") by one decoder step
 //! and reports, per row, the best next tokens as log-probabilities.
 //!
-//! Two scorers implement it: the candle model (`model/scorer.rs`: the reference, any device and
-//! dtype) and its host snapshot (`infer/scorer.rs`: the fused CPU search). An ensemble of
+//! Two scorers implement it: the candle model (`candle.rs`: the reference, any device and
+//! dtype) and its host snapshot (`host.rs`: the fused CPU search). An ensemble of
 //! scorers is a scorer too (`ensemble.rs`), so the loop never knows how many models it runs.
 //!
 //! Row layout: the loop keeps only live rows; row `r` belongs to sentence `rows.sent[r]` of the
@@ -31,7 +31,7 @@ pub struct Pick<'a> {
 }
 
 /// One step's result for `R` rows.
-pub struct Step<S> {
+pub struct Scored<S> {
     /// The new decoder states, row `r` the child of input row `r`.
     pub states: S,
     /// Per row, the best tokens: `log p(y | row) = z − lse[r]`.
@@ -43,12 +43,12 @@ pub struct Step<S> {
 
 /// One step's whole distribution, for ensembles: the best tokens of an average need not be
 /// among any member's best.
-pub struct FullStep<S> {
+pub struct ScoredFull<S> {
     pub states: S,
     /// `log p(y | row)` over `width` columns `(R, width)`: the vocabulary, then a copy model's
     /// extended ids (−∞ where the scorer gives a column no mass).
     pub log_probs: Vec<f32>,
-    /// Attention weights `(R, S)`, as in [`Step::alpha`].
+    /// Attention weights `(R, S)`, as in [`Scored::alpha`].
     pub alpha: Option<Vec<f32>>,
 }
 
@@ -72,7 +72,7 @@ pub trait Scorer: Sync {
     /// The start states of one row per sentence in `sent`.
     fn start(&self, enc: &Self::Encoded, sent: &[usize]) -> Result<Self::States>;
     /// One decoder step for `rows` with `states`, choosing as `pick` says.
-    fn step(&self, enc: &Self::Encoded, states: &Self::States, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Self::States>>;
+    fn step(&self, enc: &Self::Encoded, states: &Self::States, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Scored<Self::States>>;
     /// One decoder step with the whole distribution over `width ≥ vocab()` columns.
     fn step_full(
         &self,
@@ -81,7 +81,7 @@ pub trait Scorer: Sync {
         rows: &Rows<'_>,
         width: usize,
         alpha: bool,
-    ) -> Result<FullStep<Self::States>>;
+    ) -> Result<ScoredFull<Self::States>>;
     /// The states of rows `idx`, in that order.
     fn gather(&self, states: &Self::States, idx: &[usize]) -> Result<Self::States>;
 }

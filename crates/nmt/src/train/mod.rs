@@ -2,12 +2,12 @@
 pub mod average;
 pub mod checkpoint;
 pub mod collective;
-mod data;
+mod train_data;
 pub mod log;
 pub mod optim;
 pub mod progress;
 mod setup;
-mod step;
+mod update;
 pub mod trainer;
 pub mod validate;
 

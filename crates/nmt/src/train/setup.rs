@@ -49,7 +49,7 @@ pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: 
 }
 
 /// A resumed model must train on data encoded with its own vocabularies.
-pub(super) fn check_vocabularies(run: &Run, data: &super::data::TrainData, ckpt: &std::path::Path) -> Result<()> {
+pub(super) fn check_vocabularies(run: &Run, data: &super::train_data::TrainData, ckpt: &std::path::Path) -> Result<()> {
     let (src, tgt) = data.segmenters();
     let same = |a: &Segmenter, b: &Segmenter| a.to_json().ok() == b.to_json().ok();
     if same(src, &run.meta.src) && same(tgt, &run.meta.tgt) {

@@ -23,11 +23,11 @@ use nmt_data::read_parallel;
 use super::average;
 use super::checkpoint::{self, TrainProgress};
 use super::collective::{agree_on, broadcast_decision, broadcast_params, Collective, Control, Decision, Single};
-use super::data::{DataSource, TrainData};
+use super::train_data::{DataSource, TrainData};
 use super::log::{JsonlLog, TrainRecord, ValidRecord};
 use super::progress::{Progress, StepInfo};
 use super::setup::{check_vocabularies, check_writable, resume, start, write_config, Run};
-use super::step::{Share, Updater};
+use super::update::{Share, Updater};
 use super::validate::{dev_bleu, dev_loss, DevSet};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -150,7 +150,8 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         average_snapshots(&env, &run, ui)?;
     }
     if cfg.train.shortlist && reason.0 != StopReason::Interrupted && opts.is_root() {
-        crate::shortlist::after_training(data.prepared(), &run.meta, &[&best_path, &dir.join("model.avg.safetensors")], ui)?;
+        let done = crate::shortlist::after_training(data.prepared(), &run.meta, &[&best_path, &dir.join("model.avg.safetensors")])?;
+        ui.on_message(&done);
     }
     Ok(TrainSummary {
         steps: run.progress.step,

@@ -7,14 +7,14 @@
 use nmt_data::batch::Batch;
 use rayon::prelude::*;
 
-use super::encode::{encode, HostEncoded};
-use super::shortlist::SubVocab;
-use super::step::{features, step, LiveRows, StepOut};
-use super::weights::{HostCore, HostModel};
+use crate::infer::encode::{encode, HostEncoded};
+use crate::infer::step::{features, step, LiveRows};
+use crate::infer::sub_vocab::SubVocab;
+use crate::infer::weights::HostModel;
 use crate::error::Result;
 use crate::kernels::projection::RowBest;
 use crate::model::copy::MixIn;
-use crate::search::scorer::{FullStep, Pick, Rows, Scorer, Step};
+use super::scorer::{ScoredFull, Pick, Rows, Scorer, Scored};
 
 /// The fewest rows a thread's share of a step gets: below it, one share runs on all threads.
 const MIN_SHARE: usize = 8;
@@ -28,17 +28,17 @@ impl Scorer for HostModel {
     }
 
     fn attends(&self) -> bool {
-        matches!(self.core, HostCore::Search { .. })
+        self.net.attends()
     }
 
     fn vocab(&self) -> usize {
-        self.out.proj.vocab()
+        self.net.output().proj.vocab()
     }
 
     fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<HostEncoded> {
         let mut enc = encode(self, &batch.src, &batch.src_lengths, rayon::current_num_threads())?;
         enc.src_ext = batch.src_ext.clone();
-        enc.vocab = vocab.map(|ids| SubVocab::new(&self.out.proj, ids.to_vec()));
+        enc.vocab = vocab.map(|ids| SubVocab::new(&self.net.output().proj, ids.to_vec()));
         Ok(enc)
     }
 
@@ -55,7 +55,7 @@ impl Scorer for HostModel {
     /// normaliser sums the vocabulary on one thread (`Projection::best`), so the hypotheses do
     /// not depend on the thread count (`tests/shortlist.rs`). Ensembles (`step_full`) are not
     /// split.
-    fn step(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Vec<f32>>> {
+    fn step(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Scored<Vec<f32>>> {
         let threads = rayon::current_num_threads();
         let r_n = rows.y.len();
         let w = self.state_width();
@@ -67,13 +67,12 @@ impl Scorer for HostModel {
             step(self, enc, &r, &pick.want[rr], pick.skip, pick.alpha, t)
         };
         if shares == 1 {
-            let out = run(0, threads);
-            return Ok(Step { states: out.state, best: out.best, alpha: out.alpha });
+            return Ok(run(0, threads));
         }
-        let outs: Vec<StepOut> = (0..r_n.div_ceil(per)).into_par_iter().map(|c| run(c, 1)).collect();
-        let mut all = Step { states: Vec::with_capacity(r_n * w), best: RowBest { lse: Vec::new(), top: Vec::new() }, alpha: None };
+        let outs: Vec<Scored<Vec<f32>>> = (0..r_n.div_ceil(per)).into_par_iter().map(|c| run(c, 1)).collect();
+        let mut all = Scored { states: Vec::with_capacity(r_n * w), best: RowBest { lse: Vec::new(), top: Vec::new() }, alpha: None };
         for o in outs {
-            all.states.extend(o.state);
+            all.states.extend(o.states);
             all.best.lse.extend(o.best.lse);
             all.best.top.extend(o.best.top);
             if let Some(a) = o.alpha {
@@ -83,21 +82,21 @@ impl Scorer for HostModel {
         Ok(all)
     }
 
-    fn step_full(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<FullStep<Vec<f32>>> {
+    fn step_full(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<ScoredFull<Vec<f32>>> {
         let r_n = rows.y.len();
         let vocab = self.vocab();
-        let f = features(self, enc, &LiveRows { s: states, y: rows.y, sent: rows.sent }, alpha, rayon::current_num_threads());
+        let (f, ey) = features(self, enc, &LiveRows { s: states, y: rows.y, sent: rows.sent }, alpha, rayon::current_num_threads());
         let lp = match &enc.vocab {
-            None => self.out.proj.log_probs(&f.t, r_n),
+            None => self.net.output().proj.log_probs(&f.t, r_n),
             Some(v) => v.log_probs(&f.t, r_n, vocab),
         };
-        let log_probs = match (&self.copy, &f.alpha) {
+        let log_probs = match (self.net.copy(), &f.alpha) {
             (Some(copy), Some(al)) => {
                 let x = MixIn {
                     t: &f.t,
                     s_out: &f.s_out,
                     ctx: &f.ctx,
-                    ey: &f.ey,
+                    ey: &ey,
                     alpha: al,
                     rows: rows.sent,
                     want: &[],
@@ -111,7 +110,7 @@ impl Scorer for HostModel {
                 .flat_map(|row| row.iter().copied().chain(std::iter::repeat_n(f32::NEG_INFINITY, width - vocab)))
                 .collect(),
         };
-        Ok(FullStep { states: f.state, log_probs, alpha: f.alpha })
+        Ok(ScoredFull { states: f.state, log_probs, alpha: f.alpha })
     }
 
     fn gather(&self, states: &Vec<f32>, idx: &[usize]) -> Result<Vec<f32>> {

@@ -5,10 +5,10 @@
 use candle_core::{DType, Tensor};
 use nmt_data::batch::Batch;
 
-use super::decoder::Encoded;
-use super::{BatchTensors, Seq2Seq};
+use crate::model::decoder::Encoded;
+use crate::model::{BatchTensors, Seq2Seq};
 use crate::error::Result;
-use crate::search::scorer::{best_of_full, FullStep, Pick, Rows, Scorer, Step};
+use super::scorer::{best_of_full, ScoredFull, Pick, Rows, Scorer, Scored};
 
 impl Seq2Seq {
     /// Row indices as a `u32` tensor on the model's device.
@@ -20,7 +20,7 @@ impl Seq2Seq {
 
     /// One step on the rows: new states, `log p` `(R, V_ext)` row-major (the vocabulary and a
     /// copy model's extended ids) and attention `(R, S)`.
-    fn rows_step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, alpha: bool) -> Result<FullStep<Tensor>> {
+    fn rows_step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, alpha: bool) -> Result<ScoredFull<Tensor>> {
         let vocab = enc.vocab.as_deref();
         let enc = enc.enc.select(&self.row_index(rows.sent.iter().copied())?)?;
         let y = Tensor::from_vec(rows.y.to_vec(), rows.y.len(), self.device())?;
@@ -36,7 +36,7 @@ impl Seq2Seq {
             (Some(a), true) => Some(a.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?),
             _ => None,
         };
-        Ok(FullStep { states: out.state, log_probs, alpha })
+        Ok(ScoredFull { states: out.state, log_probs, alpha })
     }
 }
 
@@ -89,14 +89,14 @@ impl Scorer for Seq2Seq {
         Ok(enc.enc.init.index_select(&self.row_index(sent.iter().copied())?, 0)?)
     }
 
-    fn step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Step<Tensor>> {
+    fn step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Scored<Tensor>> {
         let out = self.rows_step(enc, states, rows, pick.alpha)?;
         let width = out.log_probs.len() / rows.y.len().max(1);
         let best = best_of_full(&out.log_probs, width, pick.want, pick.skip);
-        Ok(Step { states: out.states, best, alpha: out.alpha })
+        Ok(Scored { states: out.states, best, alpha: out.alpha })
     }
 
-    fn step_full(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<FullStep<Tensor>> {
+    fn step_full(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<ScoredFull<Tensor>> {
         let out = self.rows_step(enc, states, rows, alpha)?;
         let native = (out.log_probs.len() / rows.y.len().max(1)).max(1);
         let log_probs = out
@@ -104,7 +104,7 @@ impl Scorer for Seq2Seq {
             .chunks_exact(native)
             .flat_map(|row| row.iter().copied().chain(std::iter::repeat(f32::NEG_INFINITY)).take(width))
             .collect();
-        Ok(FullStep { log_probs, ..out })
+        Ok(ScoredFull { log_probs, ..out })
     }
 
     fn gather(&self, states: &Tensor, idx: &[usize]) -> Result<Tensor> {

@@ -1,6 +1,6 @@
 //! Dense pieces of the host search: a step's weight matrices ([`Dense`], `f32` or int8), affine
 //! maps, embedding lookups, `tanh` in place, and the copy of a parameter to the host. The GRU
-//! arithmetic itself is the training kernels' (`kernels::rnn_cell`, `kernels::rnn`,
+//! arithmetic itself is the training kernels' (`kernels::rnn_cell`, `kernels::rnn_op`,
 //! `kernels::birnn`): the search has no cell of its own.
 use candle_core::{DType, Tensor};
 

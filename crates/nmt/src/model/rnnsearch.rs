@@ -1,0 +1,191 @@
+//! RNNsearch (Bahdanau et al. 2014, appendix A.2): the bidirectional encoder's annotations
+//! `h_j = [→h_j; ←h_j] (B, S, 2n)`, the attention decoder (`attention_decoder.rs`, eq. A.2.2:
+//! `c_i = Σ_j α_ij h_j`, `s_i = GRU(E y_{i-1}, s_{i-1}, c_i)`), the decoder's layers above the
+//! first (`upper.rs`), the copy mixture's gate (`copy.rs`, `model.copy`) and the deep output
+//! (`output.rs`, `t~_i = O_h s + O_y E y_{i-1} + O_c c_i`, maxout, `softmax(G t_i)`).
+//! docs/MODELS.md gives every equation with its shapes.
+//!
+//! This file is the one place that lists RNNsearch's layers: the teacher-forced loss, the
+//! candle step and the host snapshot below all read them from [`Rnnsearch`].
+use candle_core::Tensor;
+
+use super::attention::logsumexp_last;
+use super::attention_decoder::{AttentionDecoder, ForcedIn, HostAttention};
+use super::backend::Backend;
+use super::copy::{self, CopyGate, HostCopy};
+use super::decoder::{shift_outputs, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory};
+use super::encoder::{BiRnnEncoder, Source, Stack};
+use super::inputs::BatchTensors;
+use super::network::{Architecture, Forced, HostArchitecture};
+use super::output::{Context, DeepOutput, HostOutput, OutputDims};
+use super::params::ParamBuilder;
+use super::regularizer::Dropout;
+use super::rnn::{host_stack, HostBatch, HostRnn};
+use super::upper::{HostUpper, UpperLayers};
+use super::StepScores;
+use crate::config::{ModelConfig, OutputState, StackKind};
+use crate::error::{Error, Result};
+
+/// RNNsearch's layers, named as in the model file (`encoder.*`, `decoder.*`, `copy.*`,
+/// `output.*`).
+#[derive(Clone, Debug)]
+pub struct Rnnsearch {
+    enc: BiRnnEncoder,
+    dec: AttentionDecoder,
+    /// The decoder's layers above the first (`model.dec_layers − 1`; usually none).
+    upper: UpperLayers,
+    /// The copy mixture's gate (`model.copy`).
+    copy: Option<CopyGate>,
+    out: DeepOutput,
+}
+
+impl Rnnsearch {
+    /// The layers for `cfg` (attention size `att`, a copy gate when `copy`), their parameters
+    /// created or claimed from `pb`; `tied`: the target embeddings when the output projection
+    /// is tied to them.
+    pub fn new(cfg: &ModelConfig, att: usize, copy: bool, tied: Option<&Tensor>, pb: &ParamBuilder) -> Result<Self> {
+        let (m, n, kind) = (cfg.emb_dim, cfg.hidden_dim, cfg.cell_kind());
+        // Gated feedback reaches RNNenc's recurrent encoder, not this bidirectional one
+        // (`encoder.rs`).
+        let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: StackKind::Plain };
+        let dec_stack = Stack { layers: cfg.dec_layers, residual: cfg.residual, kind: cfg.stack };
+        let dims = OutputDims { state: n, emb: m, ctx: 2 * n, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
+        Ok(Rnnsearch {
+            enc: BiRnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?,
+            dec: AttentionDecoder::new(DecoderDims { emb: m, enc: n, hidden: n, kind }, att, &pb.pp("decoder"))?,
+            upper: UpperLayers::new(n, kind, dec_stack, &pb.pp("decoder"))?,
+            copy: if copy { Some(CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None },
+            out: DeepOutput::new(dims, tied, &pb.pp("output"))?,
+        })
+    }
+}
+
+impl Architecture for Rnnsearch {
+    type Host = HostRnnsearch;
+
+    fn forward(&self, cfg: &ModelConfig, f: &Forced<'_>, mut dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
+        let (b, t) = f.batch.tgt_in.dims2()?;
+        let n = cfg.hidden_dim;
+        let stacked = !self.upper.is_empty();
+        // A stack shifts its top's outputs itself.
+        let first_output = if stacked { OutputState::Current } else { cfg.output_state };
+        let ann = self.enc.forward(&f.x, f.src, dropout.as_deref_mut(), backend)?;
+        let x_dec = ForcedIn { ey: &f.ey, ann: &ann, src: f.src, output: first_output, want_alpha: self.copy.is_some() };
+        let forced = self.dec.forward(&x_dec, dropout.as_deref_mut(), backend)?;
+        let mut state_ctx = forced.state_ctx;
+        if stacked {
+            let s1 = state_ctx.narrow(1, 0, n)?.reshape((b, t, n))?;
+            let top = self.upper.forward(&s1, &forced.start, dropout.as_deref_mut(), backend)?;
+            let states = shift_outputs(&top, &self.upper.start_output(&forced.start)?, cfg.output_state)?.reshape((b * t, n))?;
+            state_ctx = Tensor::cat(&[&states, &state_ctx.narrow(1, n, 2 * n)?], 1)?;
+        }
+        let hidden = self.out.forward(Context::PerStep(&state_ctx), &f.ey_rows, dropout, backend)?;
+        if let (Some(alpha), Some(gate)) = (forced.alpha, &self.copy) {
+            let g = gate.gate(&state_ctx.narrow(1, 0, n)?, &state_ctx.narrow(1, n, 2 * n)?, &f.ey_rows)?;
+            return copy_nll(f.batch, &self.out.logits(&hidden)?, &alpha, &g, f.eps);
+        }
+        Ok((self.out.nll(&hidden, &f.batch.tgt_out, f.eps, backend)? * &f.batch.tgt_mask)?)
+    }
+
+    fn encode(&self, x: &Tensor, src: Source<'_>) -> Result<Encoded> {
+        let ann = self.enc.forward(x, src, None, Backend::Composed)?;
+        let init = self.upper.stack_start(&self.dec.init_state(&ann)?)?;
+        Ok(Encoded { memory: Memory::Attention(self.dec.memory(&ann, src.mask)?), init })
+    }
+
+    fn step(&self, cfg: &ModelConfig, enc: &Encoded, state: &Tensor, ey: &Tensor) -> Result<StepScores> {
+        let Memory::Attention(mem) = &enc.memory else {
+            return Err(Error::Config("an encoded batch of another architecture".into()));
+        };
+        let gi = self.dec.rnn.project(&ey.unsqueeze(1)?)?.squeeze(1)?;
+        let (first, rest) = self.upper.split_state(state, cfg.layer_state_width())?;
+        let out = self.dec.step(mem, &gi, &first, None)?;
+        let (new_state, s_out) = self.upper.step_above(state, &first, rest, out.state, cfg.output_state, cfg.hidden_dim)?;
+        let (Some(ctx), Some(alpha)) = (out.ctx, out.alpha) else {
+            return Err(Error::Config("attention decoder produced no context".into()));
+        };
+        let logits = self.out.logits(&self.out.hidden(&s_out, ey, &self.out.project_context(&ctx)?)?)?;
+        let log_probs = match (&self.copy, &mem.src_ext) {
+            (Some(g), Some(src_ext)) => {
+                let gate = g.gate(&s_out, &ctx, ey)?;
+                copy::copy_log_probs(&copy::Mixture { logits: &logits, alpha: &alpha, gate: &gate, src_ext }, mem.n_ext)?
+            }
+            (Some(_), None) => {
+                return Err(Error::Input("a copy model searches with the extended source ids (Seq2Seq::attach_copy_source)".into()))
+            }
+            (None, _) => logits.broadcast_sub(&logsumexp_last(&logits)?)?,
+        };
+        Ok(StepScores { state: new_state, log_probs, alpha: Some(alpha) })
+    }
+
+    fn host(&self, cfg: &ModelConfig) -> Result<HostRnnsearch> {
+        let out = HostOutput::new(&self.out)?;
+        let enc_in = |k: usize| if k == 0 { cfg.emb_dim } else { 2 * cfg.hidden_dim };
+        Ok(HostRnnsearch {
+            enc: self.enc.layers.iter().enumerate().map(|(k, l)| HostRnn::new(&[&l.fwd, &l.bwd], enc_in(k))).collect::<Result<_>>()?,
+            dec: HostAttention::new(&self.dec, cfg, &out)?,
+            upper: HostUpper::new(&self.upper, cfg.cell_kind(), cfg.hidden_dim)?,
+            copy: self.copy.as_ref().map(HostCopy::new).transpose()?,
+            out,
+        })
+    }
+}
+
+/// The copy mixture's NLL (`copy.rs`) from the vocabulary's `logits (B·T, K_y)`, the
+/// attention `alpha (B·T, S)` and the gate `(B·T, 1)`.
+fn copy_nll(batch: &BatchTensors, logits: &Tensor, alpha: &Tensor, gate: &Tensor, eps: f64) -> Result<Tensor> {
+    let Some(src_ext) = &batch.src_ext else {
+        return Err(Error::Input("a copy model's batch needs the extended source ids (Batch::set_source_ext)".into()));
+    };
+    let (b, s) = src_ext.dims2()?;
+    let t = batch.tgt_in.dim(1)?;
+    let rows = src_ext.unsqueeze(1)?.broadcast_as((b, t, s))?.contiguous()?.reshape((b * t, s))?;
+    let mix = copy::Mixture { logits, alpha, gate, src_ext: &rows };
+    Ok((copy::copy_nll(&mix, &batch.tgt_out, eps)? * &batch.tgt_mask)?)
+}
+
+/// RNNsearch's host snapshot: the same layers' host forms.
+pub struct HostRnnsearch {
+    enc: Vec<HostRnn>,
+    dec: HostAttention,
+    upper: HostUpper,
+    copy: Option<HostCopy>,
+    out: HostOutput,
+}
+
+impl HostRnnsearch {
+    pub(crate) fn copy(&self) -> Option<&HostCopy> {
+        self.copy.as_ref()
+    }
+}
+
+impl HostArchitecture for HostRnnsearch {
+    fn encode(&self, cfg: &ModelConfig, x: &[f32], at: &HostBatch<'_>, threads: usize) -> Result<(HostMemory, Vec<f32>)> {
+        let ann = host_stack(&self.enc, x, at, 2, cfg.residual, threads);
+        Ok(self.dec.memory(&ann, at.batch, at.len, threads))
+    }
+
+    fn features(&self, cfg: &ModelConfig, mem: &HostMemory, lens: &[usize], x: &HostStepIn<'_>, want_alpha: bool) -> HostFeatures {
+        let HostMemory::Attention { mem } = mem else {
+            unreachable!("`encode` builds the memory of the model's own decoder");
+        };
+        // The copy mixture reads the attention weights whether or not they are reported.
+        let first = self.dec.step(mem, lens, x, &self.out, want_alpha || self.copy.is_some());
+        let (state, pre, s_out) = self.upper.above(x, first.state, first.pre, &self.out, cfg.output_state, self.copy.is_some());
+        HostFeatures { state, t: HostOutput::maxout(&pre), alpha: first.alpha, s_out, ctx: first.ctx }
+    }
+
+    fn quantize(&mut self) {
+        self.out.quantize();
+        self.dec.quantize();
+        // The encoder's input products (once per batch, over every source position) and the
+        // plain upper layers' (a gated-feedback layer's step stays `f32`).
+        for layer in self.enc.iter_mut().chain(&mut self.upper.layers) {
+            layer.w.quantize();
+        }
+    }
+
+    fn output(&self) -> &HostOutput {
+        &self.out
+    }
+}
