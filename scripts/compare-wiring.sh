@@ -18,7 +18,7 @@ before=$1 after=$2 updates=${3:-200} verses=${4:-300} threads=${5:-2}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/runs/compare-wiring
 rm -rf "$out" && mkdir -p "$out"
-zcat "$root/data/bible-en-es/test.en.gz" | head -n "$verses" > "$out/test.en"
+zcat "$root/data/bible-en-es/test.en.gz" | sed -n "1,${verses}p" > "$out/test.en"
 fail=0
 
 same() { # name file_a file_b

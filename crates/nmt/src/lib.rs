@@ -1,16 +1,22 @@
 //! `nmt`: RNN encoder-decoder neural machine translation (Cho et al. 2014, Bahdanau et al. 2014)
 //! on candle. The data pipeline and the evaluation metrics live in their own crates and are
 //! re-exported here as [`data`] and [`eval`].
+//!
+//! What users call is re-exported at the top: [`Translator`] (load a model file, translate
+//! lines), [`Searcher`] (search batches of ids with one model or an ensemble), [`train()`],
+//! the model file ([`LoadedModel`], [`ModelMeta`]), the configuration types and the errors.
+//!
+//! `kernels` (the fused CPU ops), `infer` (the host snapshot the fast search runs on) and
+//! `bench` (the speed harness behind `nmt bench`) are not part of the API: they are hidden from
+//! the documentation and may change with any commit. They stay reachable only because the
+//! crate's integration tests and examples (`crates/nmt/tests`, `crates/nmt/examples`) test and
+//! time the kernels directly; the binary reaches them through [`profile`] and [`run_bench`].
 pub mod config;
 pub mod embed;
 pub mod error;
 pub mod hypothesis;
 pub mod languages;
 pub mod model;
-
-pub use error::{Error, Result};
-pub use nmt_data as data;
-pub use nmt_eval as eval;
 pub mod model_file;
 pub mod quantize;
 pub mod score;
@@ -20,8 +26,23 @@ pub mod train;
 pub mod translate;
 pub mod unk;
 
+#[doc(hidden)]
+pub mod bench;
+#[doc(hidden)]
+pub mod infer;
+#[doc(hidden)]
+pub mod kernels;
+
+pub use bench::run::{run as run_bench, BenchOptions};
 /// The tensor library, re-exported so that users (and the CLI) use the same version.
 pub use candle_core;
-pub mod bench;
-pub mod infer;
-pub mod kernels;
+pub use config::{Arch, Config, DataConfig, Impl, ModelConfig, SearchConfig, TrainConfig};
+pub use error::{Error, Result};
+pub use kernels::profile;
+pub use model::Seq2Seq;
+pub use model_file::{LoadedModel, ModelMeta};
+pub use nmt_data as data;
+pub use nmt_eval as eval;
+pub use search::{Hypothesis, SearchOptions, Searcher};
+pub use train::{train, TrainOptions, TrainSummary};
+pub use translate::{Translation, Translator};

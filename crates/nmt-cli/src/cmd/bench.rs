@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use nmt::bench::run::{run as run_bench, BenchOptions};
+use nmt::{run_bench, BenchOptions};
 use nmt::config::Impl;
 
 use super::common::ComputeArgs;

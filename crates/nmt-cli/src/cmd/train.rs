@@ -153,9 +153,9 @@ pub fn run_training(cfg: &Config, model_dir: PathBuf, data: Option<PathBuf>, qui
         summary.best_step
     );
     eprintln!("best model: {}", summary.best_model.display());
-    if nmt::kernels::profile::enabled() {
+    if nmt::profile::enabled() {
         // NMT_PROFILE=1: where the fused kernels' time went (docs/PERF-TRAIN.md).
-        for (name, ms) in nmt::kernels::profile::take().into_iter().filter(|(_, ms)| *ms > 0.0) {
+        for (name, ms) in nmt::profile::take().into_iter().filter(|(_, ms)| *ms > 0.0) {
             eprintln!("profile {name}: {ms:.1} ms");
         }
     }

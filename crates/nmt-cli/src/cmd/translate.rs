@@ -129,9 +129,9 @@ pub fn run(args: TranslateArgs) -> Result<()> {
             row_steps as f64 / secs
         );
     }
-    if nmt::kernels::profile::enabled() {
+    if nmt::profile::enabled() {
         // NMT_PROFILE=1: where the fused search's time went (docs/PERF.md).
-        for (name, ms) in nmt::kernels::profile::take().into_iter().filter(|(n, ms)| n.starts_with("search.") && *ms > 0.0) {
+        for (name, ms) in nmt::profile::take().into_iter().filter(|(n, ms)| n.starts_with("search.") && *ms > 0.0) {
             eprintln!("profile {name}: {ms:.1} ms");
         }
     }

@@ -173,7 +173,8 @@ pub struct ModelConfig {
 /// keys of their own (`arch`, `att_dim`, `copy`, `encoder`; [`Arch::from_keys`] pairs them).
 /// The keys added after the first model files have defaults, so those files still load.
 /// A twin rather than `#[serde(flatten)]` of the `Arch` keys: serde cannot refuse unknown keys
-/// (`deny_unknown_fields`) in a struct that flattens.
+/// (`deny_unknown_fields`) in a struct that flattens, and `serde_ignored` would refuse them only
+/// where a caller parses through its wrapper, not in the model file's JSON metadata.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ModelToml {

@@ -14,12 +14,12 @@ use crate::error::Result;
 #[derive(Clone, Debug)]
 pub struct Attention {
     /// `(n, n')`, bias `(n')`.
-    pub w_a: Tensor,
-    pub b_a: Tensor,
+    pub(crate) w_a: Tensor,
+    pub(crate) b_a: Tensor,
     /// `(2n, n')`.
-    pub u_a: Tensor,
+    pub(crate) u_a: Tensor,
     /// `(n', 1)`.
-    pub v_a: Tensor,
+    pub(crate) v_a: Tensor,
 }
 
 impl Attention {

@@ -35,13 +35,13 @@ use crate::simd_dispatch;
 /// RNNsearch's decoder.
 #[derive(Clone, Debug)]
 pub struct AttentionDecoder {
-    pub rnn: Rnn,
+    pub(crate) rnn: Rnn,
     /// `(2n_enc, G)`: `[C_r | C_z | C]` (the LSTM: `[C_i | C_f | C_g | C_o]`).
-    pub c: Tensor,
+    pub(crate) c: Tensor,
     /// `W_s (n_enc, n)` and bias: `s_0 = tanh(←h_1 W_s + b_s)`.
-    pub w_s: Tensor,
-    pub b_s: Tensor,
-    pub att: Attention,
+    pub(crate) w_s: Tensor,
+    pub(crate) b_s: Tensor,
+    pub(crate) att: Attention,
 }
 
 impl AttentionDecoder {
@@ -173,21 +173,21 @@ impl AttentionDecoder {
 /// `ann (B, S, 2n)` the annotations of `src`, which output each position gives (`output`: a
 /// stack takes `Current` and shifts its top itself), and whether to return `α`.
 pub struct ForcedIn<'a> {
-    pub ey: &'a Tensor,
-    pub ann: &'a Tensor,
-    pub src: Source<'a>,
-    pub output: OutputState,
-    pub want_alpha: bool,
+    pub(crate) ey: &'a Tensor,
+    pub(crate) ann: &'a Tensor,
+    pub(crate) src: Source<'a>,
+    pub(crate) output: OutputState,
+    pub(crate) want_alpha: bool,
 }
 
 /// What the attention decoder's teacher forcing returns.
 pub struct AttnForced {
     /// `[s; c] (B·T, n + 2n)`: the first layer's output as `output` said, and the context `c_i`.
-    pub state_ctx: Tensor,
+    pub(crate) state_ctx: Tensor,
     /// `α_i (B·T, S)`, when asked (the copy mixture reads it).
-    pub alpha: Option<Tensor>,
+    pub(crate) alpha: Option<Tensor>,
     /// `s_0 (B, n)`, the start output (the layers above start from it).
-    pub start: Tensor,
+    pub(crate) start: Tensor,
 }
 
 /// The host form of [`AttentionDecoder`] (with `attention.rs`'s weights), as the search
@@ -198,24 +198,24 @@ pub struct HostAttention {
     /// recurrent block is `U_rz` (`rec = 2n`, paper cell, `b_h = 0`) or all of `U` with its
     /// bias (`rec = 3n`, reset-after cell; `rec = 4n` and no bias, the LSTM); `O_h` only when
     /// the deep output reads `s_{i-1}`.
-    pub s_cat: Dense,
-    pub s_cat_b: Vec<f32>,
+    pub(crate) s_cat: Dense,
+    pub(crate) s_cat_b: Vec<f32>,
     /// The cell and the width `rec` of the recurrent block in `s_cat`.
-    pub kind: CellKind,
-    pub rec: usize,
+    pub(crate) kind: CellKind,
+    pub(crate) rec: usize,
     /// `E y · [W | O_y]` `(m, G + 2l)` plus `c_i · [C | O_c]` `(2n, G + 2l)`, with bias
     /// `[b | b_o]`.
-    pub y_cat: Dense,
-    pub c_cat: Dense,
-    pub yc_cat_b: Vec<f32>,
+    pub(crate) y_cat: Dense,
+    pub(crate) c_cat: Dense,
+    pub(crate) yc_cat_b: Vec<f32>,
     /// The paper cell's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`; empty otherwise).
-    pub u: Dense,
+    pub(crate) u: Dense,
     /// `W_s (n, n)`, `b_s (n)`: `s_0 = tanh(←h_1 W_s + b_s)`.
-    pub w_s: Vec<f32>,
-    pub b_s: Vec<f32>,
+    pub(crate) w_s: Vec<f32>,
+    pub(crate) b_s: Vec<f32>,
     /// `U_a (2n, A)` (encoder side) and `v_a (A)`.
-    pub u_a: Vec<f32>,
-    pub v_a: Vec<f32>,
+    pub(crate) u_a: Vec<f32>,
+    pub(crate) v_a: Vec<f32>,
 }
 
 impl HostAttention {
@@ -381,5 +381,19 @@ impl HostAttention {
             out.o_h.mul_add(&mut pre, 0, l2, Mat::strided(&state, 0, r_n, n, lw), threads);
         }
         HostStepOut { state, pre, ctx, alpha }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The host step against the composed step (`twins.rs`), every cell, either output state.
+    #[test]
+    fn host_attention_step_is_the_composed_step() {
+        use crate::config::{CellKind, GruForm, OutputState};
+        for (i, kind) in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].into_iter().enumerate() {
+            for which in [OutputState::Previous, OutputState::Current] {
+                crate::model::twins::check_attention_step(kind, which, 40 + 10 * i as u64);
+            }
+        }
     }
 }

@@ -35,8 +35,8 @@ const FLOOR: f64 = 1e-20;
 #[derive(Clone, Debug)]
 pub struct CopyGate {
     /// `w_g (n + 2n + m, 1)` and `b_g (1)`.
-    pub w: Tensor,
-    pub b: Tensor,
+    pub(crate) w: Tensor,
+    pub(crate) b: Tensor,
 }
 
 impl CopyGate {
@@ -55,13 +55,13 @@ impl CopyGate {
 /// What the mixture reads for `R` rows.
 pub struct Mixture<'a> {
     /// Vocabulary logits `(R, K_y)`.
-    pub logits: &'a Tensor,
+    pub(crate) logits: &'a Tensor,
     /// Attention `(R, S)`.
-    pub alpha: &'a Tensor,
+    pub(crate) alpha: &'a Tensor,
     /// Gate `(R, 1)`.
-    pub gate: &'a Tensor,
+    pub(crate) gate: &'a Tensor,
     /// Each row's source in the extended space `(R, S)` u32.
-    pub src_ext: &'a Tensor,
+    pub(crate) src_ext: &'a Tensor,
 }
 
 /// Teacher-forced `−log p(y)` per row for targets `y (R)` u32 in the extended space;
@@ -112,34 +112,34 @@ pub fn extended_count(src_ext: &Tensor, k_y: usize) -> Result<usize> {
 /// What the host mixture reads for `R` rows.
 pub struct MixIn<'a> {
     /// The deep output's features `t (R, l)`.
-    pub t: &'a [f32],
+    pub(crate) t: &'a [f32],
     /// The deep output's state `(R, n)`, contexts `(R, 2n)`, previous words' embeddings `(R, m)`.
-    pub s_out: &'a [f32],
-    pub ctx: &'a [f32],
-    pub ey: &'a [f32],
+    pub(crate) s_out: &'a [f32],
+    pub(crate) ctx: &'a [f32],
+    pub(crate) ey: &'a [f32],
     /// Attention `(R, S)`.
-    pub alpha: &'a [f32],
+    pub(crate) alpha: &'a [f32],
     /// Each row's sentence in the encoded batch.
-    pub rows: &'a [usize],
-    pub want: &'a [usize],
-    pub skip: &'a [u32],
+    pub(crate) rows: &'a [usize],
+    pub(crate) want: &'a [usize],
+    pub(crate) skip: &'a [u32],
     /// The encoded batch's sources.
-    pub src: CopySource<'a>,
+    pub(crate) src: CopySource<'a>,
 }
 
 /// The encoded batch's sources in the extended space: `ext (B, S)` ids, true lengths (`</s>`
 /// included) and the padded length `S`.
 #[derive(Clone, Copy)]
 pub struct CopySource<'a> {
-    pub ext: &'a [u32],
-    pub lens: &'a [usize],
-    pub len: usize,
+    pub(crate) ext: &'a [u32],
+    pub(crate) lens: &'a [usize],
+    pub(crate) len: usize,
 }
 
 /// The copy gate on the host: `w_g (n + 2n + m)`, `b_g`.
 pub struct HostCopy {
-    pub w: Vec<f32>,
-    pub b: f32,
+    pub(crate) w: Vec<f32>,
+    pub(crate) b: f32,
 }
 
 impl HostCopy {
@@ -227,4 +227,47 @@ fn copy_mass(x: &MixIn<'_>, r: usize) -> Vec<(u32, f32)> {
         }
     }
     copy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::twins::{assert_close, randn, random_layer, values};
+    use candle_core::Device;
+
+    /// The host mixture gives the composed mixture's distribution over the extended space
+    /// (the vocabulary, then a source word past it), its gate read from the same inputs.
+    #[test]
+    fn host_mixture_is_the_composed_mixture() {
+        let (n, m, v, s, r) = (4, 3, 9, 5, 4);
+        let gate = random_layer(9, |pb| CopyGate::new(n + 2 * n + m, pb));
+        let ((st, sv), (ctx, ctxv), (ey, eyv), (logits, _)) = (randn(10, &[r, n]), randn(11, &[r, 2 * n]), randn(12, &[r, m]), randn(13, &[r, v]));
+        // Two sentences (rows 0, 1 read the first, rows 2, 3 the second, 3 words long).
+        let sent = [0usize, 0, 1, 1];
+        let lens = [5usize, 3];
+        let ext: Vec<u32> = vec![4, 9, 4, 2, 1, 7, 10, 2, 0, 0];
+        let alpha: Vec<f32> = sent
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &b)| {
+                let raw: Vec<f32> = (0..s).map(|j| if j < lens[b] { 1.0 + ((k + j) % 3) as f32 } else { 0.0 }).collect();
+                let z: f32 = raw.iter().sum();
+                raw.into_iter().map(move |a| a / z)
+            })
+            .collect();
+        let rows_ext: Vec<u32> = sent.iter().flat_map(|&b| ext[b * s..(b + 1) * s].iter().copied()).collect();
+        let g = gate.gate(&st, &ctx, &ey).unwrap();
+        let alpha_t = Tensor::from_vec(alpha.clone(), (r, s), &Device::Cpu).unwrap();
+        let src_ext = Tensor::from_vec(rows_ext, (r, s), &Device::Cpu).unwrap();
+        let mix = Mixture { logits: &logits, alpha: &alpha_t, gate: &g, src_ext: &src_ext };
+        let want = values(&copy_log_probs(&mix, 2).unwrap());
+        let lp = values(&logits.broadcast_sub(&logsumexp_last(&logits).unwrap()).unwrap());
+        let src = CopySource { ext: &ext, lens: &lens, len: s };
+        let x = MixIn { t: &[], s_out: &sv, ctx: &ctxv, ey: &eyv, alpha: &alpha, rows: &sent, want: &[], skip: &[], src };
+        let got = HostCopy::new(&gate).unwrap().full(&lp, v + 2, &x);
+        // The composed form floors a word no one gives mass at `ln FLOOR`; the host form at −∞.
+        let floor = (FLOOR as f32).ln();
+        let got: Vec<f32> = got.iter().map(|&p| if p == f32::NEG_INFINITY { floor } else { p }).collect();
+        assert_close("log p", &got, &want, 1e-5);
+    }
 }

@@ -16,20 +16,20 @@ use crate::error::Result;
 /// and how many ids they add past the vocabulary (search only).
 #[derive(Clone, Debug)]
 pub struct AttentionMemory {
-    pub annotations: Tensor,
-    pub uh: Tensor,
-    pub mask_bias: Tensor,
-    pub src_ext: Option<Tensor>,
-    pub n_ext: usize,
+    pub(crate) annotations: Tensor,
+    pub(crate) uh: Tensor,
+    pub(crate) mask_bias: Tensor,
+    pub(crate) src_ext: Option<Tensor>,
+    pub(crate) n_ext: usize,
 }
 
 /// RNNenc's memory of a batch: the summary `c (B, n)`, its gate term `C c (B, G)` and its
 /// deep-output term `O_c c (B, 2l)`.
 #[derive(Clone, Debug)]
 pub struct SummaryMemory {
-    pub c: Tensor,
-    pub gate_ctx: Tensor,
-    pub out_ctx: Tensor,
+    pub(crate) c: Tensor,
+    pub(crate) gate_ctx: Tensor,
+    pub(crate) out_ctx: Tensor,
 }
 
 /// What the decoder reads of the source, computed once per batch by `Seq2Seq::encode`: each
@@ -43,7 +43,7 @@ pub enum Memory {
 /// Encoder output plus the decoder's initial state `(batch, n)` (the LSTM's: `(batch, 2n)`).
 #[derive(Clone, Debug)]
 pub struct Encoded {
-    pub memory: Memory,
+    pub(crate) memory: Memory,
     pub init: Tensor,
 }
 
@@ -80,19 +80,19 @@ pub fn shift_outputs(cur: &Tensor, start: &Tensor, which: OutputState) -> Result
 /// The result of one decoder step.
 pub struct StepOut {
     /// New state `s_i` `(batch, n)`.
-    pub state: Tensor,
+    pub(crate) state: Tensor,
     /// RNNsearch's context `c_i` `(batch, 2n)` and weights `α_i` `(batch, src_len)`.
-    pub ctx: Option<Tensor>,
-    pub alpha: Option<Tensor>,
+    pub(crate) ctx: Option<Tensor>,
+    pub(crate) alpha: Option<Tensor>,
 }
 
 /// Sizes and cell of a decoder: embedding `m`, encoder state `n_enc`, hidden `n`.
 #[derive(Clone, Copy, Debug)]
 pub struct DecoderDims {
-    pub emb: usize,
-    pub enc: usize,
-    pub hidden: usize,
-    pub kind: CellKind,
+    pub(crate) emb: usize,
+    pub(crate) enc: usize,
+    pub(crate) hidden: usize,
+    pub(crate) kind: CellKind,
 }
 
 /// The host form of [`Memory`], computed once per batch by the encoder pass of the search
@@ -108,44 +108,44 @@ pub enum HostMemory {
 /// What a first decoder layer's host step reads, for `R` live rows.
 pub struct HostStepIn<'a> {
     /// The previous outputs `s_{i-1} (R, n)`.
-    pub s_prev: &'a [f32],
+    pub(crate) s_prev: &'a [f32],
     /// The previous state rows `(R, width)`: the LSTM's cell is at `[n, 2n)` of each.
-    pub state: &'a [f32],
-    pub width: usize,
+    pub(crate) state: &'a [f32],
+    pub(crate) width: usize,
     /// The previous words' embeddings `(R, m)`.
-    pub ey: &'a [f32],
+    pub(crate) ey: &'a [f32],
     /// Each row's sentence in the encoded batch.
-    pub sent: &'a [usize],
+    pub(crate) sent: &'a [usize],
     /// Which state the deep output's `O_h` term reads, added by the step for a one-layer
     /// decoder; `None` for a stack, whose top layer's term is added after the upper layers.
-    pub out_state: Option<OutputState>,
-    pub threads: usize,
+    pub(crate) out_state: Option<OutputState>,
+    pub(crate) threads: usize,
 }
 
 /// A first decoder layer's host step.
 pub struct HostStepOut {
     /// The layer's new states `(R, w)` (`w = n`, or the LSTM's `2n`).
-    pub state: Vec<f32>,
+    pub(crate) state: Vec<f32>,
     /// The deep output's pre-activation `t~ (R, 2l)`, the state term included unless the
     /// decoder is a stack.
-    pub pre: Vec<f32>,
+    pub(crate) pre: Vec<f32>,
     /// RNNsearch's contexts `c_i (R, 2n)` (the copy gate reads them; empty for RNNenc).
-    pub ctx: Vec<f32>,
+    pub(crate) ctx: Vec<f32>,
     /// Attention weights `(R, S)`, zero at padding (RNNsearch, when asked for).
-    pub alpha: Option<Vec<f32>>,
+    pub(crate) alpha: Option<Vec<f32>>,
 }
 
 /// A host step up to the deep output's features, for `R` rows: what a scorer turns into the
 /// best tokens (`Projection::best`) or, for an ensemble, whole distributions.
 pub struct HostFeatures {
     /// The new decoder states `(R, L·w)`.
-    pub state: Vec<f32>,
+    pub(crate) state: Vec<f32>,
     /// The deep output's maxout features `t (R, l)`.
-    pub t: Vec<f32>,
+    pub(crate) t: Vec<f32>,
     /// Attention weights `(R, S)` (RNNsearch, when asked for, and always for a copy model).
-    pub alpha: Option<Vec<f32>>,
+    pub(crate) alpha: Option<Vec<f32>>,
     /// What the copy gate reads (a copy model; empty otherwise): the state the deep output read
     /// `(R, n)` and the contexts `(R, 2n)`.
-    pub s_out: Vec<f32>,
-    pub ctx: Vec<f32>,
+    pub(crate) s_out: Vec<f32>,
+    pub(crate) ctx: Vec<f32>,
 }

@@ -52,20 +52,20 @@ pub(crate) fn layer_scope<'a>(pb: &ParamBuilder<'a>, k: usize) -> ParamBuilder<'
 /// How stacked layers connect.
 #[derive(Clone, Copy, Debug)]
 pub struct Stack {
-    pub layers: usize,
-    pub residual: bool,
+    pub(crate) layers: usize,
+    pub(crate) residual: bool,
     /// Plain, or gated feedback between the layers above the first (`feedback.rs`): the
     /// decoder's and RNNenc's recurrent encoder's; RNNsearch's encoder ignores it.
-    pub kind: StackKind,
+    pub(crate) kind: StackKind,
 }
 
 /// A padded source batch as the encoders read it.
 #[derive(Clone, Copy)]
 pub struct Source<'a> {
     /// `(B, S)`, 1 at words, 0 at padding (the composed forms').
-    pub mask: &'a Tensor,
+    pub(crate) mask: &'a Tensor,
     /// Each sentence's length, at least 1: an empty source still has its `</s>` (the kernels').
-    pub lens: &'a [usize],
+    pub(crate) lens: &'a [usize],
 }
 
 /// The masks of an encoder stack of `layers` layers of `dirs` directions over `x (B, S, ·)`.
@@ -78,15 +78,15 @@ fn encoder_masks(dropout: Option<&mut Dropout>, x: &Tensor, layers: usize, hidde
 /// One bidirectional layer.
 #[derive(Clone, Debug)]
 pub struct BiLayer {
-    pub fwd: Rnn,
-    pub bwd: Rnn,
+    pub(crate) fwd: Rnn,
+    pub(crate) bwd: Rnn,
 }
 
 /// Bidirectional encoder.
 #[derive(Clone, Debug)]
 pub struct BiRnnEncoder {
-    pub layers: Vec<BiLayer>,
-    pub residual: bool,
+    pub(crate) layers: Vec<BiLayer>,
+    pub(crate) residual: bool,
 }
 
 impl BiRnnEncoder {
@@ -154,10 +154,10 @@ impl BiRnnEncoder {
 /// Unidirectional encoder (RNNenc).
 #[derive(Clone, Debug)]
 pub struct RnnEncoder {
-    pub layers: Vec<Rnn>,
-    pub residual: bool,
+    pub(crate) layers: Vec<Rnn>,
+    pub(crate) residual: bool,
     /// The upper layers' gated-feedback weights (`model.stack = "gated-feedback"`), or empty.
-    pub feedback: Vec<Feedback>,
+    pub(crate) feedback: Vec<Feedback>,
 }
 
 impl RnnEncoder {

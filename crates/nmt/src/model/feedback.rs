@@ -49,13 +49,13 @@ use crate::kernels::math::FastMath;
 #[derive(Clone, Debug)]
 pub struct Feedback {
     /// `(n, L)`: `w_g^{i→j}` for `i = 1…L`, read from the layer's input.
-    pub w_g: Tensor,
+    pub(crate) w_g: Tensor,
     /// `(L·n, L)`: `u_g^{i→j}`, read from `h*`.
-    pub u_g: Tensor,
+    pub(crate) u_g: Tensor,
     /// `((L−1)·n, n)`: the candidate's `U^{i→j}` for every other layer `i`, in layer order.
-    pub u_other: Tensor,
+    pub(crate) u_other: Tensor,
     /// This layer's index among the sources `0…L−1` (`j − 1`).
-    pub own: usize,
+    pub(crate) own: usize,
 }
 
 impl Feedback {
@@ -152,10 +152,10 @@ struct StepMasks {
 
 /// The decoder's upper layers with their feedback weights (borrowed from `UpperLayers`).
 pub struct FeedbackStack<'a> {
-    pub layers: &'a [Rnn],
-    pub feedback: &'a [Feedback],
+    pub(crate) layers: &'a [Rnn],
+    pub(crate) feedback: &'a [Feedback],
     /// A layer's output adds its input (`model.residual`).
-    pub residual: bool,
+    pub(crate) residual: bool,
 }
 
 impl FeedbackStack<'_> {
@@ -227,13 +227,13 @@ impl FeedbackStack<'_> {
 /// The host form: one upper layer's feedback weights, row-major `(in, out)`.
 pub struct HostFeedback {
     /// `(n, L)`.
-    pub w_g: Vec<f32>,
+    pub(crate) w_g: Vec<f32>,
     /// `(L·n, L)`.
-    pub u_g: Vec<f32>,
+    pub(crate) u_g: Vec<f32>,
     /// `((L−1)·n, n)`: the other layers' candidate blocks.
-    pub u_other: Vec<f32>,
+    pub(crate) u_other: Vec<f32>,
     /// This layer's index among the sources (`j − 1`).
-    pub own: usize,
+    pub(crate) own: usize,
 }
 
 impl HostFeedback {
@@ -246,22 +246,22 @@ impl HostFeedback {
 /// at `t − 1` side by side `(R, L·n)`, `hp (R, n)` and `cp (R, n)` (the LSTM's cell; empty for
 /// the GRU) its own state.
 pub struct FeedbackIn<'a> {
-    pub hidden: usize,
-    pub x: &'a [f32],
-    pub sources: &'a [f32],
-    pub hp: &'a [f32],
-    pub cp: &'a [f32],
+    pub(crate) hidden: usize,
+    pub(crate) x: &'a [f32],
+    pub(crate) sources: &'a [f32],
+    pub(crate) hp: &'a [f32],
+    pub(crate) cp: &'a [f32],
 }
 
 /// An upper layer's cell weights in the kernels' layout (`rnn::HostRnn`'s): `W (n, G)`,
 /// `b (G)`, `U (n, G)` (`[U_r | U_z | U]` or the LSTM's `[U_i | U_f | U_g | U_o]`) and the
 /// recurrent bias `b_h (G)`.
 pub struct HostCell<'a> {
-    pub kind: CellKind,
-    pub w: &'a [f32],
-    pub b: &'a [f32],
-    pub u: &'a [f32],
-    pub bh: &'a [f32],
+    pub(crate) kind: CellKind,
+    pub(crate) w: &'a [f32],
+    pub(crate) b: &'a [f32],
+    pub(crate) u: &'a [f32],
+    pub(crate) bh: &'a [f32],
 }
 
 /// One step of upper layer `cell` with feedback `fb`: writes `h (R, n)` and, for the LSTM,
@@ -349,6 +349,21 @@ pub fn layer_step(cell: &HostCell<'_>, fb: &HostFeedback, at: &FeedbackIn<'_>, h
                     h[i] = og * c[i].tanh_fast();
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::encoder::Stack;
+    use crate::config::{CellKind, GruForm, StackKind};
+    use crate::model::twins::check_upper_step;
+
+    /// A gated-feedback stack's host step (`layer_step`) against its composed step, every cell.
+    #[test]
+    fn host_feedback_stack_steps_as_the_composed_one() {
+        for (i, kind) in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].into_iter().enumerate() {
+            check_upper_step(kind, Stack { layers: 3, residual: false, kind: StackKind::GatedFeedback }, 30 + i as u64);
         }
     }
 }

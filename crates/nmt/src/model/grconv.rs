@@ -34,14 +34,14 @@ use crate::kernels::gemm::{matmul, Mat};
 #[derive(Clone, Debug)]
 pub struct GrConv {
     /// `U (m, n)`: the leaves' projection.
-    pub u: Tensor,
+    pub(crate) u: Tensor,
     /// `W^l`, `W^r (n, n)`: the candidate from the left and right child.
-    pub w_l: Tensor,
-    pub w_r: Tensor,
+    pub(crate) w_l: Tensor,
+    pub(crate) w_r: Tensor,
     /// `G^l`, `G^r (n, 3)`: the gates `[ω_c, ω_l, ω_r]` from the left and right child.
-    pub g_l: Tensor,
-    pub g_r: Tensor,
-    pub hidden: usize,
+    pub(crate) g_l: Tensor,
+    pub(crate) g_r: Tensor,
+    pub(crate) hidden: usize,
 }
 
 /// Every level's gates, for pictures of the learned tree (`nmt plot grconv`).
@@ -97,12 +97,12 @@ impl GrConv {
 
 /// The host form: grConv's weights as host `f32`: `U (m, n)`, `W^l`, `W^r (n, n)`, `G^l`, `G^r (n, 3)`.
 pub struct HostGrConv {
-    pub u: Vec<f32>,
-    pub w_l: Vec<f32>,
-    pub w_r: Vec<f32>,
-    pub g_l: Vec<f32>,
-    pub g_r: Vec<f32>,
-    pub hidden: usize,
+    pub(crate) u: Vec<f32>,
+    pub(crate) w_l: Vec<f32>,
+    pub(crate) w_r: Vec<f32>,
+    pub(crate) g_l: Vec<f32>,
+    pub(crate) g_r: Vec<f32>,
+    pub(crate) hidden: usize,
 }
 
 impl HostGrConv {
@@ -146,5 +146,23 @@ impl HostGrConv {
             }
         }
         (0..b).flat_map(|bi| h[bi * s * n..bi * s * n + n].iter().copied()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::twins::{assert_close, randn, random_layer, values};
+
+    /// The host form summarises sentences of every length as the composed tree does.
+    #[test]
+    fn host_grconv_summarises_as_the_composed_layer() {
+        let (m, n, b, s) = (5, 4, 3, 6);
+        let lens = [6usize, 3, 1];
+        let g = random_layer(7, |pb| GrConv::new(m, n, pb));
+        let (x, xv) = randn(8, &[b, s, m]);
+        let want = values(&g.forward(&x, &lens).unwrap());
+        let got = HostGrConv::new(&g).unwrap().summaries(&xv, &lens, 1);
+        assert_close("summaries", &got, &want, 1e-5);
     }
 }

@@ -23,17 +23,17 @@ use crate::error::Result;
 #[derive(Clone, Debug)]
 pub struct Gru {
     /// `(in, 3n)`: `[W_r | W_z | W]`.
-    pub w: Tensor,
+    pub(crate) w: Tensor,
     /// `(3n)`.
-    pub b: Tensor,
+    pub(crate) b: Tensor,
     /// `(n, 2n)`: `[U_r | U_z]`.
-    pub u_rz: Tensor,
+    pub(crate) u_rz: Tensor,
     /// `(n, n)`: `U` of the candidate.
-    pub u: Tensor,
+    pub(crate) u: Tensor,
     /// `(3n)`: the reset-after cell's recurrent bias `b_h` (none for the paper's cell).
-    pub b_h: Option<Tensor>,
-    pub form: GruForm,
-    pub hidden: usize,
+    pub(crate) b_h: Option<Tensor>,
+    pub(crate) form: GruForm,
+    pub(crate) hidden: usize,
 }
 
 impl Gru {

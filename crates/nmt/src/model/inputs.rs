@@ -8,17 +8,17 @@ use crate::error::Result;
 /// Tensors of one batch. `src (B, S)` u32 with `src_mask (B, S)`; `tgt_in (B, T)` u32 decoder
 /// inputs (`<s> y_1 …`), `tgt_out (B·T)` u32 targets (`y_1 … </s>`) with `tgt_mask (B·T)`.
 pub struct BatchTensors {
-    pub src: Tensor,
-    pub src_mask: Tensor,
-    pub tgt_in: Tensor,
-    pub tgt_out: Tensor,
-    pub tgt_mask: Tensor,
+    pub(crate) src: Tensor,
+    pub(crate) src_mask: Tensor,
+    pub(crate) tgt_in: Tensor,
+    pub(crate) tgt_out: Tensor,
+    pub(crate) tgt_mask: Tensor,
     /// Real target tokens (the mask's sum).
-    pub tokens: usize,
+    pub(crate) tokens: usize,
     /// Each sentence's source length (`</s>` included): the fused kernels' lengths.
-    pub src_lengths: Vec<usize>,
+    pub(crate) src_lengths: Vec<usize>,
     /// A copy model's extended source ids `(B, S)` u32 (`Batch::src_ext`), if the batch has them.
-    pub src_ext: Option<Tensor>,
+    pub(crate) src_ext: Option<Tensor>,
 }
 
 impl BatchTensors {

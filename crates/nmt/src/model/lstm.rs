@@ -42,12 +42,12 @@ pub fn lstm_step(gi: &Tensor, state: &Tensor, u: &Tensor, ghb: Option<&Tensor>, 
 #[derive(Clone, Debug)]
 pub struct Lstm {
     /// `(in, 4n)`: `[W_i | W_f | W_g | W_o]`.
-    pub w: Tensor,
+    pub(crate) w: Tensor,
     /// `(4n)`.
-    pub b: Tensor,
+    pub(crate) b: Tensor,
     /// `(n, 4n)`: `[U_i | U_f | U_g | U_o]`, each block orthogonal at initialisation.
-    pub u: Tensor,
-    pub hidden: usize,
+    pub(crate) u: Tensor,
+    pub(crate) hidden: usize,
 }
 
 impl Lstm {

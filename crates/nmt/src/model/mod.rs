@@ -27,6 +27,8 @@ pub mod rnn;
 pub mod rnnenc;
 pub mod rnnsearch;
 pub mod summary_decoder;
+#[cfg(test)]
+mod twins;
 pub mod upper;
 
 use candle_core::{DType, Device, Tensor};
@@ -64,7 +66,7 @@ pub struct Loss {
     /// Mean negative log-likelihood per target token (scalar, differentiable).
     pub mean: Tensor,
     /// Number of target tokens (including `</s>`).
-    pub tokens: usize,
+    pub(crate) tokens: usize,
 }
 
 /// One search step's result for `rows` hypotheses.
@@ -74,7 +76,7 @@ pub struct StepScores {
     /// `log p(y_i | y_<i, x)` `(rows, K_y)`.
     pub log_probs: Tensor,
     /// Attention weights `(rows, S)` (RNNsearch only).
-    pub alpha: Option<Tensor>,
+    pub(crate) alpha: Option<Tensor>,
 }
 
 impl Seq2Seq {

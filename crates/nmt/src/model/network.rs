@@ -31,15 +31,15 @@ use crate::error::Result;
 
 /// A teacher-forced batch, embedded: what an architecture's `forward` reads.
 pub struct Forced<'a> {
-    pub batch: &'a BatchTensors,
+    pub(crate) batch: &'a BatchTensors,
     /// Source embeddings `(B, S, m)` (dropout applied).
-    pub x: Tensor,
-    pub src: Source<'a>,
+    pub(crate) x: Tensor,
+    pub(crate) src: Source<'a>,
     /// The previous target words' embeddings `(B, T, m)` and the same as rows `(B·T, m)`.
-    pub ey: Tensor,
-    pub ey_rows: Tensor,
+    pub(crate) ey: Tensor,
+    pub(crate) ey_rows: Tensor,
     /// Label smoothing (0 outside training).
-    pub eps: f64,
+    pub(crate) eps: f64,
 }
 
 /// What every architecture offers the loss and the searches.

@@ -21,11 +21,11 @@ use crate::kernels::{deep_output, linear, maxout};
 /// Sizes of the deep output: decoder state `n`, embedding `m`, context, maxout units `l`, `K_y`.
 #[derive(Clone, Copy, Debug)]
 pub struct OutputDims {
-    pub state: usize,
-    pub emb: usize,
-    pub ctx: usize,
-    pub maxout: usize,
-    pub vocab: usize,
+    pub(crate) state: usize,
+    pub(crate) emb: usize,
+    pub(crate) ctx: usize,
+    pub(crate) maxout: usize,
+    pub(crate) vocab: usize,
 }
 
 /// What the deep output reads of the decoder in teacher forcing.
@@ -39,15 +39,15 @@ pub enum Context<'a> {
 #[derive(Clone, Debug)]
 pub struct DeepOutput {
     /// `(n, 2l)`, `(m, 2l)`, `(ctx, 2l)`, bias `(2l)`.
-    pub o_h: Tensor,
-    pub o_y: Tensor,
-    pub o_c: Tensor,
-    pub b: Tensor,
+    pub(crate) o_h: Tensor,
+    pub(crate) o_y: Tensor,
+    pub(crate) o_c: Tensor,
+    pub(crate) b: Tensor,
     /// `(l, K_y)`, bias `(K_y)`. With tied embeddings `G` is the target embedding's
     /// transpose `Eᵀ` (a view, not a parameter of its own).
-    pub g: Tensor,
-    pub b_g: Tensor,
-    pub maxout: usize,
+    pub(crate) g: Tensor,
+    pub(crate) b_g: Tensor,
+    pub(crate) maxout: usize,
     /// The tied target embedding `E (K_y, l)` itself (`g` is its transpose).
     tied: Option<Tensor>,
 }
@@ -172,11 +172,11 @@ impl DeepOutput {
 /// and `G`, `b_G` as a column-major [`Projection`].
 pub struct HostOutput {
     /// The deep output's state and word terms (a search step's products).
-    pub o_h: Dense,
-    pub o_y: Dense,
-    pub o_c: Vec<f32>,
-    pub b: Vec<f32>,
-    pub proj: Projection,
+    pub(crate) o_h: Dense,
+    pub(crate) o_y: Dense,
+    pub(crate) o_c: Vec<f32>,
+    pub(crate) b: Vec<f32>,
+    pub(crate) proj: Projection,
 }
 
 impl HostOutput {
@@ -205,5 +205,32 @@ impl HostOutput {
     /// pair.
     pub fn maxout(pre: &[f32]) -> Vec<f32> {
         pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::dense::affine;
+    use crate::model::attention::logsumexp_last;
+    use crate::model::twins::{assert_close, randn, random_layer, values};
+
+    /// The host form scores as the composed layer: `t~ = O_h s + O_y E y + O_c c + b`,
+    /// maxout, and the column-major projection's log-probabilities.
+    #[test]
+    fn host_output_scores_as_the_composed_layer() {
+        let (n, m, c, l, v, r) = (4, 3, 8, 5, 11, 6);
+        let dims = OutputDims { state: n, emb: m, ctx: c, maxout: l, vocab: v };
+        let out = random_layer(3, |pb| DeepOutput::new(dims, None, pb));
+        let ((s, sv), (ey, eyv), (ctx, ctxv)) = (randn(4, &[r, n]), randn(5, &[r, m]), randn(6, &[r, c]));
+        let logits = out.logits(&out.hidden(&s, &ey, &out.project_context(&ctx).unwrap()).unwrap()).unwrap();
+        let want = values(&logits.broadcast_sub(&logsumexp_last(&logits).unwrap()).unwrap());
+        let host = HostOutput::new(&out).unwrap();
+        let mut pre = host.o_h.affine(&sv, r, &host.b, 1);
+        for (p, (a, b)) in pre.iter_mut().zip(host.o_y.affine(&eyv, r, &vec![0.0; 2 * l], 1).iter().zip(affine(&ctxv, r, c, &host.o_c, &vec![0.0; 2 * l], 1))) {
+            *p += a + b;
+        }
+        let got = host.proj.log_probs(&HostOutput::maxout(&pre), r);
+        assert_close("log p", &got, &want, 1e-5);
     }
 }

@@ -33,8 +33,8 @@ pub struct Params {
     rng: Mutex<ChaCha8Rng>,
     /// Loaded tensors waiting to be claimed by a layer (`from_tensors`); `None` = initialise.
     loaded: Option<Mutex<BTreeMap<String, Tensor>>>,
-    pub dtype: DType,
-    pub device: Device,
+    pub(crate) dtype: DType,
+    pub(crate) device: Device,
     init_std: f64,
     orthogonal: bool,
 }

@@ -249,10 +249,10 @@ pub fn stack_masks(mut dropout: Option<&mut Dropout>, shape: StackShape) -> Vec<
 
 /// Dropout plus label smoothing: everything the training loss does that evaluation does not.
 pub struct Regularizer {
-    pub dropout: Dropout,
+    pub(crate) dropout: Dropout,
     /// ε of label smoothing: the loss per token is `(1−ε)·(−log p_y) + ε·mean_k(−log p_k)`,
     /// i.e. cross-entropy against `(1−ε)·onehot + ε/K_y`, minus a constant.
-    pub label_smoothing: f64,
+    pub(crate) label_smoothing: f64,
 }
 
 impl Regularizer {

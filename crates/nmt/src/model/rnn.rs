@@ -147,10 +147,10 @@ impl Rnn {
 /// `U (k, n, G)` packed `[U_r | U_z | U_n]` (LSTM: `[U_i | U_f | U_g | U_o]`), recurrent biases
 /// `b_h (k, G)` (zero for the paper's GRU and the LSTM).
 pub struct HostRnn {
-    pub w: Dense,
-    pub b: Vec<f32>,
-    pub u: Vec<f32>,
-    pub bh: Vec<f32>,
+    pub(crate) w: Dense,
+    pub(crate) b: Vec<f32>,
+    pub(crate) u: Vec<f32>,
+    pub(crate) bh: Vec<f32>,
 }
 
 impl HostRnn {
@@ -172,11 +172,11 @@ impl HostRnn {
 /// A padded batch as the host encoder reads it: `batch` sentences of `len` positions with
 /// true lengths `lens` (each at least 1), layers of cell `kind` with `hidden` units.
 pub struct HostBatch<'a> {
-    pub batch: usize,
-    pub len: usize,
-    pub lens: &'a [usize],
-    pub kind: CellKind,
-    pub hidden: usize,
+    pub(crate) batch: usize,
+    pub(crate) len: usize,
+    pub(crate) lens: &'a [usize],
+    pub(crate) kind: CellKind,
+    pub(crate) hidden: usize,
 }
 
 impl HostBatch<'_> {
@@ -209,4 +209,35 @@ pub fn host_stack(layers: &[HostRnn], x: &[f32], at: &HostBatch<'_>, dirs: usize
         out = if k > 0 && residual { h.iter().zip(&out).map(|(a, b)| a + b).collect() } else { h };
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::GruForm;
+    use crate::model::twins::{assert_close, randn, random_layer, values};
+    use candle_core::Device;
+
+    /// The host form of a layer (one direction, over a padded batch) gives the composed
+    /// layer's outputs at every real position, for both GRU forms and the LSTM.
+    #[test]
+    fn host_layer_runs_as_the_composed_layer() {
+        let (m, n, b, s) = (5, 4, 3, 6);
+        let lens = [6usize, 4, 1];
+        let mask: Vec<f32> = lens.iter().flat_map(|&l| (0..s).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
+        let mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap();
+        for kind in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
+            let rnn = random_layer(1, |pb| Rnn::new(m, n, kind, pb));
+            let (x, xv) = randn(2, &[b, s, m]);
+            let (h, _) = rnn.run(&rnn.project(&x).unwrap(), &mask, false, None, None).unwrap();
+            let host = HostRnn::new(&[&rnn], m).unwrap();
+            let at = HostBatch { batch: b, len: s, lens: &lens, kind, hidden: n };
+            let out = host_stack(&[host], &xv, &at, 1, false, 1);
+            let h = values(&h);
+            for (r, &l) in lens.iter().enumerate() {
+                let real = r * s * n..(r * s + l) * n;
+                assert_close(&format!("{kind:?} sentence {r}"), &out[real.clone()], &h[real], 1e-5);
+            }
+        }
+    }
 }

@@ -33,21 +33,21 @@ use crate::simd_dispatch;
 #[derive(Clone, Debug)]
 pub struct SummaryDecoder {
     /// `(m, G)` and bias: `[W'_r | W'_z | W']`.
-    pub w: Tensor,
-    pub b: Tensor,
+    pub(crate) w: Tensor,
+    pub(crate) b: Tensor,
     /// `(n, G)`: `[U'_r | U'_z | U']`.
-    pub u: Tensor,
+    pub(crate) u: Tensor,
     /// `(n, G)`: `[C_r | C_z | C]`.
-    pub c: Tensor,
+    pub(crate) c: Tensor,
     /// `V (n_enc, n)`, `V' (n, n)` and biases.
-    pub v: Tensor,
-    pub b_v: Tensor,
-    pub v_init: Tensor,
-    pub b_init: Tensor,
+    pub(crate) v: Tensor,
+    pub(crate) b_v: Tensor,
+    pub(crate) v_init: Tensor,
+    pub(crate) b_init: Tensor,
     /// The reset-after form's `b_h (3n)`, added to `C c`.
-    pub b_h: Option<Tensor>,
-    pub hidden: usize,
-    pub kind: CellKind,
+    pub(crate) b_h: Option<Tensor>,
+    pub(crate) hidden: usize,
+    pub(crate) kind: CellKind,
 }
 
 impl SummaryDecoder {
@@ -170,17 +170,17 @@ impl SummaryDecoder {
 /// The host form of [`SummaryDecoder`]: `W' (m, G)`, `b (G)`, `U' (n, G)`, `C (n, G)`, `V (n, n)`,
 /// `b_v`, `V' (n, n)`, `b'`; its cell (the GRU's reset-after arithmetic, or the LSTM).
 pub struct HostSummary {
-    pub w: Dense,
-    pub b: Vec<f32>,
-    pub u: Dense,
-    pub c: Vec<f32>,
-    pub v: Vec<f32>,
-    pub b_v: Vec<f32>,
-    pub v_init: Vec<f32>,
-    pub b_init: Vec<f32>,
+    pub(crate) w: Dense,
+    pub(crate) b: Vec<f32>,
+    pub(crate) u: Dense,
+    pub(crate) c: Vec<f32>,
+    pub(crate) v: Vec<f32>,
+    pub(crate) b_v: Vec<f32>,
+    pub(crate) v_init: Vec<f32>,
+    pub(crate) b_init: Vec<f32>,
     /// The recurrent bias `b_h (G)` of the reset-after form (zeros for the paper's and the LSTM).
-    pub b_h: Vec<f32>,
-    pub kind: CellKind,
+    pub(crate) b_h: Vec<f32>,
+    pub(crate) kind: CellKind,
 }
 
 impl HostSummary {
@@ -267,5 +267,19 @@ impl HostSummary {
         }
         out.o_y.mul_add(&mut pre, 0, l2, Mat::new(x.ey, r_n, m), threads);
         HostStepOut { state, pre, ctx: Vec::new(), alpha: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The host step against the composed step (`twins.rs`), every cell, either output state.
+    #[test]
+    fn host_summary_step_is_the_composed_step() {
+        use crate::config::{CellKind, GruForm, OutputState};
+        for (i, kind) in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].into_iter().enumerate() {
+            for which in [OutputState::Previous, OutputState::Current] {
+                crate::model::twins::check_summary_step(kind, which, 70 + 10 * i as u64);
+            }
+        }
     }
 }

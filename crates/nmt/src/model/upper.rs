@@ -30,10 +30,10 @@ use crate::simd_dispatch;
 /// Layers 2… of a decoder.
 #[derive(Clone, Debug)]
 pub struct UpperLayers {
-    pub layers: Vec<Rnn>,
-    pub residual: bool,
+    pub(crate) layers: Vec<Rnn>,
+    pub(crate) residual: bool,
     /// Each layer's gated-feedback weights (`model.stack = "gated-feedback"`), or empty.
-    pub feedback: Vec<Feedback>,
+    pub(crate) feedback: Vec<Feedback>,
 }
 
 impl UpperLayers {
@@ -221,10 +221,10 @@ impl UpperLayers {
 /// kernels' cell (`rnn_cell::CellKernel`), or a gated-feedback layer with [`feedback::layer_step`].
 /// States are host rows `(R, L·w)`, every layer's state side by side (`w = n` or the LSTM's `2n`).
 pub struct HostUpper {
-    pub layers: Vec<HostRnn>,
+    pub(crate) layers: Vec<HostRnn>,
     /// Each layer's gated-feedback weights, or empty.
-    pub feedback: Vec<HostFeedback>,
-    pub residual: bool,
+    pub(crate) feedback: Vec<HostFeedback>,
+    pub(crate) residual: bool,
     kind: CellKind,
     hidden: usize,
 }
@@ -338,5 +338,22 @@ impl HostUpper {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stack;
+    use crate::config::{CellKind, GruForm, StackKind};
+    use crate::model::twins::check_upper_step;
+
+    /// Plain upper layers, with and without residual connections, every cell.
+    #[test]
+    fn host_upper_layers_step_as_the_composed_ones() {
+        for (i, kind) in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].into_iter().enumerate() {
+            for residual in [false, true] {
+                check_upper_step(kind, Stack { layers: 3, residual, kind: StackKind::Plain }, 20 + i as u64);
+            }
+        }
     }
 }
