@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """The PyTorch reference of bench-rnnsearch (bench/pytorch/pytorch_rnnsearch.py) searching with
 PyTorch's own int8: every product with a weight matrix runs as `torch.ops.quantized.linear_dynamic`
 (the op behind `torch.ao.nn.quantized.dynamic.Linear`, i.e. `quantize_dynamic`, PyTorch's

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """The PyTorch reference of bench-rnnsearch (bench/pytorch/pytorch_rnnsearch.py) with PyTorch's
 documented CPU speed settings, so that `nmt bench` is also compared with PyTorch at its best and
 not only with the reference's eager defaults (`TUNED=1 scripts/bench-vs-pytorch.sh`):
