@@ -18,6 +18,8 @@
 #     size of rnnsearch-small — with its recipe (dropout 0.3, label smoothing 0.1, tied softmax,
 #     learning rate halved on a dev-BLEU plateau, best checkpoint); batches of 32 sentences for
 #     translation; max_output_length JoeyNMT's default;
+#     ($JOEY_CONFIG instead: scripts/joeynmt/config-defaults.yaml is JoeyNMT at its defaults,
+#     no regularisation, constant learning rate, last checkpoint; give it its own $JOEY_DIR);
 #   - trained for $JOEY_TRAIN_MINUTES (default 60) minutes on $JOEY_TRAIN_THREADS (default: the
 #     THREADS argument) threads, the budget `nmt train -c configs/rnnsearch-small.toml` gets.
 # At the end it prints both systems' test BLEU and chrF (sacreBLEU-identical, `nmt eval`).
@@ -33,6 +35,7 @@ venv=${JOEY_VENV:-$HOME/.cache/nmt-joeynmt-venv}
 minutes=${JOEY_TRAIN_MINUTES:-60}
 train_threads=${JOEY_TRAIN_THREADS:-$threads}
 here=$root/scripts/joeynmt
+config=$(realpath "${JOEY_CONFIG:-$here/config.yaml}")
 
 if ! "$venv/bin/python" -c "import joeynmt, torch" 2>/dev/null; then
   python3 -m venv "$venv"
@@ -49,7 +52,7 @@ sed -i '/"verbose": False,/d' "$builders"
 py="$venv/bin/python"
 
 mkdir -p "$work/data" "$work/spm" "$work/out"
-cp "$here/config.yaml" "$work/config.yaml"
+cp "$config" "$work/config.yaml"
 sed -i "s/^  beam_size: .*/  beam_size: $beam/" "$work/config.yaml"
 cd "$work"
 if [ ! -f spm/spm.es.model ]; then
@@ -57,6 +60,10 @@ if [ ! -f spm/spm.es.model ]; then
   head -300 data/dev.en > data/dev300.en
   head -300 data/dev.es > data/dev300.es
   OMP_NUM_THREADS=1 "$py" "$here/prep_spm.py" 8000
+fi
+if [ ! -f data/dev200.en ]; then   # config-defaults.yaml validates on the first 200 dev verses
+  head -200 data/dev.en > data/dev200.en
+  head -200 data/dev.es > data/dev200.es
 fi
 if [ ! -f models/rnn_small/best.ckpt ]; then
   echo "training JoeyNMT for $minutes minutes ($train_threads threads)..." >&2

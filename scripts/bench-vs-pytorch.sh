@@ -4,8 +4,9 @@
 #
 #   scripts/bench-vs-pytorch.sh [ROUNDS] [THREADS]        (defaults: 5 rounds, 2 threads)
 #
-# Needs the reference (../shared/bench, or $BENCH_REF) and its venv ($BENCH_VENV, default
-# ~/.cache/nmt-bench-venv, made by the reference's setup.sh). A tool, not a test dependency.
+# Needs the reference (bench/pytorch/ in this repository: pytorch_rnnsearch.py, gen_data.py,
+# setup.sh; or $BENCH_REF) and its venv ($BENCH_VENV, default ~/.cache/nmt-bench-venv, with torch
+# and numpy: made here when missing). A tool, not a test dependency.
 #
 # INT8=1 compares the searches in int8 on both sides: `nmt bench --int8` (greedy, beam 5) against
 # the reference stepped with PyTorch's dynamic int8 products (scripts/pytorch-int8-reference.py).
@@ -17,12 +18,18 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-5}
 threads=${2:-2}
-ref=${BENCH_REF:-$root/../shared/bench}
+ref=${BENCH_REF:-$root/bench/pytorch}
 venv=${BENCH_VENV:-$HOME/.cache/nmt-bench-venv}
 data=${BENCH_DATA:-$root/target/bench-data}
 steps=${STEPS:-20}
 [ -f "$ref/pytorch_rnnsearch.py" ] || { echo "no PyTorch reference at $ref (set BENCH_REF)" >&2; exit 1; }
-[ -x "$venv/bin/python" ] || bash "$ref/setup.sh"
+if [ ! -x "$venv/bin/python" ]; then
+  if [ -f "$ref/setup.sh" ]; then
+    BENCH_VENV="$venv" bash "$ref/setup.sh"
+  else
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q torch numpy
+  fi
+fi
 [ -f "$data/init.bin" ] || BENCH_DATA="$data" python3 "$ref/gen_data.py"
 cargo build --release -q -p nmt-cli
 nmt="${CARGO_TARGET_DIR:-$root/target}/release/nmt"

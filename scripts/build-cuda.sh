@@ -14,7 +14,7 @@
 # libcudart.so.13 (e.g. PyTorch's nvidia/cu13/lib) through LD_LIBRARY_PATH.
 #
 # Prints the paths of the binary and of the test executable (run it with --nocapture).
-# Measured use: docs/PERF.md, "On an NVIDIA GPU".
+# Measured use and what has run on a GPU: docs/GPU.md. CI runs this script (.ci/run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-90}

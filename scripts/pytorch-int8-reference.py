@@ -1,4 +1,5 @@
-"""The PyTorch reference of bench-rnnsearch (../shared/bench/pytorch_rnnsearch.py) searching with
+#!/usr/bin/env python3
+"""The PyTorch reference of bench-rnnsearch (bench/pytorch/pytorch_rnnsearch.py) searching with
 PyTorch's own int8: every product with a weight matrix runs as `torch.ops.quantized.linear_dynamic`
 (the op behind `torch.ao.nn.quantized.dynamic.Linear`, i.e. `quantize_dynamic`, PyTorch's
 documented int8 path for CPU inference of RNNs and linear layers): weights quantised once per
@@ -21,7 +22,7 @@ import sys
 import numpy as np
 import torch
 
-REF = os.environ.get("BENCH_REF") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "bench")
+REF = os.environ.get("BENCH_REF") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "pytorch")
 sys.path.insert(0, os.path.abspath(REF))
 import pytorch_rnnsearch as ref  # noqa: E402
 from gen_data import B, S, T, H  # noqa: E402

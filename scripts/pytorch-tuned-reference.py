@@ -1,4 +1,5 @@
-"""The PyTorch reference of bench-rnnsearch (../shared/bench/pytorch_rnnsearch.py) with PyTorch's
+#!/usr/bin/env python3
+"""The PyTorch reference of bench-rnnsearch (bench/pytorch/pytorch_rnnsearch.py) with PyTorch's
 documented CPU speed settings, so that `nmt bench` is also compared with PyTorch at its best and
 not only with the reference's eager defaults (`TUNED=1 scripts/bench-vs-pytorch.sh`):
 - `torch.compile` (TorchInductor) of the training loss (`forward_loss`, whose 30-step decoder
@@ -22,7 +23,7 @@ import sys
 import numpy as np
 import torch
 
-REF = os.environ.get("BENCH_REF") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "bench")
+REF = os.environ.get("BENCH_REF") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "pytorch")
 sys.path.insert(0, os.path.abspath(REF))
 import pytorch_rnnsearch as ref  # noqa: E402
 from gen_data import B, S, T  # noqa: E402
