@@ -24,7 +24,7 @@ pub struct ShortlistSpec {
 }
 
 impl Default for ShortlistSpec {
-    /// `k = 20`, `frequent = 100`: chosen on dev (docs/PERF.md, "Lexical shortlist"): on the
+    /// `k = 20`, `frequent = 100`: chosen on dev (docs/PERF.md, "int8 and the lexical shortlist"): on the
     /// Bible's 1 000 dev verses (rnnsearch-small, beam 5), k = 20 and k = 50 both lose 0.07
     /// BLEU against the full vocabulary, k = 10 loses 0.32 and k = 5 loses 1.06; a batch of
     /// 32 sentences then scores about 2 560 of the 8 000 target tokens (k = 50: 3 980).

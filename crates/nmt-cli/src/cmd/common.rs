@@ -36,7 +36,7 @@ impl ComputeArgs {
         // candle runs its CPU ops on a pool of its own whose idle workers spin 25 000 times
         // before they park; the fused kernels and the host search run on rayon's pool, so
         // after every candle op those spinning workers hold the cores the kernels need.
-        // A short spin gives them back (docs/PERF.md has the measurement). A value the user
+        // A short spin gives them back (docs/PERF.md, "int8 and the lexical shortlist", has the measurement). A value the user
         // set is kept.
         if std::env::var_os(SPIN_VAR).is_none() {
             std::env::set_var(SPIN_VAR, SPIN_LIMIT);

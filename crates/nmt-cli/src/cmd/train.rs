@@ -14,7 +14,7 @@ use super::common::ComputeArgs;
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
-    /// TOML configuration (see configs/ and README).
+    /// TOML configuration (see configs/ and docs/CONFIG.md).
     #[arg(short, long)]
     pub config: PathBuf,
     /// Where the model, checkpoint and logs go; re-running with the same folder resumes.

@@ -130,7 +130,7 @@ pub fn run(args: TranslateArgs) -> Result<()> {
         );
     }
     if nmt::profile::enabled() {
-        // NMT_PROFILE=1: where the fused search's time went (docs/PERF.md).
+        // NMT_PROFILE=1: where the fused search's time went (docs/PERF.md, "Reproduce").
         for (name, ms) in nmt::profile::take().into_iter().filter(|(n, ms)| n.starts_with("search.") && *ms > 0.0) {
             eprintln!("profile {name}: {ms:.1} ms");
         }

@@ -64,7 +64,7 @@ pub(crate) fn count_row_steps(rows: usize) {
 
 /// The decoder's work since the last call: hypothesis rows × steps computed, process-wide.
 /// Unlike output tokens it does not depend on when hypotheses end, so it compares search
-/// implementations (`nmt translate --stats`, docs/PERF.md).
+/// implementations (`nmt translate --stats`, docs/PERF.md, "int8 and the lexical shortlist").
 pub fn take_row_steps() -> u64 {
     ROW_STEPS.swap(0, Ordering::Relaxed)
 }

@@ -1,5 +1,5 @@
 //! Opt-in wall-clock accounting of the fused ops (`NMT_PROFILE=1`), for `nmt bench` and
-//! docs/PERF.md: how much of a training step each kernel's forward and backward take, and by
+//! docs/PERF-HISTORY.md, "Where a training step goes now": how much of a training step each kernel's forward and backward take, and by
 //! difference, what candle's own graph code takes.
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;

@@ -13,7 +13,7 @@
 //!
 //! The earlier version stored the 5 MB block and read it twice more, down its columns, for the
 //! normalisers: with `n` live beam rows not a multiple of 16 that was 18 % of a translation's
-//! profile (`perf`, docs/PERF.md). The vocabulary is split between threads, each running its
+//! profile (`perf`, docs/PERF-HISTORY.md). The vocabulary is split between threads, each running its
 //! blocks with a single-threaded GEMM; the per-thread results are merged at the end.
 //!
 //! Why per-row lists suffice for beam search: a sentence's `w` best extensions over all its
