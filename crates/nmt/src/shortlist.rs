@@ -62,5 +62,9 @@ pub(crate) fn after_training(prepared: &Prepared, meta: &ModelMeta, files: &[&Pa
     for f in files.iter().filter(|f| f.exists()) {
         attach(f, &shortlist)?;
     }
-    Ok(format!("lexical shortlist learned from {} pairs in {:.1} s and stored in the model files", pairs.len(), began.elapsed().as_secs_f64()))
+    Ok(format!(
+        "lexical shortlist learned from {} pairs in {:.1} s and stored in the model files",
+        pairs.len(),
+        began.elapsed().as_secs_f64()
+    ))
 }

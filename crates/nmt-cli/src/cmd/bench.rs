@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use nmt::{run_bench, BenchOptions};
 use nmt::config::Impl;
+use nmt::{run_bench, BenchOptions};
 
 use super::common::ComputeArgs;
 

@@ -27,8 +27,8 @@
 //! copy mixture (`step.rs`), and a batch's shortlist (`sub_vocab.rs`); the `Scorer` over them
 //! is `search/host.rs`.
 pub mod encode;
-pub mod sub_vocab;
 pub mod step;
+pub mod sub_vocab;
 pub mod weights;
 
 pub use weights::HostModel;

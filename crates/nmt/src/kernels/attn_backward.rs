@@ -16,8 +16,8 @@ use rayon::prelude::*;
 use super::attn_decoder::{attention_weights, AttnDims, AttnScratch, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
 use super::math::{axpy, dot};
-use super::rnn_op::chunk_rows;
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, Rows, StepGrads, StepIn};
+use super::rnn_op::chunk_rows;
 use crate::simd_dispatch;
 
 /// Recomputed per-step quantities, `(B, T, ·)` each.

@@ -28,8 +28,8 @@ use rayon::prelude::*;
 
 use super::gemm::{matmul, Mat, Real};
 use super::math::{axpy, dot};
-use super::rnn_op::chunk_rows;
 use super::rnn_cell::{chunk_mask, dropped, CellKernel, CellKind, Rows, StepIn};
+use super::rnn_op::chunk_rows;
 use crate::config::OutputState;
 use crate::simd_dispatch;
 

@@ -15,8 +15,8 @@
 use candle_core::{Result, Shape, Tensor};
 
 use super::gemm::{fill_rows, transpose, Real};
-use super::rnn_op::{backward_chunk, forward_chunk, prev_cells, prev_states, BackIn, RnnDims, RnnSpec, Saved, Saved2};
 use super::rnn_cell::{masked_states, u_grad};
+use super::rnn_op::{backward_chunk, forward_chunk, prev_cells, prev_states, BackIn, RnnDims, RnnSpec, Saved, Saved2};
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 

@@ -241,7 +241,8 @@ mod tests {
     fn host_mixture_is_the_composed_mixture() {
         let (n, m, v, s, r) = (4, 3, 9, 5, 4);
         let gate = random_layer(9, |pb| CopyGate::new(n + 2 * n + m, pb));
-        let ((st, sv), (ctx, ctxv), (ey, eyv), (logits, _)) = (randn(10, &[r, n]), randn(11, &[r, 2 * n]), randn(12, &[r, m]), randn(13, &[r, v]));
+        let ((st, sv), (ctx, ctxv), (ey, eyv), (logits, _)) =
+            (randn(10, &[r, n]), randn(11, &[r, 2 * n]), randn(12, &[r, m]), randn(13, &[r, v]));
         // Two sentences (rows 0, 1 read the first, rows 2, 3 the second, 3 words long).
         let sent = [0usize, 0, 1, 1];
         let lens = [5usize, 3];

@@ -355,8 +355,8 @@ pub fn layer_step(cell: &HostCell<'_>, fb: &HostFeedback, at: &FeedbackIn<'_>, h
 
 #[cfg(test)]
 mod tests {
-    use crate::model::encoder::Stack;
     use crate::config::{CellKind, GruForm, StackKind};
+    use crate::model::encoder::Stack;
     use crate::model::twins::check_upper_step;
 
     /// A gated-feedback stack's host step (`layer_step`) against its composed step, every cell.

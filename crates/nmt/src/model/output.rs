@@ -227,7 +227,14 @@ mod tests {
         let want = values(&logits.broadcast_sub(&logsumexp_last(&logits).unwrap()).unwrap());
         let host = HostOutput::new(&out).unwrap();
         let mut pre = host.o_h.affine(&sv, r, &host.b, 1);
-        for (p, (a, b)) in pre.iter_mut().zip(host.o_y.affine(&eyv, r, &vec![0.0; 2 * l], 1).iter().zip(affine(&ctxv, r, c, &host.o_c, &vec![0.0; 2 * l], 1))) {
+        for (p, (a, b)) in pre.iter_mut().zip(host.o_y.affine(&eyv, r, &vec![0.0; 2 * l], 1).iter().zip(affine(
+            &ctxv,
+            r,
+            c,
+            &host.o_c,
+            &vec![0.0; 2 * l],
+            1,
+        ))) {
             *p += a + b;
         }
         let got = host.proj.log_probs(&HostOutput::maxout(&pre), r);

@@ -102,7 +102,14 @@ fn rows_of(t: &Tensor) -> Tensor {
 
 /// The deep output's composed pre-activation `s O_h + E y O_y + O_c c + b` `(R, 2l)`.
 fn composed_pre(out: &super::output::DeepOutput, s: &Tensor, ey: &Tensor, ctx_proj: &Tensor) -> Vec<f32> {
-    values(&(s.matmul(&out.o_h).unwrap() + ey.matmul(&out.o_y).unwrap()).unwrap().broadcast_add(ctx_proj).unwrap().broadcast_add(&out.b).unwrap())
+    values(
+        &(s.matmul(&out.o_h).unwrap() + ey.matmul(&out.o_y).unwrap())
+            .unwrap()
+            .broadcast_add(ctx_proj)
+            .unwrap()
+            .broadcast_add(&out.b)
+            .unwrap(),
+    )
 }
 
 /// The random state before a step `(R, w)`, its output part `(R, n)`, and both as values.
@@ -130,7 +137,13 @@ pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config:
     let (ey, ey_v) = randn(seed + 4, &[SENT.len(), M]);
     // Composed.
     let mem = dec.memory(&ann, &mask).unwrap();
-    let mem = super::decoder::AttentionMemory { annotations: rows_of(&mem.annotations), uh: rows_of(&mem.uh), mask_bias: rows_of(&mem.mask_bias), src_ext: None, n_ext: 0 };
+    let mem = super::decoder::AttentionMemory {
+        annotations: rows_of(&mem.annotations),
+        uh: rows_of(&mem.uh),
+        mask_bias: rows_of(&mem.mask_bias),
+        src_ext: None,
+        n_ext: 0,
+    };
     let gi = dec.rnn.project(&ey.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
     let step = dec.step(&mem, &gi, &state, None).unwrap();
     let (ctx, alpha) = (step.ctx.unwrap(), step.alpha.unwrap());
@@ -143,7 +156,15 @@ pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config:
     let host_out = HostOutput::new(&out).unwrap();
     let host = HostAttention::new(&dec, &cfg, &host_out).unwrap();
     let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&ann_v, LENS.len(), S, 1) else { panic!("an attention memory") };
-    let x = HostStepIn { s_prev: &s_prev_v, state: &state_v, width: state_v.len() / SENT.len(), ey: &ey_v, sent: &SENT, out_state: Some(which), threads: 1 };
+    let x = HostStepIn {
+        s_prev: &s_prev_v,
+        state: &state_v,
+        width: state_v.len() / SENT.len(),
+        ey: &ey_v,
+        sent: &SENT,
+        out_state: Some(which),
+        threads: 1,
+    };
     let got = host.step(&host_mem, &LENS, &x, &host_out, true);
     let what = format!("{kind:?} {which:?}");
     assert_close(&format!("{what}: s_0"), &h0, &values(&dec.start_output(&ann).unwrap()), 1e-5);
@@ -178,7 +199,15 @@ pub fn check_summary_step(kind: crate::config::CellKind, which: crate::config::O
     let host_out = HostOutput::new(&out).unwrap();
     let host = HostSummary::new(&dec, N).unwrap();
     let (HostMemory::Summary { gate_ctx, out_ctx }, host_h0) = host.memory(&last_v, &host_out, 1) else { panic!("a summary memory") };
-    let x = HostStepIn { s_prev: &s_prev_v, state: &state_v, width: state_v.len() / SENT.len(), ey: &ey_v, sent: &SENT, out_state: Some(which), threads: 1 };
+    let x = HostStepIn {
+        s_prev: &s_prev_v,
+        state: &state_v,
+        width: state_v.len() / SENT.len(),
+        ey: &ey_v,
+        sent: &SENT,
+        out_state: Some(which),
+        threads: 1,
+    };
     let got = host.step(&gate_ctx, &out_ctx, &x, &host_out);
     let what = format!("{kind:?} {which:?}");
     assert_close(&format!("{what}: h'_0"), &host_h0, &values(&h0), 1e-5);

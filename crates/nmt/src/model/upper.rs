@@ -13,12 +13,12 @@
 use candle_core::{Tensor, D};
 
 use super::backend::Backend;
+use super::decoder::HostStepIn;
 use super::encoder::{cell_name, layer_scope, Stack};
 use super::feedback::{self, Feedback, FeedbackIn, FeedbackStack, HostCell, HostFeedback};
+use super::output::HostOutput;
 use super::params::ParamBuilder;
 use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks, Side, StackShape};
-use super::decoder::HostStepIn;
-use super::output::HostOutput;
 use super::rnn::{self, HostRnn, Rnn};
 use crate::config::{CellKind, OutputState, StackKind};
 use crate::error::Result;
@@ -200,7 +200,15 @@ impl UpperLayers {
     /// step, `first` and `rest` its split ([`Self::split_state`]), `new_first (rows, w)` the
     /// first layer's new state, `n` the hidden size → the whole new state `(rows, L·w)` and the
     /// output the deep output reads (`which`: the top output before or after the step).
-    pub fn step_above(&self, prev: &Tensor, first: &Tensor, rest: Option<Tensor>, new_first: Tensor, which: OutputState, n: usize) -> Result<(Tensor, Tensor)> {
+    pub fn step_above(
+        &self,
+        prev: &Tensor,
+        first: &Tensor,
+        rest: Option<Tensor>,
+        new_first: Tensor,
+        which: OutputState,
+        n: usize,
+    ) -> Result<(Tensor, Tensor)> {
         let w = first.dim(D::Minus1)?;
         let mut state = new_first;
         let mut top = rnn::state_output(&state, n)?;
@@ -303,7 +311,15 @@ impl HostUpper {
     /// stacked) → the whole new states `(R, L·w)`, `pre` with the top layer's `O_h` term, and
     /// the state the deep output read (`which`), which the copy gate reads: kept for a stack,
     /// and for one layer when `keep_s_out`.
-    pub fn above(&self, x: &HostStepIn<'_>, first: Vec<f32>, mut pre: Vec<f32>, out: &HostOutput, which: OutputState, keep_s_out: bool) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    pub fn above(
+        &self,
+        x: &HostStepIn<'_>,
+        first: Vec<f32>,
+        mut pre: Vec<f32>,
+        out: &HostOutput,
+        which: OutputState,
+        keep_s_out: bool,
+    ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let (n, l2) = (self.hidden, out.b.len());
         if !self.is_empty() {
             let (full, top) = self.step(x.state, &first, x.threads);

@@ -5,10 +5,10 @@
 use candle_core::{DType, Tensor};
 use nmt_data::batch::Batch;
 
+use super::scorer::{best_of_full, Pick, Rows, Scored, ScoredFull, Scorer};
+use crate::error::Result;
 use crate::model::decoder::Encoded;
 use crate::model::{BatchTensors, Seq2Seq};
-use crate::error::Result;
-use super::scorer::{best_of_full, ScoredFull, Pick, Rows, Scorer, Scored};
 
 impl Seq2Seq {
     /// Row indices as a `u32` tensor on the model's device.

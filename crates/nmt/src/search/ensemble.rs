@@ -23,7 +23,7 @@ use std::borrow::Cow;
 
 use nmt_data::batch::Batch;
 
-use super::scorer::{best_of_full, ScoredFull, Pick, Rows, Scorer, Scored};
+use super::scorer::{best_of_full, Pick, Rows, Scored, ScoredFull, Scorer};
 use crate::error::Result;
 
 /// Models that decode together; `members[0]` sets the reading order.

@@ -7,14 +7,14 @@
 use nmt_data::batch::Batch;
 use rayon::prelude::*;
 
+use super::scorer::{Pick, Rows, Scored, ScoredFull, Scorer};
+use crate::error::Result;
 use crate::infer::encode::{encode, HostEncoded};
 use crate::infer::step::{features, step, LiveRows};
 use crate::infer::sub_vocab::SubVocab;
 use crate::infer::weights::HostModel;
-use crate::error::Result;
 use crate::kernels::projection::RowBest;
 use crate::model::copy::MixIn;
-use super::scorer::{ScoredFull, Pick, Rows, Scorer, Scored};
 
 /// The fewest rows a thread's share of a step gets: below it, one share runs on all threads.
 const MIN_SHARE: usize = 8;

@@ -2,13 +2,13 @@
 pub mod average;
 pub mod checkpoint;
 pub mod collective;
-mod train_data;
 pub mod log;
 pub mod optim;
 pub mod progress;
 mod setup;
-mod update;
+mod train_data;
 pub mod trainer;
+mod update;
 pub mod validate;
 
 pub use collective::{Collective, Single};
