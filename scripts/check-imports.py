@@ -58,7 +58,7 @@ def resolve(mods, base, kind, rest, reexports=None):
 def strip_comments(text):
     """The code without comments and without its unit tests (`#[cfg(test)] mod tests`, whose
     `super` is the file itself)."""
-    text = text.split("#[cfg(test)]")[0]
+    text = re.split(r"#\[cfg\(test\)\]\s*mod tests\b", text)[0]
     return "\n".join(line.split("//")[0] for line in text.splitlines())
 
 

@@ -1,8 +1,8 @@
 //! One decoder step on the host for `R` live rows (`Seq2Seq::decode_step` is the candle twin):
 //! the previous words' embeddings, then the architecture's own host step up to the deep
 //! output's features (`HostArchitecture::features`: the first layer's step, the layers above,
-//! `model/rnnsearch.rs`, `model/rnnenc.rs`), then the scores (`model/output.rs`'s projection)
-//! and the copy mixture (`model/copy.rs`).
+//! `model/rnnsearch.rs`, `model/rnnenc.rs`). The host scorer (`search/host.rs`) turns them into
+//! scores (`model/output.rs`'s projection) and the copy mixture (`model/copy.rs`).
 //!
 //! RNNsearch (appendix A.2.2), row `r` reading sentence `sent[r]`:
 //! ```text
@@ -23,10 +23,7 @@ use std::borrow::Cow;
 use super::encode::HostEncoded;
 use super::weights::HostModel;
 use crate::kernels::dense::embed;
-use crate::kernels::profile;
-use crate::model::copy::MixIn;
 use crate::model::decoder::{HostFeatures, HostStepIn};
-use crate::search::scorer::Scored;
 
 /// The live rows of a step: previous states `s (R, w)` (`w = n`, or the LSTM's `2n`),
 /// previous words `y (R)`, and each row's sentence in the encoded batch.
@@ -36,34 +33,9 @@ pub struct LiveRows<'a> {
     pub sent: &'a [usize],
 }
 
-/// One step for `rows`; `want_alpha` keeps the attention weights.
-/// `want[r]` is how many best tokens row `r` needs; tokens in `skip` are never chosen.
-pub fn step(
-    model: &HostModel,
-    enc: &HostEncoded,
-    rows: &LiveRows<'_>,
-    want: &[usize],
-    skip: &[u32],
-    want_alpha: bool,
-    threads: usize,
-) -> Scored<Vec<f32>> {
-    let (f, ey) = features(model, enc, rows, want_alpha, threads);
-    let r_n = rows.y.len();
-    let proj = &model.net.output().proj;
-    let mut best = profile::timed(profile::SEARCH_SCORES, || match &enc.vocab {
-        None => proj.best(&f.t, r_n, want, skip, threads),
-        Some(v) => v.best(&f.t, r_n, want, skip, threads),
-    });
-    if let (Some(copy), Some(al)) = (model.net.copy(), &f.alpha) {
-        let x = MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &ey, alpha: al, rows: rows.sent, want, skip, src: enc.copy_source() };
-        best = copy.mix(proj, &best, &x);
-    }
-    Scored { states: f.state, best, alpha: f.alpha }
-}
-
 /// The decoder step for `rows` up to the maxout features (the architecture's
 /// `HostArchitecture::features`), and the previous words' embeddings `(R, m)` (the copy gate
-/// reads them): what [`step`] scores, and what an ensemble (`search/ensemble.rs`, through
+/// reads them): what the host scorer scores (`search/host.rs`), and what an ensemble (`search/ensemble.rs`, through
 /// `Scorer::step_full`) turns into full distributions.
 pub fn features(model: &HostModel, enc: &HostEncoded, rows: &LiveRows<'_>, want_alpha: bool, threads: usize) -> (HostFeatures, Vec<f32>) {
     let cfg = &model.cfg;

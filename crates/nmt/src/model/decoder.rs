@@ -149,3 +149,13 @@ pub struct HostFeatures {
     pub(crate) s_out: Vec<f32>,
     pub(crate) ctx: Vec<f32>,
 }
+
+/// One candle search step's result for `rows` hypotheses (`Seq2Seq::decode_step`).
+pub struct StepScores {
+    /// New decoder state `(rows, n)` (the LSTM's `[s; cell]`: `(rows, 2n)`).
+    pub state: Tensor,
+    /// `log p(y_i | y_<i, x)` `(rows, K_y)`.
+    pub log_probs: Tensor,
+    /// Attention weights `(rows, S)` (RNNsearch only).
+    pub(crate) alpha: Option<Tensor>,
+}

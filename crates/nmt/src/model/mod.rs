@@ -6,6 +6,7 @@
 //!
 //! Shapes: `B` sentences, `S` padded source length, `T` padded target length, `m` embedding,
 //! `n` hidden, `l` maxout units, `K_y` target vocabulary.
+pub mod architecture;
 pub mod attention;
 pub mod attention_decoder;
 pub mod backend;
@@ -35,11 +36,13 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::config::{Arch, Impl, ModelConfig};
 use crate::error::Result;
+use architecture::Forced;
 pub use backend::Backend;
+pub use decoder::StepScores;
 use decoder::{Encoded, Memory};
 use encoder::Source;
 pub use inputs::BatchTensors;
-use network::{Forced, HostNetwork, Network};
+use network::{HostNetwork, Network};
 use params::{Init, Params};
 use regularizer::Regularizer;
 
@@ -67,16 +70,6 @@ pub struct Loss {
     pub mean: Tensor,
     /// Number of target tokens (including `</s>`).
     pub(crate) tokens: usize,
-}
-
-/// One search step's result for `rows` hypotheses.
-pub struct StepScores {
-    /// New decoder state `(rows, n)` (the LSTM's `[s; cell]`: `(rows, 2n)`).
-    pub state: Tensor,
-    /// `log p(y_i | y_<i, x)` `(rows, K_y)`.
-    pub log_probs: Tensor,
-    /// Attention weights `(rows, S)` (RNNsearch only).
-    pub(crate) alpha: Option<Tensor>,
 }
 
 impl Seq2Seq {

@@ -8,19 +8,19 @@
 //! step and the host snapshot below all read them from [`Rnnenc`].
 use candle_core::Tensor;
 
+use super::architecture::{Architecture, Forced, HostArchitecture};
+use super::attention::logsumexp_last;
 use super::backend::Backend;
-use super::decoder::{shift_outputs, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory};
+use super::decoder::{shift_outputs, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory, StepScores};
 use super::encoder::{RnnEncoder, Source, Stack, SummaryEncoder};
 use super::feedback_fused::HostFeedbackStack;
 use super::grconv::{GrConv, HostGrConv};
-use super::network::{Architecture, Forced, HostArchitecture};
 use super::output::{Context, DeepOutput, HostOutput, OutputDims};
 use super::params::ParamBuilder;
 use super::regularizer::Dropout;
 use super::rnn::{host_stack, HostBatch, HostRnn};
 use super::summary_decoder::{HostSummary, SummaryDecoder};
 use super::upper::{HostUpper, UpperLayers};
-use super::{attention::logsumexp_last, StepScores};
 use crate::config::{EncoderKind, ModelConfig};
 use crate::error::{Error, Result};
 

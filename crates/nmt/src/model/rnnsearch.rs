@@ -9,20 +9,19 @@
 //! candle step and the host snapshot below all read them from [`Rnnsearch`].
 use candle_core::Tensor;
 
+use super::architecture::{Architecture, Forced, HostArchitecture};
 use super::attention::logsumexp_last;
 use super::attention_decoder::{AttentionDecoder, ForcedIn, HostAttention};
 use super::backend::Backend;
 use super::copy::{self, CopyGate, HostCopy};
-use super::decoder::{shift_outputs, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory};
+use super::decoder::{shift_outputs, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory, StepScores};
 use super::encoder::{BiRnnEncoder, Source, Stack};
 use super::inputs::BatchTensors;
-use super::network::{Architecture, Forced, HostArchitecture};
 use super::output::{Context, DeepOutput, HostOutput, OutputDims};
 use super::params::ParamBuilder;
 use super::regularizer::Dropout;
 use super::rnn::{host_stack, HostBatch, HostRnn};
 use super::upper::{HostUpper, UpperLayers};
-use super::StepScores;
 use crate::config::{ModelConfig, OutputState, StackKind};
 use crate::error::{Error, Result};
 

@@ -10,9 +10,10 @@ use rayon::prelude::*;
 use super::scorer::{Pick, Rows, Scored, ScoredFull, Scorer};
 use crate::error::Result;
 use crate::infer::encode::{encode, HostEncoded};
-use crate::infer::step::{features, step, LiveRows};
+use crate::infer::step::{features, LiveRows};
 use crate::infer::sub_vocab::SubVocab;
 use crate::infer::weights::HostModel;
+use crate::kernels::profile;
 use crate::kernels::projection::RowBest;
 use crate::model::copy::MixIn;
 
@@ -121,4 +122,29 @@ impl Scorer for HostModel {
         }
         Ok(out)
     }
+}
+
+/// One step for `rows`; `want_alpha` keeps the attention weights.
+/// `want[r]` is how many best tokens row `r` needs; tokens in `skip` are never chosen.
+fn step(
+    model: &HostModel,
+    enc: &HostEncoded,
+    rows: &LiveRows<'_>,
+    want: &[usize],
+    skip: &[u32],
+    want_alpha: bool,
+    threads: usize,
+) -> Scored<Vec<f32>> {
+    let (f, ey) = features(model, enc, rows, want_alpha, threads);
+    let r_n = rows.y.len();
+    let proj = &model.net.output().proj;
+    let mut best = profile::timed(profile::SEARCH_SCORES, || match &enc.vocab {
+        None => proj.best(&f.t, r_n, want, skip, threads),
+        Some(v) => v.best(&f.t, r_n, want, skip, threads),
+    });
+    if let (Some(copy), Some(al)) = (model.net.copy(), &f.alpha) {
+        let x = MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &ey, alpha: al, rows: rows.sent, want, skip, src: enc.copy_source() };
+        best = copy.mix(proj, &best, &x);
+    }
+    Scored { states: f.state, best, alpha: f.alpha }
 }

@@ -1,0 +1,60 @@
+//! What every architecture offers the loss and the searches: [`Architecture`] (the candle
+//! forms) and [`HostArchitecture`] (its host snapshot), implemented by `rnnsearch.rs` and
+//! `rnnenc.rs`, each the one place that lists its layers; `network.rs` holds the enum that
+//! chooses between them.
+//!
+//! Shapes: `B` sentences, `S`/`T` padded source/target lengths, `m` embedding, `n` hidden,
+//! `w` one decoder layer's state (`n`, or the LSTM's `2n`), `L` decoder layers, `R` rows.
+use candle_core::Tensor;
+
+use super::backend::Backend;
+use super::decoder::{Encoded, HostFeatures, HostMemory, HostStepIn, StepScores};
+use super::encoder::Source;
+use super::inputs::BatchTensors;
+use super::output::HostOutput;
+use super::regularizer::Dropout;
+use super::rnn::HostBatch;
+use crate::config::ModelConfig;
+use crate::error::Result;
+
+/// A teacher-forced batch, embedded: what an architecture's `forward` reads.
+pub struct Forced<'a> {
+    pub(crate) batch: &'a BatchTensors,
+    /// Source embeddings `(B, S, m)` (dropout applied).
+    pub(crate) x: Tensor,
+    pub(crate) src: Source<'a>,
+    /// The previous target words' embeddings `(B, T, m)` and the same as rows `(B·T, m)`.
+    pub(crate) ey: Tensor,
+    pub(crate) ey_rows: Tensor,
+    /// Label smoothing (0 outside training).
+    pub(crate) eps: f64,
+}
+
+/// What every architecture offers the loss and the searches.
+pub trait Architecture {
+    /// Its host snapshot.
+    type Host: HostArchitecture;
+    /// Per-token negative log-likelihood `(B·T)`, zero at padding.
+    fn forward(&self, cfg: &ModelConfig, f: &Forced<'_>, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor>;
+    /// The candle search's encoding of source embeddings `x (B, S, m)`.
+    fn encode(&self, x: &Tensor, src: Source<'_>) -> Result<Encoded>;
+    /// One candle search step for `R` rows: states `(R, L·w)`, the previous words' embeddings
+    /// `ey (R, m)`.
+    fn step(&self, cfg: &ModelConfig, enc: &Encoded, state: &Tensor, ey: &Tensor) -> Result<StepScores>;
+    /// The snapshot of its weights the fused CPU search runs on (an `f32` CPU model).
+    fn host(&self, cfg: &ModelConfig) -> Result<Self::Host>;
+}
+
+/// What every architecture's host snapshot offers the fused search.
+pub trait HostArchitecture {
+    /// The encoder over source embeddings `x (B, S, m)`: the decoder's memory of the batch and
+    /// each sentence's start output `h_0 (B, n)`.
+    fn encode(&self, cfg: &ModelConfig, x: &[f32], at: &HostBatch<'_>, threads: usize) -> Result<(HostMemory, Vec<f32>)>;
+    /// One step up to the deep output's features, reading `mem` of sentences of true lengths
+    /// `lens`.
+    fn features(&self, cfg: &ModelConfig, mem: &HostMemory, lens: &[usize], x: &HostStepIn<'_>, want_alpha: bool) -> HostFeatures;
+    /// From now on, the step's products in int8.
+    fn quantize(&mut self);
+    /// The deep output (its projection scores the features).
+    fn output(&self) -> &HostOutput;
+}
