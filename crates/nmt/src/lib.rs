@@ -11,6 +11,7 @@ pub mod model;
 pub use error::{Error, Result};
 pub use nmt_data as data;
 pub use nmt_eval as eval;
+pub mod model_checksum;
 pub mod model_file;
 pub mod quantize;
 pub mod score;
