@@ -151,6 +151,9 @@ async fn limits_and_errors_are_json() {
     is_error(post(a, "/translate", j, r#"{"q": "a", "source": "xx", "target": "zz"}"#).await, 404, "xx to zz");
     is_error(post(a, "/translate", j, r#"{"q": "a", "source": "es", "target": "en"}"#).await, 404, "es to en");
     assert_eq!(post(a, "/translate", j, r#"{"q": "a", "source": "auto", "target": "es"}"#).await.0, 200);
+    // Row 11: an empty or blank sentence is an empty translation.
+    let (status, v) = post(a, "/translate", j, r#"{"q": ["", "  "], "source": "en", "target": "es"}"#).await;
+    assert_eq!((status, v["translatedText"].clone()), (200, serde_json::json!(["", ""])), "{v}");
     // Row 12: clear messages.
     is_error(post(a, "/translate", j, r#"{"q": "a", "source": "en", "target": "es", "alternatives": 18446744073709551615}"#).await, 400, "alternatives");
     is_error(post(a, "/translate", "multipart/form-data; boundary=x", "--x--").await, 400, "multipart");

@@ -142,7 +142,20 @@ pub fn translate_lines<M: Borrow<Seq2Seq>>(
             .collect()
     });
     let ext_ids: Option<Vec<Vec<u32>>> = exts.as_ref().map(|v| v.iter().map(|e| e.src.clone()).collect());
-    let nbest = searcher.search(&read, ext_ids.as_deref(), opts)?;
+    // An empty or whitespace-only sentence (only `</s>`) translates to an empty one, without a
+    // search: the model would otherwise emit up to `max_len_extra` tokens (issue 44, row 11).
+    let todo: Vec<usize> = (0..srcs.len()).filter(|&i| srcs[i].len() > 1).collect();
+    let pick = |v: &[Vec<u32>]| todo.iter().map(|&i| v[i].clone()).collect::<Vec<_>>();
+    let found = match todo.is_empty() {
+        true => Vec::new(),
+        false => searcher.search(&pick(&read), ext_ids.as_deref().map(pick).as_deref(), opts)?,
+    };
+    let empty = Hypothesis { tokens: Vec::new(), log_prob: 0.0, score: 0.0, finished: true, alignment: None };
+    let empty = Hypothesis { alignment: opts.alignments.then(|| vec![vec![1.0]]), ..empty };
+    let mut nbest: Vec<Vec<Hypothesis>> = vec![vec![empty]; srcs.len()];
+    for (i, hyps) in todo.into_iter().zip(found) {
+        nbest[i] = hyps;
+    }
     Ok(srcs
         .iter()
         .zip(nbest)

@@ -26,7 +26,7 @@ pub struct PrepareArgs {
 
 pub fn run(args: PrepareArgs) -> Result<()> {
     if let Some(n) = args.threads.filter(|&n| n > 0) {
-        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+        std::env::set_var("RAYON_NUM_THREADS", super::common::capped_threads(n).to_string());
     }
     let cfg = Config::from_file(&args.config, &args.overrides)?;
     let opts = cfg.data.prepare_options(cfg.model.copy())?;

@@ -30,8 +30,8 @@ pub struct ServeArgs {
     /// Most source tokens per sentence.
     #[arg(long, default_value_t = Limits::default().max_tokens)]
     pub max_tokens: usize,
-    /// Largest beam a request may ask for.
-    #[arg(long, default_value_t = Limits::default().max_beam)]
+    /// Largest beam (and n-best list) a request may ask for; at most 128 (`nmt::config::MAX_BEAM`).
+    #[arg(long, default_value_t = Limits::default().max_beam, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=nmt::config::MAX_BEAM as u64))]
     pub max_beam: usize,
     /// Seconds a request may take, queueing included (at most a day).
     #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = seconds)]

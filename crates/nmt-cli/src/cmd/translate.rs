@@ -27,11 +27,11 @@ pub struct TranslateArgs {
     /// output that is an input, or the --alignments file, is refused.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Beam size; 1 = greedy search.
+    /// Beam size; 1 = greedy search. At most 128 (`nmt::config::MAX_BEAM`).
     #[arg(short = 'b', long)]
     pub beam_size: Option<usize>,
     /// Print the K best hypotheses per sentence in Moses n-best format
-    /// (`id ||| hypothesis ||| logprob= L ||| score`).
+    /// (`id ||| hypothesis ||| logprob= L ||| score`). At most 128, as the beam.
     #[arg(long, value_name = "K")]
     pub n_best: Option<usize>,
     /// Length normalisation exponent α: rank by log p / len^α (0 = off, 1 = Cho et al.).
