@@ -43,7 +43,8 @@ fn a_diverged_run_keeps_the_last_good_files() {
     // Resumed with a learning rate that makes the next update's weights infinite.
     let cfg = d.path().join("c.toml").display().to_string();
     let md = d.path().join("m").display().to_string();
-    let args = ["train", "-c", &cfg, "--model-dir", &md, "--quiet", "--threads", "1", "--set", "train.lr=1e300", "--set", "train.max_steps=3"];
+    let args =
+        ["train", "-c", &cfg, "--model-dir", &md, "--quiet", "--threads", "1", "--set", "train.lr=1e300", "--set", "train.max_steps=3"];
     fails_with(&nmt(&args, None), &["diverged"]);
     assert_eq!(std::fs::read(&ckpt).unwrap(), ckpt_before, "the checkpoint changed");
     assert_eq!(std::fs::read(&best).unwrap(), best_before, "a best model was saved");

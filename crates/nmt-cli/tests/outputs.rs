@@ -46,7 +46,8 @@ fn a_fifo_output_is_streamed_into_and_stays_a_fifo() {
     let got = reader.join().unwrap();
     assert_eq!(got.lines().count(), 2, "the FIFO's reader got {got:?}");
     assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
-    let leftovers: Vec<_> = std::fs::read_dir(d.path()).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".tmp")).collect();
+    let leftovers: Vec<_> =
+        std::fs::read_dir(d.path()).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".tmp")).collect();
     assert!(leftovers.is_empty());
 }
 
@@ -96,9 +97,6 @@ fn two_outputs_of_one_command_are_refused() {
     let input = d.path().join("in.txt");
     std::fs::write(&input, "uno dos\n").unwrap();
     let x = d.path().join("x.txt");
-    fails_with(
-        &nmt(&["translate", "-m", s(model()), "-i", s(&input), "-o", s(&x), "--alignments", s(&x)], None),
-        &["x.txt", "same file"],
-    );
+    fails_with(&nmt(&["translate", "-m", s(model()), "-i", s(&input), "-o", s(&x), "--alignments", s(&x)], None), &["x.txt", "same file"]);
     assert!(!x.exists(), "nothing is written");
 }

@@ -31,10 +31,7 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
     let headers = req.headers();
     let bytes: usize = headers.iter().map(|(k, v)| k.as_str().len() + v.len()).sum();
     if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
-        let msg = format!(
-            "{} header fields of {bytes} bytes: at most {MAX_HEADERS} fields and {MAX_HEADER_BYTES} bytes",
-            headers.len()
-        );
+        let msg = format!("{} header fields of {bytes} bytes: at most {MAX_HEADERS} fields and {MAX_HEADER_BYTES} bytes", headers.len());
         return ApiError::with_status(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, msg).into_response();
     }
     let resp = next.run(req).await;

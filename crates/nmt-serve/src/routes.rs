@@ -121,7 +121,13 @@ async fn count_tokens(s: &AppState, model: usize, texts: Vec<String>) -> Result<
 }
 
 /// Refuses a request whose answer could exceed `max_response_bytes` (413) before translating.
-fn check_response_bound(s: &AppState, counts: &[usize], texts: &[String], cfg: &nmt::config::SearchConfig, alignments: bool) -> Result<(), ApiError> {
+fn check_response_bound(
+    s: &AppState,
+    counts: &[usize],
+    texts: &[String],
+    cfg: &nmt::config::SearchConfig,
+    alignments: bool,
+) -> Result<(), ApiError> {
     let bytes: usize = texts.iter().map(String::len).sum();
     let bound = response_bound(counts, bytes, cfg, alignments);
     match bound > s.limits.max_response_bytes {

@@ -155,7 +155,11 @@ async fn limits_and_errors_are_json() {
     let (status, v) = post(a, "/translate", j, r#"{"q": ["", "  "], "source": "en", "target": "es"}"#).await;
     assert_eq!((status, v["translatedText"].clone()), (200, serde_json::json!(["", ""])), "{v}");
     // Row 12: clear messages.
-    is_error(post(a, "/translate", j, r#"{"q": "a", "source": "en", "target": "es", "alternatives": 18446744073709551615}"#).await, 400, "alternatives");
+    is_error(
+        post(a, "/translate", j, r#"{"q": "a", "source": "en", "target": "es", "alternatives": 18446744073709551615}"#).await,
+        400,
+        "alternatives",
+    );
     is_error(post(a, "/translate", "multipart/form-data; boundary=x", "--x--").await, 400, "multipart");
     let form = post(a, "/translate", "Application/X-WWW-Form-URLencoded", "q=a+b&source=en&target=es").await;
     assert_eq!(form.0, 200, "{}", form.1);

@@ -51,9 +51,8 @@ fn file_crc(bytes: &[u8], at: usize) -> String {
 /// held [`PLACEHOLDER`] under [`DATA_KEY`] and [`FILE_KEY`]). The data's goes first: the
 /// file's covers it.
 pub fn seal(bytes: &mut [u8]) -> Result<()> {
-    let place = |bytes: &[u8], key: &str| {
-        value_at(bytes, key).ok_or_else(|| Error::Input(format!("cannot place {key} in the safetensors header")))
-    };
+    let place =
+        |bytes: &[u8], key: &str| value_at(bytes, key).ok_or_else(|| Error::Input(format!("cannot place {key} in the safetensors header")));
     let data_crc = format!("{:08x}", crc32fast::hash(data_section(bytes).unwrap_or_default()));
     let at = place(bytes, DATA_KEY)?;
     bytes[at..at + 8].copy_from_slice(data_crc.as_bytes());

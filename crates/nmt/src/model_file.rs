@@ -16,9 +16,9 @@ use safetensors::SafeTensors;
 
 use crate::config::{ModelConfig, SearchConfig};
 use crate::error::{Error, Result};
-use crate::model_checksum;
 use crate::model::params::Params;
 use crate::model::Seq2Seq;
+use crate::model_checksum;
 
 /// The format tags (`nmt-model/2`, with the whole file's checksum; `nmt-model/1`, still read).
 pub use crate::model_checksum::{FORMAT, FORMAT_V1};

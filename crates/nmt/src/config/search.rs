@@ -92,10 +92,7 @@ impl SearchRequest {
         }
         s.beam_size = s.beam_size.max(s.n_best);
         if s.beam_size > MAX_BEAM {
-            return Err(crate::Error::Input(format!(
-                "beam size {} (or n-best {}) is above the maximum {MAX_BEAM}",
-                s.beam_size, s.n_best
-            )));
+            return Err(crate::Error::Input(format!("beam size {} (or n-best {}) is above the maximum {MAX_BEAM}", s.beam_size, s.n_best)));
         }
         for (name, v) in [("normalize", s.normalize), ("max_len_ratio", s.max_len_ratio)] {
             if !v.is_finite() || v < 0.0 {
