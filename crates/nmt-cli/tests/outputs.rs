@@ -100,3 +100,14 @@ fn two_outputs_of_one_command_are_refused() {
     fails_with(&nmt(&["translate", "-m", s(model()), "-i", s(&input), "-o", s(&x), "--alignments", s(&x)], None), &["x.txt", "same file"]);
     assert!(!x.exists(), "nothing is written");
 }
+
+#[test]
+fn dev_stdout_is_written_through_its_pipe() {
+    // `/dev/stdout` → `/proc/self/fd/1` → `pipe:[…]`: a link no path resolution can follow.
+    if !Path::new("/dev/stdout").exists() {
+        return;
+    }
+    let out = nmt(&["translate", "-m", s(model()), "-o", "/dev/stdout"], Some(b"uno dos\ntres cuatro\n"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}

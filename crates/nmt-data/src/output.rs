@@ -58,24 +58,33 @@ pub fn follow_links(path: &Path) -> io::Result<PathBuf> {
 impl OutputFile {
     /// Opens `path` for writing (see the module's doc for how each kind of path is written).
     pub fn create(path: &Path) -> io::Result<Self> {
-        let dest = follow_links(path)?;
-        let existing = match std::fs::metadata(&dest) {
+        // `metadata` follows every link, the kernel's "magic" ones too (`/dev/stdout` →
+        // `/proc/self/fd/1` → `pipe:[…]`, which is no path to resolve by hand).
+        let existing = match std::fs::metadata(path) {
             Ok(m) => Some(m.file_type()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
-        let target = match existing {
-            Some(t) if t.is_dir() => return Err(io::Error::other("is a directory, not a file")),
-            Some(t) if !t.is_file() => Target::Stream(OpenOptions::new().write(true).open(&dest)?),
-            _ => {
-                let name = dest.file_name().ok_or_else(|| io::Error::other("not a file name"))?;
-                let dir = dest.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-                // `.NAME.XXXXXX.tmp` beside the destination: removed if dropped unpersisted,
-                // and by training's start when a kill left one (`*.tmp`).
-                Target::Atomic(crate::atomic::temp_beside(dir, &format!(".{}.", name.to_string_lossy()))?)
+        match existing {
+            Some(t) if t.is_dir() => Err(io::Error::other("is a directory, not a file")),
+            Some(t) if !t.is_file() => {
+                Ok(OutputFile { target: Target::Stream(OpenOptions::new().write(true).open(path)?), dest: path.to_path_buf() })
             }
-        };
-        Ok(OutputFile { target, dest })
+            // An existing regular file: replaced where it really is, whatever links lead there.
+            Some(_) => Self::atomic(std::fs::canonicalize(path)?),
+            // A new file, or a dangling link's target.
+            None => Self::atomic(follow_links(path)?),
+        }
+    }
+
+    /// A temporary file beside `dest`, renamed over it by [`OutputFile::commit`].
+    fn atomic(dest: PathBuf) -> io::Result<Self> {
+        let name = dest.file_name().ok_or_else(|| io::Error::other("not a file name"))?;
+        let dir = dest.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        // `.NAME.XXXXXX.tmp` beside the destination: removed if dropped unpersisted, and by
+        // training's start when a kill left one (`*.tmp`).
+        let tmp = crate::atomic::temp_beside(dir, &format!(".{}.", name.to_string_lossy()))?;
+        Ok(OutputFile { target: Target::Atomic(tmp), dest })
     }
 
     /// Whether the output is written in place (a FIFO, a device) rather than atomically.
@@ -133,8 +142,7 @@ fn identity(path: &Path) -> Option<Identity> {
     if path == Path::new("-") {
         return None;
     }
-    let dest = follow_links(path).unwrap_or_else(|_| path.to_path_buf());
-    match std::fs::metadata(&dest) {
+    match std::fs::metadata(path) {
         Ok(m) => {
             #[cfg(unix)]
             {
@@ -147,11 +155,12 @@ fn identity(path: &Path) -> Option<Identity> {
             #[cfg(not(unix))]
             {
                 let _ = m;
-                Some(Identity::Path(std::fs::canonicalize(&dest).unwrap_or(dest)))
+                Some(Identity::Path(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())))
             }
         }
         Err(_) => {
             // A new file: its folder's absolute path and its name (`./a` and `a` are one).
+            let dest = follow_links(path).unwrap_or_else(|_| path.to_path_buf());
             let name = dest.file_name().map(PathBuf::from).unwrap_or_default();
             let dir = dest.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
             Some(Identity::Path(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()).join(name)))
