@@ -16,7 +16,9 @@ pub struct PrepareArgs {
     /// Override a config key, e.g. `--set data.subword_sample=500000` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// The directory to write (created; an earlier preparation in it is replaced).
+    /// The directory to write (created). Written into a temporary directory beside it and
+    /// swapped in when complete: an earlier preparation in it is replaced only by a complete
+    /// one, and files no manifest lists are never touched.
     #[arg(short, long)]
     pub output: PathBuf,
     /// Threads for encoding (default: all cores).
