@@ -78,6 +78,16 @@ pub enum Error {
     /// A segmenter JSON could not be parsed or does not describe a valid segmenter.
     #[error("invalid segmenter JSON: {0}")]
     Json(String),
+    /// An output that is one of the command's inputs, or another of its outputs.
+    #[error("{} is the same file as the {what} {}: refused before reading anything", output.display(), other.display())]
+    SameFile {
+        /// The output refused.
+        output: PathBuf,
+        /// The input or earlier output it coincides with.
+        other: PathBuf,
+        /// `"input"` or `"output"`.
+        what: &'static str,
+    },
     /// A lexical shortlist that cannot be learned or does not fit its vocabularies.
     #[error("lexical shortlist: {0}")]
     Shortlist(String),

@@ -12,6 +12,7 @@ pub mod corpus;
 pub mod dataset;
 pub mod error;
 pub mod moses;
+pub mod output;
 pub mod plan;
 pub mod shards;
 pub mod shortlist;

@@ -5,6 +5,9 @@ use std::path::Path;
 
 use nmt_data::moses::nbest::NbestLine;
 use nmt_data::moses::phrase_table::PhraseLine;
+use nmt_data::shards::{listed_files, prepare, Corpus, Encoding, Manifest, PrepareOptions};
+use nmt_data::subword::{SubwordConfig, SubwordKind};
+use nmt_data::PairFiles;
 use nmt_data::{corpus::parallel_from_bytes, Segmenter};
 use proptest::prelude::*;
 
@@ -55,4 +58,35 @@ proptest! {
         let _ = Segmenter::from_json(&s);
         let _ = Segmenter::from_json(&format!("{{\"version\":1,\"kind\":\"{kind}\",\"words\":[{s:?}],\"tokenizer\":{s:?}}}"));
     }
+
+    /// Issue 44: a prepared corpus's manifest with one byte changed parses to an error or a
+    /// manifest (whose listed files are what a re-prepare may remove), never a panic.
+    #[test]
+    fn mutated_manifests(at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+        let mut text = manifest_text().as_bytes().to_vec();
+        let i = at.index(text.len());
+        text[i] = byte;
+        if let Ok(m) = Manifest::from_json(&String::from_utf8_lossy(&text), Path::new("manifest.json")) {
+            let _ = listed_files(&m);
+        }
+    }
+}
+
+/// The manifest of a small real preparation (made once).
+fn manifest_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap();
+        let (src, tgt) = (d.path().join("a.en"), d.path().join("a.es"));
+        std::fs::write(&src, "a b\nc d e\nf\n").unwrap();
+        std::fs::write(&tgt, "x y\nz\nw v\n").unwrap();
+        let sub = SubwordConfig { kind: SubwordKind::Word, vocab_size: 50, min_frequency: 1, model: None };
+        let encoding =
+            Encoding { src_subword: sub.clone(), tgt_subword: sub, max_words: None, max_len: 20, subword_sample: 100, copy: false };
+        let opts =
+            PrepareOptions { corpora: vec![Corpus { files: PairFiles::Aligned { src, tgt }, weight: 1.0 }], encoding, shard_pairs: 2 };
+        let out = d.path().join("p");
+        prepare(&opts, &out, None, &mut |_| {}).unwrap();
+        std::fs::read_to_string(out.join("manifest.json")).unwrap()
+    })
 }

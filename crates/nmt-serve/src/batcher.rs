@@ -123,7 +123,8 @@ fn run(models: &ModelSet, rx: &Receiver<Job>, limits: &Limits, stats: &Stats) {
             }
         }
         // Gather more for up to `max_wait`, unless a batch is already full.
-        let deadline = Instant::now() + limits.max_wait;
+        // Capped: a wait too long for the clock would overflow the deadline (issue 44, row 8).
+        let deadline = Instant::now() + limits.max_wait.min(std::time::Duration::from_secs_f64(crate::config::MAX_WAIT_MS / 1000.0));
         while open && queue.iter().map(Pending::waiting).sum::<usize>() < limits.max_batch {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {

@@ -28,6 +28,25 @@ impl ApiError {
         ApiError { status, message: message.into(), retry_after: None }
     }
 
+    /// Any status, for the responses the middleware makes JSON (`json_errors`).
+    pub fn with_status(status: StatusCode, message: impl Into<String>) -> Self {
+        Self::new(status, message)
+    }
+
+    /// 413: the answer would be larger than `--max-response-bytes`.
+    pub fn response_too_large(bytes: usize, limit: usize) -> Self {
+        let msg = format!(
+            "the response would be {bytes} bytes, above the {limit}-byte response limit (--max-response-bytes): \
+             ask for fewer sentences, a smaller n_best or beam, or no alignments"
+        );
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, msg)
+    }
+
+    /// 408: the body did not arrive in time.
+    pub fn body_timeout(secs: f64) -> Self {
+        Self::new(StatusCode::REQUEST_TIMEOUT, format!("the request body did not arrive within the {secs} s limit"))
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
@@ -41,9 +60,9 @@ impl ApiError {
         Self::new(StatusCode::FORBIDDEN, message)
     }
 
-    /// 429: the key's requests per minute are used up; retry in `secs`.
-    pub fn rate_limited(per_minute: usize, secs: u64) -> Self {
-        let msg = format!("too many requests: this API key may make {per_minute} per minute; retry in {secs} s");
+    /// 429: the key's requests or tokens per minute (`what`) are used up; retry in `secs`.
+    pub fn rate_limited(what: &str, secs: u64) -> Self {
+        let msg = format!("too many requests: this API key may use {what} per minute; retry in {secs} s");
         ApiError { retry_after: Some(secs), ..Self::new(StatusCode::TOO_MANY_REQUESTS, msg) }
     }
 

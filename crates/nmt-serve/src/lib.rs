@@ -17,7 +17,9 @@ pub mod api;
 pub mod batcher;
 pub mod config;
 pub mod error;
+pub mod json_errors;
 pub mod keys;
+pub mod listen;
 pub mod models;
 pub mod routes;
 
@@ -54,9 +56,14 @@ impl AppState {
         self
     }
 
-    /// Admits a request carrying `key` (always, without keys configured).
-    pub fn admit(&self, key: Option<&str>) -> Result<(), ApiError> {
-        self.keys.as_ref().map_or(Ok(()), |k| k.admit(key))
+    /// Checks a request carrying `key` when it arrives (always fine without keys configured).
+    pub fn authorize(&self, key: Option<&str>) -> Result<(), ApiError> {
+        self.keys.as_ref().map_or(Ok(()), |k| k.authorize(key))
+    }
+
+    /// Charges a request found valid, of `tokens` source tokens, to `key`.
+    pub fn charge(&self, key: Option<&str>, tokens: usize) -> Result<(), ApiError> {
+        self.keys.as_ref().map_or(Ok(()), |k| k.charge(key, tokens))
     }
 }
 
@@ -67,7 +74,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let state = Arc::new(state);
-    axum::serve(listener, routes::router(state.clone())).with_graceful_shutdown(shutdown).await?;
+    listen::serve_connections(listener, routes::router(state.clone()), &state.limits, shutdown).await;
     // The translator thread answers what is still queued; joining it blocks, so not here.
     tokio::task::spawn_blocking(move || drop(state)).await.map_err(|e| ServeError::Setup(format!("translator thread: {e}")))?;
     Ok(())

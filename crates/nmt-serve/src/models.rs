@@ -84,10 +84,11 @@ impl ModelSet {
     }
 
     /// The index of the model for a LibreTranslate language pair: the one named
-    /// `source-target`, or for `"auto"` the one with that target; with a single model, that
-    /// model.
+    /// `source-target`, or for `"auto"` the one with that target. A single model whose
+    /// languages are unknown serves any pair (it cannot tell); one whose languages are known
+    /// serves only them (issue 44, row 13: `xx→zz` is 404, not the en→es model's answer).
     pub fn for_languages(&self, source: &str, target: &str) -> Option<usize> {
-        if self.models.len() == 1 {
+        if self.models.len() == 1 && self.models[0].languages().is_none() {
             return Some(0);
         }
         self.models.iter().position(|m| match m.languages() {

@@ -17,6 +17,7 @@ pub mod error;
 pub mod hypothesis;
 pub mod languages;
 pub mod model;
+pub mod model_checksum;
 pub mod model_file;
 pub mod quantize;
 pub mod score;

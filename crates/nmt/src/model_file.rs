@@ -5,7 +5,6 @@
 //! Writes are atomic: the bytes go to `NAME.tmp` in the same folder, are flushed to disk, and the
 //! file is renamed over `NAME`; an interrupted write never leaves a half-written model.
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
@@ -19,9 +18,10 @@ use crate::config::{ModelConfig, SearchConfig};
 use crate::error::{Error, Result};
 use crate::model::params::Params;
 use crate::model::Seq2Seq;
+use crate::model_checksum;
 
-/// Format tag stored under `format`; bump when the layout changes.
-pub const FORMAT: &str = "nmt-model/1";
+/// The format tags (`nmt-model/2`, with the whole file's checksum; `nmt-model/1`, still read).
+pub use crate::model_checksum::{FORMAT, FORMAT_V1};
 
 /// Everything a model file holds besides the weights.
 #[derive(Clone, Debug)]
@@ -46,49 +46,31 @@ pub struct LoadedModel {
     pub meta: ModelMeta,
 }
 
-/// Writes `bytes` to `path` atomically (temp file in the same folder, fsync, rename).
+/// Writes `bytes` to `path` with the one output writer: atomically (temp file in the same
+/// folder, fsync, rename) for a regular or new file, in place for a FIFO or device, through a
+/// symbolic link to its target.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    // `NAME.XXXXXX.tmp` beside the file: removed on error (dropped), and by training's start
-    // when a kill left one (`*.tmp`).
-    let write = || -> std::io::Result<()> {
-        let mut f = nmt_data::atomic::temp_beside(dir, &format!("{name}."))?;
-        f.write_all(bytes)?;
-        f.as_file().sync_all()?;
-        f.persist(path).map(drop).map_err(|e| e.error)
-    };
-    write().map_err(|e| Error::io(path, e))
+    nmt_data::output::write_whole(path, bytes).map_err(|e| Error::io(path, e))
 }
 
-/// Metadata key of the CRC-32 of the tensor data (hex): a flipped bit anywhere in the weights
-/// is an error on loading, not a silently different model.
-pub const CHECKSUM_KEY: &str = "data_crc32";
+/// Metadata key of the CRC-32 of the tensor data (hex); the whole file's is
+/// [`model_checksum::FILE_KEY`].
+pub const CHECKSUM_KEY: &str = model_checksum::DATA_KEY;
 
-/// The data section of safetensors bytes: everything after the 8-byte length and the header.
-fn data_section(bytes: &[u8]) -> Option<&[u8]> {
-    let n = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
-    bytes.get(8usize.checked_add(usize::try_from(n).ok()?)?..)
-}
-
-/// Serialises named tensors with string metadata into safetensors bytes, with the data's
-/// checksum ([`CHECKSUM_KEY`]) added to the metadata.
+/// Serialises named tensors with string metadata into safetensors bytes, with the data's and
+/// the whole file's checksums added to the metadata (`crate::model_checksum`).
 pub fn to_safetensors(tensors: &[(String, Tensor)], mut meta: HashMap<String, String>) -> Result<Vec<u8>> {
     let data: Vec<(String, &Tensor)> = tensors.iter().map(|(k, t)| (k.clone(), t)).collect();
-    // The header holds a placeholder of the checksum's width; once the data is laid out, its
-    // CRC is written over the placeholder (same length: no offset moves).
-    const PLACEHOLDER: &str = "________";
-    meta.insert(CHECKSUM_KEY.to_string(), PLACEHOLDER.to_string());
+    // An older file rewritten (`nmt shortlist`) now carries the whole file's checksum.
+    if meta.get("format").is_some_and(|f| f == FORMAT_V1) {
+        meta.insert("format".to_string(), FORMAT.to_string());
+    }
+    // The header holds placeholders of the checksums' width; once the bytes are laid out, the
+    // CRCs are written over them (same length: no offset moves).
+    meta.insert(model_checksum::DATA_KEY.to_string(), model_checksum::PLACEHOLDER.to_string());
+    meta.insert(model_checksum::FILE_KEY.to_string(), model_checksum::PLACEHOLDER.to_string());
     let mut bytes = safetensors::serialize(data, Some(meta)).map_err(|e| Error::Input(format!("cannot serialise tensors: {e}")))?;
-    let crc = format!("{:08x}", crc32fast::hash(data_section(&bytes).unwrap_or_default()));
-    let needle = format!("\"{CHECKSUM_KEY}\":\"{PLACEHOLDER}\"");
-    let header_end = bytes.len() - data_section(&bytes).map_or(0, <[u8]>::len);
-    let at = bytes[..header_end]
-        .windows(needle.len())
-        .position(|w| w == needle.as_bytes())
-        .ok_or_else(|| Error::Input("cannot place the checksum in the safetensors header".into()))?;
-    let value_at = at + needle.len() - 1 - PLACEHOLDER.len();
-    bytes[value_at..value_at + PLACEHOLDER.len()].copy_from_slice(crc.as_bytes());
+    model_checksum::seal(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -99,11 +81,13 @@ pub fn parse_safetensors(bytes: &[u8], path: &Path, device: &Device) -> Result<(
     let bad = |reason: String| Error::ModelFile { path: path.to_path_buf(), reason };
     let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("{e} (truncated or damaged?)")))?;
     let meta = header.metadata().clone().unwrap_or_default();
-    if let Some(want) = meta.get(CHECKSUM_KEY) {
-        let got = format!("{:08x}", crc32fast::hash(data_section(bytes).unwrap_or_default()));
-        if *want != got {
-            return Err(bad(format!("the tensor data's checksum is {got}, the file says {want}: the file is corrupt")));
-        }
+    if model_checksum::verify(bytes, &meta).map_err(bad)? == model_checksum::Checked::DataOnly {
+        tracing::warn!(
+            "{}: an older model file ({FORMAT_V1}): its checksum covers the tensor data only, not its header and metadata; \
+             rewrite it (e.g. `nmt average -o NEW {}`) to have the whole file checked",
+            path.display(),
+            path.display()
+        );
     }
     let tensors = candle_core::safetensors::load_buffer(bytes, device).map_err(|e| bad(format!("{e} (truncated or damaged?)")))?;
     Ok((tensors.into_iter().collect(), meta))
@@ -179,8 +163,8 @@ pub fn read_meta(meta: &HashMap<String, String>, path: &Path) -> Result<ModelMet
     let bad = |reason: String| Error::ModelFile { path: path.to_path_buf(), reason };
     let get = |k: &str| meta.get(k).ok_or_else(|| bad(format!("metadata key {k:?} is missing")));
     let format = get("format")?;
-    if format != FORMAT {
-        return Err(bad(format!("format {format:?}, this program reads {FORMAT:?}")));
+    if format != FORMAT && format != FORMAT_V1 {
+        return Err(bad(format!("format {format:?}, this program reads {FORMAT:?} and {FORMAT_V1:?}")));
     }
     Ok(ModelMeta {
         config: serde_json::from_str(get("config")?).map_err(|e| bad(format!("config: {e}")))?,

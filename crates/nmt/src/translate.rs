@@ -142,7 +142,29 @@ pub fn translate_lines<M: Borrow<Seq2Seq>>(
             .collect()
     });
     let ext_ids: Option<Vec<Vec<u32>>> = exts.as_ref().map(|v| v.iter().map(|e| e.src.clone()).collect());
-    let nbest = searcher.search(&read, ext_ids.as_deref(), opts)?;
+    // An empty or whitespace-only sentence (only `</s>`) translates to an empty one: searched,
+    // the model would emit up to `max_len_extra` tokens (issue 44, row 11). Its hypothesis is
+    // `</s>` alone, with the models' own probability of it (one scoring step, not a search);
+    // its one attention row is over the one source token, `</s>`, so it is 1.
+    let (todo, empties): (Vec<usize>, Vec<usize>) = (0..srcs.len()).partition(|&i| srcs[i].len() > 1);
+    let pick = |v: &[Vec<u32>]| todo.iter().map(|&i| v[i].clone()).collect::<Vec<_>>();
+    let found = match todo.is_empty() {
+        true => Vec::new(),
+        false => searcher.search(&pick(&read), ext_ids.as_deref().map(pick).as_deref(), opts)?,
+    };
+    let pairs: Vec<(String, String)> = empties.iter().map(|&i| (lines[i].to_owned(), String::new())).collect();
+    let scored = match pairs.is_empty() {
+        true => Vec::new(),
+        false => crate::score::score_pairs(&models, meta, &pairs, pairs.len())?,
+    };
+    let mut nbest: Vec<Vec<Hypothesis>> = vec![Vec::new(); srcs.len()];
+    for (i, hyps) in todo.into_iter().zip(found) {
+        nbest[i] = hyps;
+    }
+    for (i, p) in empties.into_iter().zip(scored) {
+        let alignment = (opts.alignments && models.iter().any(|m| m.has_attention())).then(|| vec![vec![1.0]]);
+        nbest[i] = vec![Hypothesis { tokens: Vec::new(), log_prob: p.log_prob, score: p.log_prob, finished: true, alignment }];
+    }
     Ok(srcs
         .iter()
         .zip(nbest)

@@ -9,7 +9,8 @@ use std::path::Path;
 use candle_core::{DType, Device};
 use nmt::config::Family;
 use nmt::model::Seq2Seq;
-use nmt::model_file::{load, meta_map, model_tensors, save, to_safetensors, write_atomic, CHECKSUM_KEY};
+use nmt::model_checksum;
+use nmt::model_file::{load, load_bytes, meta_map, model_tensors, save, to_safetensors, write_atomic, CHECKSUM_KEY, FORMAT_V1};
 
 fn err(path: &Path) -> String {
     match load(path, DType::F32, &Device::Cpu) {
@@ -74,4 +75,61 @@ fn damaged_model_files_are_named_errors() {
     // Every saved file carries the checksum.
     let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
     assert!(header.metadata().as_ref().unwrap().contains_key(CHECKSUM_KEY));
+}
+
+/// Issue 44, row 4: the checksum covers the whole file. Every byte of the 8-byte length and the
+/// header (tensor names, dtypes, shapes, offsets, config, vocabularies) changed, one at a time,
+/// is refused, naming the file.
+#[test]
+fn every_changed_header_byte_is_refused() {
+    let (meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let model = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap();
+    let bytes = to_safetensors(&model_tensors(&model), meta_map(&meta).unwrap()).unwrap();
+    let path = Path::new("/models/m.safetensors");
+    load_bytes(&bytes, path, DType::F32, &Device::Cpu).unwrap();
+    let header_end = 8 + u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    for at in 0..header_end {
+        for flip in [0x01u8, 0x20] {
+            let mut b = bytes.clone();
+            b[at] ^= flip;
+            match load_bytes(&b, path, DType::F32, &Device::Cpu) {
+                Ok(_) => panic!("byte {at} ^ {flip:#x} ({:?}) loaded", b[at] as char),
+                Err(e) => assert!(e.to_string().contains("/models/m.safetensors"), "byte {at}: {e}"),
+            }
+        }
+    }
+    // The issue's two cases: a dtype, and a vocabulary entry in the metadata.
+    let text = std::str::from_utf8(&bytes[8..header_end]).unwrap();
+    let at = 8 + text.find("\"F32\"").unwrap();
+    let mut b = bytes.clone();
+    b[at + 1..at + 4].copy_from_slice(b"I32");
+    let e = load_bytes(&b, path, DType::F32, &Device::Cpu).err().unwrap().to_string();
+    assert!(e.contains("checksum"), "{e}");
+    let at = 8 + text.find("\\\"a\\\"").unwrap();
+    let mut b = bytes.clone();
+    b[at + 2] = b'z';
+    assert!(load_bytes(&b, path, DType::F32, &Device::Cpu).err().unwrap().to_string().contains("checksum"));
+}
+
+/// A file of the older format (`nmt-model/1`, the tensor data's checksum only) still loads; a
+/// flipped weight in it is still refused.
+#[test]
+fn an_older_file_still_loads() {
+    let (meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let model = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap();
+    let tensors = model_tensors(&model);
+    let mut m = meta_map(&meta).unwrap();
+    m.insert("format".into(), FORMAT_V1.into());
+    let serialize = |m: &std::collections::HashMap<String, String>| {
+        safetensors::serialize(tensors.iter().map(|(k, t)| (k.clone(), t)), Some(m.clone())).unwrap()
+    };
+    let plain = serialize(&m);
+    let data = model_checksum::data_section(&plain).unwrap();
+    m.insert(CHECKSUM_KEY.into(), format!("{:08x}", crc32fast::hash(data)));
+    let old = serialize(&m);
+    let path = Path::new("old.safetensors");
+    load_bytes(&old, path, DType::F32, &Device::Cpu).unwrap();
+    let mut b = old.clone();
+    *b.last_mut().unwrap() ^= 0x10;
+    assert!(load_bytes(&b, path, DType::F32, &Device::Cpu).err().unwrap().to_string().contains("checksum"));
 }

@@ -17,6 +17,8 @@ pub struct AverageArgs {
 }
 
 pub fn run(a: AverageArgs) -> anyhow::Result<()> {
+    let inputs: Vec<Option<&std::path::Path>> = a.inputs.iter().map(|m| Some(m.as_path())).collect();
+    super::io::check_distinct(&inputs, &[Some(&a.output)])?;
     nmt::train::average::average_to(&a.inputs, &a.output)
         .with_context(|| format!("averaging {} model files into {}", a.inputs.len(), a.output.display()))?;
     eprintln!("wrote the average of {} models to {}", a.inputs.len(), a.output.display());

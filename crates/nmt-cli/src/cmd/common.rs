@@ -11,12 +11,24 @@ use super::io::Lines;
 /// Compute options shared by every command that runs a model.
 #[derive(Debug, Args, Clone)]
 pub struct ComputeArgs {
-    /// CPU threads for matrix products (default: all cores; 1 is faster for tiny models).
+    /// CPU threads for matrix products (default: all cores; 1 is faster for tiny models). At
+    /// most the machine's cores: more is capped, with a warning.
     #[arg(long, global = true)]
     pub threads: Option<usize>,
     /// Run on the first CUDA GPU (needs a build with `--features cuda`).
     #[arg(long, global = true)]
     pub gpu: bool,
+}
+
+/// `n` threads, at most the machine's cores: more only contend (issue 44, row 2: 100 000
+/// threads hung for a minute at load 500), so they are capped with a warning.
+pub fn capped_threads(n: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if n > cores {
+        tracing::warn!("--threads {n} is more than this machine's {cores} cores: using {cores}");
+        return cores;
+    }
+    n
 }
 
 /// candle's barrier-pool spin limit (read once, when its pool starts) and the value `nmt` sets.
@@ -30,6 +42,7 @@ impl ComputeArgs {
             if n == 0 {
                 bail!("--threads must be at least 1");
             }
+            let n = capped_threads(n);
             // candle reads RAYON_NUM_THREADS for its matmul thread count; set it before any work.
             std::env::set_var("RAYON_NUM_THREADS", n.to_string());
         }

@@ -36,6 +36,7 @@ pub struct EmbedArgs {
 }
 
 pub fn run(a: EmbedArgs) -> Result<()> {
+    super::io::check_distinct(&[Some(&a.model), a.input.as_deref()], &[a.output.as_deref(), a.plot.as_deref()])?;
     let device = a.compute.setup()?;
     let translator = Translator::load(&a.model, &device)?;
     let lines = read_input_lines(a.input.as_deref())?;

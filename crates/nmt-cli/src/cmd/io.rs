@@ -1,11 +1,11 @@
 //! Files in and out for the commands that stream: input lines one at a time (gzip detected by
 //! its magic bytes) with their line numbers, and outputs written atomically.
 //!
-//! An output file is written to a temporary file beside it (`tempfile`) and persisted over it
-//! only by [`Output::commit`], after everything was written and synced: a run that fails (a
-//! malformed line, a full disk, Ctrl-C) leaves the previous file, or none, never a partial one;
-//! the temporary file is deleted when the unfinished output is dropped. A name
-//! ending in `.gz` is gzip-compressed.
+//! An output file goes through `nmt_data::output::OutputFile`: a regular file (or a new one) is
+//! written to a temporary file beside it and persisted over it only by [`Output::commit`], after
+//! everything was written and synced: a run that fails (a malformed line, a full disk, Ctrl-C)
+//! leaves the previous file, or none, never a partial one. A FIFO or a device is written in
+//! place; a symbolic link is followed. A name ending in `.gz` is gzip-compressed.
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
-use tempfile::NamedTempFile;
+use nmt::data::output::OutputFile;
 
 /// Lines of a file, or of stdin for `None` or `-`, read one at a time.
 pub struct Lines {
@@ -73,14 +73,14 @@ impl Lines {
 
 enum Sink {
     Stdout(BufWriter<std::io::Stdout>),
-    File(BufWriter<NamedTempFile>),
-    Gz(GzEncoder<BufWriter<NamedTempFile>>),
+    File(BufWriter<OutputFile>),
+    Gz(GzEncoder<BufWriter<OutputFile>>),
 }
 
-/// Standard output, or a file written atomically (see the module's doc).
+/// Standard output, or a file written by the one output writer (see the module's doc).
 pub struct Output {
     sink: Sink,
-    /// The final name of a file output.
+    /// The name given, for messages.
     path: Option<PathBuf>,
 }
 
@@ -89,12 +89,8 @@ impl Output {
         let Some(path) = path.filter(|p| *p != Path::new("-")) else {
             return Ok(Output { sink: Sink::Stdout(BufWriter::new(std::io::stdout())), path: None });
         };
-        let name = path.file_name().with_context(|| format!("{} is not a file name", path.display()))?;
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        // `.NAME.XXXXXX.tmp` beside the output; deleted if dropped unpersisted (an error).
-        let tmp = nmt::data::atomic::temp_beside(dir, &format!(".{}.", name.to_string_lossy()))
-            .with_context(|| format!("cannot create a temporary file beside {}", path.display()))?;
-        let file = BufWriter::with_capacity(1 << 16, tmp);
+        let file = OutputFile::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+        let file = BufWriter::with_capacity(1 << 16, file);
         let sink = if path.extension().is_some_and(|e| e == "gz") {
             Sink::Gz(GzEncoder::new(file, flate2::Compression::default()))
         } else {
@@ -103,8 +99,8 @@ impl Output {
         Ok(Output { sink, path: Some(path.to_path_buf()) })
     }
 
-    /// Finishes the output: flushes standard output, or syncs the temporary file and renames
-    /// it to its name.
+    /// Finishes the output: flushes standard output or a stream, or syncs the temporary file
+    /// and renames it to its name.
     pub fn commit(mut self) -> Result<()> {
         let sink = std::mem::replace(&mut self.sink, Sink::Stdout(BufWriter::new(std::io::stdout())));
         let file = match sink {
@@ -113,9 +109,16 @@ impl Output {
             Sink::Gz(w) => w.finish()?.into_inner().map_err(|e| e.into_error())?,
         };
         let path = self.path.take().context("an output file without its name")?;
-        let done = file.as_file().sync_all().and_then(|_| file.persist(&path).map(drop).map_err(|e| e.error));
-        done.with_context(|| format!("cannot write {}", path.display()))
+        file.commit().with_context(|| format!("cannot write {}", path.display()))
     }
+}
+
+/// Refuses outputs that are an input or each other ([`nmt::data::output::check_distinct`]),
+/// before any input is read; `None`s (stdin, stdout) are left out.
+pub fn check_distinct(inputs: &[Option<&Path>], outputs: &[Option<&Path>]) -> Result<()> {
+    let inputs: Vec<&Path> = inputs.iter().flatten().copied().collect();
+    let outputs: Vec<&Path> = outputs.iter().flatten().copied().collect();
+    Ok(nmt::data::output::check_distinct(&inputs, &outputs)?)
 }
 
 impl Write for Output {

@@ -16,7 +16,9 @@ pub struct PrepareArgs {
     /// Override a config key, e.g. `--set data.subword_sample=500000` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// The directory to write (created; an earlier preparation in it is replaced).
+    /// The directory to write (created). Written into a temporary directory beside it and
+    /// swapped in when complete: an earlier preparation in it is replaced only by a complete
+    /// one, and files no manifest lists are never touched.
     #[arg(short, long)]
     pub output: PathBuf,
     /// Threads for encoding (default: all cores).
@@ -26,7 +28,7 @@ pub struct PrepareArgs {
 
 pub fn run(args: PrepareArgs) -> Result<()> {
     if let Some(n) = args.threads.filter(|&n| n > 0) {
-        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+        std::env::set_var("RAYON_NUM_THREADS", super::common::capped_threads(n).to_string());
     }
     let cfg = Config::from_file(&args.config, &args.overrides)?;
     let opts = cfg.data.prepare_options(cfg.model.copy())?;

@@ -18,6 +18,7 @@ pub struct QuantizeArgs {
 }
 
 pub fn run(args: QuantizeArgs) -> Result<()> {
+    super::io::check_distinct(&[Some(&args.model)], &[Some(&args.output)])?;
     let loaded = nmt::model_file::load(&args.model, DType::F32, &Device::Cpu)?;
     let mut meta = loaded.meta;
     meta.search.int8 = true;

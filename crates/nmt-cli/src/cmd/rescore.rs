@@ -48,6 +48,9 @@ pub struct RescoreArgs {
 }
 
 pub fn run(a: RescoreArgs) -> Result<()> {
+    let mut inputs: Vec<Option<&std::path::Path>> = a.model.iter().map(|m| Some(m.as_path())).collect();
+    inputs.extend([Some(a.nbest.as_path()), Some(a.src.as_path())]);
+    super::io::check_distinct(&inputs, &[a.output.as_deref()])?;
     if a.feature_name.is_empty() || a.feature_name.contains(char::is_whitespace) || a.feature_name.contains('=') {
         bail!("--feature-name must be one word without `=`");
     }

@@ -30,12 +30,22 @@ pub struct ServeArgs {
     /// Most source tokens per sentence.
     #[arg(long, default_value_t = Limits::default().max_tokens)]
     pub max_tokens: usize,
-    /// Largest beam a request may ask for.
-    #[arg(long, default_value_t = Limits::default().max_beam)]
+    /// Largest beam (and n-best list) a request may ask for; at most 128 (`nmt::config::MAX_BEAM`).
+    #[arg(long, default_value_t = Limits::default().max_beam, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=nmt::config::MAX_BEAM as u64))]
     pub max_beam: usize,
-    /// Seconds a request may take, queueing included.
-    #[arg(long, default_value_t = Limits::default().timeout.as_secs_f64())]
-    pub timeout: f64,
+    /// Seconds a request may take, queueing included (at most a day).
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = seconds)]
+    pub timeout: Duration,
+    /// Seconds a client may take to send a request's headers, or stay idle between requests;
+    /// the connection is closed after it.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds)]
+    pub header_timeout: Duration,
+    /// Seconds a client may take to send a request's body (408 after it).
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = seconds)]
+    pub body_timeout: Duration,
+    /// Largest response body, in bytes: a request whose answer would be larger gets 413.
+    #[arg(long, default_value_t = Limits::default().max_response_bytes)]
+    pub max_response_bytes: usize,
     /// Requests that may wait in the queue (beyond: 503 with Retry-After).
     #[arg(long, default_value_t = Limits::default().queue_capacity)]
     pub queue: usize,
@@ -46,9 +56,9 @@ pub struct ServeArgs {
     /// limit in requests per minute (`KEY 60`). Without it the server is open to everyone.
     #[arg(long, value_name = "FILE")]
     pub api_keys: Option<PathBuf>,
-    /// Milliseconds a sentence waits for others to batch with.
-    #[arg(long, default_value_t = Limits::default().max_wait.as_secs_f64() * 1000.0)]
-    pub max_wait_ms: f64,
+    /// Milliseconds a sentence waits for others to batch with (at most 10 000).
+    #[arg(long, value_name = "MS", default_value = "5", value_parser = milliseconds)]
+    pub max_wait_ms: Duration,
     /// Score only each model file's lexical shortlist (`nmt shortlist`; Marian's `--shortlist`).
     #[arg(long)]
     pub shortlist: bool,
@@ -58,6 +68,19 @@ pub struct ServeArgs {
     pub int8: bool,
     #[command(flatten)]
     pub compute: ComputeArgs,
+}
+
+/// `--timeout` and the other durations in seconds, checked when the flags are parsed: a value
+/// too large for the clock (`1e300`) is an error, not a panic (issue 44, row 8).
+fn seconds(s: &str) -> std::result::Result<Duration, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    nmt_serve::config::checked_duration(v, nmt_serve::config::MAX_TIMEOUT_S, false, "the time-out")
+}
+
+/// `--max-wait-ms`, checked as [`seconds`].
+fn milliseconds(s: &str) -> std::result::Result<Duration, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of milliseconds"))?;
+    nmt_serve::config::checked_duration(v / 1000.0, nmt_serve::config::MAX_WAIT_MS / 1000.0, true, "the wait (in seconds)")
 }
 
 /// A model's name with its languages, for the start-up line (`en-es (English → Spanish)`).
@@ -96,18 +119,18 @@ pub fn run(a: ServeArgs) -> Result<()> {
         translator.meta.search.int8 |= a.int8;
         served.push(ServedModel { name, translator });
     }
-    if !(a.timeout > 0.0 && a.timeout.is_finite() && a.max_wait_ms >= 0.0 && a.max_wait_ms.is_finite()) {
-        bail!("--timeout must be positive and --max-wait-ms not negative");
-    }
     let limits = Limits {
         max_body_bytes: a.max_body_bytes,
         max_sentences: a.max_sentences,
         max_tokens: a.max_tokens,
         max_beam: a.max_beam,
-        timeout: Duration::from_secs_f64(a.timeout),
+        timeout: a.timeout,
         queue_capacity: a.queue,
         max_batch: a.max_batch,
-        max_wait: Duration::from_secs_f64(a.max_wait_ms / 1000.0),
+        max_wait: a.max_wait_ms,
+        header_timeout: a.header_timeout,
+        body_timeout: a.body_timeout,
+        max_response_bytes: a.max_response_bytes,
     };
     let keys = match &a.api_keys {
         Some(path) => {

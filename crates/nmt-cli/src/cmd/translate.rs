@@ -22,14 +22,16 @@ pub struct TranslateArgs {
     /// Input file (default: stdin).
     #[arg(short, long)]
     pub input: Option<PathBuf>,
-    /// Output file (default: stdout). Written atomically: a failed run leaves no partial file.
+    /// Output file (default: stdout). A regular file is written atomically (a failed run leaves
+    /// no partial file); a FIFO or device is written in place; a symbolic link is followed. An
+    /// output that is an input, or the --alignments file, is refused.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Beam size; 1 = greedy search.
+    /// Beam size; 1 = greedy search. At most 128 (`nmt::config::MAX_BEAM`).
     #[arg(short = 'b', long)]
     pub beam_size: Option<usize>,
     /// Print the K best hypotheses per sentence in Moses n-best format
-    /// (`id ||| hypothesis ||| logprob= L ||| score`).
+    /// (`id ||| hypothesis ||| logprob= L ||| score`). At most 128, as the beam.
     #[arg(long, value_name = "K")]
     pub n_best: Option<usize>,
     /// Length normalisation exponent α: rank by log p / len^α (0 = off, 1 = Cho et al.).
@@ -97,6 +99,9 @@ impl TranslateArgs {
 }
 
 pub fn run(args: TranslateArgs) -> Result<()> {
+    let mut inputs: Vec<Option<&std::path::Path>> = args.model.iter().map(|m| Some(m.as_path())).collect();
+    inputs.extend([args.input.as_deref(), args.dict.as_deref()]);
+    super::io::check_distinct(&inputs, &[args.output.as_deref(), args.alignments.as_deref()])?;
     let device = args.compute.setup()?;
     let translator = load_models(&args.model, &device)?;
     let search = args.search_request().apply(translator.default_search())?;

@@ -136,8 +136,17 @@ impl Manifest {
     pub fn read(dir: &Path) -> Result<Self> {
         let path = dir.join(MANIFEST);
         let text = std::fs::read_to_string(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
-        let bad = |reason: String| Error::Prepared { path: path.clone(), reason };
-        let m: Manifest = serde_json::from_str(&text).map_err(|e| bad(format!("not a manifest: {e}")))?;
+        Self::from_json(&text, &path)
+    }
+
+    /// Parses and checks a manifest's text; `path` names it in errors (the fuzz target
+    /// `manifest` drives this).
+    ///
+    /// # Errors
+    /// [`Error::Prepared`] naming `path` when it is not such a manifest or is inconsistent.
+    pub fn from_json(text: &str, path: &Path) -> Result<Self> {
+        let bad = |reason: String| Error::Prepared { path: path.to_path_buf(), reason };
+        let m: Manifest = serde_json::from_str(text).map_err(|e| bad(format!("not a manifest: {e}")))?;
         if m.format != FORMAT || m.version != VERSION {
             return Err(bad(format!("format {:?} version {} (this build reads {FORMAT:?} version {VERSION})", m.format, m.version)));
         }

@@ -15,9 +15,11 @@
 mod manifest;
 mod prepare;
 mod reader;
+mod swap;
 mod writer;
 
 pub use manifest::{checksum, CorpusRange, CorpusSpec, Encoding, FileSum, Manifest, PrepareSpec, ShardEntry, TokenType, MANIFEST};
 pub use prepare::{encode_cached, prepare, Corpus, PrepareOptions};
 pub use reader::Prepared;
+pub use swap::listed_files;
 pub use writer::{EncodedPair, ShardWriter};

@@ -9,13 +9,14 @@
 //! whitespace first, so a sentence's ids are its words' ids in turn (`Segmenter::encode_words`,
 //! tested equal), and a corpus repeats its frequent words millions of times.
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use super::manifest::{CorpusRange, CorpusSpec, Encoding, Manifest, PrepareSpec, TokenType, FORMAT, MANIFEST, VERSION};
+use super::swap;
 use super::writer::{write_file, EncodedPair, ShardWriter};
 use crate::copy::extended_pair;
 use crate::error::{Error, Result};
@@ -84,8 +85,21 @@ pub fn prepare(opts: &PrepareOptions, dir: &Path, given: Option<(Segmenter, Segm
         return Err(Error::InvalidConfig(format!("max_len {} must be below 65535", opts.encoding.max_len)));
     }
     let spec = opts.spec()?;
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-    clear(dir)?;
+    // Written into a temporary directory beside `dir`, swapped in when complete (swap.rs).
+    let tmp = swap::begin(dir)?;
+    let manifest = prepare_into(opts, tmp.path(), given, spec, say)?;
+    swap::finish(tmp, dir, &manifest)?;
+    Ok(manifest)
+}
+
+/// [`prepare`]'s work, into the empty directory `dir`.
+fn prepare_into(
+    opts: &PrepareOptions,
+    dir: &Path,
+    given: Option<(Segmenter, Segmenter)>,
+    spec: PrepareSpec,
+    say: &mut dyn FnMut(&str),
+) -> Result<Manifest> {
     let (src, tgt) = match given {
         Some(s) => s,
         None => learn(opts, say)?,
@@ -157,27 +171,6 @@ pub fn prepare(opts: &PrepareOptions, dir: &Path, given: Option<(Segmenter, Segm
     let json = serde_json::to_string_pretty(&manifest).map_err(|e| Error::Json(e.to_string()))?;
     write_file(dir, MANIFEST, json.as_bytes())?;
     Ok(manifest)
-}
-
-/// Removes an earlier preparation's manifest first (a directory without one is incomplete),
-/// then its shards and leftovers.
-fn clear(dir: &Path) -> Result<()> {
-    let manifest = dir.join(MANIFEST);
-    if manifest.exists() {
-        std::fs::remove_file(&manifest).map_err(|source| Error::Io { path: manifest, source })?;
-    }
-    let entries = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        // Only what `prepare` writes (and a killed run's temporary files of it): the directory
-        // may hold the user's other files.
-        let temporary = name.ends_with(".tmp") && (name.starts_with(MANIFEST) || name.contains(".subword.json."));
-        if name.starts_with("shard-") || name.ends_with(".subword.json") || temporary {
-            let path: PathBuf = e.path();
-            std::fs::remove_file(&path).map_err(|source| Error::Io { path, source })?;
-        }
-    }
-    Ok(())
 }
 
 /// Pass 1: the sample, then both segmenters (learned side by side).

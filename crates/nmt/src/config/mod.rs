@@ -19,7 +19,7 @@ mod train;
 pub use arch::{Arch, EncoderKind, Family};
 pub use data::{CorpusEntry, DataConfig, TrainInput};
 pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, OutputState, StackKind};
-pub use search::{SearchConfig, SearchRequest};
+pub use search::{SearchConfig, SearchRequest, MAX_BEAM};
 pub use train::{Optimizer, TrainConfig};
 
 /// A whole run's configuration, as read from TOML.

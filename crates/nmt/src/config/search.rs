@@ -49,6 +49,12 @@ impl Default for SearchConfig {
     }
 }
 
+/// The largest beam (and so n-best list) any search takes: the CLI's `-b`/`--n-best`, a
+/// config's `[search]`, a Python call; the server's own `--max-beam` is at most this. A beam's
+/// cost grows with its width times the vocabulary, and `-b 5000` on a 4-word line ran for over
+/// a minute (issue 44, row 2).
+pub const MAX_BEAM: usize = 128;
+
 /// A caller's changes to a model's search defaults: the CLI's flags, a server request, a
 /// Python call. `None` keeps the model file's value.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -85,6 +91,9 @@ impl SearchRequest {
             return Err(crate::Error::Input("beam size, n-best, batch size and maximum length must be at least 1".into()));
         }
         s.beam_size = s.beam_size.max(s.n_best);
+        if s.beam_size > MAX_BEAM {
+            return Err(crate::Error::Input(format!("beam size {} (or n-best {}) is above the maximum {MAX_BEAM}", s.beam_size, s.n_best)));
+        }
         for (name, v) in [("normalize", s.normalize), ("max_len_ratio", s.max_len_ratio)] {
             if !v.is_finite() || v < 0.0 {
                 return Err(crate::Error::Input(format!("{name} must be a finite number ≥ 0, not {v}")));

@@ -118,6 +118,25 @@ impl TrainConfig {
         if !(self.lr_decay > 0.0 && self.lr_decay <= 1.0) {
             return Err(Error::Config(format!("train.lr_decay must be in (0, 1], got {}", self.lr_decay)));
         }
+        // Issue 44, row 9: NaN passes every `<`/`>` test, so finiteness is checked first.
+        let positive = [("lr", self.lr), ("adam_eps", self.adam_eps), ("adadelta_eps", self.adadelta_eps)];
+        for (key, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::Config(format!("train.{key} must be a finite number above 0, got {v}")));
+            }
+        }
+        let unit = [("adam_betas[0]", self.adam_betas.0), ("adam_betas[1]", self.adam_betas.1), ("adadelta_rho", self.adadelta_rho)];
+        for (key, v) in unit {
+            if !(0.0..1.0).contains(&v) {
+                return Err(Error::Config(format!("train.{key} must be in [0, 1), got {v}")));
+            }
+        }
+        let non_negative = [("max_minutes", self.max_minutes), ("clip_norm", self.clip_norm)];
+        for (key, v) in non_negative {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::Config(format!("train.{key} must be a finite number at least 0, got {v}")));
+            }
+        }
         if self.valid_beam_size == 0 {
             return Err(Error::Config("train.valid_beam_size must be at least 1".into()));
         }

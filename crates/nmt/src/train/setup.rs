@@ -27,8 +27,13 @@ pub(super) fn check_writable(dir: &std::path::Path) -> Result<()> {
     let attempt = std::fs::write(&probe, b"probe").and_then(|_| std::fs::remove_file(&probe));
     attempt.map_err(|e| Error::io(dir, std::io::Error::new(e.kind(), format!("the model directory is not writable: {e}"))))?;
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?.flatten() {
-        if entry.file_name().to_string_lossy().ends_with(".tmp") {
-            let _ = std::fs::remove_file(entry.path());
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".tmp") {
+            // A killed `prepare` of the directory's `data/` leaves `.data.XXXXXX.tmp/`.
+            let _ = match name.starts_with(".data.") && entry.path().is_dir() {
+                true => std::fs::remove_dir_all(entry.path()),
+                false => std::fs::remove_file(entry.path()),
+            };
         }
     }
     Ok(())

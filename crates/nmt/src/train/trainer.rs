@@ -308,6 +308,11 @@ fn validate_and_save(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Res
     let t = &env.cfg.train;
     let began = Instant::now();
     let loss = dev_loss(&run.model, env.dev)?;
+    // Issue 44, row 9: non-finite weights show here first; nothing of this update is saved.
+    if !loss.is_finite() {
+        let (step, best) = (run.progress.step, run.progress.best_step);
+        return Err(Error::Input(format!("dev loss {loss} at update {step}: training diverged; not saved (best: update {best})")));
+    }
     let bleu = dev_bleu(&run.model, &run.meta, env.dev, t.valid_bleu_sentences, t.valid_beam_size)?;
     let valid_s = began.elapsed().as_secs_f64();
     let p = &mut run.progress;

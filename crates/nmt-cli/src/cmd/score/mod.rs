@@ -28,6 +28,9 @@ fn tab_pairs(lines: &[String], what: &str) -> Result<Vec<(String, String)>> {
 }
 
 pub fn run(a: ScoreArgs) -> Result<()> {
+    let mut inputs: Vec<Option<&std::path::Path>> = a.model.iter().map(|m| Some(m.as_path())).collect();
+    inputs.extend([a.input.as_deref(), a.src.as_deref(), a.tgt.as_deref(), a.phrase_table.as_deref()]);
+    super::io::check_distinct(&inputs, &[a.output.as_deref()])?;
     let device = a.compute.setup()?;
     let translator = load_models(&a.model, &device)?;
     if let Some(table) = &a.phrase_table {
