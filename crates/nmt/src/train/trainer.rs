@@ -150,8 +150,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         average_snapshots(&env, &run, ui)?;
     }
     if cfg.train.shortlist && reason.0 != StopReason::Interrupted && opts.is_root() {
-        let done = crate::shortlist::after_training(data.prepared(), &run.meta, &[&best_path, &dir.join("model.avg.safetensors")])?;
-        ui.on_message(&done);
+        ui.on_message(&crate::shortlist::after_training(data.prepared(), &run.meta, &[&best_path, &dir.join("model.avg.safetensors")])?);
     }
     Ok(TrainSummary {
         steps: run.progress.step,
