@@ -56,3 +56,15 @@ fn a_plain_stack_is_not_written_so_older_builds_read_the_model() {
     assert!(text.contains("stack = \"gated-feedback\""), "{text}");
     assert_eq!(toml::from_str::<ModelConfig>(&text).unwrap(), fed);
 }
+
+#[test]
+fn the_papers_initialisation_is_not_written_so_older_builds_read_the_model() {
+    use nmt::config::{ModelConfig, WeightInit};
+    let paper = load("rnnsearch-small.toml").model;
+    let text = toml::to_string(&paper).unwrap();
+    assert!(!text.contains("init ="), "the papers' initialisation was written:\n{text}");
+    let glorot = ModelConfig { init: WeightInit::Glorot, ..paper };
+    let text = toml::to_string(&glorot).unwrap();
+    assert!(text.contains("init = \"glorot\""), "{text}");
+    assert_eq!(toml::from_str::<ModelConfig>(&text).unwrap(), glorot);
+}

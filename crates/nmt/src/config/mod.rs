@@ -18,7 +18,7 @@ mod search;
 mod train;
 pub use arch::{Arch, EncoderKind, Family};
 pub use data::{CorpusEntry, DataConfig, TrainInput};
-pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, OutputState, StackKind};
+pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, OutputState, StackKind, WeightInit};
 pub use search::{SearchConfig, SearchRequest, MAX_BEAM};
 pub use train::{Optimizer, TrainConfig};
 

@@ -57,6 +57,26 @@ pub enum StackKind {
     GatedFeedback,
 }
 
+/// How the weights that are not recurrent start (the `model.init` key; an ablation of issue 40).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum WeightInit {
+    /// The papers' N(0, σ²) with `init_std` (σ = 0.01).
+    #[default]
+    Paper,
+    /// Glorot & Bengio 2010's uniform `U(−a, a)`, `a = √(6 / (fan_in + fan_out))` of each
+    /// matrix (a vector: `fan_out = 1`), as Marian, Nematus and JoeyNMT start theirs. Biases
+    /// stay zero and recurrent matrices orthogonal (`orthogonal_recurrent`).
+    Glorot,
+}
+
+impl WeightInit {
+    /// Whether this is the default, [`WeightInit::Paper`].
+    pub fn is_paper(&self) -> bool {
+        *self == WeightInit::Paper
+    }
+}
+
 impl StackKind {
     /// Whether this is the default, [`StackKind::Plain`].
     pub fn is_plain(&self) -> bool {
@@ -160,6 +180,8 @@ pub struct ModelConfig {
     /// wherever a source enters the model, so every encoder, kernel and search sees it alike;
     /// attention weights are mapped back to the source's own order. Off in the papers.
     pub reverse_source: bool,
+    /// How non-recurrent weights start: the papers' N(0, σ²) or Glorot's uniform.
+    pub init: WeightInit,
     /// Standard deviation of the N(0, σ²) initialisation of non-recurrent weights (paper: 0.01).
     pub init_std: f64,
     /// Recurrent matrices initialised as random orthogonal matrices (paper: true).
@@ -211,6 +233,9 @@ struct ModelToml {
     copy: bool,
     #[serde(default)]
     reverse_source: bool,
+    /// Not written when the papers', as `stack`.
+    #[serde(default, skip_serializing_if = "WeightInit::is_paper")]
+    init: WeightInit,
     init_std: f64,
     orthogonal_recurrent: bool,
     src_vocab: usize,
@@ -237,6 +262,7 @@ impl TryFrom<ModelToml> for ModelConfig {
             residual: t.residual,
             stack: t.stack,
             reverse_source: t.reverse_source,
+            init: t.init,
             init_std: t.init_std,
             orthogonal_recurrent: t.orthogonal_recurrent,
             src_vocab: t.src_vocab,
@@ -268,6 +294,7 @@ impl From<ModelConfig> for ModelToml {
             stack: c.stack,
             copy,
             reverse_source: c.reverse_source,
+            init: c.init,
             init_std: c.init_std,
             orthogonal_recurrent: c.orthogonal_recurrent,
             src_vocab: c.src_vocab,

@@ -1,7 +1,7 @@
 //! `[model] preset = "…"`: the named shapes, from the papers' sizes to CPU-sized ones and the
 //! tests' tiny models. A config file's own keys override the preset's (`Config::from_toml_str`).
 use super::arch::{Arch, EncoderKind};
-use super::model::{Cell, GruForm, ModelConfig, OutputState, StackKind};
+use super::model::{Cell, GruForm, ModelConfig, OutputState, StackKind, WeightInit};
 use crate::error::{Error, Result};
 
 impl ModelConfig {
@@ -30,6 +30,7 @@ impl ModelConfig {
             residual: false,
             stack: StackKind::Plain,
             reverse_source: false,
+            init: WeightInit::Paper,
             init_std: 0.01,
             orthogonal_recurrent: true,
             src_vocab: vocab,

@@ -75,7 +75,8 @@ pub struct Loss {
 impl Seq2Seq {
     /// A freshly initialised model (paper initialisation, seeded).
     pub fn fresh(cfg: &ModelConfig, seed: u64, dtype: DType, device: &Device) -> Result<Self> {
-        let params = Params::fresh(seed, cfg.init_std, cfg.orthogonal_recurrent, dtype, device);
+        let glorot = cfg.init == crate::config::WeightInit::Glorot;
+        let params = Params::fresh(seed, cfg.init_std, cfg.orthogonal_recurrent, dtype, device).with_glorot(glorot);
         Self::build(cfg, params)
     }
 

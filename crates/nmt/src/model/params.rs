@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
 use candle_core::{DType, Device, Tensor, Var};
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
@@ -37,6 +37,8 @@ pub struct Params {
     pub(crate) device: Device,
     init_std: f64,
     orthogonal: bool,
+    /// `Init::Normal` draws Glorot's uniform instead (`model.init = "glorot"`).
+    glorot: bool,
 }
 
 impl Params {
@@ -50,7 +52,14 @@ impl Params {
             device: device.clone(),
             init_std,
             orthogonal,
+            glorot: false,
         }
+    }
+
+    /// The same store, its `Init::Normal` weights drawn from Glorot's uniform when `on`.
+    pub fn with_glorot(mut self, on: bool) -> Self {
+        self.glorot = on;
+        self
     }
 
     /// A store that hands out the given tensors (from a model file); shapes are checked.
@@ -102,6 +111,11 @@ impl Params {
         let mut rng = self.rng.lock_safe();
         let data: Vec<f64> = match init {
             Init::Zeros => vec![0.0; n],
+            Init::Normal if self.glorot => {
+                let (fan_in, fan_out) = if shape.len() == 2 { (shape[0], shape[1]) } else { (n, 1) };
+                let a = (6.0 / (fan_in + fan_out).max(1) as f64).sqrt();
+                (0..n).map(|_| rng.gen_range(-a..a)).collect()
+            }
             Init::Normal => (0..n).map(|_| sample_normal(&mut *rng) * self.init_std).collect(),
             Init::OrthogonalBlocks if self.orthogonal && shape.len() == 2 => orthogonal_blocks(shape[0], shape[1], &mut rng)?,
             Init::OrthogonalBlocks => (0..n).map(|_| sample_normal(&mut *rng) * self.init_std).collect(),
@@ -231,5 +245,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Glorot's uniform fills `(fan_in, fan_out)` within `±√(6 / (fan_in + fan_out))` with the
+    /// variance `a² / 3`; biases stay zero and recurrent blocks orthogonal.
+    #[test]
+    fn glorot_draws_its_uniform_and_leaves_the_rest() {
+        let p = Params::fresh(5, 0.01, true, DType::F64, &Device::Cpu).with_glorot(true);
+        let pb = p.builder();
+        let (fan_in, fan_out) = (200, 300);
+        let w = pb.get("w", &[fan_in, fan_out], Init::Normal).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        let a = (6.0 / (fan_in + fan_out) as f64).sqrt();
+        assert!(w.iter().all(|x| x.abs() <= a), "a value outside ±{a}");
+        let var = w.iter().map(|x| x * x).sum::<f64>() / w.len() as f64;
+        assert!((var / (a * a / 3.0) - 1.0).abs() < 0.02, "variance {var} against {}", a * a / 3.0);
+        let b = pb.get("b", &[fan_out], Init::Zeros).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+        assert_eq!(b, 0.0);
+        let u = pb.get("u", &[7, 14], Init::OrthogonalBlocks).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        let col0: f64 = (0..7).map(|k| u[k * 14] * u[k * 14]).sum();
+        assert!((col0 - 1.0).abs() < 1e-9, "the recurrent block is not orthogonal: {col0}");
     }
 }
