@@ -3,27 +3,11 @@
 //! translates to an empty line.
 mod common;
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
-
-use common::{fails_with, nmt, nmt_logging, train};
+use common::{fails_with, nmt, nmt_logging};
 
 /// A tiny trained model, shared by this file's tests.
 fn model() -> &'static str {
-    static MODEL: OnceLock<PathBuf> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let d = tempfile::tempdir().unwrap().keep();
-            let words = ["uno dos", "tres cuatro", "dos tres", "cuatro uno"];
-            let src: String = words.iter().cycle().take(40).map(|w| format!("{w}\n")).collect();
-            std::fs::write(d.join("t.src"), &src).unwrap();
-            std::fs::write(d.join("t.tgt"), src.to_uppercase()).unwrap();
-            let out = train(&d, "t.src", "t.tgt");
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-            d.join("m/model.safetensors")
-        })
-        .to_str()
-        .unwrap()
+    common::tiny_model().to_str().unwrap()
 }
 
 #[test]

@@ -5,24 +5,13 @@
 mod common;
 
 use std::os::unix::fs::FileTypeExt;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
-use common::{fails_with, nmt, train};
+use common::{fails_with, nmt};
 
 /// A tiny trained model, shared by the tests of this file (trained once).
 fn model() -> &'static Path {
-    static MODEL: OnceLock<PathBuf> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        let d = tempfile::tempdir().unwrap().keep();
-        let words = ["uno dos", "tres cuatro", "dos tres", "cuatro uno"];
-        let src: String = words.iter().cycle().take(40).map(|w| format!("{w}\n")).collect();
-        std::fs::write(d.join("t.src"), &src).unwrap();
-        std::fs::write(d.join("t.tgt"), src.to_uppercase()).unwrap();
-        let out = train(&d, "t.src", "t.tgt");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        d.join("m/model.safetensors")
-    })
+    common::tiny_model()
 }
 
 fn s(p: &Path) -> &str {

@@ -1,8 +1,9 @@
 //! What the CLI tests share: running the binary, expecting one error line, a tiny trained
 //! model.
 #![allow(dead_code)]
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 
 /// Runs `nmt` with `args`, feeding `stdin`.
 pub fn nmt(args: &[&str], stdin: Option<&[u8]>) -> Output {
@@ -65,4 +66,20 @@ pub fn train_logging(dir: &Path, src: &str, tgt: &str, log: &str) -> Output {
     let cfg = write_config(dir, src, tgt);
     let md = dir.join("m").display().to_string();
     nmt_logging(&["train", "-c", &cfg, "--model-dir", &md, "--quiet", "--threads", "1"], None, log)
+}
+
+/// A tiny model trained once per test binary (40 pairs of number words), for tests that only
+/// need some model to run the CLI on.
+pub fn tiny_model() -> &'static Path {
+    static MODEL: OnceLock<PathBuf> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap().keep();
+        let words = ["uno dos", "tres cuatro", "dos tres", "cuatro uno"];
+        let src: String = words.iter().cycle().take(40).map(|w| format!("{w}\n")).collect();
+        std::fs::write(d.join("t.src"), &src).unwrap();
+        std::fs::write(d.join("t.tgt"), src.to_uppercase()).unwrap();
+        let out = train(&d, "t.src", "t.tgt");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        d.join("m/model.safetensors")
+    })
 }

@@ -190,9 +190,7 @@ impl HostOutput {
             proj: Projection::new(&host(&o.g)?, &host(&o.b_g)?),
         })
     }
-}
 
-impl HostOutput {
     /// From now on the search's products in int8: the output projection, `O_h` and `O_y`.
     pub fn quantize(&mut self) {
         let proj = std::mem::replace(&mut self.proj, Projection::new(&[], &[]));

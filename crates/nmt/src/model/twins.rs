@@ -100,8 +100,19 @@ fn rows_of(t: &Tensor) -> Tensor {
     t.index_select(&Tensor::new(&[0u32, 0, 1, 1], &Device::Cpu).unwrap(), 0).unwrap()
 }
 
-/// The deep output's composed pre-activation `s O_h + E y O_y + O_c c + b` `(R, 2l)`.
-fn composed_pre(out: &super::output::DeepOutput, s: &Tensor, ey: &Tensor, ctx_proj: &Tensor) -> Vec<f32> {
+/// The deep output's composed pre-activation `s O_h + E y O_y + O_c c + b` `(R, 2l)`, `s` the
+/// output before the step (`s_prev`) or after it (the new state's `h` part), as `which` says.
+fn composed_pre(
+    out: &super::output::DeepOutput,
+    which: crate::config::OutputState,
+    (s_prev, new_state): (&Tensor, &Tensor),
+    ey: &Tensor,
+    ctx_proj: &Tensor,
+) -> Vec<f32> {
+    let s = match which {
+        crate::config::OutputState::Previous => s_prev.clone(),
+        crate::config::OutputState::Current => new_state.narrow(1, 0, N).unwrap().contiguous().unwrap(),
+    };
     values(
         &(s.matmul(&out.o_h).unwrap() + ey.matmul(&out.o_y).unwrap())
             .unwrap()
@@ -110,6 +121,13 @@ fn composed_pre(out: &super::output::DeepOutput, s: &Tensor, ey: &Tensor, ctx_pr
             .broadcast_add(&out.b)
             .unwrap(),
     )
+}
+
+/// What the host step reads for the rows `SENT`: the outputs and states before the step and the
+/// previous words' embeddings, the deep output's state term added for one layer as `which` says.
+fn host_in<'a>(s_prev: &'a [f32], state: &'a [f32], ey: &'a [f32], which: crate::config::OutputState) -> super::decoder::HostStepIn<'a> {
+    let width = state.len() / SENT.len();
+    super::decoder::HostStepIn { s_prev, state, width, ey, sent: &SENT, out_state: Some(which), threads: 1 }
 }
 
 /// The random state before a step `(R, w)`, its output part `(R, n)`, and both as values.
@@ -125,7 +143,7 @@ fn prev_state(kind: crate::config::CellKind, seed: u64) -> (Tensor, Tensor, Vec<
 /// new states, contexts, weights and the deep output's pre-activation.
 pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64) {
     use super::attention_decoder::{AttentionDecoder, HostAttention};
-    use super::decoder::{DecoderDims, HostMemory, HostStepIn};
+    use super::decoder::{DecoderDims, HostMemory};
     use super::output::{DeepOutput, HostOutput, OutputDims};
     let cfg = decoder_config(kind, which);
     let dec = random_layer(seed, |pb| AttentionDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, A, pb));
@@ -147,24 +165,12 @@ pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config:
     let gi = dec.rnn.project(&ey.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
     let step = dec.step(&mem, &gi, &state, None).unwrap();
     let (ctx, alpha) = (step.ctx.unwrap(), step.alpha.unwrap());
-    let s_out = match which {
-        crate::config::OutputState::Previous => s_prev.clone(),
-        crate::config::OutputState::Current => step.state.narrow(1, 0, N).unwrap().contiguous().unwrap(),
-    };
-    let pre = composed_pre(&out, &s_out, &ey, &ctx.matmul(&out.o_c).unwrap());
+    let pre = composed_pre(&out, which, (&s_prev, &step.state), &ey, &ctx.matmul(&out.o_c).unwrap());
     // Host.
     let host_out = HostOutput::new(&out).unwrap();
     let host = HostAttention::new(&dec, &cfg, &host_out).unwrap();
     let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&ann_v, LENS.len(), S, 1) else { panic!("an attention memory") };
-    let x = HostStepIn {
-        s_prev: &s_prev_v,
-        state: &state_v,
-        width: state_v.len() / SENT.len(),
-        ey: &ey_v,
-        sent: &SENT,
-        out_state: Some(which),
-        threads: 1,
-    };
+    let x = host_in(&s_prev_v, &state_v, &ey_v, which);
     let got = host.step(&host_mem, &LENS, &x, &host_out, true);
     let what = format!("{kind:?} {which:?}");
     assert_close(&format!("{what}: s_0"), &h0, &values(&dec.start_output(&ann).unwrap()), 1e-5);
@@ -177,7 +183,7 @@ pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config:
 /// RNNenc's summary decoder steps on the host as its composed step does: the summary's start
 /// output, new states and the deep output's pre-activation.
 pub fn check_summary_step(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64) {
-    use super::decoder::{DecoderDims, HostMemory, HostStepIn};
+    use super::decoder::{DecoderDims, HostMemory};
     use super::output::{DeepOutput, HostOutput, OutputDims};
     use super::summary_decoder::{HostSummary, SummaryDecoder};
     let dec = random_layer(seed, |pb| SummaryDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, pb));
@@ -190,24 +196,12 @@ pub fn check_summary_step(kind: crate::config::CellKind, which: crate::config::O
     let mem = dec.memory(&c, out.project_context(&c).unwrap()).unwrap();
     let gi = dec.project(&ey.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
     let step = dec.step(&rows_of(&mem.gate_ctx), &gi, &state, None).unwrap();
-    let s_out = match which {
-        crate::config::OutputState::Previous => s_prev.clone(),
-        crate::config::OutputState::Current => step.state.narrow(1, 0, N).unwrap().contiguous().unwrap(),
-    };
-    let pre = composed_pre(&out, &s_out, &ey, &rows_of(&mem.out_ctx));
+    let pre = composed_pre(&out, which, (&s_prev, &step.state), &ey, &rows_of(&mem.out_ctx));
     // Host.
     let host_out = HostOutput::new(&out).unwrap();
     let host = HostSummary::new(&dec, N).unwrap();
     let (HostMemory::Summary { gate_ctx, out_ctx }, host_h0) = host.memory(&last_v, &host_out, 1) else { panic!("a summary memory") };
-    let x = HostStepIn {
-        s_prev: &s_prev_v,
-        state: &state_v,
-        width: state_v.len() / SENT.len(),
-        ey: &ey_v,
-        sent: &SENT,
-        out_state: Some(which),
-        threads: 1,
-    };
+    let x = host_in(&s_prev_v, &state_v, &ey_v, which);
     let got = host.step(&gate_ctx, &out_ctx, &x, &host_out);
     let what = format!("{kind:?} {which:?}");
     assert_close(&format!("{what}: h'_0"), &host_h0, &values(&h0), 1e-5);
