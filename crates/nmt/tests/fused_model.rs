@@ -248,3 +248,29 @@ fn gated_feedback_fused_equals_composed() {
         }
     }
 }
+
+/// The conditional GRU decoder's kernel (`kernels::cgru_decoder`) inside the fused model
+/// against the composed model: both GRU forms, both output states, dropout, a stack above it
+/// and the copy mixture.
+#[test]
+fn conditional_fused_equals_composed() {
+    for (form, output, layers, copy) in [
+        (GruForm::Paper, OutputState::Current, 1, false),
+        (GruForm::Paper, OutputState::Previous, 1, false),
+        (GruForm::ResetAfter, OutputState::Current, 1, false),
+        (GruForm::ResetAfter, OutputState::Current, 2, false),
+        (GruForm::Paper, OutputState::Current, 1, true),
+    ] {
+        let case = Case { arch: Family::Rnnsearch, cell: CellKind::Gru(form), output, dropout: 0.2, recurrent: 0.2, recipe: Some((0.1, 0.1, false)) };
+        let cond = |c: &mut nmt::config::ModelConfig| {
+            common::with_conditional(c);
+            c.dec_layers = layers;
+            if copy {
+                common::with_copy(c);
+            }
+        };
+        let (e64, e32) = (compare_with(&case, DType::F64, &cond), compare_with(&case, DType::F32, &cond));
+        eprintln!("conditional {form:?} {output:?} layers {layers} copy {copy}: f64 {e64:.1e}, f32 {e32:.1e}");
+        assert!(e64 < 1e-10 && e32 < 2e-5, "conditional {form:?} {output:?} {layers} {copy}: {e64:e} {e32:e}");
+    }
+}

@@ -166,3 +166,23 @@ fn gated_feedback_gradients_match_finite_differences() {
         }
     }
 }
+
+/// The conditional GRU decoder (`model.decoder = "conditional"`; `kernels::cgru_decoder`),
+/// both GRU forms, both implementations, with unit and recurrent dropout, and a stack above it
+/// (the copy mixture over its attention: `fused_model.rs`, fused = composed).
+#[test]
+fn conditional_decoder_gradients_match_finite_differences() {
+    for (gru, imp, layers) in [
+        (GruForm::Paper, Impl::Composed, 1),
+        (GruForm::Paper, Impl::Fused, 1),
+        (GruForm::ResetAfter, Impl::Fused, 1),
+        (GruForm::ResetAfter, Impl::Composed, 2),
+        (GruForm::Paper, Impl::Fused, 2),
+    ] {
+        let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
+        check_with(Family::Rnnsearch, gru, imp, rates, &|c| {
+            common::with_conditional(c);
+            c.dec_layers = layers;
+        });
+    }
+}

@@ -222,3 +222,31 @@ fn fused_search_equals_candle_search_for_copy() {
         }
     }
 }
+
+/// The conditional GRU decoder's host step (`HostConditional`) in the search equals the candle
+/// search: both GRU forms, both output states, a stack above it, greedy and beam, n-best.
+#[test]
+fn fused_search_equals_candle_search_for_the_conditional_decoder() {
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 5).into_iter().map(|e| e.src).collect();
+    let (mut finished, mut long) = (false, false);
+    for (form, state, layers) in [
+        (GruForm::Paper, OutputState::Previous, 1),
+        (GruForm::ResetAfter, OutputState::Current, 1),
+        (GruForm::Paper, OutputState::Current, 2),
+        (GruForm::ResetAfter, OutputState::Previous, 2),
+    ] {
+        let m = model_with(Family::Rnnsearch, state, CellKind::Gru(form), 1.0, &|c| {
+            common::with_conditional(c);
+            c.dec_layers = layers;
+        });
+        for (beam_size, n_best) in [(1, 1), (4, 2)] {
+            let cfg = SearchConfig { beam_size, n_best, batch_size: 6, ..SearchConfig::default() };
+            let what = format!("conditional {form:?} {state:?} layers {layers} beam {beam_size}");
+            let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Composed));
+            assert_same(&fused, &ops, &what);
+            finished |= ops.iter().flatten().any(|h| h.finished && h.tokens.len() > 1);
+            long |= ops.iter().flatten().any(|h| h.tokens.len() > 3);
+        }
+    }
+    assert!(finished && long, "degenerate: no setting gave both finished and long hypotheses");
+}

@@ -1,7 +1,7 @@
 //! The architecture: which encoder-decoder family, with the settings only that family has.
 //!
 //! In the TOML file (and the config stored in a model file) these stay flat keys of `[model]`:
-//! `arch = "rnnsearch" | "rnnenc"`, `att_dim`, `copy`, `encoder`. In memory they are one
+//! `arch = "rnnsearch" | "rnnenc"`, `att_dim`, `copy`, `encoder`, `decoder`. In memory they are one
 //! [`Arch`], so a model cannot be both RNNenc and a copy model, or RNNsearch over a grConv
 //! summary: [`Arch::from_keys`] refuses such a file by name, and nothing past it checks again.
 //! Sizes, `att_dim` among them, are checked with the others by `ModelConfig::validate`.
@@ -40,6 +40,27 @@ pub enum EncoderKind {
     Grconv,
 }
 
+/// RNNsearch's decoder (the `model.decoder` key).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecoderKind {
+    /// Bahdanau et al. 2014, appendix A.2.2: attention over `s_{i-1}`, then one GRU reading
+    /// `[E y_{i-1}; c_i]` (`model/attention_decoder.rs`).
+    #[default]
+    Bahdanau,
+    /// The conditional GRU of Nematus and Marian's `s2s` (Sennrich et al. 2017, §2.3):
+    /// `s' = GRU₁(E y_{i-1}, s_{i-1})`, attention over `s'`, `s_i = GRU₂(c_i, s')`
+    /// (`model/conditional_decoder.rs`). The attention sees the word just emitted.
+    Conditional,
+}
+
+impl DecoderKind {
+    /// Whether this is the default, [`DecoderKind::Bahdanau`].
+    pub fn is_bahdanau(&self) -> bool {
+        *self == DecoderKind::Bahdanau
+    }
+}
+
 /// The encoder-decoder family with its own settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
@@ -56,13 +77,15 @@ pub enum Arch {
         att_dim: usize,
         /// The pointer/copy mixture over the attention (`model.copy`; See et al. 2017).
         copy: bool,
+        /// Bahdanau's decoder or the conditional GRU (`model.decoder`).
+        decoder: DecoderKind,
     },
 }
 
 impl Arch {
     /// RNNsearch with attention size `att_dim`, no copy mixture.
     pub fn rnnsearch(att_dim: usize) -> Self {
-        Arch::Rnnsearch { att_dim, copy: false }
+        Arch::Rnnsearch { att_dim, copy: false, decoder: DecoderKind::Bahdanau }
     }
 
     /// RNNenc over recurrent layers.
@@ -84,22 +107,33 @@ impl Arch {
 
     /// Pairs the flat keys of a `[model]` table. `att_dim` is RNNsearch's alone: RNNenc
     /// ignores it (presets and old model files give RNNenc models one), and writes 0.
-    pub fn from_keys(family: Family, att_dim: usize, copy: bool, encoder: EncoderKind) -> Result<Self> {
+    pub fn from_keys(family: Family, att_dim: usize, copy: bool, encoder: EncoderKind, decoder: DecoderKind) -> Result<Self> {
         match family {
+            Family::Rnnenc if !decoder.is_bahdanau() => {
+                Err(Error::Config("model.decoder = \"conditional\" attends over the source: it needs arch = \"rnnsearch\"".into()))
+            }
             Family::Rnnsearch if encoder == EncoderKind::Grconv => {
                 Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()))
             }
-            Family::Rnnsearch => Ok(Arch::Rnnsearch { att_dim, copy }),
+            Family::Rnnsearch => Ok(Arch::Rnnsearch { att_dim, copy, decoder }),
             Family::Rnnenc if copy => Err(Error::Config("model.copy copies through attention: it needs arch = \"rnnsearch\"".into())),
             Family::Rnnenc => Ok(Arch::Rnnenc { encoder }),
         }
     }
 
-    /// The flat keys `(arch, att_dim, copy, encoder)` this architecture is written as.
-    pub fn keys(&self) -> (Family, usize, bool, EncoderKind) {
+    /// RNNsearch's decoder (Bahdanau's for RNNenc, which has no choice).
+    pub fn decoder(&self) -> DecoderKind {
         match *self {
-            Arch::Rnnenc { encoder } => (Family::Rnnenc, 0, false, encoder),
-            Arch::Rnnsearch { att_dim, copy } => (Family::Rnnsearch, att_dim, copy, EncoderKind::Rnn),
+            Arch::Rnnsearch { decoder, .. } => decoder,
+            Arch::Rnnenc { .. } => DecoderKind::Bahdanau,
+        }
+    }
+
+    /// The flat keys `(arch, att_dim, copy, encoder, decoder)` this architecture is written as.
+    pub fn keys(&self) -> (Family, usize, bool, EncoderKind, DecoderKind) {
+        match *self {
+            Arch::Rnnenc { encoder } => (Family::Rnnenc, 0, false, encoder, DecoderKind::Bahdanau),
+            Arch::Rnnsearch { att_dim, copy, decoder } => (Family::Rnnsearch, att_dim, copy, EncoderKind::Rnn, decoder),
         }
     }
 }
@@ -110,23 +144,24 @@ mod tests {
 
     #[test]
     fn every_valid_architecture_survives_its_keys() {
-        for arch in
-            [Arch::rnnsearch(7), Arch::Rnnsearch { att_dim: 3, copy: true }, Arch::rnnenc(), Arch::Rnnenc { encoder: EncoderKind::Grconv }]
-        {
-            let (f, a, c, e) = arch.keys();
-            assert_eq!(Arch::from_keys(f, a, c, e).unwrap(), arch);
+        let cond = Arch::Rnnsearch { att_dim: 3, copy: true, decoder: DecoderKind::Conditional };
+        for arch in [Arch::rnnsearch(7), cond, Arch::rnnenc(), Arch::Rnnenc { encoder: EncoderKind::Grconv }] {
+            let (f, a, c, e, d) = arch.keys();
+            assert_eq!(Arch::from_keys(f, a, c, e, d).unwrap(), arch);
         }
     }
 
     #[test]
     fn keys_no_architecture_has_are_refused_by_name() {
-        let err = |f, a, c, e| Arch::from_keys(f, a, c, e).unwrap_err().to_string();
+        let err = |f, a, c, e| Arch::from_keys(f, a, c, e, DecoderKind::Bahdanau).unwrap_err().to_string();
         assert!(err(Family::Rnnenc, 0, true, EncoderKind::Rnn).contains("model.copy"));
         assert!(err(Family::Rnnsearch, 4, false, EncoderKind::Grconv).contains("model.encoder"));
+        let cond = Arch::from_keys(Family::Rnnenc, 0, false, EncoderKind::Rnn, DecoderKind::Conditional);
+        assert!(cond.unwrap_err().to_string().contains("model.decoder"));
         // A size of 0 is `validate`'s to refuse, with the other sizes.
         let zero = crate::config::Config::from_toml_str("[model]\narch = \"rnnsearch\"\natt_dim = 0", &[]).unwrap_err();
         assert!(zero.to_string().contains("model.att_dim"));
         // RNNenc has no attention: a preset's or an old file's att_dim is dropped.
-        assert_eq!(Arch::from_keys(Family::Rnnenc, 256, false, EncoderKind::Rnn).unwrap(), Arch::rnnenc());
+        assert_eq!(Arch::from_keys(Family::Rnnenc, 256, false, EncoderKind::Rnn, DecoderKind::Bahdanau).unwrap(), Arch::rnnenc());
     }
 }

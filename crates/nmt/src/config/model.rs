@@ -2,7 +2,7 @@
 //! implementation runs its maths.
 use serde::{Deserialize, Serialize};
 
-use super::arch::{Arch, EncoderKind, Family};
+use super::arch::{Arch, DecoderKind, EncoderKind, Family};
 use crate::error::{Error, Result};
 
 fn one() -> usize {
@@ -192,7 +192,8 @@ pub struct ModelConfig {
 }
 
 /// The `[model]` table as written: [`ModelConfig`]'s fields with the architecture's settings as
-/// keys of their own (`arch`, `att_dim`, `copy`, `encoder`; [`Arch::from_keys`] pairs them).
+/// keys of their own (`arch`, `att_dim`, `copy`, `encoder`, `decoder`; [`Arch::from_keys`] pairs
+/// them).
 /// The keys added after the first model files have defaults, so those files still load.
 /// A twin rather than `#[serde(flatten)]` of the `Arch` keys: serde cannot refuse unknown keys
 /// (`deny_unknown_fields`) in a struct that flattens, and `serde_ignored` would refuse them only
@@ -233,6 +234,9 @@ struct ModelToml {
     copy: bool,
     #[serde(default)]
     reverse_source: bool,
+    /// Not written when Bahdanau's, as `stack`.
+    #[serde(default, skip_serializing_if = "DecoderKind::is_bahdanau")]
+    decoder: DecoderKind,
     /// Not written when the papers', as `stack`.
     #[serde(default, skip_serializing_if = "WeightInit::is_paper")]
     init: WeightInit,
@@ -247,7 +251,7 @@ impl TryFrom<ModelToml> for ModelConfig {
     fn try_from(t: ModelToml) -> Result<Self> {
         Ok(ModelConfig {
             preset: t.preset,
-            arch: Arch::from_keys(t.arch, t.att_dim, t.copy, t.encoder)?,
+            arch: Arch::from_keys(t.arch, t.att_dim, t.copy, t.encoder, t.decoder)?,
             emb_dim: t.emb_dim,
             hidden_dim: t.hidden_dim,
             maxout_dim: t.maxout_dim,
@@ -273,7 +277,7 @@ impl TryFrom<ModelToml> for ModelConfig {
 
 impl From<ModelConfig> for ModelToml {
     fn from(c: ModelConfig) -> Self {
-        let (arch, att_dim, copy, encoder) = c.arch.keys();
+        let (arch, att_dim, copy, encoder, decoder) = c.arch.keys();
         ModelToml {
             preset: c.preset,
             arch,
@@ -294,6 +298,7 @@ impl From<ModelConfig> for ModelToml {
             stack: c.stack,
             copy,
             reverse_source: c.reverse_source,
+            decoder,
             init: c.init,
             init_std: c.init_std,
             orthogonal_recurrent: c.orthogonal_recurrent,
@@ -359,6 +364,9 @@ impl ModelConfig {
         }
         if let Arch::Rnnsearch { att_dim: 0, .. } = self.arch {
             return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));
+        }
+        if self.arch.decoder() == DecoderKind::Conditional && self.cell != Cell::Gru {
+            return Err(Error::Config("model.decoder = \"conditional\" is the conditional GRU: it needs model.cell = \"gru\"".into()));
         }
         for (key, p) in [("dropout", self.dropout), ("recurrent_dropout", self.recurrent_dropout)] {
             if !(0.0..1.0).contains(&p) {

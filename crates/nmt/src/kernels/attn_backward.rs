@@ -107,7 +107,7 @@ pub fn backward<T: Real>(
     (dseq, denc, dw)
 }
 
-fn sum_rows<T: Real>(m: &[T], acc: &mut [T]) {
+pub(crate) fn sum_rows<T: Real>(m: &[T], acc: &mut [T]) {
     for row in m.chunks(acc.len()) {
         axpy(T::ONE, row, acc);
     }
@@ -125,6 +125,39 @@ fn score_grad<T: Real>(de: T, xj: &[T], v: &[T], dv: &mut [T], duh: &mut [T], dw
         let dp = de * v[k] * (T::ONE - xj[k] * xj[k]);
         duh[k] += dp;
         dws[k] += dp;
+    }
+}
+
+/// One sentence's gradients at one step of [`attend_row`](super::attn_decoder::attend_row).
+pub(crate) struct AttnRowGrad<'a, T> {
+    /// The gradient reaching the context `c_i (C)`.
+    pub dc: &'a [T],
+    /// Accumulates into `[dh_j; d(U_a h_j)] (S, C + A)`.
+    pub denc: &'a mut [T],
+    /// Receives `dWS_i (A)`, the gradient of `s W_a + b_a`.
+    pub dws: &'a mut [T],
+}
+
+/// The attention's backward pass for one sentence of `len` positions, its weights recomputed
+/// from `ws (A)` into `sc` (`dalpha (S)` is scratch); `dv (A)` accumulates `v_a`'s gradient.
+#[inline(always)]
+pub(crate) fn attend_backward<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, scratch: (&mut AttnScratch<T>, &mut [T]), g: AttnRowGrad<'_, T>, dv: &mut [T]) {
+    let (sc, dalpha) = scratch;
+    let (c, a) = (g.dc.len(), ws.len());
+    let ew = c + a;
+    attention_weights(enc_b, c, ws, v, len, sc);
+    let (x, alpha) = (&sc.x, &sc.alpha);
+    let mut mean = T::ZERO;
+    for j in 0..len {
+        dalpha[j] = dot(g.dc, &enc_b[j * ew..j * ew + c]);
+        mean += alpha[j] * dalpha[j];
+        axpy(alpha[j], g.dc, &mut g.denc[j * ew..j * ew + c]);
+    }
+    for j in 0..len {
+        let de = alpha[j] * (dalpha[j] - mean);
+        let xj = &x[j * a..(j + 1) * a];
+        let duh = &mut g.denc[j * ew + c..(j + 1) * ew];
+        score_grad(de, xj, v, dv, duh, g.dws);
     }
 }
 
@@ -196,26 +229,10 @@ fn backward_chunk<T: Real>(
         matmul(&mut dc, 0, c, Mat::strided(g.dgi, i * g3, nb, g3, tl * g3), Mat::new(&wt.wc, g3, c), true, 1);
         for b in 0..nb {
             let bg = b0 + b;
-            let len = d.lens[bg];
             let enc_b = &enc[bg * sl * ew..(bg + 1) * sl * ew];
             let ws = &re.ws[(bg * tl + i) * a..][..a];
-            attention_weights(enc_b, c, ws, v, len, &mut sc);
-            let (x, alpha) = (&sc.x, &sc.alpha);
-            let dcb = &dc[b * c..(b + 1) * c];
-            let denc_b = &mut g.denc[b * sl * ew..(b + 1) * sl * ew];
-            let mut mean = T::ZERO;
-            for j in 0..len {
-                dalpha[j] = dot(dcb, &enc_b[j * ew..j * ew + c]);
-                mean += alpha[j] * dalpha[j];
-                axpy(alpha[j], dcb, &mut denc_b[j * ew..j * ew + c]);
-            }
-            let dws_row = &mut g.dws[(b * tl + i) * a..][..a];
-            for j in 0..len {
-                let de = alpha[j] * (dalpha[j] - mean);
-                let xj = &x[j * a..(j + 1) * a];
-                let duh = &mut denc_b[j * ew + c..(j + 1) * ew];
-                score_grad(de, xj, v, &mut g.dv, duh, dws_row);
-            }
+            let row = AttnRowGrad { dc: &dc[b * c..(b + 1) * c], denc: &mut g.denc[b * sl * ew..(b + 1) * sl * ew], dws: &mut g.dws[(b * tl + i) * a..][..a] };
+            attend_backward(enc_b, ws, v, d.lens[bg], (&mut sc, &mut dalpha), row, &mut g.dv);
         }
         // carry += dWS W_aᵀ.
         matmul(g.carry, 0, h, Mat::strided(g.dws, i * a, nb, a, tl * a), Mat::new(&wt.wa, a, h), true, 1);

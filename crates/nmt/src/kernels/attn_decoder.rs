@@ -50,7 +50,11 @@ pub struct AttnDims {
     pub output: OutputState,
     /// Recurrent dropout on `s_{i-1}` where it enters `U` (`rnn_cell.rs`): a mask `(B, H)`
     /// of `0` or `1/(1−p)`, the same at every step. The attention reads the undropped state.
+    /// (The conditional GRU: where `s_{i-1}` enters its first cell's `U₁`.)
     pub state_mask: Option<Vec<f32>>,
+    /// The conditional GRU (`cgru_decoder.rs`) instead of Bahdanau's step: its first cell's
+    /// `U₁`, `b_h1` and the second cell's input bias `b₂` join the packed weights.
+    pub conditional: bool,
 }
 
 /// Offsets of the parameters inside the packed `w`.
@@ -62,6 +66,10 @@ pub(crate) struct WOff {
     pub wc: usize,
     pub u: usize,
     pub bh: usize,
+    /// The conditional GRU's `U₁ (H, G)`, `b_h1 (G)`, `b₂ (G)` (empty for Bahdanau's).
+    pub u1: usize,
+    pub bh1: usize,
+    pub b2: usize,
     /// The loop's own weights end here; the prologue's `U_a`, `W_s`, `b_s` follow.
     pub end: usize,
     pub ua: usize,
@@ -88,10 +96,14 @@ impl AttnDims {
         let wc = va + a;
         let u = wc + c * g;
         let bh = u + h * g;
-        let end = bh + g;
+        let u1 = bh + g;
+        let (bh1, b2, end) = match self.conditional {
+            true => (u1 + h * g, u1 + h * g + g, u1 + h * g + 2 * g),
+            false => (u1, u1, u1),
+        };
         let ws = end + c * a;
         let bs = ws + h * h;
-        WOff { wa: 0, ba, va, wc, u, bh, end, ua: end, ws, bs, total: bs + h }
+        WOff { wa: 0, ba, va, wc, u, bh, u1, bh1, b2, end, ua: end, ws, bs, total: bs + h }
     }
     pub(crate) fn out_w(&self) -> usize {
         self.hidden + self.ctx
@@ -161,7 +173,7 @@ pub(crate) fn attention_weights<T: Real>(enc_b: &[T], ctx_dim: usize, ws: &[T], 
 pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>, Steps<T>) {
     let (ow, bt, h, g) = (d.out_w(), d.batch * d.tgt_len, d.hidden, d.g());
     let mut out = vec![T::ZERO; bt * ow];
-    let mut st = Steps { ws: vec![T::ZERO; bt * d.att], gi: vec![T::ZERO; bt * g], gh: vec![T::ZERO; bt * g], q: vec![T::ZERO; bt * h] };
+    let mut st = Steps { ws: vec![T::ZERO; bt * d.att], gi: vec![T::ZERO; bt * g], gh: vec![T::ZERO; bt * g], q: vec![T::ZERO; bt * h], ..Steps::default() };
     let rows = chunk_rows(d.batch);
     let (gie, s0) = seq.split_at(bt * g);
     let tl = d.tgt_len;
@@ -185,12 +197,22 @@ pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>,
 }
 
 /// Each step's `ws`, `gi`, `gh` `(B, T, ·)` and the paper cell's `q = r ⊙ s_{i-1}` (the
-/// LSTM's cell state) `(B, T, H)`, kept by the op for its backward pass.
+/// LSTM's cell state) `(B, T, H)`, kept by the op for its backward pass; the conditional GRU
+/// also keeps its first cell's `gh1`, `q1` and output `s'` (`sp`), empty otherwise.
 pub struct Steps<T> {
     pub ws: Vec<T>,
     pub gi: Vec<T>,
     pub gh: Vec<T>,
     pub q: Vec<T>,
+    pub gh1: Vec<T>,
+    pub q1: Vec<T>,
+    pub sp: Vec<T>,
+}
+
+impl<T> Default for Steps<T> {
+    fn default() -> Self {
+        Steps { ws: Vec::new(), gi: Vec::new(), gh: Vec::new(), q: Vec::new(), gh1: Vec::new(), q1: Vec::new(), sp: Vec::new() }
+    }
 }
 
 struct StepsMut<'a, T> {

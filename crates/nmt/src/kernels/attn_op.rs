@@ -1,5 +1,6 @@
 //! The RNNsearch decoder as one candle op: the decoder's start state, the attention keys, the
-//! whole step loop (`attn_decoder.rs`, `attn_backward.rs`) and the choice of output state.
+//! whole step loop (Bahdanau's: `attn_decoder.rs`, `attn_backward.rs`; the conditional GRU's:
+//! `cgru_decoder.rs`, its weights `[U₁; b_h1; b₂]` after `b_h`) and the choice of output state.
 //!
 //! Inputs, each a plain graph node (no `cat` or `reshape` of large activations in front of
 //! the op: each such node costs candle a zero-filled gradient buffer and an add per update):
@@ -29,7 +30,8 @@ pub fn attention_decoder(gie: &Tensor, ann: &Tensor, w: &Tensor, dims: AttnDims)
         && w.dims1()? == d.woff().total
         && d.lens.len() == d.batch
         && d.lens.iter().all(|&l| l >= 1 && l <= d.src_len)
-        && d.state_mask.as_ref().is_none_or(|m| m.len() == d.batch * d.hidden);
+        && d.state_mask.as_ref().is_none_or(|m| m.len() == d.batch * d.hidden)
+        && !(d.conditional && d.kind == crate::config::CellKind::Lstm);
     if !ok {
         candle_core::bail!("attention_decoder: inputs {:?} {:?} {:?} do not fit {d:?}", gie.dims(), ann.dims(), w.dims());
     }
@@ -88,7 +90,11 @@ fn shift_out<T: Real>(d: &AttnDims, out: &mut [T], s0: &[T]) {
 
 fn run_forward<T: Real>(d: &AttnDims, gie: &[T], ann: &[T], w: &[T]) -> (Vec<T>, Prepared<T>) {
     let (seq, enc) = prologue(d, gie, ann, w);
-    let (mut out, steps) = forward(d, &seq, &enc, &w[..d.woff().end]);
+    let loop_w = &w[..d.woff().end];
+    let (mut out, steps) = match d.conditional {
+        true => super::cgru_decoder::forward(d, &seq, &enc, loop_w),
+        false => forward(d, &seq, &enc, loop_w),
+    };
     shift_out(d, &mut out, &seq[d.batch * d.tgt_len * d.g()..]);
     (out, Prepared { seq, enc, steps })
 }
@@ -125,7 +131,11 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
         (out, dout)
     });
     let (out, dout) = shifted.as_ref().map_or((res, g), |(o, dg)| (o.as_slice(), dg.as_slice()));
-    let (mut dseq, denc, mut dw) = super::attn_backward::backward(d, Some(p.steps), &p.seq, &p.enc, &w[..o.end], out, dout);
+    let backward_loop = match d.conditional {
+        true => super::cgru_decoder::backward,
+        false => super::attn_backward::backward,
+    };
+    let (mut dseq, denc, mut dw) = backward_loop(d, Some(p.steps), &p.seq, &p.enc, &w[..o.end], out, dout);
     dw.resize(o.total, T::ZERO);
     // s_0: the loop's gradient plus the output's, through tanh into W_s, b_s and ←h_1.
     let s0 = &p.seq[bt * gw..];

@@ -5,6 +5,7 @@ pub mod attn_backward;
 pub mod attn_decoder;
 pub mod attn_op;
 pub mod birnn;
+mod cgru_decoder;
 pub mod deep_output;
 pub mod dense;
 mod feedback_backward;

@@ -15,6 +15,7 @@ use candle_core::Tensor;
 use rayon::prelude::*;
 
 use super::attention::Attention;
+use super::attention_memory::{attention_memory, DecoderStart, HostStart};
 use super::backend::Backend;
 use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostMemory, HostStepIn, HostStepOut, StepOut};
 use super::encoder::cell_name;
@@ -26,8 +27,8 @@ use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
 use crate::error::Result;
 use crate::kernels::attn_decoder::{attend_row, AttnDims, AttnScratch};
-use crate::kernels::dense::{affine, hcat, host, tanh_in_place, Dense};
-use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::dense::{hcat, host, Dense};
+use crate::kernels::gemm::Mat;
 use crate::kernels::rnn_cell::{reset_row, update_row};
 use crate::kernels::{attn_op, linear, lstm_cell, profile};
 use crate::simd_dispatch;
@@ -38,9 +39,8 @@ pub struct AttentionDecoder {
     pub(crate) rnn: Rnn,
     /// `(2n_enc, G)`: `[C_r | C_z | C]` (the LSTM: `[C_i | C_f | C_g | C_o]`).
     pub(crate) c: Tensor,
-    /// `W_s (n_enc, n)` and bias: `s_0 = tanh(←h_1 W_s + b_s)`.
-    pub(crate) w_s: Tensor,
-    pub(crate) b_s: Tensor,
+    /// `s_0 = tanh(←h_1 W_s + b_s)` (`attention_memory.rs`).
+    pub(crate) start: DecoderStart,
     pub(crate) att: Attention,
 }
 
@@ -50,8 +50,7 @@ impl AttentionDecoder {
         Ok(AttentionDecoder {
             rnn: Rnn::new(emb, hidden, kind, &pb.pp(cell_name(kind)))?,
             c: pb.get("c", &[2 * enc, kind.gates() * hidden], Init::Normal)?,
-            w_s: pb.get("w_s", &[enc, hidden], Init::Normal)?,
-            b_s: pb.get("b_s", &[hidden], Init::Zeros)?,
+            start: DecoderStart::new(enc, hidden, pb)?,
             att: Attention::new(hidden, 2 * enc, att, &pb.pp("attention"))?,
         })
     }
@@ -59,9 +58,7 @@ impl AttentionDecoder {
     /// `s_0 = tanh(←h_1 W_s + b_s) (B, n)` from the annotations `(B, S, 2n)`: `←h_1`, their
     /// backward half at the first word, has read the whole sentence.
     pub fn start_output(&self, ann: &Tensor) -> Result<Tensor> {
-        let e = self.w_s.dim(0)?;
-        let back_first = ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, e, e)?.contiguous()?;
-        Ok(back_first.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
+        self.start.output(ann)
     }
 
     /// The start state from `s_0` (the LSTM's cell at zero) `(B, w)`.
@@ -71,9 +68,7 @@ impl AttentionDecoder {
 
     /// What the step reads of a batch: `ann (B, S, 2n)`, `src_mask (B, S)` (1 at words).
     pub fn memory(&self, ann: &Tensor, src_mask: &Tensor) -> Result<AttentionMemory> {
-        let uh = self.att.precompute(ann)?;
-        let mask_bias = ((src_mask - 1.0)? * 1e9)?;
-        Ok(AttentionMemory { annotations: ann.clone(), uh, mask_bias, src_ext: None, n_ext: 0 })
+        attention_memory(&self.att, ann, src_mask)
     }
 
     /// `gi = E y_{i-1} W + b` `(batch, G)`, `s` the state after `s_{i-1}` → the new state, `c_i`,
@@ -141,12 +136,13 @@ impl AttentionDecoder {
             kind: self.rnn.kind(),
             output: x.output,
             state_mask,
+            conditional: false,
         };
         let (dw, db) = self.rnn.input_weights();
         let gie = linear::linear(&x.ey.reshape((b * t, m))?, dw, db)?;
         let att = &self.att;
         let (u_cat, b_h) = (self.rnn.u_cat()?, self.rnn.bias_h()?);
-        let packed = [&att.w_a, &att.b_a, &att.v_a, &self.c, &u_cat, &b_h, &att.u_a, &self.w_s, &self.b_s]
+        let packed = [&att.w_a, &att.b_a, &att.v_a, &self.c, &u_cat, &b_h, &att.u_a, &self.start.w_s, &self.start.b_s]
             .iter()
             .map(|p| p.flatten_all())
             .collect::<candle_core::Result<Vec<_>>>()?;
@@ -210,12 +206,8 @@ pub struct HostAttention {
     pub(crate) yc_cat_b: Vec<f32>,
     /// The paper cell's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`; empty otherwise).
     pub(crate) u: Dense,
-    /// `W_s (n, n)`, `b_s (n)`: `s_0 = tanh(←h_1 W_s + b_s)`.
-    pub(crate) w_s: Vec<f32>,
-    pub(crate) b_s: Vec<f32>,
-    /// `U_a (2n, A)` (encoder side) and `v_a (A)`.
-    pub(crate) u_a: Vec<f32>,
-    pub(crate) v_a: Vec<f32>,
+    /// `s_0`'s weights, `U_a` and `v_a` (`attention_memory.rs`).
+    pub(crate) keys: HostStart,
 }
 
 impl HostAttention {
@@ -250,10 +242,7 @@ impl HostAttention {
             c_cat: Dense::new(hcat(&[(&c[..], g), (&out.o_c[..], l2)], 2 * n), 2 * n),
             yc_cat_b: b.iter().chain(&out.b).copied().collect(),
             u: Dense::new(u, n),
-            w_s: host(&dec.w_s)?,
-            b_s: host(&dec.b_s)?,
-            u_a: host(&dec.att.u_a)?,
-            v_a: host(&dec.att.v_a)?,
+            keys: HostStart::new(&dec.start, &dec.att)?,
         })
     }
 
@@ -264,28 +253,10 @@ impl HostAttention {
         }
     }
 
-    /// What the decoder reads of the annotations `ann (B, S, 2n)`, once per batch: the memory
-    /// `(B, S, 2n + A)` holding `[h_j ; U_a h_j]` at each position (the layout `attend_row`
-    /// reads), and `s_0 = tanh(←h_1 W_s + b_s)` `(B, n)`.
+    /// What the decoder reads of the annotations `ann (B, S, 2n)`, once per batch
+    /// ([`HostStart::memory`]): the memory `(B, S, 2n + A)` and `s_0 (B, n)`.
     pub fn memory(&self, ann: &[f32], b: usize, s: usize, threads: usize) -> (HostMemory, Vec<f32>) {
-        let (n, a) = (self.b_s.len(), self.v_a.len());
-        let ew = 2 * n + a;
-        let mut mem = vec![0f32; b * s * ew];
-        for (row, h) in mem.chunks_exact_mut(ew).zip(ann.chunks_exact(2 * n)) {
-            row[..2 * n].copy_from_slice(h);
-        }
-        // ←h_1: the backward direction's state at each sentence's first position.
-        let back_first: Vec<f32> = (0..b).flat_map(|r| ann[r * s * 2 * n + n..r * s * 2 * n + 2 * n].iter().copied()).collect();
-        // U_a h_j for every position, written next to h_j.
-        let annotations = Mat::strided(&mem, 0, b * s, 2 * n, ew);
-        let mut uh = vec![0f32; b * s * a];
-        matmul(&mut uh, 0, a, annotations, Mat::new(&self.u_a, 2 * n, a), false, threads);
-        for (row, u) in mem.chunks_exact_mut(ew).zip(uh.chunks_exact(a)) {
-            row[2 * n..].copy_from_slice(u);
-        }
-        let mut h0 = affine(&back_first, b, n, &self.w_s, &self.b_s, threads);
-        tanh_in_place(&mut h0);
-        (HostMemory::Attention { mem }, h0)
+        self.keys.memory(ann, b, s, threads)
     }
 
     /// One step for the `R` live rows of `x`, reading the memory `mem (B, S, 2n + A)` of
@@ -298,42 +269,19 @@ impl HostAttention {
     /// ```
     /// then the training kernels' cell row arithmetic (`kernels::rnn_cell`, `lstm_cell`).
     pub fn step(&self, mem: &[f32], lens: &[usize], x: &HostStepIn<'_>, out: &HostOutput, want_alpha: bool) -> HostStepOut {
-        let (n, a, l2, threads) = (self.b_s.len(), self.v_a.len(), out.b.len(), x.threads);
+        let (n, a, l2, threads) = (self.keys.b_s.len(), self.keys.v_a.len(), out.b.len(), x.threads);
         let (r_n, sw, g) = (x.sent.len(), x.width, self.kind.gates() * n);
         let lw = if self.kind == CellKind::Lstm { 2 * n } else { n };
-        let ew = 2 * n + a;
-        let s_len = mem.len() / (lens.len() * ew).max(1);
         let s_prev = x.s_prev;
         // The LSTM's previous cell state of row `r`.
         let cell = |r: usize| &x.state[r * sw + n..r * sw + lw];
         let mut state = vec![0f32; r_n * lw];
-        let mut alpha = None;
         let mut pre = Vec::with_capacity(r_n * l2);
         // s_{i-1} · [W_a | U_rz | O_h?]: the attention query, the GRU's recurrent gate term,
         // and (deep output on s_{i-1}) the output's state term.
-        let t_attn = profile::start();
         let w1 = self.s_cat_b.len();
         let g1 = self.s_cat.affine(s_prev, r_n, &self.s_cat_b, threads);
-        let mut ctx = vec![0f32; r_n * 2 * n];
-        let mut al = vec![0f32; if want_alpha { r_n * s_len } else { 0 }];
-        let per_row = |sc: &mut AttnScratch<f32>, r: usize, c: &mut [f32]| {
-            let b = x.sent[r];
-            let mem = &mem[b * s_len * ew..(b + 1) * s_len * ew];
-            simd_dispatch!(attend_row(mem, &g1[r * w1..r * w1 + a], &self.v_a, lens[b], sc, c));
-        };
-        if want_alpha {
-            ctx.par_chunks_mut(2 * n).zip(al.par_chunks_mut(s_len.max(1))).enumerate().for_each_init(
-                || AttnScratch::new(s_len, a),
-                |sc, (r, (c, out))| {
-                    per_row(sc, r, c);
-                    out.copy_from_slice(&sc.alpha[..out.len()]);
-                },
-            );
-            alpha = Some(al);
-        } else {
-            ctx.par_chunks_mut(2 * n).enumerate().for_each_init(|| AttnScratch::new(s_len, a), |sc, (r, c)| per_row(sc, r, c));
-        }
-        profile::stop(profile::SEARCH_ATTN, t_attn);
+        let (ctx, alpha) = attend_rows(mem, lens, x.sent, (&g1, w1), &self.keys.v_a, 2 * n, want_alpha);
         // E y · [W | O_y] + c_i · [C | O_c] + [b | b_o]: the cell's input terms and the
         // deep output's word and context terms, in one (R, G + 2l) block.
         let w2 = g + l2;
@@ -382,6 +330,41 @@ impl HostAttention {
         }
         HostStepOut { state, pre, ctx, alpha }
     }
+}
+
+/// The attention of `R` rows on the host: row `r`'s query `s W_a + b_a` is the first `A`
+/// columns of `q.0[r · q.1 ..]`, its sentence `sent[r]` in `mem (B, S, ctx + A)` of true
+/// lengths `lens`. Returns the contexts `(R, ctx)` and, when `want_alpha`, the weights `(R, S)`.
+pub(crate) fn attend_rows(mem: &[f32], lens: &[usize], sent: &[usize], q: (&[f32], usize), v_a: &[f32], ctx_dim: usize, want_alpha: bool) -> (Vec<f32>, Option<Vec<f32>>) {
+    let (a, r_n) = (v_a.len(), sent.len());
+    let ew = ctx_dim + a;
+    let s_len = mem.len() / (lens.len() * ew).max(1);
+    let t_attn = profile::start();
+    let mut ctx = vec![0f32; r_n * ctx_dim];
+    let per_row = |sc: &mut AttnScratch<f32>, r: usize, c: &mut [f32]| {
+        let b = sent[r];
+        let mem = &mem[b * s_len * ew..(b + 1) * s_len * ew];
+        simd_dispatch!(attend_row(mem, &q.0[r * q.1..r * q.1 + a], v_a, lens[b], sc, c));
+    };
+    let alpha = match want_alpha {
+        true => {
+            let mut al = vec![0f32; r_n * s_len];
+            ctx.par_chunks_mut(ctx_dim).zip(al.par_chunks_mut(s_len.max(1))).enumerate().for_each_init(
+                || AttnScratch::new(s_len, a),
+                |sc, (r, (c, out))| {
+                    per_row(sc, r, c);
+                    out.copy_from_slice(&sc.alpha[..out.len()]);
+                },
+            );
+            Some(al)
+        }
+        false => {
+            ctx.par_chunks_mut(ctx_dim).enumerate().for_each_init(|| AttnScratch::new(s_len, a), |sc, (r, c)| per_row(sc, r, c));
+            None
+        }
+    };
+    profile::stop(profile::SEARCH_ATTN, t_attn);
+    (ctx, alpha)
 }
 
 #[cfg(test)]

@@ -11,10 +11,11 @@ use candle_core::Tensor;
 
 use super::architecture::{Architecture, Forced, HostArchitecture};
 use super::attention::logsumexp_last;
-use super::attention_decoder::{AttentionDecoder, ForcedIn, HostAttention};
+use super::attention_decoder::{AttentionDecoder, AttnForced, ForcedIn, HostAttention};
 use super::backend::Backend;
+use super::conditional_decoder::{ConditionalDecoder, HostConditional};
 use super::copy::{self, CopyGate, HostCopy};
-use super::decoder::{shift_outputs, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory, StepScores};
+use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory, StepOut, StepScores};
 use super::encoder::{BiRnnEncoder, Source, Stack};
 use super::inputs::BatchTensors;
 use super::output::{Context, DeepOutput, HostOutput, OutputDims};
@@ -22,7 +23,7 @@ use super::params::ParamBuilder;
 use super::regularizer::Dropout;
 use super::rnn::{host_stack, HostBatch, HostRnn};
 use super::upper::{HostUpper, UpperLayers};
-use crate::config::{ModelConfig, OutputState, StackKind};
+use crate::config::{DecoderKind, ModelConfig, OutputState, StackKind};
 use crate::error::{Error, Result};
 
 /// RNNsearch's layers, named as in the model file (`encoder.*`, `decoder.*`, `copy.*`,
@@ -30,7 +31,7 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct Rnnsearch {
     enc: BiRnnEncoder,
-    dec: AttentionDecoder,
+    dec: Decoder,
     /// The decoder's layers above the first (`model.dec_layers − 1`; usually none).
     upper: UpperLayers,
     /// The copy mixture's gate (`model.copy`).
@@ -40,18 +41,23 @@ pub struct Rnnsearch {
 
 impl Rnnsearch {
     /// The layers for `cfg` (attention size `att`, a copy gate when `copy`), their parameters
-    /// created or claimed from `pb`; `tied`: the target embeddings when the output projection
-    /// is tied to them.
-    pub fn new(cfg: &ModelConfig, att: usize, copy: bool, tied: Option<&Tensor>, pb: &ParamBuilder) -> Result<Self> {
+    /// created or claimed from `pb`; `decoder`: Bahdanau's or the conditional GRU; `tied`: the
+    /// target embeddings when the output projection is tied to them.
+    pub fn new(cfg: &ModelConfig, att: usize, copy: bool, decoder: DecoderKind, tied: Option<&Tensor>, pb: &ParamBuilder) -> Result<Self> {
         let (m, n, kind) = (cfg.emb_dim, cfg.hidden_dim, cfg.cell_kind());
         // Gated feedback reaches RNNenc's recurrent encoder, not this bidirectional one
         // (`encoder.rs`).
         let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: StackKind::Plain };
         let dec_stack = Stack { layers: cfg.dec_layers, residual: cfg.residual, kind: cfg.stack };
         let dims = OutputDims { state: n, emb: m, ctx: 2 * n, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
+        let dec_dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
+        let dec_pb = pb.pp("decoder");
         Ok(Rnnsearch {
             enc: BiRnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?,
-            dec: AttentionDecoder::new(DecoderDims { emb: m, enc: n, hidden: n, kind }, att, &pb.pp("decoder"))?,
+            dec: match decoder {
+                DecoderKind::Bahdanau => Decoder::Bahdanau(AttentionDecoder::new(dec_dims, att, &dec_pb)?),
+                DecoderKind::Conditional => Decoder::Conditional(ConditionalDecoder::new(dec_dims, att, &dec_pb)?),
+            },
             upper: UpperLayers::new(n, kind, dec_stack, &pb.pp("decoder"))?,
             copy: if copy { Some(CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None },
             out: DeepOutput::new(dims, tied, &pb.pp("output"))?,
@@ -96,9 +102,9 @@ impl Architecture for Rnnsearch {
         let Memory::Attention(mem) = &enc.memory else {
             return Err(Error::Config("an encoded batch of another architecture".into()));
         };
-        let gi = self.dec.rnn.project(&ey.unsqueeze(1)?)?.squeeze(1)?;
+        let gi = self.dec.project(&ey.unsqueeze(1)?)?.squeeze(1)?;
         let (first, rest) = self.upper.split_state(state, cfg.layer_state_width())?;
-        let out = self.dec.step(mem, &gi, &first, None)?;
+        let out = self.dec.step(mem, &gi, &first)?;
         let (new_state, s_out) = self.upper.step_above(state, &first, rest, out.state, cfg.output_state, cfg.hidden_dim)?;
         let (Some(ctx), Some(alpha)) = (out.ctx, out.alpha) else {
             return Err(Error::Config("attention decoder produced no context".into()));
@@ -122,12 +128,66 @@ impl Architecture for Rnnsearch {
         let enc_in = |k: usize| if k == 0 { cfg.emb_dim } else { 2 * cfg.hidden_dim };
         Ok(HostRnnsearch {
             enc: self.enc.layers.iter().enumerate().map(|(k, l)| HostRnn::new(&[&l.fwd, &l.bwd], enc_in(k))).collect::<Result<_>>()?,
-            dec: HostAttention::new(&self.dec, cfg, &out)?,
+            dec: match &self.dec {
+                Decoder::Bahdanau(d) => HostDecoder::Bahdanau(HostAttention::new(d, cfg, &out)?),
+                Decoder::Conditional(d) => HostDecoder::Conditional(HostConditional::new(d, cfg, &out)?),
+            },
             upper: HostUpper::new(&self.upper, cfg.cell_kind(), cfg.hidden_dim)?,
             copy: self.copy.as_ref().map(HostCopy::new).transpose()?,
             out,
         })
     }
+}
+
+/// RNNsearch's decoder (`model.decoder`): the layer the architecture calls, either way.
+#[derive(Clone, Debug)]
+enum Decoder {
+    Bahdanau(AttentionDecoder),
+    Conditional(ConditionalDecoder),
+}
+
+impl Decoder {
+    fn forward(&self, x: &ForcedIn, dropout: Option<&mut Dropout>, backend: Backend) -> Result<AttnForced> {
+        match self {
+            Decoder::Bahdanau(d) => d.forward(x, dropout, backend),
+            Decoder::Conditional(d) => d.forward(x, dropout, backend),
+        }
+    }
+
+    fn init_state(&self, ann: &Tensor) -> Result<Tensor> {
+        match self {
+            Decoder::Bahdanau(d) => d.init_state(ann),
+            Decoder::Conditional(d) => d.init_state(ann),
+        }
+    }
+
+    fn memory(&self, ann: &Tensor, src_mask: &Tensor) -> Result<AttentionMemory> {
+        match self {
+            Decoder::Bahdanau(d) => d.memory(ann, src_mask),
+            Decoder::Conditional(d) => d.memory(ann, src_mask),
+        }
+    }
+
+    /// The first cell's input terms `E y W + b` `(B, T, G)`.
+    fn project(&self, ey: &Tensor) -> Result<Tensor> {
+        match self {
+            Decoder::Bahdanau(d) => d.rnn.project(ey),
+            Decoder::Conditional(d) => d.project(ey),
+        }
+    }
+
+    fn step(&self, mem: &AttentionMemory, gi: &Tensor, s: &Tensor) -> Result<StepOut> {
+        match self {
+            Decoder::Bahdanau(d) => d.step(mem, gi, s, None),
+            Decoder::Conditional(d) => d.step(mem, gi, s, None),
+        }
+    }
+}
+
+/// The host form of [`Decoder`].
+enum HostDecoder {
+    Bahdanau(HostAttention),
+    Conditional(HostConditional),
 }
 
 /// The copy mixture's NLL (`copy.rs`) from the vocabulary's `logits (B·T, K_y)`, the
@@ -146,7 +206,7 @@ fn copy_nll(batch: &BatchTensors, logits: &Tensor, alpha: &Tensor, gate: &Tensor
 /// RNNsearch's host snapshot: the same layers' host forms.
 pub struct HostRnnsearch {
     enc: Vec<HostRnn>,
-    dec: HostAttention,
+    dec: HostDecoder,
     upper: HostUpper,
     copy: Option<HostCopy>,
     out: HostOutput,
@@ -161,7 +221,10 @@ impl HostRnnsearch {
 impl HostArchitecture for HostRnnsearch {
     fn encode(&self, cfg: &ModelConfig, x: &[f32], at: &HostBatch<'_>, threads: usize) -> Result<(HostMemory, Vec<f32>)> {
         let ann = host_stack(&self.enc, x, at, 2, cfg.residual, threads);
-        Ok(self.dec.memory(&ann, at.batch, at.len, threads))
+        Ok(match &self.dec {
+            HostDecoder::Bahdanau(d) => d.memory(&ann, at.batch, at.len, threads),
+            HostDecoder::Conditional(d) => d.memory(&ann, at.batch, at.len, threads),
+        })
     }
 
     fn features(&self, cfg: &ModelConfig, mem: &HostMemory, lens: &[usize], x: &HostStepIn<'_>, want_alpha: bool) -> HostFeatures {
@@ -169,14 +232,21 @@ impl HostArchitecture for HostRnnsearch {
             unreachable!("`encode` builds the memory of the model's own decoder");
         };
         // The copy mixture reads the attention weights whether or not they are reported.
-        let first = self.dec.step(mem, lens, x, &self.out, want_alpha || self.copy.is_some());
+        let want_alpha = want_alpha || self.copy.is_some();
+        let first = match &self.dec {
+            HostDecoder::Bahdanau(d) => d.step(mem, lens, x, &self.out, want_alpha),
+            HostDecoder::Conditional(d) => d.step(mem, lens, x, &self.out, want_alpha),
+        };
         let (state, pre, s_out) = self.upper.above(x, first.state, first.pre, &self.out, cfg.output_state, self.copy.is_some());
         HostFeatures { state, t: HostOutput::maxout(&pre), alpha: first.alpha, s_out, ctx: first.ctx }
     }
 
     fn quantize(&mut self) {
         self.out.quantize();
-        self.dec.quantize();
+        match &mut self.dec {
+            HostDecoder::Bahdanau(d) => d.quantize(),
+            HostDecoder::Conditional(d) => d.quantize(),
+        }
         // The encoder's input products (once per batch, over every source position) and the
         // plain upper layers' (a gated-feedback layer's step stays `f32`).
         for layer in self.enc.iter_mut().chain(&mut self.upper.layers) {

@@ -180,6 +180,44 @@ pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config:
     assert_close(&format!("{what}: t~"), &got.pre, &pre, 1e-5);
 }
 
+/// The conditional GRU decoder steps on the host as its composed step does.
+pub fn check_conditional_step(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64) {
+    use super::conditional_decoder::{ConditionalDecoder, HostConditional};
+    use super::decoder::{DecoderDims, HostMemory};
+    use super::output::{DeepOutput, HostOutput, OutputDims};
+    let cfg = decoder_config(kind, which);
+    let dec = random_layer(seed, |pb| ConditionalDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, A, pb));
+    let out = random_layer(seed + 1, |pb| DeepOutput::new(OutputDims { state: N, emb: M, ctx: 2 * N, maxout: L, vocab: V }, None, pb));
+    let (ann, ann_v) = randn(seed + 2, &[LENS.len(), S, 2 * N]);
+    let mask: Vec<f32> = LENS.iter().flat_map(|&l| (0..S).map(move |j| if j < l { 1.0 } else { 0.0 })).collect();
+    let mask = Tensor::from_vec(mask, (LENS.len(), S), &Device::Cpu).unwrap();
+    let (state, s_prev, state_v, s_prev_v) = prev_state(kind, seed + 3);
+    let (ey, ey_v) = randn(seed + 4, &[SENT.len(), M]);
+    let mem = dec.memory(&ann, &mask).unwrap();
+    let mem = super::decoder::AttentionMemory {
+        annotations: rows_of(&mem.annotations),
+        uh: rows_of(&mem.uh),
+        mask_bias: rows_of(&mem.mask_bias),
+        src_ext: None,
+        n_ext: 0,
+    };
+    let gi = dec.project(&ey.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
+    let step = dec.step(&mem, &gi, &state, None).unwrap();
+    let (ctx, alpha) = (step.ctx.unwrap(), step.alpha.unwrap());
+    let pre = composed_pre(&out, which, (&s_prev, &step.state), &ey, &ctx.matmul(&out.o_c).unwrap());
+    let host_out = HostOutput::new(&out).unwrap();
+    let host = HostConditional::new(&dec, &cfg, &host_out).unwrap();
+    let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&ann_v, LENS.len(), S, 1) else { panic!("an attention memory") };
+    let x = host_in(&s_prev_v, &state_v, &ey_v, which);
+    let got = host.step(&host_mem, &LENS, &x, &host_out, true);
+    let what = format!("conditional {kind:?} {which:?}");
+    assert_close(&format!("{what}: s_0"), &h0, &values(&dec.init_state(&ann).unwrap()), 1e-5);
+    assert_close(&format!("{what}: states"), &got.state, &values(&step.state), 1e-5);
+    assert_close(&format!("{what}: contexts"), &got.ctx, &values(&ctx), 1e-5);
+    assert_close(&format!("{what}: weights"), &got.alpha.unwrap(), &values(&alpha), 1e-5);
+    assert_close(&format!("{what}: t~"), &got.pre, &pre, 1e-5);
+}
+
 /// RNNenc's summary decoder steps on the host as its composed step does: the summary's start
 /// output, new states and the deep output's pre-activation.
 pub fn check_summary_step(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64) {

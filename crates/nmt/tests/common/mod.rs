@@ -48,6 +48,16 @@ pub fn set_att_dim(c: &mut ModelConfig, size: usize) {
     }
 }
 
+/// An RNNsearch config with the conditional GRU decoder (`model.decoder = "conditional"`).
+#[allow(dead_code)]
+pub fn with_conditional(c: &mut ModelConfig) {
+    if let Arch::Rnnsearch { decoder, .. } = &mut c.arch {
+        *decoder = nmt::config::DecoderKind::Conditional;
+    } else {
+        panic!("the conditional decoder needs RNNsearch, the test asked it of {:?}", c.arch);
+    }
+}
+
 /// An RNNsearch config with the copy mixture.
 pub fn with_copy(c: &mut ModelConfig) {
     if let Arch::Rnnsearch { copy, .. } = &mut c.arch {
