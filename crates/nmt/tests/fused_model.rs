@@ -261,7 +261,14 @@ fn conditional_fused_equals_composed() {
         (GruForm::ResetAfter, OutputState::Current, 2, false),
         (GruForm::Paper, OutputState::Current, 1, true),
     ] {
-        let case = Case { arch: Family::Rnnsearch, cell: CellKind::Gru(form), output, dropout: 0.2, recurrent: 0.2, recipe: Some((0.1, 0.1, false)) };
+        let case = Case {
+            arch: Family::Rnnsearch,
+            cell: CellKind::Gru(form),
+            output,
+            dropout: 0.2,
+            recurrent: 0.2,
+            recipe: Some((0.1, 0.1, false)),
+        };
         let cond = |c: &mut nmt::config::ModelConfig| {
             common::with_conditional(c);
             c.dec_layers = layers;
@@ -272,5 +279,29 @@ fn conditional_fused_equals_composed() {
         let (e64, e32) = (compare_with(&case, DType::F64, &cond), compare_with(&case, DType::F32, &cond));
         eprintln!("conditional {form:?} {output:?} layers {layers} copy {copy}: f64 {e64:.1e}, f32 {e32:.1e}");
         assert!(e64 < 1e-10 && e32 < 2e-5, "conditional {form:?} {output:?} {layers} {copy}: {e64:e} {e32:e}");
+    }
+}
+
+/// The decoder's start summaries inside the fused op (`attn_op.rs` with `kernels::start_pool`)
+/// against the composed `DecoderStart::output`, both decoders, padded sentences.
+#[test]
+fn decoder_start_fused_equals_composed() {
+    use nmt::config::StartState;
+    for (start, conditional, cell) in [
+        (StartState::Mean, false, CellKind::Gru(GruForm::Paper)),
+        (StartState::LastForward, false, CellKind::Lstm),
+        (StartState::Mean, true, CellKind::Gru(GruForm::ResetAfter)),
+        (StartState::LastForward, true, CellKind::Gru(GruForm::Paper)),
+    ] {
+        let case = Case { arch: Family::Rnnsearch, cell, output: OutputState::Current, dropout: 0.2, recurrent: 0.2, recipe: None };
+        let tweak = |c: &mut nmt::config::ModelConfig| {
+            common::with_start(c, start);
+            if conditional {
+                common::with_conditional(c);
+            }
+        };
+        let (e64, e32) = (compare_with(&case, DType::F64, &tweak), compare_with(&case, DType::F32, &tweak));
+        eprintln!("start {start:?} conditional {conditional} {cell:?}: f64 {e64:.1e}, f32 {e32:.1e}");
+        assert!(e64 < 1e-10 && e32 < 2e-5, "start {start:?} {conditional}: {e64:e} {e32:e}");
     }
 }

@@ -186,3 +186,25 @@ fn conditional_decoder_gradients_match_finite_differences() {
         });
     }
 }
+
+/// The decoder's start summaries (`model.decoder_start`: `kernels::start_pool`): the mean of
+/// the annotations and the forward RNN's last state, under both decoders and implementations,
+/// on the padded batch (lengths 5, 3, 2).
+#[test]
+fn decoder_start_gradients_match_finite_differences() {
+    use nmt::config::StartState;
+    for (start, conditional, imp) in [
+        (StartState::Mean, false, Impl::Composed),
+        (StartState::Mean, false, Impl::Fused),
+        (StartState::LastForward, false, Impl::Fused),
+        (StartState::Mean, true, Impl::Fused),
+        (StartState::LastForward, true, Impl::Composed),
+    ] {
+        check_with(Family::Rnnsearch, GruForm::Paper, imp, DropoutRates::default(), &|c| {
+            common::with_start(c, start);
+            if conditional {
+                common::with_conditional(c);
+            }
+        });
+    }
+}

@@ -224,19 +224,22 @@ fn fused_search_equals_candle_search_for_copy() {
 }
 
 /// The conditional GRU decoder's host step (`HostConditional`) in the search equals the candle
-/// search: both GRU forms, both output states, a stack above it, greedy and beam, n-best.
+/// search: both GRU forms, both output states, a stack above it, each start summary
+/// (`model.decoder_start`), greedy and beam, n-best.
 #[test]
 fn fused_search_equals_candle_search_for_the_conditional_decoder() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 5).into_iter().map(|e| e.src).collect();
     let (mut finished, mut long) = (false, false);
-    for (form, state, layers) in [
-        (GruForm::Paper, OutputState::Previous, 1),
-        (GruForm::ResetAfter, OutputState::Current, 1),
-        (GruForm::Paper, OutputState::Current, 2),
-        (GruForm::ResetAfter, OutputState::Previous, 2),
+    use nmt::config::StartState;
+    for (form, state, layers, start) in [
+        (GruForm::Paper, OutputState::Previous, 1, StartState::FirstBackward),
+        (GruForm::ResetAfter, OutputState::Current, 1, StartState::Mean),
+        (GruForm::Paper, OutputState::Current, 2, StartState::LastForward),
+        (GruForm::ResetAfter, OutputState::Previous, 2, StartState::FirstBackward),
     ] {
         let m = model_with(Family::Rnnsearch, state, CellKind::Gru(form), 1.0, &|c| {
             common::with_conditional(c);
+            common::with_start(c, start);
             c.dec_layers = layers;
         });
         for (beam_size, n_best) in [(1, 1), (4, 2)] {

@@ -214,7 +214,20 @@ fn attn_case(dtype: DType, kind: CellKind, output: OutputState, dropout: bool) -
     let (b, t, s, h, c, a) = (3, 4, 5, 6, 7, 5);
     let state_mask = dropout.then(|| state_mask(b * h, 41));
     let lens = vec![5, 3, 1];
-    let dims = attn_decoder::AttnDims { batch: b, tgt_len: t, src_len: s, hidden: h, ctx: c, att: a, lens, kind, output, state_mask, conditional: false };
+    let dims = attn_decoder::AttnDims {
+        batch: b,
+        tgt_len: t,
+        src_len: s,
+        hidden: h,
+        ctx: c,
+        att: a,
+        lens,
+        kind,
+        output,
+        state_mask,
+        conditional: false,
+        start: nmt::config::StartState::FirstBackward,
+    };
     let gie = rand_var(&[b * t, kind.gates() * h], 1.0, dtype, &mut rng);
     let ann = rand_var(&[b, s, c], 1.0, dtype, &mut rng);
     let w = rand_var(&[dims.weights_len()], 0.5, dtype, &mut rng);

@@ -1,7 +1,7 @@
 //! The architecture: which encoder-decoder family, with the settings only that family has.
 //!
 //! In the TOML file (and the config stored in a model file) these stay flat keys of `[model]`:
-//! `arch = "rnnsearch" | "rnnenc"`, `att_dim`, `copy`, `encoder`, `decoder`. In memory they are one
+//! `arch = "rnnsearch" | "rnnenc"`, `att_dim`, `copy`, `encoder`, `decoder`, `decoder_start`. In memory they are one
 //! [`Arch`], so a model cannot be both RNNenc and a copy model, or RNNsearch over a grConv
 //! summary: [`Arch::from_keys`] refuses such a file by name, and nothing past it checks again.
 //! Sizes, `att_dim` among them, are checked with the others by `ModelConfig::validate`.
@@ -61,6 +61,27 @@ impl DecoderKind {
     }
 }
 
+/// What RNNsearch's decoder starts from (the `model.decoder_start` key):
+/// `s_0 = tanh(p W_s + b_s)` for a summary `p` of the annotations (`kernels/start_pool.rs`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartState {
+    /// `←h_1`, the backward RNN's state after the whole sentence (Bahdanau et al., A.2.2).
+    #[default]
+    FirstBackward,
+    /// `→h_len`, the forward RNN's state after the whole sentence.
+    LastForward,
+    /// The mean of the annotations over the sentence (Nematus, Marian's `s2s`).
+    Mean,
+}
+
+impl StartState {
+    /// Whether this is the default, [`StartState::FirstBackward`].
+    pub fn is_first_backward(&self) -> bool {
+        *self == StartState::FirstBackward
+    }
+}
+
 /// The encoder-decoder family with its own settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
@@ -79,13 +100,15 @@ pub enum Arch {
         copy: bool,
         /// Bahdanau's decoder or the conditional GRU (`model.decoder`).
         decoder: DecoderKind,
+        /// What the decoder starts from (`model.decoder_start`).
+        start: StartState,
     },
 }
 
 impl Arch {
     /// RNNsearch with attention size `att_dim`, no copy mixture.
     pub fn rnnsearch(att_dim: usize) -> Self {
-        Arch::Rnnsearch { att_dim, copy: false, decoder: DecoderKind::Bahdanau }
+        Arch::Rnnsearch { att_dim, copy: false, decoder: DecoderKind::Bahdanau, start: StartState::FirstBackward }
     }
 
     /// RNNenc over recurrent layers.
@@ -107,15 +130,20 @@ impl Arch {
 
     /// Pairs the flat keys of a `[model]` table. `att_dim` is RNNsearch's alone: RNNenc
     /// ignores it (presets and old model files give RNNenc models one), and writes 0.
-    pub fn from_keys(family: Family, att_dim: usize, copy: bool, encoder: EncoderKind, decoder: DecoderKind) -> Result<Self> {
+    pub fn from_keys(family: Family, att_dim: usize, copy: bool, encoder: EncoderKind, decoder: (DecoderKind, StartState)) -> Result<Self> {
+        let (decoder, start) = decoder;
         match family {
+            Family::Rnnenc if !start.is_first_backward() => Err(Error::Config(
+                "model.decoder_start summarises RNNsearch's annotations: RNNenc's decoder starts from its summary (arch = \"rnnsearch\")"
+                    .into(),
+            )),
             Family::Rnnenc if !decoder.is_bahdanau() => {
                 Err(Error::Config("model.decoder = \"conditional\" attends over the source: it needs arch = \"rnnsearch\"".into()))
             }
             Family::Rnnsearch if encoder == EncoderKind::Grconv => {
                 Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()))
             }
-            Family::Rnnsearch => Ok(Arch::Rnnsearch { att_dim, copy, decoder }),
+            Family::Rnnsearch => Ok(Arch::Rnnsearch { att_dim, copy, decoder, start }),
             Family::Rnnenc if copy => Err(Error::Config("model.copy copies through attention: it needs arch = \"rnnsearch\"".into())),
             Family::Rnnenc => Ok(Arch::Rnnenc { encoder }),
         }
@@ -129,11 +157,20 @@ impl Arch {
         }
     }
 
-    /// The flat keys `(arch, att_dim, copy, encoder, decoder)` this architecture is written as.
-    pub fn keys(&self) -> (Family, usize, bool, EncoderKind, DecoderKind) {
+    /// What RNNsearch's decoder starts from (the default for RNNenc, which has no choice).
+    pub fn start(&self) -> StartState {
         match *self {
-            Arch::Rnnenc { encoder } => (Family::Rnnenc, 0, false, encoder, DecoderKind::Bahdanau),
-            Arch::Rnnsearch { att_dim, copy, decoder } => (Family::Rnnsearch, att_dim, copy, EncoderKind::Rnn, decoder),
+            Arch::Rnnsearch { start, .. } => start,
+            Arch::Rnnenc { .. } => StartState::FirstBackward,
+        }
+    }
+
+    /// The flat keys `(arch, att_dim, copy, encoder, (decoder, decoder_start))` this
+    /// architecture is written as.
+    pub fn keys(&self) -> (Family, usize, bool, EncoderKind, (DecoderKind, StartState)) {
+        match *self {
+            Arch::Rnnenc { encoder } => (Family::Rnnenc, 0, false, encoder, (DecoderKind::Bahdanau, StartState::FirstBackward)),
+            Arch::Rnnsearch { att_dim, copy, decoder, start } => (Family::Rnnsearch, att_dim, copy, EncoderKind::Rnn, (decoder, start)),
         }
     }
 }
@@ -144,7 +181,7 @@ mod tests {
 
     #[test]
     fn every_valid_architecture_survives_its_keys() {
-        let cond = Arch::Rnnsearch { att_dim: 3, copy: true, decoder: DecoderKind::Conditional };
+        let cond = Arch::Rnnsearch { att_dim: 3, copy: true, decoder: DecoderKind::Conditional, start: StartState::Mean };
         for arch in [Arch::rnnsearch(7), cond, Arch::rnnenc(), Arch::Rnnenc { encoder: EncoderKind::Grconv }] {
             let (f, a, c, e, d) = arch.keys();
             assert_eq!(Arch::from_keys(f, a, c, e, d).unwrap(), arch);
@@ -153,15 +190,18 @@ mod tests {
 
     #[test]
     fn keys_no_architecture_has_are_refused_by_name() {
-        let err = |f, a, c, e| Arch::from_keys(f, a, c, e, DecoderKind::Bahdanau).unwrap_err().to_string();
+        let plain = (DecoderKind::Bahdanau, StartState::FirstBackward);
+        let err = |f, a, c, e| Arch::from_keys(f, a, c, e, plain).unwrap_err().to_string();
         assert!(err(Family::Rnnenc, 0, true, EncoderKind::Rnn).contains("model.copy"));
         assert!(err(Family::Rnnsearch, 4, false, EncoderKind::Grconv).contains("model.encoder"));
-        let cond = Arch::from_keys(Family::Rnnenc, 0, false, EncoderKind::Rnn, DecoderKind::Conditional);
+        let cond = Arch::from_keys(Family::Rnnenc, 0, false, EncoderKind::Rnn, (DecoderKind::Conditional, StartState::FirstBackward));
         assert!(cond.unwrap_err().to_string().contains("model.decoder"));
+        let mean = Arch::from_keys(Family::Rnnenc, 0, false, EncoderKind::Rnn, (DecoderKind::Bahdanau, StartState::Mean));
+        assert!(mean.unwrap_err().to_string().contains("model.decoder_start"));
         // A size of 0 is `validate`'s to refuse, with the other sizes.
         let zero = crate::config::Config::from_toml_str("[model]\narch = \"rnnsearch\"\natt_dim = 0", &[]).unwrap_err();
         assert!(zero.to_string().contains("model.att_dim"));
         // RNNenc has no attention: a preset's or an old file's att_dim is dropped.
-        assert_eq!(Arch::from_keys(Family::Rnnenc, 256, false, EncoderKind::Rnn, DecoderKind::Bahdanau).unwrap(), Arch::rnnenc());
+        assert_eq!(Arch::from_keys(Family::Rnnenc, 256, false, EncoderKind::Rnn, plain).unwrap(), Arch::rnnenc());
     }
 }

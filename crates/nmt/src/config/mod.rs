@@ -16,7 +16,7 @@ mod model;
 mod presets;
 mod search;
 mod train;
-pub use arch::{Arch, DecoderKind, EncoderKind, Family};
+pub use arch::{Arch, DecoderKind, EncoderKind, Family, StartState};
 pub use data::{CorpusEntry, DataConfig, TrainInput};
 pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, OutputState, StackKind, WeightInit};
 pub use search::{SearchConfig, SearchRequest, MAX_BEAM};

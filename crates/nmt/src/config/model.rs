@@ -2,7 +2,7 @@
 //! implementation runs its maths.
 use serde::{Deserialize, Serialize};
 
-use super::arch::{Arch, DecoderKind, EncoderKind, Family};
+use super::arch::{Arch, DecoderKind, EncoderKind, Family, StartState};
 use crate::error::{Error, Result};
 
 fn one() -> usize {
@@ -192,8 +192,8 @@ pub struct ModelConfig {
 }
 
 /// The `[model]` table as written: [`ModelConfig`]'s fields with the architecture's settings as
-/// keys of their own (`arch`, `att_dim`, `copy`, `encoder`, `decoder`; [`Arch::from_keys`] pairs
-/// them).
+/// keys of their own (`arch`, `att_dim`, `copy`, `encoder`, `decoder`, `decoder_start`;
+/// [`Arch::from_keys`] pairs them).
 /// The keys added after the first model files have defaults, so those files still load.
 /// A twin rather than `#[serde(flatten)]` of the `Arch` keys: serde cannot refuse unknown keys
 /// (`deny_unknown_fields`) in a struct that flattens, and `serde_ignored` would refuse them only
@@ -237,6 +237,9 @@ struct ModelToml {
     /// Not written when Bahdanau's, as `stack`.
     #[serde(default, skip_serializing_if = "DecoderKind::is_bahdanau")]
     decoder: DecoderKind,
+    /// Not written when the paper's, as `stack`.
+    #[serde(default, skip_serializing_if = "StartState::is_first_backward")]
+    decoder_start: StartState,
     /// Not written when the papers', as `stack`.
     #[serde(default, skip_serializing_if = "WeightInit::is_paper")]
     init: WeightInit,
@@ -251,7 +254,7 @@ impl TryFrom<ModelToml> for ModelConfig {
     fn try_from(t: ModelToml) -> Result<Self> {
         Ok(ModelConfig {
             preset: t.preset,
-            arch: Arch::from_keys(t.arch, t.att_dim, t.copy, t.encoder, t.decoder)?,
+            arch: Arch::from_keys(t.arch, t.att_dim, t.copy, t.encoder, (t.decoder, t.decoder_start))?,
             emb_dim: t.emb_dim,
             hidden_dim: t.hidden_dim,
             maxout_dim: t.maxout_dim,
@@ -277,7 +280,7 @@ impl TryFrom<ModelToml> for ModelConfig {
 
 impl From<ModelConfig> for ModelToml {
     fn from(c: ModelConfig) -> Self {
-        let (arch, att_dim, copy, encoder, decoder) = c.arch.keys();
+        let (arch, att_dim, copy, encoder, (decoder, decoder_start)) = c.arch.keys();
         ModelToml {
             preset: c.preset,
             arch,
@@ -299,6 +302,7 @@ impl From<ModelConfig> for ModelToml {
             copy,
             reverse_source: c.reverse_source,
             decoder,
+            decoder_start,
             init: c.init,
             init_std: c.init_std,
             orthogonal_recurrent: c.orthogonal_recurrent,

@@ -22,6 +22,8 @@ pub struct TrainConfig {
     pub optimizer: Optimizer,
     /// Learning rate (Adam) or update scale (Adadelta).
     pub lr: f64,
+    /// Linear learning-rate warm-up: update `k` uses `lr · min(1, k / warmup)` (0 = none).
+    pub warmup: u64,
     /// Adadelta's decay ρ and ε (the papers: 0.95, 1e-6).
     pub adadelta_rho: f64,
     pub adadelta_eps: f64,
@@ -30,6 +32,9 @@ pub struct TrainConfig {
     pub adam_eps: f64,
     /// Rescale the gradient when its global L2 norm exceeds this (RNNsearch: 1). 0 = off.
     pub clip_norm: f64,
+    /// Rescale every update's gradient to norm `clip_norm`, not only those above it: what
+    /// Marian's summed loss with `--clip-norm 1` does in effect (an ablation of issue 40).
+    pub normalize_updates: bool,
     /// Batches: token budget (`sentences × max(src_len, tgt_len)`) and sentence cap.
     pub batch: BatchConfig,
     /// Validate (dev perplexity + BLEU), checkpoint and keep the best model every N updates.
@@ -75,11 +80,13 @@ impl Default for TrainConfig {
         TrainConfig {
             optimizer: Optimizer::Adam,
             lr: 1e-3,
+            warmup: 0,
             adadelta_rho: 0.95,
             adadelta_eps: 1e-6,
             adam_betas: (0.9, 0.999),
             adam_eps: 1e-8,
             clip_norm: 1.0,
+            normalize_updates: false,
             batch: BatchConfig { max_tokens: 2000, max_sentences: 80 },
             valid_every: 500,
             log_every: 50,
@@ -136,6 +143,11 @@ impl TrainConfig {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::Config(format!("train.{key} must be a finite number at least 0, got {v}")));
             }
+        }
+        if self.normalize_updates && self.clip_norm <= 0.0 {
+            return Err(Error::Config(
+                "train.normalize_updates rescales each update to norm train.clip_norm: it needs clip_norm > 0".into(),
+            ));
         }
         if self.valid_beam_size == 0 {
             return Err(Error::Config("train.valid_beam_size must be at least 1".into()));

@@ -141,7 +141,15 @@ pub(crate) struct AttnRowGrad<'a, T> {
 /// The attention's backward pass for one sentence of `len` positions, its weights recomputed
 /// from `ws (A)` into `sc` (`dalpha (S)` is scratch); `dv (A)` accumulates `v_a`'s gradient.
 #[inline(always)]
-pub(crate) fn attend_backward<T: Real>(enc_b: &[T], ws: &[T], v: &[T], len: usize, scratch: (&mut AttnScratch<T>, &mut [T]), g: AttnRowGrad<'_, T>, dv: &mut [T]) {
+pub(crate) fn attend_backward<T: Real>(
+    enc_b: &[T],
+    ws: &[T],
+    v: &[T],
+    len: usize,
+    scratch: (&mut AttnScratch<T>, &mut [T]),
+    g: AttnRowGrad<'_, T>,
+    dv: &mut [T],
+) {
     let (sc, dalpha) = scratch;
     let (c, a) = (g.dc.len(), ws.len());
     let ew = c + a;
@@ -231,7 +239,11 @@ fn backward_chunk<T: Real>(
             let bg = b0 + b;
             let enc_b = &enc[bg * sl * ew..(bg + 1) * sl * ew];
             let ws = &re.ws[(bg * tl + i) * a..][..a];
-            let row = AttnRowGrad { dc: &dc[b * c..(b + 1) * c], denc: &mut g.denc[b * sl * ew..(b + 1) * sl * ew], dws: &mut g.dws[(b * tl + i) * a..][..a] };
+            let row = AttnRowGrad {
+                dc: &dc[b * c..(b + 1) * c],
+                denc: &mut g.denc[b * sl * ew..(b + 1) * sl * ew],
+                dws: &mut g.dws[(b * tl + i) * a..][..a],
+            };
             attend_backward(enc_b, ws, v, d.lens[bg], (&mut sc, &mut dalpha), row, &mut g.dv);
         }
         // carry += dWS W_aᵀ.

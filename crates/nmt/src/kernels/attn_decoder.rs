@@ -55,6 +55,8 @@ pub struct AttnDims {
     /// The conditional GRU (`cgru_decoder.rs`) instead of Bahdanau's step: its first cell's
     /// `U₁`, `b_h1` and the second cell's input bias `b₂` join the packed weights.
     pub conditional: bool,
+    /// What `s_0` summarises of the annotations (`start_pool.rs`; `W_s` is `(P, H)`).
+    pub start: crate::config::StartState,
 }
 
 /// Offsets of the parameters inside the packed `w`.
@@ -102,8 +104,16 @@ impl AttnDims {
             false => (u1, u1, u1),
         };
         let ws = end + c * a;
-        let bs = ws + h * h;
+        let bs = ws + self.start_width() * h;
         WOff { wa: 0, ba, va, wc, u, bh, u1, bh1, b2, end, ua: end, ws, bs, total: bs + h }
+    }
+    /// The width `P` of `s_0`'s summary `p`: `H` for `←h_1` (the columns `[C − H, C)` of
+    /// position 0), else `start_pool::width`.
+    pub(crate) fn start_width(&self) -> usize {
+        match self.start {
+            crate::config::StartState::FirstBackward => self.hidden,
+            kind => super::start_pool::width(kind, self.ctx),
+        }
     }
     pub(crate) fn out_w(&self) -> usize {
         self.hidden + self.ctx
@@ -173,7 +183,13 @@ pub(crate) fn attention_weights<T: Real>(enc_b: &[T], ctx_dim: usize, ws: &[T], 
 pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>, Steps<T>) {
     let (ow, bt, h, g) = (d.out_w(), d.batch * d.tgt_len, d.hidden, d.g());
     let mut out = vec![T::ZERO; bt * ow];
-    let mut st = Steps { ws: vec![T::ZERO; bt * d.att], gi: vec![T::ZERO; bt * g], gh: vec![T::ZERO; bt * g], q: vec![T::ZERO; bt * h], ..Steps::default() };
+    let mut st = Steps {
+        ws: vec![T::ZERO; bt * d.att],
+        gi: vec![T::ZERO; bt * g],
+        gh: vec![T::ZERO; bt * g],
+        q: vec![T::ZERO; bt * h],
+        ..Steps::default()
+    };
     let rows = chunk_rows(d.batch);
     let (gie, s0) = seq.split_at(bt * g);
     let tl = d.tgt_len;

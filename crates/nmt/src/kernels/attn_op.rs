@@ -8,10 +8,11 @@
 //!   cell's gate width: `3H` for the GRU, `4H` for the LSTM);
 //! - `ann (B, S, C)`: the annotations `h_j` (`C = 2H` for the bidirectional encoder);
 //! - `w`: flat `[W_a (H, A); b_a (A); v_a (A); W_c (C, G); U (H, G); b_h (G); U_a (C, A);
-//!   W_s (H, H); b_s (H)]`.
+//!   W_s (P, H); b_s (H)]` (`P = H` for `←h_1`; see `start_pool.rs`).
 //!
 //! Prologue (RNNsearch appendix A.2.2): `s_0 = tanh(←h_1 W_s + b_s)`, where `←h_1` is the
-//! last `H` columns of `h_1` (the backward GRU's state after reading the whole sentence), and
+//! last `H` columns of `h_1` (the backward GRU's state after reading the whole sentence), or
+//! another summary of the annotations (`AttnDims::start`, `start_pool.rs`), and
 //! the keys `U_a h_j` for all positions in one GEMM. Output `(B·T, H + C)`: `[s; c_i]` per
 //! target position, with `s = s_i` or `s_{i-1}` ([`OutputState`]).
 use candle_core::{Result, Shape, Tensor};
@@ -19,7 +20,8 @@ use candle_core::{Result, Shape, Tensor};
 use super::attn_decoder::{forward, AttnDims, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
 use super::saved_op::{apply, SavedForward};
-use crate::config::OutputState;
+use super::start_pool;
+use crate::config::{OutputState, StartState};
 
 /// Runs the decoder; see the module docs. Returns `(B·T, H + C)`.
 pub fn attention_decoder(gie: &Tensor, ann: &Tensor, w: &Tensor, dims: AttnDims) -> Result<Tensor> {
@@ -58,7 +60,15 @@ fn prologue<T: Real>(d: &AttnDims, gie: &[T], ann: &[T], w: &[T]) -> (Vec<T>, Ve
     seq.extend_from_slice(gie);
     // s_0 = tanh(←h_1 W_s + b_s): ←h_1 is row b's position 0, last H columns.
     let mut s0 = super::gemm::fill_rows(&w[o.bs..o.total], b);
-    matmul(&mut s0, 0, h, Mat::strided(ann, c - h, b, h, s * c), Mat::new(&w[o.ws..o.bs], h, h), true, threads);
+    match d.start {
+        StartState::FirstBackward => {
+            matmul(&mut s0, 0, h, Mat::strided(ann, c - h, b, h, s * c), Mat::new(&w[o.ws..o.bs], h, h), true, threads)
+        }
+        kind => {
+            let (p, pw) = (start_pool::pool(kind, ann, s, c, &d.lens), d.start_width());
+            matmul(&mut s0, 0, h, Mat::new(&p, b, pw), Mat::new(&w[o.ws..o.bs], pw, h), true, threads);
+        }
+    }
     seq.extend(s0.iter().map(|&x| x.tanh_fast()));
     // enc = [h_j; U_a h_j] per position.
     let ew = c + a;
@@ -143,8 +153,13 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     for (i, dp) in dpre.iter_mut().enumerate() {
         *dp = (dseq[bt * gw + i] + ds0_out[i]) * (T::ONE - s0[i] * s0[i]);
     }
-    let back_first = Mat::strided(ann, c - h, b, h, s * c);
-    matmul(&mut dw, o.ws, h, back_first.t(), Mat::new(&dpre, b, h), false, threads);
+    let pooled = match d.start {
+        StartState::FirstBackward => None,
+        kind => Some(start_pool::pool(kind, ann, s, c, &d.lens)),
+    };
+    let pw = d.start_width();
+    let p = pooled.as_ref().map_or(Mat::strided(ann, c - h, b, h, s * c), |p| Mat::new(p, b, pw));
+    matmul(&mut dw, o.ws, h, p.t(), Mat::new(&dpre, b, h), false, threads);
     for row in dpre.chunks(h) {
         for (acc, &x) in dw[o.bs..o.total].iter_mut().zip(row) {
             *acc += x;
@@ -160,8 +175,15 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     }
     let uat = transpose(&w[o.ua..o.ws], c, a);
     matmul(&mut dann, 0, c, duh, Mat::new(&uat, a, c), true, threads);
-    let wst = transpose(&w[o.ws..o.bs], h, h);
-    matmul(&mut dann, c - h, s * c, Mat::new(&dpre, b, h), Mat::new(&wst, h, h), true, 1);
+    let wst = transpose(&w[o.ws..o.bs], pw, h);
+    match d.start {
+        StartState::FirstBackward => matmul(&mut dann, c - h, s * c, Mat::new(&dpre, b, h), Mat::new(&wst, h, h), true, 1),
+        kind => {
+            let mut dp = vec![T::ZERO; b * pw];
+            matmul(&mut dp, 0, pw, Mat::new(&dpre, b, h), Mat::new(&wst, h, pw), false, 1);
+            start_pool::pool_backward(kind, &dp, &mut dann, s, c, &d.lens);
+        }
+    }
     dseq.truncate(bt * gw);
     (dseq, dann, dw)
 }

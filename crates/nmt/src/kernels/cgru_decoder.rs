@@ -67,7 +67,12 @@ pub fn forward<T: Real>(d: &AttnDims, seq: &[T], enc: &[T], w: &[T]) -> (Vec<T>,
     chunks.into_par_iter().enumerate().for_each(|(c, mut bufs)| {
         let b0 = c * rows;
         let nb = bufs.q.len() / (tl * h);
-        let x = (b0, &gie[b0 * tl * g..][..nb * tl * g], &s0[b0 * h..][..nb * h], &enc[b0 * d.src_len * d.enc_w()..][..nb * d.src_len * d.enc_w()]);
+        let x = (
+            b0,
+            &gie[b0 * tl * g..][..nb * tl * g],
+            &s0[b0 * h..][..nb * h],
+            &enc[b0 * d.src_len * d.enc_w()..][..nb * d.src_len * d.enc_w()],
+        );
         simd_dispatch!(forward_chunk(d, x, w, &mut bufs))
     });
     (out, st)
@@ -88,7 +93,8 @@ fn forward_chunk<T: Real>(d: &AttnDims, x: (usize, &[T], &[T], &[T]), w: &[T], s
     let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
     let (mut hp, mut spc) = (s0.to_vec(), vec![T::ZERO; nb * h]);
     for i in 0..tl {
-        let (r3v, r1v, outr) = (Rows { off: i * g, stride: tl * g }, Rows { off: i * h, stride: tl * h }, Rows { off: i * ow, stride: tl * ow });
+        let (r3v, r1v, outr) =
+            (Rows { off: i * g, stride: tl * g }, Rows { off: i * h, stride: tl * h }, Rows { off: i * ow, stride: tl * ow });
         // s' = GRU₁(gie_i, s_{i-1}).
         for b in 0..nb {
             st.gh1[r3v.at(b)..][..g].copy_from_slice(&w[o.bh1..o.b2]);
@@ -141,7 +147,15 @@ struct WeightsT<T> {
 
 /// Gradients of `(seq, enc, w)` given the loop's output `out` and its gradient `dout`
 /// (`attn_backward::backward`'s contract); `steps` from the forward pass, or recomputed.
-pub fn backward<T: Real>(d: &AttnDims, steps: Option<Steps<T>>, seq: &[T], enc: &[T], w: &[T], out: &[T], dout: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+pub fn backward<T: Real>(
+    d: &AttnDims,
+    steps: Option<Steps<T>>,
+    seq: &[T],
+    enc: &[T],
+    w: &[T],
+    out: &[T],
+    dout: &[T],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (b, tl, sl, h, c, a, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
     let (bt, ow, ew, o) = (b * tl, d.out_w(), d.enc_w(), d.woff());
     let threads = rayon::current_num_threads();
@@ -154,7 +168,12 @@ pub fn backward<T: Real>(d: &AttnDims, steps: Option<Steps<T>>, seq: &[T], enc: 
         }
     }
     let st = steps.unwrap_or_else(|| forward(d, seq, enc, w).1);
-    let wt = WeightsT { wc: transpose(&w[o.wc..o.u], c, g), u2: transpose(&w[o.u..o.bh], h, g), u1: transpose(&w[o.u1..o.bh1], h, g), wa: transpose(&w[o.wa..o.ba], h, a) };
+    let wt = WeightsT {
+        wc: transpose(&w[o.wc..o.u], c, g),
+        u2: transpose(&w[o.u..o.bh], h, g),
+        u1: transpose(&w[o.u1..o.bh1], h, g),
+        wa: transpose(&w[o.wa..o.ba], h, a),
+    };
     let z = |n: usize| vec![T::ZERO; n];
     let (mut dgi1, mut dgh1, mut dgi, mut dgh, mut dws) = (z(bt * g), z(bt * g), z(bt * g), z(bt * g), z(bt * a));
     let (mut denc, mut ds0) = (z(b * sl * ew), z(b * h));
@@ -247,7 +266,11 @@ fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>
             let bg = b0 + b;
             let enc_b = &x.enc[bg * sl * ew..(bg + 1) * sl * ew];
             let ws = &x.st.ws[(bg * tl + i) * a..][..a];
-            let row = AttnRowGrad { dc: &dc[b * c..(b + 1) * c], denc: &mut gr.denc[b * sl * ew..(b + 1) * sl * ew], dws: &mut gr.dws[(b * tl + i) * a..][..a] };
+            let row = AttnRowGrad {
+                dc: &dc[b * c..(b + 1) * c],
+                denc: &mut gr.denc[b * sl * ew..(b + 1) * sl * ew],
+                dws: &mut gr.dws[(b * tl + i) * a..][..a],
+            };
             attend_backward(enc_b, ws, v, d.lens[bg], (&mut sc, &mut dalpha), row, dv);
         }
         // ds' += dWS W_aᵀ.

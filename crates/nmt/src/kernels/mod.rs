@@ -27,4 +27,5 @@ pub mod projection;
 pub mod rnn_cell;
 pub mod rnn_op;
 mod saved_op;
+pub mod start_pool;
 pub mod storage;

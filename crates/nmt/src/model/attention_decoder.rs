@@ -24,7 +24,7 @@ use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
 use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::Rnn;
-use crate::config::{CellKind, GruForm, ModelConfig, OutputState};
+use crate::config::{CellKind, GruForm, ModelConfig, OutputState, StartState};
 use crate::error::Result;
 use crate::kernels::attn_decoder::{attend_row, AttnDims, AttnScratch};
 use crate::kernels::dense::{hcat, host, Dense};
@@ -45,25 +45,25 @@ pub struct AttentionDecoder {
 }
 
 impl AttentionDecoder {
-    pub fn new(dims: DecoderDims, att: usize, pb: &ParamBuilder) -> Result<Self> {
+    pub fn new(dims: DecoderDims, att: usize, start: StartState, pb: &ParamBuilder) -> Result<Self> {
         let DecoderDims { emb, enc, hidden, kind } = dims;
         Ok(AttentionDecoder {
             rnn: Rnn::new(emb, hidden, kind, &pb.pp(cell_name(kind)))?,
             c: pb.get("c", &[2 * enc, kind.gates() * hidden], Init::Normal)?,
-            start: DecoderStart::new(enc, hidden, pb)?,
+            start: DecoderStart::new(enc, hidden, start, pb)?,
             att: Attention::new(hidden, 2 * enc, att, &pb.pp("attention"))?,
         })
     }
 
     /// `s_0 = tanh(←h_1 W_s + b_s) (B, n)` from the annotations `(B, S, 2n)`: `←h_1`, their
     /// backward half at the first word, has read the whole sentence.
-    pub fn start_output(&self, ann: &Tensor) -> Result<Tensor> {
-        self.start.output(ann)
+    pub fn start_output(&self, ann: &Tensor, src: Source<'_>) -> Result<Tensor> {
+        self.start.output(ann, src)
     }
 
     /// The start state from `s_0` (the LSTM's cell at zero) `(B, w)`.
-    pub fn init_state(&self, ann: &Tensor) -> Result<Tensor> {
-        self.rnn.start(&self.start_output(ann)?)
+    pub fn init_state(&self, ann: &Tensor, src: Source<'_>) -> Result<Tensor> {
+        self.rnn.start(&self.start_output(ann, src)?)
     }
 
     /// What the step reads of a batch: `ann (B, S, 2n)`, `src_mask (B, S)` (1 at words).
@@ -94,30 +94,14 @@ impl AttentionDecoder {
 
     /// The composed form: [`Self::step`] at each target position.
     fn forward_composed(&self, x: &ForcedIn, state_mask: Option<&[f32]>) -> Result<AttnForced> {
-        let (b, t, _) = x.ey.dims3()?;
+        let b = x.ey.dim(0)?;
         let n = self.rnn.hidden();
         let mem = self.memory(x.ann, x.src.mask)?;
-        let s0 = self.start_output(x.ann)?;
-        let mut s = self.rnn.start(&s0)?;
+        let s0 = self.start_output(x.ann, x.src)?;
         let gi = self.rnn.project(x.ey)?;
         let mask = state_tensor(state_mask, b, n, x.ey)?;
-        let (mut outs, mut ctxs, mut alphas) = (Vec::with_capacity(t), Vec::with_capacity(t), Vec::new());
-        for i in 0..t {
-            let out = self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, &s, mask.as_ref())?;
-            outs.push(self.rnn.output(&out.state)?);
-            ctxs.extend(out.ctx);
-            if x.want_alpha {
-                alphas.extend(out.alpha);
-            }
-            s = out.state;
-        }
-        let states = shift_outputs(&Tensor::stack(&outs, 1)?, &s0, x.output)?;
-        let state_ctx = Tensor::cat(&[&states, &Tensor::stack(&ctxs, 1)?], 2)?.reshape((b * t, 3 * n))?;
-        let alpha = match x.want_alpha {
-            true => Some(Tensor::stack(&alphas, 1)?.reshape((b * t, x.ann.dim(1)?))?),
-            false => None,
-        };
-        Ok(AttnForced { state_ctx, alpha, start: s0 })
+        let init = self.rnn.start(&s0)?;
+        forced_steps(x, s0, init, |i, s| self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, s, mask.as_ref()), |s| self.rnn.output(s))
     }
 
     /// The fused form (`kernels::attn_decoder`: `s_0`, `U_a h_j` and all steps in one op); the
@@ -137,6 +121,7 @@ impl AttentionDecoder {
             output: x.output,
             state_mask,
             conditional: false,
+            start: self.start.kind,
         };
         let (dw, db) = self.rnn.input_weights();
         let gie = linear::linear(&x.ey.reshape((b * t, m))?, dw, db)?;
@@ -148,7 +133,7 @@ impl AttentionDecoder {
             .collect::<candle_core::Result<Vec<_>>>()?;
         let state_ctx = attn_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
         // The op computes `s_0` inside; the layers above and the copy's `α` read it as a tensor.
-        let s0 = self.start_output(x.ann)?;
+        let s0 = self.start_output(x.ann, x.src)?;
         let alpha = match x.want_alpha {
             false => None,
             true => {
@@ -163,6 +148,37 @@ impl AttentionDecoder {
         };
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
+}
+
+/// The composed teacher forcing of either RNNsearch decoder: `step(i, state)` from `init` at
+/// each target position; `output` reads a state's `s`. Stacks the outputs (shifted as
+/// `x.output` says, `s_0` first), the contexts and, when asked, the weights.
+pub(crate) fn forced_steps(
+    x: &ForcedIn,
+    s0: Tensor,
+    init: Tensor,
+    step: impl Fn(usize, &Tensor) -> Result<StepOut>,
+    output: impl Fn(&Tensor) -> Result<Tensor>,
+) -> Result<AttnForced> {
+    let (b, t, _) = x.ey.dims3()?;
+    let n = s0.dim(1)?;
+    let (mut s, mut outs, mut ctxs, mut alphas) = (init, Vec::with_capacity(t), Vec::with_capacity(t), Vec::new());
+    for i in 0..t {
+        let out = step(i, &s)?;
+        outs.push(output(&out.state)?);
+        ctxs.extend(out.ctx);
+        if x.want_alpha {
+            alphas.extend(out.alpha);
+        }
+        s = out.state;
+    }
+    let states = shift_outputs(&Tensor::stack(&outs, 1)?, &s0, x.output)?;
+    let state_ctx = Tensor::cat(&[&states, &Tensor::stack(&ctxs, 1)?], 2)?.reshape((b * t, 3 * n))?;
+    let alpha = match x.want_alpha {
+        true => Some(Tensor::stack(&alphas, 1)?.reshape((b * t, x.ann.dim(1)?))?),
+        false => None,
+    };
+    Ok(AttnForced { state_ctx, alpha, start: s0 })
 }
 
 /// What teacher forcing gives the attention decoder: `ey (B, T, m)` the target embeddings,
@@ -255,8 +271,8 @@ impl HostAttention {
 
     /// What the decoder reads of the annotations `ann (B, S, 2n)`, once per batch
     /// ([`HostStart::memory`]): the memory `(B, S, 2n + A)` and `s_0 (B, n)`.
-    pub fn memory(&self, ann: &[f32], b: usize, s: usize, threads: usize) -> (HostMemory, Vec<f32>) {
-        self.keys.memory(ann, b, s, threads)
+    pub fn memory(&self, ann: &[f32], bs: (usize, usize), lens: &[usize], threads: usize) -> (HostMemory, Vec<f32>) {
+        self.keys.memory(ann, bs, lens, threads)
     }
 
     /// One step for the `R` live rows of `x`, reading the memory `mem (B, S, 2n + A)` of
@@ -335,7 +351,15 @@ impl HostAttention {
 /// The attention of `R` rows on the host: row `r`'s query `s W_a + b_a` is the first `A`
 /// columns of `q.0[r · q.1 ..]`, its sentence `sent[r]` in `mem (B, S, ctx + A)` of true
 /// lengths `lens`. Returns the contexts `(R, ctx)` and, when `want_alpha`, the weights `(R, S)`.
-pub(crate) fn attend_rows(mem: &[f32], lens: &[usize], sent: &[usize], q: (&[f32], usize), v_a: &[f32], ctx_dim: usize, want_alpha: bool) -> (Vec<f32>, Option<Vec<f32>>) {
+pub(crate) fn attend_rows(
+    mem: &[f32],
+    lens: &[usize],
+    sent: &[usize],
+    q: (&[f32], usize),
+    v_a: &[f32],
+    ctx_dim: usize,
+    want_alpha: bool,
+) -> (Vec<f32>, Option<Vec<f32>>) {
     let (a, r_n) = (v_a.len(), sent.len());
     let ew = ctx_dim + a;
     let s_len = mem.len() / (lens.len() * ew).max(1);
@@ -369,13 +393,15 @@ pub(crate) fn attend_rows(mem: &[f32], lens: &[usize], sent: &[usize], q: (&[f32
 
 #[cfg(test)]
 mod tests {
-    /// The host step against the composed step (`twins.rs`), every cell, either output state.
+    /// The host step against the composed step (`twins.rs`), every cell, either output state,
+    /// each start summary.
     #[test]
     fn host_attention_step_is_the_composed_step() {
-        use crate::config::{CellKind, GruForm, OutputState};
+        use crate::config::{CellKind, GruForm, OutputState, StartState};
+        let starts = [StartState::FirstBackward, StartState::LastForward, StartState::Mean];
         for (i, kind) in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].into_iter().enumerate() {
-            for which in [OutputState::Previous, OutputState::Current] {
-                crate::model::twins::check_attention_step(kind, which, 40 + 10 * i as u64);
+            for (j, which) in [OutputState::Previous, OutputState::Current].into_iter().enumerate() {
+                crate::model::twins::check_attention_step(kind, which, starts[(i + j) % 3], 40 + 10 * i as u64);
             }
         }
     }

@@ -1,33 +1,62 @@
 //! What both RNNsearch decoders (`attention_decoder.rs`, `conditional_decoder.rs`) read of the
-//! encoder, written once: the start state `s_0 = tanh(←h_1 W_s + b_s)` (Bahdanau et al. 2014,
-//! appendix A.2.2; `←h_1` is the backward half of the first annotation, which has read the
-//! whole sentence) and the attention's memory of a batch, in the candle form and the host form.
+//! encoder, written once: the start state `s_0 = tanh(p W_s + b_s)` and the attention's memory
+//! of a batch, in the candle form and the host form. `p` summarises the annotations as
+//! `model.decoder_start` says (`kernels/start_pool.rs`): `←h_1`, the backward half of the first
+//! annotation, which has read the whole sentence (Bahdanau et al. 2014, appendix A.2.2); `→h_len`;
+//! or their mean over the sentence (Nematus, Marian's `s2s`).
 use candle_core::Tensor;
 
 use super::attention::Attention;
 use super::decoder::{AttentionMemory, HostMemory};
+use super::encoder::Source;
 use super::params::{Init, ParamBuilder};
+use crate::config::StartState;
 use crate::error::Result;
 use crate::kernels::dense::{affine, host, tanh_in_place};
 use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::start_pool;
 
-/// `W_s (n_enc, n)` and `b_s (n)`, registered as the decoder's `w_s`, `b_s`.
+/// `W_s (P, n)` and `b_s (n)`, registered as the decoder's `w_s`, `b_s`; `P` is `n_enc`, or
+/// `2n_enc` for the mean.
 #[derive(Clone, Debug)]
 pub struct DecoderStart {
+    pub(crate) kind: StartState,
     pub(crate) w_s: Tensor,
     pub(crate) b_s: Tensor,
 }
 
 impl DecoderStart {
-    pub fn new(enc: usize, hidden: usize, pb: &ParamBuilder) -> Result<Self> {
-        Ok(DecoderStart { w_s: pb.get("w_s", &[enc, hidden], Init::Normal)?, b_s: pb.get("b_s", &[hidden], Init::Zeros)? })
+    pub fn new(enc: usize, hidden: usize, kind: StartState, pb: &ParamBuilder) -> Result<Self> {
+        let p = start_pool::width(kind, 2 * enc);
+        Ok(DecoderStart { kind, w_s: pb.get("w_s", &[p, hidden], Init::Normal)?, b_s: pb.get("b_s", &[hidden], Init::Zeros)? })
     }
 
-    /// `s_0 = tanh(←h_1 W_s + b_s) (B, n)` from the annotations `(B, S, 2n_enc)`.
-    pub fn output(&self, ann: &Tensor) -> Result<Tensor> {
-        let e = self.w_s.dim(0)?;
-        let back_first = ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, e, e)?.contiguous()?;
-        Ok(back_first.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
+    /// `s_0 = tanh(p W_s + b_s) (B, n)` from the annotations `(B, S, 2n_enc)` of `src`.
+    pub fn output(&self, ann: &Tensor, src: Source<'_>) -> Result<Tensor> {
+        let p = match self.kind {
+            StartState::FirstBackward => {
+                let e = self.w_s.dim(0)?;
+                ann.narrow(1, 0, 1)?.squeeze(1)?.narrow(1, e, e)?.contiguous()?
+            }
+            kind => {
+                // The positions' weights (B, 1, S): one at →h_len, or 1/len over the sentence.
+                let (b, s, c) = ann.dims3()?;
+                let mut w = vec![0f64; b * s];
+                for (row, &len) in w.chunks_mut(s).zip(src.lens) {
+                    match kind {
+                        StartState::LastForward => row[len - 1] = 1.0,
+                        _ => row[..len].fill(1.0 / len as f64),
+                    }
+                }
+                let w = Tensor::from_vec(w, (b, 1, s), ann.device())?.to_dtype(ann.dtype())?;
+                let pooled = w.matmul(ann)?.squeeze(1)?;
+                match kind {
+                    StartState::LastForward => pooled.narrow(1, 0, c / 2)?.contiguous()?,
+                    _ => pooled,
+                }
+            }
+        };
+        Ok(p.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
     }
 }
 
@@ -38,8 +67,9 @@ pub fn attention_memory(att: &Attention, ann: &Tensor, src_mask: &Tensor) -> Res
     Ok(AttentionMemory { annotations: ann.clone(), uh, mask_bias, src_ext: None, n_ext: 0 })
 }
 
-/// The host form: `W_s (n, n)`, `b_s (n)`, `U_a (2n, A)` and `v_a (A)`.
+/// The host form: `W_s (P, n)`, `b_s (n)`, `U_a (2n, A)` and `v_a (A)`.
 pub struct HostStart {
+    pub(crate) kind: StartState,
     pub(crate) w_s: Vec<f32>,
     pub(crate) b_s: Vec<f32>,
     pub(crate) u_a: Vec<f32>,
@@ -48,20 +78,25 @@ pub struct HostStart {
 
 impl HostStart {
     pub fn new(start: &DecoderStart, att: &Attention) -> Result<Self> {
-        Ok(HostStart { w_s: host(&start.w_s)?, b_s: host(&start.b_s)?, u_a: host(&att.u_a)?, v_a: host(&att.v_a)? })
+        Ok(HostStart { kind: start.kind, w_s: host(&start.w_s)?, b_s: host(&start.b_s)?, u_a: host(&att.u_a)?, v_a: host(&att.v_a)? })
     }
 
     /// The memory `(B, S, 2n + A)` holding `[h_j ; U_a h_j]` at each position (the layout
-    /// `kernels::attn_decoder::attend_row` reads), and `s_0 (B, n)`, from `ann (B, S, 2n)`.
-    pub fn memory(&self, ann: &[f32], b: usize, s: usize, threads: usize) -> (HostMemory, Vec<f32>) {
+    /// `kernels::attn_decoder::attend_row` reads), and `s_0 (B, n)`, from `ann (B, S, 2n)` of
+    /// sentences of true lengths `lens`.
+    pub fn memory(&self, ann: &[f32], (b, s): (usize, usize), lens: &[usize], threads: usize) -> (HostMemory, Vec<f32>) {
         let (n, a) = (self.b_s.len(), self.v_a.len());
         let ew = 2 * n + a;
         let mut mem = vec![0f32; b * s * ew];
         for (row, h) in mem.chunks_exact_mut(ew).zip(ann.chunks_exact(2 * n)) {
             row[..2 * n].copy_from_slice(h);
         }
-        // ←h_1: the backward direction's state at each sentence's first position.
-        let back_first: Vec<f32> = (0..b).flat_map(|r| ann[r * s * 2 * n + n..r * s * 2 * n + 2 * n].iter().copied()).collect();
+        // p: ←h_1, the backward direction's state at each sentence's first position, or another
+        // summary (`kernels::start_pool`).
+        let p = match self.kind {
+            StartState::FirstBackward => (0..b).flat_map(|r| ann[r * s * 2 * n + n..r * s * 2 * n + 2 * n].iter().copied()).collect(),
+            kind => start_pool::pool(kind, ann, s, 2 * n, lens),
+        };
         // U_a h_j for every position, written next to h_j.
         let annotations = Mat::strided(&mem, 0, b * s, 2 * n, ew);
         let mut uh = vec![0f32; b * s * a];
@@ -69,7 +104,7 @@ impl HostStart {
         for (row, u) in mem.chunks_exact_mut(ew).zip(uh.chunks_exact(a)) {
             row[2 * n..].copy_from_slice(u);
         }
-        let mut h0 = affine(&back_first, b, n, &self.w_s, &self.b_s, threads);
+        let mut h0 = affine(&p, b, start_pool::width(self.kind, 2 * n), &self.w_s, &self.b_s, threads);
         tanh_in_place(&mut h0);
         (HostMemory::Attention { mem }, h0)
     }

@@ -19,15 +19,16 @@
 use candle_core::Tensor;
 
 use super::attention::Attention;
-use super::attention_decoder::{AttnForced, ForcedIn};
+use super::attention_decoder::{forced_steps, AttnForced, ForcedIn};
 use super::attention_memory::{attention_memory, DecoderStart, HostStart};
 use super::backend::Backend;
 use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostStepIn, HostStepOut, StepOut};
+use super::encoder::Source;
 use super::output::HostOutput;
 use super::params::ParamBuilder;
 use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::Rnn;
-use crate::config::{CellKind, GruForm, OutputState};
+use crate::config::{CellKind, GruForm, OutputState, StartState};
 use crate::error::{Error, Result};
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::dense::{hcat, host, Dense};
@@ -44,7 +45,7 @@ pub struct ConditionalDecoder {
 }
 
 impl ConditionalDecoder {
-    pub fn new(dims: DecoderDims, att: usize, pb: &ParamBuilder) -> Result<Self> {
+    pub fn new(dims: DecoderDims, att: usize, start: StartState, pb: &ParamBuilder) -> Result<Self> {
         let DecoderDims { emb, enc, hidden, kind } = dims;
         if kind == CellKind::Lstm {
             return Err(Error::Config("model.decoder = \"conditional\" is the conditional GRU: it needs model.cell = \"gru\"".into()));
@@ -52,14 +53,14 @@ impl ConditionalDecoder {
         Ok(ConditionalDecoder {
             rnn1: Rnn::new(emb, hidden, kind, &pb.pp("gru"))?,
             rnn2: Rnn::new(2 * enc, hidden, kind, &pb.pp("gru2"))?,
-            start: DecoderStart::new(enc, hidden, pb)?,
+            start: DecoderStart::new(enc, hidden, start, pb)?,
             att: Attention::new(hidden, 2 * enc, att, &pb.pp("attention"))?,
         })
     }
 
     /// `s_0 (B, n)`, the start state (a GRU's state is its output).
-    pub fn init_state(&self, ann: &Tensor) -> Result<Tensor> {
-        self.start.output(ann)
+    pub fn init_state(&self, ann: &Tensor, src: Source<'_>) -> Result<Tensor> {
+        self.start.output(ann, src)
     }
 
     pub fn memory(&self, ann: &Tensor, src_mask: &Tensor) -> Result<AttentionMemory> {
@@ -92,29 +93,13 @@ impl ConditionalDecoder {
     }
 
     fn forward_composed(&self, x: &ForcedIn, state_mask: Option<&[f32]>) -> Result<AttnForced> {
-        let (b, t, _) = x.ey.dims3()?;
+        let b = x.ey.dim(0)?;
         let n = self.rnn1.hidden();
         let mem = self.memory(x.ann, x.src.mask)?;
-        let s0 = self.start.output(x.ann)?;
+        let s0 = self.start.output(x.ann, x.src)?;
         let gi = self.project(x.ey)?;
         let mask = state_tensor(state_mask, b, n, x.ey)?;
-        let (mut s, mut outs, mut ctxs, mut alphas) = (s0.clone(), Vec::with_capacity(t), Vec::with_capacity(t), Vec::new());
-        for i in 0..t {
-            let out = self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, &s, mask.as_ref())?;
-            outs.push(out.state.clone());
-            ctxs.extend(out.ctx);
-            if x.want_alpha {
-                alphas.extend(out.alpha);
-            }
-            s = out.state;
-        }
-        let states = shift_outputs(&Tensor::stack(&outs, 1)?, &s0, x.output)?;
-        let state_ctx = Tensor::cat(&[&states, &Tensor::stack(&ctxs, 1)?], 2)?.reshape((b * t, 3 * n))?;
-        let alpha = match x.want_alpha {
-            true => Some(Tensor::stack(&alphas, 1)?.reshape((b * t, x.ann.dim(1)?))?),
-            false => None,
-        };
-        Ok(AttnForced { state_ctx, alpha, start: s0 })
+        forced_steps(x, s0.clone(), s0, |i, s| self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, s, mask.as_ref()), |s| Ok(s.clone()))
     }
 
     /// The fused form: `s_0`, `U_a h_j` and all steps in one op (`kernels::cgru_decoder`).
@@ -135,6 +120,7 @@ impl ConditionalDecoder {
             output: x.output,
             state_mask: state_mask.clone(),
             conditional: true,
+            start: self.start.kind,
         };
         let (w1, b1) = self.rnn1.input_weights();
         let gie = linear::linear(&x.ey.reshape((b * t, m))?, w1, b1)?;
@@ -145,7 +131,7 @@ impl ConditionalDecoder {
             .map(|p| p.flatten_all())
             .collect::<candle_core::Result<Vec<_>>>()?;
         let state_ctx = attn_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
-        let s0 = self.start.output(x.ann)?;
+        let s0 = self.start.output(x.ann, x.src)?;
         let alpha = match x.want_alpha {
             false => None,
             true => {
@@ -155,7 +141,8 @@ impl ConditionalDecoder {
                     OutputState::Current => shift_outputs(&s_out, &s0, OutputState::Previous)?,
                 };
                 // The mask of each sentence at each of its steps.
-                let mask_rows = state_mask.map(|m| m.chunks(n).flat_map(|row| std::iter::repeat_n(row, t).flatten().copied()).collect::<Vec<_>>());
+                let mask_rows =
+                    state_mask.map(|m| m.chunks(n).flat_map(|row| std::iter::repeat_n(row, t).flatten().copied()).collect::<Vec<_>>());
                 let mask = state_tensor(mask_rows.as_deref(), b * t, n, x.ey)?;
                 let s1 = self.rnn1.step(&gie, &prev.reshape((b * t, n))?, mask.as_ref())?;
                 let mem = self.memory(x.ann, x.src.mask)?;
@@ -287,8 +274,8 @@ impl HostConditional {
     }
 
     /// The memory `(B, S, 2n + A)` and `s_0 (B, n)` ([`HostStart::memory`]).
-    pub fn memory(&self, ann: &[f32], b: usize, s: usize, threads: usize) -> (super::decoder::HostMemory, Vec<f32>) {
-        self.keys.memory(ann, b, s, threads)
+    pub fn memory(&self, ann: &[f32], bs: (usize, usize), lens: &[usize], threads: usize) -> (super::decoder::HostMemory, Vec<f32>) {
+        self.keys.memory(ann, bs, lens, threads)
     }
 
     /// One step for the `R` live rows of `x` (as `HostAttention::step`):
@@ -331,10 +318,11 @@ mod tests {
     /// The host step against the composed step (`twins.rs`), either GRU form and output state.
     #[test]
     fn host_conditional_step_is_the_composed_step() {
-        use crate::config::{CellKind, GruForm, OutputState};
+        use crate::config::{CellKind, GruForm, OutputState, StartState};
+        let starts = [StartState::FirstBackward, StartState::LastForward, StartState::Mean];
         for (i, form) in [GruForm::Paper, GruForm::ResetAfter].into_iter().enumerate() {
-            for which in [OutputState::Previous, OutputState::Current] {
-                crate::model::twins::check_conditional_step(CellKind::Gru(form), which, 140 + 10 * i as u64);
+            for (j, which) in [OutputState::Previous, OutputState::Current].into_iter().enumerate() {
+                crate::model::twins::check_conditional_step(CellKind::Gru(form), which, starts[(i + 2 * j) % 3], 140 + 10 * i as u64);
             }
         }
     }

@@ -10,8 +10,8 @@ pub mod architecture;
 pub mod attention;
 pub mod attention_decoder;
 pub mod attention_memory;
-pub mod conditional_decoder;
 pub mod backend;
+pub mod conditional_decoder;
 pub mod copy;
 pub mod decoder;
 pub mod embedding;
@@ -91,7 +91,9 @@ impl Seq2Seq {
         let tgt_emb = pb.get(TGT_EMB, &[cfg.tgt_vocab, m], Init::Normal)?;
         let tied = cfg.tie_target_embeddings.then_some(&tgt_emb);
         let net = match cfg.arch {
-            Arch::Rnnsearch { att_dim, copy, decoder } => Network::Rnnsearch(rnnsearch::Rnnsearch::new(cfg, att_dim, copy, decoder, tied, &pb)?),
+            Arch::Rnnsearch { att_dim, copy, decoder, .. } => {
+                Network::Rnnsearch(rnnsearch::Rnnsearch::new(cfg, att_dim, copy, decoder, tied, &pb)?)
+            }
             Arch::Rnnenc { encoder } => Network::Rnnenc(rnnenc::Rnnenc::new(cfg, encoder, tied, &pb)?),
         };
         let unclaimed = params.unclaimed();

@@ -15,7 +15,9 @@ use super::attention_decoder::{AttentionDecoder, AttnForced, ForcedIn, HostAtten
 use super::backend::Backend;
 use super::conditional_decoder::{ConditionalDecoder, HostConditional};
 use super::copy::{self, CopyGate, HostCopy};
-use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory, StepOut, StepScores};
+use super::decoder::{
+    shift_outputs, AttentionMemory, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory, StepOut, StepScores,
+};
 use super::encoder::{BiRnnEncoder, Source, Stack};
 use super::inputs::BatchTensors;
 use super::output::{Context, DeepOutput, HostOutput, OutputDims};
@@ -55,8 +57,8 @@ impl Rnnsearch {
         Ok(Rnnsearch {
             enc: BiRnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?,
             dec: match decoder {
-                DecoderKind::Bahdanau => Decoder::Bahdanau(AttentionDecoder::new(dec_dims, att, &dec_pb)?),
-                DecoderKind::Conditional => Decoder::Conditional(ConditionalDecoder::new(dec_dims, att, &dec_pb)?),
+                DecoderKind::Bahdanau => Decoder::Bahdanau(AttentionDecoder::new(dec_dims, att, cfg.arch.start(), &dec_pb)?),
+                DecoderKind::Conditional => Decoder::Conditional(ConditionalDecoder::new(dec_dims, att, cfg.arch.start(), &dec_pb)?),
             },
             upper: UpperLayers::new(n, kind, dec_stack, &pb.pp("decoder"))?,
             copy: if copy { Some(CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None },
@@ -94,7 +96,7 @@ impl Architecture for Rnnsearch {
 
     fn encode(&self, x: &Tensor, src: Source<'_>) -> Result<Encoded> {
         let ann = self.enc.forward(x, src, None, Backend::Composed)?;
-        let init = self.upper.stack_start(&self.dec.init_state(&ann)?)?;
+        let init = self.upper.stack_start(&self.dec.init_state(&ann, src)?)?;
         Ok(Encoded { memory: Memory::Attention(self.dec.memory(&ann, src.mask)?), init })
     }
 
@@ -154,10 +156,10 @@ impl Decoder {
         }
     }
 
-    fn init_state(&self, ann: &Tensor) -> Result<Tensor> {
+    fn init_state(&self, ann: &Tensor, src: Source<'_>) -> Result<Tensor> {
         match self {
-            Decoder::Bahdanau(d) => d.init_state(ann),
-            Decoder::Conditional(d) => d.init_state(ann),
+            Decoder::Bahdanau(d) => d.init_state(ann, src),
+            Decoder::Conditional(d) => d.init_state(ann, src),
         }
     }
 
@@ -222,8 +224,8 @@ impl HostArchitecture for HostRnnsearch {
     fn encode(&self, cfg: &ModelConfig, x: &[f32], at: &HostBatch<'_>, threads: usize) -> Result<(HostMemory, Vec<f32>)> {
         let ann = host_stack(&self.enc, x, at, 2, cfg.residual, threads);
         Ok(match &self.dec {
-            HostDecoder::Bahdanau(d) => d.memory(&ann, at.batch, at.len, threads),
-            HostDecoder::Conditional(d) => d.memory(&ann, at.batch, at.len, threads),
+            HostDecoder::Bahdanau(d) => d.memory(&ann, (at.batch, at.len), at.lens, threads),
+            HostDecoder::Conditional(d) => d.memory(&ann, (at.batch, at.len), at.lens, threads),
         })
     }
 

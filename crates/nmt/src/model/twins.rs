@@ -139,83 +139,94 @@ fn prev_state(kind: crate::config::CellKind, seed: u64) -> (Tensor, Tensor, Vec<
     (state, s, sv, s_v)
 }
 
-/// RNNsearch's attention decoder steps on the host as its composed step does: start output,
-/// new states, contexts, weights and the deep output's pre-activation.
-pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64) {
-    use super::attention_decoder::{AttentionDecoder, HostAttention};
-    use super::decoder::{DecoderDims, HostMemory};
-    use super::output::{DeepOutput, HostOutput, OutputDims};
-    let cfg = decoder_config(kind, which);
-    let dec = random_layer(seed, |pb| AttentionDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, A, pb));
+/// What both RNNsearch decoders' step checks share: a random deep output, annotations of the
+/// sentences `LENS` with their mask, the previous states and embeddings of the rows `SENT`.
+struct AttnCase {
+    cfg: crate::config::ModelConfig,
+    out: super::output::DeepOutput,
+    ann: (Tensor, Vec<f32>),
+    mask: Tensor,
+    state: (Tensor, Tensor, Vec<f32>, Vec<f32>),
+    ey: (Tensor, Vec<f32>),
+}
+
+fn attn_case(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64) -> AttnCase {
+    use super::output::{DeepOutput, OutputDims};
     let out = random_layer(seed + 1, |pb| DeepOutput::new(OutputDims { state: N, emb: M, ctx: 2 * N, maxout: L, vocab: V }, None, pb));
-    let (ann, ann_v) = randn(seed + 2, &[LENS.len(), S, 2 * N]);
     let mask: Vec<f32> = LENS.iter().flat_map(|&l| (0..S).map(move |j| if j < l { 1.0 } else { 0.0 })).collect();
     let mask = Tensor::from_vec(mask, (LENS.len(), S), &Device::Cpu).unwrap();
-    let (state, s_prev, state_v, s_prev_v) = prev_state(kind, seed + 3);
-    let (ey, ey_v) = randn(seed + 4, &[SENT.len(), M]);
-    // Composed.
-    let mem = dec.memory(&ann, &mask).unwrap();
-    let mem = super::decoder::AttentionMemory {
+    let (ann, state, ey) = (randn(seed + 2, &[LENS.len(), S, 2 * N]), prev_state(kind, seed + 3), randn(seed + 4, &[SENT.len(), M]));
+    AttnCase { cfg: decoder_config(kind, which), out, ann, mask, state, ey }
+}
+
+/// A decoder's memory of the case's sentences, at the rows `SENT`.
+fn memory_rows(mem: &super::decoder::AttentionMemory) -> super::decoder::AttentionMemory {
+    super::decoder::AttentionMemory {
         annotations: rows_of(&mem.annotations),
         uh: rows_of(&mem.uh),
         mask_bias: rows_of(&mem.mask_bias),
         src_ext: None,
         n_ext: 0,
-    };
-    let gi = dec.rnn.project(&ey.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
-    let step = dec.step(&mem, &gi, &state, None).unwrap();
-    let (ctx, alpha) = (step.ctx.unwrap(), step.alpha.unwrap());
-    let pre = composed_pre(&out, which, (&s_prev, &step.state), &ey, &ctx.matmul(&out.o_c).unwrap());
-    // Host.
-    let host_out = HostOutput::new(&out).unwrap();
-    let host = HostAttention::new(&dec, &cfg, &host_out).unwrap();
-    let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&ann_v, LENS.len(), S, 1) else { panic!("an attention memory") };
-    let x = host_in(&s_prev_v, &state_v, &ey_v, which);
-    let got = host.step(&host_mem, &LENS, &x, &host_out, true);
-    let what = format!("{kind:?} {which:?}");
-    assert_close(&format!("{what}: s_0"), &h0, &values(&dec.start_output(&ann).unwrap()), 1e-5);
+    }
+}
+
+/// Checks a host step's `s_0`, states, contexts, weights and `t~` against the composed step's.
+fn assert_step(what: &str, host: (&[f32], &super::decoder::HostStepOut), composed: (&Tensor, &super::decoder::StepOut), pre: &[f32]) {
+    let (h0, got) = host;
+    let (s0, step) = composed;
+    assert_close(&format!("{what}: s_0"), h0, &values(s0), 1e-5);
     assert_close(&format!("{what}: states"), &got.state, &values(&step.state), 1e-5);
-    assert_close(&format!("{what}: contexts"), &got.ctx, &values(&ctx), 1e-5);
-    assert_close(&format!("{what}: weights"), &got.alpha.unwrap(), &values(&alpha), 1e-5);
-    assert_close(&format!("{what}: t~"), &got.pre, &pre, 1e-5);
+    assert_close(&format!("{what}: contexts"), &got.ctx, &values(step.ctx.as_ref().unwrap()), 1e-5);
+    assert_close(&format!("{what}: weights"), got.alpha.as_ref().unwrap(), &values(step.alpha.as_ref().unwrap()), 1e-5);
+    assert_close(&format!("{what}: t~"), &got.pre, pre, 1e-5);
+}
+
+/// RNNsearch's attention decoder steps on the host as its composed step does: start output,
+/// new states, contexts, weights and the deep output's pre-activation.
+pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config::OutputState, start: crate::config::StartState, seed: u64) {
+    use super::attention_decoder::{AttentionDecoder, HostAttention};
+    use super::decoder::{DecoderDims, HostMemory};
+    use super::output::HostOutput;
+    let c = attn_case(kind, which, seed);
+    let dec = random_layer(seed, |pb| AttentionDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, A, start, pb));
+    let mem = memory_rows(&dec.memory(&c.ann.0, &c.mask).unwrap());
+    let gi = dec.rnn.project(&c.ey.0.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
+    let step = dec.step(&mem, &gi, &c.state.0, None).unwrap();
+    let pre = composed_pre(&c.out, which, (&c.state.1, &step.state), &c.ey.0, &step.ctx.as_ref().unwrap().matmul(&c.out.o_c).unwrap());
+    let host_out = HostOutput::new(&c.out).unwrap();
+    let host = HostAttention::new(&dec, &c.cfg, &host_out).unwrap();
+    let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&c.ann.1, (LENS.len(), S), &LENS, 1) else {
+        panic!("an attention memory")
+    };
+    let got = host.step(&host_mem, &LENS, &host_in(&c.state.3, &c.state.2, &c.ey.1, which), &host_out, true);
+    let s0 = dec.start_output(&c.ann.0, super::encoder::Source { mask: &c.mask, lens: &LENS }).unwrap();
+    assert_step(&format!("{kind:?} {which:?} {start:?}"), (&h0, &got), (&s0, &step), &pre);
 }
 
 /// The conditional GRU decoder steps on the host as its composed step does.
-pub fn check_conditional_step(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64) {
+pub fn check_conditional_step(
+    kind: crate::config::CellKind,
+    which: crate::config::OutputState,
+    start: crate::config::StartState,
+    seed: u64,
+) {
     use super::conditional_decoder::{ConditionalDecoder, HostConditional};
     use super::decoder::{DecoderDims, HostMemory};
-    use super::output::{DeepOutput, HostOutput, OutputDims};
-    let cfg = decoder_config(kind, which);
-    let dec = random_layer(seed, |pb| ConditionalDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, A, pb));
-    let out = random_layer(seed + 1, |pb| DeepOutput::new(OutputDims { state: N, emb: M, ctx: 2 * N, maxout: L, vocab: V }, None, pb));
-    let (ann, ann_v) = randn(seed + 2, &[LENS.len(), S, 2 * N]);
-    let mask: Vec<f32> = LENS.iter().flat_map(|&l| (0..S).map(move |j| if j < l { 1.0 } else { 0.0 })).collect();
-    let mask = Tensor::from_vec(mask, (LENS.len(), S), &Device::Cpu).unwrap();
-    let (state, s_prev, state_v, s_prev_v) = prev_state(kind, seed + 3);
-    let (ey, ey_v) = randn(seed + 4, &[SENT.len(), M]);
-    let mem = dec.memory(&ann, &mask).unwrap();
-    let mem = super::decoder::AttentionMemory {
-        annotations: rows_of(&mem.annotations),
-        uh: rows_of(&mem.uh),
-        mask_bias: rows_of(&mem.mask_bias),
-        src_ext: None,
-        n_ext: 0,
+    use super::output::HostOutput;
+    let c = attn_case(kind, which, seed);
+    let dec = random_layer(seed, |pb| ConditionalDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, A, start, pb));
+    let mem = memory_rows(&dec.memory(&c.ann.0, &c.mask).unwrap());
+    let gi = dec.project(&c.ey.0.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
+    let step = dec.step(&mem, &gi, &c.state.0, None).unwrap();
+    let pre = composed_pre(&c.out, which, (&c.state.1, &step.state), &c.ey.0, &step.ctx.as_ref().unwrap().matmul(&c.out.o_c).unwrap());
+    let host_out = HostOutput::new(&c.out).unwrap();
+    let host = HostConditional::new(&dec, &c.cfg, &host_out).unwrap();
+    let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&c.ann.1, (LENS.len(), S), &LENS, 1) else {
+        panic!("an attention memory")
     };
-    let gi = dec.project(&ey.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
-    let step = dec.step(&mem, &gi, &state, None).unwrap();
-    let (ctx, alpha) = (step.ctx.unwrap(), step.alpha.unwrap());
-    let pre = composed_pre(&out, which, (&s_prev, &step.state), &ey, &ctx.matmul(&out.o_c).unwrap());
-    let host_out = HostOutput::new(&out).unwrap();
-    let host = HostConditional::new(&dec, &cfg, &host_out).unwrap();
-    let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&ann_v, LENS.len(), S, 1) else { panic!("an attention memory") };
-    let x = host_in(&s_prev_v, &state_v, &ey_v, which);
-    let got = host.step(&host_mem, &LENS, &x, &host_out, true);
-    let what = format!("conditional {kind:?} {which:?}");
-    assert_close(&format!("{what}: s_0"), &h0, &values(&dec.init_state(&ann).unwrap()), 1e-5);
-    assert_close(&format!("{what}: states"), &got.state, &values(&step.state), 1e-5);
-    assert_close(&format!("{what}: contexts"), &got.ctx, &values(&ctx), 1e-5);
-    assert_close(&format!("{what}: weights"), &got.alpha.unwrap(), &values(&alpha), 1e-5);
-    assert_close(&format!("{what}: t~"), &got.pre, &pre, 1e-5);
+    let got = host.step(&host_mem, &LENS, &host_in(&c.state.3, &c.state.2, &c.ey.1, which), &host_out, true);
+    let s0 = dec.init_state(&c.ann.0, super::encoder::Source { mask: &c.mask, lens: &LENS }).unwrap();
+    assert_step(&format!("conditional {kind:?} {which:?} {start:?}"), (&h0, &got), (&s0, &step), &pre);
 }
 
 /// RNNenc's summary decoder steps on the host as its composed step does: the summary's start

@@ -76,7 +76,8 @@ impl Optimizer {
             return Err(Error::Input(format!("gradient norm is {norm}: training diverged")));
         }
         let max = self.cfg.clip_norm;
-        self.grad_scale = if max > 0.0 && norm > max { max / norm } else { 1.0 };
+        let rescale = max > 0.0 && (norm > max || (self.cfg.normalize_updates && norm > 0.0));
+        self.grad_scale = if rescale { max / norm } else { 1.0 };
         Ok(norm)
     }
 
@@ -85,9 +86,17 @@ impl Optimizer {
         self.lr_scale = scale;
     }
 
+    /// `min(1, k / warmup)` for the update `k` being applied (`self.step`, from 1).
+    fn warmup_factor(&self) -> f64 {
+        match self.cfg.warmup {
+            0 => 1.0,
+            w => (self.step as f64 / w as f64).min(1.0),
+        }
+    }
+
     fn rule(&self) -> Rule {
         let c = &self.cfg;
-        let lr = c.lr * self.lr_scale;
+        let lr = c.lr * self.lr_scale * self.warmup_factor();
         match self.kind {
             Kind::Adam => Rule::Adam { lr, beta1: c.adam_betas.0, beta2: c.adam_betas.1, eps: c.adam_eps, step: self.step },
             Kind::Adadelta => Rule::Adadelta { lr, rho: c.adadelta_rho, eps: c.adadelta_eps },
@@ -178,5 +187,46 @@ fn composed_update(var: &Var, g: &Tensor, moments: (&Tensor, &Tensor), rule: Rul
             var.set(&(var.as_tensor() - (delta * lr)?)?)?;
             Ok((eg, ed))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    /// One Adam update of a single parameter from gradient `g`, under `cfg`; the change.
+    fn first_delta(cfg: &TrainConfig, g: f32) -> (f32, f64) {
+        let var = Var::from_tensor(&Tensor::new(&[1f32], &Device::Cpu).unwrap()).unwrap();
+        let mut opt = Optimizer::new(vec![("w".into(), var.clone())], cfg).unwrap();
+        let loss = (var.as_tensor() * f64::from(g)).unwrap().sum_all().unwrap();
+        let grads = loss.backward().unwrap();
+        let norm = opt.clip(&grads).unwrap();
+        let scale = opt.grad_scale;
+        opt.update(&grads).unwrap();
+        (1.0 - var.as_tensor().to_vec1::<f32>().unwrap()[0], norm * scale)
+    }
+
+    #[test]
+    fn warmup_scales_the_first_updates_learning_rate() {
+        let plain = TrainConfig { lr: 0.1, ..TrainConfig::default() };
+        let warm = TrainConfig { warmup: 4, ..plain.clone() };
+        let (d_plain, _) = first_delta(&plain, 0.5);
+        let (d_warm, _) = first_delta(&warm, 0.5);
+        // Adam's first step is lr · sign(g) whatever |g|: a quarter of it under warm-up 4.
+        assert!((d_plain - 0.1).abs() < 1e-5, "{d_plain}");
+        assert!((d_warm - 0.025).abs() < 1e-5, "{d_warm}");
+    }
+
+    #[test]
+    fn normalize_updates_rescales_small_gradients_to_clip_norm() {
+        let clip = TrainConfig { clip_norm: 1.0, ..TrainConfig::default() };
+        let unit = TrainConfig { normalize_updates: true, ..clip.clone() };
+        // A gradient of norm 0.25: clipping leaves it, normalising scales it to 1.
+        assert!((first_delta(&clip, 0.25).1 - 0.25).abs() < 1e-9);
+        assert!((first_delta(&unit, 0.25).1 - 1.0).abs() < 1e-9);
+        // Above the norm both scale it down.
+        assert!((first_delta(&clip, 4.0).1 - 1.0).abs() < 1e-9);
+        assert!(TrainConfig { normalize_updates: true, clip_norm: 0.0, ..TrainConfig::default() }.validate().is_err());
     }
 }

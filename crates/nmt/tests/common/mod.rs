@@ -58,6 +58,16 @@ pub fn with_conditional(c: &mut ModelConfig) {
     }
 }
 
+/// An RNNsearch config whose decoder starts from `kind` (`model.decoder_start`).
+#[allow(dead_code)]
+pub fn with_start(c: &mut ModelConfig, kind: nmt::config::StartState) {
+    if let Arch::Rnnsearch { start, .. } = &mut c.arch {
+        *start = kind;
+    } else {
+        panic!("model.decoder_start is RNNsearch's, the test asked it of {:?}", c.arch);
+    }
+}
+
 /// An RNNsearch config with the copy mixture.
 pub fn with_copy(c: &mut ModelConfig) {
     if let Arch::Rnnsearch { copy, .. } = &mut c.arch {
