@@ -46,6 +46,16 @@ declare -A arms=(
   [untied]="model.tie_target_embeddings=false"
   [recurrent-0.2]="model.recurrent_dropout=0.2"
   [unit-dropout-0.2]="model.dropout=0.2"
+  # Issue 40 ("Learn as much from each update"), one part of Marian's s2s at a time, then all:
+  #   scripts/ablation.sh 1500 3 recipe glorot rnn-dropout output-current conditional mean-start unit-norm s2s s2s-full
+  [glorot]="model.init=glorot"
+  [rnn-dropout]="model.dropout=0 model.recurrent_dropout=0.3"
+  [output-current]="model.output_state=current"
+  [conditional]="model.decoder=conditional model.output_state=current"
+  [mean-start]="model.decoder_start=mean"
+  [unit-norm]="train.normalize_updates=true"
+  [s2s]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3"
+  [s2s-full]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3 train.normalize_updates=true model.decoder_start=mean"
 )
 order=(recipe none no-unit-dropout no-word-dropout no-label-smoothing untied recurrent-0.2 unit-dropout-0.2)
 [ $# -gt 0 ] && order=("$@")

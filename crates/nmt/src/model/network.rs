@@ -35,10 +35,10 @@ pub enum Network {
     Rnnenc(Rnnenc),
 }
 
-/// The host snapshot of a [`Network`].
+/// The host snapshot of a [`Network`] (boxed: the architectures' snapshots differ in size).
 pub enum HostNetwork {
-    Rnnsearch(HostRnnsearch),
-    Rnnenc(HostRnnenc),
+    Rnnsearch(Box<HostRnnsearch>),
+    Rnnenc(Box<HostRnnenc>),
 }
 
 impl Network {
@@ -65,8 +65,8 @@ impl Network {
 
     pub fn host(&self, cfg: &ModelConfig) -> Result<HostNetwork> {
         Ok(match self {
-            Network::Rnnsearch(a) => HostNetwork::Rnnsearch(a.host(cfg)?),
-            Network::Rnnenc(a) => HostNetwork::Rnnenc(a.host(cfg)?),
+            Network::Rnnsearch(a) => HostNetwork::Rnnsearch(Box::new(a.host(cfg)?)),
+            Network::Rnnenc(a) => HostNetwork::Rnnenc(Box::new(a.host(cfg)?)),
         })
     }
 }
@@ -74,8 +74,8 @@ impl Network {
 impl HostNetwork {
     fn arch(&self) -> &dyn HostArchitecture {
         match self {
-            HostNetwork::Rnnsearch(a) => a,
-            HostNetwork::Rnnenc(a) => a,
+            HostNetwork::Rnnsearch(a) => a.as_ref(),
+            HostNetwork::Rnnenc(a) => a.as_ref(),
         }
     }
 
