@@ -15,7 +15,7 @@ use candle_core::Tensor;
 use rayon::prelude::*;
 
 use super::attention::Attention;
-use super::attention_memory::{attention_memory, DecoderStart, HostStart};
+use super::attention_memory::{attention_memory, forced_steps, AttnForced, DecoderStart, ForcedIn, HostStart};
 use super::backend::Backend;
 use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostMemory, HostStepIn, HostStepOut, StepOut};
 use super::encoder::cell_name;
@@ -148,58 +148,6 @@ impl AttentionDecoder {
         };
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
-}
-
-/// The composed teacher forcing of either RNNsearch decoder: `step(i, state)` from `init` at
-/// each target position; `output` reads a state's `s`. Stacks the outputs (shifted as
-/// `x.output` says, `s_0` first), the contexts and, when asked, the weights.
-pub(crate) fn forced_steps(
-    x: &ForcedIn,
-    s0: Tensor,
-    init: Tensor,
-    step: impl Fn(usize, &Tensor) -> Result<StepOut>,
-    output: impl Fn(&Tensor) -> Result<Tensor>,
-) -> Result<AttnForced> {
-    let (b, t, _) = x.ey.dims3()?;
-    let n = s0.dim(1)?;
-    let (mut s, mut outs, mut ctxs, mut alphas) = (init, Vec::with_capacity(t), Vec::with_capacity(t), Vec::new());
-    for i in 0..t {
-        let out = step(i, &s)?;
-        outs.push(output(&out.state)?);
-        ctxs.extend(out.ctx);
-        if x.want_alpha {
-            alphas.extend(out.alpha);
-        }
-        s = out.state;
-    }
-    let states = shift_outputs(&Tensor::stack(&outs, 1)?, &s0, x.output)?;
-    let state_ctx = Tensor::cat(&[&states, &Tensor::stack(&ctxs, 1)?], 2)?.reshape((b * t, 3 * n))?;
-    let alpha = match x.want_alpha {
-        true => Some(Tensor::stack(&alphas, 1)?.reshape((b * t, x.ann.dim(1)?))?),
-        false => None,
-    };
-    Ok(AttnForced { state_ctx, alpha, start: s0 })
-}
-
-/// What teacher forcing gives the attention decoder: `ey (B, T, m)` the target embeddings,
-/// `ann (B, S, 2n)` the annotations of `src`, which output each position gives (`output`: a
-/// stack takes `Current` and shifts its top itself), and whether to return `α`.
-pub struct ForcedIn<'a> {
-    pub(crate) ey: &'a Tensor,
-    pub(crate) ann: &'a Tensor,
-    pub(crate) src: Source<'a>,
-    pub(crate) output: OutputState,
-    pub(crate) want_alpha: bool,
-}
-
-/// What the attention decoder's teacher forcing returns.
-pub struct AttnForced {
-    /// `[s; c] (B·T, n + 2n)`: the first layer's output as `output` said, and the context `c_i`.
-    pub(crate) state_ctx: Tensor,
-    /// `α_i (B·T, S)`, when asked (the copy mixture reads it).
-    pub(crate) alpha: Option<Tensor>,
-    /// `s_0 (B, n)`, the start output (the layers above start from it).
-    pub(crate) start: Tensor,
 }
 
 /// The host form of [`AttentionDecoder`] (with `attention.rs`'s weights), as the search

@@ -1,16 +1,17 @@
 //! What both RNNsearch decoders (`attention_decoder.rs`, `conditional_decoder.rs`) read of the
 //! encoder, written once: the start state `s_0 = tanh(p W_s + b_s)` and the attention's memory
-//! of a batch, in the candle form and the host form. `p` summarises the annotations as
+//! of a batch, in the candle form and the host form; and their composed teacher forcing
+//! ([`forced_steps`], [`ForcedIn`], [`AttnForced`]). `p` summarises the annotations as
 //! `model.decoder_start` says (`kernels/start_pool.rs`): `←h_1`, the backward half of the first
 //! annotation, which has read the whole sentence (Bahdanau et al. 2014, appendix A.2.2); `→h_len`;
 //! or their mean over the sentence (Nematus, Marian's `s2s`).
 use candle_core::Tensor;
 
 use super::attention::Attention;
-use super::decoder::{AttentionMemory, HostMemory};
+use super::decoder::{shift_outputs, AttentionMemory, HostMemory, StepOut};
 use super::encoder::Source;
 use super::params::{Init, ParamBuilder};
-use crate::config::StartState;
+use crate::config::{OutputState, StartState};
 use crate::error::Result;
 use crate::kernels::dense::{affine, host, tanh_in_place};
 use crate::kernels::gemm::{matmul, Mat};
@@ -108,4 +109,56 @@ impl HostStart {
         tanh_in_place(&mut h0);
         (HostMemory::Attention { mem }, h0)
     }
+}
+
+/// The composed teacher forcing of either RNNsearch decoder: `step(i, state)` from `init` at
+/// each target position; `output` reads a state's `s`. Stacks the outputs (shifted as
+/// `x.output` says, `s_0` first), the contexts and, when asked, the weights.
+pub(crate) fn forced_steps(
+    x: &ForcedIn,
+    s0: Tensor,
+    init: Tensor,
+    step: impl Fn(usize, &Tensor) -> Result<StepOut>,
+    output: impl Fn(&Tensor) -> Result<Tensor>,
+) -> Result<AttnForced> {
+    let (b, t, _) = x.ey.dims3()?;
+    let n = s0.dim(1)?;
+    let (mut s, mut outs, mut ctxs, mut alphas) = (init, Vec::with_capacity(t), Vec::with_capacity(t), Vec::new());
+    for i in 0..t {
+        let out = step(i, &s)?;
+        outs.push(output(&out.state)?);
+        ctxs.extend(out.ctx);
+        if x.want_alpha {
+            alphas.extend(out.alpha);
+        }
+        s = out.state;
+    }
+    let states = shift_outputs(&Tensor::stack(&outs, 1)?, &s0, x.output)?;
+    let state_ctx = Tensor::cat(&[&states, &Tensor::stack(&ctxs, 1)?], 2)?.reshape((b * t, 3 * n))?;
+    let alpha = match x.want_alpha {
+        true => Some(Tensor::stack(&alphas, 1)?.reshape((b * t, x.ann.dim(1)?))?),
+        false => None,
+    };
+    Ok(AttnForced { state_ctx, alpha, start: s0 })
+}
+
+/// What teacher forcing gives the attention decoder: `ey (B, T, m)` the target embeddings,
+/// `ann (B, S, 2n)` the annotations of `src`, which output each position gives (`output`: a
+/// stack takes `Current` and shifts its top itself), and whether to return `α`.
+pub struct ForcedIn<'a> {
+    pub(crate) ey: &'a Tensor,
+    pub(crate) ann: &'a Tensor,
+    pub(crate) src: Source<'a>,
+    pub(crate) output: OutputState,
+    pub(crate) want_alpha: bool,
+}
+
+/// What the attention decoder's teacher forcing returns.
+pub struct AttnForced {
+    /// `[s; c] (B·T, n + 2n)`: the first layer's output as `output` said, and the context `c_i`.
+    pub(crate) state_ctx: Tensor,
+    /// `α_i (B·T, S)`, when asked (the copy mixture reads it).
+    pub(crate) alpha: Option<Tensor>,
+    /// `s_0 (B, n)`, the start output (the layers above start from it).
+    pub(crate) start: Tensor,
 }

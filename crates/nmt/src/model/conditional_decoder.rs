@@ -19,8 +19,7 @@
 use candle_core::Tensor;
 
 use super::attention::Attention;
-use super::attention_decoder::{forced_steps, AttnForced, ForcedIn};
-use super::attention_memory::{attention_memory, DecoderStart, HostStart};
+use super::attention_memory::{attention_memory, forced_steps, AttnForced, DecoderStart, ForcedIn, HostStart};
 use super::backend::Backend;
 use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostStepIn, HostStepOut, StepOut};
 use super::encoder::Source;

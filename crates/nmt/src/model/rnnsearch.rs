@@ -11,7 +11,8 @@ use candle_core::Tensor;
 
 use super::architecture::{Architecture, Forced, HostArchitecture};
 use super::attention::logsumexp_last;
-use super::attention_decoder::{AttentionDecoder, AttnForced, ForcedIn, HostAttention};
+use super::attention_decoder::{AttentionDecoder, HostAttention};
+use super::attention_memory::{AttnForced, ForcedIn};
 use super::backend::Backend;
 use super::conditional_decoder::{ConditionalDecoder, HostConditional};
 use super::copy::{self, CopyGate, HostCopy};
