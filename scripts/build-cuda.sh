@@ -13,7 +13,8 @@
 # libcuda.so.1 from the driver, libcublas.so.13, libcublasLt.so.13, libcurand.so.10 and
 # libcudart.so.13 (e.g. PyTorch's nvidia/cu13/lib) through LD_LIBRARY_PATH.
 #
-# Prints the paths of the binary and of the test executable (run it with --nocapture).
+# Prints the paths of the binary and of the test executable (run it with --nocapture). Exits 3
+# when the wheels cannot be downloaded (CI reports that as not run, not as a build failure).
 # Measured use and what has run on a GPU: docs/GPU.md. CI runs this script (.ci/run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,8 @@ if [ "${NMT_CUDA_FROM_PIP:-0}" = 1 ]; then
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
       --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
       -d "$cache/wheels" "nvidia-cuda-nvcc==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*" \
-      "nvidia-nvvm==13.0.*" "nvidia-cuda-cccl==13.0.*"
+      "nvidia-nvvm==13.0.*" "nvidia-cuda-cccl==13.0.*" ||
+      { echo "could not download NVIDIA's CUDA 13.0 wheels (network? package index?)" >&2; exit 3; }
     for w in "$cache"/wheels/*.whl; do (cd "$cache" && python3 -m zipfile -e "$w" .); done
     chmod +x "$cu"/bin/* "$cu"/nvvm/bin/*
     mkdir -p "$cu/targets" && ln -sfn .. "$cu/targets/x86_64-linux"   # where nvcc.profile looks
@@ -53,11 +55,17 @@ fi
 
 command -v nvcc > /dev/null || { echo "nvcc not found: set CUDA_HOME/PATH, or NMT_CUDA_FROM_PIP=1" >&2; exit 1; }
 cd "$root"
-cargo build --release -p nmt-cli --features cuda
-test_exe=$(cargo test --release -p nmt --features cuda --test cuda --no-run --message-format=json 2> /dev/null |
+# The binary and the GPU test in one cargo invocation: with two (`cargo build -p nmt-cli`, then
+# `cargo test -p nmt`), the build scripts' dependencies got two feature sets and nvcc compiled
+# candle's kernels twice. json-render-diagnostics: compiler errors go to stderr as text.
+exes=$(cargo build --release -p nmt-cli -p nmt --features nmt-cli/cuda --bin nmt --test cuda \
+  --message-format=json-render-diagnostics |
   python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "cuda": print(m["executable"])')
-echo "nmt:      $CARGO_TARGET_DIR/release/nmt"
+    if m.get("reason") == "compiler-artifact" and m.get("executable"): print(m["target"]["name"], m["executable"])')
+nmt_exe=$(awk '$1 == "nmt" {print $2}' <<<"$exes")
+test_exe=$(awk '$1 == "cuda" {print $2}' <<<"$exes")
+[ -x "$nmt_exe" ] && [ -x "$test_exe" ] || { echo "build-cuda.sh: no binary or no GPU test in cargo's output" >&2; exit 1; }
+echo "nmt:      $nmt_exe"
 echo "GPU test: $test_exe"
