@@ -56,6 +56,10 @@ declare -A arms=(
   [unit-norm]="train.normalize_updates=true"
   [s2s]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3"
   [s2s-full]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3 train.normalize_updates=true model.decoder_start=mean"
+  # Marian's output layer, and a larger learning rate with warm-up, on top of s2s-full:
+  #   scripts/ablation.sh 1500 2 s2s-tanh s2s-lr2e-3
+  [s2s-tanh]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3 train.normalize_updates=true model.decoder_start=mean model.output_layer=tanh"
+  [s2s-lr2e-3]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3 train.normalize_updates=true model.decoder_start=mean train.lr=0.002 train.warmup=500"
 )
 order=(recipe none no-unit-dropout no-word-dropout no-label-smoothing untied recurrent-0.2 unit-dropout-0.2)
 [ $# -gt 0 ] && order=("$@")

@@ -68,3 +68,15 @@ fn the_papers_initialisation_is_not_written_so_older_builds_read_the_model() {
     assert!(text.contains("init = \"glorot\""), "{text}");
     assert_eq!(toml::from_str::<ModelConfig>(&text).unwrap(), glorot);
 }
+
+#[test]
+fn the_maxout_output_layer_is_not_written_so_older_builds_read_the_model() {
+    use nmt::config::{ModelConfig, OutputLayer};
+    let maxout = load("rnnsearch-small.toml").model;
+    let text = toml::to_string(&maxout).unwrap();
+    assert!(!text.contains("output_layer"), "the papers' maxout was written:\n{text}");
+    let tanh = ModelConfig { output_layer: OutputLayer::Tanh, ..maxout };
+    let text = toml::to_string(&tanh).unwrap();
+    assert!(text.contains("output_layer = \"tanh\""), "{text}");
+    assert_eq!(toml::from_str::<ModelConfig>(&text).unwrap(), tanh);
+}

@@ -305,3 +305,30 @@ fn decoder_start_fused_equals_composed() {
         assert!(e64 < 1e-10 && e32 < 2e-5, "start {start:?} {conditional}: {e64:e} {e32:e}");
     }
 }
+
+/// The tanh deep output (`model.output_layer = "tanh"`, Nematus' and Marian's `ff_logit_l1`)
+/// inside the fused model against the composed one: both decoders of RNNsearch, RNNenc's
+/// per-sentence context, unit dropout on its units, tied embeddings and label smoothing.
+#[test]
+fn tanh_output_fused_equals_composed() {
+    use nmt::config::OutputLayer;
+    for (arch, conditional, tied) in [(Family::Rnnsearch, false, false), (Family::Rnnsearch, true, true), (Family::Rnnenc, false, false)] {
+        let case = Case {
+            arch,
+            cell: CellKind::Gru(GruForm::ResetAfter),
+            output: OutputState::Current,
+            dropout: 0.2,
+            recurrent: 0.2,
+            recipe: Some((0.1, 0.1, tied)),
+        };
+        let tweak = |c: &mut nmt::config::ModelConfig| {
+            c.output_layer = OutputLayer::Tanh;
+            if conditional {
+                common::with_conditional(c);
+            }
+        };
+        let (e64, e32) = (compare_with(&case, DType::F64, &tweak), compare_with(&case, DType::F32, &tweak));
+        eprintln!("tanh output {arch:?} conditional {conditional} tied {tied}: f64 {e64:.1e}, f32 {e32:.1e}");
+        assert!(e64 < 1e-10 && e32 < 2e-5, "tanh output {arch:?} {conditional} {tied}: {e64:e} {e32:e}");
+    }
+}

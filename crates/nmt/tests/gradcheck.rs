@@ -208,3 +208,20 @@ fn decoder_start_gradients_match_finite_differences() {
         });
     }
 }
+
+/// The tanh deep output (`model.output_layer = "tanh"`), both implementations, both
+/// architectures, with dropout on its units.
+#[test]
+fn tanh_output_gradients_match_finite_differences() {
+    for (arch, imp, conditional) in
+        [(Family::Rnnsearch, Impl::Composed, false), (Family::Rnnsearch, Impl::Fused, true), (Family::Rnnenc, Impl::Fused, false)]
+    {
+        let rates = DropoutRates { units: 0.3, ..DropoutRates::default() };
+        check_with(arch, GruForm::Paper, imp, rates, &|c| {
+            c.output_layer = nmt::config::OutputLayer::Tanh;
+            if conditional {
+                common::with_conditional(c);
+            }
+        });
+    }
+}

@@ -230,21 +230,24 @@ fn fused_search_equals_candle_search_for_copy() {
 fn fused_search_equals_candle_search_for_the_conditional_decoder() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 5).into_iter().map(|e| e.src).collect();
     let (mut finished, mut long) = (false, false);
-    use nmt::config::StartState;
-    for (form, state, layers, start) in [
-        (GruForm::Paper, OutputState::Previous, 1, StartState::FirstBackward),
-        (GruForm::ResetAfter, OutputState::Current, 1, StartState::Mean),
-        (GruForm::Paper, OutputState::Current, 2, StartState::LastForward),
-        (GruForm::ResetAfter, OutputState::Previous, 2, StartState::FirstBackward),
+    use nmt::config::{OutputLayer, StartState};
+    // The last setting is Marian's `s2s` shape: the tanh deep output on `s_i`, the mean start.
+    for (form, state, layers, start, layer) in [
+        (GruForm::Paper, OutputState::Previous, 1, StartState::FirstBackward, OutputLayer::Maxout),
+        (GruForm::ResetAfter, OutputState::Current, 1, StartState::Mean, OutputLayer::Maxout),
+        (GruForm::Paper, OutputState::Current, 2, StartState::LastForward, OutputLayer::Maxout),
+        (GruForm::ResetAfter, OutputState::Previous, 2, StartState::FirstBackward, OutputLayer::Maxout),
+        (GruForm::ResetAfter, OutputState::Current, 1, StartState::Mean, OutputLayer::Tanh),
     ] {
         let m = model_with(Family::Rnnsearch, state, CellKind::Gru(form), 1.0, &|c| {
             common::with_conditional(c);
             common::with_start(c, start);
             c.dec_layers = layers;
+            c.output_layer = layer;
         });
         for (beam_size, n_best) in [(1, 1), (4, 2)] {
             let cfg = SearchConfig { beam_size, n_best, batch_size: 6, ..SearchConfig::default() };
-            let what = format!("conditional {form:?} {state:?} layers {layers} beam {beam_size}");
+            let what = format!("conditional {form:?} {state:?} layers {layers} {layer:?} beam {beam_size}");
             let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Composed));
             assert_same(&fused, &ops, &what);
             finished |= ops.iter().flatten().any(|h| h.finished && h.tokens.len() > 1);
@@ -252,4 +255,22 @@ fn fused_search_equals_candle_search_for_the_conditional_decoder() {
         }
     }
     assert!(finished && long, "degenerate: no setting gave both finished and long hypotheses");
+}
+
+/// RNNenc's host step with the tanh deep output (`model.output_layer = "tanh"`) equals the
+/// candle search, greedy and beam.
+#[test]
+fn fused_search_equals_candle_search_for_the_tanh_output() {
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 5).into_iter().map(|e| e.src).collect();
+    let m = model_with(Family::Rnnenc, OutputState::Current, CellKind::Gru(GruForm::Paper), 1.0, &|c| {
+        c.output_layer = nmt::config::OutputLayer::Tanh;
+    });
+    let mut long = false;
+    for (beam_size, n_best) in [(1, 1), (4, 2)] {
+        let cfg = SearchConfig { beam_size, n_best, batch_size: 6, ..SearchConfig::default() };
+        let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Composed));
+        assert_same(&fused, &ops, &format!("rnnenc tanh beam {beam_size}"));
+        long |= ops.iter().flatten().any(|h| h.tokens.len() > 3);
+    }
+    assert!(long, "degenerate: no hypothesis longer than 3 tokens");
 }

@@ -333,38 +333,49 @@ fn fused_maxout_matches_reshape_max() {
     }
 }
 
-/// The deep output op against `maxout(cat([sc, ey]) W + b)` from candle ops: value and the
-/// gradients of the activations, the weights and the bias.
+/// The deep output op against `act(cat([sc, ey]) W + b)` from candle ops, maxout and tanh:
+/// value and the gradients of the activations, the weights and the bias.
 #[test]
 fn fused_deep_output_matches_composed_ops() {
+    use nmt::config::OutputLayer;
     use nmt::kernels::deep_output::deep_output;
-    for (dtype, tol, masked) in [(DType::F64, 1e-12, false), (DType::F32, 3e-5, false), (DType::F64, 1e-12, true), (DType::F32, 3e-5, true)]
-    {
-        let mut rng = ChaCha8Rng::seed_from_u64(21);
-        let (n, k1, k2, m2) = (13, 10, 6, 8);
-        let sc = rand_var(&[n, k1], 1.0, dtype, &mut rng);
-        let ey = rand_var(&[n, k2], 1.0, dtype, &mut rng);
-        let wb = rand_var(&[k1 + k2 + 1, m2], 1.0, dtype, &mut rng);
-        // A dropout mask on the maxout output.
-        let mask = masked.then(|| state_mask(n * m2 / 2, 53));
-        let err = compare(
-            &[&sc, &ey, &wb],
-            || deep_output(sc.as_tensor(), ey.as_tensor(), wb.as_tensor(), mask.as_deref()).unwrap(),
-            || {
-                let x = Tensor::cat(&[sc.as_tensor(), ey.as_tensor()], 1).unwrap();
-                let w = wb.as_tensor().narrow(0, 0, k1 + k2).unwrap();
-                let b = wb.as_tensor().narrow(0, k1 + k2, 1).unwrap();
-                let pre = x.matmul(&w).unwrap().broadcast_add(&b).unwrap();
-                let t = pre.reshape((n, m2 / 2, 2)).unwrap().max(D::Minus1).unwrap();
-                match &mask {
-                    Some(mk) => (t * mask_tensor(mk, n, m2 / 2, dtype)).unwrap(),
-                    None => t,
-                }
-            },
-            12,
-        );
-        eprintln!("deep output {dtype:?} masked={masked}: {err:.2e}");
-        assert!(err < tol, "deep output {dtype:?} masked={masked}: {err}");
+    for layer in [OutputLayer::Maxout, OutputLayer::Tanh] {
+        for (dtype, tol, masked) in
+            [(DType::F64, 1e-12, false), (DType::F32, 3e-5, false), (DType::F64, 1e-12, true), (DType::F32, 3e-5, true)]
+        {
+            let mut rng = ChaCha8Rng::seed_from_u64(21);
+            let (n, k1, k2, m2) = (13, 10, 6, 8);
+            let l = match layer {
+                OutputLayer::Maxout => m2 / 2,
+                OutputLayer::Tanh => m2,
+            };
+            let sc = rand_var(&[n, k1], 1.0, dtype, &mut rng);
+            let ey = rand_var(&[n, k2], 1.0, dtype, &mut rng);
+            let wb = rand_var(&[k1 + k2 + 1, m2], 1.0, dtype, &mut rng);
+            // A dropout mask on the hidden units.
+            let mask = masked.then(|| state_mask(n * l, 53));
+            let err = compare(
+                &[&sc, &ey, &wb],
+                || deep_output(sc.as_tensor(), ey.as_tensor(), wb.as_tensor(), layer, mask.as_deref()).unwrap(),
+                || {
+                    let x = Tensor::cat(&[sc.as_tensor(), ey.as_tensor()], 1).unwrap();
+                    let w = wb.as_tensor().narrow(0, 0, k1 + k2).unwrap();
+                    let b = wb.as_tensor().narrow(0, k1 + k2, 1).unwrap();
+                    let pre = x.matmul(&w).unwrap().broadcast_add(&b).unwrap();
+                    let t = match layer {
+                        OutputLayer::Maxout => pre.reshape((n, l, 2)).unwrap().max(D::Minus1).unwrap(),
+                        OutputLayer::Tanh => pre.tanh().unwrap(),
+                    };
+                    match &mask {
+                        Some(mk) => (t * mask_tensor(mk, n, l, dtype)).unwrap(),
+                        None => t,
+                    }
+                },
+                12,
+            );
+            eprintln!("deep output {layer:?} {dtype:?} masked={masked}: {err:.2e}");
+            assert!(err < tol, "deep output {layer:?} {dtype:?} masked={masked}: {err}");
+        }
     }
 }
 

@@ -13,12 +13,14 @@ use crate::error::{Error, Result};
 mod arch;
 mod data;
 mod model;
+mod output;
 mod presets;
 mod search;
 mod train;
 pub use arch::{Arch, DecoderKind, EncoderKind, Family, StartState};
 pub use data::{CorpusEntry, DataConfig, TrainInput};
-pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, OutputState, StackKind, WeightInit};
+pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, StackKind, WeightInit};
+pub use output::{OutputLayer, OutputState};
 pub use search::{SearchConfig, SearchRequest, MAX_BEAM};
 pub use train::{Optimizer, TrainConfig};
 

@@ -3,20 +3,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::arch::{Arch, DecoderKind, EncoderKind, Family, StartState};
+use super::output::{OutputLayer, OutputState};
 use crate::error::{Error, Result};
 
 fn one() -> usize {
     1
-}
-
-/// Which decoder state feeds the deep output at step `i`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum OutputState {
-    /// `s_{i-1}`, as RNNsearch appendix A writes `t~_i = U_o s_{i-1} + …`.
-    Previous,
-    /// `s_i` (RNNenc's `O_h h'_t`; also GroundHog's and most toolkits' choice).
-    Current,
 }
 
 /// Where the GRU's reset gate acts on the recurrent term (the `model.gru` key).
@@ -141,10 +132,13 @@ pub struct ModelConfig {
     pub emb_dim: usize,
     /// GRU hidden units `n` (per direction in the RNNsearch encoder; the decoder has `n`).
     pub hidden_dim: usize,
-    /// Maxout units `l` of the deep output (the pre-maxout layer has `2l`).
+    /// Units `l` of the deep output's hidden layer (maxout's pre-activation has `2l`); the
+    /// key keeps the papers' name for the tanh layer too.
     pub maxout_dim: usize,
     /// Deep output reads the previous or the current decoder state.
     pub output_state: OutputState,
+    /// The deep output's hidden layer: the papers' maxout or Nematus' and Marian's tanh.
+    pub output_layer: OutputLayer,
     /// The recurrent cell of every layer: `gru` (the papers', the default) or `lstm`.
     pub cell: Cell,
     /// `paper` (reset gate before `U`, the default) or `reset-after` (cuDNN's cell with `b_h`).
@@ -208,6 +202,9 @@ struct ModelToml {
     att_dim: usize,
     maxout_dim: usize,
     output_state: OutputState,
+    /// Not written when the papers' maxout, as `stack`.
+    #[serde(default, skip_serializing_if = "OutputLayer::is_maxout")]
+    output_layer: OutputLayer,
     #[serde(default)]
     cell: Cell,
     #[serde(default)]
@@ -259,6 +256,7 @@ impl TryFrom<ModelToml> for ModelConfig {
             hidden_dim: t.hidden_dim,
             maxout_dim: t.maxout_dim,
             output_state: t.output_state,
+            output_layer: t.output_layer,
             cell: t.cell,
             gru: t.gru,
             dropout: t.dropout,
@@ -289,6 +287,7 @@ impl From<ModelConfig> for ModelToml {
             att_dim,
             maxout_dim: c.maxout_dim,
             output_state: c.output_state,
+            output_layer: c.output_layer,
             cell: c.cell,
             encoder,
             gru: c.gru,
@@ -379,7 +378,7 @@ impl ModelConfig {
         }
         if self.tie_target_embeddings && self.maxout_dim != self.emb_dim {
             return Err(Error::Config(format!(
-                "model.tie_target_embeddings needs maxout_dim = emb_dim (the output layer reads maxout units), got {} and {}",
+                "model.tie_target_embeddings needs maxout_dim = emb_dim (the softmax reads the deep output's units), got {} and {}",
                 self.maxout_dim, self.emb_dim
             )));
         }

@@ -1,7 +1,8 @@
 //! `[model] preset = "…"`: the named shapes, from the papers' sizes to CPU-sized ones and the
 //! tests' tiny models. A config file's own keys override the preset's (`Config::from_toml_str`).
 use super::arch::{Arch, EncoderKind};
-use super::model::{Cell, GruForm, ModelConfig, OutputState, StackKind, WeightInit};
+use super::model::{Cell, GruForm, ModelConfig, StackKind, WeightInit};
+use super::output::{OutputLayer, OutputState};
 use crate::error::{Error, Result};
 
 impl ModelConfig {
@@ -20,6 +21,7 @@ impl ModelConfig {
                 Arch::Rnnsearch { .. } => OutputState::Previous,
                 Arch::Rnnenc { .. } => OutputState::Current,
             },
+            output_layer: OutputLayer::Maxout,
             cell: Cell::Gru,
             gru: GruForm::Paper,
             dropout: 0.0,

@@ -1,8 +1,10 @@
-//! Deep output with one maxout layer (RNNenc appendix A; RNNsearch appendix A.2.2):
+//! Deep output with one hidden layer, the papers' maxout (RNNenc appendix A; RNNsearch appendix
+//! A.2.2) or Nematus' and Marian's tanh (`model.output_layer`, `config/output.rs`):
 //!
 //! ```text
-//! t~ = O_h s + O_y E y_{i-1} + O_c c + b      (2l)
-//! t_k = max(t~_{2k-1}, t~_{2k})                 (l)
+//! t~ = O_h s + O_y E y_{i-1} + O_c c + b      (2l for maxout, l for tanh)
+//! t_k = max(t~_{2k-1}, t~_{2k})                 (l)   maxout
+//! t   = tanh(t~)                                (l)   tanh
 //! p(y_i | …) = softmax(G t + b_G)               (K_y)
 //! ```
 //! It runs on all target steps of a batch at once in training: `(batch·tgt_len, ·)` rows.
@@ -12,13 +14,16 @@ use super::attention::logsumexp_last;
 use super::backend::Backend;
 use super::params::{Init, ParamBuilder};
 use super::regularizer::{times_mask, Dropout, Site};
+use crate::config::OutputLayer;
 use crate::error::Result;
 use crate::kernels::dense::{host, Dense};
+use crate::kernels::math::tanh_f32;
 use crate::kernels::proj_nll::{self, ProjWeight};
 use crate::kernels::projection::Projection;
 use crate::kernels::{deep_output, linear, maxout};
 
-/// Sizes of the deep output: decoder state `n`, embedding `m`, context, maxout units `l`, `K_y`.
+/// Shape of the deep output: decoder state `n`, embedding `m`, context, hidden units `l`, `K_y`,
+/// and the hidden layer's activation.
 #[derive(Clone, Copy, Debug)]
 pub struct OutputDims {
     pub(crate) state: usize,
@@ -26,6 +31,7 @@ pub struct OutputDims {
     pub(crate) ctx: usize,
     pub(crate) maxout: usize,
     pub(crate) vocab: usize,
+    pub(crate) layer: OutputLayer,
 }
 
 /// What the deep output reads of the decoder in teacher forcing.
@@ -38,7 +44,7 @@ pub enum Context<'a> {
 
 #[derive(Clone, Debug)]
 pub struct DeepOutput {
-    /// `(n, 2l)`, `(m, 2l)`, `(ctx, 2l)`, bias `(2l)`.
+    /// `(n, w)`, `(m, w)`, `(ctx, w)`, bias `(w)`: `w = 2l` for maxout, `l` for tanh.
     pub(crate) o_h: Tensor,
     pub(crate) o_y: Tensor,
     pub(crate) o_c: Tensor,
@@ -47,7 +53,9 @@ pub struct DeepOutput {
     /// transpose `Eᵀ` (a view, not a parameter of its own).
     pub(crate) g: Tensor,
     pub(crate) b_g: Tensor,
+    /// Hidden units `l`.
     pub(crate) maxout: usize,
+    pub(crate) layer: OutputLayer,
     /// The tied target embedding `E (K_y, l)` itself (`g` is its transpose).
     tied: Option<Tensor>,
 }
@@ -55,18 +63,19 @@ pub struct DeepOutput {
 impl DeepOutput {
     /// `tied`: the target embedding `E (K_y, l)` to use as `Gᵀ` instead of a separate `G`.
     pub fn new(d: OutputDims, tied: Option<&Tensor>, pb: &ParamBuilder) -> Result<Self> {
-        let OutputDims { state, emb, ctx, maxout, vocab } = d;
+        let OutputDims { state, emb, ctx, maxout, vocab, layer } = d;
+        let w = layer.pre_width(maxout);
         // Created in field order: a seed gives the same model as before `tied` existed.
-        let o_h = pb.get("o_h", &[state, 2 * maxout], Init::Normal)?;
-        let o_y = pb.get("o_y", &[emb, 2 * maxout], Init::Normal)?;
-        let o_c = pb.get("o_c", &[ctx, 2 * maxout], Init::Normal)?;
-        let b = pb.get("b", &[2 * maxout], Init::Zeros)?;
+        let o_h = pb.get("o_h", &[state, w], Init::Normal)?;
+        let o_y = pb.get("o_y", &[emb, w], Init::Normal)?;
+        let o_c = pb.get("o_c", &[ctx, w], Init::Normal)?;
+        let b = pb.get("b", &[w], Init::Zeros)?;
         let g = match tied {
             Some(e) => e.t()?,
             None => pb.get("g", &[maxout, vocab], Init::Normal)?,
         };
         let b_g = pb.get("b_g", &[vocab], Init::Zeros)?;
-        Ok(DeepOutput { o_h, o_y, o_c, b, g, b_g, maxout, tied: tied.cloned() })
+        Ok(DeepOutput { o_h, o_y, o_c, b, g, b_g, maxout, layer, tied: tied.cloned() })
     }
 
     /// `G` as the fused projection reads it: `G (l, K_y)`, or `E (K_y, l)` itself when tied.
@@ -77,22 +86,25 @@ impl DeepOutput {
         }
     }
 
-    /// `O_c c`: `(rows, ctx)` → `(rows, 2l)`; for RNNenc done once per sentence.
+    /// `O_c c`: `(rows, ctx)` → `(rows, w)`; for RNNenc done once per sentence.
     pub fn project_context(&self, ctx: &Tensor) -> Result<Tensor> {
         Ok(ctx.matmul(&self.o_c)?)
     }
 
-    /// Maxout hidden layer `t`: `state (rows, n)`, `emb (rows, m)`, `ctx_proj` from
-    /// [`DeepOutput::project_context`] broadcastable to `(rows, 2l)` → `(rows, l)`.
+    /// The hidden layer `t`: `state (rows, n)`, `emb (rows, m)`, `ctx_proj` from
+    /// [`DeepOutput::project_context`] broadcastable to `(rows, w)` → `(rows, l)`.
     pub fn hidden(&self, state: &Tensor, emb: &Tensor, ctx_proj: &Tensor) -> Result<Tensor> {
         let pre = (state.matmul(&self.o_h)? + emb.matmul(&self.o_y)?)?.broadcast_add(ctx_proj)?.broadcast_add(&self.b)?;
         let rows = pre.dim(0)?;
-        Ok(pre.reshape((rows, self.maxout, 2))?.max(D::Minus1)?)
+        Ok(match self.layer {
+            OutputLayer::Maxout => pre.reshape((rows, self.maxout, 2))?.max(D::Minus1)?,
+            OutputLayer::Tanh => pre.tanh()?,
+        })
     }
 
-    /// Teacher forcing's maxout layer `t (B·T, l)` from the decoder's top states and the
-    /// context, `ey (B·T, m)` the previous words' embeddings; maxout dropout's mask drawn from
-    /// `dropout` at `Site::Maxout`; in the form `backend` says.
+    /// Teacher forcing's hidden layer `t (B·T, l)` from the decoder's top states and the
+    /// context, `ey (B·T, m)` the previous words' embeddings; the units' dropout mask drawn
+    /// from `dropout` at `Site::Maxout`; in the form `backend` says.
     pub fn forward(&self, ctx: Context, ey: &Tensor, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         let rows = ey.dim(0)?;
         let mask = dropout.and_then(|d| d.units_mask(Site::Maxout, rows * self.maxout));
@@ -124,7 +136,7 @@ impl DeepOutput {
     /// activations).
     fn hidden_fused(&self, state_ctx: &Tensor, emb: &Tensor, mask: Option<&[f32]>) -> Result<Tensor> {
         let wb = Tensor::cat(&[&self.o_h, &self.o_c, &self.o_y, &self.b.unsqueeze(0)?], 0)?;
-        Ok(deep_output::deep_output(state_ctx, emb, &wb, mask)?)
+        Ok(deep_output::deep_output(state_ctx, emb, &wb, self.layer, mask)?)
     }
 
     /// The fused form for RNNenc, whose context is one per sentence.
@@ -133,9 +145,13 @@ impl DeepOutput {
         let m = emb.dim(1)?;
         let rows = Tensor::cat(&[states, &emb.reshape((b, t, m))?], 2)?.reshape((b * t, n + m))?;
         let pre = linear::linear(&rows, &Tensor::cat(&[&self.o_h, &self.o_y], 0)?, &self.b)?;
-        let ctx = self.project_context(c)?.unsqueeze(1)?; // (B, 1, 2l)
-        let l2 = 2 * self.maxout;
-        let hidden = maxout::maxout_pairs(&pre.reshape((b, t, l2))?.broadcast_add(&ctx)?.reshape((b * t, l2))?)?;
+        let ctx = self.project_context(c)?.unsqueeze(1)?; // (B, 1, w)
+        let w = self.layer.pre_width(self.maxout);
+        let pre = pre.reshape((b, t, w))?.broadcast_add(&ctx)?.reshape((b * t, w))?;
+        let hidden = match self.layer {
+            OutputLayer::Maxout => maxout::maxout_pairs(&pre)?,
+            OutputLayer::Tanh => pre.tanh()?,
+        };
         match mask {
             Some(mk) => times_mask(&hidden, mk),
             None => Ok(hidden),
@@ -168,7 +184,7 @@ impl DeepOutput {
     }
 }
 
-/// The host form of [`DeepOutput`]: `O_h (n, 2l)`, `O_y (m, 2l)`, `O_c (ctx, 2l)`, `b (2l)`,
+/// The host form of [`DeepOutput`]: `O_h (n, w)`, `O_y (m, w)`, `O_c (ctx, w)`, `b (w)`,
 /// and `G`, `b_G` as a column-major [`Projection`].
 pub struct HostOutput {
     /// The deep output's state and word terms (a search step's products).
@@ -177,6 +193,7 @@ pub struct HostOutput {
     pub(crate) o_c: Vec<f32>,
     pub(crate) b: Vec<f32>,
     pub(crate) proj: Projection,
+    layer: OutputLayer,
 }
 
 impl HostOutput {
@@ -188,6 +205,7 @@ impl HostOutput {
             o_c: host(&o.o_c)?,
             b: host(&o.b)?,
             proj: Projection::new(&host(&o.g)?, &host(&o.b_g)?),
+            layer: o.layer,
         })
     }
 
@@ -199,10 +217,13 @@ impl HostOutput {
         self.o_y.quantize();
     }
 
-    /// The maxout features `t (R, l)` of the pre-activation `t~ (R, 2l)`: the larger of each
-    /// pair.
-    pub fn maxout(pre: &[f32]) -> Vec<f32> {
-        pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect()
+    /// The hidden features `t (R, l)` of the pre-activation `t~ (R, w)`: the larger of each
+    /// pair (maxout), or `tanh`.
+    pub fn activate(&self, pre: &[f32]) -> Vec<f32> {
+        match self.layer {
+            OutputLayer::Maxout => pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect(),
+            OutputLayer::Tanh => pre.iter().map(|&x| tanh_f32(x)).collect(),
+        }
     }
 }
 
@@ -214,28 +235,25 @@ mod tests {
     use crate::model::twins::{assert_close, randn, random_layer, values};
 
     /// The host form scores as the composed layer: `t~ = O_h s + O_y E y + O_c c + b`,
-    /// maxout, and the column-major projection's log-probabilities.
+    /// maxout or tanh, and the column-major projection's log-probabilities.
     #[test]
     fn host_output_scores_as_the_composed_layer() {
         let (n, m, c, l, v, r) = (4, 3, 8, 5, 11, 6);
-        let dims = OutputDims { state: n, emb: m, ctx: c, maxout: l, vocab: v };
-        let out = random_layer(3, |pb| DeepOutput::new(dims, None, pb));
-        let ((s, sv), (ey, eyv), (ctx, ctxv)) = (randn(4, &[r, n]), randn(5, &[r, m]), randn(6, &[r, c]));
-        let logits = out.logits(&out.hidden(&s, &ey, &out.project_context(&ctx).unwrap()).unwrap()).unwrap();
-        let want = values(&logits.broadcast_sub(&logsumexp_last(&logits).unwrap()).unwrap());
-        let host = HostOutput::new(&out).unwrap();
-        let mut pre = host.o_h.affine(&sv, r, &host.b, 1);
-        for (p, (a, b)) in pre.iter_mut().zip(host.o_y.affine(&eyv, r, &vec![0.0; 2 * l], 1).iter().zip(affine(
-            &ctxv,
-            r,
-            c,
-            &host.o_c,
-            &vec![0.0; 2 * l],
-            1,
-        ))) {
-            *p += a + b;
+        for layer in [OutputLayer::Maxout, OutputLayer::Tanh] {
+            let dims = OutputDims { state: n, emb: m, ctx: c, maxout: l, vocab: v, layer };
+            let out = random_layer(3, |pb| DeepOutput::new(dims, None, pb));
+            let ((s, sv), (ey, eyv), (ctx, ctxv)) = (randn(4, &[r, n]), randn(5, &[r, m]), randn(6, &[r, c]));
+            let logits = out.logits(&out.hidden(&s, &ey, &out.project_context(&ctx).unwrap()).unwrap()).unwrap();
+            let want = values(&logits.broadcast_sub(&logsumexp_last(&logits).unwrap()).unwrap());
+            let host = HostOutput::new(&out).unwrap();
+            let zeros = vec![0.0; layer.pre_width(l)];
+            let mut pre = host.o_h.affine(&sv, r, &host.b, 1);
+            let (y, cc) = (host.o_y.affine(&eyv, r, &zeros, 1), affine(&ctxv, r, c, &host.o_c, &zeros, 1));
+            for (p, (a, b)) in pre.iter_mut().zip(y.iter().zip(cc)) {
+                *p += a + b;
+            }
+            let got = host.proj.log_probs(&host.activate(&pre), r);
+            assert_close(&format!("log p ({layer:?})"), &got, &want, 1e-5);
         }
-        let got = host.proj.log_probs(&HostOutput::maxout(&pre), r);
-        assert_close("log p", &got, &want, 1e-5);
     }
 }

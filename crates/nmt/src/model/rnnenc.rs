@@ -42,7 +42,7 @@ impl Rnnenc {
         // Gated feedback reaches this recurrent encoder too (`model.stack`).
         let enc_stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: cfg.stack };
         let dec_stack = Stack { layers: cfg.dec_layers, residual: cfg.residual, kind: cfg.stack };
-        let dims = OutputDims { state: n, emb: m, ctx: n, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
+        let dims = OutputDims { state: n, emb: m, ctx: n, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab, layer: cfg.output_layer };
         Ok(Rnnenc {
             enc: match encoder {
                 EncoderKind::Rnn => SummaryEncoder::Rnn(RnnEncoder::new(m, n, kind, enc_stack, &pb.pp("encoder"))?),
@@ -157,7 +157,7 @@ impl HostArchitecture for HostRnnenc {
         };
         let first = self.dec.step(gate_ctx, out_ctx, x, &self.out);
         let (state, pre, s_out) = self.upper.above(x, first.state, first.pre, &self.out, cfg.output_state, false);
-        HostFeatures { state, t: HostOutput::maxout(&pre), alpha: None, s_out, ctx: Vec::new() }
+        HostFeatures { state, t: self.out.activate(&pre), alpha: None, s_out, ctx: Vec::new() }
     }
 
     fn quantize(&mut self) {

@@ -52,7 +52,7 @@ impl Rnnsearch {
         // (`encoder.rs`).
         let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: StackKind::Plain };
         let dec_stack = Stack { layers: cfg.dec_layers, residual: cfg.residual, kind: cfg.stack };
-        let dims = OutputDims { state: n, emb: m, ctx: 2 * n, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab };
+        let dims = OutputDims { state: n, emb: m, ctx: 2 * n, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab, layer: cfg.output_layer };
         let dec_dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
         let dec_pb = pb.pp("decoder");
         Ok(Rnnsearch {
@@ -241,7 +241,7 @@ impl HostArchitecture for HostRnnsearch {
             HostDecoder::Conditional(d) => d.step(mem, lens, x, &self.out, want_alpha),
         };
         let (state, pre, s_out) = self.upper.above(x, first.state, first.pre, &self.out, cfg.output_state, self.copy.is_some());
-        HostFeatures { state, t: HostOutput::maxout(&pre), alpha: first.alpha, s_out, ctx: first.ctx }
+        HostFeatures { state, t: self.out.activate(&pre), alpha: first.alpha, s_out, ctx: first.ctx }
     }
 
     fn quantize(&mut self) {

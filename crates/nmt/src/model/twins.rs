@@ -152,7 +152,13 @@ struct AttnCase {
 
 fn attn_case(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64) -> AttnCase {
     use super::output::{DeepOutput, OutputDims};
-    let out = random_layer(seed + 1, |pb| DeepOutput::new(OutputDims { state: N, emb: M, ctx: 2 * N, maxout: L, vocab: V }, None, pb));
+    let out = random_layer(seed + 1, |pb| {
+        DeepOutput::new(
+            OutputDims { state: N, emb: M, ctx: 2 * N, maxout: L, vocab: V, layer: crate::config::OutputLayer::Maxout },
+            None,
+            pb,
+        )
+    });
     let mask: Vec<f32> = LENS.iter().flat_map(|&l| (0..S).map(move |j| if j < l { 1.0 } else { 0.0 })).collect();
     let mask = Tensor::from_vec(mask, (LENS.len(), S), &Device::Cpu).unwrap();
     let (ann, state, ey) = (randn(seed + 2, &[LENS.len(), S, 2 * N]), prev_state(kind, seed + 3), randn(seed + 4, &[SENT.len(), M]));
@@ -236,7 +242,9 @@ pub fn check_summary_step(kind: crate::config::CellKind, which: crate::config::O
     use super::output::{DeepOutput, HostOutput, OutputDims};
     use super::summary_decoder::{HostSummary, SummaryDecoder};
     let dec = random_layer(seed, |pb| SummaryDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, pb));
-    let out = random_layer(seed + 1, |pb| DeepOutput::new(OutputDims { state: N, emb: M, ctx: N, maxout: L, vocab: V }, None, pb));
+    let out = random_layer(seed + 1, |pb| {
+        DeepOutput::new(OutputDims { state: N, emb: M, ctx: N, maxout: L, vocab: V, layer: crate::config::OutputLayer::Maxout }, None, pb)
+    });
     let (last, last_v) = randn(seed + 2, &[LENS.len(), N]);
     let (state, s_prev, state_v, s_prev_v) = prev_state(kind, seed + 3);
     let (ey, ey_v) = randn(seed + 4, &[SENT.len(), M]);
