@@ -140,3 +140,22 @@ fn gated_feedback_seq2seq_learns_to_reverse_short_sequences() {
     });
     assert!(acc >= 0.90, "gated-feedback lstm-seq2seq exact-match accuracy {acc}");
 }
+
+/// The conditional GRU decoder (Sennrich et al. 2017; `model.decoder = "conditional"`).
+#[test]
+fn conditional_rnnsearch_learns_to_reverse() {
+    let acc = train_reversal_with(Family::Rnnsearch, 3..=10, 64, 3e-3, 0.99, &|c| common::with_conditional(c));
+    assert!(acc >= 0.98, "conditional RNNsearch exact-match accuracy {acc}");
+}
+
+/// Marian's `s2s` output: the tanh deep output (`model.output_layer = "tanh"`) on the
+/// conditional decoder's `s_i`.
+#[test]
+fn tanh_output_rnnsearch_learns_to_reverse() {
+    let acc = train_reversal_with(Family::Rnnsearch, 3..=10, 64, 3e-3, 0.99, &|c| {
+        common::with_conditional(c);
+        c.output_state = nmt::config::OutputState::Current;
+        c.output_layer = nmt::config::OutputLayer::Tanh;
+    });
+    assert!(acc >= 0.98, "tanh-output RNNsearch exact-match accuracy {acc}");
+}
