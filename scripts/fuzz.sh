@@ -9,7 +9,10 @@
 #
 # (a producer's SIGPIPE under `head` is not an error: pipefail would end the script.)
 # Seeds come from the bundled data and fixtures. Writes runs/fuzz/: TARGET.log and a summary
-# (executions and crashes per target); crashing inputs stay in fuzz/artifacts/TARGET/.
+# (executions, crashes and slow units per target, counting only this run's artifacts); crashing
+# inputs stay in fuzz/artifacts/TARGET/. A slow unit (`slow-unit-*`: one input ran over 10 s) is
+# no failure: re-run it (`fuzz/target/*/release/TARGET FILE` prints its time); on a loaded
+# machine it is usually the scheduler, not the input.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-600}
@@ -62,8 +65,11 @@ seed() {
 for t in "${targets[@]}"; do
   seed "$t"
   status=0
+  touch "$out/$t.start"
   cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$secs" -rss_limit_mb=4096 > "$out/$t.log" 2>&1 || status=$?
-  runs=$(grep -o 'Done [0-9]* runs' "$out/$t.log" | tail -n 1 || true)
-  crashes=$(find "artifacts/$t" -type f 2>/dev/null | wc -l)
-  echo "$t: ${runs:-no summary} in ${secs} s; exit $status; crash artifacts: $crashes" | tee -a "$out/summary.txt"
+  # libFuzzer's own count and wall time (longer than the limit if the process was stopped a while)
+  runs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$out/$t.log" | tail -n 1 | sed 's/ second$/ s/' || true)
+  crashes=$(find "artifacts/$t" -type f -newer "$out/$t.start" ! -name 'slow-unit-*' 2>/dev/null | wc -l)
+  slow=$(find "artifacts/$t" -type f -newer "$out/$t.start" -name 'slow-unit-*' 2>/dev/null | wc -l)
+  echo "$t: ${runs:-no summary} (limit ${secs} s); exit $status; crash artifacts: $crashes; slow units: $slow" | tee -a "$out/summary.txt"
 done
