@@ -110,7 +110,7 @@ marian_arm() {
     --mini-batch-words "$MARIAN_WORDS" --mini-batch 80 --after "${U}u" \
     --valid-freq "${V}u" --save-freq "${V}u" --disp-freq "${V}u" --overwrite \
     --valid-sets "$W/data/dev300.en" "$W/data/dev300.es" --valid-translation-output "$d/valid/{U}.hyp" \
-    --quiet-translation --cpu-threads "$T" --sigterm save-and-exit --log "$d/train.log" --quiet
+    --quiet-translation --cpu-threads "$T" --sigterm save-and-exit --log "$d/train.log" --quiet > "$d.out" 2>&1
   [ -f "$d/valid/$U.hyp" ] || { echo "curves-vs-peers: Marian has no output at update $U (see $d/train.log)" >&2; return 1; }
 }
 
@@ -133,7 +133,7 @@ arm() {
     *) echo "curves-vs-peers: unknown arm $1" >&2; return 1 ;;
   esac
   touch "$W/$1.done"
-  report
+  report > /dev/null   # the table so far; printed at the end
 }
 
 report() {
