@@ -52,7 +52,11 @@
 # included, padding not) matches nmt's within a few per cent. The table prints each system's
 # measured average: nmt from its log's tokens per second × seconds per log line; Marian from its
 # log's count of target labels seen; JoeyNMT from its own count of target tokens seen. Tokens are
-# each system's own subwords, so equal counts are nearly, not exactly, the same text.
+# each system's own subwords, so equal counts are nearly, not exactly, the same text. Measured
+# (docs/logs/curves-vs-peers-smoke-2026-11-26.txt, first 40 updates): nmt 1 646 and 1 647 (over
+# 1 500 updates, docs/logs/ablation-1500: 1 647; not the 1 720 once quoted), Marian 1 631 with
+# --mini-batch-words 1650, JoeyNMT 1 662 and 1 667 with 2900 (over a whole epoch of its random
+# batches about 1 640, by its sampler's rule applied to its sentencepiece lengths).
 # Minutes are wall time on whatever else ran beside: not a speed comparison unless run quiet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
