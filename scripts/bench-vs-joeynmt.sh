@@ -37,30 +37,17 @@ train_threads=${JOEY_TRAIN_THREADS:-$threads}
 here=$root/scripts/joeynmt
 config=$(realpath "${JOEY_CONFIG:-$here/config.yaml}")
 
-if ! "$venv/bin/python" -c "import joeynmt, torch" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q torch   # the default package index only
-  # joeynmt 2.3.0 imports importlib_metadata without requiring it, and calls
-  # SentencePieceProcessor.SetVocabulary, which sentencepiece 0.2.3 dropped.
-  "$venv/bin/pip" install -q joeynmt==2.3.0 importlib_metadata "sentencepiece==0.2.1"
-fi
-# JoeyNMT 2.3.0 builds ReduceLROnPlateau(..., verbose=False); PyTorch 2.4+ removed `verbose`
-# (TypeError at start). Remove that one argument from the installed copy.
-builders=$("$venv/bin/python" -c "import joeynmt.builders as b; print(b.__file__)")
-sed -i '/"verbose": False,/d' "$builders"
+# shellcheck source=scripts/peers.sh
+. "$root/scripts/peers.sh"
+joey_venv "$venv"
 py="$venv/bin/python"
 
 mkdir -p "$work/data" "$work/spm" "$work/out"
 cp "$config" "$work/config.yaml"
 sed -i "s/^  beam_size: .*/  beam_size: $beam/" "$work/config.yaml"
 cd "$work"
-if [ ! -f spm/spm.es.model ]; then
-  for s in train dev test; do for l in en es; do zcat "$root/data/bible-en-es/$s.$l.gz" > "data/$s.$l"; done; done
-  head -300 data/dev.en > data/dev300.en
-  head -300 data/dev.es > data/dev300.es
-  OMP_NUM_THREADS=1 "$py" "$here/prep_spm.py" 8000
-fi
+bible_text data
+joey_spm . "$py"
 if [ ! -f data/dev200.en ]; then   # config-defaults.yaml validates on the first 200 dev verses
   head -200 data/dev.en > data/dev200.en
   head -200 data/dev.es > data/dev200.es
@@ -93,15 +80,15 @@ res=out/results.txt
 : > "$res"
 for r in $(seq "$rounds"); do
   echo "round $r/$rounds" >&2
-  "$nmt" translate -m "$model" -i data/test.en -o out/nmt.$r.es -b "$beam" --batch-size 32 --threads "$threads" --stats 2> out/nmt.$r.log
+  "$nmt" translate -m "$model" -i data/test.en -o "out/nmt.$r.es" -b "$beam" --batch-size 32 --threads "$threads" --stats 2> "out/nmt.$r.log"
   # "translated N sentences, T target tokens in S s: ...; decoder row-steps: R (...)"
-  sed -n 's/^translated \([0-9]*\) sentences, \([0-9]*\) target tokens in \([0-9.]*\) s.*row-steps: \([0-9]*\).*/nmt '"$r"' \1 \2 \3 \4/p' out/nmt.$r.log >> "$res"
-  "$py" "$here/translate_counted.py" config.yaml < data/test.en > out/joey.$r.es 2> out/joey.$r.log
-  secs=$(sed -n 's/.*Generation took \([0-9.]*\)\[sec\].*/\1/p' out/joey.$r.log | tail -1)
-  steps=$(sed -n 's/^decoder row-steps: \([0-9]*\).*/\1/p' out/joey.$r.log)
+  sed -n 's/^translated \([0-9]*\) sentences, \([0-9]*\) target tokens in \([0-9.]*\) s.*row-steps: \([0-9]*\).*/nmt '"$r"' \1 \2 \3 \4/p' "out/nmt.$r.log" >> "$res"
+  "$py" "$here/translate_counted.py" config.yaml < data/test.en > "out/joey.$r.es" 2> "out/joey.$r.log"
+  secs=$(sed -n 's/.*Generation took \([0-9.]*\)\[sec\].*/\1/p' "out/joey.$r.log" | tail -1)
+  steps=$(sed -n 's/^decoder row-steps: \([0-9]*\).*/\1/p' "out/joey.$r.log")
   # JoeyNMT's output re-encoded with its own sentencepiece model: its output tokens.
-  toks=$("$py" -c "import sentencepiece as s,sys; sp=s.SentencePieceProcessor(model_file='spm/spm.es.model'); print(sum(len(sp.encode(l.rstrip('\n'))) for l in open(sys.argv[1], encoding='utf-8')))" out/joey.$r.es)
-  echo "joeynmt $r $(wc -l < out/joey.$r.es) $toks $secs $steps" >> "$res"
+  toks=$("$py" -c "import sentencepiece as s,sys; sp=s.SentencePieceProcessor(model_file='spm/spm.es.model'); print(sum(len(sp.encode(l.rstrip('\n'))) for l in open(sys.argv[1], encoding='utf-8')))" "out/joey.$r.es")
+  echo "joeynmt $r $(wc -l < "out/joey.$r.es") $toks $secs $steps" >> "$res"
 done
 python3 - "$res" <<'PY'
 import statistics, sys

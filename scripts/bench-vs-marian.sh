@@ -14,7 +14,8 @@
 # Each stage is skipped when its output exists (delete WORK/*.done to redo one), so a second run
 # only times the decoders again.
 #
-# What each system is given (docs/PERF.md, "Against Marian"):
+# What each system is given (docs/PERF.md, "Against Marian"; Marian's options are MARIAN_S2S in
+# scripts/peers.sh, with the batch and validation options below):
 # - both: emb 256, bidirectional GRU encoder 256 per direction, GRU decoder 256, tied target
 #   embeddings, 8 000-token subword vocabularies (ours BPE, Marian its built-in SentencePiece),
 #   Adam 1e-3, gradient clipping 1, batches of about 2 000 target words, sentences over 50
@@ -41,20 +42,12 @@ W=${WORK:-runs/vs-marian}
 mkdir -p "$W/data" "$W/marian"
 [ -x "$NMT" ] || { echo "bench-vs-marian: $NMT not found: cargo build --release -p nmt-cli" >&2; exit 1; }
 
-if [ ! -f "$W/venv.done" ]; then
-  python3 -m venv "$W/venv"
-  "$W/venv/bin/pip" install -q pymarian==1.12.42 sentencepiece
-  touch "$W/venv.done"
-fi
+# shellcheck source=scripts/peers.sh
+. scripts/peers.sh
+marian_venv "$W/venv"
 PM="$W/venv/bin/pymarian"
 D="$W/data"
-for s in train dev test; do
-  for l in en es; do
-    [ -f "$D/$s.$l" ] || zcat "data/bible-en-es/$s.$l.gz" > "$D/$s.$l"
-  done
-done
-head -300 "$D/dev.en" > "$D/dev300.en"
-head -300 "$D/dev.es" > "$D/dev300.es"
+bible_text "$D"
 
 if [ ! -f "$W/nmt.done" ]; then
   echo "== nmt: training $MIN minutes on $THREADS threads"
@@ -65,15 +58,10 @@ fi
 if [ ! -f "$W/marian.done" ]; then
   echo "== Marian: training $MARIAN_MIN minutes on $THREADS threads"
   # SIGTERM at the limit: Marian saves and exits (--sigterm save-and-exit).
-  timeout -s TERM --kill-after=300 "${MARIAN_MIN}m" "$PM" --type s2s -m "$W/marian/model.npz" \
+  timeout -s TERM --kill-after=300 "${MARIAN_MIN}m" "$PM" "${MARIAN_S2S[@]}" -m "$W/marian/model.npz" \
     --train-sets "$D/train.en" "$D/train.es" --vocabs "$W/marian/vocab.en.spm" "$W/marian/vocab.es.spm" \
-    --dim-vocabs 8000 8000 --dim-emb 256 --dim-rnn 256 --enc-type bidirectional --enc-cell gru \
-    --dec-cell gru --tied-embeddings --dropout-rnn 0.3 --label-smoothing 0.1 \
-    --optimizer adam --learn-rate 0.001 --clip-norm 1 --mini-batch-words 2000 --mini-batch 80 --max-length 50 \
-    --valid-freq 250u --valid-sets "$D/dev300.en" "$D/dev300.es" --valid-metrics bleu-detok ce-mean-words \
-    --valid-mini-batch 32 --beam-size 1 --normalize 1 --valid-max-length 100 \
-    --lr-decay 0.5 --lr-decay-strategy stalled --lr-decay-start 3 --early-stopping 12 --keep-best \
-    --cpu-threads "$THREADS" --workspace 2048 --seed 1 --sigterm save-and-exit --disp-freq 100u \
+    --mini-batch-words 2000 --mini-batch 80 --valid-freq 250u --valid-sets "$D/dev300.en" "$D/dev300.es" \
+    --cpu-threads "$THREADS" --sigterm save-and-exit --disp-freq 100u \
     --log "$W/marian/train.log" --quiet || true
   [ -f "$W/marian/model.npz.best-bleu-detok.npz" ] || { echo "bench-vs-marian: Marian saved no best model (see $W/marian/train.log)" >&2; exit 1; }
   touch "$W/marian.done"
