@@ -36,6 +36,11 @@ out=$root/runs/ablation
 mkdir -p "$out"
 config=configs/rnnsearch-small.toml
 
+# Marian's s2s against the shipped recipe: the conditional decoder on s_i, Glorot, recurrent
+# dropout only; s2s_full adds unit-norm updates and the mean start (configs/rnnsearch-s2s.toml
+# with Adam at 1e-3).
+s2s="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3"
+s2s_full="$s2s train.normalize_updates=true model.decoder_start=mean"
 # name → overrides of the shipped recipe.
 declare -A arms=(
   [recipe]=""
@@ -54,12 +59,12 @@ declare -A arms=(
   [conditional]="model.decoder=conditional model.output_state=current"
   [mean-start]="model.decoder_start=mean"
   [unit-norm]="train.normalize_updates=true"
-  [s2s]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3"
-  [s2s-full]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3 train.normalize_updates=true model.decoder_start=mean"
+  [s2s]="$s2s"
+  [s2s-full]="$s2s_full"
   # Marian's output layer, and a larger learning rate with warm-up, on top of s2s-full:
   #   scripts/ablation.sh 1500 2 s2s-tanh s2s-lr2e-3
-  [s2s-tanh]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3 train.normalize_updates=true model.decoder_start=mean model.output_layer=tanh"
-  [s2s-lr2e-3]="model.decoder=conditional model.output_state=current model.init=glorot model.dropout=0 model.recurrent_dropout=0.3 train.normalize_updates=true model.decoder_start=mean train.lr=0.002 train.warmup=500"
+  [s2s-tanh]="$s2s_full model.output_layer=tanh"
+  [s2s-lr2e-3]="$s2s_full train.lr=0.002 train.warmup=500"
 )
 order=(recipe none no-unit-dropout no-word-dropout no-label-smoothing untied recurrent-0.2 unit-dropout-0.2)
 [ $# -gt 0 ] && order=("$@")

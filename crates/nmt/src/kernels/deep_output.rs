@@ -22,26 +22,34 @@ pub fn deep_output(sc: &Tensor, ey: &Tensor, wb: &Tensor, layer: OutputLayer, ma
     let (n, k1) = sc.dims2()?;
     let (n2, k2) = ey.dims2()?;
     let (rows, m2) = wb.dims2()?;
-    let units = match layer {
-        OutputLayer::Maxout if m2 % 2 == 0 => m2 / 2,
-        OutputLayer::Maxout => candle_core::bail!("deep_output: maxout needs an even width, wb is {:?}", wb.dims()),
-        OutputLayer::Tanh => m2,
-    };
-    if n != n2 || rows != k1 + k2 + 1 || mask.is_some_and(|m| m.len() != n * units) {
+    if layer == OutputLayer::Maxout && m2 % 2 != 0 {
+        candle_core::bail!("deep_output: maxout needs an even width, wb is {:?}", wb.dims());
+    }
+    let op = DeepOut { n, k1, k2, m2, layer, mask: mask.map(<[f32]>::to_vec) };
+    if n != n2 || rows != k1 + k2 + 1 || mask.is_some_and(|m| m.len() != n * op.units()) {
         candle_core::bail!("deep_output: sc {:?}, ey {:?}, wb {:?} (or the mask) do not fit", sc.dims(), ey.dims(), wb.dims());
     }
-    apply(DeepOut { n, k1, k2, m2, units, layer, mask: mask.map(<[f32]>::to_vec) }, sc, ey, wb)
+    apply(op, sc, ey, wb)
 }
 
 struct DeepOut {
     n: usize,
     k1: usize,
     k2: usize,
-    /// The pre-activation's width `w` and the output's `l`.
+    /// The pre-activation's width `w`.
     m2: usize,
-    units: usize,
     layer: OutputLayer,
     mask: Option<Vec<f32>>,
+}
+
+impl DeepOut {
+    /// The output's width `l`: `w / 2` for maxout's pairs, `w` for tanh.
+    fn units(&self) -> usize {
+        match self.layer {
+            OutputLayer::Maxout => self.m2 / 2,
+            OutputLayer::Tanh => self.m2,
+        }
+    }
 }
 
 /// What the backward pass needs of the activation.
@@ -58,7 +66,7 @@ impl SavedForward for DeepOut {
     const SLOTS: (usize, usize) = (4, 5);
 
     fn out_shape(&self) -> Shape {
-        Shape::from((self.n, self.units))
+        Shape::from((self.n, self.units()))
     }
 
     /// `t (N, l)` and what its backward pass needs.
