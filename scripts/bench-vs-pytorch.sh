@@ -14,6 +14,9 @@
 # (scripts/pytorch-tuned-reference.py: torch.compile, fused Adam); BF16=1 with it adds its bf16
 # mixed precision (autocast), PyTorch's fastest setting on a CPU with AVX512_BF16 or AMX.
 # TUNED=1 INT8=1 times `nmt bench --int8`'s searches against that.
+# BF16=1 also times our training step with bf16 products (`nmt bench --precision bf16`,
+# train.precision = "bf16", issue 42) in the same rounds, and prints it against PyTorch and
+# against our f32 step.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-5}
@@ -41,6 +44,9 @@ for r in $(seq "$rounds"); do
     "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --int8 --only greedy,beam5 | sed "s/^/nmt $r /" >> "$out"
   else
     "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --only train,greedy,beam5 | sed "s/^/nmt $r /" >> "$out"
+    if [ "${BF16:-0}" = 1 ]; then
+      "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --only train --precision bf16 | sed "s/^/nmt-bf16 $r /" >> "$out"
+    fi
   fi
   if [ "${TUNED:-0}" = 1 ]; then
     BF16="${BF16:-0}" BENCH_REF="$ref" BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" -W ignore "$root/scripts/pytorch-tuned-reference.py" | sed "s/^/torch $r /" >> "$out"
@@ -71,5 +77,15 @@ for bench, key in benches:
         ratios.append(a / b)
         print(f"  round {r}: nmt {a:9.1f}  pytorch {b:9.1f}  ratio {a / b:5.2f}")
     print(f"  median ratio {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
+if ("nmt-bf16", 1, "train") in data:
+    key = "target_tokens_per_s"
+    for other in ("torch", "nmt"):
+        ratios = []
+        print(f"train in bf16 ({key}), against {'PyTorch' if other == 'torch' else 'our f32 step'}:")
+        for r in range(1, rounds + 1):
+            a, b = data[("nmt-bf16", r, "train")][key], data[(other, r, "train")][key]
+            ratios.append(a / b)
+            print(f"  round {r}: nmt bf16 {a:9.1f}  {other} {b:9.1f}  ratio {a / b:5.2f}")
+        print(f"  median ratio {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
 PY
 rm -f "$out"

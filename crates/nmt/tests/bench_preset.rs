@@ -124,6 +124,7 @@ fn bench_harness_runs_the_real_model() {
         preset: "bench-rnnsearch".into(),
         overrides: vec![],
         int8: false,
+        precision: Default::default(),
     };
     let out = run(&opts).unwrap();
     let get = |b: &str| out.iter().find(|v| v["bench"] == b).unwrap_or_else(|| panic!("no {b} line"));
@@ -143,6 +144,7 @@ fn bench_overrides_change_the_timed_model() {
         preset: preset.into(),
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
         int8: false,
+        precision: Default::default(),
     };
     let loss0 = |o: &BenchOptions| run(o).unwrap()[0]["loss0"].as_f64().unwrap();
     // Larger initial weights move the untrained loss away from ln 32 (tiny's vocabulary):

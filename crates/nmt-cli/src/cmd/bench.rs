@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use nmt::config::Impl;
+use nmt::config::{Impl, Precision};
 use nmt::{run_bench, BenchOptions};
 
 use super::common::ComputeArgs;
@@ -42,6 +42,10 @@ pub struct BenchArgs {
     /// model's translation table: `scripts/bench-vs-marian.sh` measures it.
     #[arg(long)]
     int8: bool,
+    /// The training step's large products in `f32` or `bf16` (`train.precision`; bf16 needs
+    /// AVX512_BF16, and falls back to f32 with a message without it).
+    #[arg(long, value_name = "f32|bf16", default_value = "f32")]
+    precision: Precision,
     #[command(flatten)]
     compute: ComputeArgs,
 }
@@ -64,7 +68,11 @@ pub fn run(a: BenchArgs) -> Result<()> {
         preset: a.preset,
         overrides: a.overrides,
         int8: a.int8,
+        precision: a.precision,
     };
+    if a.precision == Precision::Bf16 && !nmt::kernels::precision::bf16_available() {
+        eprintln!("nmt bench: --precision bf16: this CPU has no AVX512_BF16, so the training step runs in f32");
+    }
     for v in run_bench(&opts)? {
         if a.json {
             println!("{v}");

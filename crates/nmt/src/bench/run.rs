@@ -17,7 +17,7 @@ use candle_core::{DType, Device, Tensor};
 use serde_json::{json, Value};
 
 use super::reference::{self, BATCH, SRC_LEN, TGT_LEN};
-use crate::config::{Arch, Impl, ModelConfig, Optimizer as OptimizerKind, SearchConfig, TrainConfig};
+use crate::config::{Arch, Impl, ModelConfig, Optimizer as OptimizerKind, Precision, SearchConfig, TrainConfig};
 use crate::error::Result;
 use crate::kernels::gemm::{matmul, Mat};
 use crate::model::{BatchTensors, Seq2Seq, OUTPUT_BIAS};
@@ -44,6 +44,8 @@ pub struct BenchOptions {
     pub overrides: Vec<String>,
     /// Search with int8 products (`SearchConfig::int8`).
     pub int8: bool,
+    /// The precision of the training step's large products (`train.precision`).
+    pub precision: Precision,
 }
 
 /// The preset's model config with `opts.overrides` applied, checked as `nmt train` checks it.
@@ -238,6 +240,8 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         }
     }
     if want("train") {
+        // The precision in effect: f32 when bf16 was asked for on a CPU without AVX512_BF16.
+        let precision = crate::kernels::precision::set_training_products(opts.precision);
         let mut adam = adam(&model, opts.imp)?;
         let mut last = 0f32;
         let mut phases: [Vec<f64>; 3] = Default::default();
@@ -262,7 +266,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         let [f, b, a] = &mut phases;
         let (fwd, bwd, opt) = (median(f), median(b), median(a));
         let mut v = with(json!({
-            "bench": "train", "ms_median": round(ms, 2), "ms_min": round(mn, 2),
+            "bench": "train", "precision": precision, "ms_median": round(ms, 2), "ms_min": round(mn, 2),
             "target_tokens_per_s": round((BATCH * TGT_LEN) as f64 / (ms / 1e3), 1),
             "loss_last": round(last as f64, 6),
             "forward_ms": fwd, "backward_ms": bwd, "adam_ms": opt,

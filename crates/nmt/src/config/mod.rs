@@ -22,7 +22,7 @@ pub use data::{CorpusEntry, DataConfig, TrainInput};
 pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, StackKind, WeightInit};
 pub use output::{OutputLayer, OutputState};
 pub use search::{SearchConfig, SearchRequest, MAX_BEAM};
-pub use train::{Optimizer, TrainConfig};
+pub use train::{Optimizer, Precision, TrainConfig};
 
 /// A whole run's configuration, as read from TOML.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -15,6 +15,29 @@ pub enum Optimizer {
     Adadelta,
 }
 
+/// The precision of the training step's large products (issue 42, `kernels/precision.rs`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// f32 products.
+    #[default]
+    F32,
+    /// bf16 × bf16 → f32 products on a CPU with AVX512_BF16 (f32 elsewhere, with a warning);
+    /// master weights, Adam, the recurrences' per-step products and the loss stay f32.
+    Bf16,
+}
+
+impl std::str::FromStr for Precision {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "f32" => Ok(Precision::F32),
+            "bf16" => Ok(Precision::Bf16),
+            other => Err(Error::Config(format!("unknown precision {other:?} (known: f32, bf16)"))),
+        }
+    }
+}
+
 /// Training loop settings.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -73,6 +96,8 @@ pub struct TrainConfig {
     /// Learn a lexical shortlist into the model files at the end (`translate --shortlist`;
     /// `nmt shortlist` does it by hand): up to a minute and 650 MB on 200 000 pairs.
     pub shortlist: bool,
+    /// The precision of the large products: `f32` or `bf16` (`kernels/precision.rs`).
+    pub precision: Precision,
 }
 
 impl Default for TrainConfig {
@@ -105,6 +130,7 @@ impl Default for TrainConfig {
             lr_patience: 0,
             average_last: 0,
             shortlist: true,
+            precision: Precision::F32,
         }
     }
 }

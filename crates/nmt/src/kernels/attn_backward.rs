@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use super::attn_decoder::{attention_weights, AttnDims, AttnScratch, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
 use super::math::{axpy, dot};
+use super::precision::matmul_wide;
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, Rows, StepGrads, StepIn};
 use super::rnn_op::chunk_rows;
 use crate::simd_dispatch;
@@ -93,8 +94,8 @@ pub fn backward<T: Real>(
 
     let mut dw = vec![T::ZERO; o.end];
     let sp = Mat::new(&re.sprev, bt, h).t();
-    matmul(&mut dw, o.wa, a, sp, Mat::new(&dws, bt, a), false, threads);
-    matmul(&mut dw, o.wc, g, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, g), false, threads);
+    matmul_wide(&mut dw, o.wa, a, sp, Mat::new(&dws, bt, a), false, threads);
+    matmul_wide(&mut dw, o.wc, g, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, g), false, threads);
     let du = u_grad(d.kind, h, &masked_states(&re.sprev, d.state_mask.as_deref(), tl, h), &re.q, &dgh, threads);
     dw[o.u..o.bh].copy_from_slice(&du);
     sum_rows(&dws, &mut dw[o.ba..o.va]);

@@ -19,6 +19,7 @@ use candle_core::{Result, Shape, Tensor};
 
 use super::attn_decoder::{forward, AttnDims, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
+use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
 use super::start_pool;
 use crate::config::{OutputState, StartState};
@@ -76,7 +77,7 @@ fn prologue<T: Real>(d: &AttnDims, gie: &[T], ann: &[T], w: &[T]) -> (Vec<T>, Ve
     for (dst, src) in enc.chunks_mut(ew).zip(ann.chunks(c)) {
         dst[..c].copy_from_slice(src);
     }
-    matmul(&mut enc, c, ew, Mat::new(ann, b * s, c), Mat::new(&w[o.ua..o.ws], c, a), false, threads);
+    matmul_wide(&mut enc, c, ew, Mat::new(ann, b * s, c), Mat::new(&w[o.ua..o.ws], c, a), false, threads);
     (seq, enc)
 }
 
@@ -168,13 +169,13 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     // The keys: dU_a = annᵀ dUH, d ann = dH + dUH U_aᵀ (+ d←h_1 at position 0).
     let ew = c + a;
     let duh = Mat::strided(&denc, c, b * s, a, ew);
-    matmul(&mut dw, o.ua, a, Mat::new(ann, b * s, c).t(), duh, false, threads);
+    matmul_wide(&mut dw, o.ua, a, Mat::new(ann, b * s, c).t(), duh, false, threads);
     let mut dann = vec![T::ZERO; b * s * c];
     for (dst, src) in dann.chunks_mut(c).zip(denc.chunks(ew)) {
         dst.copy_from_slice(&src[..c]);
     }
     let uat = transpose(&w[o.ua..o.ws], c, a);
-    matmul(&mut dann, 0, c, duh, Mat::new(&uat, a, c), true, threads);
+    matmul_wide(&mut dann, 0, c, duh, Mat::new(&uat, a, c), true, threads);
     let wst = transpose(&w[o.ws..o.bs], pw, h);
     match d.start {
         StartState::FirstBackward => matmul(&mut dann, c - h, s * c, Mat::new(&dpre, b, h), Mat::new(&wst, h, h), true, 1),

@@ -24,6 +24,7 @@ use super::attn_backward::{attend_backward, sum_rows, AttnRowGrad};
 use super::attn_decoder::{attend_row, AttnDims, AttnScratch, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
 use super::math::axpy;
+use super::precision::matmul_wide;
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, Rows, StepGrads, StepIn};
 use super::rnn_op::chunk_rows;
 use crate::simd_dispatch;
@@ -200,8 +201,8 @@ pub fn backward<T: Real>(
         .collect();
     let mut dw = vec![T::ZERO; o.end];
     let sp = Mat::new(&st.sp, bt, h);
-    matmul(&mut dw, o.wa, a, sp.t(), Mat::new(&dws, bt, a), false, threads);
-    matmul(&mut dw, o.wc, g, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, g), false, threads);
+    matmul_wide(&mut dw, o.wa, a, sp.t(), Mat::new(&dws, bt, a), false, threads);
+    matmul_wide(&mut dw, o.wc, g, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, g), false, threads);
     dw[o.u..o.bh].copy_from_slice(&u_grad(d.kind, h, &st.sp, &st.q, &dgh, threads));
     let du1 = u_grad(d.kind, h, &masked_states(&sprev, d.state_mask.as_deref(), tl, h), &st.q1, &dgh1, threads);
     dw[o.u1..o.bh1].copy_from_slice(&du1);

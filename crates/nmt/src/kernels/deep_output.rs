@@ -12,8 +12,9 @@
 //! it after the activation).
 use candle_core::{Result, Shape, Tensor};
 
-use super::gemm::{fill_rows, matmul, Mat, Real};
+use super::gemm::{fill_rows, Mat, Real};
 use super::linear::col_sums;
+use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
 use crate::config::OutputLayer;
 
@@ -74,8 +75,8 @@ impl SavedForward for DeepOut {
         let (n, k1, k2, m2) = (self.n, self.k1, self.k2, self.m2);
         let threads = rayon::current_num_threads();
         let mut pre = fill_rows(&wb[(k1 + k2) * m2..], n);
-        matmul(&mut pre, 0, m2, Mat::new(sc, n, k1), Mat::new(wb, k1, m2), true, threads);
-        matmul(&mut pre, 0, m2, Mat::new(ey, n, k2), Mat::strided(wb, k1 * m2, k2, m2, m2), true, threads);
+        matmul_wide(&mut pre, 0, m2, Mat::new(sc, n, k1), Mat::new(wb, k1, m2), true, threads);
+        matmul_wide(&mut pre, 0, m2, Mat::new(ey, n, k2), Mat::strided(wb, k1 * m2, k2, m2, m2), true, threads);
         let (mut t, saved) = match self.layer {
             OutputLayer::Maxout => {
                 let (t, second): (Vec<T>, Vec<bool>) =
@@ -119,12 +120,12 @@ impl SavedForward for DeepOut {
             }
         }
         let mut dsc = vec![T::ZERO; n * k1];
-        matmul(&mut dsc, 0, k1, Mat::new(&dpre, n, m2), Mat::new(wb, k1, m2).t(), false, threads);
+        matmul_wide(&mut dsc, 0, k1, Mat::new(&dpre, n, m2), Mat::new(wb, k1, m2).t(), false, threads);
         let mut dey = vec![T::ZERO; n * k2];
-        matmul(&mut dey, 0, k2, Mat::new(&dpre, n, m2), Mat::strided(wb, k1 * m2, k2, m2, m2).t(), false, threads);
+        matmul_wide(&mut dey, 0, k2, Mat::new(&dpre, n, m2), Mat::strided(wb, k1 * m2, k2, m2, m2).t(), false, threads);
         let mut dwb = vec![T::ZERO; (k1 + k2 + 1) * m2];
-        matmul(&mut dwb, 0, m2, Mat::new(sc, n, k1).t(), Mat::new(&dpre, n, m2), false, threads);
-        matmul(&mut dwb, k1 * m2, m2, Mat::new(ey, n, k2).t(), Mat::new(&dpre, n, m2), false, threads);
+        matmul_wide(&mut dwb, 0, m2, Mat::new(sc, n, k1).t(), Mat::new(&dpre, n, m2), false, threads);
+        matmul_wide(&mut dwb, k1 * m2, m2, Mat::new(ey, n, k2).t(), Mat::new(&dpre, n, m2), false, threads);
         let db = col_sums(&dpre, n, m2);
         dwb[(k1 + k2) * m2..].copy_from_slice(&db);
         [dsc, dey, dwb]

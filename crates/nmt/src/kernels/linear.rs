@@ -7,8 +7,9 @@
 use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::gemm::{fill_rows, matmul, Mat, Real};
+use super::gemm::{fill_rows, Mat, Real};
 use super::math::axpy;
+use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
@@ -53,7 +54,7 @@ impl SavedForward for Linear {
 
     fn forward<T: Real>(&self, [x, w, b]: [&[T]; 3]) -> (Vec<T>, ()) {
         let mut y = fill_rows(b, self.n);
-        matmul(&mut y, 0, self.m, Mat::new(x, self.n, self.k), Mat::new(w, self.k, self.m), true, rayon::current_num_threads());
+        matmul_wide(&mut y, 0, self.m, Mat::new(x, self.n, self.k), Mat::new(w, self.k, self.m), true, rayon::current_num_threads());
         (y, ())
     }
 
@@ -62,9 +63,9 @@ impl SavedForward for Linear {
         let threads = rayon::current_num_threads();
         let mut dx = vec![T::ZERO; n * k];
         // Transposed views are as fast as copies at these sizes (see proj_nll.rs).
-        matmul(&mut dx, 0, k, Mat::new(dy, n, m), Mat::new(w, k, m).t(), false, threads);
+        matmul_wide(&mut dx, 0, k, Mat::new(dy, n, m), Mat::new(w, k, m).t(), false, threads);
         let mut dw = vec![T::ZERO; k * m];
-        matmul(&mut dw, 0, m, Mat::new(x, n, k).t(), Mat::new(dy, n, m), false, threads);
+        matmul_wide(&mut dw, 0, m, Mat::new(x, n, k).t(), Mat::new(dy, n, m), false, threads);
         [dx, dw, col_sums(dy, n, m)]
     }
 }

@@ -4,6 +4,8 @@
 pub mod attn_backward;
 pub mod attn_decoder;
 pub mod attn_op;
+pub mod bf16_gemm;
+mod bf16_pack;
 pub mod birnn;
 mod cgru_decoder;
 pub mod deep_output;
@@ -21,6 +23,7 @@ pub mod lstm_cell;
 pub mod math;
 pub mod maxout;
 pub mod optim_step;
+pub mod precision;
 pub mod profile;
 pub mod proj_nll;
 pub mod projection;

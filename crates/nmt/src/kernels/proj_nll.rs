@@ -12,8 +12,9 @@
 use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::gemm::{matmul, Mat, Real};
+use super::gemm::{Mat, Real};
 use super::linear::col_sums;
+use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
@@ -90,7 +91,7 @@ impl SavedForward for ProjNll {
         // The bias is added in the first elementwise pass rather than copied into the GEMM's
         // destination first (a 30 MB copy on the bench).
         let mut z = vec![T::ZERO; n * v];
-        matmul(&mut z, 0, v, Mat::new(x, n, self.k), self.w_mat(w), false, rayon::current_num_threads());
+        matmul_wide(&mut z, 0, v, Mat::new(x, n, self.k), self.w_mat(w), false, rayon::current_num_threads());
         let mut nll = vec![T::ZERO; n];
         let mut inv_sum = vec![T::ZERO; n];
         let eps = T::from_f64(self.smoothing);
@@ -129,13 +130,13 @@ impl SavedForward for ProjNll {
         // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
         // measurable (36 ms either way for dx on 2 threads), unlike the per-step GEMMs.
         let mut dx = vec![T::ZERO; n * k];
-        matmul(&mut dx, 0, k, Mat::new(&z, n, v), self.w_mat(w).t(), false, threads);
+        matmul_wide(&mut dx, 0, k, Mat::new(&z, n, v), self.w_mat(w).t(), false, threads);
         let mut dw = vec![T::ZERO; k * v];
         if self.transposed {
             // dWᵀ (V, K) = dZᵀ X, the layout of the op's input.
-            matmul(&mut dw, 0, k, Mat::new(&z, n, v).t(), Mat::new(x, n, k), false, threads);
+            matmul_wide(&mut dw, 0, k, Mat::new(&z, n, v).t(), Mat::new(x, n, k), false, threads);
         } else {
-            matmul(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
+            matmul_wide(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
         }
         let db = col_sums(&z, n, v);
         [dx, dw, db]

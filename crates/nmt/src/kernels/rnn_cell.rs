@@ -27,6 +27,7 @@
 //! `h' = n + z ⊙ (h − n)` keeps the undropped `h`. Without a mask `hu` is `h` itself.
 use super::gemm::{matmul, Mat, Real};
 use super::lstm_cell;
+use super::precision::matmul_wide;
 pub use crate::config::{CellKind, GruForm};
 
 /// Row `b` of a `(rows, ·)` view starts at `off + b · stride`.
@@ -296,11 +297,11 @@ pub(crate) fn u_grad<T: Real>(kind: CellKind, h: usize, hprev: &[T], q: &[T], dg
     let mut du = vec![T::ZERO; h * g];
     let hp = Mat::new(hprev, n, h).t();
     match kind {
-        CellKind::Gru(GruForm::ResetAfter) | CellKind::Lstm => matmul(&mut du, 0, g, hp, Mat::new(dgh, n, g), false, threads),
+        CellKind::Gru(GruForm::ResetAfter) | CellKind::Lstm => matmul_wide(&mut du, 0, g, hp, Mat::new(dgh, n, g), false, threads),
         CellKind::Gru(GruForm::Paper) => {
-            matmul(&mut du, 0, 3 * h, hp, Mat::strided(dgh, 0, n, 2 * h, 3 * h), false, threads);
+            matmul_wide(&mut du, 0, 3 * h, hp, Mat::strided(dgh, 0, n, 2 * h, 3 * h), false, threads);
             let qm = Mat::new(q, n, h).t();
-            matmul(&mut du, 2 * h, 3 * h, qm, Mat::strided(dgh, 2 * h, n, h, 3 * h), false, threads);
+            matmul_wide(&mut du, 2 * h, 3 * h, qm, Mat::strided(dgh, 2 * h, n, h, 3 * h), false, threads);
         }
     }
     du

@@ -132,6 +132,9 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     if opts.is_root() {
         write_config(cfg, &run.meta, dir)?;
     }
+    if crate::kernels::precision::set_training_products(cfg.train.precision) != cfg.train.precision {
+        ui.on_message("train.precision = \"bf16\": this CPU has no AVX512_BF16, so the products run in f32");
+    }
     ui.on_message(&format!(
         "model: {}, {} parameters; starting at update {}{}",
         run.meta.config.arch.family().name(),
