@@ -34,10 +34,7 @@ pub const NR: usize = 32;
 /// product (the projection's `dx`) ran at the f32 rate (measured, `examples/bf16_shapes.rs`).
 const KC: usize = 128;
 
-/// Whether this CPU runs the bf16 products (AVX512F, AVX512BW and AVX512_BF16).
-pub fn available() -> bool {
-    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512bf16")
-}
+pub use super::bf16_pack::available;
 
 /// The destination, shared by the threads: each writes only its own column panels.
 #[derive(Clone, Copy)]

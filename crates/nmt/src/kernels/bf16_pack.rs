@@ -21,6 +21,12 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+/// Whether this CPU runs the bf16 products (AVX512F, AVX512BW and AVX512_BF16).
+#[cfg(target_arch = "x86_64")]
+pub fn available() -> bool {
+    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512bf16")
+}
+
 /// An operand seen as `(outer, k)`: element `(o, kk)` is `data[off + o · so + kk · sk]`.
 #[derive(Clone, Copy)]
 pub(super) struct PairView<'a> {
@@ -117,7 +123,7 @@ pub(super) fn pack(v: PairView<'_>, width: usize, threads: usize) -> Packed {
     assert!(v.off + (v.outer - 1) * v.so + (v.k - 1) * v.sk < v.data.len(), "bf16 pack: view out of bounds");
     let parallel = threads > 1 && v.outer * v.k >= 1 << 16;
     #[cfg(target_arch = "x86_64")]
-    if v.so == 1 && v.sk != 1 && super::bf16_gemm::available() {
+    if v.so == 1 && v.sk != 1 && available() {
         pack_across(&v, width, &mut out, parallel);
         return Packed(out);
     }
@@ -172,7 +178,7 @@ fn pack_across(v: &PairView<'_>, width: usize, out: &mut [u32], parallel: bool) 
 
 fn pack_panel(v: &PairView<'_>, panel: usize, width: usize, dst: &mut [u32]) {
     #[cfg(target_arch = "x86_64")]
-    if super::bf16_gemm::available() {
+    if available() {
         // SAFETY: the CPU has AVX512F, AVX512BW and AVX512_BF16 (checked just above); `pack`
         // checked that the view lies inside its slice.
         unsafe {

@@ -53,6 +53,14 @@ pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: 
     Ok(Run { model, meta, opt, progress: TrainProgress::default() })
 }
 
+/// Sets the precision of the large products (`train.precision`) for this process, and says so
+/// when the CPU cannot run the one asked for (bf16 without AVX512_BF16).
+pub(super) fn set_precision(cfg: &crate::config::TrainConfig, ui: &mut dyn super::progress::Progress) {
+    if crate::kernels::precision::set_training_products(cfg.precision) != cfg.precision {
+        ui.on_message("train.precision = \"bf16\": this CPU has no AVX512_BF16, so the products run in f32");
+    }
+}
+
 /// A resumed model must train on data encoded with its own vocabularies.
 pub(super) fn check_vocabularies(run: &Run, data: &super::train_data::TrainData, ckpt: &std::path::Path) -> Result<()> {
     let (src, tgt) = data.segmenters();

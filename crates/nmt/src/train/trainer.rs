@@ -25,7 +25,7 @@ use super::checkpoint::{self, TrainProgress};
 use super::collective::{agree_on, broadcast_decision, broadcast_params, Collective, Control, Decision, Single};
 use super::log::{JsonlLog, TrainRecord, ValidRecord};
 use super::progress::{Progress, StepInfo};
-use super::setup::{check_vocabularies, check_writable, resume, start, write_config, Run};
+use super::setup::{check_vocabularies, check_writable, resume, set_precision, start, write_config, Run};
 use super::train_data::{DataSource, TrainData};
 use super::update::{Share, Updater};
 use super::validate::{dev_bleu, dev_loss, DevSet};
@@ -109,8 +109,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     agree_on(c, "the update to resume from", run.progress.step)?;
     broadcast_params(c, &run.model.params.named_vars())?;
     let dev_corpus = read_parallel(&d.dev_src, &d.dev_tgt, None)?;
-    // The dev loss skips pairs longer than search crops sources to: one huge line must not take
-    // the validation's memory (the dev BLEU translates it cropped).
+    // The dev loss skips pairs longer than search crops sources to (the dev BLEU crops them).
     let dev_max = Some(cfg.search.max_source_len);
     // A copy model trains on targets in each pair's extended space (nmt_data::copy).
     let (mut dev_examples, mut dev_exts) = if run.meta.config.copy() {
@@ -132,9 +131,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     if opts.is_root() {
         write_config(cfg, &run.meta, dir)?;
     }
-    if crate::kernels::precision::set_training_products(cfg.train.precision) != cfg.train.precision {
-        ui.on_message("train.precision = \"bf16\": this CPU has no AVX512_BF16, so the products run in f32");
-    }
+    set_precision(&cfg.train, ui);
     ui.on_message(&format!(
         "model: {}, {} parameters; starting at update {}{}",
         run.meta.config.arch.family().name(),
