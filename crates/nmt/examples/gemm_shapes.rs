@@ -1,7 +1,9 @@
 //! GEMM rates for the shapes bench-rnnsearch uses, through the project's GEMM
 //! (`nmt::kernels::gemm::matmul`): the numbers behind the layout choices in docs/PERF.md.
 //!
-//! `cargo run --release -p nmt --example gemm_shapes` (RAYON_NUM_THREADS sets the pool size)
+//! `cargo run --release -p nmt --example gemm_shapes` (RAYON_NUM_THREADS sets the pool size);
+//! `… --example gemm_shapes -- bf16 [ROUNDS]`: the bf16 products (`kernels/bf16_gemm.rs`) against
+//! f32 on the training step's large shapes, alternated, packing and conversion included (issue 42).
 use nmt::kernels::gemm::{matmul, transpose, Mat};
 use std::time::Instant;
 
@@ -19,6 +21,9 @@ fn report(name: &str, m: usize, k: usize, n: usize, t: f64) {
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("bf16") {
+        return bf16();
+    }
     let threads = rayon::current_num_threads();
     println!("threads: {threads}");
     // Large products of a training step: row-major, and with a transposed operand as a view.
@@ -73,4 +78,52 @@ fn main() {
             ms(20, || matmul(&mut z, 0, m, Mat::new(&wt, n, k), Mat::new(&t, m, k).t(), false, threads)),
         );
     }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn bf16() {
+    use nmt::kernels::bf16_gemm::{available, matmul_bf16};
+    if !available() {
+        eprintln!("gemm_shapes bf16: this CPU has no AVX512_BF16");
+        std::process::exit(1);
+    }
+    let rounds: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let threads = rayon::current_num_threads();
+    println!("threads: {threads}; ms per product (GFLOP/s), f32 then bf16, {rounds} alternations");
+    // (name, m, k, n, a transposed, b transposed): the bench's batch of 960 target rows.
+    let shapes = [
+        ("projection forward   t·W_pᵀ (tied)", 960, 256, 8000, false, true),
+        ("projection dx        dz·W_p", 960, 8000, 256, false, false),
+        ("projection dW_pᵀ     dzᵀ·t", 8000, 960, 256, true, false),
+        ("input projection     x·W (3 gates)", 960, 256, 768, false, false),
+        ("input projection dW  xᵀ·dG", 256, 960, 768, true, false),
+        ("input projection dx  dG·Wᵀ", 960, 768, 256, false, true),
+        ("annotations          h·U_a", 960, 512, 256, false, false),
+    ];
+    for (name, m, k, n, at, bt) in shapes {
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 104729) % 1000) as f32 * 1e-3 - 0.5).collect();
+        let am = if at { Mat::new(&a, k, m).t() } else { Mat::new(&a, m, k) };
+        let bm = if bt { Mat::new(&b, n, k).t() } else { Mat::new(&b, k, n) };
+        let mut c = vec![0f32; m * n];
+        let reps = (2e9 / (2.0 * (m * k * n) as f64)).ceil() as usize;
+        let (mut f, mut h) = (vec![], vec![]);
+        for _ in 0..rounds {
+            f.push(ms(reps, || matmul(&mut c, 0, n, am, bm, false, threads)));
+            h.push(ms(reps, || matmul_bf16(&mut c, 0, n, am, bm, false, threads)));
+        }
+        let gf = |t: f64| 2.0 * (m * k * n) as f64 / t / 1e6;
+        let (fm, hm) = (f.iter().cloned().fold(f64::MAX, f64::min), h.iter().cloned().fold(f64::MAX, f64::min));
+        println!(
+            "{name:<36} ({m:>4}×{k:>4})·({k:>4}×{n:>4})  f32 {fm:7.3} ms ({:5.1})  bf16 {hm:7.3} ms ({:5.1})  ×{:.2}",
+            gf(fm),
+            gf(hm),
+            fm / hm
+        );
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn bf16() {
+    eprintln!("gemm_shapes bf16: x86-64 only");
 }

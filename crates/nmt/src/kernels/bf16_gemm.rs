@@ -22,7 +22,7 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
-use super::bf16_pack::{pack, pairs, PairView};
+use super::bf16_pack::{pack, pairs, PairView, SharedMut};
 use super::gemm::Mat;
 
 /// Rows of C per micro-kernel call.
@@ -31,25 +31,10 @@ pub const MR: usize = 12;
 pub const NR: usize = 32;
 /// Pairs of `k` per block: an A panel's block is 6 KB and a B panel's 16 KB (L1), all of the
 /// streamed operand's block ≤ 0.5 MB for 1 000 rows (L2). Without blocking, the `k = 8 000`
-/// product (the projection's `dx`) ran at the f32 rate (measured, `examples/bf16_shapes.rs`).
+/// product (the projection's `dx`) ran at the f32 rate (measured, `examples/gemm_shapes.rs bf16`).
 const KC: usize = 128;
 
 pub use super::bf16_pack::available;
-
-/// The destination, shared by the threads: each writes only its own column panels.
-#[derive(Clone, Copy)]
-struct Dst(*mut f32);
-// SAFETY: the threads write disjoint column ranges of the destination (see `matmul_bf16`).
-unsafe impl Send for Dst {}
-unsafe impl Sync for Dst {}
-
-impl Dst {
-    /// The pointer, through a method so that closures capture the whole (`Sync`) wrapper
-    /// rather than its raw-pointer field.
-    fn ptr(self) -> *mut f32 {
-        self.0
-    }
-}
 
 /// `dst = (accumulate ? dst : 0) + a · b` with the products in bf16, `dst` `(a.rows, b.cols)`
 /// with row stride `dst_rs` from `dst_off`; `threads > 1` splits the panels over rayon.
@@ -74,7 +59,8 @@ pub fn matmul_bf16(dst: &mut [f32], dst_off: usize, dst_rs: usize, a: Mat<'_, f3
     let kp = pairs(k);
     let pa = pack(PairView { data: a.data, off: a.off, outer: m, k, so: a.rs, sk: a.cs }, MR, threads);
     let pb = pack(PairView { data: b.data, off: b.off, outer: n, k, so: b.cs, sk: b.rs }, NR, threads);
-    let base = Dst(dst[dst_off..].as_mut_ptr());
+    // Shared by the tasks: each writes only the blocks of its own panel.
+    let base = SharedMut(dst[dst_off..].as_mut_ptr());
     let (mp, np) = (m.div_ceil(MR), n.div_ceil(NR));
     // Each task owns one panel of the operand with more panels and walks every panel of the
     // other past it; its panel stays in L1, the other operand's `k` block in L2.

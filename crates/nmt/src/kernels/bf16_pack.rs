@@ -27,6 +27,23 @@ pub fn available() -> bool {
     is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512bf16")
 }
 
+/// A buffer that parallel tasks write through a raw pointer, each to its own disjoint part
+/// (the bf16 products' destination, the packing's output): the caller of [`SharedMut::ptr`]
+/// promises that no two tasks write the same element.
+#[derive(Clone, Copy)]
+pub(super) struct SharedMut<T>(pub *mut T);
+// SAFETY: the pointer is only written through, by tasks that write disjoint elements (above).
+unsafe impl<T> Send for SharedMut<T> {}
+unsafe impl<T> Sync for SharedMut<T> {}
+
+impl<T> SharedMut<T> {
+    /// The pointer, through a method so that closures capture the whole (`Sync`) wrapper
+    /// rather than its raw-pointer field.
+    pub(super) fn ptr(self) -> *mut T {
+        self.0
+    }
+}
+
 /// An operand seen as `(outer, k)`: element `(o, kk)` is `data[off + o · so + kk · sk]`.
 #[derive(Clone, Copy)]
 pub(super) struct PairView<'a> {
@@ -147,20 +164,9 @@ const ACROSS_PAIRS: usize = 16;
 /// gradient: 960 rows 32 KB apart), and this path took 4.6 % of the bf16 step's cycles.
 #[cfg(target_arch = "x86_64")]
 fn pack_across(v: &PairView<'_>, width: usize, out: &mut [u32], parallel: bool) {
-    #[derive(Clone, Copy)]
-    struct Out(*mut u32);
-    // SAFETY: the tasks write disjoint pairs of each panel (below).
-    unsafe impl Send for Out {}
-    unsafe impl Sync for Out {}
-    impl Out {
-        /// Through a method, so that closures capture the whole (`Sync`) wrapper.
-        fn ptr(self) -> *mut u32 {
-            self.0
-        }
-    }
     let (kp, panels) = (pairs(v.k), v.outer.div_ceil(width));
     debug_assert_eq!(out.len(), panels * kp * width);
-    let base = Out(out.as_mut_ptr());
+    let base = SharedMut(out.as_mut_ptr());
     let block = |b: usize| {
         let ps = b * ACROSS_PAIRS..((b + 1) * ACROSS_PAIRS).min(kp);
         for panel in 0..panels {
