@@ -11,7 +11,6 @@
 //! A process-wide setting, like candle's `set_gemm_reduced_precision_bf16`: the products sit
 //! deep inside candle custom ops whose constructors do not see the training config, and a
 //! process trains one model at a time. Search and the composed reference twin never read it.
-use std::any::TypeId;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::gemm::{matmul, Mat, Real};
@@ -56,12 +55,11 @@ pub fn training_products() -> Precision {
 /// f32, in `T` otherwise.
 pub fn matmul_wide<T: Real>(dst: &mut [T], dst_off: usize, dst_rs: usize, a: Mat<'_, T>, b: Mat<'_, T>, accumulate: bool, threads: usize) {
     #[cfg(target_arch = "x86_64")]
-    if BF16.load(Ordering::Relaxed) && TypeId::of::<T>() == TypeId::of::<f32>() {
+    if BF16.load(Ordering::Relaxed) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
         // SAFETY: `T` is `f32` (checked above), so these are the same slices retyped.
         let (dst, a, b) = unsafe { (retype_mut(dst), retype(a), retype(b)) };
         return super::bf16_gemm::matmul_bf16(dst, dst_off, dst_rs, a, b, accumulate, threads);
     }
-    let _ = TypeId::of::<T>;
     matmul(dst, dst_off, dst_rs, a, b, accumulate, threads)
 }
 
