@@ -1,17 +1,16 @@
 //! The search's output projection at its shapes, f32 against int8 (`kernels/int8.rs`):
 //! `cargo run --release -p nmt --example int8_shapes` (2 threads by RAYON_NUM_THREADS).
-//! Times `Projection::best` (scores, normaliser and best tokens), the bare products (int8 on
-//! each path this CPU has), and
-//! the maintained libraries that could replace `kernels/int8.rs` at the same shapes: candle's
-//! quantised matmul (`QMatMul`, GGML `Q8_0`: int8 blocks of 32 with `f16` scales) and
-//! `rten-gemm`'s u8 × i8 → i32 GEMM (AVX2 and AVX-512 VNNI kernels) on prepacked weights.
+//! Times `Projection::best` (scores, normaliser and best tokens), the products alone on one
+//! thread (`kernels/int8.rs`: rten-gemm's u8 × i8 → i32 on prepacked weights, then the scaling
+//! to `f32`), and candle's quantised matmul (`QMatMul`, GGML `Q8_0`: int8 blocks of 32 with `f16`
+//! scales), the other library that does int8 products, at the same shape.
 use std::time::Instant;
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 
 use nmt::kernels::gemm::{matmul, Mat};
-use nmt::kernels::int8::{block, quantize_row, Isa, Out, QActs, QWeights};
+use nmt::kernels::int8::{block, Out, QActs, QWeights};
 use nmt::kernels::int8_linear::QLinear;
 use nmt::kernels::projection::Projection;
 
@@ -52,21 +51,16 @@ fn main() {
         let mut z = vec![0f32; vocab * n];
         let c = time(20, || matmul(&mut z, 0, n, Mat::new(&wt, vocab, l), Mat::new(&t, n, l).t(), false, 1));
         let qa = QActs::new(&t, n, &qw);
-        // Each int8 path this CPU has, forced.
-        let d: Vec<String> = Isa::available()
-            .into_iter()
-            .filter(|&p| p != Isa::Scalar)
-            .map(|p| format!("{p:?} {:.2}", time(50, || block(p, &qw, 0, vocab, &qa, Out::columns(&mut z, n)))))
-            .collect();
-        let d = d.join(", ");
+        // rten-gemm's threads follow rayon's: one, as the f32 product here.
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
+        let d = one.install(|| time(50, || block(&qw, 0, vocab, &qa, Out::columns(&mut z, n))));
         // candle's Q8_0 matmul, `x (n, l) · Wᵀ` with `W (V, l)`, on its own threads (rayon's 2).
         let w = Tensor::from_slice(&wt, (vocab, l), &Device::Cpu).unwrap();
         let qmm = QMatMul::from_qtensor(QTensor::quantize(&w, GgmlDType::Q8_0).unwrap()).unwrap();
         let x = Tensor::from_slice(&t, (n, l), &Device::Cpu).unwrap();
         let e = time(20, || drop(qmm.forward(&x).unwrap()));
-        let (r, rs) = rten_product(&wt, vocab, l, &t, n);
         println!(
-            "n = {n:>3}: best f32 {a:.2} ms, int8 {b:.2} ms; one-thread product f32 {c:.2} ms, int8 {d} ms, rten-gemm {r:.2} ms (scaled to f32 as ours: {rs:.2} ms); candle Q8_0 matmul (all threads) {e:.2} ms"
+            "n = {n:>3}: best f32 {a:.2} ms, int8 {b:.2} ms; one-thread product f32 {c:.2} ms, int8 {d:.2} ms; candle Q8_0 matmul (all threads) {e:.2} ms"
         );
     }
     // A step's other products (rnnsearch-small, beam 5 over 32 sentences: R = 160 rows) on
@@ -84,47 +78,4 @@ fn main() {
             println!("{name:<24} ({r:>3}×{k})·({k}×{cols}): f32 {f:.3} ms, int8 {i:.3} ms ({threads} threads)");
         }
     }
-}
-
-/// `rten-gemm`'s int8 product `A (n, l) u8 · Wᵀ (l, V) i8 → i32` on one thread, with the weights
-/// quantised as `kernels/int8.rs` does (7 bits per row) and prepacked once, the activations
-/// 8 bits shifted to unsigned (zero point 128, which rten corrects with the weights' column
-/// sums, as ours does). Returns the bare product's time, then with the pass that ours does
-/// inside its own: the scaling of the `i32` sums to `f32`, added into the projection's
-/// column-major block `(V, n)`.
-fn rten_product(w: &[f32], vocab: usize, l: usize, t: &[f32], n: usize) -> (f64, f64) {
-    use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions, QuantParams};
-    use rten_tensor::NdTensorView;
-    let mut q = vec![0i8; vocab * l];
-    let sw: Vec<f32> = w.chunks_exact(l).zip(q.chunks_exact_mut(l)).map(|(row, out)| quantize_row(row, out)).collect();
-    let mut sa = Vec::with_capacity(n);
-    let mut acts = Vec::with_capacity(n * l);
-    for row in t.chunks_exact(l) {
-        let s = row.iter().fold(0f32, |m, &x| m.max(x.abs())).max(f32::MIN_POSITIVE) / 127.0;
-        sa.push(s);
-        acts.extend(row.iter().map(|&x| ((x / s).round().clamp(-127.0, 127.0) as i32 + 128) as u8));
-    }
-    let gemm = GemmExecutor::<u8, i8, i32>::default();
-    let packed = gemm.prepack_b(NdTensorView::from_data([vocab, l], q.as_slice()).transposed());
-    let a = NdTensorView::from_data([n, l], acts.as_slice());
-    let zero = vec![128u8; n];
-    let mut out = vec![0i32; n * vocab];
-    let mut z = vec![0f32; vocab * n];
-    let product = |out: &mut [i32]| {
-        let opts = GemmOptions { a_quant: Some(QuantParams { zero_point: &zero }), ..Default::default() };
-        gemm.gemm(out, GemmInputA::Unpacked(a), GemmInputB::Packed(&packed), opts).expect("rten-gemm's shapes");
-    };
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
-    one.install(|| {
-        let bare = time(50, || product(&mut out));
-        let scaled = time(50, || {
-            product(&mut out);
-            for (r, row) in out.chunks_exact(vocab).enumerate() {
-                for (j, &acc) in row.iter().enumerate() {
-                    z[j * n + r] += sw[j] * sa[r] * acc as f32;
-                }
-            }
-        });
-        (bare, scaled)
-    })
 }

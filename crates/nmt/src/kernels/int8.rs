@@ -5,83 +5,61 @@
 //! - Weights are quantised once, symmetrically per output row to **7 bits**
 //!   (`q = round(w / s)`, `s = max|w| / 63`), with `f32` scales.
 //! - Activations are quantised per row on the fly to 8 bits (`s = max|a| / 127`) and stored
-//!   shifted to unsigned (`q + 128`), since the x86 byte products (`vpmaddubsw`, `vpdpbusd`)
-//!   multiply unsigned by signed bytes. The shift is undone exactly with each weight row's sum:
-//!   `Σ (q_a + 128) q_w = Σ q_a q_w + 128 Σ q_w`.
-//! - AVX2's `vpmaddubsw` adds two products into a saturating `i16`: with 7-bit weights the
-//!   largest pair is `2 · 255 · 63 = 32 130 < 32 767`, so nothing ever saturates and the `i32`
-//!   sums are exact. (Marian's intgemm keeps 8-bit weights and accepts rare saturation; we trade
-//!   the weights' eighth bit for exactness, which is what makes every path agree bit for bit.)
-//! - `z = s_w · s_a · (acc − 128 Σ q_w)`, added to the output (which holds the bias).
+//!   shifted to unsigned (`q + 128`, zero point 128), since the x86 byte products (`vpmaddubsw`,
+//!   `vpdpbusd`) multiply unsigned by signed bytes; the shift is undone exactly with each
+//!   weight row's sum: `Σ (q_a + 128) q_w = Σ q_a q_w + 128 Σ q_w`.
+//! - With 7-bit weights AVX2's saturating `i16` pair sum never saturates (`2 · 255 · 63 =
+//!   32 130 < 32 767`), so the `i32` sums are exact on every instruction set. (Marian's intgemm
+//!   keeps 8-bit weights and accepts rare saturation; we trade the weights' eighth bit for
+//!   exactness, which is what makes every CPU and a quantised model file translate alike.)
+//! - `z = s_w · s_a · Σ q_a q_w`, added to the output (which holds the bias).
 //!
-//! Paths, chosen at run time ([`Isa::detect`]), all computing the same exact integer sums (so
-//! they agree bit for bit, and with the scalar path):
-//! - AVX-512 VNNI (`kernels/int8_vnni.rs`): `vpdpbusd`, four byte products added into each `i32`
-//!   lane in one instruction, on weights repacked 16 rows × 4 columns per register.
-//! - AVX2: `vpmaddubsw` + `vpmaddwd`, 4 weight rows × 2 activation rows per tile, 8
-//!   accumulators.
-//! - scalar, the same integer arithmetic.
+//! The integer product is **`rten-gemm`'s** `u8 × i8 → i32` GEMM (AVX-512 VNNI `vpdpbusd`,
+//! AVX2, NEON dot products, WASM, a generic kernel; chosen at run time), on weights prepacked
+//! once in chunks of [`CHUNK`] rows; the scaling to `f32` is ours (rten's quantised output is
+//! `i32`). It replaced hand-written AVX-512 VNNI and AVX2 kernels (`int8_vnni.rs`, until
+//! 994bb38) under the rule of issue "Training ahead of PyTorch": the library if it comes within
+//! 10 % of ours. Measured alternately on the 2-core AMD EPYC Zen 4 with VNNI, 2026-11-26, nothing
+//! else running (docs/logs/int8-rten-2026-11-26/, docs/PERF.md "int8: the library"):
+//! - the search, beam 5, the 2 000 test verses, 2 threads, 7 alternations: `--int8` median
+//!   7.53 s against 7.48 s with ours, `--int8 --shortlist` 5.69 s against 5.96 s, translations
+//!   byte-identical (the sums are exact on both);
+//! - the projection's product alone, one thread (`examples/int8_shapes.rs`, `n` = 5 / 32 / 160
+//!   rows): rten's bare product 0.11–0.15 / 0.35–0.51 / 1.95–2.66 ms against ours 0.10–0.11 /
+//!   0.44 / 2.29–3.90 ms; with the scaling into the projection's column-major block 0.14–0.18 /
+//!   0.55–0.56 / 3.23–3.94 ms. That pass transposes (rten's output is `(n, V)` row-major); the
+//!   step's other products (`Out::rows`) scale in place. Multiplying `W` as the left operand
+//!   (weights shifted to unsigned, the shift undone here with each activation row's sum, as
+//!   rten's prepacked left operand carries no zero points) would give the projection's layout
+//!   directly: the next step, not done yet.
 //!
-//! Why hand-written, measured by `examples/int8_shapes.rs` at the search's projection
-//! (`8 000 × 256` weights by 160 rows): candle's quantised matmul (`QMatMul`, GGML's `Q8_0`
-//! blocks of 32 with `f16` scales) is the maintained library that does int8 products.
-//! - On an AVX2 CPU it multiplies one weight row by one activation row per `vec_dot` call: 31.1
-//!   ms on 2 threads where the AVX2 path here takes 6.9 ms on one (2026-11-23, a 2-core AVX2
-//!   AMD EPYC).
-//! - With AVX-512 VNNI it repacks `Q8_0` weights for `vpdpbusd` (candle's
-//!   `quantized/repack_x86.rs`, whose layout the VNNI path here follows): 1.34 ms on 2 threads
-//!   against 2.45 ms for the VNNI path here on one, the same rate per thread (2026-11-25, a
-//!   2-core AMD EPYC Zen 4 with VNNI).
-//!
-//! It does not serve the search as it is: it returns a new row-major `(n, V)` tensor (the
-//! projection consumes column-major blocks of L2 size with its normaliser and top-k in the
-//! same pass, `kernels::projection`), runs on its own thread split (the search splits rows
-//! across threads, `search/host.rs`), and on AVX2 it is 4.5× slower. The integer sums here
-//! are also exact, so every path and a quantised model file translate identically.
+//! candle's quantised matmul (`QMatMul`, GGML `Q8_0`) was measured too and does not serve: it
+//! returns a new row-major tensor on its own thread split, and on AVX2 multiplies one row pair
+//! per call (4.5× slower, 2026-11-23).
+use std::cell::RefCell;
 
-#[cfg(target_arch = "x86_64")]
-use super::int8_vnni::{block as block_vnni, Dest, Operands};
+use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions, PackedBMatrix, QuantParams};
+use rten_tensor::NdTensorView;
+
 use crate::simd_dispatch;
-
-/// Which instruction set multiplies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    Scalar,
-    Avx2,
-    Avx512Vnni,
-}
-
-impl Isa {
-    /// The fastest one this CPU runs.
-    pub fn detect() -> Isa {
-        *Isa::available().last().unwrap_or(&Isa::Scalar)
-    }
-
-    /// Every path this CPU runs, slowest first (the tests force each).
-    pub fn available() -> Vec<Isa> {
-        let mut out = vec![Isa::Scalar];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                out.push(Isa::Avx2);
-            }
-            if avx512_vnni() {
-                out.push(Isa::Avx512Vnni);
-            }
-        }
-        out
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn avx512_vnni() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vnni")
-}
 
 /// The largest weight magnitude: 7 bits (see the module doc).
 pub const WEIGHT_MAX: f32 = 63.0;
+
+/// Weight rows per prepacked chunk: [`block`] starts at a multiple of it. 512 rows of 256
+/// bytes are 128 KB, and the projection's blocks of 512 vocabulary rows (`block_rows`) are one
+/// chunk each.
+pub const CHUNK: usize = 512;
+
+/// The activations' zero point: bytes are `q + 128`.
+const SHIFT: u8 = 128;
+
+thread_local! {
+    /// rten's executor, one per thread (it is `Sync` but not `Send`). Each picks the same
+    /// kernel, the fastest this CPU runs, so weights packed on one thread multiply on any
+    /// (rten checks the kernel's name and tile width against the packing's).
+    static GEMM: GemmExecutor<u8, i8, i32> = GemmExecutor::default();
+}
 
 /// The scale of a weight row whose largest magnitude is `max`: `max / 63` with its 6 lowest
 /// mantissa bits cleared, so that `63 · s` is exact and quantising a quantised row again
@@ -104,25 +82,20 @@ pub fn quantize_row(w: &[f32], q: &mut [i8]) -> f32 {
     s
 }
 
-/// Rows padded to a multiple of 64 bytes (one AVX-512 register, two AVX2 ones).
-fn padded(k: usize) -> usize {
-    k.div_ceil(64) * 64
-}
-
-/// Weights `(rows, k)` quantised per row to 7 bits, rows padded to a multiple of 16 plus 16 and
-/// columns to a multiple of 64 with zeros.
-#[derive(Clone, Debug)]
+/// Weights `(rows, k)` quantised per row to 7 bits, and prepacked for the product.
+#[derive(Clone)]
 pub struct QWeights {
-    /// Row-major `(rows, kp)`, for the scalar and AVX2 paths.
-    q: Vec<i8>,
-    /// The same for the VNNI path: 64-byte tiles `[rows / 16][kp / 4][16 rows][4 columns]`;
-    /// empty on a CPU without it (the only one that reads them).
-    tiles: Vec<i8>,
+    /// Rows `c·CHUNK..` as `Wᵀ (k, ≤ CHUNK)`, packed for rten's kernel.
+    packed: Vec<PackedBMatrix<i8>>,
     scale: Vec<f32>,
-    sum: Vec<i32>,
     rows: usize,
     k: usize,
-    kp: usize,
+}
+
+impl std::fmt::Debug for QWeights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QWeights").field("rows", &self.rows).field("k", &self.k).finish_non_exhaustive()
+    }
 }
 
 impl QWeights {
@@ -133,55 +106,49 @@ impl QWeights {
 
     /// Quantises `w (rows, k)` row-major.
     pub fn new(w: &[f32], rows: usize, k: usize) -> Self {
-        let kp = padded(k);
-        // The VNNI tile reads 32 rows from any multiple of 16: 16 zero rows past the last group.
-        let rp = rows.div_ceil(16) * 16 + 16;
-        let mut q = vec![0i8; rp * kp];
-        let (mut scale, mut sum) = (vec![0f32; rp], vec![0i32; rp]);
-        for j in 0..rows {
-            scale[j] = quantize_row(&w[j * k..(j + 1) * k], &mut q[j * kp..j * kp + k]);
-            sum[j] = q[j * kp..j * kp + k].iter().map(|&v| v as i32).sum();
-        }
-        let tiles = if Isa::available().contains(&Isa::Avx512Vnni) { vnni_tiles(&q, kp) } else { Vec::new() };
-        QWeights { q, tiles, scale, sum, rows, k, kp }
+        let mut q = vec![0i8; rows * k];
+        let scale: Vec<f32> = if k == 0 {
+            vec![1.0; rows]
+        } else {
+            w.chunks_exact(k).zip(q.chunks_exact_mut(k)).take(rows).map(|(row, out)| quantize_row(row, out)).collect()
+        };
+        let packed = if k == 0 {
+            Vec::new()
+        } else {
+            GEMM.with(|gemm| {
+                q.chunks(CHUNK * k)
+                    .map(|c| {
+                        let rows = NdTensorView::from_data([c.len() / k, k], c);
+                        gemm.prepack_b(rows.transposed())
+                    })
+                    .collect()
+            })
+        };
+        QWeights { packed, scale, rows, k }
     }
 }
 
-/// Row-major weights `q (rp, kp)` repacked for the VNNI path (see [`QWeights`]).
-fn vnni_tiles(q: &[i8], kp: usize) -> Vec<i8> {
-    let mut tiles = vec![0i8; q.len()];
-    if kp == 0 {
-        return tiles;
-    }
-    for (j, row) in q.chunks_exact(kp).enumerate() {
-        for (k4, quad) in row.chunks_exact(4).enumerate() {
-            let at = ((j / 16) * (kp / 4) + k4) * 64 + (j % 16) * 4;
-            tiles[at..at + 4].copy_from_slice(quad);
-        }
-    }
-    tiles
-}
-
-/// Activations `(rows, k)` quantised per row to 8 bits and shifted to unsigned, rows padded to
-/// a multiple of 4 (padding rows are never written out).
+/// Activations `(rows, k)` quantised per row to 8 bits and shifted to unsigned.
 pub struct QActs {
     q: Vec<u8>,
     scale: Vec<f32>,
+    /// `SHIFT` per row: rten's zero points.
+    zero: Vec<u8>,
     rows: usize,
 }
 
 impl QActs {
-    /// Quantises `a (rows, k)` row-major, with columns padded as `w`'s.
+    /// Quantises `a (rows, k)` row-major, for `w`'s inner dimension.
     pub fn new(a: &[f32], rows: usize, w: &QWeights) -> Self {
-        let (k, kp) = (w.k, w.kp);
-        let rp = rows.div_ceil(4) * 4;
-        // Zero weights meet the padding, so its value does not matter; 128 is zero, shifted.
-        let mut q = vec![128u8; rp * kp];
-        let mut scale = vec![0f32; rp];
-        for (r, row) in a.chunks_exact(k.max(1)).take(rows).enumerate() {
-            scale[r] = simd_dispatch!(quantize_act_row(row, &mut q[r * kp..r * kp + k]));
+        let k = w.k;
+        let mut q = vec![SHIFT; rows * k];
+        let mut scale = vec![1f32; rows];
+        if k > 0 {
+            for ((row, out), s) in a.chunks_exact(k).zip(q.chunks_exact_mut(k)).zip(&mut scale) {
+                *s = simd_dispatch!(quantize_act_row(row, out));
+            }
         }
-        QActs { q, scale, rows }
+        QActs { q, scale, zero: vec![SHIFT; rows], rows }
     }
 }
 
@@ -230,92 +197,71 @@ impl<'a> Out<'a> {
     pub fn rows(data: &'a mut [f32], ld: usize) -> Self {
         Out { data, j_stride: 1, r_stride: ld }
     }
-
-    #[inline(always)]
-    fn at(&mut self, dj: usize, r: usize) -> &mut f32 {
-        &mut self.data[dj * self.j_stride + r * self.r_stride]
-    }
 }
 
-/// `out(j − j0, r) += Σ_k W[j, k] A[r, k]` for weight rows `j0..j0 + bs` and all activation
-/// rows. `j0` must be a multiple of 16.
-/// `isa` is a request: a path this CPU lacks runs the scalar one.
-pub fn block(isa: Isa, w: &QWeights, j0: usize, bs: usize, a: &QActs, mut out: Out<'_>) {
-    let last = (bs.max(1) - 1) * out.j_stride + (a.rows.max(1) - 1) * out.r_stride;
-    assert!(j0.is_multiple_of(16) && j0 + bs <= w.rows && (bs == 0 || a.rows == 0 || last < out.data.len()), "int8 block: bad shapes");
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the CPU has AVX-512 F/BW/VNNI (checked here: the detection is cached); the
-        // kernel reads inside the padded buffers (32 weight rows from a multiple of 16,
-        // activation rows to 4, columns to 64).
-        Isa::Avx512Vnni if avx512_vnni() => {
-            let ops = Operands { tiles: &w.tiles, sum: &w.sum, scale: &w.scale, kp: w.kp, acts: &a.q, act_scale: &a.scale, n: a.rows };
-            let mut dest = Dest { data: &mut *out.data, j_stride: out.j_stride, r_stride: out.r_stride };
-            unsafe { block_vnni(&ops, j0, bs, &mut dest) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above, for AVX2.
-        Isa::Avx2 if std::arch::is_x86_feature_detected!("avx2") => unsafe { block_avx2(w, j0, bs, a, &mut out) },
-        _ => block_scalar(w, j0, bs, a, &mut out),
+/// `out(j − j0, r) += s_w[j] s_a[r] Σ_k q_w[j, k] q_a[r, k]` for weight rows `j0..j0 + bs` and
+/// all activation rows. `j0` is a multiple of [`CHUNK`], and `bs` one too unless the block ends
+/// at the last row. Runs on the calling thread's rayon pool (rten splits a chunk's columns
+/// when it has more than one thread; the integer sums, hence the result, do not depend on it).
+pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: Out<'_>) {
+    let n = a.rows;
+    let last = (bs.max(1) - 1) * out.j_stride + (n.max(1) - 1) * out.r_stride;
+    assert!(
+        j0.is_multiple_of(CHUNK) && (bs.is_multiple_of(CHUNK) || j0 + bs == w.rows) && j0 + bs <= w.rows,
+        "int8 block: rows {j0}..+{bs} are not whole chunks of {}",
+        w.rows
+    );
+    assert!(bs == 0 || n == 0 || last < out.data.len(), "int8 block: output too small");
+    assert_eq!(a.q.len(), n * w.k, "int8 block: activations for another inner dimension");
+    if bs == 0 || n == 0 || w.k == 0 {
+        return;
     }
+    thread_local!(static SUMS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) });
+    GEMM.with(|gemm| {
+        SUMS.with(|sums| {
+            let mut sums = sums.borrow_mut();
+            let acts = NdTensorView::from_data([n, w.k], a.q.as_slice());
+            for c0 in (j0..j0 + bs).step_by(CHUNK) {
+                let packed = &w.packed[c0 / CHUNK];
+                let cols = packed.cols();
+                sums.clear();
+                sums.resize(n * cols, 0);
+                let opts = GemmOptions { a_quant: Some(QuantParams { zero_point: &a.zero }), ..Default::default() };
+                // The shapes are ours and checked above: an error here is a bug, not input.
+                gemm.gemm(&mut sums, GemmInputA::Unpacked(acts), GemmInputB::Packed(packed), opts)
+                    .expect("int8 block: rten-gemm refused shapes checked here");
+                let dst = &mut out.data[(c0 - j0) * out.j_stride..];
+                simd_dispatch!(scale_into(&sums, cols, &w.scale[c0..c0 + cols], &a.scale, dst, out.j_stride, out.r_stride));
+            }
+        })
+    });
 }
 
-/// The value both paths write: the exact integer sum, unshifted and scaled.
+/// `dst[j·js + r·rs] += sums[r·cols + j] · sw[j] · sa[r]`: the product's `i32` sums `(n, cols)`
+/// scaled into either layout. For the column-major one (`rs = 1`) the loops run down `j` in
+/// tiles of 16 rows so that both the reads and the writes stay within a few cache lines.
 #[inline(always)]
-fn dequant(w: &QWeights, j: usize, a: &QActs, r: usize, acc: i32) -> f32 {
-    (acc - 128 * w.sum[j]) as f32 * w.scale[j] * a.scale[r]
-}
-
-fn block_scalar(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut Out<'_>) {
-    let (n, kp) = (a.rows, w.kp);
-    for j in j0..j0 + bs {
-        let wr = &w.q[j * kp..(j + 1) * kp];
-        for r in 0..n {
-            let ar = &a.q[r * kp..(r + 1) * kp];
-            let acc: i32 = wr.iter().zip(ar).map(|(&x, &y)| x as i32 * y as i32).sum();
-            *out.at(j - j0, r) += dequant(w, j, a, r, acc);
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn block_avx2(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut Out<'_>) {
-    use std::arch::x86_64::*;
-    let (n, kp) = (a.rows, w.kp);
-    let ones = _mm256_set1_epi16(1);
-    // The 4 sums of `v[0..4]`'s lanes, in order.
-    let hsum4 = |v: &[__m256i]| -> [i32; 4] {
-        let h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-        let s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-        let mut o = [0i32; 4];
-        _mm_storeu_si128(o.as_mut_ptr() as *mut __m128i, s);
-        o
-    };
-    for j in (j0..j0 + bs).step_by(4) {
-        let wp = w.q.as_ptr().add(j * kp);
-        for r in (0..n).step_by(2) {
-            let ap = a.q.as_ptr().add(r * kp);
-            let mut acc = [_mm256_setzero_si256(); 8];
-            for k in (0..kp).step_by(32) {
-                let a0 = _mm256_loadu_si256(ap.add(k) as *const __m256i);
-                let a1 = _mm256_loadu_si256(ap.add(kp + k) as *const __m256i);
-                for i in 0..4 {
-                    let wv = _mm256_loadu_si256(wp.add(i * kp + k) as *const __m256i);
-                    acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a0, wv), ones));
-                    acc[4 + i] = _mm256_add_epi32(acc[4 + i], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, wv), ones));
-                }
+fn scale_into(sums: &[i32], cols: usize, sw: &[f32], sa: &[f32], dst: &mut [f32], js: usize, rs: usize) {
+    let n = sa.len();
+    if js == 1 {
+        for (r, row) in sums.chunks_exact(cols).enumerate() {
+            let d = &mut dst[r * rs..r * rs + cols];
+            for ((o, &acc), &s) in d.iter_mut().zip(row).zip(sw) {
+                *o += acc as f32 * s * sa[r];
             }
-            for (dr, sums) in [hsum4(&acc[..4]), hsum4(&acc[4..])].into_iter().enumerate() {
-                if r + dr >= n {
-                    continue;
-                }
-                for (i, &s) in sums.iter().enumerate().take((j0 + bs - j).min(4)) {
-                    *out.at(j + i - j0, r + dr) += dequant(w, j + i, a, r + dr, s);
-                }
+        }
+        return;
+    }
+    for j0 in (0..cols).step_by(16) {
+        let j1 = (j0 + 16).min(cols);
+        for (r, &s_a) in sa.iter().enumerate() {
+            let row = &sums[r * cols + j0..r * cols + j1];
+            for (dj, (&acc, &s_w)) in row.iter().zip(&sw[j0..j1]).enumerate() {
+                dst[(j0 + dj) * js + r * rs] += acc as f32 * s_w * s_a;
             }
         }
     }
+    debug_assert!(n == 0 || dst.len() > (cols - 1) * js + (n - 1) * rs);
 }
 
 #[cfg(test)]
@@ -334,38 +280,48 @@ mod tests {
             .collect()
     }
 
+    /// The arithmetic written out, one sum at a time, for weights `wf (rows, k)` quantised as
+    /// `w`: what the library's kernels must equal.
+    fn reference(wf: &[f32], w: &QWeights, a: &QActs) -> Vec<f32> {
+        let (rows, k, n) = (w.rows, w.k, a.rows);
+        let mut q = vec![0i8; rows * k];
+        for (row, out) in wf.chunks_exact(k).zip(q.chunks_exact_mut(k)) {
+            quantize_row(row, out);
+        }
+        let mut out = vec![0f32; rows * n];
+        for j in 0..rows {
+            for r in 0..n {
+                let acc: i32 = (0..k).map(|i| q[j * k + i] as i32 * (a.q[r * k + i] as i32 - SHIFT as i32)).sum();
+                out[j * n + r] += acc as f32 * w.scale[j] * a.scale[r];
+            }
+        }
+        out
+    }
+
     #[test]
-    fn int8_products_match_f32_within_the_quantisation_bound_on_both_paths() {
-        // Every path this CPU has, forced; say which, since a CPU without one cannot test it.
-        let paths = Isa::available();
-        eprintln!("int8 paths tested on this CPU: {paths:?}");
+    fn int8_products_equal_the_written_out_sums_and_stay_within_the_quantisation_bound() {
         for (case, &(rows, n, k)) in
-            [(7, 3, 5), (16, 160, 256), (33, 9, 100), (4, 1, 32), (61, 12, 300), (100, 17, 256), (40, 8, 64)].iter().enumerate()
+            [(7, 3, 5), (16, 160, 256), (33, 9, 100), (4, 1, 32), (61, 12, 300), (1100, 17, 256), (40, 8, 64), (600, 1, 7)]
+                .iter()
+                .enumerate()
         {
             let w = data(rows * k, case as u64 + 1);
             let a: Vec<f32> = data(n * k, case as u64 + 100).iter().map(|v| v * 3.0).collect();
             let qw = QWeights::new(&w, rows, k);
             let qa = QActs::new(&a, n, &qw);
-            let outs: Vec<Vec<f32>> = paths
-                .iter()
-                .map(|&p| {
-                    let mut out = vec![0f32; rows * n];
-                    // Two blocks, the second starting at a multiple of 16.
-                    let split = (rows / 2) / 16 * 16;
-                    block(p, &qw, 0, split, &qa, Out::columns(&mut out[..split * n], n));
-                    block(p, &qw, split, rows - split, &qa, Out::columns(&mut out[split * n..], n));
-                    out
-                })
-                .collect();
-            // The paths agree bit for bit: the same exact integer sums.
-            for (p, o) in paths.iter().zip(&outs) {
-                assert_eq!(&outs[0], o, "{p:?} differs from the scalar path for {rows}×{k} by {n}");
-                // Row-major output `(n, rows)` holds the same values, transposed.
-                let mut by_row = vec![0f32; n * rows];
-                block(*p, &qw, 0, rows, &qa, Out::rows(&mut by_row, rows));
-                let t: Vec<f32> = (0..rows * n).map(|i| by_row[(i % n) * rows + i / n]).collect();
-                assert_eq!(&outs[0], &t, "{p:?}: row-major output differs for {rows}×{k} by {n}");
+            // Chunk by chunk, column-major, as the projection calls it.
+            let mut out = vec![0f32; rows * n];
+            for j0 in (0..rows).step_by(CHUNK) {
+                let bs = CHUNK.min(rows - j0);
+                block(&qw, j0, bs, &qa, Out::columns(&mut out[j0 * n..(j0 + bs) * n], n));
             }
+            // The library's sums are exact: equal bit for bit to the written-out ones.
+            assert_eq!(out, reference(&w, &qw, &qa), "{rows}×{k} by {n}");
+            // Row-major output `(n, rows)` in one call holds the same values, transposed.
+            let mut by_row = vec![0f32; n * rows];
+            block(&qw, 0, rows, &qa, Out::rows(&mut by_row, rows));
+            let t: Vec<f32> = (0..rows * n).map(|i| by_row[(i % n) * rows + i / n]).collect();
+            assert_eq!(out, t, "row-major output differs for {rows}×{k} by {n}");
             for j in 0..rows {
                 let (wr, sw) = (&w[j * k..(j + 1) * k], qw.scale[j]);
                 for r in 0..n {
@@ -375,10 +331,32 @@ mod tests {
                         + sa / 2.0 * wr.iter().map(|v| v.abs()).sum::<f32>()
                         + k as f32 * sw * sa / 4.0
                         + 1e-4;
-                    let got = outs[0][j * n + r];
+                    let got = out[j * n + r];
                     assert!((got - exact).abs() <= bound, "{rows}×{k}: ({j}, {r}) {got} vs {exact}, bound {bound}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_largest_sums_are_exact_and_empty_shapes_add_nothing() {
+        // Every weight at +63 and every activation at +127 (byte 255), and at −127 (byte 1):
+        // the largest products a saturating kernel would clip.
+        let (rows, n, k) = (48, 6, 512);
+        let w = vec![1f32; rows * k];
+        let a: Vec<f32> = (0..n * k).map(|i| if (i / k) % 2 == 0 { 1.0 } else { -1.0 }).collect();
+        let qw = QWeights::new(&w, rows, k);
+        let qa = QActs::new(&a, n, &qw);
+        let mut out = vec![0f32; rows * n];
+        block(&qw, 0, rows, &qa, Out::columns(&mut out, n));
+        assert_eq!(out, reference(&w, &qw, &qa));
+        for (i, &v) in out.iter().enumerate() {
+            let want = if (i % n) % 2 == 0 { k as f32 } else { -(k as f32) };
+            assert!((v - want).abs() < 1e-2 * k as f32, "{i}: {v} vs {want}");
+        }
+        let empty = QWeights::new(&[], 5, 0);
+        let mut out = vec![0.5f32; 5 * 3];
+        block(&empty, 0, 5, &QActs::new(&[], 3, &empty), Out::columns(&mut out, 3));
+        assert_eq!(out, vec![0.5; 15]);
     }
 }

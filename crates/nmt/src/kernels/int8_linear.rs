@@ -10,20 +10,19 @@
 use rayon::prelude::*;
 
 use super::gemm::{transpose, Mat};
-use super::int8::{block, Isa, Out, QActs, QWeights};
+use super::int8::{block, Out, QActs, QWeights};
 
 /// `W (k, cols)` quantised for [`QLinear::mul_add`].
 #[derive(Clone, Debug)]
 pub struct QLinear {
     /// `Wᵀ (cols, k)`.
     w: QWeights,
-    isa: Isa,
 }
 
 impl QLinear {
     /// Quantises `w (k, cols)` row-major, per column.
     pub fn new(w: &[f32], k: usize, cols: usize) -> Self {
-        QLinear { w: QWeights::new(&transpose(w, k, cols), cols, k), isa: Isa::detect() }
+        QLinear { w: QWeights::new(&transpose(w, k, cols), cols, k) }
     }
 
     /// `dst[off + r·rs + j] += Σ_i x[r, i] W[i, j]` for the rows of `x (rows, k)`.
@@ -48,7 +47,7 @@ impl QLinear {
             let r0 = c * per;
             let n = per.min(rows - r0);
             let a = QActs::new(&xs[r0 * k..(r0 + n) * k], n, &self.w);
-            block(self.isa, &self.w, 0, cols, &a, Out::rows(out, rs));
+            block(&self.w, 0, cols, &a, Out::rows(out, rs));
         };
         let dst = &mut dst[off..];
         if per >= rows {

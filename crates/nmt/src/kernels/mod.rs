@@ -16,7 +16,6 @@ mod feedback_step;
 pub mod gemm;
 pub mod int8;
 pub mod int8_linear;
-mod int8_vnni;
 pub mod linear;
 pub mod lookup;
 pub mod lstm_cell;

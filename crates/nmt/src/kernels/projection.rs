@@ -64,12 +64,12 @@ pub struct RowBest {
     pub top: Vec<Vec<(f32, u32)>>,
 }
 
-/// The rows [`Projection::best`] scores: features `t (n, l)` (and in int8 with the path that
-/// multiplies them, when the projection is quantised), and what each row keeps.
+/// The rows [`Projection::best`] scores: features `t (n, l)` (and quantised, when the
+/// projection is), and what each row keeps.
 #[derive(Clone, Copy)]
 struct Features<'a> {
     t: &'a [f32],
-    qa: Option<&'a (QActs, int8::Isa)>,
+    qa: Option<&'a QActs>,
     n: usize,
     want: &'a [usize],
     skip: &'a [u32],
@@ -132,10 +132,12 @@ impl Projection {
     /// side by side (the partition, hence the result's last bits, depends on it alone).
     pub fn best(&self, t: &[f32], n: usize, want: &[usize], skip: &[u32], threads: usize) -> RowBest {
         let threads = threads.max(1);
-        let block = block_rows(n);
+        // int8 blocks are the weights' prepacked chunks (512 rows, what `block_rows` gives up
+        // to 160 rows anyway).
+        let block = if self.q.is_some() { int8::CHUNK } else { block_rows(n) };
         let blocks = self.vocab.div_ceil(block);
         let per = blocks.div_ceil(threads).max(1);
-        let qa = self.q.as_ref().map(|q| (QActs::new(t, n, q), int8::Isa::detect()));
+        let qa = self.q.as_ref().map(|q| QActs::new(t, n, q));
         let rows = Features { t, qa: qa.as_ref(), n, want, skip };
         let parts: Vec<Part> = (0..blocks.div_ceil(per))
             .into_par_iter()
@@ -191,7 +193,7 @@ impl Projection {
                 row.fill(self.bias[j0 + i]);
             }
             match (&self.q, qa) {
-                (Some(q), Some((a, path))) => int8::block(*path, q, j0, bs, a, int8::Out::columns(z, n)),
+                (Some(q), Some(a)) => int8::block(q, j0, bs, a, int8::Out::columns(z, n)),
                 _ => matmul(z, 0, n, Mat::new(&self.wt[j0 * self.hidden..], bs, self.hidden), tt, true, 1),
             }
             simd_dispatch!(consume(z, j0, want, skip, &mut st));
