@@ -29,6 +29,8 @@ enum Command {
     Shortlist(cmd::shortlist::ShortlistArgs),
     /// Store a model's matrices in int8 (a quarter of the size; translates with --int8).
     Quantize(cmd::quantize::QuantizeArgs),
+    /// Convert a model trained by another toolkit (Marian's `s2s`) into an nmt model file.
+    Convert(cmd::convert::ConvertArgs),
     /// Score given translations: log p(target | source) per `source<TAB>target` line, or a
     /// Moses phrase table's pairs as a new feature column.
     Score(cmd::score::ScoreArgs),
@@ -87,6 +89,7 @@ fn main() -> std::process::ExitCode {
         Command::Translate(a) => cmd::translate::run(a),
         Command::Shortlist(a) => cmd::shortlist::run(a),
         Command::Quantize(a) => cmd::quantize::run(a),
+        Command::Convert(a) => cmd::convert::run(a),
         Command::Score(a) => cmd::score::run(a),
         Command::Rescore(a) => cmd::rescore::run(a),
         Command::Embed(a) => cmd::embed::run(a),

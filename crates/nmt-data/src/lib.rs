@@ -25,7 +25,7 @@ pub use dataset::{examples, reverse_source};
 pub use error::{Error, Result};
 pub use shortlist::{Shortlist, ShortlistSpec};
 pub use stream::{PairFiles, PairReader};
-pub use subword::{Segmenter, SubwordConfig, SubwordKind, WordIds};
+pub use subword::{ForeignVocab, Segmenter, SubwordConfig, SubwordKind, WordIds};
 
 /// Id of the padding symbol, the same in every vocabulary.
 pub const PAD: u32 = 0;

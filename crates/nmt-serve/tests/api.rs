@@ -34,7 +34,16 @@ fn translator_in(dir: &std::path::Path, name: &str, size: usize, langs: Option<(
     cfg.arch = nmt::config::Arch::rnnsearch(size);
     let model = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
     let languages = langs.map(|(s, t)| Languages { src: s.into(), tgt: t.into() });
-    let meta = ModelMeta { config: cfg, search: SearchConfig::default(), src: seg.clone(), tgt: seg, step: 0, languages, shortlist: None };
+    let meta = ModelMeta {
+        config: cfg,
+        search: SearchConfig::default(),
+        src: seg.clone(),
+        tgt: seg,
+        step: 0,
+        languages,
+        shortlist: None,
+        converted_from: None,
+    };
     let path = dir.join(format!("{name}.safetensors"));
     save(&path, &model, &meta).unwrap();
     Translator::load(&path, &Device::Cpu).unwrap()

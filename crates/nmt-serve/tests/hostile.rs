@@ -30,7 +30,16 @@ fn served(dir: &std::path::Path) -> Vec<ServedModel> {
     cfg.arch = nmt::config::Arch::rnnsearch(8);
     let model = Seq2Seq::fresh(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
     let languages = Some(Languages { src: "en".into(), tgt: "es".into() });
-    let meta = ModelMeta { config: cfg, search: SearchConfig::default(), src: seg.clone(), tgt: seg, step: 0, languages, shortlist: None };
+    let meta = ModelMeta {
+        config: cfg,
+        search: SearchConfig::default(),
+        src: seg.clone(),
+        tgt: seg,
+        step: 0,
+        languages,
+        shortlist: None,
+        converted_from: None,
+    };
     let path = dir.join("m.safetensors");
     save(&path, &model, &meta).unwrap();
     vec![ServedModel { name: "m".into(), translator: Translator::load(&path, &Device::Cpu).unwrap() }]

@@ -12,6 +12,7 @@
 //! crate's integration tests and examples (`crates/nmt/tests`, `crates/nmt/examples`) test and
 //! time the kernels directly; the binary reaches them through [`profile`] and [`run_bench`].
 pub mod config;
+pub mod convert;
 pub mod embed;
 pub mod error;
 pub mod hypothesis;

@@ -38,6 +38,9 @@ pub struct ModelMeta {
     /// The lexical shortlist (`nmt shortlist`, or the end of training), stored as the tensors
     /// [`SHORTLIST_PREFIX`]`cands` `(K_x, k)` and `…frequent` `(N)`, both `u32`.
     pub shortlist: Option<Arc<Shortlist>>,
+    /// Where a converted model came from (`nmt convert`: "Marian v1.12.42 … s2s: PATH"),
+    /// kept through every rewrite (`nmt shortlist`, `nmt quantize`); `None` for nmt's own.
+    pub converted_from: Option<String>,
 }
 
 /// A loaded model: network + segmenters + search defaults.
@@ -52,6 +55,9 @@ pub struct LoadedModel {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     nmt_data::output::write_whole(path, bytes).map_err(|e| Error::io(path, e))
 }
+
+/// Metadata key naming where a converted model came from ([`ModelMeta::converted_from`]).
+pub const CONVERTED_FROM_KEY: &str = "converted_from";
 
 /// Metadata key of the CRC-32 of the tensor data (hex); the whole file's is
 /// [`model_checksum::FILE_KEY`].
@@ -107,6 +113,9 @@ pub fn meta_map(meta: &ModelMeta) -> Result<HashMap<String, String>> {
         m.insert("languages".to_string(), json(l)?);
     }
     m.insert("created_by".to_string(), format!("nmt {}", env!("CARGO_PKG_VERSION")));
+    if let Some(c) = &meta.converted_from {
+        m.insert(CONVERTED_FROM_KEY.to_string(), c.clone());
+    }
     Ok(m)
 }
 
@@ -177,6 +186,7 @@ pub fn read_meta(meta: &HashMap<String, String>, path: &Path) -> Result<ModelMet
             None => None,
         },
         shortlist: None,
+        converted_from: meta.get(CONVERTED_FROM_KEY).cloned(),
     })
 }
 

@@ -41,7 +41,16 @@ fn meta(cfg: &ModelConfig) -> ModelMeta {
     let sub = SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1, model: None };
     let src = Segmenter::train(&["a b c d e f g h i j x y z".to_string()], &sub).unwrap();
     let tgt = Segmenter::train(&["a b c d e f g h i j".to_string()], &sub).unwrap();
-    ModelMeta { config: cfg.clone(), search: SearchConfig::default(), src, tgt, step: 0, languages: None, shortlist: None }
+    ModelMeta {
+        config: cfg.clone(),
+        search: SearchConfig::default(),
+        src,
+        tgt,
+        step: 0,
+        languages: None,
+        shortlist: None,
+        converted_from: None,
+    }
 }
 
 fn config(arch: Family, meta_src: usize, meta_tgt: usize) -> ModelConfig {

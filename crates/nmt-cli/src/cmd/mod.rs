@@ -2,6 +2,7 @@
 pub mod average;
 pub mod bench;
 pub mod common;
+pub mod convert;
 pub mod demo;
 pub mod embed;
 pub mod eval;

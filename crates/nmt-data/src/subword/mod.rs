@@ -7,6 +7,7 @@
 //! A [`Segmenter`] serialises to self-contained JSON that is stored in the model file.
 
 mod bpe;
+mod foreign;
 mod spm;
 mod word;
 
@@ -18,6 +19,8 @@ use crate::error::{Error, Result};
 use crate::SPECIALS;
 use bpe::BpeModel;
 use word::WordVocab;
+
+pub use foreign::ForeignVocab;
 
 /// A sentence's ids with their whitespace words ([`Segmenter::encode_words`]).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -77,6 +77,17 @@ pub(crate) fn import(path: &Path) -> Result<Tokenizer> {
     Ok(tokenizer)
 }
 
+/// The model's pieces in its own id order, each with whether it is the unknown symbol: the
+/// order other toolkits (Marian) use as ids ([`super::foreign`]).
+///
+/// # Errors
+/// As [`import`].
+pub(crate) fn pieces(path: &Path) -> Result<Vec<(String, bool)>> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    let model = SentencePieceModel::from_slice(&bytes).map_err(|e| bad(path, e))?;
+    Ok(model.pieces().iter().map(|p| (p.piece().to_owned(), p.r#type() == Type::Unknown)).collect())
+}
+
 /// SentencePiece BPE as `tokenizers` BPE: every split of a piece into two pieces is a merge,
 /// ranked by the merged piece's score (higher first), ties by the parts' ids (Hugging Face's
 /// `SentencePieceExtractor`).

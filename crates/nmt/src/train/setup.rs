@@ -48,8 +48,16 @@ pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: 
     model.set_impl(cfg.train.imp);
     let opt = Optimizer::new(model.params.named_vars(), &cfg.train)?;
     let languages = cfg.data.languages()?;
-    let meta =
-        ModelMeta { config: mc, search: cfg.search.clone(), src: src.clone(), tgt: tgt.clone(), step: 0, languages, shortlist: None };
+    let meta = ModelMeta {
+        config: mc,
+        search: cfg.search.clone(),
+        src: src.clone(),
+        tgt: tgt.clone(),
+        step: 0,
+        languages,
+        shortlist: None,
+        converted_from: None,
+    };
     Ok(Run { model, meta, opt, progress: TrainProgress::default() })
 }
 

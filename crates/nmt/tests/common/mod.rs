@@ -97,6 +97,7 @@ pub fn tiny_meta(arch: Family) -> (nmt::model_file::ModelMeta, ModelConfig) {
         step: 0,
         languages: None,
         shortlist: None,
+        converted_from: None,
     };
     (meta, cfg)
 }
