@@ -4,11 +4,12 @@
 # translates as Marian does (greedy and beam 5, line for line) and scores as `marian-scorer`
 # does (per sentence); then times both decoders alternately, beam 5.
 #
-# usage: scripts/marian-models.sh [MINUTES=20] [ROUNDS=3] [THREADS=2] [MODELS="s2s s2s-words s2s-ln"]
+# usage: scripts/marian-models.sh [MINUTES=20] [ROUNDS=3] [THREADS=2] [MODELS="s2s s2s-words amun s2s-ln"]
 #   NMT=path/to/nmt (default target/release/nmt), WORK=dir (default runs/marian-models),
 #   LINES=N: check and time on the first N test verses (default all 2 000); NO_TIMING=1: check only.
 #   MODELS: s2s (SentencePiece vocabularies), s2s-words (Marian's .yml word vocabularies),
-#   s2s-ln (with --layer-normalization, which nmt refuses today: the script shows the refusal).
+#   amun (--type amun: the Nematus architecture, s2s under Nematus' names), s2s-ln (with
+#   --layer-normalization, which nmt refuses today: the script shows the refusal).
 #   TINY=DIR: instead, a tiny s2s model (emb 16, GRU 16, 500 pieces, MINUTES of training) and
 #   its Marian outputs on the first 100 test verses, written into DIR (the CI test's data,
 #   crates/nmt-cli/tests/data/marian-tiny).
@@ -24,7 +25,7 @@ cd "$(dirname "$0")/.."
 MIN=${1:-20}
 ROUNDS=${2:-3}
 THREADS=${3:-2}
-MODELS=${4:-s2s s2s-words s2s-ln}
+MODELS=${4:-s2s s2s-words amun s2s-ln}
 NMT=${NMT:-target/release/nmt}
 W=${WORK:-runs/marian-models}
 LINES=${LINES:-2000}
@@ -119,6 +120,7 @@ for name in $MODELS; do
     s2s) EXT=spm; train s2s "$MIN" spm "${MARIAN_S2S[@]}" ;;
     s2s-words) EXT=yml; train s2s-words "$MIN" yml "${MARIAN_S2S[@]}" ;;
     s2s-ln) EXT=spm; train s2s-ln "$MIN" spm "${MARIAN_S2S[@]}" --layer-normalization ;;
+    amun) EXT=spm; train amun "$MIN" spm "${MARIAN_S2S[@]/s2s/amun}" ;;
     *) echo "marian-models: unknown model $name" >&2; exit 1 ;;
   esac
   check "$name" || continue

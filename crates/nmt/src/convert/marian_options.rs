@@ -1,7 +1,8 @@
 //! Marian's `special:model.yml` (the options a model was trained with, stored in its `.npz`)
 //! and the nmt [`ModelConfig`] that computes the same network.
 //!
-//! Marian's `s2s` (`src/models/s2s.h`, v1.12) maps onto RNNsearch with the conditional GRU
+//! Marian's `s2s` (`src/models/s2s.h`, v1.12), and `amun` (the same network under Nematus'
+//! names, `marian_amun.rs`), map onto RNNsearch with the conditional GRU
 //! decoder, option for option:
 //! - encoder: a bidirectional GRU (`enc-type: bidirectional`, `enc-depth: 1`), annotations
 //!   `[→h; ←h]`;
@@ -115,10 +116,10 @@ impl MarianOptions {
         let m = self;
         let refuse = |cond: bool, option: &str, value: String, why: &str| if cond { Err(unsupported(option, value, why)) } else { Ok(()) };
         refuse(
-            m.model_type != "s2s",
+            m.model_type != "s2s" && m.model_type != "amun",
             "--type",
             m.model_type.clone(),
-            "only s2s models convert (amun, nematus and transformers do not yet)",
+            "only s2s and amun models convert (nematus and transformers do not)",
         )?;
         refuse(m.enc_type != "bidirectional", "--enc-type", m.enc_type.clone(), "only the bidirectional encoder converts")?;
         refuse(m.enc_cell != "gru", "--enc-cell", m.enc_cell.clone(), "only GRU cells convert")?;
@@ -213,7 +214,7 @@ mod tests {
     #[test]
     fn unsupported_options_are_named() {
         for (change, option) in [
-            ("type: amun", "--type"),
+            ("type: transformer", "--type"),
             ("layer-normalization: true", "--layer-normalization"),
             ("enc-cell: lstm", "--enc-cell"),
             ("dec-depth: 2", "--dec-depth"),

@@ -6,6 +6,7 @@
 //! (`marian_weights.rs`), the vocabularies imported (`nmt_data::ForeignVocab`). Every search,
 //! int8, the shortlist, ensembles, `nmt serve` and the Python package then run it as they run
 //! models trained by nmt. What nmt does not compute is refused by name, not approximated.
+pub mod marian_amun;
 pub mod marian_options;
 pub mod marian_weights;
 pub mod npz;
@@ -67,7 +68,11 @@ pub fn marian(npz_path: &Path, vocabs: [&Path; 2], languages: Option<Languages>,
         }
     }
     let config = options.model_config(src.segmenter.vocab_size(), tgt.segmenter.vocab_size())?;
-    let weights = marian_weights::Weights::new(archive.floats);
+    let arrays = match options.model_type.as_str() {
+        "amun" => marian_amun::to_s2s_names(archive.floats),
+        _ => archive.floats,
+    };
+    let weights = marian_weights::Weights::new(arrays);
     let shapes = marian_weights::Shapes {
         emb: options.dim_emb,
         hidden: options.dim_rnn,
