@@ -80,7 +80,7 @@ fn converted_marian_model_runs_every_search_mode() {
     // The tiny model's repetitive output is full of near-ties, so int8 changes many lines a
     // little (BLEU 78 against the f32 output when written); a wrong int8 model would not be close.
     let int8 = translate(&["--int8"]);
-    let bleu = nmt::eval::bleu::corpus_bleu(&int8, &[f32.clone()], &Default::default()).unwrap().score;
+    let bleu = nmt::eval::bleu::corpus_bleu(&int8, std::slice::from_ref(&f32), &Default::default()).unwrap().score;
     assert!(bleu >= 60.0, "int8 output against f32 output: BLEU {bleu}");
     let att = dir.path().join("att.jsonl");
     translate(&["--alignments", att.to_str().unwrap()]);
