@@ -10,6 +10,12 @@ fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/marian-tiny")
 }
 
+/// The two models: tied target embeddings (`marian-tiny`), and untied with its own output
+/// matrix (`marian-tiny-untied`, the same vocabularies and test verses).
+fn models() -> [PathBuf; 2] {
+    [data(), Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/marian-tiny-untied")]
+}
+
 fn nmt(args: &[&str]) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_nmt")).args(args).output().unwrap();
     assert!(out.status.success(), "nmt {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -21,9 +27,13 @@ fn lines(p: &Path) -> Vec<String> {
 }
 
 fn converted(dir: &Path) -> String {
+    converted_from(&data(), dir)
+}
+
+fn converted_from(model_dir: &Path, dir: &Path) -> String {
     let d = data();
     let out = dir.join("tiny.safetensors");
-    let (m, v1, v2) = (d.join("model.npz"), d.join("vocab.en.spm"), d.join("vocab.es.spm"));
+    let (m, v1, v2) = (model_dir.join("model.npz"), d.join("vocab.en.spm"), d.join("vocab.es.spm"));
     nmt(&[
         "convert",
         "--from",
@@ -47,15 +57,17 @@ fn same(a: &[String], b: &[String]) -> usize {
 #[test]
 fn converted_marian_model_translates_as_marian() {
     let dir = tempfile::tempdir().unwrap();
-    let model = converted(dir.path());
     let src = data().join("src.en");
-    for (flags, theirs, needed) in [(&["-b", "1"][..], "greedy.es", 100), (&["-b", "5", "--normalize", "1"][..], "beam5.es", 98)] {
-        let out = dir.path().join("out.es");
-        let mut args = vec!["translate", "-m", &model, "-i", src.to_str().unwrap(), "-o", out.to_str().unwrap(), "--threads", "1"];
-        args.extend_from_slice(flags);
-        nmt(&args);
-        let k = same(&lines(&data().join(theirs)), &lines(&out));
-        assert!(k >= needed, "{theirs}: {k} of 100 lines as Marian's, at least {needed} needed");
+    for model_dir in models() {
+        let model = converted_from(&model_dir, dir.path());
+        for (flags, theirs, needed) in [(&["-b", "1"][..], "greedy.es", 100), (&["-b", "5", "--normalize", "1"][..], "beam5.es", 98)] {
+            let out = dir.path().join("out.es");
+            let mut args = vec!["translate", "-m", &model, "-i", src.to_str().unwrap(), "-o", out.to_str().unwrap(), "--threads", "1"];
+            args.extend_from_slice(flags);
+            nmt(&args);
+            let k = same(&lines(&model_dir.join(theirs)), &lines(&out));
+            assert!(k >= needed, "{}: {k} of 100 lines as Marian's, at least {needed} needed", model_dir.join(theirs).display());
+        }
     }
 }
 
@@ -100,11 +112,17 @@ fn converted_marian_model_runs_every_search_mode() {
 #[test]
 fn converted_marian_model_scores_as_marian_scorer() {
     let dir = tempfile::tempdir().unwrap();
-    let model = converted(dir.path());
+    for model_dir in models() {
+        scores_as_marian_scorer(&model_dir, dir.path());
+    }
+}
+
+fn scores_as_marian_scorer(model_dir: &Path, dir: &Path) {
+    let model = converted_from(model_dir, dir);
     let (src, tgt) = (data().join("src.en"), data().join("ref.es"));
     let out = nmt(&["score", "-m", &model, "--src", src.to_str().unwrap(), "--tgt", tgt.to_str().unwrap(), "--threads", "1"]);
     let ours: Vec<f64> = String::from_utf8(out.stdout).unwrap().lines().map(|l| l.trim().parse().unwrap()).collect();
-    let theirs: Vec<f64> = lines(&data().join("scores.txt")).iter().map(|l| l.trim().parse().unwrap()).collect();
+    let theirs: Vec<f64> = lines(&model_dir.join("scores.txt")).iter().map(|l| l.trim().parse().unwrap()).collect();
     let loaded = nmt::model_file::load(Path::new(&model), nmt::candle_core::DType::F64, &nmt::candle_core::Device::Cpu).unwrap();
     let pairs: Vec<(String, String)> = lines(&src).into_iter().zip(lines(&tgt)).collect();
     let exact: Vec<f64> = nmt::score::score_pairs(&[&loaded.model], &loaded.meta, &pairs, 16).unwrap().iter().map(|p| p.log_prob).collect();

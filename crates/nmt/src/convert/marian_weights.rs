@@ -12,7 +12,7 @@
 //! | `decoder.attention.{w_a, u_a, v_a, b_a}` | `decoder_W_comb_att`, `_Wc_att`, `_U_att`, `_b_att` |
 //! | `decoder.{w_s, b_s}` | `decoder_ff_state_{W, b}` |
 //! | `output.{o_y, o_h, o_c}`, `output.b` | `decoder_ff_logit_l1_W{0,1,2}`, `_b0 + _b1 + _b2` |
-//! | `output.g (l, K_y')` (untied), `output.b_g` | `decoder_ff_logit_l2_W`, `_b` (columns moved to nmt's ids) |
+//! | `output.g (l, K_y')` (untied), `output.b_g` | `decoder_ff_logit_l2_Wt (K, l)` (or the older `_W (l, K)`), `_b`, words moved to nmt's ids |
 //!
 //! nmt's ids that Marian's vocabulary lacks (PAD; BOS, whose embedding row is zero: Marian
 //! starts the decoder from a zero embedding) get zero embedding rows and an output bias of
@@ -52,6 +52,11 @@ impl Weights {
             return Err(Error::Input(format!("Marian's {name} is {:?}, expected [{rows}, {cols}]", a.shape)));
         }
         Ok(a)
+    }
+
+    /// Whether the archive has an array of this name.
+    fn has(&self, name: &str) -> bool {
+        self.arrays.contains_key(name)
     }
 
     /// A bias `(1, n)` as a vector.
@@ -153,11 +158,17 @@ pub fn convert(w: &Weights, s: &Shapes) -> Result<Vec<(String, Tensor)>> {
     let b_g = Array { shape: vec![s.tgt_ours.len(), 1], data: b_g.data.clone() };
     put("output.b_g", move_rows(&b_g, s.tgt_ours, s.tgt_vocab, ABSENT_LOGIT), &[s.tgt_vocab])?;
     if !s.tied {
-        // `(m, K)`: columns are words; moved as the rows of its transpose.
-        let g = w.matrix("decoder_ff_logit_l2_W", m, s.tgt_ours.len())?;
+        // Marian stores the untied output matrix transposed, `_Wt (K, m)` (a row per word);
+        // models before that, `_W (m, K)` (`layers/output.cpp`, `isLegacyUntransposedW`).
         let k = s.tgt_ours.len();
-        let gt = Array { shape: vec![k, m], data: (0..k).flat_map(|j| (0..m).map(move |i| g.data[i * k + j])).collect() };
-        let moved = Tensor::from_vec(move_rows(&gt, s.tgt_ours, s.tgt_vocab, 0.0), (s.tgt_vocab, m), &dev)?;
+        let rows = match w.has("decoder_ff_logit_l2_W") {
+            true => {
+                let g = w.matrix("decoder_ff_logit_l2_W", m, k)?;
+                Array { shape: vec![k, m], data: (0..k).flat_map(|j| (0..m).map(move |i| g.data[i * k + j])).collect() }
+            }
+            false => w.matrix("decoder_ff_logit_l2_Wt", k, m)?.clone(),
+        };
+        let moved = Tensor::from_vec(move_rows(&rows, s.tgt_ours, s.tgt_vocab, 0.0), (s.tgt_vocab, m), &dev)?;
         out.push(("output.g".to_string(), moved.t()?.contiguous()?));
     }
     Ok(out)
