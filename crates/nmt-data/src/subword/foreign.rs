@@ -61,8 +61,9 @@ impl ForeignVocab {
     }
 
     fn sentencepiece(path: &Path) -> Result<Self> {
-        let segmenter = Segmenter { inner: Inner::Spm(Box::new(BpeModel::from_tokenizer(spm::import(path)?)?)) };
-        let ours = spm::pieces(path)?
+        let model = spm::read(path)?;
+        let segmenter = Segmenter { inner: Inner::Spm(Box::new(BpeModel::from_tokenizer(spm::tokenizer(&model, path)?)?)) };
+        let ours = spm::pieces(&model)
             .into_iter()
             .map(|(piece, unknown)| match unknown {
                 true => Ok(UNK),

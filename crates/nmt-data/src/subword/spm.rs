@@ -34,8 +34,24 @@ fn bad(path: &Path, reason: impl std::fmt::Display) -> Error {
 /// [`Error::Io`] when the file cannot be read, [`Error::Tokenizer`] naming it when it is not a
 /// SentencePiece model, or one of a kind this importer does not handle (word, char).
 pub(crate) fn import(path: &Path) -> Result<Tokenizer> {
+    tokenizer(&read(path)?, path)
+}
+
+/// Parses a SentencePiece `.model` file.
+///
+/// # Errors
+/// [`Error::Io`] when the file cannot be read, [`Error::Tokenizer`] naming it when it is not a
+/// SentencePiece model.
+pub(crate) fn read(path: &Path) -> Result<SentencePieceModel> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    let model = SentencePieceModel::from_slice(&bytes).map_err(|e| bad(path, e))?;
+    SentencePieceModel::from_slice(&bytes).map_err(|e| bad(path, e))
+}
+
+/// A parsed model (from `path`, named in errors) as a tokenizer with the project's special ids.
+///
+/// # Errors
+/// As [`import`], for a model of a kind this importer does not handle.
+pub(crate) fn tokenizer(model: &SentencePieceModel, path: &Path) -> Result<Tokenizer> {
     let trainer = model.trainer().ok_or_else(|| bad(path, "no trainer spec"))?;
     let byte_fallback = trainer.byte_fallback();
     // Pieces in their order, the specials first; the model's own specials dropped.
@@ -79,13 +95,8 @@ pub(crate) fn import(path: &Path) -> Result<Tokenizer> {
 
 /// The model's pieces in its own id order, each with whether it is the unknown symbol: the
 /// order other toolkits (Marian) use as ids ([`super::foreign`]).
-///
-/// # Errors
-/// As [`import`].
-pub(crate) fn pieces(path: &Path) -> Result<Vec<(String, bool)>> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    let model = SentencePieceModel::from_slice(&bytes).map_err(|e| bad(path, e))?;
-    Ok(model.pieces().iter().map(|p| (p.piece().to_owned(), p.r#type() == Type::Unknown)).collect())
+pub(crate) fn pieces(model: &SentencePieceModel) -> Vec<(String, bool)> {
+    model.pieces().iter().map(|p| (p.piece().to_owned(), p.r#type() == Type::Unknown)).collect()
 }
 
 /// SentencePiece BPE as `tokenizers` BPE: every split of a piece into two pieces is a merge,

@@ -50,8 +50,6 @@ pub struct MarianOptions {
     #[serde(default = "two")]
     pub dec_cell_base_depth: usize,
     #[serde(default = "one")]
-    pub dec_cell_high_depth: usize,
-    #[serde(default = "one")]
     pub dec_depth: usize,
     #[serde(default)]
     pub layer_normalization: bool,
