@@ -29,6 +29,7 @@ REF = WORK / "data" / "dev300.es"
 # arm -> label; what each was given (its batch option) is WORK/ARM.given, from curves-vs-peers.sh
 ARMS = {
     "marian": "Marian s2s",
+    "marian-defaults": "Marian s2s defaults",
     "joey-defaults": "JoeyNMT defaults",
     "joey-recipe": "JoeyNMT recipe",
     "nmt-small": "nmt rnnsearch-small",
@@ -86,7 +87,7 @@ def points(arm):
     d = WORK / arm
     if arm.startswith("nmt"):
         return nmt_points(d) if (d / "train_log.jsonl").exists() else []
-    if arm == "marian":
+    if arm.startswith("marian"):
         return marian_points(d) if (d / "train.log").exists() else []
     return joey_points(d) if (d / "curve.tsv").exists() else []
 

@@ -4,7 +4,7 @@
 # validation's greedy output scored by one scorer (issue 40, "Curves at equal updates").
 #
 #   scripts/curves-vs-peers.sh UPDATES [ARM...]
-#     ARMs, in this order by default: marian joey-defaults joey-recipe nmt-small nmt-s2s
+#     ARMs, in this order by default: marian marian-defaults joey-defaults joey-recipe nmt-small nmt-s2s
 #   env: VALID_EVERY (250), WORK (runs/curves), NMT (target/release/nmt), THREADS (1 per system),
 #        PARALLEL (1: arms one at a time; 2: two at a time), MARIAN_WORDS (1650), JOEY_TOKENS
 #        (2900), JOEY_VENV (~/.cache/nmt-joeynmt-venv), IMG (docs/img/curves-vs-peers.svg),
@@ -43,6 +43,10 @@
 #   UPDATESu; a checkpoint every validation (--save-freq), so a killed run goes on from there.
 #   Its greedy dev output: --valid-translation-output WORK/marian/valid/{U}.hyp (Marian fills in
 #   the update), detokenised by its SentencePiece.
+# - marian-defaults: `pymarian --type s2s` at Marian's own training defaults (scripts/peers.sh's
+#   MARIAN_S2S_DEFAULTS): only the model's size, the vocabularies, the length filter and the
+#   validation are given; Adam at Marian's default 1e-4, no dropout, no label smoothing, untied
+#   embeddings, --clip-norm 1 (its default), no learning-rate decay. Same batches as marian.
 # - joey-defaults: scripts/joeynmt/config-defaults.yaml (JoeyNMT 2.3.0 at its defaults: no
 #   dropout, no label smoothing, untied output layer, constant learning rate); joey-recipe:
 #   scripts/joeynmt/config.yaml (our recipe). Both: JoeyNMT's Bahdanau GRU decoder with input
@@ -73,7 +77,7 @@ JOEY_TOKENS=${JOEY_TOKENS:-2900}
 JV=${JOEY_VENV:-$HOME/.cache/nmt-joeynmt-venv}
 IMG=${IMG:-docs/img/curves-vs-peers.svg}
 ARMS=("$@")
-[ ${#ARMS[@]} -gt 0 ] || ARMS=(marian joey-defaults joey-recipe nmt-small nmt-s2s)
+[ ${#ARMS[@]} -gt 0 ] || ARMS=(marian marian-defaults joey-defaults joey-recipe nmt-small nmt-s2s)
 [ -x "$NMT" ] || { echo "curves-vs-peers: $NMT not found: cargo build --release -p nmt-cli" >&2; exit 1; }
 NMT=$(realpath "$NMT")
 root=$(pwd)
@@ -106,12 +110,13 @@ nmt_arm() {   # nmt_arm ARM CONFIG REUSE_LOG
     > "$d.out" 2>&1
 }
 
-marian_arm() {
-  local d=$W/marian
+marian_arm() {   # marian_arm ARM OPTION...
+  local a=$1 d=$W/$1
+  shift
   mkdir -p "$d/valid"
   echo "--mini-batch-words $MARIAN_WORDS, --mini-batch 80" > "$d.given"
-  echo "== marian: s2s, $U updates"
-  "$W/venv-marian/bin/pymarian" "${MARIAN_S2S[@]}" -m "$d/model.npz" \
+  echo "== $a: s2s, $U updates"
+  "$W/venv-marian/bin/pymarian" "$@" -m "$d/model.npz" \
     --train-sets "$W/data/train.en" "$W/data/train.es" --vocabs "$d/vocab.en.spm" "$d/vocab.es.spm" \
     --mini-batch-words "$MARIAN_WORDS" --mini-batch 80 --after "${U}u" \
     --valid-freq "${V}u" --save-freq "${V}u" --disp-freq "${V}u" --overwrite \
@@ -131,7 +136,8 @@ joey_arm() {   # joey_arm ARM CONFIG
 arm() {
   [ -f "$W/$1.done" ] && { echo "== $1: done before"; return; }
   case "$1" in
-    marian) marian_arm ;;
+    marian) marian_arm marian "${MARIAN_S2S[@]}" ;;
+    marian-defaults) marian_arm marian-defaults "${MARIAN_S2S_DEFAULTS[@]}" ;;
     joey-defaults) joey_arm "$1" scripts/joeynmt/config-defaults.yaml ;;
     joey-recipe) joey_arm "$1" scripts/joeynmt/config.yaml ;;
     nmt-small) nmt_arm "$1" configs/rnnsearch-small.toml "${REUSE_NMT_SMALL:-}" ;;

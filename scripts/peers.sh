@@ -7,6 +7,7 @@
 #   MARIAN_S2S          Marian's s2s model of rnnsearch-small's size with our recipe as far as its
 #                       options reach (an array; the batch size and validation frequency are the
 #                       caller's); what each option stands for: bench-vs-marian.sh's header
+#   MARIAN_S2S_DEFAULTS the same model at Marian's own training defaults
 #   joey_venv VENV      a venv with torch and JoeyNMT 2.3.0, patched for current PyTorch
 #   joey_spm DIR PY     sentencepiece BPE models of 8 000 pieces per language trained on
 #                       DIR/data/train.*, and JoeyNMT's vocabularies, in DIR/spm/
@@ -41,6 +42,16 @@ MARIAN_S2S=(
   --optimizer adam --learn-rate 0.001 --clip-norm 1 --max-length 50
   --valid-metrics bleu-detok ce-mean-words --valid-mini-batch 32 --beam-size 1 --normalize 1 --valid-max-length 100
   --lr-decay 0.5 --lr-decay-strategy stalled --lr-decay-start 3 --early-stopping 12 --keep-best
+  --workspace 2048 --seed 1
+)
+
+# Marian's s2s of the same size at Marian's own training defaults (optimizer adam, learn-rate 1e-4,
+# clip-norm 1, no dropout, no label smoothing, untied embeddings, no decay): what a Marian user
+# gets without a recipe. Validation as MARIAN_S2S, so both are scored alike.
+MARIAN_S2S_DEFAULTS=(
+  --type s2s --dim-vocabs 8000 8000 --dim-emb 256 --dim-rnn 256 --enc-type bidirectional --enc-cell gru
+  --dec-cell gru --max-length 50
+  --valid-metrics bleu-detok ce-mean-words --valid-mini-batch 32 --beam-size 1 --normalize 1 --valid-max-length 100
   --workspace 2048 --seed 1
 )
 
