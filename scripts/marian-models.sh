@@ -9,7 +9,7 @@
 #   LINES=N: check and time on the first N test verses (default all 2 000); NO_TIMING=1: check only.
 #   MODELS: s2s (SentencePiece vocabularies), s2s-words (Marian's .yml word vocabularies),
 #   amun (--type amun: the Nematus architecture, s2s under Nematus' names), s2s-ln (with
-#   --layer-normalization, which nmt refuses today: the script shows the refusal).
+#   --layer-normalization: nmt's model.layer_norm).
 #   TINY=DIR: instead, a tiny s2s model (emb 16, GRU 16, 500 pieces, MINUTES of training) and
 #   its Marian outputs on the first 100 test verses, written into DIR (the CI test's data,
 #   crates/nmt-cli/tests/data/marian-tiny).

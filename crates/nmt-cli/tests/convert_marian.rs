@@ -10,10 +10,12 @@ fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/marian-tiny")
 }
 
-/// The two models: tied target embeddings (`marian-tiny`), and untied with its own output
-/// matrix (`marian-tiny-untied`, the same vocabularies and test verses).
-fn models() -> [PathBuf; 2] {
-    [data(), Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/marian-tiny-untied")]
+/// The three models: tied target embeddings (`marian-tiny`), untied with its own output
+/// matrix (`marian-tiny-untied`), and with `--layer-normalization` (`marian-tiny-ln`); the same
+/// vocabularies and test verses.
+fn models() -> [PathBuf; 3] {
+    let dir = |name: &str| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
+    [data(), dir("marian-tiny-untied"), dir("marian-tiny-ln")]
 }
 
 fn nmt(args: &[&str]) -> std::process::Output {
@@ -138,19 +140,27 @@ fn scores_as_marian_scorer(model_dir: &Path, dir: &Path) {
 fn unsupported_marian_options_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let d = data();
-    // The same archive with its options changed to a layer-normalised model.
     let npz = d.join("model.npz");
     let (v1, v2) = (d.join("vocab.en.spm"), d.join("vocab.es.spm"));
-    let ln = dir.path().join("ln.npz");
-    rewrite_options(&npz, &ln, |yml| yml.replace("layer-normalization: false", "layer-normalization: true"));
-    let out = Command::new(env!("CARGO_BIN_EXE_nmt"))
-        .args(["convert", "--from", "marian", ln.to_str().unwrap(), "--vocabs", v1.to_str().unwrap(), v2.to_str().unwrap(), "-o"])
-        .arg(dir.path().join("x.safetensors"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("--layer-normalization"), "{err}");
-    assert!(!dir.path().join("x.safetensors").exists());
+    let convert = |archive: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_nmt"))
+            .args(["convert", "--from", "marian", archive.to_str().unwrap(), "--vocabs", v1.to_str().unwrap(), v2.to_str().unwrap(), "-o"])
+            .arg(dir.path().join("x.safetensors"))
+            .output()
+            .unwrap()
+    };
+    // The same archive with its options changed: a decoder stack nmt does not convert is
+    // refused by its option; layer normalisation without its gains, by the array it lacks.
+    for (from, to, named) in
+        [("dec-depth: 1", "dec-depth: 2", "--dec-depth"), ("layer-normalization: false", "layer-normalization: true", "gamma1")]
+    {
+        let changed = dir.path().join("changed.npz");
+        rewrite_options(&npz, &changed, |yml| yml.replace(from, to));
+        let out = convert(&changed);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(named), "{to}: {err}");
+        assert!(!dir.path().join("x.safetensors").exists());
+    }
     // Vocabularies swapped for ones of another size: refused, naming the file.
     let out = Command::new(env!("CARGO_BIN_EXE_nmt"))
         .args(["convert", "--from", "marian", npz.to_str().unwrap(), "--vocabs", v1.to_str().unwrap(), "/dev/null", "-o"])

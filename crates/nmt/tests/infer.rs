@@ -274,3 +274,36 @@ fn fused_search_equals_candle_search_for_the_tanh_output() {
     }
     assert!(long, "degenerate: no hypothesis longer than 3 tokens");
 }
+
+/// Layer normalisation (`model.layer_norm`, Marian's `s2s` with `--layer-normalization`): the
+/// host search (the bidirectional kernel's forward pass with its gains, the normalised blocks
+/// of `HostConditional`) equals the candle search, greedy and beam, with gains and biases
+/// moved away from their initial ones and zeros so that each one's place is tested.
+#[test]
+fn fused_search_equals_candle_search_with_layer_norm() {
+    use nmt::config::{OutputLayer, StartState};
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 5).into_iter().map(|e| e.src).collect();
+    let m = model_with(Family::Rnnsearch, OutputState::Current, CellKind::Gru(GruForm::ResetAfter), 1.0, &|c| {
+        common::with_conditional(c);
+        common::with_start(c, StartState::Mean);
+        c.output_layer = OutputLayer::Tanh;
+        c.layer_norm = true;
+    });
+    for (k, (name, var)) in m.params.named_vars().into_iter().enumerate() {
+        let moved = |base: f32| -> Vec<f32> { (0..var.elem_count()).map(|i| base + 0.3 * ((i * 7 + k * 3) as f32).sin()).collect() };
+        let values = match name.rsplit('.').next().unwrap_or("") {
+            g if g.starts_with("ln_") => moved(1.0),
+            "b" | "b_h" | "b_a" | "b_s" => moved(0.0),
+            _ => continue,
+        };
+        var.set(&Tensor::from_vec(values, var.shape(), &Device::Cpu).unwrap()).unwrap();
+    }
+    let mut long = false;
+    for (beam_size, n_best) in [(1, 1), (4, 2)] {
+        let cfg = SearchConfig { beam_size, n_best, batch_size: 6, ..SearchConfig::default() };
+        let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Composed));
+        assert_same(&fused, &ops, &format!("layer norm beam {beam_size}"));
+        long |= ops.iter().flatten().any(|h| h.tokens.len() > 3);
+    }
+    assert!(long, "degenerate: no hypothesis longer than 3 tokens");
+}

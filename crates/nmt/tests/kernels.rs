@@ -70,7 +70,7 @@ fn composed_step(kind: CellKind, gi: &Tensor, st: &Tensor, u: &Tensor, ghb: &Ten
         CellKind::Gru(form) => {
             let h = u.dim(0).unwrap();
             let (u_rz, u_n) = (u.narrow(1, 0, 2 * h).unwrap(), u.narrow(1, 2 * h, h).unwrap());
-            let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(ghb), state_mask: drop };
+            let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(ghb), state_mask: drop, norm: None };
             cell_step(form, gi, st, &rec).unwrap()
         }
         CellKind::Lstm => lstm_step(gi, st, u, Some(ghb), drop).unwrap(),

@@ -17,6 +17,7 @@ mod output;
 mod presets;
 mod search;
 mod train;
+mod validate;
 pub use arch::{Arch, DecoderKind, EncoderKind, Family, StartState};
 pub use data::{CorpusEntry, DataConfig, TrainInput};
 pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, StackKind, WeightInit};

@@ -10,6 +10,10 @@ fn one() -> usize {
     1
 }
 
+fn is_false(b: &bool) -> bool {
+    !b
+}
+
 /// Where the GRU's reset gate acts on the recurrent term (the `model.gru` key).
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -152,6 +156,11 @@ pub struct ModelConfig {
     /// Share the target embedding matrix `E (K_y, m)` with the output projection (`G = Eᵀ`,
     /// Press & Wolf 2017). Needs `maxout_dim = emb_dim`. Off in the papers.
     pub tie_target_embeddings: bool,
+    /// Layer normalisation as Marian's `s2s --layer-normalization` places it (Ba et al. 2016;
+    /// `model/layer_norm.rs`): on each product of a GRU, the attention, the start state and the
+    /// deep output, before its bias. Off in the papers; needs the conditional decoder and the
+    /// reset-after GRU, one layer each side.
+    pub layer_norm: bool,
     /// Recurrent layers of the encoder (each bidirectional for RNNsearch) and of the decoder
     /// (the first one conditioned on the source, the others reading the layer below).
     /// 1 in the papers.
@@ -216,6 +225,9 @@ struct ModelToml {
     recurrent_dropout: f64,
     #[serde(default)]
     tie_target_embeddings: bool,
+    /// Not written when off, as `stack`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    layer_norm: bool,
     #[serde(default = "one")]
     enc_layers: usize,
     #[serde(default = "one")]
@@ -262,6 +274,7 @@ impl TryFrom<ModelToml> for ModelConfig {
             dropout: t.dropout,
             recurrent_dropout: t.recurrent_dropout,
             tie_target_embeddings: t.tie_target_embeddings,
+            layer_norm: t.layer_norm,
             enc_layers: t.enc_layers,
             dec_layers: t.dec_layers,
             residual: t.residual,
@@ -294,6 +307,7 @@ impl From<ModelConfig> for ModelToml {
             dropout: c.dropout,
             recurrent_dropout: c.recurrent_dropout,
             tie_target_embeddings: c.tie_target_embeddings,
+            layer_norm: c.layer_norm,
             enc_layers: c.enc_layers,
             dec_layers: c.dec_layers,
             residual: c.residual,
@@ -340,48 +354,5 @@ impl ModelConfig {
         if self.reverse_source {
             nmt_data::reverse_source(xs, true);
         }
-    }
-
-    /// Checks sizes before any tensor is built, so mistakes are reported by name.
-    pub fn validate(&self) -> Result<()> {
-        let positive = [
-            ("emb_dim", self.emb_dim),
-            ("hidden_dim", self.hidden_dim),
-            ("maxout_dim", self.maxout_dim),
-            ("src_vocab", self.src_vocab),
-            ("tgt_vocab", self.tgt_vocab),
-        ];
-        for (key, v) in positive {
-            if v == 0 {
-                return Err(Error::Config(format!("model.{key} must be > 0")));
-            }
-        }
-        if self.enc_layers == 0 || self.dec_layers == 0 {
-            return Err(Error::Config("model.enc_layers and model.dec_layers must be at least 1".into()));
-        }
-        let rnn_encoder = matches!(self.arch, Arch::Rnnenc { encoder: EncoderKind::Rnn });
-        if self.stack == StackKind::GatedFeedback && self.dec_layers < 2 && !(rnn_encoder && self.enc_layers >= 2) {
-            return Err(Error::Config(
-                "model.stack = \"gated-feedback\" connects a stack's layers: it needs dec_layers ≥ 2 (or, for RNNenc's recurrent encoder, enc_layers ≥ 2)".into(),
-            ));
-        }
-        if let Arch::Rnnsearch { att_dim: 0, .. } = self.arch {
-            return Err(Error::Config("model.att_dim must be > 0 for rnnsearch".into()));
-        }
-        if self.arch.decoder() == DecoderKind::Conditional && self.cell != Cell::Gru {
-            return Err(Error::Config("model.decoder = \"conditional\" is the conditional GRU: it needs model.cell = \"gru\"".into()));
-        }
-        for (key, p) in [("dropout", self.dropout), ("recurrent_dropout", self.recurrent_dropout)] {
-            if !(0.0..1.0).contains(&p) {
-                return Err(Error::Config(format!("model.{key} must be in [0, 1), got {p}")));
-            }
-        }
-        if self.tie_target_embeddings && self.maxout_dim != self.emb_dim {
-            return Err(Error::Config(format!(
-                "model.tie_target_embeddings needs maxout_dim = emb_dim (the softmax reads the deep output's units), got {} and {}",
-                self.maxout_dim, self.emb_dim
-            )));
-        }
-        Ok(())
     }
 }

@@ -26,6 +26,7 @@ impl ModelConfig {
             gru: GruForm::Paper,
             dropout: 0.0,
             recurrent_dropout: 0.0,
+            layer_norm: false,
             tie_target_embeddings: false,
             enc_layers: 1,
             dec_layers: 1,

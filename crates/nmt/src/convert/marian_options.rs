@@ -16,9 +16,11 @@
 //!   written), attention on its state with `att_dim = 2·dim-rnn`, cell 2 on the context;
 //! - output `tanh(E y W0 + s W1 + c W2 + b0 + b1 + b2)` of `dim-emb` units (`ff_logit_l1`),
 //!   then the softmax over `ff_logit_l2`, tied to the target embeddings or not:
-//!   `output_layer = "tanh"`, `output_state = "current"`, `maxout_dim = dim-emb`.
+//!   `output_layer = "tanh"`, `output_state = "current"`, `maxout_dim = dim-emb`;
+//! - `--layer-normalization`: `model.layer_norm`, the same products normalised in the same
+//!   places (`model/layer_norm.rs`).
 //!
-//! What nmt does not compute (layer normalisation, LSTM cells, deep encoders and decoders,
+//! What nmt does not compute (LSTM cells, deep encoders and decoders,
 //! skip connections, factors, right-to-left models, transition cells) is refused by name
 //! ([`MarianOptions::check`]), never converted into a different network.
 use serde::Deserialize;
@@ -137,10 +139,10 @@ impl MarianOptions {
         )?;
         refuse(m.dec_depth != 1, "--dec-depth", m.dec_depth.to_string(), "decoder layers above the conditional GRU do not convert yet")?;
         refuse(
-            m.layer_normalization,
+            m.layer_normalization && m.model_type == "amun",
             "--layer-normalization",
-            "true".into(),
-            "layer normalisation is not implemented in nmt's layers yet",
+            "true with --type amun".into(),
+            "Nematus' layer normalisation (with its own shifts) is not Marian's s2s one",
         )?;
         refuse(m.skip, "--skip", "true".into(), "skip connections are not implemented")?;
         refuse(m.right_left, "--right-left", "true".into(), "right-to-left models are not implemented")?;
@@ -183,6 +185,7 @@ impl MarianOptions {
         c.cell = Cell::Gru;
         c.gru = GruForm::ResetAfter;
         c.tie_target_embeddings = self.tied_embeddings;
+        c.layer_norm = self.layer_normalization;
         // Marian's initialisation, should the converted model be trained further.
         c.init = WeightInit::Glorot;
         c.src_vocab = src_vocab;
@@ -213,7 +216,6 @@ mod tests {
     fn unsupported_options_are_named() {
         for (change, option) in [
             ("type: transformer", "--type"),
-            ("layer-normalization: true", "--layer-normalization"),
             ("enc-cell: lstm", "--enc-cell"),
             ("dec-depth: 2", "--dec-depth"),
             ("enc-type: alternating", "--enc-type"),
@@ -226,5 +228,9 @@ mod tests {
             let e = MarianOptions::parse(&text).unwrap().check().unwrap_err().to_string();
             assert!(e.contains(option), "{change}: {e}");
         }
+        let ln = S2S.replace("layer-normalization: false", "layer-normalization: true");
+        assert!(MarianOptions::parse(&ln).unwrap().model_config(32, 42).unwrap().layer_norm, "s2s with layer normalisation converts");
+        let e = MarianOptions::parse(&ln.replace("type: s2s", "type: amun")).unwrap().check().unwrap_err().to_string();
+        assert!(e.contains("--layer-normalization"), "amun with layer normalisation: {e}");
     }
 }

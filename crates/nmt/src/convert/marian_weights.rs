@@ -14,6 +14,16 @@
 //! | `output.{o_y, o_h, o_c}`, `output.b` | `decoder_ff_logit_l1_W{0,1,2}`, `_b0 + _b1 + _b2` |
 //! | `output.g (l, K_y')` (untied), `output.b_g` | `decoder_ff_logit_l2_Wt (K, l)` (or the older `_W (l, K)`), `_b`, words moved to nmt's ids |
 //!
+//! With `--layer-normalization`, the gains (`(1, k)` each; Marian's biases are the shifts,
+//! as in nmt):
+//!
+//! | nmt | Marian |
+//! |---|---|
+//! | `encoder.{fwd,bwd}.{ln_x, ln_h}`, `decoder.{gru,gru2}.{ln_x, ln_h}` | `…_gamma1` (on `xW`), `…_gamma2` (on `sU`) of each cell |
+//! | `decoder.attention.{ln_u, ln_w}` | `decoder_att_gamma1` (on the context's product), `_gamma2` (on the state's) |
+//! | `decoder.ln_s` | `decoder_ff_state_gamma` |
+//! | `output.{ln_y, ln_h, ln_c}` | `decoder_ff_logit_l1_gamma{0,1,2}` |
+//!
 //! nmt's ids that Marian's vocabulary lacks (PAD; BOS, whose embedding row is zero: Marian
 //! starts the decoder from a zero embedding) get zero embedding rows and an output bias of
 //! [`ABSENT_LOGIT`], so that they take no probability mass and scores stay Marian's.
@@ -87,6 +97,8 @@ pub struct Shapes<'a> {
     pub src_vocab: usize,
     pub tgt_vocab: usize,
     pub tied: bool,
+    /// Layer normalisation's gains are there.
+    pub norm: bool,
 }
 
 /// Rows of a `(foreign, cols)` matrix moved to nmt's ids in a `(vocab, cols)` one; the rows no
@@ -129,7 +141,12 @@ pub fn convert(w: &Weights, s: &Shapes) -> Result<Vec<(String, Tensor)>> {
             true => ([b, zeros(n)].concat(), [zeros(2 * n), bx].concat()),
         };
         put(&format!("{ours}.b"), b, &[3 * n])?;
-        put(&format!("{ours}.b_h"), b_h, &[3 * n])
+        put(&format!("{ours}.b_h"), b_h, &[3 * n])?;
+        if s.norm {
+            put(&format!("{ours}.ln_x"), w.bias(&format!("{theirs}_gamma1"), 3 * n)?, &[3 * n])?;
+            put(&format!("{ours}.ln_h"), w.bias(&format!("{theirs}_gamma2"), 3 * n)?, &[3 * n])?;
+        }
+        Ok(())
     };
     gru("encoder.fwd", "encoder_bi", m, false)?;
     gru("encoder.bwd", "encoder_bi_r", m, false)?;
@@ -142,6 +159,14 @@ pub fn convert(w: &Weights, s: &Shapes) -> Result<Vec<(String, Tensor)>> {
     put("decoder.attention.b_a", w.bias("decoder_b_att", att)?, &[att])?;
     put("decoder.w_s", w.matrix("decoder_ff_state_W", 2 * n, n)?.data.clone(), &[2 * n, n])?;
     put("decoder.b_s", w.bias("decoder_ff_state_b", n)?, &[n])?;
+    if s.norm {
+        put("decoder.attention.ln_u", w.bias("decoder_att_gamma1", att)?, &[att])?;
+        put("decoder.attention.ln_w", w.bias("decoder_att_gamma2", att)?, &[att])?;
+        put("decoder.ln_s", w.bias("decoder_ff_state_gamma", n)?, &[n])?;
+        for (ours, k) in [("output.ln_y", 0), ("output.ln_h", 1), ("output.ln_c", 2)] {
+            put(ours, w.bias(&format!("decoder_ff_logit_l1_gamma{k}"), m)?, &[m])?;
+        }
+    }
     // The output layer's width is dim-emb (`ff_logit_l1`'s `dim`).
     put("output.o_y", w.matrix("decoder_ff_logit_l1_W0", m, m)?.data.clone(), &[m, m])?;
     put("output.o_h", w.matrix("decoder_ff_logit_l1_W1", n, m)?.data.clone(), &[n, m])?;

@@ -81,6 +81,7 @@ pub fn marian(npz_path: &Path, vocabs: [&Path; 2], languages: Option<Languages>,
         src_vocab: config.src_vocab,
         tgt_vocab: config.tgt_vocab,
         tied: options.tied_embeddings,
+        norm: options.layer_normalization,
     };
     let tensors = marian_weights::convert(&weights, &shapes)?;
     let untaken = weights.untaken();

@@ -207,7 +207,7 @@ fn backward_chunk<T: Real>(
     let mut dc = vec![T::ZERO; nb * c];
     let mut sc = AttnScratch::new(sl, a);
     let mut dalpha = vec![T::ZERO; sl];
-    let cell = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh] };
+    let cell = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh], norm: None };
     let active = vec![true; nb];
     let (mut hp, mut ds, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
     let lstm = d.kind == CellKind::Lstm;

@@ -253,7 +253,7 @@ fn forward_chunk<T: Real>(d: &AttnDims, x: &ChunkIn<'_, T>, w: &[T], out: &mut [
     let nb = x.s0.len() / h;
     let (ws, gi, gh) = (&mut *st.ws, &mut *st.gi, &mut *st.gh);
     let mut sc = AttnScratch::new(sl, a);
-    let cell = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh] };
+    let cell = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh], norm: None };
     let lstm = d.kind == CellKind::Lstm;
     // The LSTM's cell states, from zero.
     let mut cp = vec![T::ZERO; if lstm { nb * h } else { 0 }];

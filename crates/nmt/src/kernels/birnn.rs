@@ -42,7 +42,8 @@ struct BiGru(RnnDims);
 fn dims(d: &RnnDims, dir: usize) -> RnnDims {
     let n = d.batch * d.hidden;
     let mask = d.mask.as_ref().map(|m| m[dir * n..(dir + 1) * n].to_vec());
-    RnnDims { reverse: dir == 1, mask, gi_off: dir * d.g(), ..d.clone() }
+    let norm = d.norm.as_ref().map(|g| g[dir * d.g()..(dir + 1) * d.g()].to_vec());
+    RnnDims { reverse: dir == 1, mask, gi_off: dir * d.g(), norm, ..d.clone() }
 }
 
 /// Splits `(N, 2k)` rows into the two directions' contiguous `(N, k)`.

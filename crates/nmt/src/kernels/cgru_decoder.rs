@@ -87,8 +87,8 @@ fn forward_chunk<T: Real>(d: &AttnDims, x: (usize, &[T], &[T], &[T]), w: &[T], s
     let (ow, ew, o) = (d.out_w(), d.enc_w(), d.woff());
     let nb = s0.len() / h;
     let mut sc = AttnScratch::new(sl, a);
-    let cell1 = CellKernel { kind: d.kind, hidden: h, u: &w[o.u1..o.bh1] };
-    let cell2 = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh] };
+    let cell1 = CellKernel { kind: d.kind, hidden: h, u: &w[o.u1..o.bh1], norm: None };
+    let cell2 = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh], norm: None };
     let active = vec![true; nb];
     let mask = chunk_mask::<T>(d.state_mask.as_deref(), b0, nb, h);
     let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
@@ -238,8 +238,8 @@ fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>
     let nb = gr.carry.len() / h;
     let gie = &x.seq[..d.batch * tl * g];
     let v = &x.w[o.va..o.wc];
-    let cell1 = CellKernel { kind: d.kind, hidden: h, u: &x.w[o.u1..o.bh1] };
-    let cell2 = CellKernel { kind: d.kind, hidden: h, u: &x.w[o.u..o.bh] };
+    let cell1 = CellKernel { kind: d.kind, hidden: h, u: &x.w[o.u1..o.bh1], norm: None };
+    let cell2 = CellKernel { kind: d.kind, hidden: h, u: &x.w[o.u..o.bh], norm: None };
     let active = vec![true; nb];
     let mask = chunk_mask::<T>(d.state_mask.as_deref(), b0, nb, h);
     let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];

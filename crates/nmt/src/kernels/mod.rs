@@ -16,6 +16,7 @@ mod feedback_step;
 pub mod gemm;
 pub mod int8;
 pub mod int8_linear;
+pub mod layer_norm;
 pub mod linear;
 pub mod lookup;
 pub mod lstm_cell;

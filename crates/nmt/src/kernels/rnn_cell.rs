@@ -26,6 +26,7 @@
 //! `U` only: `hu = m ⊙ h` replaces `h` in `h U_rz`, `r ⊙ h` and `h U`, while the update
 //! `h' = n + z ⊙ (h − n)` keeps the undropped `h`. Without a mask `hu` is `h` itself.
 use super::gemm::{matmul, Mat, Real};
+use super::layer_norm::normed_into;
 use super::lstm_cell;
 use super::precision::matmul_wide;
 pub use crate::config::{CellKind, GruForm};
@@ -44,11 +45,14 @@ impl Rows {
     }
 }
 
-/// The cell: its kind, `U (H, G)` with `G = gates · H` and, for the backward pass, `Uᵀ (G, H)`.
+/// The cell: its kind, `U (H, G)` with `G = gates · H` and, for the backward pass, `Uᵀ (G, H)`;
+/// with layer normalisation (the reset-after GRU, forward only) its `γ_h (G)`: then `gh` rows
+/// end holding `LN(h U)·γ_h + ghb` (`model/layer_norm.rs`).
 pub(crate) struct CellKernel<'a, T> {
     pub kind: CellKind,
     pub hidden: usize,
     pub u: &'a [T],
+    pub norm: Option<&'a [T]>,
 }
 
 /// A step's read-only inputs: previous states `hp (nb, H)`, the states entering `U`
@@ -124,6 +128,7 @@ impl<T: Real> CellKernel<'_, T> {
             }
         };
         match form {
+            GruForm::ResetAfter if self.norm.is_some() => self.normed_product(gh, ghr, hp),
             GruForm::ResetAfter => matmul(gh, ghr.off, ghr.stride, hp, Mat::new(self.u, h, 3 * h), true, 1),
             GruForm::Paper => {
                 matmul(gh, ghr.off, ghr.stride, hp, Mat::strided(self.u, 0, h, 2 * h, 3 * h), true, 1);
@@ -146,6 +151,20 @@ impl<T: Real> CellKernel<'_, T> {
             }
             let (g, hh) = (&gi[gir.at(b)..][..3 * h], &gh[ghr.at(b)..][..3 * h]);
             update_row(form, g, &hh[..2 * h], &hh[2 * h..], hpb, ht);
+        }
+    }
+
+    /// `gh` rows `= LN(h U)·γ_h + ghb`, `ghb` being what the rows hold on entry.
+    #[inline(always)]
+    fn normed_product(&self, gh: &mut [T], ghr: Rows, hp: Mat<'_, T>) {
+        let (g, nb) = (3 * self.hidden, hp.rows);
+        let gamma = self.norm.unwrap_or_default();
+        let mut hu = vec![T::ZERO; nb * g];
+        matmul(&mut hu, 0, g, hp, Mat::new(self.u, self.hidden, g), false, 1);
+        for (b, row) in hu.chunks_exact(g).enumerate() {
+            let out = &mut gh[ghr.at(b)..][..g];
+            let ghb = out.to_vec();
+            normed_into(out, Some(row), gamma, Some(&ghb));
         }
     }
 

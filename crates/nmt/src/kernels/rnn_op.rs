@@ -45,6 +45,10 @@ pub struct RnnDims {
     /// direction's half of its `(B, S, 2G)` input in place).
     pub gi_stride: usize,
     pub gi_off: usize,
+    /// Layer normalisation's `γ_h (G)` on `h U` (`model/layer_norm.rs`; `(2, G)` for the
+    /// bidirectional op): the forward pass only, which the host search runs. The training ops
+    /// never have it (a layer-normalised model trains on the composed form).
+    pub norm: Option<Vec<f32>>,
 }
 
 impl RnnDims {
@@ -102,7 +106,7 @@ impl RnnSpec<'_> {
             candle_core::bail!("{op}: gi {:?}, lens {lens:?}, the weights or the state mask do not fit", gi.dims());
         }
         let mask = self.state_mask.map(<[f32]>::to_vec);
-        Ok(RnnDims { batch, len, hidden, reverse, kind: self.kind, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0 })
+        Ok(RnnDims { batch, len, hidden, reverse, kind: self.kind, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0, norm: None })
     }
 }
 
@@ -160,7 +164,8 @@ pub(crate) struct Saved2<'a, T> {
 #[inline(always)]
 pub(crate) fn forward_chunk<T: Real>(d: &RnnDims, gi: &[T], u: &[T], rows: &[T], out: &mut [T], sv: &mut Saved2<'_, T>) {
     let (nb, s, h, g) = (d.batch, d.len, d.hidden, d.g());
-    let cell = CellKernel { kind: d.kind, hidden: h, u };
+    let norm: Option<Vec<T>> = d.norm.as_ref().map(|n| n.iter().map(|&x| T::from_f64(f64::from(x))).collect());
+    let cell = CellKernel { kind: d.kind, hidden: h, u, norm: norm.as_deref() };
     let mut hp: Vec<T> = rows.chunks(g + h).flat_map(|r| r[g..].iter().copied()).collect();
     let lstm = d.kind == CellKind::Lstm;
     // The LSTM's cell states, starting at zero.
@@ -237,7 +242,8 @@ pub(crate) struct BackIn<'a, T> {
 #[inline(always)]
 pub(crate) fn backward_chunk<T: Real>(d: &RnnDims, x: &BackIn<'_, T>, u: &[T], ut: &[T], dgi: &mut [T], dgh: &mut [T], dh0: &mut [T]) {
     let (nb, s, h, g) = (d.batch, d.len, d.hidden, d.g());
-    let cell = CellKernel { kind: d.kind, hidden: h, u };
+    debug_assert!(d.norm.is_none(), "no backward pass through layer normalisation");
+    let cell = CellKernel { kind: d.kind, hidden: h, u, norm: None };
     let (mut hp, mut dh, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
     let lstm = d.kind == CellKind::Lstm;
     let (mut cp, mut dc) = (vec![T::ZERO; if lstm { nb * h } else { 0 }], vec![T::ZERO; if lstm { nb * h } else { 0 }]);

@@ -6,10 +6,21 @@
 //! c_i  = Σ_j α_ij h_j
 //! ```
 //! `U_a h_j` does not depend on `i`, so [`Attention::precompute`] does it once per sentence.
+//! With layer normalisation (Marian's `s2s`, `layer_norm.rs`) the two products are normalised
+//! and `b_a` moves to the keys' side: `e_ij = v_a^T tanh(LN(s W_a)·γ_w + LN(h_j U_a)·γ_u + b_a)`
+//! (without it, where `b_a` is added makes no difference).
 use candle_core::{Tensor, D};
 
+use super::layer_norm::layer_norm;
 use super::params::{Init, ParamBuilder};
 use crate::error::Result;
+
+/// The attention's layer-normalisation gains: `γ_w (n')` on `s W_a`, `γ_u (n')` on `h U_a`.
+#[derive(Clone, Debug)]
+pub struct AttentionNorm {
+    pub(crate) w: Tensor,
+    pub(crate) u: Tensor,
+}
 
 #[derive(Clone, Debug)]
 pub struct Attention {
@@ -20,23 +31,45 @@ pub struct Attention {
     pub(crate) u_a: Tensor,
     /// `(n', 1)`.
     pub(crate) v_a: Tensor,
+    /// Layer normalisation's gains (`ln_w`, `ln_u`), when the model has it.
+    pub(crate) norm: Option<AttentionNorm>,
 }
 
 impl Attention {
-    pub fn new(state: usize, annot: usize, att: usize, pb: &ParamBuilder) -> Result<Self> {
+    /// `norm`: with layer normalisation.
+    pub fn new(state: usize, annot: usize, att: usize, norm: bool, pb: &ParamBuilder) -> Result<Self> {
         Ok(Attention {
             w_a: pb.get("w_a", &[state, att], Init::Normal)?,
             b_a: pb.get("b_a", &[att], Init::Zeros)?,
             u_a: pb.get("u_a", &[annot, att], Init::Normal)?,
             v_a: pb.get("v_a", &[att, 1], Init::Normal)?,
+            norm: match norm {
+                true => Some(AttentionNorm { w: pb.get("ln_w", &[att], Init::Ones)?, u: pb.get("ln_u", &[att], Init::Ones)? }),
+                false => None,
+            },
         })
     }
 
-    /// `U_a h_j` for all `j`: `(batch, src_len, 2n)` → `(batch, src_len, n')`.
+    /// The keys' term for all `j`, `U_a h_j` (or `LN(h_j U_a)·γ_u + b_a`):
+    /// `(batch, src_len, 2n)` → `(batch, src_len, n')`.
     pub fn precompute(&self, annotations: &Tensor) -> Result<Tensor> {
         let (b, s, d) = annotations.dims3()?;
         let att = self.u_a.dim(1)?;
-        Ok(annotations.reshape((b * s, d))?.matmul(&self.u_a)?.reshape((b, s, att))?)
+        let uh = annotations.reshape((b * s, d))?.matmul(&self.u_a)?;
+        let uh = match &self.norm {
+            Some(g) => layer_norm(&uh, &g.u)?.broadcast_add(&self.b_a)?,
+            None => uh,
+        };
+        Ok(uh.reshape((b, s, att))?)
+    }
+
+    /// The query's term `s W_a + b_a` (or `LN(s W_a)·γ_w`): `(rows, n)` → `(rows, n')`.
+    pub fn query(&self, states: &Tensor) -> Result<Tensor> {
+        let ws = states.matmul(&self.w_a)?;
+        match &self.norm {
+            Some(g) => layer_norm(&ws, &g.w),
+            None => Ok(ws.broadcast_add(&self.b_a)?),
+        }
     }
 
     /// The weights of every target step at once: `states (B, T, n)` the `s_{i-1}`, `uh` from
@@ -45,7 +78,7 @@ impl Attention {
     pub fn weights_all(&self, states: &Tensor, uh: &Tensor, mask_bias: &Tensor) -> Result<Tensor> {
         let (b, t, n) = states.dims3()?;
         let (_, s, att) = uh.dims3()?;
-        let ws = states.reshape((b * t, n))?.matmul(&self.w_a)?.broadcast_add(&self.b_a)?.reshape((b, t, 1, att))?;
+        let ws = self.query(&states.reshape((b * t, n))?)?.reshape((b, t, 1, att))?;
         let hidden = uh.unsqueeze(1)?.broadcast_add(&ws)?.tanh()?;
         let e = hidden.reshape((b * t * s, att))?.matmul(&self.v_a)?.reshape((b, t, s))?;
         softmax_last(&e.broadcast_add(&mask_bias.unsqueeze(1)?)?)
@@ -56,7 +89,7 @@ impl Attention {
     /// Returns the context `c_i: (batch, 2n)` and the weights `α_i: (batch, src_len)`.
     pub fn attend(&self, state: &Tensor, annotations: &Tensor, uh: &Tensor, mask_bias: &Tensor) -> Result<(Tensor, Tensor)> {
         let (b, s, att) = uh.dims3()?;
-        let ws = state.matmul(&self.w_a)?.broadcast_add(&self.b_a)?.unsqueeze(1)?;
+        let ws = self.query(state)?.unsqueeze(1)?;
         let hidden = uh.broadcast_add(&ws)?.tanh()?;
         let e = hidden.reshape((b * s, att))?.matmul(&self.v_a)?.reshape((b, s))?;
         let alpha = softmax_last(&(e + mask_bias)?)?;

@@ -48,10 +48,10 @@ impl AttentionDecoder {
     pub fn new(dims: DecoderDims, att: usize, start: StartState, pb: &ParamBuilder) -> Result<Self> {
         let DecoderDims { emb, enc, hidden, kind } = dims;
         Ok(AttentionDecoder {
-            rnn: Rnn::new(emb, hidden, kind, &pb.pp(cell_name(kind)))?,
+            rnn: Rnn::new(emb, hidden, kind, false, &pb.pp(cell_name(kind)))?,
             c: pb.get("c", &[2 * enc, kind.gates() * hidden], Init::Normal)?,
-            start: DecoderStart::new(enc, hidden, start, pb)?,
-            att: Attention::new(hidden, 2 * enc, att, &pb.pp("attention"))?,
+            start: DecoderStart::new(enc, hidden, start, false, pb)?,
+            att: Attention::new(hidden, 2 * enc, att, false, &pb.pp("attention"))?,
         })
     }
 

@@ -4,12 +4,15 @@
 //! ([`forced_steps`], [`ForcedIn`], [`AttnForced`]). `p` summarises the annotations as
 //! `model.decoder_start` says (`kernels/start_pool.rs`): `←h_1`, the backward half of the first
 //! annotation, which has read the whole sentence (Bahdanau et al. 2014, appendix A.2.2); `→h_len`;
-//! or their mean over the sentence (Nematus, Marian's `s2s`).
+//! or their mean over the sentence (Nematus, Marian's `s2s`). With layer normalisation
+//! (`layer_norm.rs`) `s_0 = tanh(LN(p W_s)·γ_s + b_s)`, and the memory's keys are the
+//! attention's normalised ones (`attention.rs`).
 use candle_core::Tensor;
 
 use super::attention::Attention;
 use super::decoder::{shift_outputs, AttentionMemory, HostMemory, StepOut};
 use super::encoder::Source;
+use super::layer_norm::{ln_rows, maybe_norm};
 use super::params::{Init, ParamBuilder};
 use crate::config::{OutputState, StartState};
 use crate::error::Result;
@@ -18,18 +21,22 @@ use crate::kernels::gemm::{matmul, Mat};
 use crate::kernels::start_pool;
 
 /// `W_s (P, n)` and `b_s (n)`, registered as the decoder's `w_s`, `b_s`; `P` is `n_enc`, or
-/// `2n_enc` for the mean.
+/// `2n_enc` for the mean; layer normalisation's `γ_s (n)` as `ln_s`.
 #[derive(Clone, Debug)]
 pub struct DecoderStart {
     pub(crate) kind: StartState,
     pub(crate) w_s: Tensor,
     pub(crate) b_s: Tensor,
+    pub(crate) norm: Option<Tensor>,
 }
 
 impl DecoderStart {
-    pub fn new(enc: usize, hidden: usize, kind: StartState, pb: &ParamBuilder) -> Result<Self> {
+    /// `norm`: with layer normalisation.
+    pub fn new(enc: usize, hidden: usize, kind: StartState, norm: bool, pb: &ParamBuilder) -> Result<Self> {
         let p = start_pool::width(kind, 2 * enc);
-        Ok(DecoderStart { kind, w_s: pb.get("w_s", &[p, hidden], Init::Normal)?, b_s: pb.get("b_s", &[hidden], Init::Zeros)? })
+        let (w_s, b_s) = (pb.get("w_s", &[p, hidden], Init::Normal)?, pb.get("b_s", &[hidden], Init::Zeros)?);
+        let norm = if norm { Some(pb.get("ln_s", &[hidden], Init::Ones)?) } else { None };
+        Ok(DecoderStart { kind, w_s, b_s, norm })
     }
 
     /// `s_0 = tanh(p W_s + b_s) (B, n)` from the annotations `(B, S, 2n_enc)` of `src`.
@@ -57,7 +64,7 @@ impl DecoderStart {
                 }
             }
         };
-        Ok(p.matmul(&self.w_s)?.broadcast_add(&self.b_s)?.tanh()?)
+        Ok(maybe_norm(p.matmul(&self.w_s)?, self.norm.as_ref())?.broadcast_add(&self.b_s)?.tanh()?)
     }
 }
 
@@ -68,18 +75,31 @@ pub fn attention_memory(att: &Attention, ann: &Tensor, src_mask: &Tensor) -> Res
     Ok(AttentionMemory { annotations: ann.clone(), uh, mask_bias, src_ext: None, n_ext: 0 })
 }
 
-/// The host form: `W_s (P, n)`, `b_s (n)`, `U_a (2n, A)` and `v_a (A)`.
+/// The host form: `W_s (P, n)`, `b_s (n)`, `U_a (2n, A)` and `v_a (A)`; with layer
+/// normalisation `γ_s`, and the keys' `γ_u` with `b_a`.
 pub struct HostStart {
     pub(crate) kind: StartState,
     pub(crate) w_s: Vec<f32>,
     pub(crate) b_s: Vec<f32>,
     pub(crate) u_a: Vec<f32>,
     pub(crate) v_a: Vec<f32>,
+    norm: Option<HostStartNorm>,
+}
+
+/// [`HostStart`]'s layer-normalisation gains and the keys' shift.
+struct HostStartNorm {
+    s: Vec<f32>,
+    u: Vec<f32>,
+    b_a: Vec<f32>,
 }
 
 impl HostStart {
     pub fn new(start: &DecoderStart, att: &Attention) -> Result<Self> {
-        Ok(HostStart { kind: start.kind, w_s: host(&start.w_s)?, b_s: host(&start.b_s)?, u_a: host(&att.u_a)?, v_a: host(&att.v_a)? })
+        let norm = match (&start.norm, &att.norm) {
+            (Some(s), Some(a)) => Some(HostStartNorm { s: host(s)?, u: host(&a.u)?, b_a: host(&att.b_a)? }),
+            _ => None,
+        };
+        Ok(HostStart { kind: start.kind, w_s: host(&start.w_s)?, b_s: host(&start.b_s)?, u_a: host(&att.u_a)?, v_a: host(&att.v_a)?, norm })
     }
 
     /// The memory `(B, S, 2n + A)` holding `[h_j ; U_a h_j]` at each position (the layout
@@ -102,10 +122,22 @@ impl HostStart {
         let annotations = Mat::strided(&mem, 0, b * s, 2 * n, ew);
         let mut uh = vec![0f32; b * s * a];
         matmul(&mut uh, 0, a, annotations, Mat::new(&self.u_a, 2 * n, a), false, threads);
+        if let Some(g) = &self.norm {
+            ln_rows(&mut uh, b * s, (a, 0), &g.u, Some(&g.b_a));
+        }
         for (row, u) in mem.chunks_exact_mut(ew).zip(uh.chunks_exact(a)) {
             row[2 * n..].copy_from_slice(u);
         }
-        let mut h0 = affine(&p, b, start_pool::width(self.kind, 2 * n), &self.w_s, &self.b_s, threads);
+        let width = start_pool::width(self.kind, 2 * n);
+        let mut h0 = match &self.norm {
+            None => affine(&p, b, width, &self.w_s, &self.b_s, threads),
+            Some(g) => {
+                let mut h0 = vec![0f32; b * n];
+                matmul(&mut h0, 0, n, Mat::new(&p, b, width), Mat::new(&self.w_s, width, n), false, threads);
+                ln_rows(&mut h0, b, (n, 0), &g.s, Some(&self.b_s));
+                h0
+            }
+        };
         tanh_in_place(&mut h0);
         (HostMemory::Attention { mem }, h0)
     }

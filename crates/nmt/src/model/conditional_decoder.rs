@@ -31,6 +31,7 @@ use crate::config::{CellKind, GruForm, OutputState, StartState};
 use crate::error::{Error, Result};
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::dense::{hcat, host, Dense};
+use crate::kernels::layer_norm::NormedBlock;
 use crate::kernels::{attn_op, linear};
 
 /// The conditional GRU decoder: `decoder.gru.*` (GRU₁, input `E y`), `decoder.gru2.*` (GRU₂,
@@ -44,16 +45,17 @@ pub struct ConditionalDecoder {
 }
 
 impl ConditionalDecoder {
-    pub fn new(dims: DecoderDims, att: usize, start: StartState, pb: &ParamBuilder) -> Result<Self> {
+    /// `norm`: with layer normalisation in every layer (Marian's `s2s`, `layer_norm.rs`).
+    pub fn new(dims: DecoderDims, att: usize, start: StartState, norm: bool, pb: &ParamBuilder) -> Result<Self> {
         let DecoderDims { emb, enc, hidden, kind } = dims;
         if kind == CellKind::Lstm {
             return Err(Error::Config("model.decoder = \"conditional\" is the conditional GRU: it needs model.cell = \"gru\"".into()));
         }
         Ok(ConditionalDecoder {
-            rnn1: Rnn::new(emb, hidden, kind, &pb.pp("gru"))?,
-            rnn2: Rnn::new(2 * enc, hidden, kind, &pb.pp("gru2"))?,
-            start: DecoderStart::new(enc, hidden, start, pb)?,
-            att: Attention::new(hidden, 2 * enc, att, &pb.pp("attention"))?,
+            rnn1: Rnn::new(emb, hidden, kind, norm, &pb.pp("gru"))?,
+            rnn2: Rnn::new(2 * enc, hidden, kind, norm, &pb.pp("gru2"))?,
+            start: DecoderStart::new(enc, hidden, start, norm, pb)?,
+            att: Attention::new(hidden, 2 * enc, att, norm, &pb.pp("attention"))?,
         })
     }
 
@@ -213,7 +215,8 @@ impl HostCell {
 }
 
 /// The host form of [`ConditionalDecoder`]: the products that share a left operand side by
-/// side, one GEMM each (as `HostAttention`).
+/// side, one GEMM each (as `HostAttention`). With layer normalisation each normalised block's
+/// bias is left out of its GEMM and given to its [`NormedBlock`] as `β` (`layer_norm.rs`).
 pub struct HostConditional {
     /// `E y · [W₁ | O_y]` `(m, G + 2l)`, bias `[b₁ | b_o]`.
     y_cat: Dense,
@@ -230,6 +233,36 @@ pub struct HostConditional {
     cell1: HostCell,
     cell2: HostCell,
     keys: HostStart,
+    /// The normalised blocks of `y_cat`, `s_cat`, `sp_cat`, `c_cat` and of `O_h s` (empty
+    /// without layer normalisation).
+    norm: [Vec<NormedBlock>; 5],
+}
+
+/// The blocks of [`HostConditional`]'s products that layer normalisation normalises, and the
+/// products' biases with those blocks' zeroed: `(y, s, sp, c, O_h s)`.
+fn normed_blocks(dec: &ConditionalDecoder, out: &HostOutput, prev: bool, biases: [&mut Vec<f32>; 4]) -> Result<[Vec<NormedBlock>; 5]> {
+    let (Some(g1), Some(g2), Some(ga), Some(go)) = (dec.rnn1.norm(), dec.rnn2.norm(), &dec.att.norm, &out.norm) else {
+        return Ok(Default::default());
+    };
+    let (g, a) = (g1.x.dim(0)?, ga.w.dim(0)?);
+    let [y_b, s_b, sp_b, c_b] = biases;
+    // (off, γ): β is the bias the GEMM would have added there (none for `s W_a`, whose `b_a`
+    // shifts the keys, and for `O_h s`, `O_c c`, whose shared `b` shifts `O_y E y`).
+    let block = |bias: &mut Vec<f32>, off: usize, gamma: Vec<f32>, shifted: bool| {
+        let range = off..off + gamma.len();
+        let beta = shifted.then(|| bias[range.clone()].to_vec());
+        bias[range].fill(0.0);
+        NormedBlock { off, gamma, beta }
+    };
+    let y = vec![block(y_b, 0, host(&g1.x)?, true), block(y_b, g, go[1].clone(), true)];
+    let mut s = vec![block(s_b, 0, host(&g1.h)?, true)];
+    if prev {
+        s.push(block(s_b, g, go[0].clone(), false));
+    }
+    let sp = vec![block(sp_b, 0, host(&ga.w)?, false), block(sp_b, a, host(&g2.h)?, true)];
+    let c = vec![block(c_b, 0, host(&g2.x)?, true), block(c_b, g, go[2].clone(), false)];
+    let oh = if prev { Vec::new() } else { vec![NormedBlock { off: 0, gamma: go[0].clone(), beta: None }] };
+    Ok([y, s, sp, c, oh])
 }
 
 impl HostConditional {
@@ -250,18 +283,22 @@ impl HostConditional {
         let w_a = host(&dec.att.w_a)?;
         let mut c_cat_b = b2;
         c_cat_b.resize(g + l2, 0.0);
+        let mut y_cat_b = b1.iter().chain(&out.b).copied().collect();
+        let mut sp_cat_b = host(&dec.att.b_a)?.into_iter().chain(cell2.b_rec.iter().copied()).collect();
+        let norm = normed_blocks(dec, out, prev, [&mut y_cat_b, &mut s_cat_b, &mut sp_cat_b, &mut c_cat_b])?;
         Ok(HostConditional {
             y_cat: Dense::new(hcat(&[(&w1[..], g), (&out.o_y.w[..], l2)], m), m),
-            y_cat_b: b1.iter().chain(&out.b).copied().collect(),
+            y_cat_b,
             s_cat: Dense::new(hcat(&s_blocks, n), n),
             s_cat_b,
             sp_cat: Dense::new(hcat(&[(&w_a[..], a), (&cell2.u_rec[..], rec2)], n), n),
-            sp_cat_b: host(&dec.att.b_a)?.into_iter().chain(cell2.b_rec.iter().copied()).collect(),
+            sp_cat_b,
             c_cat: Dense::new(hcat(&[(&w2[..], g), (&out.o_c[..], l2)], 2 * n), 2 * n),
             c_cat_b,
             keys: HostStart::new(&dec.start, &dec.att)?,
             cell1,
             cell2,
+            norm,
         })
     }
 
@@ -288,12 +325,17 @@ impl HostConditional {
         let (n, a, l2, threads) = (self.keys.b_s.len(), self.keys.v_a.len(), out.b.len(), x.threads);
         let (r_n, g) = (x.sent.len(), 3 * n);
         let (wy, ws, wsp) = (g + l2, self.s_cat_b.len(), self.sp_cat_b.len());
-        let gy = self.y_cat.affine(x.ey, r_n, &self.y_cat_b, threads);
-        let gs = self.s_cat.affine(x.s_prev, r_n, &self.s_cat_b, threads);
+        let [ny, ns, nsp, nc, noh] = &self.norm;
+        let mut gy = self.y_cat.affine(x.ey, r_n, &self.y_cat_b, threads);
+        NormedBlock::apply_all(ny, &mut gy, r_n, wy);
+        let mut gs = self.s_cat.affine(x.s_prev, r_n, &self.s_cat_b, threads);
+        NormedBlock::apply_all(ns, &mut gs, r_n, ws);
         let s1 = self.cell1.step((&gy, wy), (&gs, ws, 0), x.s_prev, threads);
-        let gsp = self.sp_cat.affine(&s1, r_n, &self.sp_cat_b, threads);
+        let mut gsp = self.sp_cat.affine(&s1, r_n, &self.sp_cat_b, threads);
+        NormedBlock::apply_all(nsp, &mut gsp, r_n, wsp);
         let (ctx, alpha) = super::attention_decoder::attend_rows(mem, lens, x.sent, (&gsp, wsp), &self.keys.v_a, 2 * n, want_alpha);
-        let gc = self.c_cat.affine(&ctx, r_n, &self.c_cat_b, threads);
+        let mut gc = self.c_cat.affine(&ctx, r_n, &self.c_cat_b, threads);
+        NormedBlock::apply_all(nc, &mut gc, r_n, wy);
         let state = self.cell2.step((&gc, wy), (&gsp, wsp, a), &s1, threads);
         let mut pre = Vec::with_capacity(r_n * l2);
         for r in 0..r_n {
@@ -306,7 +348,13 @@ impl HostConditional {
             }
         }
         if x.out_state == Some(OutputState::Current) {
-            out.o_h.mul_add(&mut pre, 0, l2, Mat::new(&state, r_n, n), threads);
+            if noh.is_empty() {
+                out.o_h.mul_add(&mut pre, 0, l2, Mat::new(&state, r_n, n), threads);
+            } else {
+                let mut hs = out.o_h.affine(&state, r_n, &vec![0.0; l2], threads);
+                NormedBlock::apply_all(noh, &mut hs, r_n, l2);
+                pre.iter_mut().zip(&hs).for_each(|(p, h)| *p += h);
+            }
         }
         HostStepOut { state, pre, ctx, alpha }
     }
@@ -314,14 +362,19 @@ impl HostConditional {
 
 #[cfg(test)]
 mod tests {
-    /// The host step against the composed step (`twins.rs`), either GRU form and output state.
+    /// The host step against the composed step (`twins.rs`), either GRU form and output state,
+    /// and the reset-after form with layer normalisation.
     #[test]
     fn host_conditional_step_is_the_composed_step() {
         use crate::config::{CellKind, GruForm, OutputState, StartState};
         let starts = [StartState::FirstBackward, StartState::LastForward, StartState::Mean];
         for (i, form) in [GruForm::Paper, GruForm::ResetAfter].into_iter().enumerate() {
             for (j, which) in [OutputState::Previous, OutputState::Current].into_iter().enumerate() {
-                crate::model::twins::check_conditional_step(CellKind::Gru(form), which, starts[(i + 2 * j) % 3], 140 + 10 * i as u64);
+                let start = starts[(i + 2 * j) % 3];
+                crate::model::twins::check_conditional_step(CellKind::Gru(form), which, start, false, 140 + 10 * i as u64);
+                if form == GruForm::ResetAfter {
+                    crate::model::twins::check_conditional_step(CellKind::Gru(form), which, start, true, 170 + j as u64);
+                }
             }
         }
     }

@@ -90,11 +90,15 @@ pub struct BiRnnEncoder {
 }
 
 impl BiRnnEncoder {
-    pub fn new(emb: usize, hidden: usize, kind: CellKind, stack: Stack, pb: &ParamBuilder) -> Result<Self> {
+    /// `norm`: layer-normalised GRUs (`layer_norm.rs`).
+    pub fn new(emb: usize, hidden: usize, kind: CellKind, stack: Stack, norm: bool, pb: &ParamBuilder) -> Result<Self> {
         let layers = (0..stack.layers)
             .map(|k| {
                 let (pk, input) = (layer_scope(pb, k), if k == 0 { emb } else { 2 * hidden });
-                Ok(BiLayer { fwd: Rnn::new(input, hidden, kind, &pk.pp("fwd"))?, bwd: Rnn::new(input, hidden, kind, &pk.pp("bwd"))? })
+                Ok(BiLayer {
+                    fwd: Rnn::new(input, hidden, kind, norm, &pk.pp("fwd"))?,
+                    bwd: Rnn::new(input, hidden, kind, norm, &pk.pp("bwd"))?,
+                })
             })
             .collect::<Result<_>>()?;
         Ok(BiRnnEncoder { layers, residual: stack.residual })
@@ -163,7 +167,7 @@ pub struct RnnEncoder {
 impl RnnEncoder {
     pub fn new(emb: usize, hidden: usize, kind: CellKind, stack: Stack, pb: &ParamBuilder) -> Result<Self> {
         let layers = (0..stack.layers)
-            .map(|k| Rnn::new(if k == 0 { emb } else { hidden }, hidden, kind, &layer_scope(pb, k).pp(cell_name(kind))))
+            .map(|k| Rnn::new(if k == 0 { emb } else { hidden }, hidden, kind, false, &layer_scope(pb, k).pp(cell_name(kind))))
             .collect::<Result<_>>()?;
         let feedback = match stack.kind {
             StackKind::GatedFeedback if stack.layers > 1 => (1..stack.layers)

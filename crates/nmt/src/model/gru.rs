@@ -8,6 +8,9 @@
 //! ```
 //! (RNNsearch writes `(1 − z) ⊙ h_prev + z ⊙ h~`: the same cell with `z` relabelled.)
 //! `model.gru = "reset-after"` selects cuDNN's cell instead, `h~ = tanh(W x + b + r ⊙ (U h + b_h))`.
+//! With `model.layer_norm` (reset-after only) the two products are normalised before their
+//! biases, as Marian's GRU does: `LN(x W)·γ_x + b` and `LN(h U)·γ_h + b_h`, each over its
+//! whole `3n` row (`layer_norm.rs`).
 //!
 //! Speed by shape (Marian): the input projection `W x + b` of a whole sequence is one matmul,
 //! done by the caller (`Rnn::project`, `rnn.rs`, which also runs a layer over a sequence); the per-step work is `h U_rz`, `(r ⊙ h) U` and
@@ -15,9 +18,17 @@
 //! on the left; gate blocks are ordered `[r | z | candidate]`.
 use candle_core::{Tensor, D};
 
+use super::layer_norm::{layer_norm, maybe_norm};
 use super::params::{Init, ParamBuilder};
 use crate::config::GruForm;
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// A GRU's layer-normalisation gains: `γ_x (3n)` on `x W`, `γ_h (3n)` on `h U`.
+#[derive(Clone, Debug)]
+pub struct GruNorm {
+    pub(crate) x: Tensor,
+    pub(crate) h: Tensor,
+}
 
 /// One GRU layer's weights.
 #[derive(Clone, Debug)]
@@ -34,10 +45,16 @@ pub struct Gru {
     pub(crate) b_h: Option<Tensor>,
     pub(crate) form: GruForm,
     pub(crate) hidden: usize,
+    /// Layer normalisation's gains (`ln_x`, `ln_h`), when the model has it.
+    pub(crate) norm: Option<GruNorm>,
 }
 
 impl Gru {
-    pub fn new(input: usize, hidden: usize, form: GruForm, pb: &ParamBuilder) -> Result<Self> {
+    /// `norm`: with layer normalisation (the reset-after form only).
+    pub fn new(input: usize, hidden: usize, form: GruForm, norm: bool, pb: &ParamBuilder) -> Result<Self> {
+        if norm && form != GruForm::ResetAfter {
+            return Err(Error::Config("a layer-normalised GRU is the reset-after form (model.gru = \"reset-after\")".into()));
+        }
         Ok(Gru {
             w: pb.get("w", &[input, 3 * hidden], Init::Normal)?,
             b: pb.get("b", &[3 * hidden], Init::Zeros)?,
@@ -49,7 +66,17 @@ impl Gru {
             },
             form,
             hidden,
+            norm: match norm {
+                true => Some(GruNorm { x: pb.get("ln_x", &[3 * hidden], Init::Ones)?, h: pb.get("ln_h", &[3 * hidden], Init::Ones)? }),
+                false => None,
+            },
         })
+    }
+
+    /// Input projections of a whole batch of sequences, `LN(x W)·γ_x + b` with layer
+    /// normalisation: `(batch, len, in)` → `(batch, len, 3n)`.
+    pub fn project(&self, x: &Tensor) -> Result<Tensor> {
+        project_sequence(x, &self.w, &self.b, self.norm.as_ref().map(|g| &g.x))
     }
 
     /// `[U_r | U_z | U] (n, 3n)`, the fused kernels' layout.
@@ -69,7 +96,7 @@ impl Gru {
     /// RNNsearch's `C c_i`), `h: (batch, n)` → new `h: (batch, n)`; `state_mask (batch, n)`
     /// is recurrent dropout's mask (training only).
     pub fn step(&self, gi: &Tensor, h: &Tensor, state_mask: Option<&Tensor>) -> Result<Tensor> {
-        let rec = Recurrent { u_rz: &self.u_rz, u_n: &self.u, ghb: self.b_h.as_ref(), state_mask };
+        let rec = Recurrent { u_rz: &self.u_rz, u_n: &self.u, ghb: self.b_h.as_ref(), state_mask, norm: self.norm.as_ref().map(|g| &g.h) };
         cell_step(self.form, gi, h, &rec)
     }
 }
@@ -82,6 +109,8 @@ pub struct Recurrent<'a> {
     pub u_n: &'a Tensor,
     pub ghb: Option<&'a Tensor>,
     pub state_mask: Option<&'a Tensor>,
+    /// Layer normalisation's `γ_h (3n)` on the whole `h U` (the reset-after form only).
+    pub norm: Option<&'a Tensor>,
 }
 
 /// One GRU step from composed candle ops, either form (`kernels/rnn_cell.rs` is its fused twin):
@@ -99,6 +128,15 @@ pub fn cell_step(form: GruForm, gi: &Tensor, h: &Tensor, rec: &Recurrent<'_>) ->
         Some(m) => (h * m)?,
         None => h.clone(),
     };
+    if let Some(gamma) = rec.norm {
+        // LN(h U)·γ_h + b_h, one 3n row (reset-after).
+        let u = Tensor::cat(&[rec.u_rz, rec.u_n], 1)?;
+        let gh = part(layer_norm(&hu.matmul(&u)?, gamma)?, 0, 3 * n)?;
+        let rz = candle_nn::ops::sigmoid(&(gi.narrow(D::Minus1, 0, 2 * n)? + gh.narrow(D::Minus1, 0, 2 * n)?)?)?;
+        let (r, z) = (rz.narrow(D::Minus1, 0, n)?, rz.narrow(D::Minus1, n, n)?);
+        let cand = (gi.narrow(D::Minus1, 2 * n, n)? + (r * gh.narrow(D::Minus1, 2 * n, n)?)?)?.tanh()?;
+        return Ok((&cand + (z * (h - &cand)?)?)?);
+    }
     let gh_rz = part(hu.matmul(rec.u_rz)?, 0, 2 * n)?;
     let rz = candle_nn::ops::sigmoid(&(gi.narrow(D::Minus1, 0, 2 * n)? + gh_rz)?)?;
     let r = rz.narrow(D::Minus1, 0, n)?;
@@ -112,9 +150,10 @@ pub fn cell_step(form: GruForm, gi: &Tensor, h: &Tensor, rec: &Recurrent<'_>) ->
     Ok((&cand + (z * (h - &cand)?)?)?)
 }
 
-/// `x W + b` for every position as one matmul: `(batch, len, in)` → `(batch, len, out)`.
-pub fn project_sequence(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+/// `x W + b` for every position as one matmul, `LN(x W)·γ + b` with a `γ`: `(batch, len, in)`
+/// → `(batch, len, out)`.
+pub fn project_sequence(x: &Tensor, w: &Tensor, b: &Tensor, gamma: Option<&Tensor>) -> Result<Tensor> {
     let (n, t, i) = x.dims3()?;
     let out = w.dim(1)?;
-    Ok(x.reshape((n * t, i))?.matmul(w)?.broadcast_add(b)?.reshape((n, t, out))?)
+    Ok(maybe_norm(x.reshape((n * t, i))?.matmul(w)?, gamma)?.broadcast_add(b)?.reshape((n, t, out))?)
 }

@@ -8,10 +8,13 @@
 //! p(y_i | …) = softmax(G t + b_G)               (K_y)
 //! ```
 //! It runs on all target steps of a batch at once in training: `(batch·tgt_len, ·)` rows.
+//! With layer normalisation (Marian's `s2s`, `layer_norm.rs`) each of the three products is
+//! normalised on its own before the bias: `t~ = LN(O_h s)·γ_h + LN(O_y E y)·γ_y + LN(O_c c)·γ_c + b`.
 use candle_core::{Tensor, D};
 
 use super::attention::logsumexp_last;
 use super::backend::Backend;
+use super::layer_norm::maybe_norm;
 use super::params::{Init, ParamBuilder};
 use super::regularizer::{times_mask, Dropout, Site};
 use crate::config::OutputLayer;
@@ -32,6 +35,16 @@ pub struct OutputDims {
     pub(crate) maxout: usize,
     pub(crate) vocab: usize,
     pub(crate) layer: OutputLayer,
+    /// With layer normalisation.
+    pub(crate) norm: bool,
+}
+
+/// The deep output's layer-normalisation gains `(w)` each: on `O_h s`, `O_y E y`, `O_c c`.
+#[derive(Clone, Debug)]
+pub struct OutputNorm {
+    pub(crate) h: Tensor,
+    pub(crate) y: Tensor,
+    pub(crate) c: Tensor,
 }
 
 /// What the deep output reads of the decoder in teacher forcing.
@@ -58,12 +71,14 @@ pub struct DeepOutput {
     pub(crate) layer: OutputLayer,
     /// The tied target embedding `E (K_y, l)` itself (`g` is its transpose).
     tied: Option<Tensor>,
+    /// Layer normalisation's gains (`ln_h`, `ln_y`, `ln_c`), when the model has it.
+    pub(crate) norm: Option<OutputNorm>,
 }
 
 impl DeepOutput {
     /// `tied`: the target embedding `E (K_y, l)` to use as `Gᵀ` instead of a separate `G`.
     pub fn new(d: OutputDims, tied: Option<&Tensor>, pb: &ParamBuilder) -> Result<Self> {
-        let OutputDims { state, emb, ctx, maxout, vocab, layer } = d;
+        let OutputDims { state, emb, ctx, maxout, vocab, layer, norm } = d;
         let w = layer.pre_width(maxout);
         // Created in field order: a seed gives the same model as before `tied` existed.
         let o_h = pb.get("o_h", &[state, w], Init::Normal)?;
@@ -75,7 +90,15 @@ impl DeepOutput {
             None => pb.get("g", &[maxout, vocab], Init::Normal)?,
         };
         let b_g = pb.get("b_g", &[vocab], Init::Zeros)?;
-        Ok(DeepOutput { o_h, o_y, o_c, b, g, b_g, maxout, layer, tied: tied.cloned() })
+        let norm = match norm {
+            true => Some(OutputNorm {
+                h: pb.get("ln_h", &[w], Init::Ones)?,
+                y: pb.get("ln_y", &[w], Init::Ones)?,
+                c: pb.get("ln_c", &[w], Init::Ones)?,
+            }),
+            false => None,
+        };
+        Ok(DeepOutput { o_h, o_y, o_c, b, g, b_g, maxout, layer, tied: tied.cloned(), norm })
     }
 
     /// `G` as the fused projection reads it: `G (l, K_y)`, or `E (K_y, l)` itself when tied.
@@ -86,15 +109,18 @@ impl DeepOutput {
         }
     }
 
-    /// `O_c c`: `(rows, ctx)` → `(rows, w)`; for RNNenc done once per sentence.
+    /// `O_c c` (or `LN(O_c c)·γ_c`): `(rows, ctx)` → `(rows, w)`; for RNNenc done once per sentence.
     pub fn project_context(&self, ctx: &Tensor) -> Result<Tensor> {
-        Ok(ctx.matmul(&self.o_c)?)
+        maybe_norm(ctx.matmul(&self.o_c)?, self.norm.as_ref().map(|g| &g.c))
     }
 
     /// The hidden layer `t`: `state (rows, n)`, `emb (rows, m)`, `ctx_proj` from
     /// [`DeepOutput::project_context`] broadcastable to `(rows, w)` → `(rows, l)`.
     pub fn hidden(&self, state: &Tensor, emb: &Tensor, ctx_proj: &Tensor) -> Result<Tensor> {
-        let pre = (state.matmul(&self.o_h)? + emb.matmul(&self.o_y)?)?.broadcast_add(ctx_proj)?.broadcast_add(&self.b)?;
+        let (gh, gy) = (self.norm.as_ref().map(|g| &g.h), self.norm.as_ref().map(|g| &g.y));
+        let pre = (maybe_norm(state.matmul(&self.o_h)?, gh)? + maybe_norm(emb.matmul(&self.o_y)?, gy)?)?
+            .broadcast_add(ctx_proj)?
+            .broadcast_add(&self.b)?;
         let rows = pre.dim(0)?;
         Ok(match self.layer {
             OutputLayer::Maxout => pre.reshape((rows, self.maxout, 2))?.max(D::Minus1)?,
@@ -194,6 +220,8 @@ pub struct HostOutput {
     pub(crate) b: Vec<f32>,
     pub(crate) proj: Projection,
     layer: OutputLayer,
+    /// Layer normalisation's gains `[γ_h, γ_y, γ_c]`, when the layer has them.
+    pub(crate) norm: Option<[Vec<f32>; 3]>,
 }
 
 impl HostOutput {
@@ -206,6 +234,10 @@ impl HostOutput {
             b: host(&o.b)?,
             proj: Projection::new(&host(&o.g)?, &host(&o.b_g)?),
             layer: o.layer,
+            norm: match &o.norm {
+                Some(g) => Some([host(&g.h)?, host(&g.y)?, host(&g.c)?]),
+                None => None,
+            },
         })
     }
 
@@ -240,7 +272,7 @@ mod tests {
     fn host_output_scores_as_the_composed_layer() {
         let (n, m, c, l, v, r) = (4, 3, 8, 5, 11, 6);
         for layer in [OutputLayer::Maxout, OutputLayer::Tanh] {
-            let dims = OutputDims { state: n, emb: m, ctx: c, maxout: l, vocab: v, layer };
+            let dims = OutputDims { state: n, emb: m, ctx: c, maxout: l, vocab: v, layer, norm: false };
             let out = random_layer(3, |pb| DeepOutput::new(dims, None, pb));
             let ((s, sv), (ey, eyv), (ctx, ctxv)) = (randn(4, &[r, n]), randn(5, &[r, m]), randn(6, &[r, c]));
             let logits = out.logits(&out.hidden(&s, &ey, &out.project_context(&ctx).unwrap()).unwrap()).unwrap();

@@ -21,6 +21,8 @@ pub enum Init {
     Normal,
     /// Zeros (biases).
     Zeros,
+    /// Ones (layer normalisation's gains, `layer_norm.rs`).
+    Ones,
     /// Each `(n, n)` block of an `(n, k·n)` matrix a random orthogonal matrix (recurrent weights).
     OrthogonalBlocks,
     /// [`Init::OrthogonalBlocks`] scaled to this spectral radius (grConv: 0.4, Properties §3).
@@ -111,6 +113,7 @@ impl Params {
         let mut rng = self.rng.lock_safe();
         let data: Vec<f64> = match init {
             Init::Zeros => vec![0.0; n],
+            Init::Ones => vec![1.0; n],
             Init::Normal if self.glorot => {
                 let (fan_in, fan_out) = if shape.len() == 2 { (shape[0], shape[1]) } else { (n, 1) };
                 let a = (6.0 / (fan_in + fan_out).max(1) as f64).sqrt();

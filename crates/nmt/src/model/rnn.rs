@@ -6,7 +6,7 @@
 //! layers above read [`Rnn::output`], the `h` part. Gate width `G`: `3n` or `4n`.
 use candle_core::{Tensor, D};
 
-use super::gru::{project_sequence, Gru};
+use super::gru::{Gru, GruNorm};
 use super::lstm::{lstm_step, Lstm};
 use super::params::ParamBuilder;
 use crate::config::CellKind;
@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::kernels::birnn;
 use crate::kernels::dense::{hcat, host, Dense};
 use crate::kernels::gemm::fill_rows;
+use crate::kernels::layer_norm::ln_rows;
 use crate::kernels::rnn_op::{self, RnnDims};
 
 /// The state a layer of cell `kind` starts from, given its `h_0 (batch, n)`: `h_0`, or the
@@ -38,11 +39,21 @@ pub enum Rnn {
 }
 
 impl Rnn {
-    pub fn new(input: usize, hidden: usize, kind: CellKind, pb: &ParamBuilder) -> Result<Self> {
+    /// `norm`: with layer normalisation (`layer_norm.rs`; the reset-after GRU only).
+    pub fn new(input: usize, hidden: usize, kind: CellKind, norm: bool, pb: &ParamBuilder) -> Result<Self> {
         Ok(match kind {
-            CellKind::Gru(form) => Rnn::Gru(Gru::new(input, hidden, form, pb)?),
+            CellKind::Gru(form) => Rnn::Gru(Gru::new(input, hidden, form, norm, pb)?),
+            CellKind::Lstm if norm => return Err(crate::Error::Config("layer normalisation is defined for the GRU, not the LSTM".into())),
             CellKind::Lstm => Rnn::Lstm(Lstm::new(input, hidden, pb)?),
         })
+    }
+
+    /// The layer-normalisation gains, when the layer has them.
+    pub fn norm(&self) -> Option<&GruNorm> {
+        match self {
+            Rnn::Gru(g) => g.norm.as_ref(),
+            Rnn::Lstm(_) => None,
+        }
     }
 
     pub fn kind(&self) -> CellKind {
@@ -85,8 +96,10 @@ impl Rnn {
 
     /// Input projections of a whole batch of sequences: `(batch, len, in)` → `(batch, len, G)`.
     pub fn project(&self, x: &Tensor) -> Result<Tensor> {
-        let (w, b) = self.input_weights();
-        project_sequence(x, w, b)
+        match self {
+            Rnn::Gru(g) => g.project(x),
+            Rnn::Lstm(l) => super::gru::project_sequence(x, &l.w, &l.b, None),
+        }
     }
 
     /// The state a layer starts from, given its `h_0 (batch, n)` ([`start_state`]).
@@ -145,12 +158,14 @@ impl Rnn {
 /// so the search runs the very code that trains: `k` directions (2 for RNNsearch's
 /// bidirectional encoder, 1 for RNNenc's encoder and the decoder's upper layers), `W (m, k·G)` and `b (k·G)` side by side,
 /// `U (k, n, G)` packed `[U_r | U_z | U_n]` (LSTM: `[U_i | U_f | U_g | U_o]`), recurrent biases
-/// `b_h (k, G)` (zero for the paper's GRU and the LSTM).
+/// `b_h (k, G)` (zero for the paper's GRU and the LSTM); with layer normalisation each
+/// direction's `(γ_x (G), γ_h (G))`.
 pub struct HostRnn {
     pub(crate) w: Dense,
     pub(crate) b: Vec<f32>,
     pub(crate) u: Vec<f32>,
     pub(crate) bh: Vec<f32>,
+    pub(crate) norm: Vec<(Vec<f32>, Vec<f32>)>,
 }
 
 impl HostRnn {
@@ -159,13 +174,30 @@ impl HostRnn {
         let ws: Vec<Vec<f32>> = grus.iter().map(|g| host(g.input_weights().0)).collect::<Result<_>>()?;
         let blocks: Vec<(&[f32], usize)> = ws.iter().map(|w| (&w[..], n3)).collect();
         let mut b = Vec::new();
-        let (mut u, mut bh) = (Vec::new(), Vec::new());
+        let (mut u, mut bh, mut norm) = (Vec::new(), Vec::new(), Vec::new());
         for g in grus {
             b.extend(host(g.input_weights().1)?);
             u.extend(host(&g.u_cat()?)?);
             bh.extend(host(&g.bias_h()?)?);
+            if let Some(n) = g.norm() {
+                norm.push((host(&n.x)?, host(&n.h)?));
+            }
         }
-        Ok(HostRnn { w: Dense::new(hcat(&blocks, emb), emb), b, u, bh })
+        Ok(HostRnn { w: Dense::new(hcat(&blocks, emb), emb), b, u, bh, norm })
+    }
+
+    /// The input terms `(rows, k·G)` of `x (rows, in)`: `x W + b`, or each direction's
+    /// `LN(x W)·γ_x + b`.
+    fn input_terms(&self, x: &[f32], rows: usize, threads: usize) -> Vec<f32> {
+        if self.norm.is_empty() {
+            return self.w.affine(x, rows, &self.b, threads);
+        }
+        let width = self.b.len();
+        let mut gi = self.w.affine(x, rows, &vec![0.0; width], threads);
+        for (k, ((gx, _), b)) in self.norm.iter().zip(self.b.chunks(width / self.norm.len())).enumerate() {
+            ln_rows(&mut gi, rows, (width, k * gx.len()), gx, Some(b));
+        }
+        gi
     }
 }
 
@@ -184,7 +216,7 @@ impl HostBatch<'_> {
     pub fn dims(&self, dirs: usize) -> RnnDims {
         let gi_stride = self.kind.gates() * self.hidden * dirs;
         let (batch, len, hidden, kind, lens) = (self.batch, self.len, self.hidden, self.kind, self.lens.to_vec());
-        RnnDims { batch, len, hidden, reverse: false, kind, lens, mask: None, gi_stride, gi_off: 0 }
+        RnnDims { batch, len, hidden, reverse: false, kind, lens, mask: None, gi_stride, gi_off: 0, norm: None }
     }
 }
 
@@ -195,10 +227,11 @@ impl HostBatch<'_> {
 pub fn host_stack(layers: &[HostRnn], x: &[f32], at: &HostBatch<'_>, dirs: usize, residual: bool, threads: usize) -> Vec<f32> {
     let (b, s, n) = (at.batch, at.len, at.hidden);
     let g = at.kind.gates() * n;
-    let dims = at.dims(dirs);
     let mut out = x.to_vec();
     for (k, layer) in layers.iter().enumerate() {
-        let gi = layer.w.affine(&out, b * s, &layer.b, threads);
+        let norm = (!layer.norm.is_empty()).then(|| layer.norm.iter().flat_map(|(_, gh)| gh.iter().copied()).collect());
+        let dims = RnnDims { norm, ..at.dims(dirs) };
+        let gi = layer.input_terms(&out, b * s, threads);
         let h = if dirs == 2 {
             birnn::annotations(&dims, &gi, &layer.u, &layer.bh)
         } else {
@@ -226,8 +259,9 @@ mod tests {
         let lens = [6usize, 4, 1];
         let mask: Vec<f32> = lens.iter().flat_map(|&l| (0..s).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
         let mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap();
-        for kind in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
-            let rnn = random_layer(1, |pb| Rnn::new(m, n, kind, pb));
+        let ra = CellKind::Gru(GruForm::ResetAfter);
+        for (kind, norm) in [(CellKind::Gru(GruForm::Paper), false), (ra, false), (CellKind::Lstm, false), (ra, true)] {
+            let rnn = random_layer(1, |pb| Rnn::new(m, n, kind, norm, pb));
             let (x, xv) = randn(2, &[b, s, m]);
             let (h, _) = rnn.run(&rnn.project(&x).unwrap(), &mask, false, None, None).unwrap();
             let host = HostRnn::new(&[&rnn], m).unwrap();
@@ -236,8 +270,31 @@ mod tests {
             let h = values(&h);
             for (r, &l) in lens.iter().enumerate() {
                 let real = r * s * n..(r * s + l) * n;
-                assert_close(&format!("{kind:?} sentence {r}"), &out[real.clone()], &h[real], 1e-5);
+                assert_close(&format!("{kind:?} (norm {norm}) sentence {r}"), &out[real.clone()], &h[real], 1e-5);
             }
+        }
+    }
+
+    /// Both directions of a layer-normalised bidirectional layer on the host (the
+    /// bidirectional kernel's forward pass, each direction with its own gains) give the
+    /// composed layers' annotations.
+    #[test]
+    fn host_normed_bidirectional_layer_runs_as_the_composed_layers() {
+        let (m, n, b, s) = (5, 4, 2, 5);
+        let lens = [5usize, 3];
+        let mask: Vec<f32> = lens.iter().flat_map(|&l| (0..s).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
+        let mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap();
+        let kind = CellKind::Gru(GruForm::ResetAfter);
+        let (fwd, bwd) = (random_layer(3, |pb| Rnn::new(m, n, kind, true, pb)), random_layer(4, |pb| Rnn::new(m, n, kind, true, pb)));
+        let (x, xv) = randn(5, &[b, s, m]);
+        let (hf, _) = fwd.run(&fwd.project(&x).unwrap(), &mask, false, None, None).unwrap();
+        let (hb, _) = bwd.run(&bwd.project(&x).unwrap(), &mask, true, None, None).unwrap();
+        let want = values(&Tensor::cat(&[hf, hb], 2).unwrap());
+        let at = HostBatch { batch: b, len: s, lens: &lens, kind, hidden: n };
+        let out = host_stack(&[HostRnn::new(&[&fwd, &bwd], m).unwrap()], &xv, &at, 2, false, 1);
+        for (r, &l) in lens.iter().enumerate() {
+            let real = r * s * 2 * n..(r * s + l) * 2 * n;
+            assert_close(&format!("sentence {r}"), &out[real.clone()], &want[real], 1e-5);
         }
     }
 }

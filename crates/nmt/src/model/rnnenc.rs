@@ -42,7 +42,8 @@ impl Rnnenc {
         // Gated feedback reaches this recurrent encoder too (`model.stack`).
         let enc_stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: cfg.stack };
         let dec_stack = Stack { layers: cfg.dec_layers, residual: cfg.residual, kind: cfg.stack };
-        let dims = OutputDims { state: n, emb: m, ctx: n, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab, layer: cfg.output_layer };
+        let dims =
+            OutputDims { state: n, emb: m, ctx: n, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab, layer: cfg.output_layer, norm: false };
         Ok(Rnnenc {
             enc: match encoder {
                 EncoderKind::Rnn => SummaryEncoder::Rnn(RnnEncoder::new(m, n, kind, enc_stack, &pb.pp("encoder"))?),

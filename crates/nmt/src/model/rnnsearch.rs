@@ -52,14 +52,24 @@ impl Rnnsearch {
         // (`encoder.rs`).
         let stack = Stack { layers: cfg.enc_layers, residual: cfg.residual, kind: StackKind::Plain };
         let dec_stack = Stack { layers: cfg.dec_layers, residual: cfg.residual, kind: cfg.stack };
-        let dims = OutputDims { state: n, emb: m, ctx: 2 * n, maxout: cfg.maxout_dim, vocab: cfg.tgt_vocab, layer: cfg.output_layer };
+        let dims = OutputDims {
+            state: n,
+            emb: m,
+            ctx: 2 * n,
+            maxout: cfg.maxout_dim,
+            vocab: cfg.tgt_vocab,
+            layer: cfg.output_layer,
+            norm: cfg.layer_norm,
+        };
         let dec_dims = DecoderDims { emb: m, enc: n, hidden: n, kind };
         let dec_pb = pb.pp("decoder");
         Ok(Rnnsearch {
-            enc: BiRnnEncoder::new(m, n, kind, stack, &pb.pp("encoder"))?,
+            enc: BiRnnEncoder::new(m, n, kind, stack, cfg.layer_norm, &pb.pp("encoder"))?,
             dec: match decoder {
                 DecoderKind::Bahdanau => Decoder::Bahdanau(AttentionDecoder::new(dec_dims, att, cfg.arch.start(), &dec_pb)?),
-                DecoderKind::Conditional => Decoder::Conditional(ConditionalDecoder::new(dec_dims, att, cfg.arch.start(), &dec_pb)?),
+                DecoderKind::Conditional => {
+                    Decoder::Conditional(ConditionalDecoder::new(dec_dims, att, cfg.arch.start(), cfg.layer_norm, &dec_pb)?)
+                }
             },
             upper: UpperLayers::new(n, kind, dec_stack, &pb.pp("decoder"))?,
             copy: if copy { Some(CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None },

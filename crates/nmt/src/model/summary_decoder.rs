@@ -87,7 +87,7 @@ impl SummaryDecoder {
 
     /// Input projections of all target embeddings: `(batch, len, m)` → `(batch, len, G)`.
     pub fn project(&self, x: &Tensor) -> Result<Tensor> {
-        super::gru::project_sequence(x, &self.w, &self.b)
+        super::gru::project_sequence(x, &self.w, &self.b, None)
     }
 
     /// What the step reads of a batch: the summary `c (B, n)` and the deep output's `O_c c`.
@@ -110,7 +110,7 @@ impl SummaryDecoder {
         // the host search read `U'` in place.
         let u_rz = self.u.narrow(D::Minus1, 0, 2 * n)?.contiguous()?;
         let u_n = self.u.narrow(D::Minus1, 2 * n, n)?.contiguous()?;
-        let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(&ghb), state_mask };
+        let rec = Recurrent { u_rz: &u_rz, u_n: &u_n, ghb: Some(&ghb), state_mask, norm: None };
         let state = cell_step(GruForm::ResetAfter, gi, h, &rec)?;
         Ok(StepOut { state, ctx: None, alpha: None })
     }

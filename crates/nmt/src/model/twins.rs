@@ -113,14 +113,10 @@ fn composed_pre(
         crate::config::OutputState::Previous => s_prev.clone(),
         crate::config::OutputState::Current => new_state.narrow(1, 0, N).unwrap().contiguous().unwrap(),
     };
-    values(
-        &(s.matmul(&out.o_h).unwrap() + ey.matmul(&out.o_y).unwrap())
-            .unwrap()
-            .broadcast_add(ctx_proj)
-            .unwrap()
-            .broadcast_add(&out.b)
-            .unwrap(),
-    )
+    use super::layer_norm::maybe_norm;
+    let (gh, gy) = (out.norm.as_ref().map(|g| &g.h), out.norm.as_ref().map(|g| &g.y));
+    let (sh, yy) = (maybe_norm(s.matmul(&out.o_h).unwrap(), gh).unwrap(), maybe_norm(ey.matmul(&out.o_y).unwrap(), gy).unwrap());
+    values(&(sh + yy).unwrap().broadcast_add(ctx_proj).unwrap().broadcast_add(&out.b).unwrap())
 }
 
 /// What the host step reads for the rows `SENT`: the outputs and states before the step and the
@@ -150,11 +146,12 @@ struct AttnCase {
     ey: (Tensor, Vec<f32>),
 }
 
-fn attn_case(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64) -> AttnCase {
+/// `norm`: the deep output with layer normalisation (and the config saying so).
+fn attn_case(kind: crate::config::CellKind, which: crate::config::OutputState, seed: u64, norm: bool) -> AttnCase {
     use super::output::{DeepOutput, OutputDims};
     let out = random_layer(seed + 1, |pb| {
         DeepOutput::new(
-            OutputDims { state: N, emb: M, ctx: 2 * N, maxout: L, vocab: V, layer: crate::config::OutputLayer::Maxout },
+            OutputDims { state: N, emb: M, ctx: 2 * N, maxout: L, vocab: V, layer: crate::config::OutputLayer::Maxout, norm },
             None,
             pb,
         )
@@ -162,7 +159,9 @@ fn attn_case(kind: crate::config::CellKind, which: crate::config::OutputState, s
     let mask: Vec<f32> = LENS.iter().flat_map(|&l| (0..S).map(move |j| if j < l { 1.0 } else { 0.0 })).collect();
     let mask = Tensor::from_vec(mask, (LENS.len(), S), &Device::Cpu).unwrap();
     let (ann, state, ey) = (randn(seed + 2, &[LENS.len(), S, 2 * N]), prev_state(kind, seed + 3), randn(seed + 4, &[SENT.len(), M]));
-    AttnCase { cfg: decoder_config(kind, which), out, ann, mask, state, ey }
+    let mut cfg = decoder_config(kind, which);
+    cfg.layer_norm = norm;
+    AttnCase { cfg, out, ann, mask, state, ey }
 }
 
 /// A decoder's memory of the case's sentences, at the rows `SENT`.
@@ -193,7 +192,7 @@ pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config:
     use super::attention_decoder::{AttentionDecoder, HostAttention};
     use super::decoder::{DecoderDims, HostMemory};
     use super::output::HostOutput;
-    let c = attn_case(kind, which, seed);
+    let c = attn_case(kind, which, seed, false);
     let dec = random_layer(seed, |pb| AttentionDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, A, start, pb));
     let mem = memory_rows(&dec.memory(&c.ann.0, &c.mask).unwrap());
     let gi = dec.rnn.project(&c.ey.0.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
@@ -209,22 +208,24 @@ pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config:
     assert_step(&format!("{kind:?} {which:?} {start:?}"), (&h0, &got), (&s0, &step), &pre);
 }
 
-/// The conditional GRU decoder steps on the host as its composed step does.
+/// The conditional GRU decoder steps on the host as its composed step does; `norm`: with
+/// layer normalisation in every layer (`layer_norm.rs`; the reset-after GRU).
 pub fn check_conditional_step(
     kind: crate::config::CellKind,
     which: crate::config::OutputState,
     start: crate::config::StartState,
+    norm: bool,
     seed: u64,
 ) {
     use super::conditional_decoder::{ConditionalDecoder, HostConditional};
     use super::decoder::{DecoderDims, HostMemory};
     use super::output::HostOutput;
-    let c = attn_case(kind, which, seed);
-    let dec = random_layer(seed, |pb| ConditionalDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, A, start, pb));
+    let c = attn_case(kind, which, seed, norm);
+    let dec = random_layer(seed, |pb| ConditionalDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, A, start, norm, pb));
     let mem = memory_rows(&dec.memory(&c.ann.0, &c.mask).unwrap());
     let gi = dec.project(&c.ey.0.unsqueeze(1).unwrap()).unwrap().squeeze(1).unwrap();
     let step = dec.step(&mem, &gi, &c.state.0, None).unwrap();
-    let pre = composed_pre(&c.out, which, (&c.state.1, &step.state), &c.ey.0, &step.ctx.as_ref().unwrap().matmul(&c.out.o_c).unwrap());
+    let pre = composed_pre(&c.out, which, (&c.state.1, &step.state), &c.ey.0, &c.out.project_context(step.ctx.as_ref().unwrap()).unwrap());
     let host_out = HostOutput::new(&c.out).unwrap();
     let host = HostConditional::new(&dec, &c.cfg, &host_out).unwrap();
     let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&c.ann.1, (LENS.len(), S), &LENS, 1) else {
@@ -243,7 +244,11 @@ pub fn check_summary_step(kind: crate::config::CellKind, which: crate::config::O
     use super::summary_decoder::{HostSummary, SummaryDecoder};
     let dec = random_layer(seed, |pb| SummaryDecoder::new(DecoderDims { emb: M, enc: N, hidden: N, kind }, pb));
     let out = random_layer(seed + 1, |pb| {
-        DeepOutput::new(OutputDims { state: N, emb: M, ctx: N, maxout: L, vocab: V, layer: crate::config::OutputLayer::Maxout }, None, pb)
+        DeepOutput::new(
+            OutputDims { state: N, emb: M, ctx: N, maxout: L, vocab: V, layer: crate::config::OutputLayer::Maxout, norm: false },
+            None,
+            pb,
+        )
     });
     let (last, last_v) = randn(seed + 2, &[LENS.len(), N]);
     let (state, s_prev, state_v, s_prev_v) = prev_state(kind, seed + 3);

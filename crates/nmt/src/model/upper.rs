@@ -41,7 +41,8 @@ impl UpperLayers {
     /// decoder (a gated-feedback layer's extra weights under `layerK.feedback`).
     pub fn new(hidden: usize, kind: CellKind, stack: Stack, pb: &ParamBuilder) -> Result<Self> {
         let count = stack.layers.saturating_sub(1);
-        let layers = (1..=count).map(|k| Rnn::new(hidden, hidden, kind, &layer_scope(pb, k).pp(cell_name(kind)))).collect::<Result<_>>()?;
+        let layers =
+            (1..=count).map(|k| Rnn::new(hidden, hidden, kind, false, &layer_scope(pb, k).pp(cell_name(kind)))).collect::<Result<_>>()?;
         let feedback = match stack.kind {
             StackKind::Plain => Vec::new(),
             StackKind::GatedFeedback => {
@@ -290,7 +291,7 @@ impl HostUpper {
             } else {
                 let gi = layer.w.affine(&x, r_n, &layer.b, threads);
                 let mut gh = fill_rows(&layer.bh, r_n);
-                let cell = CellKernel { kind: self.kind, hidden: n, u: &layer.u };
+                let cell = CellKernel { kind: self.kind, hidden: n, u: &layer.u, norm: None };
                 let si = StepIn { hp: &hp, cp: &cp, hu: &hp, mask: None, gi: (&gi, Rows { off: 0, stride: g }), active: &active };
                 let r1 = Rows { off: 0, stride: n };
                 simd_dispatch!(cell.forward(&si, (&mut gh, Rows { off: 0, stride: g }), (&mut q, r1), (&mut h, r1)));
