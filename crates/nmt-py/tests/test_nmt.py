@@ -219,3 +219,24 @@ def test_threads_translate_in_parallel(model, sources):
     parallel = time.perf_counter() - t0
     print(f"serial {serial:.3f} s, two threads {parallel:.3f} s")
     assert parallel < 0.85 * serial, f"two threads took {parallel:.2f} s, one after the other {serial:.2f} s"
+
+
+@pytest.mark.parametrize("name", ["marian-tiny", "marian-tiny-ln"])
+def test_a_converted_marian_model_translates_and_scores_as_marian(name, tmp_path):
+    """A Marian model converted by `nmt convert --from marian` (crates/nmt-cli/tests/data: a
+    tiny s2s, and its layer-normalised twin) runs from Python as `pymarian` ran it: greedy and
+    beam 5 (`--normalize 1`) output line for line, and marian-scorer's sentence scores."""
+    data = ROOT / "crates" / "nmt-cli" / "tests" / "data"
+    d, vocabs = data / name, data / "marian-tiny"
+    model = tmp_path / "converted.safetensors"
+    cli("convert", "--from", "marian", str(d / "model.npz"), "--vocabs", str(vocabs / "vocab.en.spm"), str(vocabs / "vocab.es.spm"), "-o", str(model))
+    src = (vocabs / "src.en").read_text(encoding="utf-8").splitlines()
+    t = nmt.Translator(str(model), threads=1)
+    for beam, file in [(1, "greedy.es"), (5, "beam5.es")]:
+        got = [r.hypotheses[0] for r in t.translate_batch(src, beam_size=beam, normalize=1.0, no_unk=True)]
+        want = (d / file).read_text(encoding="utf-8").splitlines()
+        assert sum(a == b for a, b in zip(got, want)) >= 98, (name, file)
+    ref = (vocabs / "ref.es").read_text(encoding="utf-8").splitlines()
+    theirs = [float(x) for x in (d / "scores.txt").read_text().split()]
+    got = t.score_batch(src, ref)
+    assert max(abs(a - b) for a, b in zip(got, theirs)) < 2e-4
