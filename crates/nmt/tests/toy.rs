@@ -153,3 +153,19 @@ fn tanh_output_rnnsearch_learns_to_reverse() {
     });
     assert!(acc >= 0.98, "tanh-output RNNsearch exact-match accuracy {acc}");
 }
+
+/// Marian's `s2s` with `--layer-normalization` (`model.layer_norm`: the reset-after GRU, the
+/// mean start, the tanh output on `s_i`), trained on its composed form (the fused kernels do
+/// not have layer normalisation): it learns.
+#[test]
+fn layer_norm_rnnsearch_learns_to_reverse() {
+    let acc = train_reversal_with(Family::Rnnsearch, 3..=8, 48, 3e-3, 0.95, &|c| {
+        common::with_conditional(c);
+        common::with_start(c, nmt::config::StartState::Mean);
+        c.gru = nmt::config::GruForm::ResetAfter;
+        c.output_state = nmt::config::OutputState::Current;
+        c.output_layer = nmt::config::OutputLayer::Tanh;
+        c.layer_norm = true;
+    });
+    assert!(acc >= 0.95, "layer-normalised RNNsearch exact-match accuracy {acc}");
+}
