@@ -89,12 +89,13 @@ check() {   # check NAME: convert, compare, score
   for s in "greedy:-b 1:--beam-size 1" "beam5-n0:-b 5 --normalize 0:--beam-size 5 --normalize 0" "beam5-n1:-b 5 --normalize 1:--beam-size 5 --normalize 1"; do
     IFS=: read -r tag ourflags theirflags <<< "$s"
     # shellcheck disable=SC2086
-    [ -f "$m/marian.$tag" ] || marian "$name" "$m/marian.$tag" --mini-batch 1 $theirflags
+    # A kept output is reused only when whole (a killed run leaves a short file).
+    [ -f "$m/marian.$tag" ] && [ "$(wc -l < "$m/marian.$tag")" = "$LINES" ] || marian "$name" "$m/marian.$tag" --mini-batch 1 $theirflags
     # shellcheck disable=SC2086
     ours "$name" "$m/nmt.$tag" $ourflags
     echo "$name $tag: $(same "$m/marian.$tag" "$m/nmt.$tag")"
   done
-  [ -f "$m/marian.scores" ] || "$PM" score -m "$m/model.npz" -v "$m/vocab.en.$EXT" "$m/vocab.es.$EXT" \
+  [ -f "$m/marian.scores" ] && [ "$(wc -l < "$m/marian.scores")" = "$LINES" ] || "$PM" score -m "$m/model.npz" -v "$m/vocab.en.$EXT" "$m/vocab.es.$EXT" \
     -t "$D/check.en" "$D/check.es" --cpu-threads "$THREADS" -w 512 --quiet > "$m/marian.scores"
   "$NMT" score -m "$m/nmt.safetensors" --src "$D/check.en" --tgt "$D/check.es" --threads "$THREADS" > "$m/nmt.scores"
   paste "$m/marian.scores" "$m/nmt.scores" | awk -v n="$name" '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; if (d > 1e-4) c++}
