@@ -42,7 +42,11 @@ impl Config {
     /// Reads a TOML file; relative data paths are taken relative to the file's folder.
     pub fn from_file(path: &Path, overrides: &[String]) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        let mut cfg = Self::from_toml_str(&text, overrides).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        // The file's name before the message, once: "invalid configuration: FILE: …".
+        let mut cfg = Self::from_toml_str(&text, overrides).map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+            other => other,
+        })?;
         cfg.data.resolve_paths(path.parent().unwrap_or(Path::new(".")));
         Ok(cfg)
     }
