@@ -9,7 +9,7 @@
 #   LINES=N: check and time on the first N test verses (default all 2 000); NO_TIMING=1: check only;
 #   NMT_BATCHES: the sentences per batch nmt is timed with (default "32 128": its default, and
 #   what is fastest on this model; Marian's best is its recommended 32 sentences: 16 is as fast
-#   and 128 a third slower, measured 2026-11-26 on 500 verses).
+#   and 128 about 30 % slower, measured 2026-11-26 on 500 verses).
 #   MODELS: s2s (SentencePiece vocabularies), s2s-words (Marian's .yml word vocabularies),
 #   amun (--type amun: the Nematus architecture, s2s under Nematus' names), s2s-ln (with
 #   --layer-normalization: nmt's model.layer_norm).

@@ -67,7 +67,7 @@ impl ModelConfig {
         if self.cell != Cell::Gru || self.gru != GruForm::ResetAfter {
             return refuse("cell = \"gru\" with gru = \"reset-after\"");
         }
-        if self.enc_layers != 1 || self.dec_layers != 1 || self.stack != StackKind::Plain {
+        if self.enc_layers != 1 || self.dec_layers != 1 {
             return refuse("enc_layers = 1 and dec_layers = 1");
         }
         Ok(())

@@ -8,33 +8,14 @@ pub const LN_EPS: f64 = 1e-9;
 /// For each of `rows` rows of `buf` (row `r`'s block at `r · stride + off`, `γ.len()` wide),
 /// `block = LN(block)·γ + β` in place (`β` as long as `γ`, or none).
 pub fn ln_rows<T: Real>(buf: &mut [T], rows: usize, (stride, off): (usize, usize), gamma: &[T], beta: Option<&[T]>) {
-    for r in 0..rows {
-        normed_into(&mut buf[r * stride + off..][..gamma.len()], None, gamma, beta);
-    }
-}
-
-/// `out = LN(a)·γ + β` for one row, `a` read from `src` or, without it, from `out` itself.
-#[inline(always)]
-pub(crate) fn normed_into<T: Real>(out: &mut [T], src: Option<&[T]>, gamma: &[T], beta: Option<&[T]>) {
     let k = T::from_f64(gamma.len() as f64);
-    let a: &[T] = match src {
-        Some(a) => a,
-        None => out,
-    };
-    let mu = a.iter().fold(T::ZERO, |s, &x| s + x) / k;
-    let var = a.iter().fold(T::ZERO, |s, &x| s + (x - mu) * (x - mu)) / k;
-    let inv = T::ONE / T::from_f64((var.to_f64() + LN_EPS).sqrt());
-    let shift = |j: usize| beta.map_or(T::ZERO, |b| b[j]);
-    match src {
-        Some(a) => {
-            for (j, o) in out.iter_mut().enumerate() {
-                *o = (a[j] - mu) * inv * gamma[j] + shift(j);
-            }
-        }
-        None => {
-            for (j, o) in out.iter_mut().enumerate() {
-                *o = (*o - mu) * inv * gamma[j] + shift(j);
-            }
+    for r in 0..rows {
+        let row = &mut buf[r * stride + off..][..gamma.len()];
+        let mu = row.iter().fold(T::ZERO, |s, &x| s + x) / k;
+        let var = row.iter().fold(T::ZERO, |s, &x| s + (x - mu) * (x - mu)) / k;
+        let inv = T::ONE / T::from_f64((var.to_f64() + LN_EPS).sqrt());
+        for (j, x) in row.iter_mut().enumerate() {
+            *x = (*x - mu) * inv * gamma[j] + beta.map_or(T::ZERO, |b| b[j]);
         }
     }
 }

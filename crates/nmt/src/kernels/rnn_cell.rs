@@ -26,7 +26,7 @@
 //! `U` only: `hu = m ⊙ h` replaces `h` in `h U_rz`, `r ⊙ h` and `h U`, while the update
 //! `h' = n + z ⊙ (h − n)` keeps the undropped `h`. Without a mask `hu` is `h` itself.
 use super::gemm::{matmul, Mat, Real};
-use super::layer_norm::normed_into;
+use super::layer_norm::ln_rows;
 use super::lstm_cell;
 use super::precision::matmul_wide;
 pub use crate::config::{CellKind, GruForm};
@@ -158,13 +158,13 @@ impl<T: Real> CellKernel<'_, T> {
     #[inline(always)]
     fn normed_product(&self, gh: &mut [T], ghr: Rows, hp: Mat<'_, T>) {
         let (g, nb) = (3 * self.hidden, hp.rows);
-        let gamma = self.norm.unwrap_or_default();
         let mut hu = vec![T::ZERO; nb * g];
         matmul(&mut hu, 0, g, hp, Mat::new(self.u, self.hidden, g), false, 1);
+        ln_rows(&mut hu, nb, (g, 0), self.norm.unwrap_or_default(), None);
         for (b, row) in hu.chunks_exact(g).enumerate() {
-            let out = &mut gh[ghr.at(b)..][..g];
-            let ghb = out.to_vec();
-            normed_into(out, Some(row), gamma, Some(&ghb));
+            for (o, &x) in gh[ghr.at(b)..][..g].iter_mut().zip(row) {
+                *o += x;
+            }
         }
     }
 

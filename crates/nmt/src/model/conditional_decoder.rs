@@ -351,7 +351,8 @@ impl HostConditional {
             if noh.is_empty() {
                 out.o_h.mul_add(&mut pre, 0, l2, Mat::new(&state, r_n, n), threads);
             } else {
-                let mut hs = out.o_h.affine(&state, r_n, &vec![0.0; l2], threads);
+                let mut hs = vec![0f32; r_n * l2];
+                out.o_h.mul_add(&mut hs, 0, l2, Mat::new(&state, r_n, n), threads);
                 NormedBlock::apply_all(noh, &mut hs, r_n, l2);
                 pre.iter_mut().zip(&hs).for_each(|(p, h)| *p += h);
             }

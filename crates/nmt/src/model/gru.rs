@@ -128,23 +128,23 @@ pub fn cell_step(form: GruForm, gi: &Tensor, h: &Tensor, rec: &Recurrent<'_>) ->
         Some(m) => (h * m)?,
         None => h.clone(),
     };
-    if let Some(gamma) = rec.norm {
-        // LN(h U)·γ_h + b_h, one 3n row (reset-after).
-        let u = Tensor::cat(&[rec.u_rz, rec.u_n], 1)?;
-        let gh = part(layer_norm(&hu.matmul(&u)?, gamma)?, 0, 3 * n)?;
-        let rz = candle_nn::ops::sigmoid(&(gi.narrow(D::Minus1, 0, 2 * n)? + gh.narrow(D::Minus1, 0, 2 * n)?)?)?;
-        let (r, z) = (rz.narrow(D::Minus1, 0, n)?, rz.narrow(D::Minus1, n, n)?);
-        let cand = (gi.narrow(D::Minus1, 2 * n, n)? + (r * gh.narrow(D::Minus1, 2 * n, n)?)?)?.tanh()?;
-        return Ok((&cand + (z * (h - &cand)?)?)?);
-    }
-    let gh_rz = part(hu.matmul(rec.u_rz)?, 0, 2 * n)?;
+    // The recurrent terms: `h U_rz (+ ghb)`, and for the reset-after candidate `h U (+ ghb)`;
+    // with layer normalisation (reset-after only) both from `LN(h U)·γ_h + ghb`, one 3n row.
+    let (gh_rz, gh_n) = match rec.norm {
+        Some(gamma) => {
+            let gh = part(layer_norm(&hu.matmul(&Tensor::cat(&[rec.u_rz, rec.u_n], 1)?)?, gamma)?, 0, 3 * n)?;
+            (gh.narrow(D::Minus1, 0, 2 * n)?, Some(gh.narrow(D::Minus1, 2 * n, n)?))
+        }
+        None => (part(hu.matmul(rec.u_rz)?, 0, 2 * n)?, None),
+    };
     let rz = candle_nn::ops::sigmoid(&(gi.narrow(D::Minus1, 0, 2 * n)? + gh_rz)?)?;
     let r = rz.narrow(D::Minus1, 0, n)?;
     let z = rz.narrow(D::Minus1, n, n)?;
     let gi_c = gi.narrow(D::Minus1, 2 * n, n)?;
-    let cand = match form {
-        GruForm::Paper => (gi_c + part((r * &hu)?.matmul(rec.u_n)?, 2 * n, n)?)?.tanh()?,
-        GruForm::ResetAfter => (gi_c + (r * part(hu.matmul(rec.u_n)?, 2 * n, n)?)?)?.tanh()?,
+    let cand = match (form, gh_n) {
+        (GruForm::ResetAfter, Some(gh_n)) => (gi_c + (r * gh_n)?)?.tanh()?,
+        (GruForm::Paper, _) => (gi_c + part((r * &hu)?.matmul(rec.u_n)?, 2 * n, n)?)?.tanh()?,
+        (GruForm::ResetAfter, None) => (gi_c + (r * part(hu.matmul(rec.u_n)?, 2 * n, n)?)?)?.tanh()?,
     };
     // z ⊙ h + (1 − z) ⊙ h~  =  h~ + z ⊙ (h − h~)
     Ok((&cand + (z * (h - &cand)?)?)?)
