@@ -50,6 +50,20 @@ fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::Mode
         cfg.tgt_vocab = 12;
     }
     let mut model = Seq2Seq::fresh(&cfg, 3, dtype, &dev).unwrap();
+    if cfg.layer_norm {
+        // Its gains start at one and the shifts at zero, where a wrong place for either would
+        // not show: every parameter moves by a little noise.
+        use rand::SeedableRng;
+        use rand_distr::Distribution;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let normal = rand_distr::Normal::new(0f64, 0.2).unwrap();
+        for (_, v) in model.params.named_vars() {
+            let t = v.as_tensor();
+            let noise: Vec<f64> = (0..t.elem_count()).map(|_| normal.sample(&mut rng)).collect();
+            let noise = Tensor::from_vec(noise, t.shape(), &dev).unwrap().to_dtype(dtype).unwrap();
+            v.set(&(t + noise).unwrap()).unwrap();
+        }
+    }
     let examples = [
         Example { src: vec![4, 5, 6, 7, 8, 3], tgt: vec![8, 9, 3] },
         Example { src: vec![10, 11, 3], tgt: vec![5, 6, 7, 8, 9, 13, 3] },
@@ -330,5 +344,35 @@ fn tanh_output_fused_equals_composed() {
         let (e64, e32) = (compare_with(&case, DType::F64, &tweak), compare_with(&case, DType::F32, &tweak));
         eprintln!("tanh output {arch:?} conditional {conditional} tied {tied}: f64 {e64:.1e}, f32 {e32:.1e}");
         assert!(e64 < 1e-10 && e32 < 2e-5, "tanh output {arch:?} {conditional} {tied}: {e64:e} {e32:e}");
+    }
+}
+
+/// Layer normalisation (Marian's `s2s`) inside the fused model — `kernels::birnn` with each
+/// direction's `γ_h`, `kernels::cgru_decoder`'s four normalised products and `kernels::attn_op`'s
+/// start state and keys, their backward passes — against the composed model: both output
+/// states, both start states, tied embeddings, dropout and label smoothing, every parameter
+/// (gains and shifts included) away from its initial value.
+#[test]
+fn layer_norm_fused_equals_composed() {
+    use nmt::config::{OutputLayer, StartState};
+    for (output, start, tied) in [(OutputState::Current, StartState::Mean, false), (OutputState::Previous, StartState::FirstBackward, true)]
+    {
+        let case = Case {
+            arch: Family::Rnnsearch,
+            cell: CellKind::Gru(GruForm::ResetAfter),
+            output,
+            dropout: 0.2,
+            recurrent: 0.2,
+            recipe: Some((0.1, 0.1, tied)),
+        };
+        let tweak = |c: &mut nmt::config::ModelConfig| {
+            common::with_conditional(c);
+            common::with_start(c, start);
+            c.output_layer = OutputLayer::Tanh;
+            c.layer_norm = true;
+        };
+        let (e64, e32) = (compare_with(&case, DType::F64, &tweak), compare_with(&case, DType::F32, &tweak));
+        eprintln!("layer norm {output:?} {start:?} tied {tied}: f64 {e64:.1e}, f32 {e32:.1e}");
+        assert!(e64 < 1e-10 && e32 < 2e-5, "layer norm {output:?} {start:?} {tied}: {e64:e} {e32:e}");
     }
 }

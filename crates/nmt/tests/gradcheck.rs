@@ -228,16 +228,18 @@ fn tanh_output_gradients_match_finite_differences() {
 
 /// Layer normalisation (`model.layer_norm`, Marian's `s2s` placement: every GRU product, the
 /// attention's, the start state's and the deep output's), on the conditional decoder with the
-/// reset-after cell, the mean start and the tanh output, with unit and recurrent dropout. Its
-/// loss runs composed whatever is asked (`Backend::without_fused_loss`), so both requests are
-/// the same check.
+/// reset-after cell, the mean start and the tanh output, with unit and recurrent dropout: the
+/// composed form and the fused one (`kernels::birnn`, `kernels::cgru_decoder` and
+/// `kernels::attn_op` with their layer-normalisation backward passes).
 #[test]
 fn layer_norm_gradients_match_finite_differences() {
     let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
-    check_with(Family::Rnnsearch, GruForm::ResetAfter, Impl::Fused, rates, &|c| {
-        common::with_conditional(c);
-        common::with_start(c, nmt::config::StartState::Mean);
-        c.output_layer = nmt::config::OutputLayer::Tanh;
-        c.layer_norm = true;
-    });
+    for imp in [Impl::Composed, Impl::Fused] {
+        check_with(Family::Rnnsearch, GruForm::ResetAfter, imp, rates, &|c| {
+            common::with_conditional(c);
+            common::with_start(c, nmt::config::StartState::Mean);
+            c.output_layer = nmt::config::OutputLayer::Tanh;
+            c.layer_norm = true;
+        });
+    }
 }

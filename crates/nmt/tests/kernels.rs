@@ -227,6 +227,7 @@ fn attn_case(dtype: DType, kind: CellKind, output: OutputState, dropout: bool) -
         state_mask,
         conditional: false,
         start: nmt::config::StartState::FirstBackward,
+        norm: false,
     };
     let gie = rand_var(&[b * t, kind.gates() * h], 1.0, dtype, &mut rng);
     let ann = rand_var(&[b, s, c], 1.0, dtype, &mut rng);

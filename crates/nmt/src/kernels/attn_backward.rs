@@ -232,7 +232,8 @@ fn backward_chunk<T: Real>(
         let rl = Rows { off: i * g3, stride: tl * g3 };
         let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
         let sin = StepIn { hp: &hp, cp: &cp, hu, mask: mask.as_deref(), gi: (&re.gi, rg), active: &active };
-        let grads = StepGrads { dgi: (&mut *g.dgi, rl), dgh: (&mut *g.dgh, rl), carry: &mut *g.carry, dq: &mut dq, dc: &mut dcell };
+        let grads =
+            StepGrads { dgi: (&mut *g.dgi, rl), dgh: (&mut *g.dgh, rl), carry: &mut *g.carry, dq: &mut dq, dc: &mut dcell, ln: None };
         cell.backward(&sin, (&re.gh, rg), &ds, &wt.u, grads);
         // dc += dGI Wcᵀ.
         matmul(&mut dc, 0, c, Mat::strided(g.dgi, i * g3, nb, g3, tl * g3), Mat::new(&wt.wc, g3, c), true, 1);

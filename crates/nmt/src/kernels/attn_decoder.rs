@@ -57,6 +57,9 @@ pub struct AttnDims {
     pub conditional: bool,
     /// What `s_0` summarises of the annotations (`start_pool.rs`; `W_s` is `(P, H)`).
     pub start: crate::config::StartState,
+    /// Layer normalisation (the conditional GRU only, `model/layer_norm.rs`): its gains join
+    /// the packed weights ([`WOff`]) and `b_a` moves from the query to the keys.
+    pub norm: bool,
 }
 
 /// Offsets of the parameters inside the packed `w`.
@@ -72,11 +75,20 @@ pub(crate) struct WOff {
     pub u1: usize,
     pub bh1: usize,
     pub b2: usize,
-    /// The loop's own weights end here; the prologue's `U_a`, `W_s`, `b_s` follow.
+    /// Layer normalisation's gains on the loop's products (empty without it): `γ (G)` on
+    /// `s U₁`, on `c W_c`, on `s' U₂`, and `γ_w (A)` on `s' W_a`.
+    pub g1h: usize,
+    pub g2x: usize,
+    pub g2h: usize,
+    pub gw: usize,
+    /// The loop's own weights end here; the prologue's `U_a`, `W_s`, `b_s` follow, then with
+    /// layer normalisation `γ_u (A)` on `h U_a` and `γ_s (H)` on `p W_s`.
     pub end: usize,
     pub ua: usize,
     pub ws: usize,
     pub bs: usize,
+    pub gu: usize,
+    pub gs: usize,
     pub total: usize,
 }
 
@@ -99,13 +111,20 @@ impl AttnDims {
         let u = wc + c * g;
         let bh = u + h * g;
         let u1 = bh + g;
-        let (bh1, b2, end) = match self.conditional {
+        let (bh1, b2, g1h) = match self.conditional {
             true => (u1 + h * g, u1 + h * g + g, u1 + h * g + 2 * g),
             false => (u1, u1, u1),
         };
+        let (ng, na, nh) = match self.norm {
+            true => (g, a, h),
+            false => (0, 0, 0),
+        };
+        let (g2x, g2h, gw) = (g1h + ng, g1h + 2 * ng, g1h + 3 * ng);
+        let end = gw + na;
         let ws = end + c * a;
         let bs = ws + self.start_width() * h;
-        WOff { wa: 0, ba, va, wc, u, bh, u1, bh1, b2, end, ua: end, ws, bs, total: bs + h }
+        let (gu, gs) = (bs + h, bs + h + na);
+        WOff { wa: 0, ba, va, wc, u, bh, u1, bh1, b2, g1h, g2x, g2h, gw, end, ua: end, ws, bs, gu, gs, total: gs + nh }
     }
     /// The width `P` of `s_0`'s summary `p`: `H` for `←h_1` (the columns `[C − H, C)` of
     /// position 0), else `start_pool::width`.

@@ -15,10 +15,15 @@
 //! another summary of the annotations (`AttnDims::start`, `start_pool.rs`), and
 //! the keys `U_a h_j` for all positions in one GEMM. Output `(B·T, H + C)`: `[s; c_i]` per
 //! target position, with `s = s_i` or `s_{i-1}` ([`OutputState`]).
+//!
+//! With layer normalisation (`AttnDims::norm`, the conditional GRU; `model/layer_norm.rs`)
+//! `s_0 = tanh(LN(p W_s)·γ_s + b_s)` and the keys are `LN(h_j U_a)·γ_u + b_a`; the gains
+//! follow `b_s` in `w` (`AttnDims::woff`), and the backward pass recomputes the two products.
 use candle_core::{Result, Shape, Tensor};
 
 use super::attn_decoder::{forward, AttnDims, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
+use super::layer_norm::{ln_backward_row, ln_rows};
 use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
 use super::start_pool;
@@ -34,7 +39,8 @@ pub fn attention_decoder(gie: &Tensor, ann: &Tensor, w: &Tensor, dims: AttnDims)
         && d.lens.len() == d.batch
         && d.lens.iter().all(|&l| l >= 1 && l <= d.src_len)
         && d.state_mask.as_ref().is_none_or(|m| m.len() == d.batch * d.hidden)
-        && !(d.conditional && d.kind == crate::config::CellKind::Lstm);
+        && !(d.conditional && d.kind == crate::config::CellKind::Lstm)
+        && !(d.norm && (!d.conditional || d.kind != crate::config::CellKind::Gru(crate::config::GruForm::ResetAfter)));
     if !ok {
         candle_core::bail!("attention_decoder: inputs {:?} {:?} {:?} do not fit {d:?}", gie.dims(), ann.dims(), w.dims());
     }
@@ -60,15 +66,12 @@ fn prologue<T: Real>(d: &AttnDims, gie: &[T], ann: &[T], w: &[T]) -> (Vec<T>, Ve
     let mut seq = Vec::with_capacity(gie.len() + b * h);
     seq.extend_from_slice(gie);
     // s_0 = tanh(←h_1 W_s + b_s): ←h_1 is row b's position 0, last H columns.
-    let mut s0 = super::gemm::fill_rows(&w[o.bs..o.total], b);
-    match d.start {
-        StartState::FirstBackward => {
-            matmul(&mut s0, 0, h, Mat::strided(ann, c - h, b, h, s * c), Mat::new(&w[o.ws..o.bs], h, h), true, threads)
-        }
-        kind => {
-            let (p, pw) = (start_pool::pool(kind, ann, s, c, &d.lens), d.start_width());
-            matmul(&mut s0, 0, h, Mat::new(&p, b, pw), Mat::new(&w[o.ws..o.bs], pw, h), true, threads);
-        }
+    let bs = &w[o.bs..o.gu];
+    let pooled = pooled_start(d, ann);
+    let mut s0 = if d.norm { vec![T::ZERO; b * h] } else { super::gemm::fill_rows(bs, b) };
+    matmul(&mut s0, 0, h, start_input(d, ann, pooled.as_deref()), Mat::new(&w[o.ws..o.bs], d.start_width(), h), true, threads);
+    if d.norm {
+        ln_rows(&mut s0, b, (h, 0), &w[o.gs..o.total], Some(bs));
     }
     seq.extend(s0.iter().map(|&x| x.tanh_fast()));
     // enc = [h_j; U_a h_j] per position.
@@ -78,7 +81,35 @@ fn prologue<T: Real>(d: &AttnDims, gie: &[T], ann: &[T], w: &[T]) -> (Vec<T>, Ve
         dst[..c].copy_from_slice(src);
     }
     matmul_wide(&mut enc, c, ew, Mat::new(ann, b * s, c), Mat::new(&w[o.ua..o.ws], c, a), false, threads);
+    if d.norm {
+        ln_rows(&mut enc, b * s, (ew, c), &w[o.gu..o.gs], Some(&w[o.ba..o.va]));
+    }
     (seq, enc)
+}
+
+/// The summary `p` that `s_0` starts from, when it is not `←h_1` (read in place).
+fn pooled_start<T: Real>(d: &AttnDims, ann: &[T]) -> Option<Vec<T>> {
+    match d.start {
+        StartState::FirstBackward => None,
+        kind => Some(start_pool::pool(kind, ann, d.src_len, d.ctx, &d.lens)),
+    }
+}
+
+/// `p (B, P)`: `←h_1`, the last `H` columns of each sentence's position 0, or `pooled`.
+fn start_input<'a, T: Real>(d: &AttnDims, ann: &'a [T], pooled: Option<&'a [T]>) -> Mat<'a, T> {
+    let (b, s, h, c) = (d.batch, d.src_len, d.hidden, d.ctx);
+    pooled.map_or(Mat::strided(ann, c - h, b, h, s * c), |p| Mat::new(p, b, d.start_width()))
+}
+
+/// Layer normalisation's backward pass over `rows` rows of `dy` (row `r` at `r · stride + off`,
+/// `k = x W`'s width), recomputing `x W`; `dγ` into `dgamma` (`layer_norm.rs`).
+fn normed_backward<T: Real>(x: Mat<'_, T>, w: Mat<'_, T>, (dy, stride, off): (&mut [T], usize, usize), gamma: &[T], dgamma: &mut [T]) {
+    let (rows, k) = (x.rows, w.cols);
+    let mut a = vec![T::ZERO; rows * k];
+    matmul_wide(&mut a, 0, k, x, w, false, rayon::current_num_threads());
+    for r in 0..rows {
+        ln_backward_row(&a[r * k..(r + 1) * k], &mut dy[r * stride + off..][..k], gamma, dgamma, None);
+    }
 }
 
 /// The loop's `[s_i; c_i]` rows → the op's output rows.
@@ -146,7 +177,7 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
         true => super::cgru_decoder::backward,
         false => super::attn_backward::backward,
     };
-    let (mut dseq, denc, mut dw) = backward_loop(d, Some(p.steps), &p.seq, &p.enc, &w[..o.end], out, dout);
+    let (mut dseq, mut denc, mut dw) = backward_loop(d, Some(p.steps), &p.seq, &p.enc, &w[..o.end], out, dout);
     dw.resize(o.total, T::ZERO);
     // s_0: the loop's gradient plus the output's, through tanh into W_s, b_s and ←h_1.
     let s0 = &p.seq[bt * gw..];
@@ -154,20 +185,30 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     for (i, dp) in dpre.iter_mut().enumerate() {
         *dp = (dseq[bt * gw + i] + ds0_out[i]) * (T::ONE - s0[i] * s0[i]);
     }
-    let pooled = match d.start {
-        StartState::FirstBackward => None,
-        kind => Some(start_pool::pool(kind, ann, s, c, &d.lens)),
-    };
-    let pw = d.start_width();
-    let p = pooled.as_ref().map_or(Mat::strided(ann, c - h, b, h, s * c), |p| Mat::new(p, b, pw));
-    matmul(&mut dw, o.ws, h, p.t(), Mat::new(&dpre, b, h), false, threads);
+    let pooled = pooled_start(d, ann);
+    let (pw, p) = (d.start_width(), start_input(d, ann, pooled.as_deref()));
     for row in dpre.chunks(h) {
-        for (acc, &x) in dw[o.bs..o.total].iter_mut().zip(row) {
+        for (acc, &x) in dw[o.bs..o.gu].iter_mut().zip(row) {
             *acc += x;
         }
     }
-    // The keys: dU_a = annᵀ dUH, d ann = dH + dUH U_aᵀ (+ d←h_1 at position 0).
     let ew = c + a;
+    if d.norm {
+        // Back through the normalisations of `p W_s` and of the keys `h_j U_a` (whose shift is `b_a`).
+        let mut dgs = vec![T::ZERO; h];
+        normed_backward(p, Mat::new(&w[o.ws..o.bs], pw, h), (&mut dpre, h, 0), &w[o.gs..o.total], &mut dgs);
+        dw[o.gs..o.total].copy_from_slice(&dgs);
+        for row in denc.chunks(ew) {
+            for (acc, &x) in dw[o.ba..o.va].iter_mut().zip(&row[c..]) {
+                *acc += x;
+            }
+        }
+        let mut dgu = vec![T::ZERO; a];
+        normed_backward(Mat::new(ann, b * s, c), Mat::new(&w[o.ua..o.ws], c, a), (&mut denc, ew, c), &w[o.gu..o.gs], &mut dgu);
+        dw[o.gu..o.gs].copy_from_slice(&dgu);
+    }
+    matmul(&mut dw, o.ws, h, p.t(), Mat::new(&dpre, b, h), false, threads);
+    // The keys: dU_a = annᵀ dUH, d ann = dH + dUH U_aᵀ (+ d←h_1 at position 0).
     let duh = Mat::strided(&denc, c, b * s, a, ew);
     matmul_wide(&mut dw, o.ua, a, Mat::new(ann, b * s, c).t(), duh, false, threads);
     let mut dann = vec![T::ZERO; b * s * c];

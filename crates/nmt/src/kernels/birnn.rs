@@ -4,8 +4,10 @@
 //!
 //! Input `gi (B, S, 2G)`: `[x W_f + b_f | x W_b + b_b]`, from one GEMM for both directions.
 //! Weights `u (2, H, G)`: `U_f` then `U_b`; recurrent biases `bh (2, G)` (zero for the paper's
-//! cell and the LSTM, `b_h` for the reset-after cell). Source lengths as in `gru.rs`: the backward direction
-//! starts at each sentence's own last word.
+//! cell and the LSTM, `b_h` for the reset-after cell), or with layer normalisation (the
+//! reset-after GRU, `model/layer_norm.rs`) `bh (2, 2G)`, each direction's `[b_h | γ_h]`: the
+//! recurrent term is then `LN(h U)·γ_h + b_h`, differentiated too (`rnn_cell.rs`). Source
+//! lengths as in `gru.rs`: the backward direction starts at each sentence's own last word.
 //! Output `(B, S, 2H)`: the annotations, forward state first.
 //!
 //! Compared with two `rnn_sequence` ops and a `cat`: the per-step GEMMs run on all `B` rows
@@ -15,18 +17,20 @@
 use candle_core::{Result, Shape, Tensor};
 
 use super::gemm::{fill_rows, transpose, Real};
+use super::rnn_cell::LnGrads;
 use super::rnn_cell::{masked_states, u_grad};
 use super::rnn_op::{backward_chunk, forward_chunk, prev_cells, prev_states, BackIn, RnnDims, RnnSpec, Saved, Saved2};
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
 /// Runs both directions over `gi (B, S, 2G)` (or `(B·S, 2G)`: no reshape node is needed) with
-/// `u (2, H, G)` and `bh (2, G)`; `B = spec.lens.len()`, a state mask is `(2, B, H)`.
-/// Returns `(B, S, 2H)`.
+/// `u (2, H, G)` and `bh (2, G)` (or `(2, 2G)` with layer normalisation, see the module docs);
+/// `B = spec.lens.len()`, a state mask is `(2, B, H)`. Returns `(B, S, 2H)`.
 pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -> Result<Tensor> {
     let hidden = u.dim(1)?;
     let g = spec.kind.gates() * hidden;
-    let fit = u.dims() == [2, hidden, g] && bh.dims() == [2, g];
+    let normed = spec.kind == super::rnn_cell::CellKind::Gru(super::rnn_cell::GruForm::ResetAfter) && bh.dims() == [2, 2 * g];
+    let fit = u.dims() == [2, hidden, g] && (bh.dims() == [2, g] || normed);
     apply(BiGru(spec.dims("birnn_sequence", gi, hidden, false, 2, fit)?), gi, u, bh)
 }
 
@@ -42,8 +46,14 @@ struct BiGru(RnnDims);
 fn dims(d: &RnnDims, dir: usize) -> RnnDims {
     let n = d.batch * d.hidden;
     let mask = d.mask.as_ref().map(|m| m[dir * n..(dir + 1) * n].to_vec());
-    let norm = d.norm.as_ref().map(|g| g[dir * d.g()..(dir + 1) * d.g()].to_vec());
-    RnnDims { reverse: dir == 1, mask, gi_off: dir * d.g(), norm, ..d.clone() }
+    RnnDims { reverse: dir == 1, mask, gi_off: dir * d.g(), ..d.clone() }
+}
+
+/// Direction `dir`'s `(b_h (G), γ_h)` from `bh (2, G)` or `(2, 2G)`.
+fn dir_bias<T>(bh: &[T], dir: usize, g: usize) -> (&[T], Option<&[T]>) {
+    let w = bh.len() / 2;
+    let row = &bh[dir * w..(dir + 1) * w];
+    (&row[..g], (w == 2 * g).then(|| &row[g..]))
 }
 
 /// Splits `(N, 2k)` rows into the two directions' contiguous `(N, k)`.
@@ -85,17 +95,27 @@ fn forward<T: Real>(d: &RnnDims, gi: &[T], u: &[T], bh: &[T]) -> (Vec<T>, Dirs<T
         let mut out = vec![T::ZERO; n * h];
         let mut sv = Saved { gh: vec![T::ZERO; n * g], q: vec![T::ZERO; n * h] };
         let ud = &u[dir * h * g..(dir + 1) * h * g];
-        let rows = dir_rows(&bh[dir * g..(dir + 1) * g], d.batch, h);
+        let (bd, norm) = dir_bias(bh, dir, g);
+        let rows = dir_rows(bd, d.batch, h);
         let mut s2 = Saved2 { gh: &mut sv.gh, q: &mut sv.q };
-        simd_dispatch!(forward_chunk(&dims(d, dir), gi, ud, &rows, &mut out, &mut s2));
+        simd_dispatch!(forward_chunk(&dims(d, dir), gi, (ud, norm), &rows, &mut out, &mut s2));
         (out, sv)
     };
     let ((hf, sf), (hb, sb)) = rayon::join(|| run(0), || run(1));
     (join_dirs(&hf, &hb, h), Dirs { saved: [sf, sb] })
 }
 
-/// One direction's backward pass on the calling thread: `(dgi, du, dbh)`.
-fn backward_dir<T: Real>(d: &RnnDims, gi: &[T], sv: &Saved<T>, u: &[T], bh: &[T], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+/// One direction's backward pass on the calling thread: `(dgi, du, dbh)`, `dbh` as wide as
+/// the direction's `bh` row (`[db_h | dγ_h]` with layer normalisation).
+fn backward_dir<T: Real>(
+    d: &RnnDims,
+    gi: &[T],
+    sv: &Saved<T>,
+    u: &[T],
+    (bh, norm): (&[T], Option<&[T]>),
+    hs: &[T],
+    dh: &[T],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (n, h, g) = (d.batch * d.len, d.hidden, d.g());
     let rows = dir_rows(bh, d.batch, h);
     let hprev = prev_states(d, hs, &rows);
@@ -105,15 +125,20 @@ fn backward_dir<T: Real>(d: &RnnDims, gi: &[T], sv: &Saved<T>, u: &[T], bh: &[T]
     let mut dgh = vec![T::ZERO; n * g];
     let mut dh0 = vec![T::ZERO; d.batch * h];
     let x = BackIn { gi, gh: &sv.gh, hprev: &hprev, cprev: &cprev, dh };
-    simd_dispatch!(backward_chunk(d, &x, u, &ut, &mut dgi, &mut dgh, &mut dh0));
+    // With layer normalisation `dgh` ends as the gradient of `h U`; `db_h`, `dγ_h` add up here.
+    let (mut dbeta, mut dgamma) = (vec![T::ZERO; g], vec![T::ZERO; if norm.is_some() { g } else { 0 }]);
+    let ln = norm.map(|gamma| (gamma, LnGrads { dgamma: &mut dgamma[..], dbeta: &mut dbeta[..] }));
+    simd_dispatch!(backward_chunk(d, &x, (u, &ut), ln, &mut dgi, &mut dgh, &mut dh0));
     let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), d.len, h), &sv.q, &dgh, 1);
-    let mut dbh = vec![T::ZERO; g];
-    for row in dgh.chunks(g) {
-        for (acc, &x) in dbh.iter_mut().zip(row) {
-            *acc += x;
+    if norm.is_none() {
+        for row in dgh.chunks(g) {
+            for (acc, &x) in dbeta.iter_mut().zip(row) {
+                *acc += x;
+            }
         }
     }
-    (dgi, du, dbh)
+    dbeta.append(&mut dgamma);
+    (dgi, du, dbeta)
 }
 
 fn backward<T: Real>(d: &RnnDims, saved: Dirs<T>, [gi, u, bh]: [&[T]; 3], hs: &[T], dh: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
@@ -122,8 +147,7 @@ fn backward<T: Real>(d: &RnnDims, saved: Dirs<T>, [gi, u, bh]: [&[T]; 3], hs: &[
     let dh = split_dirs(dh, h);
     let run = |dir: usize| {
         let ud = &u[dir * h * g..(dir + 1) * h * g];
-        let bd = &bh[dir * g..(dir + 1) * g];
-        backward_dir(&dims(d, dir), gi, &saved.saved[dir], ud, bd, &hs[dir], &dh[dir])
+        backward_dir(&dims(d, dir), gi, &saved.saved[dir], ud, dir_bias(bh, dir, g), &hs[dir], &dh[dir])
     };
     let ((dgf, mut du, mut dbh), (dgb, mut dub, mut dbhb)) = rayon::join(|| run(0), || run(1));
     du.append(&mut dub);

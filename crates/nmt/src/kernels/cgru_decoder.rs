@@ -11,6 +11,12 @@
 //! ```
 //! Output rows `[s_i; c_i]`, as Bahdanau's loop (`attn_op.rs` shifts them for `previous`).
 //! The packed weights: `W_a, b_a, v_a, W_c (= W₂), U₂, b_h2, U₁, b_h1, b₂` (`AttnDims::woff`).
+//!
+//! With layer normalisation (`AttnDims::norm`, `model/layer_norm.rs`) four products are
+//! normalised, their gains following `b₂`: `gh1 = LN(s U₁)·γ + b_h1` and `gh = LN(s' U₂)·γ + b_h2`
+//! (inside the cell, `rnn_cell.rs`), `gi = LN(c W_c)·γ + b₂`, and `ws = LN(s' W_a)·γ_w`, whose
+//! `b_a` has moved to the keys (`attn_op.rs`). Their backward passes recompute the products
+//! (`layer_norm.rs`) and add the gains' and shifts' gradients up per chunk ([`NormAcc`]).
 //! Recurrent dropout masks `s_{i-1}` where it enters `U₁` (the second cell reads `s'` whole).
 //!
 //! Backward, step `i` back in time, `ds` the gradient reaching `s_i`: GRU₂'s backward gives
@@ -23,9 +29,10 @@ use rayon::prelude::*;
 use super::attn_backward::{attend_backward, sum_rows, AttnRowGrad};
 use super::attn_decoder::{attend_row, AttnDims, AttnScratch, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
+use super::layer_norm::{ln_backward_row, ln_rows};
 use super::math::axpy;
 use super::precision::matmul_wide;
-use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, Rows, StepGrads, StepIn};
+use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, LnGrads, Rows, StepGrads, StepIn};
 use super::rnn_op::chunk_rows;
 use crate::simd_dispatch;
 
@@ -87,12 +94,17 @@ fn forward_chunk<T: Real>(d: &AttnDims, x: (usize, &[T], &[T], &[T]), w: &[T], s
     let (ow, ew, o) = (d.out_w(), d.enc_w(), d.woff());
     let nb = s0.len() / h;
     let mut sc = AttnScratch::new(sl, a);
-    let cell1 = CellKernel { kind: d.kind, hidden: h, u: &w[o.u1..o.bh1], norm: None };
-    let cell2 = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh], norm: None };
+    let gain = |off: usize| d.norm.then(|| &w[off..off + g]);
+    let cell1 = CellKernel { kind: d.kind, hidden: h, u: &w[o.u1..o.bh1], norm: gain(o.g1h) };
+    let cell2 = CellKernel { kind: d.kind, hidden: h, u: &w[o.u..o.bh], norm: gain(o.g2h) };
     let active = vec![true; nb];
     let mask = chunk_mask::<T>(d.state_mask.as_deref(), b0, nb, h);
     let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
     let (mut hp, mut spc) = (s0.to_vec(), vec![T::ZERO; nb * h]);
+    // What each row's `ws` and `gi` start from: their biases, or zero before normalising.
+    let (ba, b2) = (&w[o.ba..o.va], &w[o.b2..o.g1h]);
+    let (zero_a, zero_g) = (vec![T::ZERO; a], vec![T::ZERO; g]);
+    let (ws_start, gi_start) = if d.norm { (&zero_a[..], &zero_g[..]) } else { (ba, b2) };
     for i in 0..tl {
         let (r3v, r1v, outr) =
             (Rows { off: i * g, stride: tl * g }, Rows { off: i * h, stride: tl * h }, Rows { off: i * ow, stride: tl * ow });
@@ -105,19 +117,25 @@ fn forward_chunk<T: Real>(d: &AttnDims, x: (usize, &[T], &[T], &[T]), w: &[T], s
         cell1.forward(&sin, (&mut *st.gh1, r3v), (&mut *st.q1, r1v), (&mut *st.sp, r1v));
         for b in 0..nb {
             spc[b * h..(b + 1) * h].copy_from_slice(&st.sp[r1v.at(b)..][..h]);
-            st.ws[(b * tl + i) * a..][..a].copy_from_slice(&w[o.ba..o.va]);
+            st.ws[(b * tl + i) * a..][..a].copy_from_slice(ws_start);
         }
         // The attention over s'.
         matmul(st.ws, i * a, tl * a, Mat::new(&spc, nb, h), Mat::new(&w[o.wa..o.ba], h, a), true, 1);
+        if d.norm {
+            ln_rows(st.ws, nb, (tl * a, i * a), &w[o.gw..o.end], None);
+        }
         for b in 0..nb {
             let ctx = &mut st.out[outr.at(b) + h..][..c];
             let enc_b = &enc[b * sl * ew..(b + 1) * sl * ew];
             attend_row(enc_b, &st.ws[(b * tl + i) * a..][..a], &w[o.va..o.wc], d.lens[b0 + b], &mut sc, ctx);
-            st.gi[r3v.at(b)..][..g].copy_from_slice(&w[o.b2..o.end]);
+            st.gi[r3v.at(b)..][..g].copy_from_slice(gi_start);
             st.gh[r3v.at(b)..][..g].copy_from_slice(&w[o.bh..o.u1]);
         }
         // s_i = GRU₂(c_i W_c + b₂, s').
         matmul(st.gi, i * g, tl * g, Mat::strided(st.out, i * ow + h, nb, c, tl * ow), Mat::new(&w[o.wc..o.u], c, g), true, 1);
+        if d.norm {
+            ln_rows(st.gi, nb, (tl * g, i * g), &w[o.g2x..o.g2h], Some(b2));
+        }
         let sin = StepIn { hp: &spc, cp: &[], hu: &spc, mask: None, gi: (&*st.gi, r3v), active: &active };
         cell2.forward(&sin, (&mut *st.gh, r3v), (&mut *st.q, r1v), (&mut *st.out, outr));
         for b in 0..nb {
@@ -189,14 +207,16 @@ pub fn backward<T: Real>(
         .zip(split(&mut ds0, rows, h))
         .map(|((((((dgi1, dgh1), dgi), dgh), dws), denc), carry)| ChunkGrads { dgi1, dgh1, dgi, dgh, dws, denc, carry })
         .collect();
-    let ctx = Ctx { d, seq, enc, w, wt: &wt, dout, sprev: &sprev, st: &st };
-    let dv_parts: Vec<Vec<T>> = chunks
+    let ctx = Ctx { d, seq, enc, w, wt: &wt, out, dout, sprev: &sprev, st: &st };
+    // Each chunk's `dv_a` and, with layer normalisation, its gains' and shifts' gradients, at
+    // their places in `w`.
+    let parts: Vec<Vec<T>> = chunks
         .into_par_iter()
         .enumerate()
         .map(|(ci, mut gr)| {
-            let mut dv = vec![T::ZERO; a];
-            simd_dispatch!(backward_chunk(&ctx, ci * rows, &mut gr, &mut dv));
-            dv
+            let mut part = vec![T::ZERO; o.end];
+            simd_dispatch!(backward_chunk(&ctx, ci * rows, &mut gr, &mut part));
+            part
         })
         .collect();
     let mut dw = vec![T::ZERO; o.end];
@@ -206,12 +226,15 @@ pub fn backward<T: Real>(
     dw[o.u..o.bh].copy_from_slice(&u_grad(d.kind, h, &st.sp, &st.q, &dgh, threads));
     let du1 = u_grad(d.kind, h, &masked_states(&sprev, d.state_mask.as_deref(), tl, h), &st.q1, &dgh1, threads);
     dw[o.u1..o.bh1].copy_from_slice(&du1);
-    sum_rows(&dws, &mut dw[o.ba..o.va]);
-    sum_rows(&dgh, &mut dw[o.bh..o.u1]);
-    sum_rows(&dgh1, &mut dw[o.bh1..o.b2]);
-    sum_rows(&dgi, &mut dw[o.b2..o.end]);
-    for part in dv_parts {
-        axpy(T::ONE, &part, &mut dw[o.va..o.wc]);
+    if !d.norm {
+        // (With layer normalisation the chunks added these up, and `b_a` is the keys'.)
+        sum_rows(&dws, &mut dw[o.ba..o.va]);
+        sum_rows(&dgh, &mut dw[o.bh..o.u1]);
+        sum_rows(&dgh1, &mut dw[o.bh1..o.b2]);
+        sum_rows(&dgi, &mut dw[o.b2..o.g1h]);
+    }
+    for part in parts {
+        axpy(T::ONE, &part, &mut dw);
     }
     let mut dseq = dgi1;
     dseq.extend_from_slice(&ds0);
@@ -225,21 +248,72 @@ struct Ctx<'a, T> {
     enc: &'a [T],
     w: &'a [T],
     wt: &'a WeightsT<T>,
+    out: &'a [T],
     dout: &'a [T],
     sprev: &'a [T],
     st: &'a Steps<T>,
 }
 
+/// Where a chunk adds up `dv_a` and, with layer normalisation, the gains' and shifts'
+/// gradients: its part `(o.end)` of `dw`, split at the places of `v_a`, `b_h2`, `b_h1`, `b₂`,
+/// `γ₁ₕ`, `γ₂ₓ`, `γ₂ₕ` and `γ_w` (the weights' places stay zero: GEMMs over all steps fill them).
+struct NormAcc<'a, T> {
+    dv: &'a mut [T],
+    bh2: &'a mut [T],
+    bh1: &'a mut [T],
+    b2: &'a mut [T],
+    g1h: &'a mut [T],
+    g2x: &'a mut [T],
+    g2h: &'a mut [T],
+    gw: &'a mut [T],
+}
+
+impl<'a, T> NormAcc<'a, T> {
+    fn new(part: &'a mut [T], d: &AttnDims) -> Self {
+        let (o, g) = (d.woff(), d.g());
+        let (head, tail) = part.split_at_mut(o.bh1);
+        let (dv, rest) = head[o.va..].split_at_mut(o.wc - o.va);
+        let bh2 = &mut rest[o.bh - o.wc..o.bh - o.wc + g];
+        let (bh1, tail) = tail.split_at_mut(g);
+        let (b2, tail) = tail.split_at_mut(g);
+        let (g1h, tail) = tail.split_at_mut(o.g2x - o.g1h);
+        let (g2x, tail) = tail.split_at_mut(o.g2h - o.g2x);
+        let (g2h, gw) = tail.split_at_mut(o.gw - o.g2h);
+        NormAcc { dv, bh2, bh1, b2, g1h, g2x, g2h, gw }
+    }
+}
+
+/// `da` rows in place from `dy` rows (`rows (nb)` at `dy.1`), the products `a (nb, k)` being
+/// `x W` recomputed: layer normalisation's backward pass for one step (`layer_norm.rs`).
+fn normed_rows_backward<T: Real>(
+    x: Mat<'_, T>,
+    w: Mat<'_, T>,
+    (dy, at): (&mut [T], Rows),
+    gamma: &[T],
+    dgamma: &mut [T],
+    dbeta: Option<&mut [T]>,
+) {
+    let (nb, k) = (x.rows, w.cols);
+    let mut a = vec![T::ZERO; nb * k];
+    matmul(&mut a, 0, k, x, w, false, 1);
+    let mut dbeta = dbeta;
+    for b in 0..nb {
+        ln_backward_row(&a[b * k..(b + 1) * k], &mut dy[at.at(b)..][..k], gamma, dgamma, dbeta.as_deref_mut());
+    }
+}
+
 #[inline(always)]
-fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>, dv: &mut [T]) {
+fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>, part: &mut [T]) {
     let d = x.d;
     let (tl, sl, h, c, a, g) = (d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
     let (ow, ew, o) = (d.out_w(), d.enc_w(), d.woff());
     let nb = gr.carry.len() / h;
     let gie = &x.seq[..d.batch * tl * g];
     let v = &x.w[o.va..o.wc];
-    let cell1 = CellKernel { kind: d.kind, hidden: h, u: &x.w[o.u1..o.bh1], norm: None };
-    let cell2 = CellKernel { kind: d.kind, hidden: h, u: &x.w[o.u..o.bh], norm: None };
+    let gain = |off: usize, len: usize| d.norm.then(|| &x.w[off..off + len]);
+    let cell1 = CellKernel { kind: d.kind, hidden: h, u: &x.w[o.u1..o.bh1], norm: gain(o.g1h, g) };
+    let cell2 = CellKernel { kind: d.kind, hidden: h, u: &x.w[o.u..o.bh], norm: gain(o.g2h, g) };
+    let acc = NormAcc::new(part, d);
     let active = vec![true; nb];
     let mask = chunk_mask::<T>(d.state_mask.as_deref(), b0, nb, h);
     let mut hu_buf = vec![T::ZERO; if mask.is_some() { nb * h } else { 0 }];
@@ -259,8 +333,13 @@ fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>
         let (rg, rl) = (Rows { off: (b0 * tl + i) * g, stride: tl * g }, Rows { off: i * g, stride: tl * g });
         // GRU₂: dGI, dGH, and ds' from s_i.
         let sin = StepIn { hp: &spc, cp: &[], hu: &spc, mask: None, gi: (&x.st.gi, rg), active: &active };
-        let grads = StepGrads { dgi: (&mut *gr.dgi, rl), dgh: (&mut *gr.dgh, rl), carry: &mut dsp, dq: &mut dq, dc: &mut [] };
+        let ln = d.norm.then_some(LnGrads { dgamma: &mut *acc.g2h, dbeta: &mut *acc.bh2 });
+        let grads = StepGrads { dgi: (&mut *gr.dgi, rl), dgh: (&mut *gr.dgh, rl), carry: &mut dsp, dq: &mut dq, dc: &mut [], ln };
         cell2.backward(&sin, (&x.st.gh, rg), &ds, &x.wt.u2, grads);
+        if let Some(gamma) = gain(o.g2x, g) {
+            let ctx = Mat::strided(x.out, (b0 * tl + i) * ow + h, nb, c, tl * ow);
+            normed_rows_backward(ctx, Mat::new(&x.w[o.wc..o.u], c, g), (&mut *gr.dgi, rl), gamma, acc.g2x, Some(&mut *acc.b2));
+        }
         // dc += dGI W_cᵀ, then the attention over s'.
         matmul(&mut dc, 0, c, Mat::strided(gr.dgi, i * g, nb, g, tl * g), Mat::new(&x.wt.wc, g, c), true, 1);
         for b in 0..nb {
@@ -272,14 +351,19 @@ fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>
                 denc: &mut gr.denc[b * sl * ew..(b + 1) * sl * ew],
                 dws: &mut gr.dws[(b * tl + i) * a..][..a],
             };
-            attend_backward(enc_b, ws, v, d.lens[bg], (&mut sc, &mut dalpha), row, dv);
+            attend_backward(enc_b, ws, v, d.lens[bg], (&mut sc, &mut dalpha), row, acc.dv);
+        }
+        if let Some(gamma) = gain(o.gw, a) {
+            let dws = (&mut *gr.dws, Rows { off: i * a, stride: tl * a });
+            normed_rows_backward(Mat::new(&spc, nb, h), Mat::new(&x.w[o.wa..o.ba], h, a), dws, gamma, acc.gw, None);
         }
         // ds' += dWS W_aᵀ.
         matmul(&mut dsp, 0, h, Mat::strided(gr.dws, i * a, nb, a, tl * a), Mat::new(&x.wt.wa, a, h), true, 1);
         // GRU₁: dgie, dGH1, and the carry becomes the gradient of s_{i-1}.
         let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
         let sin = StepIn { hp: &hp, cp: &[], hu, mask: mask.as_deref(), gi: (gie, rg), active: &active };
-        let grads = StepGrads { dgi: (&mut *gr.dgi1, rl), dgh: (&mut *gr.dgh1, rl), carry: &mut *gr.carry, dq: &mut dq, dc: &mut [] };
+        let ln = d.norm.then_some(LnGrads { dgamma: &mut *acc.g1h, dbeta: &mut *acc.bh1 });
+        let grads = StepGrads { dgi: (&mut *gr.dgi1, rl), dgh: (&mut *gr.dgh1, rl), carry: &mut *gr.carry, dq: &mut dq, dc: &mut [], ln };
         cell1.backward(&sin, (&x.st.gh1, rg), &dsp, &x.wt.u1, grads);
     }
 }

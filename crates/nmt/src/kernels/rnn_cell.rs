@@ -26,7 +26,7 @@
 //! `U` only: `hu = m ⊙ h` replaces `h` in `h U_rz`, `r ⊙ h` and `h U`, while the update
 //! `h' = n + z ⊙ (h − n)` keeps the undropped `h`. Without a mask `hu` is `h` itself.
 use super::gemm::{matmul, Mat, Real};
-use super::layer_norm::ln_rows;
+use super::layer_norm::{ln_backward_row, ln_rows};
 use super::lstm_cell;
 use super::precision::matmul_wide;
 pub use crate::config::{CellKind, GruForm};
@@ -46,8 +46,9 @@ impl Rows {
 }
 
 /// The cell: its kind, `U (H, G)` with `G = gates · H` and, for the backward pass, `Uᵀ (G, H)`;
-/// with layer normalisation (the reset-after GRU, forward only) its `γ_h (G)`: then `gh` rows
-/// end holding `LN(h U)·γ_h + ghb` (`model/layer_norm.rs`).
+/// with layer normalisation (the reset-after GRU) its `γ_h (G)`: then `gh` rows end holding
+/// `LN(h U)·γ_h + ghb` (`model/layer_norm.rs`), and the backward pass goes through it
+/// (`layer_norm.rs`: `h U` recomputed, [`LnGrads`] accumulated).
 pub(crate) struct CellKernel<'a, T> {
     pub kind: CellKind,
     pub hidden: usize,
@@ -168,6 +169,20 @@ impl<T: Real> CellKernel<'_, T> {
         }
     }
 
+    /// Layer normalisation's backward pass on a step's `dGH` rows: they hold the gradient of
+    /// `LN(h U)·γ_h + ghb` on entry (added to `acc.dbeta`, and times `x̂` to `acc.dgamma`) and
+    /// that of `h U` on return, which the `dU` GEMMs and the carry read.
+    #[inline(always)]
+    fn normed_backward(&self, x: &StepIn<'_, T>, (dgh, dghr): (&mut [T], Rows), gamma: &[T], acc: LnGrads<'_, T>) {
+        let (h, nb) = (self.hidden, x.active.len());
+        let g = 3 * h;
+        let mut hu = vec![T::ZERO; nb * g];
+        matmul(&mut hu, 0, g, Mat::new(x.hu, nb, h), Mat::new(self.u, h, g), false, 1);
+        for b in (0..nb).filter(|&b| x.active[b]) {
+            ln_backward_row(&hu[b * g..(b + 1) * g], &mut dgh[dghr.at(b)..][..g], gamma, acc.dgamma, Some(&mut *acc.dbeta));
+        }
+    }
+
     /// Backward step. `dh (nb, H)` is the whole gradient reaching the new states; writes the
     /// rows of `dgi` and `dgh` (the gradient of `gh`'s pre-activations: `dghb`, and through the
     /// `dU` GEMMs the weights) and overwrites `carry (nb, H)` with the gradient of `hp`.
@@ -180,7 +195,7 @@ impl<T: Real> CellKernel<'_, T> {
         let nb = x.active.len();
         let (gi, gir) = x.gi;
         let (gh, ghr) = gh;
-        let StepGrads { dgi: (dgi, dgir), dgh: (dgh, dghr), carry, dq, dc } = grads;
+        let StepGrads { dgi: (dgi, dgir), dgh: (dgh, dghr), carry, dq, dc, ln } = grads;
         let gw = self.kind.gates() * h;
         for b in 0..nb {
             let (dgi_b, dgh_b) = (&mut dgi[dgir.at(b)..][..gw], &mut dgh[dghr.at(b)..][..gw]);
@@ -232,6 +247,9 @@ impl<T: Real> CellKernel<'_, T> {
         };
         match form {
             GruForm::ResetAfter => {
+                if let (Some(gamma), Some(acc)) = (self.norm, ln) {
+                    self.normed_backward(x, (&mut *dgh, dghr), gamma, acc);
+                }
                 // carry += dGH Uᵀ (⊙ m).
                 let dm = Mat::strided(dgh, dghr.off, nb, 3 * h, dghr.stride);
                 through_u(carry, dq, x.mask, dm, Mat::new(ut, 3 * h, h));
@@ -305,6 +323,16 @@ pub(crate) struct StepGrads<'a, T> {
     pub dq: &'a mut [T],
     /// The LSTM's cell-state gradient carried between steps (unused by the GRU).
     pub dc: &'a mut [T],
+    /// With layer normalisation: where `dγ_h` and `dghb` add up. `dgh` rows then end holding
+    /// the gradient of `h U` (for `dU`), no longer that of `ghb`.
+    pub ln: Option<LnGrads<'a, T>>,
+}
+
+/// Accumulators of a layer-normalised product's gain `dγ (G)` and shift `dβ (G)` (the bias
+/// added after the normalisation).
+pub(crate) struct LnGrads<'a, T> {
+    pub dgamma: &'a mut [T],
+    pub dbeta: &'a mut [T],
 }
 
 /// `dU (H, G)` over all `n` steps at once: `H_prevᵀ dGH` (reset-after, LSTM), or

@@ -24,7 +24,7 @@ use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::gemm::{transpose, Real};
-use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, Rows, StepGrads, StepIn};
+use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, LnGrads, Rows, StepGrads, StepIn};
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
 
@@ -45,10 +45,6 @@ pub struct RnnDims {
     /// direction's half of its `(B, S, 2G)` input in place).
     pub gi_stride: usize,
     pub gi_off: usize,
-    /// Layer normalisation's `γ_h (G)` on `h U` (`model/layer_norm.rs`; `(2, G)` for the
-    /// bidirectional op): the forward pass only, which the host search runs. The training ops
-    /// never have it (a layer-normalised model trains on the composed form).
-    pub norm: Option<Vec<f32>>,
 }
 
 impl RnnDims {
@@ -106,7 +102,7 @@ impl RnnSpec<'_> {
             candle_core::bail!("{op}: gi {:?}, lens {lens:?}, the weights or the state mask do not fit", gi.dims());
         }
         let mask = self.state_mask.map(<[f32]>::to_vec);
-        Ok(RnnDims { batch, len, hidden, reverse, kind: self.kind, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0, norm: None })
+        Ok(RnnDims { batch, len, hidden, reverse, kind: self.kind, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0 })
     }
 }
 
@@ -136,8 +132,10 @@ pub(crate) struct Saved<T> {
 
 struct GruSeq(RnnDims);
 
-/// Forward pass: the states `(B, S, H)` and what backward needs.
-pub(crate) fn forward<T: Real>(d: &RnnDims, gi: &[T], u: &[T], rows: &[T]) -> (Vec<T>, Saved<T>) {
+/// Forward pass: the states `(B, S, H)` and what backward needs. `norm`: layer normalisation's
+/// `γ_h (G)` on `h U` (`model/layer_norm.rs`): the host search's forward pass only (this op
+/// trains no layer-normalised layer; the bidirectional op does, `birnn.rs`).
+pub(crate) fn forward<T: Real>(d: &RnnDims, gi: &[T], u: &[T], rows: &[T], norm: Option<&[T]>) -> (Vec<T>, Saved<T>) {
     let (s, h, g) = (d.len, d.hidden, d.g());
     let mut out = vec![T::ZERO; d.batch * s * h];
     let mut sv = Saved { gh: vec![T::ZERO; d.batch * s * g], q: vec![T::ZERO; d.batch * s * h] };
@@ -148,7 +146,7 @@ pub(crate) fn forward<T: Real>(d: &RnnDims, gi: &[T], u: &[T], rows: &[T]) -> (V
             let dc = d.chunk(c * n, nb);
             let gi_c = &gi[c * n * s * d.gi_stride..][..nb * s * d.gi_stride];
             let rows_c = &rows[c * n * (g + h)..][..nb * (g + h)];
-            simd_dispatch!(forward_chunk(&dc, gi_c, u, rows_c, out_c, &mut Saved2 { gh: gh_c, q: q_c }))
+            simd_dispatch!(forward_chunk(&dc, gi_c, (u, norm), rows_c, out_c, &mut Saved2 { gh: gh_c, q: q_c }))
         },
     );
     (out, sv)
@@ -160,12 +158,19 @@ pub(crate) struct Saved2<'a, T> {
     pub q: &'a mut [T],
 }
 
-/// Runs the rows of `d` (a chunk) through all steps.
+/// Runs the rows of `d` (a chunk) through all steps with `U` and, with layer normalisation,
+/// `γ_h`.
 #[inline(always)]
-pub(crate) fn forward_chunk<T: Real>(d: &RnnDims, gi: &[T], u: &[T], rows: &[T], out: &mut [T], sv: &mut Saved2<'_, T>) {
+pub(crate) fn forward_chunk<T: Real>(
+    d: &RnnDims,
+    gi: &[T],
+    (u, norm): (&[T], Option<&[T]>),
+    rows: &[T],
+    out: &mut [T],
+    sv: &mut Saved2<'_, T>,
+) {
     let (nb, s, h, g) = (d.batch, d.len, d.hidden, d.g());
-    let norm: Option<Vec<T>> = d.norm.as_ref().map(|n| n.iter().map(|&x| T::from_f64(f64::from(x))).collect());
-    let cell = CellKernel { kind: d.kind, hidden: h, u, norm: norm.as_deref() };
+    let cell = CellKernel { kind: d.kind, hidden: h, u, norm };
     let mut hp: Vec<T> = rows.chunks(g + h).flat_map(|r| r[g..].iter().copied()).collect();
     let lstm = d.kind == CellKind::Lstm;
     // The LSTM's cell states, starting at zero.
@@ -238,12 +243,20 @@ pub(crate) struct BackIn<'a, T> {
 }
 
 /// The backward loop through time for the rows of `d` (a chunk): fills `dgi`, `dgh`
-/// `(nb, S, G)` and `dh0 (nb, H)`.
+/// `(nb, S, G)` and `dh0 (nb, H)`. With layer normalisation (`norm`: `γ_h` and where `dγ_h`,
+/// `dghb` add up) `dgh` ends holding the gradient of `h U` ([`StepGrads::ln`]).
 #[inline(always)]
-pub(crate) fn backward_chunk<T: Real>(d: &RnnDims, x: &BackIn<'_, T>, u: &[T], ut: &[T], dgi: &mut [T], dgh: &mut [T], dh0: &mut [T]) {
+pub(crate) fn backward_chunk<T: Real>(
+    d: &RnnDims,
+    x: &BackIn<'_, T>,
+    (u, ut): (&[T], &[T]),
+    mut norm: Option<(&[T], LnGrads<'_, T>)>,
+    dgi: &mut [T],
+    dgh: &mut [T],
+    dh0: &mut [T],
+) {
     let (nb, s, h, g) = (d.batch, d.len, d.hidden, d.g());
-    debug_assert!(d.norm.is_none(), "no backward pass through layer normalisation");
-    let cell = CellKernel { kind: d.kind, hidden: h, u, norm: None };
+    let cell = CellKernel { kind: d.kind, hidden: h, u, norm: norm.as_ref().map(|n| n.0) };
     let (mut hp, mut dh, mut dq) = (vec![T::ZERO; nb * h], vec![T::ZERO; nb * h], vec![T::ZERO; nb * h]);
     let lstm = d.kind == CellKind::Lstm;
     let (mut cp, mut dc) = (vec![T::ZERO; if lstm { nb * h } else { 0 }], vec![T::ZERO; if lstm { nb * h } else { 0 }]);
@@ -269,7 +282,8 @@ pub(crate) fn backward_chunk<T: Real>(d: &RnnDims, x: &BackIn<'_, T>, u: &[T], u
         let rg = Rows { off: t * d.gi_stride + d.gi_off, stride: s * d.gi_stride };
         let hu = dropped(&hp, mask.as_deref(), &mut hu_buf);
         let si = StepIn { hp: &hp, cp: &cp, hu, mask: mask.as_deref(), gi: (x.gi, rg), active: &active };
-        let grads = StepGrads { dgi: (&mut *dgi, r3), dgh: (&mut *dgh, r3), carry: &mut *dh0, dq: &mut dq, dc: &mut dc };
+        let ln = norm.as_mut().map(|(_, a)| LnGrads { dgamma: &mut *a.dgamma, dbeta: &mut *a.dbeta });
+        let grads = StepGrads { dgi: (&mut *dgi, r3), dgh: (&mut *dgh, r3), carry: &mut *dh0, dq: &mut dq, dc: &mut dc, ln };
         cell.backward(&si, (x.gh, r3), &dh, ut, grads);
     }
 }
@@ -292,7 +306,7 @@ pub(crate) fn backward<T: Real>(d: &RnnDims, sv: &Saved<T>, gi: &[T], u: &[T], r
             let gi_c = &gi[c * n * s * d.gi_stride..][..nb * s * d.gi_stride];
             let cp = if cprev.is_empty() { &cprev[..] } else { &cprev[a1.clone()] };
             let x = BackIn { gi: gi_c, gh: &sv.gh[ag], hprev: &hprev[a1.clone()], cprev: cp, dh: &dh[a1] };
-            simd_dispatch!(backward_chunk(&d.chunk(c * n, nb), &x, u, &ut, dgi_c, dgh_c, dh0_c))
+            simd_dispatch!(backward_chunk(&d.chunk(c * n, nb), &x, (u, &ut), None, dgi_c, dgh_c, dh0_c))
         },
     );
     let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), s, h), &sv.q, &dgh, threads);
@@ -325,7 +339,7 @@ impl SavedForward for GruSeq {
     }
 
     fn forward<T: Real>(&self, [gi, u, rows]: [&[T]; 3]) -> (Vec<T>, Saved<T>) {
-        forward(&self.0, gi, u, rows)
+        forward(&self.0, gi, u, rows, None)
     }
 
     fn backward<T: Real>(&self, sv: Saved<T>, [gi, u, rows]: [&[T]; 3], hs: &[T], dh: &[T]) -> [Vec<T>; 3] {

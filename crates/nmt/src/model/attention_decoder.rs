@@ -122,6 +122,7 @@ impl AttentionDecoder {
             state_mask,
             conditional: false,
             start: self.start.kind,
+            norm: false,
         };
         let (dw, db) = self.rnn.input_weights();
         let gie = linear::linear(&x.ey.reshape((b * t, m))?, dw, db)?;

@@ -20,10 +20,6 @@ pub enum Backend {
     /// The fused kernels for the loss, the in-place update and the host search (a CPU `f32`
     /// model).
     FusedF32,
-    /// The host search and the in-place update, the loss on composed ops: a CPU `f32` model
-    /// with a layer the fused training kernels do not have (layer normalisation,
-    /// `model/layer_norm.rs`).
-    HostF32,
 }
 
 impl Backend {
@@ -36,14 +32,6 @@ impl Backend {
         }
     }
 
-    /// The same form for a model whose layers have no fused training form: its loss composed.
-    pub fn without_fused_loss(self) -> Self {
-        match self {
-            Backend::FusedF32 | Backend::HostF32 => Backend::HostF32,
-            Backend::Composed | Backend::FusedF64 => Backend::Composed,
-        }
-    }
-
     /// Whether the layers' teacher-forcing passes (the loss) run their fused forms (each
     /// layer's `forward` chooses inside; each architecture wires them, `model/rnnsearch.rs` and `model/rnnenc.rs`).
     pub fn fused(self) -> bool {
@@ -53,14 +41,14 @@ impl Backend {
     /// Whether search runs on the host snapshot (`crate::infer`) and the optimiser updates in
     /// place (`kernels::optim_step`).
     pub fn host(self) -> bool {
-        matches!(self, Backend::FusedF32 | Backend::HostF32)
+        matches!(self, Backend::FusedF32)
     }
 
     /// The implementation this amounts to, as the options of a search or a bench name it.
     pub fn imp(self) -> Impl {
         match self {
             Backend::Composed => Impl::Composed,
-            Backend::FusedF64 | Backend::FusedF32 | Backend::HostF32 => Impl::Fused,
+            Backend::FusedF64 | Backend::FusedF32 => Impl::Fused,
         }
     }
 }

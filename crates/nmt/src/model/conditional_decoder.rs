@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::dense::{hcat, host, Dense};
 use crate::kernels::layer_norm::NormedBlock;
-use crate::kernels::{attn_op, linear};
+use crate::kernels::{attn_op, layer_norm, linear};
 
 /// The conditional GRU decoder: `decoder.gru.*` (GRU₁, input `E y`), `decoder.gru2.*` (GRU₂,
 /// input `c`), `decoder.attention.*`, `decoder.w_s`, `decoder.b_s`.
@@ -122,15 +122,28 @@ impl ConditionalDecoder {
             state_mask: state_mask.clone(),
             conditional: true,
             start: self.start.kind,
+            norm: self.start.norm.is_some(),
         };
         let (w1, b1) = self.rnn1.input_weights();
-        let gie = linear::linear(&x.ey.reshape((b * t, m))?, w1, b1)?;
+        // `E y W₁` over the whole sequence: with layer normalisation `LN(E y W₁)·γ + b₁`, composed.
+        let ey = x.ey.reshape((b * t, m))?;
+        let gie = match self.rnn1.norm() {
+            None => linear::linear(&ey, w1, b1)?,
+            Some(g) => layer_norm::layer_norm_op(&ey.matmul(w1)?, &g.x)?.broadcast_add(b1)?,
+        };
         let (att, (w2, b2)) = (&self.att, self.rnn2.input_weights());
         let (u2, bh2, u1, bh1) = (self.rnn2.u_cat()?, self.rnn2.bias_h()?, self.rnn1.u_cat()?, self.rnn1.bias_h()?);
-        let packed = [&att.w_a, &att.b_a, &att.v_a, w2, &u2, &bh2, &u1, &bh1, b2, &att.u_a, &self.start.w_s, &self.start.b_s]
-            .iter()
-            .map(|p| p.flatten_all())
-            .collect::<candle_core::Result<Vec<_>>>()?;
+        let mut parts = vec![&att.w_a, &att.b_a, &att.v_a, w2, &u2, &bh2, &u1, &bh1, b2];
+        // The gains, where `AttnDims::woff` places them.
+        let gains = match (self.rnn1.norm(), self.rnn2.norm(), &att.norm, &self.start.norm) {
+            (Some(g1), Some(g2), Some(ga), Some(gs)) => Some(([&g1.h, &g2.x, &g2.h, &ga.w], [&ga.u, gs])),
+            (None, None, None, None) => None,
+            _ => return Err(Error::Config("layer normalisation in some of the conditional decoder's layers only".into())),
+        };
+        parts.extend(gains.iter().flat_map(|g| g.0));
+        parts.extend([&att.u_a, &self.start.w_s, &self.start.b_s]);
+        parts.extend(gains.iter().flat_map(|g| g.1));
+        let packed = parts.iter().map(|p| p.flatten_all()).collect::<candle_core::Result<Vec<_>>>()?;
         let state_ctx = attn_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
         let s0 = self.start.output(x.ann, x.src)?;
         let alpha = match x.want_alpha {

@@ -29,7 +29,7 @@ use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks,
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::{Error, Result};
-use crate::kernels::{birnn, linear, rnn_op};
+use crate::kernels::{birnn, layer_norm, linear, rnn_op};
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
 pub(crate) fn cell_name(kind: CellKind) -> &'static str {
@@ -136,6 +136,9 @@ impl BiRnnEncoder {
     }
 
     /// The fused form (`kernels::birnn`): both directions' input projections are one GEMM.
+    /// With layer normalisation each direction's half is normalised on composed ops
+    /// (`LN(x W)·γ_x + b`, over the whole sequence at once) and the op is given each
+    /// direction's `[b_h | γ_h]`.
     fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
         let n = self.layers[0].fwd.hidden();
@@ -144,9 +147,24 @@ impl BiRnnEncoder {
         for (k, (layer, mk)) in self.layers.iter().zip(masks).enumerate() {
             let ((wf, bf), (wb, bb)) = (layer.fwd.input_weights(), layer.bwd.input_weights());
             let input = if k == 0 { x.clone() } else { masked(&ann, &mk.input)?.reshape((b * s, 2 * n))? };
-            let gi = linear::linear(&input, &Tensor::cat(&[wf, wb], 1)?, &Tensor::cat(&[bf, bb], 0)?)?;
+            let (gi, bh) = match (layer.fwd.norm(), layer.bwd.norm()) {
+                (Some(nf), Some(nb)) => {
+                    let xw = input.matmul(&Tensor::cat(&[wf, wb], 1)?)?;
+                    let g = xw.dim(1)? / 2;
+                    let half = |k: usize, gx: &Tensor, b: &Tensor| -> Result<Tensor> {
+                        Ok(layer_norm::layer_norm_op(&xw.narrow(1, k * g, g)?, gx)?.broadcast_add(b)?)
+                    };
+                    let gi = Tensor::cat(&[half(0, &nf.x, bf)?, half(1, &nb.x, bb)?], 1)?;
+                    let rows =
+                        [Tensor::cat(&[layer.fwd.bias_h()?, nf.h.clone()], 0)?, Tensor::cat(&[layer.bwd.bias_h()?, nb.h.clone()], 0)?];
+                    (gi, Tensor::stack(&rows, 0)?)
+                }
+                _ => {
+                    let gi = linear::linear(&input, &Tensor::cat(&[wf, wb], 1)?, &Tensor::cat(&[bf, bb], 0)?)?;
+                    (gi, Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?)
+                }
+            };
             let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
-            let bh = Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?;
             let spec = rnn_op::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
             let out = birnn::birnn_sequence(&gi, &u, &bh, spec)?;
             ann = if k > 0 && self.residual { (out + ann)? } else { out };

@@ -14,13 +14,16 @@
 //! `ε = 1e-9` is Marian's (its layer normalisation accumulates in f32, as the host form here
 //! does). A row is `(…, k)`; `γ` is `(k)`.
 //!
-//! The composed form ([`layer_norm`]) is differentiated by candle and is what trains; the host
-//! search normalises its products in place (`kernels::layer_norm::ln_rows`, also inside the
-//! recurrence of `kernels::rnn_cell`). The fused training kernels have no
-//! layer normalisation: a model with it trains on the composed form (`backend.rs`).
+//! Three forms, as every layer: the composed one ([`layer_norm`], differentiated by candle: the
+//! reference twin); the fused ones, with hand-written backward passes (`kernels::layer_norm`):
+//! one op over a whole sequence's products ([`layer_norm_as`]) and the normalisations inside
+//! the recurrent kernels (`kernels::birnn`, `kernels::cgru_decoder`, `kernels::attn_op`); and
+//! the host search's, in place on its rows (`kernels::layer_norm::ln_rows`).
 use candle_core::{Tensor, D};
 
+use super::backend::Backend;
 use crate::error::Result;
+use crate::kernels::layer_norm::layer_norm_op;
 pub use crate::kernels::layer_norm::{ln_rows, LN_EPS};
 
 /// `LN(x)·γ` over the last axis of `x (…, k)`, `γ (k)`; composed candle ops.
@@ -31,10 +34,23 @@ pub fn layer_norm(x: &Tensor, gamma: &Tensor) -> Result<Tensor> {
     Ok(centred.broadcast_div(&sigma)?.broadcast_mul(gamma)?)
 }
 
-/// `x ↦ LN(x)·γ` for `x (…, k)`, or `x` itself without a `γ`.
+/// `LN(x)·γ` in the form `backend` says: one fused op (`kernels::layer_norm`) or composed.
+pub fn layer_norm_as(x: &Tensor, gamma: &Tensor, backend: Backend) -> Result<Tensor> {
+    match backend.fused() {
+        true => Ok(layer_norm_op(x, gamma)?),
+        false => layer_norm(x, gamma),
+    }
+}
+
+/// `x ↦ LN(x)·γ` for `x (…, k)`, or `x` itself without a `γ`; composed.
 pub fn maybe_norm(x: Tensor, gamma: Option<&Tensor>) -> Result<Tensor> {
+    maybe_norm_as(x, gamma, Backend::Composed)
+}
+
+/// [`maybe_norm`] in the form `backend` says.
+pub fn maybe_norm_as(x: Tensor, gamma: Option<&Tensor>, backend: Backend) -> Result<Tensor> {
     match gamma {
-        Some(g) => layer_norm(&x, g),
+        Some(g) => layer_norm_as(&x, g, backend),
         None => Ok(x),
     }
 }
@@ -43,6 +59,34 @@ pub fn maybe_norm(x: Tensor, gamma: Option<&Tensor>) -> Result<Tensor> {
 mod tests {
     use super::*;
     use candle_core::{DType, Device};
+
+    /// The fused op (`kernels::layer_norm::layer_norm_op`) gives the composed form's values and
+    /// gradients (of `x` and `γ`), in f64, over more rows than one parallel task holds.
+    #[test]
+    fn fused_op_is_the_composed_form() {
+        let dev = Device::Cpu;
+        let (rows, k) = (150, 6);
+        let xs: Vec<f64> = (0..rows * k).map(|i| ((i * 37 % 23) as f64 - 11.0) * 0.17).collect();
+        let gs: Vec<f64> = (0..k).map(|j| 0.6 + 0.15 * j as f64).collect();
+        let ws: Vec<f64> = (0..rows * k).map(|i| ((i * 13 % 7) as f64 - 3.0) * 0.2).collect();
+        let w = Tensor::from_vec(ws, (rows, k), &dev).unwrap();
+        let run = |fused: bool| {
+            let x = candle_core::Var::from_vec(xs.clone(), (rows, k), &dev).unwrap();
+            let g = candle_core::Var::from_vec(gs.clone(), k, &dev).unwrap();
+            let y = match fused {
+                true => crate::kernels::layer_norm::layer_norm_op(x.as_tensor(), g.as_tensor()).unwrap(),
+                false => layer_norm(x.as_tensor(), g.as_tensor()).unwrap(),
+            };
+            let grads = (&y * &w).unwrap().sum_all().unwrap().backward().unwrap();
+            let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f64>().unwrap();
+            [flat(&y), flat(grads.get(x.as_tensor()).unwrap()), flat(grads.get(g.as_tensor()).unwrap())]
+        };
+        let (f, c) = (run(true), run(false));
+        for (what, (a, b)) in ["y", "dx", "dγ"].iter().zip(f.iter().zip(&c)) {
+            let worst = a.iter().zip(b).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+            assert!(worst < 1e-12, "{what}: {worst:e}");
+        }
+    }
 
     /// The host form gives the composed form's rows, with and without `β`, at an offset.
     #[test]

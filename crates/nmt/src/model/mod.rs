@@ -104,17 +104,8 @@ impl Seq2Seq {
                 unclaimed.join(", ")
             )));
         }
-        let backend = Self::form(cfg, Backend::new(Impl::Fused, &params.device, params.dtype));
+        let backend = Backend::new(Impl::Fused, &params.device, params.dtype);
         Ok(Seq2Seq { cfg: cfg.clone(), params, src_emb, tgt_emb, net, backend })
-    }
-
-    /// `backend` as a model of `cfg` can run it: layer normalisation has no fused training
-    /// kernels yet, so its loss runs composed (`model/layer_norm.rs`).
-    fn form(cfg: &ModelConfig, backend: Backend) -> Backend {
-        match cfg.layer_norm {
-            true => backend.without_fused_loss(),
-            false => backend,
-        }
     }
 
     pub fn device(&self) -> &Device {
@@ -179,7 +170,7 @@ impl Seq2Seq {
     /// the CPU in f32 or f64; on another device or dtype the composed ops run whatever is set
     /// ([`Backend::new`] decides).
     pub fn set_impl(&mut self, imp: Impl) {
-        self.backend = Self::form(&self.cfg, Backend::new(imp, self.device(), self.dtype()));
+        self.backend = Backend::new(imp, self.device(), self.dtype());
     }
 
     /// The form the loss runs in, given the implementation set, the device and the dtype.

@@ -14,7 +14,7 @@ use candle_core::{Tensor, D};
 
 use super::attention::logsumexp_last;
 use super::backend::Backend;
-use super::layer_norm::maybe_norm;
+use super::layer_norm::maybe_norm_as;
 use super::params::{Init, ParamBuilder};
 use super::regularizer::{times_mask, Dropout, Site};
 use crate::config::OutputLayer;
@@ -111,14 +111,24 @@ impl DeepOutput {
 
     /// `O_c c` (or `LN(O_c c)·γ_c`): `(rows, ctx)` → `(rows, w)`; for RNNenc done once per sentence.
     pub fn project_context(&self, ctx: &Tensor) -> Result<Tensor> {
-        maybe_norm(ctx.matmul(&self.o_c)?, self.norm.as_ref().map(|g| &g.c))
+        self.project_context_as(ctx, Backend::Composed)
+    }
+
+    /// [`DeepOutput::project_context`] with its normalisation in the form `backend` says.
+    fn project_context_as(&self, ctx: &Tensor, backend: Backend) -> Result<Tensor> {
+        maybe_norm_as(ctx.matmul(&self.o_c)?, self.norm.as_ref().map(|g| &g.c), backend)
     }
 
     /// The hidden layer `t`: `state (rows, n)`, `emb (rows, m)`, `ctx_proj` from
     /// [`DeepOutput::project_context`] broadcastable to `(rows, w)` → `(rows, l)`.
     pub fn hidden(&self, state: &Tensor, emb: &Tensor, ctx_proj: &Tensor) -> Result<Tensor> {
+        self.hidden_as(state, emb, ctx_proj, Backend::Composed)
+    }
+
+    /// [`DeepOutput::hidden`] with its normalisations in the form `backend` says.
+    fn hidden_as(&self, state: &Tensor, emb: &Tensor, ctx_proj: &Tensor, backend: Backend) -> Result<Tensor> {
         let (gh, gy) = (self.norm.as_ref().map(|g| &g.h), self.norm.as_ref().map(|g| &g.y));
-        let pre = (maybe_norm(state.matmul(&self.o_h)?, gh)? + maybe_norm(emb.matmul(&self.o_y)?, gy)?)?
+        let pre = (maybe_norm_as(state.matmul(&self.o_h)?, gh, backend)? + maybe_norm_as(emb.matmul(&self.o_y)?, gy, backend)?)?
             .broadcast_add(ctx_proj)?
             .broadcast_add(&self.b)?;
         let rows = pre.dim(0)?;
@@ -134,7 +144,9 @@ impl DeepOutput {
     pub fn forward(&self, ctx: Context, ey: &Tensor, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         let rows = ey.dim(0)?;
         let mask = dropout.and_then(|d| d.units_mask(Site::Maxout, rows * self.maxout));
-        if backend.fused() {
+        // With layer normalisation the hidden layer stays composed (three normalised products
+        // over all rows at once; `kernels::deep_output` has no normalisation).
+        if backend.fused() && self.norm.is_none() {
             return match ctx {
                 Context::PerStep(state_ctx) => self.hidden_fused(state_ctx, ey, mask.as_deref()),
                 Context::PerSentence { states, c } => self.hidden_fused_summary(states, ey, c, mask),
@@ -143,13 +155,14 @@ impl DeepOutput {
         let hidden = match ctx {
             Context::PerStep(state_ctx) => {
                 let (d, n) = (self.o_c.dim(0)?, self.o_h.dim(0)?);
-                self.hidden(&state_ctx.narrow(1, 0, n)?, ey, &self.project_context(&state_ctx.narrow(1, n, d)?)?)?
+                let ctx_proj = self.project_context_as(&state_ctx.narrow(1, n, d)?, backend)?;
+                self.hidden_as(&state_ctx.narrow(1, 0, n)?, ey, &ctx_proj, backend)?
             }
             Context::PerSentence { states, c } => {
                 let (b, t, n) = states.dims3()?;
-                let c = self.project_context(c)?;
+                let c = self.project_context_as(c, backend)?;
                 let per_row = c.unsqueeze(1)?.broadcast_as((b, t, c.dim(1)?))?.reshape((b * t, c.dim(1)?))?;
-                self.hidden(&states.reshape((b * t, n))?, ey, &per_row)?
+                self.hidden_as(&states.reshape((b * t, n))?, ey, &per_row, backend)?
             }
         };
         match mask {

@@ -216,7 +216,7 @@ impl HostBatch<'_> {
     pub fn dims(&self, dirs: usize) -> RnnDims {
         let gi_stride = self.kind.gates() * self.hidden * dirs;
         let (batch, len, hidden, kind, lens) = (self.batch, self.len, self.hidden, self.kind, self.lens.to_vec());
-        RnnDims { batch, len, hidden, reverse: false, kind, lens, mask: None, gi_stride, gi_off: 0, norm: None }
+        RnnDims { batch, len, hidden, reverse: false, kind, lens, mask: None, gi_stride, gi_off: 0 }
     }
 }
 
@@ -229,15 +229,19 @@ pub fn host_stack(layers: &[HostRnn], x: &[f32], at: &HostBatch<'_>, dirs: usize
     let g = at.kind.gates() * n;
     let mut out = x.to_vec();
     for (k, layer) in layers.iter().enumerate() {
-        let norm = (!layer.norm.is_empty()).then(|| layer.norm.iter().flat_map(|(_, gh)| gh.iter().copied()).collect());
-        let dims = RnnDims { norm, ..at.dims(dirs) };
+        let dims = at.dims(dirs);
         let gi = layer.input_terms(&out, b * s, threads);
         let h = if dirs == 2 {
-            birnn::annotations(&dims, &gi, &layer.u, &layer.bh)
+            // Each direction's `[b_h | γ_h]` with layer normalisation (`kernels::birnn`).
+            let bh: Vec<f32> = match layer.norm.is_empty() {
+                true => layer.bh.clone(),
+                false => layer.bh.chunks(g).zip(&layer.norm).flat_map(|(b, (_, gh))| b.iter().chain(gh).copied()).collect(),
+            };
+            birnn::annotations(&dims, &gi, &layer.u, &bh)
         } else {
             let mut row = layer.bh.clone();
             row.resize(g + n, 0.0); // [b_h; h_0 = 0]
-            rnn_op::forward(&dims, &gi, &layer.u, &fill_rows(&row, b)).0
+            rnn_op::forward(&dims, &gi, &layer.u, &fill_rows(&row, b), layer.norm.first().map(|(_, gh)| &gh[..])).0
         };
         out = if k > 0 && residual { h.iter().zip(&out).map(|(a, b)| a + b).collect() } else { h };
     }
