@@ -1,7 +1,9 @@
 //! The whole model's loss and gradients with the training step's large products in bf16
 //! (`train.precision = "bf16"`, issue 42) against the same step in f32: the loss within 0.1 %
 //! and every parameter's gradient within 10 % in norm (cosine ≥ 0.995), for Bahdanau's decoder
-//! and the conditional decoder of the shipped recipe. Measured (2026-11-26, Zen 4): loss 2e-5,
+//! and the conditional decoder of the shipped recipe, and that decoder with layer normalisation
+//! (whose backward passes recompute the normalised products as the forward pass multiplied
+//! them, `kernels::attn_op`). Measured (2026-11-26, Zen 4): loss 2e-5,
 //! gradients 2–7 % (the largest where a gradient's terms cancel), cosine ≥ 0.9977. Whether that
 //! costs learning is measured by dev BLEU, not here (docs/PERF.md). A separate test binary (its own process) because
 //! the precision is process-wide (`kernels/precision.rs`).
@@ -24,7 +26,7 @@ fn norm(t: &Tensor) -> f64 {
 }
 
 /// (relative loss difference, worst relative gradient difference in norm, worst cosine).
-fn compare(conditional: bool) -> (f64, f64, f64) {
+fn compare(conditional: bool, layer_norm: bool) -> (f64, f64, f64) {
     let dev = Device::Cpu;
     let mut cfg = common::small_config(Family::Rnnsearch, 300, 48, 64);
     common::set_att_dim(&mut cfg, 40);
@@ -34,6 +36,10 @@ fn compare(conditional: bool) -> (f64, f64, f64) {
     cfg.init_std = 0.15;
     if conditional {
         common::with_conditional(&mut cfg);
+    }
+    if layer_norm {
+        cfg.gru = nmt::config::GruForm::ResetAfter;
+        cfg.layer_norm = true;
     }
     let model = Seq2Seq::fresh(&cfg, 3, DType::F32, &dev).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(5);
@@ -79,9 +85,9 @@ fn bf16_loss_and_gradients_are_close_to_f32() {
         eprintln!("NOT RUN: this CPU has no AVX512_BF16; the bf16 training step is untested here");
         return;
     }
-    for conditional in [false, true] {
-        let (loss, grad, cos) = compare(conditional);
-        eprintln!("conditional {conditional}: loss {loss:.2e}, gradients {grad:.2e}, cosine ≥ {cos:.6}");
+    for (conditional, layer_norm) in [(false, false), (true, false), (true, true)] {
+        let (loss, grad, cos) = compare(conditional, layer_norm);
+        eprintln!("conditional {conditional} layer norm {layer_norm}: loss {loss:.2e}, gradients {grad:.2e}, cosine ≥ {cos:.6}");
         assert!(loss < 1e-3, "conditional {conditional}: loss differs by {loss:e}");
         assert!(grad < 0.1 && cos > 0.995, "conditional {conditional}: gradients differ by {grad:e} (cosine {cos})");
         // bf16 really ran: an f32 step repeated gives identical gradients, this does not.

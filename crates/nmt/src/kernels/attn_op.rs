@@ -102,11 +102,20 @@ fn start_input<'a, T: Real>(d: &AttnDims, ann: &'a [T], pooled: Option<&'a [T]>)
 }
 
 /// Layer normalisation's backward pass over `rows` rows of `dy` (row `r` at `r · stride + off`,
-/// `k = x W`'s width), recomputing `x W`; `dγ` into `dgamma` (`layer_norm.rs`).
-fn normed_backward<T: Real>(x: Mat<'_, T>, w: Mat<'_, T>, (dy, stride, off): (&mut [T], usize, usize), gamma: &[T], dgamma: &mut [T]) {
-    let (rows, k) = (x.rows, w.cols);
+/// `k = x W`'s width), recomputing `x W` as the forward pass multiplied it (`wide`: by
+/// [`matmul_wide`], in bf16 when the training products are); `dγ` into `dgamma` (`layer_norm.rs`).
+fn normed_backward<T: Real>(
+    (x, w, wide): (Mat<'_, T>, Mat<'_, T>, bool),
+    (dy, stride, off): (&mut [T], usize, usize),
+    gamma: &[T],
+    dgamma: &mut [T],
+) {
+    let (rows, k, threads) = (x.rows, w.cols, rayon::current_num_threads());
     let mut a = vec![T::ZERO; rows * k];
-    matmul_wide(&mut a, 0, k, x, w, false, rayon::current_num_threads());
+    match wide {
+        true => matmul_wide(&mut a, 0, k, x, w, false, threads),
+        false => matmul(&mut a, 0, k, x, w, false, threads),
+    }
     for r in 0..rows {
         ln_backward_row(&a[r * k..(r + 1) * k], &mut dy[r * stride + off..][..k], gamma, dgamma, None);
     }
@@ -196,7 +205,7 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     if d.norm {
         // Back through the normalisations of `p W_s` and of the keys `h_j U_a` (whose shift is `b_a`).
         let mut dgs = vec![T::ZERO; h];
-        normed_backward(p, Mat::new(&w[o.ws..o.bs], pw, h), (&mut dpre, h, 0), &w[o.gs..o.total], &mut dgs);
+        normed_backward((p, Mat::new(&w[o.ws..o.bs], pw, h), false), (&mut dpre, h, 0), &w[o.gs..o.total], &mut dgs);
         dw[o.gs..o.total].copy_from_slice(&dgs);
         for row in denc.chunks(ew) {
             for (acc, &x) in dw[o.ba..o.va].iter_mut().zip(&row[c..]) {
@@ -204,7 +213,8 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
             }
         }
         let mut dgu = vec![T::ZERO; a];
-        normed_backward(Mat::new(ann, b * s, c), Mat::new(&w[o.ua..o.ws], c, a), (&mut denc, ew, c), &w[o.gu..o.gs], &mut dgu);
+        let keys = (Mat::new(ann, b * s, c), Mat::new(&w[o.ua..o.ws], c, a), true);
+        normed_backward(keys, (&mut denc, ew, c), &w[o.gu..o.gs], &mut dgu);
         dw[o.gu..o.gs].copy_from_slice(&dgu);
     }
     matmul(&mut dw, o.ws, h, p.t(), Mat::new(&dpre, b, h), false, threads);
