@@ -110,11 +110,11 @@ nmt_arm() {   # nmt_arm ARM CONFIG REUSE_LOG
     > "$d.out" 2>&1
 }
 
-marian_arm() {   # marian_arm ARM OPTION...
+marian_arm() {   # marian_arm ARM WHAT OPTION...
   local a=$1 d=$W/$1
-  shift
   mkdir -p "$d/valid"
-  echo "--mini-batch-words $MARIAN_WORDS, --mini-batch 80" > "$d.given"
+  echo "$2; --mini-batch-words $MARIAN_WORDS, --mini-batch 80" > "$d.given"
+  shift 2
   echo "== $a: s2s, $U updates"
   "$W/venv-marian/bin/pymarian" "$@" -m "$d/model.npz" \
     --train-sets "$W/data/train.en" "$W/data/train.es" --vocabs "$d/vocab.en.spm" "$d/vocab.es.spm" \
@@ -125,8 +125,8 @@ marian_arm() {   # marian_arm ARM OPTION...
   [ -f "$d/valid/$U.hyp" ] || { echo "curves-vs-peers: Marian has no output at update $U (see $d/train.log)" >&2; return 1; }
 }
 
-joey_arm() {   # joey_arm ARM CONFIG
-  echo "JoeyNMT token batches of $JOEY_TOKENS" > "$W/$1.given"
+joey_arm() {   # joey_arm ARM CONFIG WHAT
+  echo "$3 ($2); token batches of $JOEY_TOKENS" > "$W/$1.given"
   echo "== $1: $2, $U updates"
   (cd "$W" && "$JV/bin/python" "$root/scripts/joeynmt/train_updates.py" "$root/$2" "$1" "$U" "$V" \
     "$JOEY_TOKENS" data/dev300 > "$1.out" 2>&1)
@@ -136,10 +136,10 @@ joey_arm() {   # joey_arm ARM CONFIG
 arm() {
   [ -f "$W/$1.done" ] && { echo "== $1: done before"; return; }
   case "$1" in
-    marian) marian_arm marian "${MARIAN_S2S[@]}" ;;
-    marian-defaults) marian_arm marian-defaults "${MARIAN_S2S_DEFAULTS[@]}" ;;
-    joey-defaults) joey_arm "$1" scripts/joeynmt/config-defaults.yaml ;;
-    joey-recipe) joey_arm "$1" scripts/joeynmt/config.yaml ;;
+    marian) marian_arm marian "bench-vs-marian's recipe: tied, --dropout-rnn 0.3, label smoothing 0.1, Adam 1e-3, halved after 3 stalled validations" "${MARIAN_S2S[@]}" ;;
+    marian-defaults) marian_arm marian-defaults "Marian's training defaults: Adam 1e-4, clip-norm 1, no dropout, no label smoothing, untied" "${MARIAN_S2S_DEFAULTS[@]}" ;;
+    joey-defaults) joey_arm "$1" scripts/joeynmt/config-defaults.yaml "JoeyNMT's defaults" ;;
+    joey-recipe) joey_arm "$1" scripts/joeynmt/config.yaml "our recipe" ;;
     nmt-small) nmt_arm "$1" configs/rnnsearch-small.toml "${REUSE_NMT_SMALL:-}" ;;
     nmt-s2s) nmt_arm "$1" configs/rnnsearch-s2s.toml "${REUSE_NMT_S2S:-}" ;;
     *) echo "curves-vs-peers: unknown arm $1" >&2; return 1 ;;
