@@ -23,7 +23,7 @@ use candle_core::{Result, Shape, Tensor};
 
 use super::attn_decoder::{forward, AttnDims, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
-use super::layer_norm::{ln_backward_row, ln_rows};
+use super::layer_norm::{ln_backward_product, ln_rows, Product};
 use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
 use super::start_pool;
@@ -99,26 +99,6 @@ fn pooled_start<T: Real>(d: &AttnDims, ann: &[T]) -> Option<Vec<T>> {
 fn start_input<'a, T: Real>(d: &AttnDims, ann: &'a [T], pooled: Option<&'a [T]>) -> Mat<'a, T> {
     let (b, s, h, c) = (d.batch, d.src_len, d.hidden, d.ctx);
     pooled.map_or(Mat::strided(ann, c - h, b, h, s * c), |p| Mat::new(p, b, d.start_width()))
-}
-
-/// Layer normalisation's backward pass over `rows` rows of `dy` (row `r` at `r · stride + off`,
-/// `k = x W`'s width), recomputing `x W` as the forward pass multiplied it (`wide`: by
-/// [`matmul_wide`], in bf16 when the training products are); `dγ` into `dgamma` (`layer_norm.rs`).
-fn normed_backward<T: Real>(
-    (x, w, wide): (Mat<'_, T>, Mat<'_, T>, bool),
-    (dy, stride, off): (&mut [T], usize, usize),
-    gamma: &[T],
-    dgamma: &mut [T],
-) {
-    let (rows, k, threads) = (x.rows, w.cols, rayon::current_num_threads());
-    let mut a = vec![T::ZERO; rows * k];
-    match wide {
-        true => matmul_wide(&mut a, 0, k, x, w, false, threads),
-        false => matmul(&mut a, 0, k, x, w, false, threads),
-    }
-    for r in 0..rows {
-        ln_backward_row(&a[r * k..(r + 1) * k], &mut dy[r * stride + off..][..k], gamma, dgamma, None);
-    }
 }
 
 /// The loop's `[s_i; c_i]` rows → the op's output rows.
@@ -205,7 +185,9 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
     if d.norm {
         // Back through the normalisations of `p W_s` and of the keys `h_j U_a` (whose shift is `b_a`).
         let mut dgs = vec![T::ZERO; h];
-        normed_backward((p, Mat::new(&w[o.ws..o.bs], pw, h), false), (&mut dpre, h, 0), &w[o.gs..o.total], &mut dgs);
+        // As the prologue multiplied them: `p W_s` in f32, the keys by `matmul_wide`.
+        let start = Product { x: p, w: Mat::new(&w[o.ws..o.bs], pw, h), wide: false, threads };
+        ln_backward_product(start, (&mut dpre, h, 0), &w[o.gs..o.total], (&mut dgs, None));
         dw[o.gs..o.total].copy_from_slice(&dgs);
         for row in denc.chunks(ew) {
             for (acc, &x) in dw[o.ba..o.va].iter_mut().zip(&row[c..]) {
@@ -213,8 +195,8 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
             }
         }
         let mut dgu = vec![T::ZERO; a];
-        let keys = (Mat::new(ann, b * s, c), Mat::new(&w[o.ua..o.ws], c, a), true);
-        normed_backward(keys, (&mut denc, ew, c), &w[o.gu..o.gs], &mut dgu);
+        let keys = Product { x: Mat::new(ann, b * s, c), w: Mat::new(&w[o.ua..o.ws], c, a), wide: true, threads };
+        ln_backward_product(keys, (&mut denc, ew, c), &w[o.gu..o.gs], (&mut dgu, None));
         dw[o.gu..o.gs].copy_from_slice(&dgu);
     }
     matmul(&mut dw, o.ws, h, p.t(), Mat::new(&dpre, b, h), false, threads);

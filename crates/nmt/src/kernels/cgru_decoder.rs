@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use super::attn_backward::{attend_backward, sum_rows, AttnRowGrad};
 use super::attn_decoder::{attend_row, AttnDims, AttnScratch, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
-use super::layer_norm::{ln_backward_row, ln_rows};
+use super::layer_norm::{ln_backward_product, ln_rows, Product};
 use super::math::axpy;
 use super::precision::matmul_wide;
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, LnGrads, Rows, StepGrads, StepIn};
@@ -283,25 +283,6 @@ impl<'a, T> NormAcc<'a, T> {
     }
 }
 
-/// `da` rows in place from `dy` rows (`rows (nb)` at `dy.1`), the products `a (nb, k)` being
-/// `x W` recomputed: layer normalisation's backward pass for one step (`layer_norm.rs`).
-fn normed_rows_backward<T: Real>(
-    x: Mat<'_, T>,
-    w: Mat<'_, T>,
-    (dy, at): (&mut [T], Rows),
-    gamma: &[T],
-    dgamma: &mut [T],
-    dbeta: Option<&mut [T]>,
-) {
-    let (nb, k) = (x.rows, w.cols);
-    let mut a = vec![T::ZERO; nb * k];
-    matmul(&mut a, 0, k, x, w, false, 1);
-    let mut dbeta = dbeta;
-    for b in 0..nb {
-        ln_backward_row(&a[b * k..(b + 1) * k], &mut dy[at.at(b)..][..k], gamma, dgamma, dbeta.as_deref_mut());
-    }
-}
-
 #[inline(always)]
 fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>, part: &mut [T]) {
     let d = x.d;
@@ -338,7 +319,8 @@ fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>
         cell2.backward(&sin, (&x.st.gh, rg), &ds, &x.wt.u2, grads);
         if let Some(gamma) = gain(o.g2x, g) {
             let ctx = Mat::strided(x.out, (b0 * tl + i) * ow + h, nb, c, tl * ow);
-            normed_rows_backward(ctx, Mat::new(&x.w[o.wc..o.u], c, g), (&mut *gr.dgi, rl), gamma, acc.g2x, Some(&mut *acc.b2));
+            let cw = Product { x: ctx, w: Mat::new(&x.w[o.wc..o.u], c, g), wide: false, threads: 1 };
+            ln_backward_product(cw, (&mut *gr.dgi, rl.stride, rl.off), gamma, (&mut *acc.g2x, Some(&mut *acc.b2)));
         }
         // dc += dGI W_cᵀ, then the attention over s'.
         matmul(&mut dc, 0, c, Mat::strided(gr.dgi, i * g, nb, g, tl * g), Mat::new(&x.wt.wc, g, c), true, 1);
@@ -354,8 +336,8 @@ fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>
             attend_backward(enc_b, ws, v, d.lens[bg], (&mut sc, &mut dalpha), row, acc.dv);
         }
         if let Some(gamma) = gain(o.gw, a) {
-            let dws = (&mut *gr.dws, Rows { off: i * a, stride: tl * a });
-            normed_rows_backward(Mat::new(&spc, nb, h), Mat::new(&x.w[o.wa..o.ba], h, a), dws, gamma, acc.gw, None);
+            let sw = Product { x: Mat::new(&spc, nb, h), w: Mat::new(&x.w[o.wa..o.ba], h, a), wide: false, threads: 1 };
+            ln_backward_product(sw, (&mut *gr.dws, tl * a, i * a), gamma, (&mut *acc.gw, None));
         }
         // ds' += dWS W_aᵀ.
         matmul(&mut dsp, 0, h, Mat::strided(gr.dws, i * a, nb, a, tl * a), Mat::new(&x.wt.wa, a, h), true, 1);

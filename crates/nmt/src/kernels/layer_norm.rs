@@ -15,7 +15,9 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
+use super::gemm::{matmul, Mat};
 use super::math::Real;
+use super::precision::matmul_wide;
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
 
 /// Marian's `ε` (`src/graph/expression_operators.h`, `layerNorm`).
@@ -133,6 +135,37 @@ impl CustomOp2 for LayerNorm {
             _ => go::<f64>(x, gamma, grad)?,
         };
         Ok((Some(dx), Some(dg)))
+    }
+}
+
+/// How the forward pass multiplied a normalised product `x W`: `x`, `W`, whether by
+/// [`matmul_wide`] (in bf16 when the training products are) and on how many threads.
+pub(crate) struct Product<'a, T> {
+    pub x: Mat<'a, T>,
+    pub w: Mat<'a, T>,
+    pub wide: bool,
+    pub threads: usize,
+}
+
+/// Layer normalisation's backward pass over the rows of a product `a = x W` that the forward
+/// pass normalised: `dy`'s row `r` (at `r · stride + off`) holds the gradient of `LN(a)·γ + β`
+/// on entry and that of `a` on return; `dγ`, `dβ` (when given) add up. `a` is recomputed as the
+/// forward pass multiplied it (the kernels keep no `x̂`: module docs). Rows whose `dy` is zero
+/// (padding) come out zero and add nothing.
+pub(crate) fn ln_backward_product<T: Real>(
+    p: Product<'_, T>,
+    (dy, stride, off): (&mut [T], usize, usize),
+    gamma: &[T],
+    (dgamma, mut dbeta): (&mut [T], Option<&mut [T]>),
+) {
+    let (rows, k) = (p.x.rows, p.w.cols);
+    let mut a = vec![T::ZERO; rows * k];
+    match p.wide {
+        true => matmul_wide(&mut a, 0, k, p.x, p.w, false, p.threads),
+        false => matmul(&mut a, 0, k, p.x, p.w, false, p.threads),
+    }
+    for r in 0..rows {
+        ln_backward_row(&a[r * k..(r + 1) * k], &mut dy[r * stride + off..][..k], gamma, dgamma, dbeta.as_deref_mut());
     }
 }
 

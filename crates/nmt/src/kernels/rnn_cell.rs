@@ -26,7 +26,7 @@
 //! `U` only: `hu = m ⊙ h` replaces `h` in `h U_rz`, `r ⊙ h` and `h U`, while the update
 //! `h' = n + z ⊙ (h − n)` keeps the undropped `h`. Without a mask `hu` is `h` itself.
 use super::gemm::{matmul, Mat, Real};
-use super::layer_norm::{ln_backward_row, ln_rows};
+use super::layer_norm::{ln_backward_product, ln_rows, Product};
 use super::lstm_cell;
 use super::precision::matmul_wide;
 pub use crate::config::{CellKind, GruForm};
@@ -175,12 +175,8 @@ impl<T: Real> CellKernel<'_, T> {
     #[inline(always)]
     fn normed_backward(&self, x: &StepIn<'_, T>, (dgh, dghr): (&mut [T], Rows), gamma: &[T], acc: LnGrads<'_, T>) {
         let (h, nb) = (self.hidden, x.active.len());
-        let g = 3 * h;
-        let mut hu = vec![T::ZERO; nb * g];
-        matmul(&mut hu, 0, g, Mat::new(x.hu, nb, h), Mat::new(self.u, h, g), false, 1);
-        for b in (0..nb).filter(|&b| x.active[b]) {
-            ln_backward_row(&hu[b * g..(b + 1) * g], &mut dgh[dghr.at(b)..][..g], gamma, acc.dgamma, Some(&mut *acc.dbeta));
-        }
+        let hu = Product { x: Mat::new(x.hu, nb, h), w: Mat::new(self.u, h, 3 * h), wide: false, threads: 1 };
+        ln_backward_product(hu, (dgh, dghr.stride, dghr.off), gamma, (acc.dgamma, Some(acc.dbeta)));
     }
 
     /// Backward step. `dh (nb, H)` is the whole gradient reaching the new states; writes the
