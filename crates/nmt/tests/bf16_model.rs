@@ -13,10 +13,13 @@
 //! cancel, as a gradient summed over a batch does. What is measured is printed.
 mod common;
 
-use candle_core::{DType, Device, Tensor};
+use std::sync::Mutex;
+
+use candle_core::{DType, Device, Tensor, Var};
 use nmt::config::{Family, Precision};
 use nmt::data::batch::{Batch, Example};
 use nmt::kernels::precision::{bf16_available, set_training_products};
+use nmt::kernels::proj_nll::{proj_nll, ProjWeight};
 use nmt::model::{BatchTensors, Seq2Seq};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -79,8 +82,12 @@ fn compare(conditional: bool, layer_norm: bool) -> (f64, f64, f64) {
     ((l16 - l32).abs() / l32, worst, cos_min)
 }
 
+/// The precision is process-wide: the tests of this binary that set it run one at a time.
+static PRECISION: Mutex<()> = Mutex::new(());
+
 #[test]
 fn bf16_loss_and_gradients_are_close_to_f32() {
+    let _one = PRECISION.lock().unwrap_or_else(|e| e.into_inner());
     if !bf16_available() {
         eprintln!("NOT RUN: this CPU has no AVX512_BF16; the bf16 training step is untested here");
         return;
@@ -92,5 +99,47 @@ fn bf16_loss_and_gradients_are_close_to_f32() {
         assert!(grad < 0.1 && cos > 0.995, "conditional {conditional}: gradients differ by {grad:e} (cosine {cos})");
         // bf16 really ran: an f32 step repeated gives identical gradients, this does not.
         assert!(grad > 1e-5, "conditional {conditional}: the bf16 gradients equal f32's ({grad:e})");
+    }
+}
+
+/// The projection-and-loss op alone, whose bf16 backward pass packs the gradient of the logits
+/// block by block as it makes it (`proj_nll.rs`, `bf16_pack::pack_rows_as_made`): against its
+/// f32 pass, on shapes whose rows are not a multiple of the 12-row blocks (nor even), whose
+/// vocabulary is not a multiple of the panels (nor even), with `k` odd, both weight layouts and
+/// a weighted sum (so each row's `g` differs). A misplaced block or pair would be off by O(1).
+#[test]
+fn bf16_projection_gradients_are_close_to_f32_on_edge_shapes() {
+    let _one = PRECISION.lock().unwrap_or_else(|e| e.into_inner());
+    if !bf16_available() {
+        eprintln!("NOT RUN: this CPU has no AVX512_BF16; the bf16 projection is untested here");
+        return;
+    }
+    let dev = Device::Cpu;
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for (n, k, v) in [(1, 5, 7), (13, 33, 45), (37, 16, 100), (24, 64, 33), (61, 40, 301)] {
+        for tied in [false, true] {
+            let mut r = |len: usize, s: f32| -> Vec<f32> { (0..len).map(|_| rng.gen_range(-s..s)).collect() };
+            let x = Var::from_vec(r(n * k, 1.0), (n, k), &dev).unwrap();
+            let w = Var::from_vec(r(k * v, 0.5), if tied { (v, k) } else { (k, v) }, &dev).unwrap();
+            let b = Var::from_vec(r(v, 0.5), v, &dev).unwrap();
+            let g = Tensor::from_vec(r(n, 1.0), n, &dev).unwrap();
+            let targets: Vec<u32> = (0..n).map(|i| (i * 7 % v) as u32).collect();
+            let run = |p: Precision| {
+                assert_eq!(set_training_products(p), p);
+                let pw = if tied { ProjWeight::Vk(w.as_tensor()) } else { ProjWeight::Kv(w.as_tensor()) };
+                let nll = proj_nll(x.as_tensor(), pw, b.as_tensor(), &targets, 0.1).unwrap();
+                let grads = (nll * &g).unwrap().sum_all().unwrap().backward().unwrap();
+                [&x, &w, &b].map(|p| grads.get(p.as_tensor()).unwrap().clone())
+            };
+            let (f32s, bf16s) = (run(Precision::F32), run(Precision::Bf16));
+            set_training_products(Precision::F32);
+            for (name, a, c) in [("dx", &f32s[0], &bf16s[0]), ("dw", &f32s[1], &bf16s[1]), ("db", &f32s[2], &bf16s[2])] {
+                let rel = norm(&(a - c).unwrap()) / norm(a).max(1e-30);
+                eprintln!("n {n} k {k} v {v} tied {tied}: {name} relative difference {rel:.2e}");
+                assert!(rel < 2e-2, "n {n} k {k} v {v} tied {tied}: {name} differs by {rel:e}");
+            }
+            let rel = norm(&(&f32s[1] - &bf16s[1]).unwrap()) / norm(&f32s[1]);
+            assert!(rel > 1e-6, "n {n} k {k} v {v} tied {tied}: the bf16 gradient equals f32's");
+        }
     }
 }

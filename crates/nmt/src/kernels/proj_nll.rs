@@ -9,6 +9,9 @@
 //! sees them as a graph node, so no zero-filled gradient buffer of that size is allocated and
 //! added into (measured 23 ms for candle's `zeros_like + add` on that shape). If the cache is
 //! gone (a second backward through the same graph), the logits are recomputed.
+use std::any::Any;
+use std::sync::Mutex;
+
 use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -20,6 +23,26 @@ use crate::simd_dispatch;
 
 /// Rows per parallel task: a chunk of rows shares one thread's pass over the vocabulary.
 const ROWS: usize = 16;
+
+/// The logits buffer of the last backward pass, kept for the next forward pass: allocated
+/// fresh, its 30 MB were zero-filled on every step (`memset`, single-threaded: about 2 % of the
+/// bf16 training step's cycles, `perf`, 2026-11-26), though the forward GEMM overwrites it.
+static KEPT: Mutex<Option<Box<dyn Any + Send>>> = Mutex::new(None);
+
+/// A buffer of `len` for the logits: the kept one when its type fits (old values, which the
+/// forward GEMM overwrites without reading them), else a new one.
+fn logits_buffer<T: Real>(len: usize) -> Vec<T> {
+    let kept = KEPT.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let mut z = kept.and_then(|b| b.downcast::<Vec<T>>().ok()).map(|b| *b).unwrap_or_default();
+    z.truncate(len);
+    z.resize(len, T::ZERO);
+    z
+}
+
+/// Keeps `z` for the next step's [`logits_buffer`].
+fn keep_logits<T: Real>(z: Vec<T>) {
+    *KEPT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(z));
+}
 
 /// The projection matrix as the op reads it.
 #[derive(Clone, Copy, Debug)]
@@ -65,17 +88,6 @@ struct ProjNll {
     transposed: bool,
 }
 
-impl ProjNll {
-    /// `W (K, V)` as a GEMM operand, whichever layout the input has.
-    fn w_mat<'a, T: Real>(&self, w: &'a [T]) -> Mat<'a, T> {
-        if self.transposed {
-            Mat::new(w, self.v, self.k).t()
-        } else {
-            Mat::new(w, self.k, self.v)
-        }
-    }
-}
-
 impl SavedForward for ProjNll {
     type Saved<T: Real> = Probs<T>;
     const NAME: &'static str = "fused-projection-nll";
@@ -90,7 +102,7 @@ impl SavedForward for ProjNll {
         let (n, v) = (self.n, self.v);
         // The bias is added in the first elementwise pass rather than copied into the GEMM's
         // destination first (a 30 MB copy on the bench).
-        let mut z = vec![T::ZERO; n * v];
+        let mut z = logits_buffer(n * v);
         matmul_wide(&mut z, 0, v, Mat::new(x, n, self.k), self.w_mat(w), false, rayon::current_num_threads());
         let mut nll = vec![T::ZERO; n];
         let mut inv_sum = vec![T::ZERO; n];
@@ -113,33 +125,91 @@ impl SavedForward for ProjNll {
         let (n, k, v) = (self.n, self.k, self.v);
         let threads = rayon::current_num_threads();
         let Probs { p: mut z, inv_sum } = probs;
-        let eps = T::from_f64(self.smoothing);
-        let uniform = eps / T::from_f64(v as f64);
-        z.par_chunks_mut(ROWS * v).enumerate().for_each(|(c, blk)| {
-            simd_dispatch!(for (i, row) in blk.chunks_mut(v).enumerate() {
-                let r = c * ROWS + i;
-                let t = self.targets[r] as usize;
-                let scale = g[r] * inv_sum[r];
-                let shift = g[r] * uniform;
-                for zj in row.iter_mut() {
-                    *zj = *zj * scale - shift;
-                }
-                row[t] = row[t] - g[r] * (T::ONE - eps);
-            })
-        });
-        // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
-        // measurable (36 ms either way for dx on 2 threads), unlike the per-step GEMMs.
         let mut dx = vec![T::ZERO; n * k];
-        matmul_wide(&mut dx, 0, k, Mat::new(&z, n, v), self.w_mat(w).t(), false, threads);
         let mut dw = vec![T::ZERO; k * v];
-        if self.transposed {
-            // dWᵀ (V, K) = dZᵀ X, the layout of the op's input.
-            matmul_wide(&mut dw, 0, k, Mat::new(&z, n, v).t(), Mat::new(x, n, k), false, threads);
-        } else {
-            matmul_wide(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
+        if !self.backward_bf16(&mut z, [x, w], g, &inv_sum, [&mut dx, &mut dw], threads) {
+            z.par_chunks_mut(ROWS * v).enumerate().for_each(|(c, blk)| self.dz_rows(c * ROWS, blk, g, &inv_sum));
+            // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
+            // measurable (36 ms either way for dx on 2 threads), unlike the per-step GEMMs.
+            matmul_wide(&mut dx, 0, k, Mat::new(&z, n, v), self.w_mat(w).t(), false, threads);
+            if self.transposed {
+                // dWᵀ (V, K) = dZᵀ X, the layout of the op's input.
+                matmul_wide(&mut dw, 0, k, Mat::new(&z, n, v).t(), Mat::new(x, n, k), false, threads);
+            } else {
+                matmul_wide(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
+            }
         }
         let db = col_sums(&z, n, v);
+        keep_logits(z);
         [dx, dw, db]
+    }
+}
+
+impl ProjNll {
+    /// `W (K, V)` as a GEMM operand, whichever layout the input has.
+    fn w_mat<'a, T: Real>(&self, w: &'a [T]) -> Mat<'a, T> {
+        if self.transposed {
+            Mat::new(w, self.v, self.k).t()
+        } else {
+            Mat::new(w, self.k, self.v)
+        }
+    }
+
+    /// The rows `r0..` of `dz = g·(softmax − (1−ε)·onehot − ε/V)`, in place over their
+    /// `exp(z − max)` in `blk`.
+    fn dz_rows<T: Real>(&self, r0: usize, blk: &mut [T], g: &[T], inv_sum: &[T]) {
+        let eps = T::from_f64(self.smoothing);
+        let uniform = eps / T::from_f64(self.v as f64);
+        simd_dispatch!(for (i, row) in blk.chunks_mut(self.v).enumerate() {
+            let r = r0 + i;
+            let t = self.targets[r] as usize;
+            let scale = g[r] * inv_sum[r];
+            let shift = g[r] * uniform;
+            for zj in row.iter_mut() {
+                *zj = *zj * scale - shift;
+            }
+            row[t] = row[t] - g[r] * (T::ONE - eps);
+        })
+    }
+
+    /// The backward products in bf16 (when they are on and `T` is f32; `false` otherwise, and
+    /// nothing done): `dz` is made block by block and each block packed for both products
+    /// while it is in cache (`bf16_pack::pack_rows_as_made`), instead of written out in f32
+    /// and read back twice by the packing of `dx = dz Wᵀ` and `dW = xᵀ dz`. `z` holds `dz`
+    /// afterwards, for `db`.
+    #[cfg(target_arch = "x86_64")]
+    fn backward_bf16<T: Real>(
+        &self,
+        z: &mut [T],
+        [x, w]: [&[T]; 2],
+        g: &[T],
+        inv_sum: &[T],
+        [dx, dw]: [&mut [T]; 2],
+        threads: usize,
+    ) -> bool {
+        use super::bf16_gemm::{matmul_packed, pack_a, pack_b, MR, NR};
+        use super::precision::{bf16_view, bf16_view_mut};
+        let (Some(z), Some(x), Some(w), Some(g), Some(inv_sum), Some(dx), Some(dw)) =
+            (bf16_view_mut(z), bf16_view(x), bf16_view(w), bf16_view(g), bf16_view(inv_sum), bf16_view_mut(dx), bf16_view_mut(dw))
+        else {
+            return false;
+        };
+        let (n, k, v) = (self.n, self.k, self.v);
+        // dzᵀ is the left operand of dWᵀ = dzᵀ x (panels of MR), dz the right one of dW = xᵀ dz.
+        let t_width = if self.transposed { MR } else { NR };
+        let (by_row, by_col) = super::bf16_pack::pack_rows_as_made(z, (n, v), (MR, t_width), |r0, blk| self.dz_rows(r0, blk, g, inv_sum));
+        matmul_packed(dx, 0, k, &by_row, &pack_b(self.w_mat(w).t(), threads), (n, k, v), false, threads);
+        if self.transposed {
+            matmul_packed(dw, 0, k, &by_col, &pack_b(Mat::new(x, n, k), threads), (v, k, n), false, threads);
+        } else {
+            matmul_packed(dw, 0, v, &pack_a(Mat::new(x, n, k).t(), threads), &by_col, (k, v, n), false, threads);
+        }
+        true
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn backward_bf16<T: Real>(&self, _: &mut [T], _: [&[T]; 2], _: &[T], _: &[T], _: [&mut [T]; 2], _: usize) -> bool {
+        false
     }
 }
 
