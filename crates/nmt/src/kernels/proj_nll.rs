@@ -17,6 +17,8 @@ use rayon::prelude::*;
 
 use super::gemm::{Mat, Real};
 use super::linear::col_sums;
+#[cfg(target_arch = "x86_64")]
+use super::math::axpy;
 use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
@@ -127,7 +129,8 @@ impl SavedForward for ProjNll {
         let Probs { p: mut z, inv_sum } = probs;
         let mut dx = vec![T::ZERO; n * k];
         let mut dw = vec![T::ZERO; k * v];
-        if !self.backward_bf16(&mut z, [x, w], g, &inv_sum, [&mut dx, &mut dw], threads) {
+        let mut db = vec![T::ZERO; v];
+        if !self.backward_bf16(&z, [x, w], g, &inv_sum, [&mut dx, &mut dw, &mut db], threads) {
             z.par_chunks_mut(ROWS * v).enumerate().for_each(|(c, blk)| self.dz_rows(c * ROWS, blk, g, &inv_sum));
             // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
             // measurable (36 ms either way for dx on 2 threads), unlike the per-step GEMMs.
@@ -138,8 +141,8 @@ impl SavedForward for ProjNll {
             } else {
                 matmul_wide(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
             }
+            db = col_sums(&z, n, v);
         }
-        let db = col_sums(&z, n, v);
         keep_logits(z);
         [dx, dw, db]
     }
@@ -173,31 +176,52 @@ impl ProjNll {
     }
 
     /// The backward products in bf16 (when they are on and `T` is f32; `false` otherwise, and
-    /// nothing done): `dz` is made block by block and each block packed for both products
-    /// while it is in cache (`bf16_pack::pack_rows_as_made`), instead of written out in f32
-    /// and read back twice by the packing of `dx = dz Wᵀ` and `dW = xᵀ dz`. `z` holds `dz`
-    /// afterwards, for `db`.
+    /// nothing done). `dz` is made block by block of [`MR`] rows from `z`'s probabilities, which
+    /// it leaves as they are, in a scratch buffer that `bf16_pack::pack_rows_as_made` packs for
+    /// both products while it is in cache, and each block's column sums are taken there too;
+    /// the f32 path instead writes `dz` over `z` and reads it back three times (the packing of
+    /// `dx = dz Wᵀ`, of `dW = xᵀ dz`, and `db`). `db` is the blocks' sums added in block order,
+    /// so it is the same on every run, whatever the threads.
     #[cfg(target_arch = "x86_64")]
     fn backward_bf16<T: Real>(
         &self,
-        z: &mut [T],
+        z: &[T],
         [x, w]: [&[T]; 2],
         g: &[T],
         inv_sum: &[T],
-        [dx, dw]: [&mut [T]; 2],
+        [dx, dw, db]: [&mut [T]; 3],
         threads: usize,
     ) -> bool {
         use super::bf16_gemm::{matmul_packed, pack_a, pack_b, MR, NR};
         use super::precision::{bf16_view, bf16_view_mut};
-        let (Some(z), Some(x), Some(w), Some(g), Some(inv_sum), Some(dx), Some(dw)) =
-            (bf16_view_mut(z), bf16_view(x), bf16_view(w), bf16_view(g), bf16_view(inv_sum), bf16_view_mut(dx), bf16_view_mut(dw))
-        else {
+        let (Some(z), Some(x), Some(w), Some(g), Some(inv_sum), Some(dx), Some(dw), Some(db)) = (
+            bf16_view(z),
+            bf16_view(x),
+            bf16_view(w),
+            bf16_view(g),
+            bf16_view(inv_sum),
+            bf16_view_mut(dx),
+            bf16_view_mut(dw),
+            bf16_view_mut(db),
+        ) else {
             return false;
         };
         let (n, k, v) = (self.n, self.k, self.v);
+        let blocks = n.div_ceil(MR);
+        let mut sums = vec![0f32; blocks * v];
+        let out = super::bf16_pack::SharedMut(sums.as_mut_ptr());
         // dzᵀ is the left operand of dWᵀ = dzᵀ x (panels of MR), dz the right one of dW = xᵀ dz.
         let t_width = if self.transposed { MR } else { NR };
-        let (by_row, by_col) = super::bf16_pack::pack_rows_as_made(z, (n, v), (MR, t_width), |r0, blk| self.dz_rows(r0, blk, g, inv_sum));
+        let (by_row, by_col) = super::bf16_pack::pack_rows_as_made((n, v), (MR, t_width), |b, r0, blk| {
+            blk.copy_from_slice(&z[r0 * v..r0 * v + blk.len()]);
+            self.dz_rows(r0, blk, g, inv_sum);
+            // SAFETY: block `b` alone writes row `b` of `sums` (`blocks × v`).
+            let acc = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(b * v), v) };
+            simd_dispatch!(for row in blk.chunks(v) {
+                axpy(1.0, row, acc);
+            })
+        });
+        db.copy_from_slice(&col_sums(&sums, blocks, v));
         matmul_packed(dx, 0, k, &by_row, &pack_b(self.w_mat(w).t(), threads), (n, k, v), false, threads);
         if self.transposed {
             matmul_packed(dw, 0, k, &by_col, &pack_b(Mat::new(x, n, k), threads), (v, k, n), false, threads);
@@ -208,7 +232,7 @@ impl ProjNll {
     }
 
     #[cfg(not(target_arch = "x86_64"))]
-    fn backward_bf16<T: Real>(&self, _: &mut [T], _: [&[T]; 2], _: &[T], _: &[T], _: [&mut [T]; 2], _: usize) -> bool {
+    fn backward_bf16<T: Real>(&self, _: &[T], _: [&[T]; 2], _: &[T], _: &[T], _: [&mut [T]; 3], _: usize) -> bool {
         false
     }
 }
