@@ -13,6 +13,10 @@
 #   smoke test: VALID_EVERY=20 WORK=runs/curves-smoke IMG=runs/curves-smoke/curves.svg \
 #               scripts/curves-vs-peers.sh 40
 #
+# A fresh clone has none of the arms (runs/ is not kept; JoeyNMT takes hours per arm): lay the kept
+# logs out first with `scripts/curves-restore.sh docs/logs/curves-vs-peers-2026-11-26`, then name
+# only the arms to train, and the table and picture are redrawn with every arm.
+#
 # Each arm is trained in WORK/ARM and marked WORK/ARM.done when it reached UPDATES; run the same
 # command again after a kill and each unfinished arm goes on from its last checkpoint (nmt and
 # Marian exactly: they restore their corpus position; JoeyNMT restarts the epoch's batch order,
