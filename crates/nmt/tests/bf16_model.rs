@@ -102,9 +102,9 @@ fn bf16_loss_and_gradients_are_close_to_f32() {
     }
 }
 
-/// The projection-and-loss op alone, whose bf16 backward pass packs the gradient of the logits
-/// block by block as it makes it (`proj_nll.rs`, `bf16_pack::pack_rows_as_made`): against its
-/// f32 pass, on shapes whose rows are not a multiple of the 12-row blocks (nor even), whose
+/// The projection-and-loss op alone in bf16 (`proj_nll.rs`: its products' operands packed in
+/// 12-row and 32-column panels of bf16 pairs): against its f32 pass, on shapes whose rows are
+/// not a multiple of the panels (nor even), whose
 /// vocabulary is not a multiple of the panels (nor even), with `k` odd, both weight layouts and
 /// a weighted sum (so each row's `g` differs). A misplaced block or pair would be off by O(1).
 #[test]

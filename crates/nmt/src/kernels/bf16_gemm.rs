@@ -22,7 +22,7 @@ use std::arch::x86_64::*;
 
 use rayon::prelude::*;
 
-use super::bf16_pack::{pack, pairs, Packed, PairView, SharedMut};
+use super::bf16_pack::{pack, pairs, PairView, SharedMut};
 use super::gemm::Mat;
 
 /// Rows of C per micro-kernel call.
@@ -49,43 +49,6 @@ pub fn matmul_bf16(dst: &mut [f32], dst_off: usize, dst_rs: usize, a: Mat<'_, f3
     if m == 0 || n == 0 {
         return;
     }
-    let (pa, pb) = (pack_a(a, threads), pack_b(b, threads));
-    matmul_packed(dst, dst_off, dst_rs, &pa, &pb, (m, n, k), accumulate, threads);
-}
-
-/// `a` packed as the left operand of [`matmul_packed`]: panels of [`MR`] rows.
-pub(super) fn pack_a(a: Mat<'_, f32>, threads: usize) -> Packed {
-    pack(PairView { data: a.data, off: a.off, outer: a.rows, k: a.cols, so: a.rs, sk: a.cs }, MR, threads)
-}
-
-/// `b` packed as the right operand of [`matmul_packed`]: panels of [`NR`] columns.
-pub(super) fn pack_b(b: Mat<'_, f32>, threads: usize) -> Packed {
-    pack(PairView { data: b.data, off: b.off, outer: b.cols, k: b.rows, so: b.cs, sk: b.rs }, NR, threads)
-}
-
-/// [`matmul_bf16`] on operands packed already: `pa` holds A `(m, k)` in panels of [`MR`] rows,
-/// `pb` holds B `(k, n)` in panels of [`NR`] columns (`bf16_pack.rs`'s layout). Lets a caller
-/// that makes an operand block by block pack each block while it is in cache
-/// (`proj_nll.rs`'s gradient of the logits).
-///
-/// # Panics
-/// When a packed operand is shorter than its shape needs, or `dst` is too short (programming
-/// errors of the kernels).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn matmul_packed(
-    dst: &mut [f32],
-    dst_off: usize,
-    dst_rs: usize,
-    pa: &[u32],
-    pb: &[u32],
-    (m, n, k): (usize, usize, usize),
-    accumulate: bool,
-    threads: usize,
-) {
-    assert!(available(), "bf16 GEMM on a CPU without AVX512_BF16");
-    if m == 0 || n == 0 {
-        return;
-    }
     assert!(dst_off + (m - 1) * dst_rs + n <= dst.len(), "bf16 gemm: destination out of bounds");
     if k == 0 {
         if !accumulate {
@@ -94,10 +57,11 @@ pub(super) fn matmul_packed(
         return;
     }
     let kp = pairs(k);
-    let (mp, np) = (m.div_ceil(MR), n.div_ceil(NR));
-    assert!(pa.len() >= mp * kp * MR && pb.len() >= np * kp * NR, "bf16 gemm: packed operands too short");
+    let pa = pack(PairView { data: a.data, off: a.off, outer: m, k, so: a.rs, sk: a.cs }, MR, threads);
+    let pb = pack(PairView { data: b.data, off: b.off, outer: n, k, so: b.cs, sk: b.rs }, NR, threads);
     // Shared by the tasks: each writes only the blocks of its own panel.
     let base = SharedMut(dst[dst_off..].as_mut_ptr());
+    let (mp, np) = (m.div_ceil(MR), n.div_ceil(NR));
     // Each task owns one panel of the operand with more panels and walks every panel of the
     // other past it; its panel stays in L1, the other operand's `k` block in L2.
     let rows_outer = mp >= np;

@@ -154,60 +154,6 @@ pub(super) fn pack(v: PairView<'_>, width: usize, threads: usize) -> Packed {
     Packed(out)
 }
 
-/// A row-major `(n, v)` f32 matrix that `make(block, first_row, rows)` writes block by block
-/// into a scratch buffer of `a_width` rows, each block packed at once, while it is in L2, in
-/// both layouts that its two products read: rows outer (pairs along `v`, panels of `a_width`:
-/// one panel per block, the `adjacent` path) and columns outer (pairs of rows, panels of
-/// `t_width`: the block's pairs of every panel, the `across` path). Returns `(rows outer,
-/// columns outer)`. For the gradient of the logits (`proj_nll.rs`, 30 MB on the bench) this
-/// replaces writing it out and reading it back once per layout.
-///
-/// # Panics
-/// When `a_width` is odd or the CPU lacks the features (programming errors of the caller,
-/// which checks [`available`]).
-#[cfg(target_arch = "x86_64")]
-pub(super) fn pack_rows_as_made(
-    (n, v): (usize, usize),
-    (a_width, t_width): (usize, usize),
-    make: impl Fn(usize, usize, &mut [f32]) + Sync,
-) -> (Packed, Packed) {
-    assert!(a_width % 2 == 0 && available(), "bf16 pack: bad rows-as-made call");
-    let (kv, kn) = (pairs(v), pairs(n));
-    let (mut rows, mut cols) = (take(n.div_ceil(a_width) * kv * a_width), take(v.div_ceil(t_width) * kn * t_width));
-    // Every element is written below (padding included); only growth is zero-filled.
-    rows.resize(n.div_ceil(a_width) * kv * a_width, 0);
-    cols.resize(v.div_ceil(t_width) * kn * t_width, 0);
-    let (ro, co) = (SharedMut(rows.as_mut_ptr()), SharedMut(cols.as_mut_ptr()));
-    if v > 0 {
-        // Blocks in a few runs per thread, one scratch buffer per run (a fresh one per block
-        // would be zero-filled per block).
-        let blocks = n.div_ceil(a_width);
-        let per_run = blocks.div_ceil(4 * rayon::current_num_threads()).max(1);
-        (0..blocks.div_ceil(per_run)).into_par_iter().for_each(|run| {
-            let mut buf = vec![0f32; a_width * v];
-            for b in run * per_run..((run + 1) * per_run).min(blocks) {
-                let r = a_width.min(n - b * a_width);
-                let blk = &mut buf[..r * v];
-                make(b, b * a_width, blk);
-                let blk = &*blk;
-                let by_row = PairView { data: blk, off: 0, outer: r, k: v, so: v, sk: 1 };
-                let by_col = PairView { data: blk, off: 0, outer: v, k: r, so: 1, sk: v };
-                // SAFETY: the CPU has the features (asserted above). Block `b` alone writes panel `b`
-                // of `rows` and the pairs `b·a_width/2 ..` (`a_width` even) of every panel of
-                // `cols`, all inside the buffers sized above.
-                unsafe {
-                    x86::adjacent(&by_row, 0, a_width, std::slice::from_raw_parts_mut(ro.ptr().add(b * kv * a_width), kv * a_width));
-                    for panel in 0..v.div_ceil(t_width) {
-                        let dst = co.ptr().add((panel * kn + b * a_width / 2) * t_width);
-                        x86::across(&by_col, panel, t_width, dst, 0..pairs(r));
-                    }
-                }
-            }
-        });
-    }
-    (Packed(rows), Packed(cols))
-}
-
 /// Pairs per task of [`pack_across`]: 32 rows of the operand.
 #[cfg(target_arch = "x86_64")]
 const ACROSS_PAIRS: usize = 16;

@@ -55,33 +55,12 @@ pub fn training_products() -> Precision {
 /// f32, in `T` otherwise.
 pub fn matmul_wide<T: Real>(dst: &mut [T], dst_off: usize, dst_rs: usize, a: Mat<'_, T>, b: Mat<'_, T>, accumulate: bool, threads: usize) {
     #[cfg(target_arch = "x86_64")]
-    if bf16_f32::<T>() {
+    if BF16.load(Ordering::Relaxed) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
         // SAFETY: `T` is `f32` (checked above), so these are the same slices retyped.
         let (dst, a, b) = unsafe { (retype_mut(dst), retype(a), retype(b)) };
         return super::bf16_gemm::matmul_bf16(dst, dst_off, dst_rs, a, b, accumulate, threads);
     }
     matmul(dst, dst_off, dst_rs, a, b, accumulate, threads)
-}
-
-/// `s` as f32 when the large products run in bf16 and `T` is f32 (`None` otherwise): for a
-/// kernel that takes a bf16 path of its own around [`matmul_wide`] (`proj_nll.rs`).
-#[cfg(target_arch = "x86_64")]
-pub(super) fn bf16_view<T: Real>(s: &[T]) -> Option<&[f32]> {
-    // SAFETY: `T` is `f32` where this returns `Some`.
-    (bf16_f32::<T>()).then(|| unsafe { std::slice::from_raw_parts(s.as_ptr().cast(), s.len()) })
-}
-
-/// [`bf16_view`], mutable.
-#[cfg(target_arch = "x86_64")]
-pub(super) fn bf16_view_mut<T: Real>(s: &mut [T]) -> Option<&mut [f32]> {
-    // SAFETY: as in `retype_mut`: `T` is `f32` where this returns `Some`.
-    (bf16_f32::<T>()).then(|| unsafe { retype_mut(s) })
-}
-
-/// Whether the bf16 products are on and `T` is f32.
-#[cfg(target_arch = "x86_64")]
-fn bf16_f32<T: Real>() -> bool {
-    BF16.load(Ordering::Relaxed) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
 }
 
 /// # Safety

@@ -17,8 +17,6 @@ use rayon::prelude::*;
 
 use super::gemm::{Mat, Real};
 use super::linear::col_sums;
-#[cfg(target_arch = "x86_64")]
-use super::math::axpy;
 use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
 use crate::simd_dispatch;
@@ -90,6 +88,17 @@ struct ProjNll {
     transposed: bool,
 }
 
+impl ProjNll {
+    /// `W (K, V)` as a GEMM operand, whichever layout the input has.
+    fn w_mat<'a, T: Real>(&self, w: &'a [T]) -> Mat<'a, T> {
+        if self.transposed {
+            Mat::new(w, self.v, self.k).t()
+        } else {
+            Mat::new(w, self.k, self.v)
+        }
+    }
+}
+
 impl SavedForward for ProjNll {
     type Saved<T: Real> = Probs<T>;
     const NAME: &'static str = "fused-projection-nll";
@@ -127,113 +136,34 @@ impl SavedForward for ProjNll {
         let (n, k, v) = (self.n, self.k, self.v);
         let threads = rayon::current_num_threads();
         let Probs { p: mut z, inv_sum } = probs;
-        let mut dx = vec![T::ZERO; n * k];
-        let mut dw = vec![T::ZERO; k * v];
-        let mut db = vec![T::ZERO; v];
-        if !self.backward_bf16(&z, [x, w], g, &inv_sum, [&mut dx, &mut dw, &mut db], threads) {
-            z.par_chunks_mut(ROWS * v).enumerate().for_each(|(c, blk)| self.dz_rows(c * ROWS, blk, g, &inv_sum));
-            // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
-            // measurable (36 ms either way for dx on 2 threads), unlike the per-step GEMMs.
-            matmul_wide(&mut dx, 0, k, Mat::new(&z, n, v), self.w_mat(w).t(), false, threads);
-            if self.transposed {
-                // dWᵀ (V, K) = dZᵀ X, the layout of the op's input.
-                matmul_wide(&mut dw, 0, k, Mat::new(&z, n, v).t(), Mat::new(x, n, k), false, threads);
-            } else {
-                matmul_wide(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
-            }
-            db = col_sums(&z, n, v);
-        }
-        keep_logits(z);
-        [dx, dw, db]
-    }
-}
-
-impl ProjNll {
-    /// `W (K, V)` as a GEMM operand, whichever layout the input has.
-    fn w_mat<'a, T: Real>(&self, w: &'a [T]) -> Mat<'a, T> {
-        if self.transposed {
-            Mat::new(w, self.v, self.k).t()
-        } else {
-            Mat::new(w, self.k, self.v)
-        }
-    }
-
-    /// The rows `r0..` of `dz = g·(softmax − (1−ε)·onehot − ε/V)`, in place over their
-    /// `exp(z − max)` in `blk`.
-    fn dz_rows<T: Real>(&self, r0: usize, blk: &mut [T], g: &[T], inv_sum: &[T]) {
         let eps = T::from_f64(self.smoothing);
-        let uniform = eps / T::from_f64(self.v as f64);
-        simd_dispatch!(for (i, row) in blk.chunks_mut(self.v).enumerate() {
-            let r = r0 + i;
-            let t = self.targets[r] as usize;
-            let scale = g[r] * inv_sum[r];
-            let shift = g[r] * uniform;
-            for zj in row.iter_mut() {
-                *zj = *zj * scale - shift;
-            }
-            row[t] = row[t] - g[r] * (T::ONE - eps);
-        })
-    }
-
-    /// The backward products in bf16 (when they are on and `T` is f32; `false` otherwise, and
-    /// nothing done). `dz` is made block by block of [`MR`] rows from `z`'s probabilities, which
-    /// it leaves as they are, in a scratch buffer that `bf16_pack::pack_rows_as_made` packs for
-    /// both products while it is in cache, and each block's column sums are taken there too;
-    /// the f32 path instead writes `dz` over `z` and reads it back three times (the packing of
-    /// `dx = dz Wᵀ`, of `dW = xᵀ dz`, and `db`). `db` is the blocks' sums added in block order,
-    /// so it is the same on every run, whatever the threads.
-    #[cfg(target_arch = "x86_64")]
-    fn backward_bf16<T: Real>(
-        &self,
-        z: &[T],
-        [x, w]: [&[T]; 2],
-        g: &[T],
-        inv_sum: &[T],
-        [dx, dw, db]: [&mut [T]; 3],
-        threads: usize,
-    ) -> bool {
-        use super::bf16_gemm::{matmul_packed, pack_a, pack_b, MR, NR};
-        use super::precision::{bf16_view, bf16_view_mut};
-        let (Some(z), Some(x), Some(w), Some(g), Some(inv_sum), Some(dx), Some(dw), Some(db)) = (
-            bf16_view(z),
-            bf16_view(x),
-            bf16_view(w),
-            bf16_view(g),
-            bf16_view(inv_sum),
-            bf16_view_mut(dx),
-            bf16_view_mut(dw),
-            bf16_view_mut(db),
-        ) else {
-            return false;
-        };
-        let (n, k, v) = (self.n, self.k, self.v);
-        let blocks = n.div_ceil(MR);
-        let mut sums = vec![0f32; blocks * v];
-        let out = super::bf16_pack::SharedMut(sums.as_mut_ptr());
-        // dzᵀ is the left operand of dWᵀ = dzᵀ x (panels of MR), dz the right one of dW = xᵀ dz.
-        let t_width = if self.transposed { MR } else { NR };
-        let (by_row, by_col) = super::bf16_pack::pack_rows_as_made((n, v), (MR, t_width), |b, r0, blk| {
-            blk.copy_from_slice(&z[r0 * v..r0 * v + blk.len()]);
-            self.dz_rows(r0, blk, g, inv_sum);
-            // SAFETY: block `b` alone writes row `b` of `sums` (`blocks × v`).
-            let acc = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(b * v), v) };
-            simd_dispatch!(for row in blk.chunks(v) {
-                axpy(1.0, row, acc);
+        let uniform = eps / T::from_f64(v as f64);
+        z.par_chunks_mut(ROWS * v).enumerate().for_each(|(c, blk)| {
+            simd_dispatch!(for (i, row) in blk.chunks_mut(v).enumerate() {
+                let r = c * ROWS + i;
+                let t = self.targets[r] as usize;
+                let scale = g[r] * inv_sum[r];
+                let shift = g[r] * uniform;
+                for zj in row.iter_mut() {
+                    *zj = *zj * scale - shift;
+                }
+                row[t] = row[t] - g[r] * (T::ONE - eps);
             })
         });
-        db.copy_from_slice(&col_sums(&sums, blocks, v));
-        matmul_packed(dx, 0, k, &by_row, &pack_b(self.w_mat(w).t(), threads), (n, k, v), false, threads);
+        // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
+        // measurable (36 ms either way for dx on 2 threads), unlike the per-step GEMMs.
+        let mut dx = vec![T::ZERO; n * k];
+        matmul_wide(&mut dx, 0, k, Mat::new(&z, n, v), self.w_mat(w).t(), false, threads);
+        let mut dw = vec![T::ZERO; k * v];
         if self.transposed {
-            matmul_packed(dw, 0, k, &by_col, &pack_b(Mat::new(x, n, k), threads), (v, k, n), false, threads);
+            // dWᵀ (V, K) = dZᵀ X, the layout of the op's input.
+            matmul_wide(&mut dw, 0, k, Mat::new(&z, n, v).t(), Mat::new(x, n, k), false, threads);
         } else {
-            matmul_packed(dw, 0, v, &pack_a(Mat::new(x, n, k).t(), threads), &by_col, (k, v, n), false, threads);
+            matmul_wide(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
         }
-        true
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    fn backward_bf16<T: Real>(&self, _: &[T], _: [&[T]; 2], _: &[T], _: &[T], _: [&mut [T]; 3], _: usize) -> bool {
-        false
+        let db = col_sums(&z, n, v);
+        keep_logits(z);
+        [dx, dw, db]
     }
 }
 
