@@ -16,8 +16,8 @@
 //!
 //! The integer product is **`rten-gemm`'s** `u8 × i8 → i32` GEMM (AVX-512 VNNI `vpdpbusd`,
 //! AVX2, NEON dot products, WASM, a generic kernel; chosen at run time), on weights prepacked
-//! once in chunks of [`CHUNK`] rows; the scaling to `f32` is ours (rten's quantised output is
-//! `i32`). It replaced hand-written AVX-512 VNNI and AVX2 kernels (`int8_vnni.rs`, until
+//! once in chunks of [`CHUNK`] rows and activations prepacked once per step ([`QActs`]); the
+//! scaling to `f32` is ours (rten's quantised output is `i32`). It replaced hand-written AVX-512 VNNI and AVX2 kernels (`int8_vnni.rs`, until
 //! 994bb38) under the rule of issue "Training ahead of PyTorch": the library if it comes within
 //! 10 % of ours. Measured alternately on the 2-core AMD EPYC Zen 4 with VNNI, 2026-11-26, nothing
 //! else running (docs/logs/int8-rten-2026-11-26/, docs/PERF.md "int8: the library"):
@@ -42,7 +42,7 @@
 //! per call (4.5× slower, 2026-11-23).
 use std::cell::RefCell;
 
-use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions, PackedBMatrix, QuantParams};
+use rten_gemm::{BiasVector, GemmExecutor, GemmInputA, GemmInputB, GemmOptions, PackedAMatrix, PackedBMatrix};
 use rten_tensor::NdTensorView;
 
 use crate::simd_dispatch;
@@ -92,6 +92,9 @@ pub struct QWeights {
     /// Rows `c·CHUNK..` as `Wᵀ (k, ≤ CHUNK)`, packed for rten's kernel.
     packed: Vec<PackedBMatrix<i8>>,
     scale: Vec<f32>,
+    /// `−128 · Σ_k q[j, k]` per row: added to every sum, it undoes the activations' shift
+    /// exactly (`Σ (q_a + 128) q_w − 128 Σ q_w = Σ q_a q_w`; see [`block`]).
+    unshift: Vec<i32>,
     rows: usize,
     k: usize,
 }
@@ -128,17 +131,28 @@ impl QWeights {
                     .collect()
             })
         };
-        QWeights { packed, scale, rows, k }
+        let unshift = if k == 0 {
+            vec![0; rows]
+        } else {
+            q.chunks_exact(k).map(|r| -(SHIFT as i32) * r.iter().map(|&x| x as i32).sum::<i32>()).collect()
+        };
+        QWeights { packed, scale, unshift, rows, k }
     }
 }
 
-/// Activations `(rows, k)` quantised per row to 8 bits and shifted to unsigned.
+/// Activations `(rows, k)` quantised per row to 8 bits, shifted to unsigned, and packed once
+/// for rten's kernel: a search step multiplies them by every 512-row chunk of the projection
+/// (16 chunks for 8 000 words), and packing them again per chunk, as the unpacked input does,
+/// was 6.4 % of an int8 beam search's cycles (`perf record`, `nmt bench --int8 --only beam5`,
+/// 2026-11-27); packed once per step it is 0.7 %, while rten's pass adding the `i32` bias that
+/// undoes the shift went from 0.8 % to 3.4 %: about 3 % of the cycles saved, which five
+/// alternated rounds of the bench did not resolve on this host (within its noise).
 pub struct QActs {
-    q: Vec<u8>,
+    /// `None` when there is nothing to multiply (no rows or `k = 0`).
+    packed: Option<PackedAMatrix<u8>>,
     scale: Vec<f32>,
-    /// `SHIFT` per row: rten's zero points.
-    zero: Vec<u8>,
     rows: usize,
+    k: usize,
 }
 
 impl QActs {
@@ -152,7 +166,8 @@ impl QActs {
                 *s = simd_dispatch!(quantize_act_row(row, out));
             }
         }
-        QActs { q, scale, zero: vec![SHIFT; rows], rows }
+        let packed = (rows > 0 && k > 0).then(|| GEMM.with(|gemm| gemm.prepack_a(NdTensorView::from_data([rows, k], q.as_slice()))));
+        QActs { packed, scale, rows, k }
     }
 }
 
@@ -216,15 +231,15 @@ pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: Out<'_>) {
         w.rows
     );
     assert!(bs == 0 || n == 0 || last < out.data.len(), "int8 block: output too small");
-    assert_eq!(a.q.len(), n * w.k, "int8 block: activations for another inner dimension");
-    if bs == 0 || n == 0 || w.k == 0 {
+    assert_eq!(a.k, w.k, "int8 block: activations for another inner dimension");
+    let Some(acts) = a.packed.as_ref() else { return };
+    if bs == 0 {
         return;
     }
     thread_local!(static SUMS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) });
     GEMM.with(|gemm| {
         SUMS.with(|sums| {
             let mut sums = sums.borrow_mut();
-            let acts = NdTensorView::from_data([n, w.k], a.q.as_slice());
             for c0 in (j0..j0 + bs).step_by(CHUNK) {
                 let packed = &w.packed[c0 / CHUNK];
                 let cols = packed.cols();
@@ -233,9 +248,11 @@ pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: Out<'_>) {
                     sums.resize(n * cols, 0);
                 }
                 let sums = &mut sums[..n * cols];
-                let opts = GemmOptions { a_quant: Some(QuantParams { zero_point: &a.zero }), ..Default::default() };
                 // The shapes are ours and checked above: an error here is a bug, not input.
-                gemm.gemm(sums, GemmInputA::Unpacked(acts), GemmInputB::Packed(packed), opts)
+                // No zero point for rten: a prepacked input carries none (rten 0.25 packs it
+                // without), so the shift is undone by a per-column `i32` bias, exactly.
+                let opts = GemmOptions { bias: Some(BiasVector::Row(&w.unshift[c0..c0 + cols])), ..Default::default() };
+                gemm.gemm(sums, GemmInputA::Packed(acts), GemmInputB::Packed(packed), opts)
                     .expect("int8 block: rten-gemm refused shapes checked here");
                 let dst = &mut out.data[(c0 - j0) * out.j_stride..];
                 simd_dispatch!(scale_into(sums, cols, &w.scale[c0..c0 + cols], &a.scale, dst, out.j_stride, out.r_stride));
@@ -287,16 +304,20 @@ mod tests {
 
     /// The arithmetic written out, one sum at a time, for weights `wf (rows, k)` quantised as
     /// `w`: what the library's kernels must equal.
-    fn reference(wf: &[f32], w: &QWeights, a: &QActs) -> Vec<f32> {
+    fn reference(wf: &[f32], w: &QWeights, af: &[f32], a: &QActs) -> Vec<f32> {
         let (rows, k, n) = (w.rows, w.k, a.rows);
         let mut q = vec![0i8; rows * k];
         for (row, out) in wf.chunks_exact(k).zip(q.chunks_exact_mut(k)) {
             quantize_row(row, out);
         }
+        let mut qa = vec![0u8; n * k];
+        for (row, out) in af.chunks_exact(k).zip(qa.chunks_exact_mut(k)) {
+            quantize_act_row(row, out);
+        }
         let mut out = vec![0f32; rows * n];
         for j in 0..rows {
             for r in 0..n {
-                let acc: i32 = (0..k).map(|i| q[j * k + i] as i32 * (a.q[r * k + i] as i32 - SHIFT as i32)).sum();
+                let acc: i32 = (0..k).map(|i| q[j * k + i] as i32 * (qa[r * k + i] as i32 - SHIFT as i32)).sum();
                 out[j * n + r] += acc as f32 * w.scale[j] * a.scale[r];
             }
         }
@@ -321,7 +342,7 @@ mod tests {
                 block(&qw, j0, bs, &qa, Out::columns(&mut out[j0 * n..(j0 + bs) * n], n));
             }
             // The library's sums are exact: equal bit for bit to the written-out ones.
-            assert_eq!(out, reference(&w, &qw, &qa), "{rows}×{k} by {n}");
+            assert_eq!(out, reference(&w, &qw, &a, &qa), "{rows}×{k} by {n}");
             // Row-major output `(n, rows)` in one call holds the same values, transposed.
             let mut by_row = vec![0f32; n * rows];
             block(&qw, 0, rows, &qa, Out::rows(&mut by_row, rows));
@@ -354,7 +375,7 @@ mod tests {
         let qa = QActs::new(&a, n, &qw);
         let mut out = vec![0f32; rows * n];
         block(&qw, 0, rows, &qa, Out::columns(&mut out, n));
-        assert_eq!(out, reference(&w, &qw, &qa));
+        assert_eq!(out, reference(&w, &qw, &a, &qa));
         for (i, &v) in out.iter().enumerate() {
             let want = if (i % n) % 2 == 0 { k as f32 } else { -(k as f32) };
             assert!((v - want).abs() < 1e-2 * k as f32, "{i}: {v} vs {want}");
