@@ -17,8 +17,8 @@
 //! The integer product is **`rten-gemm`'s** `u8 × i8 → i32` GEMM (AVX-512 VNNI `vpdpbusd`,
 //! AVX2, NEON dot products, WASM, a generic kernel; chosen at run time), on weights prepacked
 //! once in chunks of [`CHUNK`] rows and activations prepacked once per step ([`QActs`]); the
-//! scaling to `f32` is ours (rten's quantised output is `i32`). It replaced hand-written AVX-512 VNNI and AVX2 kernels (`int8_vnni.rs`, until
-//! 994bb38) under the rule of issue "Training ahead of PyTorch": the library if it comes within
+//! scaling to `f32` is ours (rten's quantised output is `i32`). It replaced hand-written
+//! AVX-512 VNNI and AVX2 kernels (`int8_vnni.rs`, until 994bb38) under the rule of issue "Training ahead of PyTorch": the library if it comes within
 //! 10 % of ours. Measured alternately on the 2-core AMD EPYC Zen 4 with VNNI, 2026-11-26, nothing
 //! else running (docs/logs/int8-rten-2026-11-26/, docs/PERF.md "int8: the library"):
 //! - the search, beam 5, the 2 000 test verses, 2 threads, 7 alternations: `--int8` median
@@ -131,11 +131,7 @@ impl QWeights {
                     .collect()
             })
         };
-        let unshift = if k == 0 {
-            vec![0; rows]
-        } else {
-            q.chunks_exact(k).map(|r| -(SHIFT as i32) * r.iter().map(|&x| x as i32).sum::<i32>()).collect()
-        };
+        let unshift = (0..rows).map(|j| -i32::from(SHIFT) * q[j * k..(j + 1) * k].iter().map(|&x| i32::from(x)).sum::<i32>()).collect();
         QWeights { packed, scale, unshift, rows, k }
     }
 }
@@ -232,10 +228,7 @@ pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: Out<'_>) {
     );
     assert!(bs == 0 || n == 0 || last < out.data.len(), "int8 block: output too small");
     assert_eq!(a.k, w.k, "int8 block: activations for another inner dimension");
-    let Some(acts) = a.packed.as_ref() else { return };
-    if bs == 0 {
-        return;
-    }
+    let Some(acts) = a.packed.as_ref().filter(|_| bs > 0) else { return };
     thread_local!(static SUMS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) });
     GEMM.with(|gemm| {
         SUMS.with(|sums| {
