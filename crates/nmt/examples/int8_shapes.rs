@@ -10,7 +10,7 @@ use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 
 use nmt::kernels::gemm::{matmul, Mat};
-use nmt::kernels::int8::{block, Out, QActs, QWeights};
+use nmt::kernels::int8::{block, QActs, QWeights};
 use nmt::kernels::int8_linear::QLinear;
 use nmt::kernels::projection::Projection;
 
@@ -53,7 +53,7 @@ fn main() {
         let qa = QActs::new(&t, n, &qw);
         // rten-gemm's threads follow rayon's: one, as the f32 product here.
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
-        let d = one.install(|| time(50, || block(&qw, 0, vocab, &qa, Out::columns(&mut z, n))));
+        let d = one.install(|| time(50, || block(&qw, 0, vocab, &qa, &mut z, vocab)));
         // candle's Q8_0 matmul, `x (n, l) · Wᵀ` with `W (V, l)`, on its own threads (rayon's 2).
         let w = Tensor::from_slice(&wt, (vocab, l), &Device::Cpu).unwrap();
         let qmm = QMatMul::from_qtensor(QTensor::quantize(&w, GgmlDType::Q8_0).unwrap()).unwrap();

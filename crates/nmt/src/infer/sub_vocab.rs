@@ -1,7 +1,8 @@
 //! A batch's lexical shortlist on the host (`nmt_data::shortlist`): the output projection
 //! restricted to the batch's candidate tokens, so a step scores `|C|` rows instead of `K_y`,
 //! and the distribution is normalised over `C` (Marian's shortlist does the same).
-use crate::kernels::projection::{Projection, RowBest};
+use crate::kernels::projection::Projection;
+use crate::kernels::row_best::RowBest;
 
 /// The candidates `ids` (sorted target ids) and the projection onto them.
 pub struct SubVocab {

@@ -26,16 +26,13 @@
 //!   byte-identical (the sums are exact on both);
 //! - the projection's product alone, one thread (`examples/int8_shapes.rs`, `n` = 5 / 32 / 160
 //!   rows): rten's bare product 0.11–0.15 / 0.35–0.51 / 1.95–2.66 ms against ours 0.10–0.11 /
-//!   0.44 / 2.29–3.90 ms; with the scaling into the projection's column-major block 0.14–0.18 /
-//!   0.55–0.56 / 3.23–3.94 ms. That pass transposes (rten's output is `(n, V)` row-major); the
-//!   step's other products (`Out::rows`) scale in place. Multiplying `W` as the left operand
-//!   (weights shifted to unsigned, the shift undone here with each activation row's sum, as
-//!   rten's prepacked left operand carries no zero points) would give the projection's layout
-//!   directly: the next step, not done yet. It is not a small one: the weights would then be
-//!   the unsigned bytes (up to 191) and the activations the signed ones, and AVX2's
-//!   `vpmaddubsw` pair sum saturates there (`2 · 191 · 127 > 32 767`), so the sums stay exact
-//!   only with 7-bit activations or on VNNI alone. On the bench's batch the library's search
-//!   runs about 8 % below ours (docs/PERF.md, "Five rounds against PyTorch's fastest").
+//!   0.44 / 2.29–3.90 ms; with the scaling into the projection's column-major block (as then)
+//!   0.14–0.18 / 0.55–0.56 / 3.23–3.94 ms. That scaling pass transposed rten's row-major `(n, V)`
+//!   sums, and on the bench's batch the library's search ran about 8 % below ours (docs/PERF.md,
+//!   "Five rounds against PyTorch's fastest"). Since 2026-11-27 the projection folds its blocks
+//!   row-major (`kernels/row_best.rs`), so every product here scales in place, row by row.
+//!   (Multiplying `W` as rten's left operand would have given the column-major layout instead,
+//!   but AVX2's `vpmaddubsw` pair sum saturates with unsigned weights: `2 · 191 · 127 > 32 767`.)
 //!
 //! candle's quantised matmul (`QMatMul`, GGML `Q8_0`) was measured too and does not serve: it
 //! returns a new row-major tensor on its own thread split, and on AVX2 multiplies one row pair
@@ -193,40 +190,20 @@ fn quantize_act_row(row: &[f32], out: &mut [u8]) -> f32 {
     s
 }
 
-/// Where [`block`] adds its results: value `(j − j0, r)` (weight row `j` of the block, activation
-/// row `r`) at `data[(j − j0)·j_stride + r·r_stride]`.
-pub struct Out<'a> {
-    data: &'a mut [f32],
-    j_stride: usize,
-    r_stride: usize,
-}
-
-impl<'a> Out<'a> {
-    /// The projection's column-major score block `(bs, n)`: `(j − j0)·n + r`.
-    pub fn columns(data: &'a mut [f32], n: usize) -> Self {
-        Out { data, j_stride: n, r_stride: 1 }
-    }
-
-    /// A row-major product `(n, ld)`: `r·ld + (j − j0)` (a step's `x W`, `W`'s columns being
-    /// the weight rows).
-    pub fn rows(data: &'a mut [f32], ld: usize) -> Self {
-        Out { data, j_stride: 1, r_stride: ld }
-    }
-}
-
-/// `out(j − j0, r) += s_w[j] s_a[r] Σ_k q_w[j, k] q_a[r, k]` for weight rows `j0..j0 + bs` and
-/// all activation rows. `j0` is a multiple of [`CHUNK`], and `bs` one too unless the block ends
-/// at the last row. Runs on the calling thread's rayon pool (rten splits a chunk's columns
-/// when it has more than one thread; the integer sums, hence the result, do not depend on it).
-pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: Out<'_>) {
+/// `out[r·ld + (j − j0)] += s_w[j] s_a[r] Σ_k q_w[j, k] q_a[r, k]` for weight rows
+/// `j0..j0 + bs` and all activation rows `r`: the row-major layout rten-gemm writes its sums in
+/// (a step's `x W`, `W`'s columns being the weight rows, and the projection's `(n, bs)` score
+/// blocks). `j0` is a multiple of [`CHUNK`], and `bs` one too unless the block ends at the last
+/// row. Runs on the calling thread's rayon pool (rten splits a chunk's columns when it has more
+/// than one thread; the integer sums, hence the result, do not depend on it).
+pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32], ld: usize) {
     let n = a.rows;
-    let last = (bs.max(1) - 1) * out.j_stride + (n.max(1) - 1) * out.r_stride;
     assert!(
         j0.is_multiple_of(CHUNK) && (bs.is_multiple_of(CHUNK) || j0 + bs == w.rows) && j0 + bs <= w.rows,
         "int8 block: rows {j0}..+{bs} are not whole chunks of {}",
         w.rows
     );
-    assert!(bs == 0 || n == 0 || last < out.data.len(), "int8 block: output too small");
+    assert!(bs == 0 || n == 0 || (ld >= bs && (n - 1) * ld + bs <= out.len()), "int8 block: output too small");
     assert_eq!(a.k, w.k, "int8 block: activations for another inner dimension");
     let Some(acts) = a.packed.as_ref().filter(|_| bs > 0) else { return };
     thread_local!(static SUMS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) });
@@ -247,34 +224,20 @@ pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: Out<'_>) {
                 let opts = GemmOptions { bias: Some(BiasVector::Row(&w.unshift[c0..c0 + cols])), ..Default::default() };
                 gemm.gemm(sums, GemmInputA::Packed(acts), GemmInputB::Packed(packed), opts)
                     .expect("int8 block: rten-gemm refused shapes checked here");
-                let dst = &mut out.data[(c0 - j0) * out.j_stride..];
-                simd_dispatch!(scale_into(sums, cols, &w.scale[c0..c0 + cols], &a.scale, dst, out.j_stride, out.r_stride));
+                let dst = &mut out[c0 - j0..];
+                simd_dispatch!(scale_into(sums, cols, &w.scale[c0..c0 + cols], &a.scale, dst, ld));
             }
         })
     });
 }
 
-/// `dst[j·js + r·rs] += sums[r·cols + j] · sw[j] · sa[r]`: the product's `i32` sums `(n, cols)`
-/// scaled into either layout. For the column-major one (`rs = 1`) the loops run down `j` in
-/// tiles of 16 rows so that both the reads and the writes stay within a few cache lines.
+/// `dst[r·ld + j] += sums[r·cols + j] · sw[j] · sa[r]`: the product's `i32` sums `(n, cols)`
+/// scaled into the output's rows.
 #[inline(always)]
-fn scale_into(sums: &[i32], cols: usize, sw: &[f32], sa: &[f32], dst: &mut [f32], js: usize, rs: usize) {
-    if js == 1 {
-        for (r, row) in sums.chunks_exact(cols).enumerate() {
-            let d = &mut dst[r * rs..r * rs + cols];
-            for ((o, &acc), &s) in d.iter_mut().zip(row).zip(sw) {
-                *o += acc as f32 * s * sa[r];
-            }
-        }
-        return;
-    }
-    for j0 in (0..cols).step_by(16) {
-        let j1 = (j0 + 16).min(cols);
-        for (r, &s_a) in sa.iter().enumerate() {
-            let row = &sums[r * cols + j0..r * cols + j1];
-            for (dj, (&acc, &s_w)) in row.iter().zip(&sw[j0..j1]).enumerate() {
-                dst[(j0 + dj) * js + r * rs] += acc as f32 * s_w * s_a;
-            }
+fn scale_into(sums: &[i32], cols: usize, sw: &[f32], sa: &[f32], dst: &mut [f32], ld: usize) {
+    for ((row, d), &s_a) in sums.chunks_exact(cols).zip(dst.chunks_mut(ld)).zip(sa) {
+        for ((o, &acc), &s) in d[..cols].iter_mut().zip(row).zip(sw) {
+            *o += acc as f32 * s * s_a;
         }
     }
 }
@@ -296,7 +259,7 @@ mod tests {
     }
 
     /// The arithmetic written out, one sum at a time, for weights `wf (rows, k)` quantised as
-    /// `w`: what the library's kernels must equal.
+    /// `w`: what the library's kernels must equal, row-major `(n, rows)`.
     fn reference(wf: &[f32], w: &QWeights, af: &[f32], a: &QActs) -> Vec<f32> {
         let (rows, k, n) = (w.rows, w.k, a.rows);
         let mut q = vec![0i8; rows * k];
@@ -311,7 +274,7 @@ mod tests {
         for j in 0..rows {
             for r in 0..n {
                 let acc: i32 = (0..k).map(|i| q[j * k + i] as i32 * (qa[r * k + i] as i32 - SHIFT as i32)).sum();
-                out[j * n + r] += acc as f32 * w.scale[j] * a.scale[r];
+                out[r * rows + j] += acc as f32 * w.scale[j] * a.scale[r];
             }
         }
         out
@@ -328,19 +291,24 @@ mod tests {
             let a: Vec<f32> = data(n * k, case as u64 + 100).iter().map(|v| v * 3.0).collect();
             let qw = QWeights::new(&w, rows, k);
             let qa = QActs::new(&a, n, &qw);
-            // Chunk by chunk, column-major, as the projection calls it.
-            let mut out = vec![0f32; rows * n];
-            for j0 in (0..rows).step_by(CHUNK) {
-                let bs = CHUNK.min(rows - j0);
-                block(&qw, j0, bs, &qa, Out::columns(&mut out[j0 * n..(j0 + bs) * n], n));
-            }
+            // In one call, `(n, rows)`.
+            let mut out = vec![0f32; n * rows];
+            block(&qw, 0, rows, &qa, &mut out, rows);
             // The library's sums are exact: equal bit for bit to the written-out ones.
             assert_eq!(out, reference(&w, &qw, &a, &qa), "{rows}×{k} by {n}");
-            // Row-major output `(n, rows)` in one call holds the same values, transposed.
-            let mut by_row = vec![0f32; n * rows];
-            block(&qw, 0, rows, &qa, Out::rows(&mut by_row, rows));
-            let t: Vec<f32> = (0..rows * n).map(|i| by_row[(i % n) * rows + i / n]).collect();
-            assert_eq!(out, t, "row-major output differs for {rows}×{k} by {n}");
+            // Chunk by chunk into a wider output (leading dimension `rows + 3`), as the
+            // projection's blocks: the same values, the padding untouched.
+            let ld = rows + 3;
+            let mut wide = vec![0.5f32; n * ld];
+            for j0 in (0..rows).step_by(CHUNK) {
+                let bs = CHUNK.min(rows - j0);
+                block(&qw, j0, bs, &qa, &mut wide[j0..], ld);
+            }
+            for (r, row) in wide.chunks_exact(ld).enumerate() {
+                let want: Vec<f32> = out[r * rows..(r + 1) * rows].iter().map(|v| v + 0.5).collect();
+                assert_eq!(row[..rows].to_vec(), want, "{rows}×{k} by {n}, chunked, row {r}");
+                assert_eq!(&row[rows..], &[0.5; 3], "padding written");
+            }
             for j in 0..rows {
                 let (wr, sw) = (&w[j * k..(j + 1) * k], qw.scale[j]);
                 for r in 0..n {
@@ -350,7 +318,7 @@ mod tests {
                         + sa / 2.0 * wr.iter().map(|v| v.abs()).sum::<f32>()
                         + k as f32 * sw * sa / 4.0
                         + 1e-4;
-                    let got = out[j * n + r];
+                    let got = out[r * rows + j];
                     assert!((got - exact).abs() <= bound, "{rows}×{k}: ({j}, {r}) {got} vs {exact}, bound {bound}");
                 }
             }
@@ -366,16 +334,16 @@ mod tests {
         let a: Vec<f32> = (0..n * k).map(|i| if (i / k) % 2 == 0 { 1.0 } else { -1.0 }).collect();
         let qw = QWeights::new(&w, rows, k);
         let qa = QActs::new(&a, n, &qw);
-        let mut out = vec![0f32; rows * n];
-        block(&qw, 0, rows, &qa, Out::columns(&mut out, n));
+        let mut out = vec![0f32; n * rows];
+        block(&qw, 0, rows, &qa, &mut out, rows);
         assert_eq!(out, reference(&w, &qw, &a, &qa));
         for (i, &v) in out.iter().enumerate() {
-            let want = if (i % n) % 2 == 0 { k as f32 } else { -(k as f32) };
+            let want = if (i / rows) % 2 == 0 { k as f32 } else { -(k as f32) };
             assert!((v - want).abs() < 1e-2 * k as f32, "{i}: {v} vs {want}");
         }
         let empty = QWeights::new(&[], 5, 0);
         let mut out = vec![0.5f32; 5 * 3];
-        block(&empty, 0, 5, &QActs::new(&[], 3, &empty), Out::columns(&mut out, 3));
+        block(&empty, 0, 5, &QActs::new(&[], 3, &empty), &mut out, 5);
         assert_eq!(out, vec![0.5; 15]);
     }
 }

@@ -5,12 +5,12 @@
 //!
 //! The arithmetic is `kernels/int8.rs`'s: `Wᵀ` quantised once per output column (a weight row of
 //! the kernel) to 7 bits, the rows of `x` quantised on the fly to 8 bits, exact `i32` sums, the
-//! kernel's row-major output ([`Out::rows`]). Threads split the rows of `x`: each quantises and
+//! kernel's row-major output. Threads split the rows of `x`: each quantises and
 //! multiplies its own rows, so no two write the same output row.
 use rayon::prelude::*;
 
 use super::gemm::{transpose, Mat};
-use super::int8::{block, Out, QActs, QWeights};
+use super::int8::{block, QActs, QWeights};
 
 /// `W (k, cols)` quantised for [`QLinear::mul_add`].
 #[derive(Clone, Debug)]
@@ -47,7 +47,7 @@ impl QLinear {
             let r0 = c * per;
             let n = per.min(rows - r0);
             let a = QActs::new(&xs[r0 * k..(r0 + n) * k], n, &self.w);
-            block(&self.w, 0, cols, &a, Out::rows(out, rs));
+            block(&self.w, 0, cols, &a, out, rs);
         };
         let dst = &mut dst[off..];
         if per >= rows {

@@ -29,6 +29,7 @@ pub mod proj_nll;
 pub mod projection;
 pub mod rnn_cell;
 pub mod rnn_op;
+pub mod row_best;
 mod saved_op;
 pub mod start_pool;
 pub mod storage;

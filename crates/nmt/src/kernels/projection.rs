@@ -6,26 +6,21 @@
 //! multiplying the pre-transposed `Gᵀ (V, l)` by the small `tᵀ (l, n)` lets the GEMM pack the
 //! small operand instead of the 8 MB projection (measured with 2 threads,
 //! `examples/gemm_shapes.rs`: 1.26–1.44 ms against 1.92–3.06 ms at `n = 32`, 4.6–5.4 ms against
-//! 5.8–6.7 ms at `n = 160`). Each `(block, n)` block is consumed while it is in cache:
-//! - an online log-sum-exp per row (a running max; the running sum rescaled once per block);
-//! - each row's best `want[r]` raw scores, behind a per-row admission threshold that is tested
-//!   for all `n` rows at once, so a vocabulary entry that enters no list costs one compare.
+//! 5.8–6.7 ms at `n = 160`). Each block is folded into the rows' running normalisers and
+//! best-score lists while it is in cache (`kernels/row_best.rs`); the int8 product writes its
+//! blocks row-major `(n, bs)`, as rten-gemm produces them, and they are folded in that layout.
 //!
 //! The earlier version stored the 5 MB block and read it twice more, down its columns, for the
 //! normalisers: with `n` live beam rows not a multiple of 16 that was 18 % of a translation's
 //! profile (`perf`, docs/PERF-HISTORY.md). The vocabulary is split between threads, each running its
 //! blocks with a single-threaded GEMM; the per-thread results are merged at the end.
-//!
-//! Why per-row lists suffice for beam search: a sentence's `w` best extensions over all its
-//! hypotheses are each among their own row's `w` best, so [`RowBest::top_k_groups`] merges
-//! per-row lists of `w` entries.
 use std::ops::Range;
 
 use rayon::prelude::*;
 
 use crate::kernels::gemm::{matmul, transpose, Mat};
 use crate::kernels::int8::{self, QActs, QWeights};
-use crate::kernels::math::FastMath;
+use crate::kernels::row_best::{merge, Fold, RowBest};
 use crate::simd_dispatch;
 
 /// Vocabulary rows per block for `n` rows: about 320 KB of scores (512 rows at beam 5 × 32
@@ -46,24 +41,6 @@ pub struct Projection {
     q: Option<QWeights>,
 }
 
-/// A candidate extension of a row: the row's score for the sentence ranking, the row, the
-/// token, and the token's `log p(y | row)`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Cand {
-    pub score: f32,
-    pub row: usize,
-    pub token: u32,
-    pub log_prob: f32,
-}
-
-/// What one pass over the vocabulary keeps: each row's normaliser and its best raw scores.
-pub struct RowBest {
-    /// `log Σ_y exp z_y` per row.
-    pub lse: Vec<f32>,
-    /// Per row, up to `want[r]` `(z, token)`, best first.
-    pub top: Vec<Vec<(f32, u32)>>,
-}
-
 /// The rows [`Projection::best`] scores: features `t (n, l)` (and quantised, when the
 /// projection is), and what each row keeps.
 #[derive(Clone, Copy)]
@@ -73,16 +50,6 @@ struct Features<'a> {
     n: usize,
     want: &'a [usize],
     skip: &'a [u32],
-}
-
-/// One thread's running state over its share of the vocabulary.
-struct Part {
-    max: Vec<f32>,
-    sum: Vec<f32>,
-    top: Vec<Vec<(f32, u32)>>,
-    thr: Vec<f32>,
-    /// Scratch: the running maxima updated by the current block.
-    bmax: Vec<f32>,
 }
 
 impl Projection {
@@ -139,7 +106,7 @@ impl Projection {
         let per = blocks.div_ceil(threads).max(1);
         let qa = self.q.as_ref().map(|q| QActs::new(t, n, q));
         let rows = Features { t, qa: qa.as_ref(), n, want, skip };
-        let parts: Vec<Part> = (0..blocks.div_ceil(per))
+        let parts: Vec<Fold> = (0..blocks.div_ceil(per))
             .into_par_iter()
             .map(|p| {
                 let j0 = p * per * block;
@@ -174,124 +141,35 @@ impl Projection {
     }
 
     /// One thread's share `range` of the vocabulary, in blocks of `block` rows.
-    fn part(&self, x: &Features<'_>, range: Range<usize>, block: usize) -> Part {
+    fn part(&self, x: &Features<'_>, range: Range<usize>, block: usize) -> Fold {
         let Features { t, qa, n, want, skip } = *x;
-        let mut st = Part {
-            max: vec![f32::NEG_INFINITY; n],
-            sum: vec![0.0; n],
-            top: want.iter().map(|&w| Vec::with_capacity(w + 1)).collect(),
-            // A row that wants nothing admits nothing.
-            thr: want.iter().map(|&w| if w == 0 { f32::INFINITY } else { f32::NEG_INFINITY }).collect(),
-            bmax: vec![0.0; n],
-        };
+        let mut st = Fold::new(want);
         let tt = Mat::new(t, n, self.hidden).t();
         let mut zb = vec![0f32; block * n];
         for j0 in range.clone().step_by(block) {
             let bs = block.min(range.end - j0);
             let z = &mut zb[..bs * n];
-            for (i, row) in z.chunks_exact_mut(n).enumerate() {
-                row.fill(self.bias[j0 + i]);
-            }
+            let bias = &self.bias[j0..j0 + bs];
             match (&self.q, qa) {
-                (Some(q), Some(a)) => int8::block(q, j0, bs, a, int8::Out::columns(z, n)),
-                _ => matmul(z, 0, n, Mat::new(&self.wt[j0 * self.hidden..], bs, self.hidden), tt, true, 1),
+                // Row-major `(n, bs)`, rten-gemm's layout.
+                (Some(q), Some(a)) => {
+                    for row in z.chunks_exact_mut(bs) {
+                        row.copy_from_slice(bias);
+                    }
+                    int8::block(q, j0, bs, a, z, bs);
+                    simd_dispatch!(st.rows(z, bs, bs, j0, want, skip));
+                }
+                // Column-major `(bs, n)`: `zᵀ = Gᵀ tᵀ`.
+                _ => {
+                    for (row, &b) in z.chunks_exact_mut(n).zip(bias) {
+                        row.fill(b);
+                    }
+                    matmul(z, 0, n, Mat::new(&self.wt[j0 * self.hidden..], bs, self.hidden), tt, true, 1);
+                    simd_dispatch!(st.columns(z, j0, want, skip));
+                }
             }
-            simd_dispatch!(consume(z, j0, want, skip, &mut st));
         }
         st
-    }
-}
-
-/// Folds one block `z (bs, n)` of vocabulary rows `j0..` into the running state.
-#[inline(always)]
-fn consume(z: &[f32], j0: usize, want: &[usize], skip: &[u32], st: &mut Part) {
-    let Part { max, sum, top, thr, bmax } = st;
-    let n = max.len();
-    bmax.copy_from_slice(max);
-    for row in z.chunks_exact(n) {
-        for (m, &x) in bmax.iter_mut().zip(row) {
-            *m = m.max(x);
-        }
-    }
-    // Rescale the running sums to the new maxima: one exp per row and block.
-    for ((s, &m), &b) in sum.iter_mut().zip(max.iter()).zip(bmax.iter()) {
-        *s *= (m - b).exp_fast();
-    }
-    max.copy_from_slice(bmax);
-    for (i, row) in z.chunks_exact(n).enumerate() {
-        // Zipped slices, no indexing: these two loops must vectorise (with bounds checks they
-        // did not, and this function was half of a translation's profile).
-        for ((s, &x), &m) in sum.iter_mut().zip(row).zip(bmax.iter()) {
-            *s += (x - m).exp_fast();
-        }
-        let any = row.iter().zip(thr.iter()).fold(false, |a, (&x, &t)| a | (x > t));
-        let tok = (j0 + i) as u32;
-        if !any || skip.contains(&tok) {
-            continue;
-        }
-        for r in 0..n {
-            if row[r] > thr[r] {
-                let (top, w) = (&mut top[r], want[r]);
-                let at = top.iter().position(|e| row[r] > e.0).unwrap_or(top.len());
-                top.insert(at, (row[r], tok));
-                top.truncate(w);
-                if top.len() == w {
-                    thr[r] = top[w - 1].0;
-                }
-            }
-        }
-    }
-}
-
-/// Combines the threads' parts: `lse = M + ln Σ_p s_p exp(m_p − M)`, and the per-row lists.
-fn merge(parts: Vec<Part>, n: usize, want: &[usize]) -> RowBest {
-    let mut lse = vec![0f32; n];
-    let mut top: Vec<Vec<(f32, u32)>> = vec![Vec::new(); n];
-    for (r, out) in lse.iter_mut().enumerate() {
-        let m = parts.iter().map(|p| p.max[r]).fold(f32::NEG_INFINITY, f32::max);
-        let s: f32 = parts.iter().filter(|p| p.max[r] > f32::NEG_INFINITY).map(|p| p.sum[r] * (p.max[r] - m).exp_fast()).sum();
-        *out = m + s.ln();
-    }
-    for p in parts {
-        for (r, list) in p.top.into_iter().enumerate() {
-            top[r].extend(list);
-        }
-    }
-    for (r, list) in top.iter_mut().enumerate() {
-        // Stable: equal scores keep vocabulary order (parts are in vocabulary order).
-        list.sort_by(|a, b| b.0.total_cmp(&a.0));
-        list.truncate(want[r]);
-    }
-    RowBest { lse, top }
-}
-
-impl RowBest {
-    /// The best token of every row (rows that wanted none get `0`).
-    pub fn argmax(&self) -> Vec<u32> {
-        self.top.iter().map(|l| l.first().map_or(0, |e| e.1)).collect()
-    }
-
-    /// For every group of rows (a sentence's live hypotheses, `groups[g]` a range of rows), its
-    /// `widths[g]` best candidates, best first, where row `r`'s extension by `y` scores
-    /// `base[r] + log p(y | row r)`. Rows whose base is −∞ contribute nothing. Each row must
-    /// have been asked for at least its group's width.
-    pub fn top_k_groups(&self, base: &[f32], groups: &[Range<usize>], widths: &[usize]) -> Vec<Vec<Cand>> {
-        groups
-            .iter()
-            .zip(widths)
-            .map(|(rows, &w)| {
-                let mut all: Vec<Cand> = Vec::new();
-                for r in rows.clone().filter(|&r| base[r] > f32::NEG_INFINITY) {
-                    for &(z, token) in &self.top[r] {
-                        let log_prob = z - self.lse[r];
-                        all.push(Cand { score: base[r] + log_prob, row: r, token, log_prob });
-                    }
-                }
-                all.sort_by(|a, b| b.score.total_cmp(&a.score));
-                all.truncate(w);
-                all
-            })
-            .collect()
     }
 }
 

@@ -14,7 +14,7 @@ use crate::infer::step::{features, LiveRows};
 use crate::infer::sub_vocab::SubVocab;
 use crate::infer::weights::HostModel;
 use crate::kernels::profile;
-use crate::kernels::projection::RowBest;
+use crate::kernels::row_best::RowBest;
 use crate::model::copy::MixIn;
 
 /// The fewest rows a thread's share of a step gets: below it, one share runs on all threads.
