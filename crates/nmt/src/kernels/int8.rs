@@ -39,7 +39,7 @@
 //! per call (4.5× slower, 2026-11-23).
 use std::cell::RefCell;
 
-use rten_gemm::{BiasVector, GemmExecutor, GemmInputA, GemmInputB, GemmOptions, PackedAMatrix, PackedBMatrix};
+use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions, PackedAMatrix, PackedBMatrix};
 use rten_tensor::NdTensorView;
 
 use crate::simd_dispatch;
@@ -89,8 +89,8 @@ pub struct QWeights {
     /// Rows `c·CHUNK..` as `Wᵀ (k, ≤ CHUNK)`, packed for rten's kernel.
     packed: Vec<PackedBMatrix<i8>>,
     scale: Vec<f32>,
-    /// `−128 · Σ_k q[j, k]` per row: added to every sum, it undoes the activations' shift
-    /// exactly (`Σ (q_a + 128) q_w − 128 Σ q_w = Σ q_a q_w`; see [`block`]).
+    /// `−128 · Σ_k q[j, k]` per row: added to every sum (in `i32`, by [`scale_into`]), it undoes
+    /// the activations' shift exactly (`Σ (q_a + 128) q_w − 128 Σ q_w = Σ q_a q_w`).
     unshift: Vec<i32>,
     rows: usize,
     k: usize,
@@ -137,9 +137,9 @@ impl QWeights {
 /// for rten's kernel: a search step multiplies them by every 512-row chunk of the projection
 /// (16 chunks for 8 000 words), and packing them again per chunk, as the unpacked input does,
 /// was 6.4 % of an int8 beam search's cycles (`perf record`, `nmt bench --int8 --only beam5`,
-/// 2026-11-27); packed once per step it is 0.7 %, while rten's pass adding the `i32` bias that
-/// undoes the shift went from 0.8 % to 3.4 %: about 3 % of the cycles saved, which five
-/// alternated rounds of the bench did not resolve on this host (within its noise).
+/// 2026-11-27); packed once per step it is 0.7 %. A prepacked input carries no zero point
+/// (rten 0.25 packs it without), so the shift is undone in [`scale_into`] instead (rten's own
+/// `i32` bias pass for it was 3.4 % of the cycles: a second pass over the sums).
 pub struct QActs {
     /// `None` when there is nothing to multiply (no rows or `k = 0`).
     packed: Option<PackedAMatrix<u8>>,
@@ -219,25 +219,31 @@ pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32], ld:
                 }
                 let sums = &mut sums[..n * cols];
                 // The shapes are ours and checked above: an error here is a bug, not input.
-                // No zero point for rten: a prepacked input carries none (rten 0.25 packs it
-                // without), so the shift is undone by a per-column `i32` bias, exactly.
-                let opts = GemmOptions { bias: Some(BiasVector::Row(&w.unshift[c0..c0 + cols])), ..Default::default() };
-                gemm.gemm(sums, GemmInputA::Packed(acts), GemmInputB::Packed(packed), opts)
+                gemm.gemm(sums, GemmInputA::Packed(acts), GemmInputB::Packed(packed), GemmOptions::default())
                     .expect("int8 block: rten-gemm refused shapes checked here");
                 let dst = &mut out[c0 - j0..];
-                simd_dispatch!(scale_into(sums, cols, &w.scale[c0..c0 + cols], &a.scale, dst, ld));
+                let cw = Cols { scale: &w.scale[c0..c0 + cols], unshift: &w.unshift[c0..c0 + cols] };
+                simd_dispatch!(scale_into(sums, cw, &a.scale, dst, ld));
             }
         })
     });
 }
 
-/// `dst[r·ld + j] += sums[r·cols + j] · sw[j] · sa[r]`: the product's `i32` sums `(n, cols)`
-/// scaled into the output's rows.
+/// One chunk's weight rows, as [`scale_into`] reads them.
+struct Cols<'a> {
+    scale: &'a [f32],
+    unshift: &'a [i32],
+}
+
+/// `dst[r·ld + j] += (sums[r·cols + j] + unshift[j]) · sw[j] · sa[r]`: the product's `i32`
+/// sums of the shifted activations `(n, cols)`, unshifted exactly and scaled into the output's
+/// rows.
 #[inline(always)]
-fn scale_into(sums: &[i32], cols: usize, sw: &[f32], sa: &[f32], dst: &mut [f32], ld: usize) {
+fn scale_into(sums: &[i32], w: Cols<'_>, sa: &[f32], dst: &mut [f32], ld: usize) {
+    let cols = w.scale.len();
     for ((row, d), &s_a) in sums.chunks_exact(cols).zip(dst.chunks_mut(ld)).zip(sa) {
-        for ((o, &acc), &s) in d[..cols].iter_mut().zip(row).zip(sw) {
-            *o += acc as f32 * s * s_a;
+        for (((o, &acc), &s), &u) in d[..cols].iter_mut().zip(row).zip(w.scale).zip(w.unshift) {
+            *o += (acc + u) as f32 * s * s_a;
         }
     }
 }
