@@ -26,6 +26,7 @@
 //! `U` only: `hu = m ⊙ h` replaces `h` in `h U_rz`, `r ⊙ h` and `h U`, while the update
 //! `h' = n + z ⊙ (h − n)` keeps the undropped `h`. Without a mask `hu` is `h` itself.
 use super::gemm::{matmul, Mat, Real};
+use super::gru_cell::{self, reset_row, update_row};
 use super::layer_norm::{ln_backward_product, ln_rows, Product};
 use super::lstm_cell;
 use super::precision::matmul_wide;
@@ -87,17 +88,6 @@ pub(crate) fn dropped<'a, T: Real>(hp: &'a [T], mask: Option<&[T]>, buf: &'a mut
 /// `f32` mask of all rows (`b0` is the chunk's first row).
 pub(crate) fn chunk_mask<T: Real>(mask: Option<&[f32]>, b0: usize, nb: usize, h: usize) -> Option<Vec<T>> {
     mask.map(|m| m[b0 * h..(b0 + nb) * h].iter().map(|&x| T::from_f64(f64::from(x))).collect())
-}
-
-#[inline(always)]
-fn sig_tanh<T: Real>(form: GruForm, g: &[T], hh: &[T], j: usize, h: usize) -> (T, T, T) {
-    let r = (g[j] + hh[j]).sigmoid_fast();
-    let z = (g[h + j] + hh[h + j]).sigmoid_fast();
-    let n = match form {
-        GruForm::Paper => (g[2 * h + j] + hh[2 * h + j]).tanh_fast(),
-        GruForm::ResetAfter => (g[2 * h + j] + r * hh[2 * h + j]).tanh_fast(),
-    };
-    (r, z, n)
 }
 
 impl<T: Real> CellKernel<'_, T> {
@@ -212,25 +202,7 @@ impl<T: Real> CellKernel<'_, T> {
                     continue;
                 }
             };
-            let hpb = &x.hp[b * h..(b + 1) * h];
-            for j in 0..h {
-                let (r, z, n) = sig_tanh(form, g, hh, j, h);
-                let d = dhb[j];
-                let dpn = d * (T::ONE - z) * (T::ONE - n * n);
-                let dpz = d * (hpb[j] - n) * z * (T::ONE - z);
-                dgi_b[h + j] = dpz;
-                dgh_b[h + j] = dpz;
-                dgi_b[2 * h + j] = dpn;
-                cr[j] = d * z;
-                if form == GruForm::ResetAfter {
-                    let dpr = dpn * hh[2 * h + j] * r * (T::ONE - r);
-                    dgi_b[j] = dpr;
-                    dgh_b[j] = dpr;
-                    dgh_b[2 * h + j] = dpn * r;
-                } else {
-                    dgh_b[2 * h + j] = dpn;
-                }
-            }
+            gru_cell::backward_row(form, (g, hh), &x.hp[b * h..(b + 1) * h], dhb, dgi_b, dgh_b, cr);
         }
         let form = match self.kind {
             CellKind::Gru(form) => form,
@@ -348,32 +320,4 @@ pub(crate) fn u_grad<T: Real>(kind: CellKind, h: usize, hprev: &[T], q: &[T], dg
         }
     }
     du
-}
-
-/// The paper form's reset for one row: `q = σ(g_r + hh_r) ⊙ h`, with `g_r` the input term's
-/// and `hh_r` the recurrent term's reset block (`H` each).
-#[inline(always)]
-pub(crate) fn reset_row<T: Real>(g_r: &[T], hh_r: &[T], hp: &[T], q: &mut [T]) {
-    for j in 0..q.len() {
-        q[j] = (g_r[j] + hh_r[j]).sigmoid_fast() * hp[j];
-    }
-}
-
-/// One row's new state from its pre-activations: `g = gi (3H)`, `hh_rz = h U_rz + ghb_rz (2H)`
-/// and `hh_n (H)`, which is `q U_n + ghb_n` (paper) or `h U_n + ghb_n` (reset-after):
-/// `h' = n + z ⊙ (h − n)`. The training ops and the host search both step with this.
-#[inline(always)]
-pub(crate) fn update_row<T: Real>(form: GruForm, g: &[T], hh_rz: &[T], hh_n: &[T], hp: &[T], ht: &mut [T]) {
-    let h = ht.len();
-    for j in 0..h {
-        let z = (g[h + j] + hh_rz[h + j]).sigmoid_fast();
-        let n = match form {
-            GruForm::Paper => (g[2 * h + j] + hh_n[j]).tanh_fast(),
-            GruForm::ResetAfter => {
-                let r = (g[j] + hh_rz[j]).sigmoid_fast();
-                (g[2 * h + j] + r * hh_n[j]).tanh_fast()
-            }
-        };
-        ht[j] = n + z * (hp[j] - n);
-    }
 }

@@ -197,7 +197,7 @@ impl HostCell {
     /// (`kernels::rnn_cell`).
     fn step(&self, gi: (&[f32], usize), gh: (&[f32], usize, usize), h: &[f32], threads: usize) -> Vec<f32> {
         use crate::kernels::gemm::Mat;
-        use crate::kernels::rnn_cell::{reset_row, update_row};
+        use crate::kernels::gru_cell::{reset_row, update_row};
         use crate::simd_dispatch;
         let n = self.b_rec.len() / if self.form == GruForm::Paper { 2 } else { 3 };
         let r_n = h.len() / n;

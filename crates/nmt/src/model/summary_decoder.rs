@@ -24,7 +24,7 @@ use crate::config::{CellKind, GruForm, OutputState};
 use crate::error::Result;
 use crate::kernels::dense::{affine, host, tanh_in_place, Dense};
 use crate::kernels::gemm::Mat;
-use crate::kernels::rnn_cell::update_row;
+use crate::kernels::gru_cell::update_row;
 use crate::kernels::{linear, lstm_cell, rnn_op};
 use crate::simd_dispatch;
 
