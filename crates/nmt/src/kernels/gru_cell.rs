@@ -6,9 +6,11 @@
 //! Every operand is sliced to its `H` columns before a loop: indexed into the longer `3H`
 //! rows (`g[2H + j]`), the bounds checks kept these loops scalar. `perf annotate` of an int8
 //! beam search (`nmt bench --int8 --only beam5`, 2026-11-27) showed the search's forward row
-//! in `vmulss`/`vaddss` at 9 % of the cycles, the training step's forward and backward rows
-//! alike (`birnn::forward`, `birnn::backward_dir`); sliced, they run in 16 lanes and the
-//! results are the same floats (the same operations per element, in the same order).
+//! in `vmulss`/`vaddss` at 9 % of the cycles, the training step's rows alike (`birnn::forward`,
+//! `attn_decoder::forward`, `birnn::backward_dir`). Sliced, the forward rows run in 16 lanes,
+//! with the same floats (the same operations per element, in the same order). The backward
+//! row stays scalar even sliced: it writes seven blocks split from two rows, which LLVM
+//! cannot prove disjoint once inlined (docs/PERF.md, "The recurrent rows vectorised").
 use super::gemm::Real;
 use crate::config::GruForm;
 

@@ -19,7 +19,8 @@ use super::gemm::Real;
 
 /// The four `H` blocks `[i | f | g | o]` of a `4H` row. The loops below index these, not the
 /// whole row: indexed at `g[3H + j]`, the bounds checks kept them scalar (as the GRU's rows,
-/// `gru_cell.rs`); sliced, they run in 16 lanes with the same floats.
+/// `gru_cell.rs`). Sliced, the forward row runs in 16 lanes with the same floats; the backward
+/// row, writing five blocks, is still scalar (`perf annotate` of `rnn_op::backward`, 2026-11-27).
 #[inline(always)]
 fn blocks<T>(x: &[T], h: usize) -> [&[T]; 4] {
     [&x[..h], &x[h..2 * h], &x[2 * h..3 * h], &x[3 * h..4 * h]]
