@@ -16,13 +16,16 @@ work=${2:-$root/runs/bf16-vs-f32}
 nmt=${NMT:-${CARGO_TARGET_DIR:-$root/target}/release/nmt}
 [ -x "$nmt" ] || cargo build --release -q -p nmt-cli
 mkdir -p "$work"
+pids=()
 for prec in f32 bf16; do
   "$nmt" train -c "$root/configs/rnnsearch-small.toml" -m "$work/$prec" --threads 1 --quiet \
     --set train.max_steps="$updates" --set train.max_minutes=0 --set train.patience=0 \
     --set train.shortlist=false --set train.average_last=0 --set train.precision="$prec" \
     >> "$work/$prec.train.log" 2>&1 &
+  pids+=($!)
 done
-wait
+# Each run waited for by its pid, so that a failed run stops the script (a bare `wait` returns 0).
+for pid in "${pids[@]}"; do wait "$pid"; done
 data=$root/data/bible-en-es
 for set in dev test; do
   gzip -dc "$data/$set.es.gz" > "$work/$set.ref.es"

@@ -157,7 +157,7 @@ impl Projection {
                         row.copy_from_slice(bias);
                     }
                     int8::block(q, j0, bs, a, z, bs);
-                    simd_dispatch!(st.rows(z, bs, bs, j0, want, skip));
+                    simd_dispatch!(st.rows(z, bs, j0, want, skip));
                 }
                 // Column-major `(bs, n)`: `zᵀ = Gᵀ tᵀ`.
                 _ => {

@@ -100,16 +100,15 @@ impl Fold {
         }
     }
 
-    /// Folds in a row-major block: row `r`'s scores of vocabulary rows `j0..j0 + bs` at
-    /// `z[r·ld..r·ld + bs]`.
+    /// Folds in a row-major block `z (n, bs)` of vocabulary rows `j0..j0 + bs`.
     #[inline(always)]
-    pub(crate) fn rows(&mut self, z: &[f32], ld: usize, bs: usize, j0: usize, want: &[usize], skip: &[u32]) {
+    pub(crate) fn rows(&mut self, z: &[f32], bs: usize, j0: usize, want: &[usize], skip: &[u32]) {
         let Fold { max, sum, top, thr, .. } = self;
         if bs == 0 {
             return;
         }
         for r in 0..max.len() {
-            let x = &z[r * ld..r * ld + bs];
+            let x = &z[r * bs..(r + 1) * bs];
             let mut lanes = [f32::NEG_INFINITY; 16];
             let mut chunks = x.chunks_exact(16);
             for c in &mut chunks {
@@ -233,11 +232,8 @@ mod tests {
                 for j0 in range.clone().step_by(block) {
                     let bs = block.min(range.end - j0);
                     if rows {
-                        let mut b = vec![f32::NAN; n * (bs + 2)];
-                        for r in 0..n {
-                            b[r * (bs + 2)..r * (bs + 2) + bs].copy_from_slice(&z[r][j0..j0 + bs]);
-                        }
-                        f.rows(&b, bs + 2, bs, j0, &want, &skip);
+                        let b: Vec<f32> = z.iter().flat_map(|row| row[j0..j0 + bs].iter().copied()).collect();
+                        f.rows(&b, bs, j0, &want, &skip);
                     } else {
                         let b: Vec<f32> = (0..bs).flat_map(|i| z.iter().map(move |row| row[j0 + i])).collect();
                         f.columns(&b, j0, &want, &skip);
