@@ -125,7 +125,9 @@ def check_path(rel, n, tok, files, dirs, tops, problems):
         if any(c in name for c in "*?["):
             ok = any(fnmatch.fnmatch(f, name) for f in files)
         else:
-            ok = os.path.exists(os.path.join(ROOT, name))
+            # Tracked, not merely present: an empty or untracked folder here is missing on a
+            # clean clone (docs/logs/bf16-11000/ failed CI that way on 2026-11-27).
+            ok = name in dirs or name in files
         if not ok:
             problems.append(f"{rel}:{n}: {tok}: no such file or folder in the repository")
             return
