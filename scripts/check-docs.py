@@ -14,7 +14,7 @@ what was run in the past, with files and flags that have since gone, on purpose)
    - starts with `../`: always a problem, a path outside the repository;
    - starts with a top-level entry of the repository followed by `/` (`docs/…`, `crates/…`,
      `scripts/…`, `configs/…`, `data/…`, `bench/…`, `.ci/…`; taken from `git ls-files`): the
-     file or folder must exist in the working tree (a glob such as `configs/*-small.toml`
+     file or folder must be tracked by git, as on a clean clone (a glob such as `configs/*-small.toml`
      must match at least one);
    - otherwise contains a `/` and ends in a source extension (`.rs .py .sh .md .toml .yaml
      .yml`): a path relative to some crate or folder (`model/feedback.rs`, `tests/infer.rs`),
