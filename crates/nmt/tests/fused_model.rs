@@ -208,6 +208,19 @@ fn stacked_fused_equals_composed() {
     }
 }
 
+/// A state of 21 units: the cells' backward rows run 16 units at a time and the rest one by
+/// one (`kernels::math::lanes`); the other cases' 5 units reach only the second loop.
+#[test]
+fn wide_states_fused_equal_composed() {
+    for cell in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
+        let case = Case { arch: Family::Rnnsearch, cell, output: OutputState::Current, dropout: 0.3, recurrent: 0.2, recipe: None };
+        let wide = |c: &mut nmt::config::ModelConfig| c.hidden_dim = 21;
+        let (e64, e32) = (compare_with(&case, DType::F64, &wide), compare_with(&case, DType::F32, &wide));
+        eprintln!("{cell:?} hidden 21: f64 {e64:.1e}, f32 {e32:.1e}");
+        assert!(e64 < 1e-10 && e32 < 2e-5, "{cell:?}: {e64:e} {e32:e}");
+    }
+}
+
 /// grConv (composed on both paths) under the fused decoder equals the composed model.
 #[test]
 fn grconv_fused_equals_composed() {

@@ -9,9 +9,11 @@
 //! in `vmulss`/`vaddss` at 9 % of the cycles, the training step's rows alike (`birnn::forward`,
 //! `attn_decoder::forward`, `birnn::backward_dir`). Sliced, the forward rows run in 16 lanes,
 //! with the same floats (the same operations per element, in the same order). The backward
-//! row stays scalar even sliced: it writes seven blocks split from two rows, which LLVM
-//! cannot prove disjoint once inlined (docs/PERF.md, "The recurrent rows vectorised").
+//! row stayed scalar even sliced (it writes seven blocks split from two rows); it runs through
+//! [`lanes`], which computes 16 units at a time in arrays on the stack (docs/PERF.md, "The
+//! recurrent rows vectorised" and "The backward rows vectorised").
 use super::gemm::Real;
+use super::math::lanes;
 use crate::config::GruForm;
 
 /// The paper form's reset for one row: `q = σ(g_r + hh_r) ⊙ h`, with `g_r` the input term's
@@ -67,43 +69,38 @@ pub(crate) fn backward_row<T: Real>(form: GruForm, gates: (&[T], &[T]), hp: &[T]
     let h = dh.len();
     let (g, hh) = gates;
     let (g_r, g_z, g_n) = (&g[..h], &g[h..2 * h], &g[2 * h..3 * h]);
-    let (hh_r, hh_z, hh_n, hp, carry) = (&hh[..h], &hh[h..2 * h], &hh[2 * h..3 * h], &hp[..h], &mut carry[..h]);
+    let (hh_r, hh_z, hh_n) = (&hh[..h], &hh[h..2 * h], &hh[2 * h..3 * h]);
     let (dgi_r, dgi) = dgi[..3 * h].split_at_mut(h);
     let (dgi_z, dgi_n) = dgi.split_at_mut(h);
     let (dgh_r, dgh) = dgh[..3 * h].split_at_mut(h);
     let (dgh_z, dgh_n) = dgh.split_at_mut(h);
+    let ins = [g_r, g_z, g_n, hh_r, hh_z, hh_n, hp, dh];
     match form {
-        GruForm::Paper => {
-            for j in 0..h {
-                let z = (g_z[j] + hh_z[j]).sigmoid_fast();
-                let n = (g_n[j] + hh_n[j]).tanh_fast();
-                let d = dh[j];
+        GruForm::Paper => lanes(
+            ins,
+            [dgi_z, dgh_z, dgi_n, dgh_n, carry],
+            #[inline(always)]
+            |[_, g_z, g_n, _, hh_z, hh_n, hp, d], _| {
+                let z = (g_z + hh_z).sigmoid_fast();
+                let n = (g_n + hh_n).tanh_fast();
                 let dpn = d * (T::ONE - z) * (T::ONE - n * n);
-                let dpz = d * (hp[j] - n) * z * (T::ONE - z);
-                dgi_z[j] = dpz;
-                dgh_z[j] = dpz;
-                dgi_n[j] = dpn;
-                dgh_n[j] = dpn;
-                carry[j] = d * z;
-            }
-        }
-        GruForm::ResetAfter => {
-            for j in 0..h {
-                let r = (g_r[j] + hh_r[j]).sigmoid_fast();
-                let z = (g_z[j] + hh_z[j]).sigmoid_fast();
-                let n = (g_n[j] + r * hh_n[j]).tanh_fast();
-                let d = dh[j];
+                let dpz = d * (hp - n) * z * (T::ONE - z);
+                [dpz, dpz, dpn, dpn, d * z]
+            },
+        ),
+        GruForm::ResetAfter => lanes(
+            ins,
+            [dgi_r, dgh_r, dgi_z, dgh_z, dgi_n, dgh_n, carry],
+            #[inline(always)]
+            |[g_r, g_z, g_n, hh_r, hh_z, hh_n, hp, d], _| {
+                let r = (g_r + hh_r).sigmoid_fast();
+                let z = (g_z + hh_z).sigmoid_fast();
+                let n = (g_n + r * hh_n).tanh_fast();
                 let dpn = d * (T::ONE - z) * (T::ONE - n * n);
-                let dpz = d * (hp[j] - n) * z * (T::ONE - z);
-                let dpr = dpn * hh_n[j] * r * (T::ONE - r);
-                dgi_r[j] = dpr;
-                dgh_r[j] = dpr;
-                dgi_z[j] = dpz;
-                dgh_z[j] = dpz;
-                dgi_n[j] = dpn;
-                dgh_n[j] = dpn * r;
-                carry[j] = d * z;
-            }
-        }
+                let dpz = d * (hp - n) * z * (T::ONE - z);
+                let dpr = dpn * hh_n * r * (T::ONE - r);
+                [dpr, dpr, dpz, dpz, dpn, dpn * r, d * z]
+            },
+        ),
     }
 }

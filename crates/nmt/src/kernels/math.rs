@@ -163,6 +163,52 @@ pub fn axpy<T: Real>(alpha: T, x: &[T], y: &mut [T]) {
     }
 }
 
+/// Unit by unit over rows of `H` units: `out[k][j] = f(x, o)[k]`, with `x[i] = ins[i][j]` and
+/// `o[k]` the value `out[k][j]` held before (for a row updated in place). `H` is `out[0]`'s
+/// length; every row must have at least `H` units.
+///
+/// Used by the recurrent cells' backward rows (`gru_cell.rs`, `lstm_cell.rs`), which read up to
+/// eight rows and write five to seven rows split from one buffer. Written as one indexed loop,
+/// LLVM kept it scalar (`vmulss`, `perf annotate`, 2026-11-27): it could not prove the written
+/// rows disjoint, and with the inputs indexed inside the loop it kept a bounds check that
+/// peeled the last vector of every pass to scalar code. Here 16 units at a time are copied into
+/// arrays on the stack, computed there (a loop over local arrays only, which vectorises) and
+/// copied out. The same operations per unit, in the same order: the same floats.
+#[inline(always)]
+pub fn lanes<T: Real, const I: usize, const K: usize>(ins: [&[T]; I], out: [&mut [T]; K], f: impl Fn([T; I], [T; K]) -> [T; K]) {
+    const L: usize = 16;
+    let h = out[0].len();
+    let ins = ins.map(|r| &r[..h]);
+    let out = out.map(|r| &mut r[..h]);
+    let mut j0 = 0;
+    while j0 + L <= h {
+        let (mut x, mut o) = ([[T::ZERO; L]; I], [[T::ZERO; L]; K]);
+        for i in 0..I {
+            x[i].copy_from_slice(&ins[i][j0..j0 + L]);
+        }
+        for k in 0..K {
+            o[k].copy_from_slice(&out[k][j0..j0 + L]);
+        }
+        let mut y = [[T::ZERO; L]; K];
+        for l in 0..L {
+            let v = f(std::array::from_fn(|i| x[i][l]), std::array::from_fn(|k| o[k][l]));
+            for k in 0..K {
+                y[k][l] = v[k];
+            }
+        }
+        for k in 0..K {
+            out[k][j0..j0 + L].copy_from_slice(&y[k]);
+        }
+        j0 += L;
+    }
+    for j in j0..h {
+        let v = f(std::array::from_fn(|i| ins[i][j]), std::array::from_fn(|k| out[k][j]));
+        for k in 0..K {
+            out[k][j] = v[k];
+        }
+    }
+}
+
 /// Element types the kernels run in: `f32` for speed, `f64` for gradient checks.
 pub trait Real:
     Copy

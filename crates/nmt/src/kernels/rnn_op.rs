@@ -273,8 +273,10 @@ pub(crate) fn backward_chunk<T: Real>(
             if lstm {
                 cp[b * h..(b + 1) * h].copy_from_slice(&x.cprev[o1..o1 + h]);
             }
-            for j in 0..h {
-                dh[b * h + j] = x.dh[o1 + j] + dh0[b * h + j];
+            // Zipped slices, not `dh[b * h + j]`: the indexed loop kept its bounds checks, scalar.
+            let (dhb, carry) = (&mut dh[b * h..(b + 1) * h], &dh0[b * h..(b + 1) * h]);
+            for ((d, &a), &c) in dhb.iter_mut().zip(&x.dh[o1..o1 + h]).zip(carry) {
+                *d = a + c;
             }
             active[b] = t < d.lens[b];
         }
