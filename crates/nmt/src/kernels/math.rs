@@ -16,6 +16,12 @@
 /// against 678–698 ms, and the whole beam-5 test set 27.1–29.5 s against 24.5–25.7 s (three
 /// alternations, pulp 0.22.3). Why was not isolated; pulp's dispatch checks the whole
 /// x86-64-v3/v4 feature levels on every call.
+///
+/// The closure handed to `v4`/`v3` is `#[inline(always)]`: only code inlined into them gets
+/// their features. Left to LLVM's judgement, a large body was compiled as a closure of its own
+/// in baseline x86-64 (SSE2): the conditional decoder's backward chunk
+/// (`cgru_decoder::backward::{{closure}}::{{closure}}`, 9.6 % of an s2s training step's cycles,
+/// `perf report`, 2026-11-27).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! simd_dispatch {
@@ -36,10 +42,20 @@ macro_rules! simd_dispatch {
                 && std::arch::is_x86_feature_detected!("avx512vl")
             {
                 // SAFETY: the CPU has the features `v4` is compiled for.
-                unsafe { v4(|| $body) }
+                unsafe {
+                    v4(
+                        #[inline(always)]
+                        || $body,
+                    )
+                }
             } else if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
                 // SAFETY: as above, for `v3`.
-                unsafe { v3(|| $body) }
+                unsafe {
+                    v3(
+                        #[inline(always)]
+                        || $body,
+                    )
+                }
             } else {
                 $body
             }
