@@ -202,8 +202,9 @@ def test_the_gil_is_released_while_translating(model, sources):
     the times at which it ran. Had the call kept the GIL, no main-thread time could fall inside
     the call but in its first and last switch interval (5 ms); released, the main thread runs
     through it. Counted in 20 ms bins, not as a wall-clock speed-up of two threads against one
-    (which failed on a loaded machine: a timing, not a property)."""
-    work = sources * 8
+    (which failed on a loaded machine: a timing, not a property). 32 copies of the verses take
+    about 0.7 s here, so that a machine several times faster still gives the 4 bins asked."""
+    work = sources * 32
     t = nmt.Translator(model, threads=1)
     t.translate_batch(work[:5])
     call = {}

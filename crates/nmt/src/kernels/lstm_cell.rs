@@ -59,7 +59,7 @@ pub(crate) fn update_row<T: Real>(g: &[T], hh: &[T], cp: &[T], c: &mut [T], ht: 
 #[inline(always)]
 pub(crate) fn backward_row<T: Real>(g: &[T], hh: &[T], cp: &[T], dh: &[T], dc: &mut [T], da: &mut [T]) {
     let h = dh.len();
-    let (g, hh, cp, dh) = (blocks(g, h), blocks(hh, h), &cp[..h], &dh[..h]);
+    let (g, hh) = (blocks(g, h), blocks(hh, h));
     let (da_i, da) = da[..4 * h].split_at_mut(h);
     let (da_f, da) = da.split_at_mut(h);
     let (da_g, da_o) = da.split_at_mut(h);
@@ -67,7 +67,7 @@ pub(crate) fn backward_row<T: Real>(g: &[T], hh: &[T], cp: &[T], dh: &[T], dc: &
     // `dc` is read (from later steps) and written (for `cp`) in place: the last output row.
     lanes(
         ins,
-        [da_i, da_f, da_g, da_o, &mut dc[..h]],
+        [da_i, da_f, da_g, da_o, dc],
         #[inline(always)]
         |[g_i, g_f, g_g, g_o, hh_i, hh_f, hh_g, hh_o, cp, dh], [.., dc]| {
             let (i, f, gg, o) = activate([g_i + hh_i, g_f + hh_f, g_g + hh_g, g_o + hh_o]);
