@@ -92,7 +92,7 @@ impl Translator {
 
 /// [`Translator::translate`] with any searcher (the trainer validates with one that borrows
 /// the model it trains).
-pub fn translate_lines<M: Borrow<Seq2Seq>>(
+pub fn translate_lines<M: Borrow<Seq2Seq> + Sync>(
     searcher: &Searcher<M>,
     meta: &ModelMeta,
     lines: &[String],

@@ -6,12 +6,13 @@
 //!
 //! Covered: the training loss and every parameter's gradient (both architectures, both GRU
 //! forms, unit, recurrent and word dropout with the same masks, label smoothing, tied
-//! embeddings), and greedy and beam search (tokens equal, scores close).
+//! embeddings; then every shipped recipe, shrunk, with its own options), and greedy and beam
+//! search (tokens equal, scores close), of one-layer models and of every shipped recipe.
 #![cfg(feature = "cuda")]
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Family, GruForm, Impl, SearchConfig};
+use nmt::config::{Family, GruForm, Impl, ModelConfig, SearchConfig};
 use nmt::data::batch::{inference_batches, Batch, BatchConfig, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
@@ -37,27 +38,16 @@ fn examples() -> Vec<Example> {
     ]
 }
 
-/// The loss and the gradients (in parameter order) on `dev`.
-fn loss_and_grads(arch: Family, gru: GruForm, tied: bool, dev: &Device) -> (Tensor, Vec<(String, Tensor)>) {
-    let mut cfg = common::small_config(arch, 14, 6, 5);
-    common::set_att_dim(&mut cfg, 4);
-    cfg.maxout_dim = 3;
-    if tied {
-        cfg.emb_dim = cfg.maxout_dim;
-    }
-    cfg.tie_target_embeddings = tied;
-    cfg.init_std = 0.4;
-    cfg.gru = gru;
-    cfg.dropout = 0.2;
-    cfg.recurrent_dropout = 0.2;
-    let model = Seq2Seq::fresh(&cfg, 3, DType::F32, dev).unwrap();
+/// The loss and the gradients (in parameter order) of `cfg` on `dev`, dropout drawn alike
+/// on both devices (the masks are drawn on the host).
+fn loss_and_grads_of(cfg: &ModelConfig, rates: DropoutRates, smoothing: f64, dev: &Device) -> (Tensor, Vec<(String, Tensor)>) {
+    let model = Seq2Seq::fresh(cfg, 3, DType::F32, dev).unwrap();
     assert_eq!(model.backend().imp(), if dev.is_cpu() { Impl::Fused } else { Impl::Composed });
     let ex = examples();
     let rows: Vec<&Example> = ex.iter().collect();
     let batch = Batch::from_examples(&rows, vec![0, 1, 2, 3]);
     let bt = BatchTensors::new(&batch, DType::F32, dev).unwrap();
-    let rates = DropoutRates { units: cfg.dropout, src_words: 0.2, tgt_words: 0.2, recurrent: cfg.recurrent_dropout };
-    let mut reg = Regularizer::new(rates, 0.1, 9, 4);
+    let mut reg = Regularizer::new(rates, smoothing, 9, 4);
     let loss = model.loss(&bt, Some(&mut reg)).unwrap().mean;
     let grads = loss.backward().unwrap();
     let g = model
@@ -72,20 +62,45 @@ fn loss_and_grads(arch: Family, gru: GruForm, tied: bool, dev: &Device) -> (Tens
     (loss.to_device(&Device::Cpu).unwrap(), g)
 }
 
+/// The worst relative difference of the loss and every gradient of `cfg` between the GPU and
+/// the CPU's fused path.
+fn gpu_against_cpu(cfg: &ModelConfig, rates: DropoutRates, smoothing: f64, gpu: &Device) -> f64 {
+    let (lc, gc) = loss_and_grads_of(cfg, rates, smoothing, &Device::Cpu);
+    let (lg, gg) = loss_and_grads_of(cfg, rates, smoothing, gpu);
+    let mut worst = common::max_rel(&lg, &lc);
+    for ((name, a), (_, b)) in gg.iter().zip(&gc) {
+        let d = common::max_rel(a, b);
+        assert!(d.is_finite(), "{name}: {d}");
+        worst = worst.max(d);
+    }
+    worst
+}
+
+/// A one-layer model of `arch` with every regulariser on, and its dropout rates.
+fn small(arch: Family, gru: GruForm, tied: bool) -> (ModelConfig, DropoutRates) {
+    let mut cfg = common::small_config(arch, 14, 6, 5);
+    common::set_att_dim(&mut cfg, 4);
+    cfg.maxout_dim = 3;
+    if tied {
+        cfg.emb_dim = cfg.maxout_dim;
+    }
+    cfg.tie_target_embeddings = tied;
+    cfg.init_std = 0.4;
+    cfg.gru = gru;
+    cfg.dropout = 0.2;
+    cfg.recurrent_dropout = 0.2;
+    let rates = DropoutRates { units: cfg.dropout, src_words: 0.2, tgt_words: 0.2, recurrent: cfg.recurrent_dropout };
+    (cfg, rates)
+}
+
 #[test]
 fn gpu_loss_and_gradients_equal_the_cpu_fused_path() {
     let Some(gpu) = gpu() else { return };
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
         for gru in [GruForm::Paper, GruForm::ResetAfter] {
             for tied in [false, true] {
-                let (lc, gc) = loss_and_grads(arch, gru, tied, &Device::Cpu);
-                let (lg, gg) = loss_and_grads(arch, gru, tied, &gpu);
-                let mut worst = common::max_rel(&lg, &lc);
-                for ((name, a), (_, b)) in gg.iter().zip(&gc) {
-                    let d = common::max_rel(a, b);
-                    assert!(d.is_finite(), "{name}: {d}");
-                    worst = worst.max(d);
-                }
+                let (cfg, rates) = small(arch, gru, tied);
+                let worst = gpu_against_cpu(&cfg, rates, 0.1, &gpu);
                 eprintln!("{arch:?} {gru:?} tied {tied}: GPU against CPU {worst:.1e}");
                 assert!(worst < 1e-4, "{arch:?} {gru:?} tied {tied}: GPU differs from CPU by {worst:e}");
             }
@@ -114,5 +129,49 @@ fn gpu_search_equals_cpu_search() {
                 assert!((sc - sg).abs() < 1e-3 * sc.abs().max(1.0), "{arch:?} beam {beam_size}, sentence {i}: {sc} vs {sg}");
             }
         }
+    }
+}
+
+/// Every shipped recipe (`configs/*.toml`, shrunk: `common::shipped_configs`) with its own
+/// dropout and label smoothing: the loss and every gradient on the GPU against the CPU's
+/// fused path. `tests/gpu_layouts.rs` checks the same on the CPU for the layouts the GPU refuses.
+#[test]
+fn gpu_trains_every_shipped_recipe_as_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    for (name, cfg) in common::shipped_configs(14) {
+        let rates = DropoutRates {
+            units: cfg.model.dropout,
+            src_words: cfg.train.src_word_dropout,
+            tgt_words: cfg.train.tgt_word_dropout,
+            recurrent: cfg.model.recurrent_dropout,
+        };
+        let worst = gpu_against_cpu(&cfg.model, rates, cfg.train.label_smoothing, &gpu);
+        eprintln!("{name}: GPU against CPU {worst:.1e}");
+        assert!(worst < 1e-4, "{name}: GPU differs from CPU by {worst:e}");
+    }
+}
+
+/// Every shipped recipe's greedy and beam-5 search on the GPU against the CPU's host search.
+#[test]
+fn gpu_searches_every_shipped_recipe_as_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(24, 20, 2..=9, 5).into_iter().map(|e| e.src).collect();
+    let batch = inference_batches(&srcs, &BatchConfig { max_tokens: 10_000, max_sentences: 100 }).remove(0);
+    for (name, mut cfg) in common::shipped_configs(30) {
+        cfg.model.init_std = 0.3;
+        for beam_size in [1, 5] {
+            let o = SearchOptions { cfg: SearchConfig { beam_size, ..SearchConfig::default() }, alignments: false, imp: Impl::Fused };
+            let run = |dev: &Device| {
+                let m = Seq2Seq::fresh(&cfg.model, 11, DType::F32, dev).unwrap();
+                let nbest = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &o).unwrap();
+                nbest.into_iter().map(|n| (n[0].tokens.clone(), n[0].log_prob)).collect::<Vec<_>>()
+            };
+            let (c, g) = (run(&Device::Cpu), run(&gpu));
+            for (i, ((tc, sc), (tg, sg))) in c.iter().zip(&g).enumerate() {
+                assert_eq!(tc, tg, "{name} beam {beam_size}, sentence {i}");
+                assert!((sc - sg).abs() < 1e-3 * sc.abs().max(1.0), "{name} beam {beam_size}, sentence {i}: {sc} vs {sg}");
+            }
+        }
+        eprintln!("{name}: GPU search equals the CPU's");
     }
 }

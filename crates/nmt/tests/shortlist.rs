@@ -180,3 +180,27 @@ fn a_step_split_across_threads_searches_as_on_one_thread() {
         }
     }
 }
+
+/// Issue 56: the int8 products run on the caller's rayon pool, and with more threads than
+/// cores a thread waiting inside one steals another vocabulary block's job; a thread-local
+/// buffer held across the product panicked ("already borrowed") with 16 threads. A 1 600-word
+/// vocabulary is four 512-row chunks, searched in parallel blocks: 16 and 64 threads on any
+/// machine must find what 2 find, in f32 and int8.
+#[test]
+fn sixteen_and_sixty_four_threads_search_as_two() {
+    let mut cfg = common::small_config(Family::Rnnsearch, 1600, 16, 32);
+    cfg.init_std = 0.3;
+    let m = Seq2Seq::fresh(&cfg, 4, DType::F32, &Device::Cpu).unwrap();
+    let s = Searcher::new(vec![&m]).unwrap();
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(24, 1500, 3..=12, 9).into_iter().map(|e| e.src).collect();
+    let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+    for int8 in [false, true] {
+        let cfg = SearchConfig { beam_size: 5, n_best: 2, max_len_ratio: 1.0, int8, ..SearchConfig::default() };
+        let o = SearchOptions { cfg, alignments: false, imp: Impl::Fused };
+        let go = |n| pool(n).install(|| s.search(&srcs, None, &o).unwrap());
+        let two = go(2);
+        for n in [16, 64] {
+            assert_same(&two, &go(n), &format!("int8 {int8}, 2 against {n} threads"));
+        }
+    }
+}

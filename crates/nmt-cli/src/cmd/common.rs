@@ -12,7 +12,8 @@ use super::io::Lines;
 #[derive(Debug, Args, Clone)]
 pub struct ComputeArgs {
     /// CPU threads for matrix products (default: all cores; 1 is faster for tiny models). At
-    /// most the machine's cores: more is capped, with a warning.
+    /// most the machine's cores: more is capped, with a warning (NMT_OVERSUBSCRIBE=1 lifts the
+    /// cap, for tests).
     #[arg(long, global = true)]
     pub threads: Option<usize>,
     /// Run on the first CUDA GPU (needs a build with `--features cuda`).
@@ -20,10 +21,26 @@ pub struct ComputeArgs {
     pub gpu: bool,
 }
 
+/// Set to `1`, lets `--threads` exceed the machine's cores (up to [`OVERSUBSCRIBED_MAX`]):
+/// for tests that run the parallel paths with 16 or 64 threads on a 2-core machine, where
+/// threads that wait inside a product steal each other's jobs as they would on 16 cores.
+const OVERSUBSCRIBE_VAR: &str = "NMT_OVERSUBSCRIBE";
+/// The most threads [`OVERSUBSCRIBE_VAR`] allows: enough for the tests, far from the 100 000
+/// that hung a machine.
+const OVERSUBSCRIBED_MAX: usize = 256;
+
 /// `n` threads, at most the machine's cores: more only contend (issue 44, row 2: 100 000
-/// threads hung for a minute at load 500), so they are capped with a warning.
+/// threads hung for a minute at load 500), so they are capped with a warning, unless
+/// `NMT_OVERSUBSCRIBE=1` asks for them.
 pub fn capped_threads(n: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if std::env::var(OVERSUBSCRIBE_VAR).is_ok_and(|v| v == "1") {
+        if n > OVERSUBSCRIBED_MAX {
+            tracing::warn!("--threads {n} is more than {OVERSUBSCRIBE_VAR}'s limit: using {OVERSUBSCRIBED_MAX}");
+            return OVERSUBSCRIBED_MAX;
+        }
+        return n;
+    }
     if n > cores {
         tracing::warn!("--threads {n} is more than this machine's {cores} cores: using {cores}");
         return cores;

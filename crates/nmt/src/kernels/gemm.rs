@@ -66,6 +66,9 @@ pub fn matmul<T: Real>(dst: &mut [T], dst_off: usize, dst_rs: usize, a: Mat<'_, 
         }
         return;
     }
+    if m == 1 && k > 2 {
+        return one_row(dst, dst_off, a, b, accumulate, threads);
+    }
     let par = if threads > 1 && m * n * k >= 1 << 18 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
     // SAFETY: the asserts above keep every index the views describe inside their slices, and
     // `dst` is borrowed mutably, so it cannot alias `a` or `b`.
@@ -92,6 +95,25 @@ pub fn matmul<T: Real>(dst: &mut [T], dst_off: usize, dst_rs: usize, a: Mat<'_, 
             par,
         );
     }
+}
+
+/// [`matmul`] of one row, as the first of two. The `gemm` crate multiplies a single row by its
+/// matrix-vector kernels, which sum in another order than its GEMM kernels: a row's result
+/// then depended on whether it was alone, and the fused kernels split rows between threads
+/// (`rnn_op::chunk_rows` gives one row per thread when there are as many threads as sentences),
+/// so 58 threads scored sentences otherwise than 2 (issue 56). Multiplied as one of two rows,
+/// the row gets the GEMM kernels' numbers, whatever the thread count (the module's test).
+fn one_row<T: Real>(dst: &mut [T], dst_off: usize, a: Mat<'_, T>, b: Mat<'_, T>, accumulate: bool, threads: usize) {
+    let (n, k) = (b.cols, a.cols);
+    let mut rows = Vec::with_capacity(2 * k);
+    rows.extend((0..k).map(|j| a.data[a.off + j * a.cs]));
+    rows.extend_from_within(..k);
+    let mut out = vec![T::ZERO; 2 * n];
+    if accumulate {
+        out[..n].copy_from_slice(&dst[dst_off..dst_off + n]);
+    }
+    matmul(&mut out, 0, n, Mat::new(&rows, 2, k), b, accumulate, threads);
+    dst[dst_off..dst_off + n].copy_from_slice(&out[..n]);
 }
 
 /// A contiguous copy of the transpose of the row-major `(rows, cols)` matrix `src`.
@@ -122,4 +144,57 @@ pub fn fill_rows<T: Real>(bias: &[T], n: usize) -> Vec<T> {
         out.extend_from_slice(bias);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host search splits a step's rows between threads, so a row's product must not
+    /// depend on how many rows are multiplied with it (issue 56: 16 threads translated
+    /// otherwise than 2).
+    #[test]
+    fn a_rows_product_does_not_depend_on_the_other_rows() {
+        let (k, n) = (256, 768);
+        let a: Vec<f32> = (0..320 * k).map(|i| ((i * 7919 % 1013) as f32 - 506.0) * 1e-3).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729 % 997) as f32 - 498.0) * 1e-3).collect();
+        let full = |m: usize, threads: usize| {
+            let mut c = vec![0f32; m * n];
+            matmul(&mut c, 0, n, Mat::new(&a[..m * k], m, k), Mat::new(&b, k, n), false, threads);
+            c
+        };
+        let all = full(320, 1);
+        // `Bᵀ` stored, as the recurrent kernels keep `U`: a single row took the matrix-vector
+        // kernel, whose sums differ in the last bits.
+        let bt = transpose(&b, k, n);
+        let by_t = |m: usize| {
+            let mut c = vec![0f32; m * n];
+            matmul(&mut c, 0, n, Mat::new(&a[..m * k], m, k), Mat::new(&bt, n, k).t(), false, 1);
+            c
+        };
+        let all_t = by_t(64);
+        for m in [1, 2, 5] {
+            let part = by_t(m);
+            let same = part.iter().zip(&all_t).filter(|(x, y)| x.to_bits() == y.to_bits()).count();
+            assert_eq!(same, m * n, "Bᵀ, {m} rows: {} of {} entries differ", m * n - same, m * n);
+        }
+        for (m, threads) in [(20, 1), (160, 1), (33, 1), (320, 2), (320, 16), (160, 2), (320, 64), (33, 64), (1, 1), (2, 1), (3, 1), (4, 1)]
+        {
+            let part = full(m, threads);
+            let same = part.iter().zip(&all).filter(|(x, y)| x.to_bits() == y.to_bits()).count();
+            assert_eq!(same, m * n, "{m} rows on {threads} threads: {} of {} entries differ", m * n - same, m * n);
+        }
+        // The column-major form the projection uses: zᵀ = Gᵀ tᵀ.
+        let colmajor = |m: usize| {
+            let mut c = vec![0f32; n * m];
+            matmul(&mut c, 0, m, Mat::new(&b, k, n).t(), Mat::new(&a[..m * k], m, k).t(), false, 1);
+            transpose(&c, n, m)
+        };
+        let all = colmajor(320);
+        for m in [20, 160, 33] {
+            let part = colmajor(m);
+            let same = part.iter().zip(&all).filter(|(x, y)| x.to_bits() == y.to_bits()).count();
+            assert_eq!(same, m * n, "column-major, {m} rows: {} of {} entries differ", m * n - same, m * n);
+        }
+    }
 }

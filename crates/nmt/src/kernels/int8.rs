@@ -37,7 +37,7 @@
 //! candle's quantised matmul (`QMatMul`, GGML `Q8_0`) was measured too and does not serve: it
 //! returns a new row-major tensor on its own thread split, and on AVX2 multiplies one row pair
 //! per call (4.5× slower, 2026-11-23).
-use std::cell::RefCell;
+use std::cell::Cell;
 
 use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions, PackedAMatrix, PackedBMatrix};
 use rten_tensor::NdTensorView;
@@ -48,7 +48,7 @@ use crate::simd_dispatch;
 pub const WEIGHT_MAX: f32 = 63.0;
 
 /// Weight rows per prepacked chunk: [`block`] starts at a multiple of it. 512 rows of 256
-/// bytes are 128 KB, and the projection's blocks of 512 vocabulary rows (`block_rows`) are one
+/// bytes are 128 KB, and the projection's blocks of 512 vocabulary rows (`projection::BLOCK_ROWS`) are one
 /// chunk each.
 pub const CHUNK: usize = 512;
 
@@ -206,27 +206,31 @@ pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32], ld:
     assert!(bs == 0 || n == 0 || (ld >= bs && (n - 1) * ld + bs <= out.len()), "int8 block: output too small");
     assert_eq!(a.k, w.k, "int8 block: activations for another inner dimension");
     let Some(acts) = a.packed.as_ref().filter(|_| bs > 0) else { return };
-    thread_local!(static SUMS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) });
+    // The sums buffer is taken out of the thread's slot for the call and put back after, never
+    // borrowed across `gemm.gemm`: rten runs on the caller's rayon pool, and a thread waiting
+    // inside it steals other jobs, which may be another `block` on this thread (a `RefCell`
+    // borrowed here panicked "already borrowed" with 16 threads, issue 56). A nested call finds
+    // the slot empty and grows a buffer of its own, which it leaves for the next call.
+    thread_local!(static SUMS: Cell<Vec<i32>> = const { Cell::new(Vec::new()) });
+    let mut sums = SUMS.take();
     GEMM.with(|gemm| {
-        SUMS.with(|sums| {
-            let mut sums = sums.borrow_mut();
-            for c0 in (j0..j0 + bs).step_by(CHUNK) {
-                let packed = &w.packed[c0 / CHUNK];
-                let cols = packed.cols();
-                // Grown once, never cleared: with beta = 0 rten writes every sum without reading.
-                if sums.len() < n * cols {
-                    sums.resize(n * cols, 0);
-                }
-                let sums = &mut sums[..n * cols];
-                // The shapes are ours and checked above: an error here is a bug, not input.
-                gemm.gemm(sums, GemmInputA::Packed(acts), GemmInputB::Packed(packed), GemmOptions::default())
-                    .expect("int8 block: rten-gemm refused shapes checked here");
-                let dst = &mut out[c0 - j0..];
-                let cw = Cols { scale: &w.scale[c0..c0 + cols], unshift: &w.unshift[c0..c0 + cols] };
-                simd_dispatch!(scale_into(sums, cw, &a.scale, dst, ld));
+        for c0 in (j0..j0 + bs).step_by(CHUNK) {
+            let packed = &w.packed[c0 / CHUNK];
+            let cols = packed.cols();
+            // Grown once, never cleared: with beta = 0 rten writes every sum without reading.
+            if sums.len() < n * cols {
+                sums.resize(n * cols, 0);
             }
-        })
+            let sums = &mut sums[..n * cols];
+            // The shapes are ours and checked above: an error here is a bug, not input.
+            gemm.gemm(sums, GemmInputA::Packed(acts), GemmInputB::Packed(packed), GemmOptions::default())
+                .expect("int8 block: rten-gemm refused shapes checked here");
+            let dst = &mut out[c0 - j0..];
+            let cw = Cols { scale: &w.scale[c0..c0 + cols], unshift: &w.unshift[c0..c0 + cols] };
+            simd_dispatch!(scale_into(sums, cw, &a.scale, dst, ld));
+        }
     });
+    SUMS.set(sums);
 }
 
 /// One chunk's weight rows, as [`scale_into`] reads them.

@@ -79,6 +79,7 @@ pub fn layer_norm_op(x: &Tensor, gamma: &Tensor) -> Result<Tensor> {
     if x.dims().last() != Some(&k) || gamma.rank() != 1 {
         candle_core::bail!("layer_norm_op: x {:?} and γ {:?} do not fit", x.dims(), gamma.dims());
     }
+    super::storage::cpu_only("fused-layer-norm")?;
     x.contiguous()?.apply_op2(&gamma.contiguous()?, LayerNorm)
 }
 

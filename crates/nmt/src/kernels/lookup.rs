@@ -18,6 +18,7 @@ pub fn embed(table: &Tensor, ids: &[u32], mask: Option<&[f32]>) -> Result<Tensor
     if ids.iter().any(|&i| i as usize >= vocab) || mask.is_some_and(|m| m.len() != ids.len() * dim) {
         candle_core::bail!("embed: ids or mask do not fit a table of {:?}", table.dims());
     }
+    super::storage::cpu_only("fused-embed")?;
     table.contiguous()?.apply_op1(Embed { ids: ids.to_vec(), mask: mask.map(<[f32]>::to_vec), dim })
 }
 

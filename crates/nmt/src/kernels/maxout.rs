@@ -11,7 +11,10 @@ use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
 pub fn maxout_pairs(x: &Tensor) -> Result<Tensor> {
     let dims = x.dims();
     match dims.last() {
-        Some(&k2) if k2 % 2 == 0 => x.contiguous()?.apply_op1(Maxout),
+        Some(&k2) if k2 % 2 == 0 => {
+            super::storage::cpu_only("fused-maxout")?;
+            x.contiguous()?.apply_op1(Maxout)
+        }
         _ => candle_core::bail!("maxout_pairs: last dimension of {dims:?} must be even"),
     }
 }

@@ -42,6 +42,7 @@ pub fn update_in_place(param: &Tensor, grad: &Tensor, moments: (&mut [f32], &mut
     if m.len() != param.elem_count() || v.len() != param.elem_count() || grad.dims() != param.dims() {
         bail!("optimiser update: parameter {:?}, gradient {:?} and moments ({}) differ", param.dims(), grad.dims(), m.len());
     }
+    super::storage::cpu_only("fused-optimiser-update")?;
     let op = UpdateOp { m: RefCell::new(m), v: RefCell::new(v), rule, scale: grad_scale as f32 };
     super::profile::timed(8, || param.inplace_op2(&grad.contiguous()?, &op))
 }

@@ -2,7 +2,7 @@
 //! log-softmax normaliser and the best few tokens of every row, without ever storing the
 //! `(K_y, n)` scores.
 //!
-//! The scores are computed column-major, `zᵀ = Gᵀ tᵀ`, in blocks of [`block_rows`] vocabulary rows:
+//! The scores are computed column-major, `zᵀ = Gᵀ tᵀ`, in blocks of [`BLOCK_ROWS`] vocabulary rows:
 //! multiplying the pre-transposed `Gᵀ (V, l)` by the small `tᵀ (l, n)` lets the GEMM pack the
 //! small operand instead of the 8 MB projection (measured with 2 threads,
 //! `examples/gemm_shapes.rs`: 1.26–1.44 ms against 1.92–3.06 ms at `n = 32`, 4.6–5.4 ms against
@@ -12,8 +12,8 @@
 //!
 //! The earlier version stored the 5 MB block and read it twice more, down its columns, for the
 //! normalisers: with `n` live beam rows not a multiple of 16 that was 18 % of a translation's
-//! profile (`perf`, docs/PERF-HISTORY.md). The vocabulary is split between threads, each running its
-//! blocks with a single-threaded GEMM; the per-thread results are merged at the end.
+//! profile (`perf`, docs/PERF-HISTORY.md). The vocabulary is split into fixed parts ([`PART_ROWS`]),
+//! scored side by side, each with a single-threaded GEMM; the parts' results are merged in order.
 use std::ops::Range;
 
 use rayon::prelude::*;
@@ -23,13 +23,22 @@ use crate::kernels::int8::{self, QActs, QWeights};
 use crate::kernels::row_best::{merge, Fold, RowBest};
 use crate::simd_dispatch;
 
-/// Vocabulary rows per block for `n` rows: about 320 KB of scores (512 rows at beam 5 × 32
-/// sentences), inside L2, and never fewer than 64 rows. Measured on the 300-sentence test
-/// prefix, beam 5: 512-row blocks 8.6–9.0 s against 9.1–9.4 s for 128-row blocks (three
-/// alternations); fewer, larger blocks repack the small operand `tᵀ` fewer times.
-pub fn block_rows(n: usize) -> usize {
-    (81_920 / n.max(1)).clamp(64, 512) / 16 * 16
-}
+/// Vocabulary rows per block of `f32` scores: 320 KB at 160 rows (beam 5 × the default 32
+/// sentences), inside L2. Measured on the 300-sentence test prefix, beam 5: 512-row blocks
+/// 8.6–9.0 s against 9.1–9.4 s for 128-row blocks (three alternations); fewer, larger blocks
+/// repack the small operand `tᵀ` fewer times. It was `81 920 / n` rows (512 up to 160 rows):
+/// fixed since 2026-11-27, because a block is where a row's running normaliser is rescaled, and
+/// a row's numbers must not depend on how many rows share its step (issue 56).
+pub const BLOCK_ROWS: usize = 512;
+
+/// Vocabulary rows per part of [`Projection::best`]: parts are scored side by side and merged
+/// in vocabulary order. Fixed, so that the partition, and with it the last bits of every
+/// normaliser, does not depend on the thread count: when it was one part per thread, 16
+/// threads translated otherwise than 2, choosing between near-equal hypotheses (issue 56).
+/// 4 096 rows is what 2 threads made of an 8 000-word vocabulary before, so their results are
+/// unchanged. A multiple of [`BLOCK_ROWS`] and of int8's chunk.
+pub const PART_ROWS: usize = 8 * BLOCK_ROWS;
+const _: () = assert!(PART_ROWS.is_multiple_of(BLOCK_ROWS) && PART_ROWS.is_multiple_of(int8::CHUNK));
 
 /// `G^T (V, l)` and `b_G (V)`, prepared once per model.
 pub struct Projection {
@@ -95,26 +104,21 @@ impl Projection {
     }
 
     /// For `n` rows of features `t (n, l)`: every row's normaliser and its `want[r]` best
-    /// tokens, never choosing a token in `skip`. `threads` parts of the vocabulary are scored
-    /// side by side (the partition, hence the result's last bits, depends on it alone).
+    /// tokens, never choosing a token in `skip`. The vocabulary's parts of [`PART_ROWS`] are
+    /// scored side by side when `threads > 1`, else one after the other: the same numbers
+    /// either way.
     pub fn best(&self, t: &[f32], n: usize, want: &[usize], skip: &[u32], threads: usize) -> RowBest {
-        let threads = threads.max(1);
-        // int8 blocks are the weights' prepacked chunks (512 rows, what `block_rows` gives up
-        // to 160 rows anyway).
-        let block = if self.q.is_some() { int8::CHUNK } else { block_rows(n) };
-        let blocks = self.vocab.div_ceil(block);
-        let per = blocks.div_ceil(threads).max(1);
+        // int8 blocks are the weights' prepacked chunks (512 rows too).
+        let block = if self.q.is_some() { int8::CHUNK } else { BLOCK_ROWS };
         let qa = self.q.as_ref().map(|q| QActs::new(t, n, q));
         let rows = Features { t, qa: qa.as_ref(), n, want, skip };
-        let parts: Vec<Fold> = (0..blocks.div_ceil(per))
-            .into_par_iter()
-            .map(|p| {
-                let j0 = p * per * block;
-                let j1 = ((p + 1) * per * block).min(self.vocab);
-                self.part(&rows, j0..j1, block)
-            })
-            .collect();
-        merge(parts, n, want)
+        let part = |p: usize| self.part(&rows, p * PART_ROWS..((p + 1) * PART_ROWS).min(self.vocab), block);
+        let parts = self.vocab.div_ceil(PART_ROWS);
+        let folds: Vec<Fold> = match threads > 1 {
+            true => (0..parts).into_par_iter().map(part).collect(),
+            false => (0..parts).map(part).collect(),
+        };
+        merge(folds, n, want)
     }
 
     /// Every row's full log-softmax `(n, V)`, row-major, for `n` rows of features `t (n, l)`.

@@ -37,6 +37,7 @@ struct Op<F: SavedForward> {
 
 /// Runs `op` on `(a, b, c)` (made contiguous) as a differentiable candle op.
 pub(crate) fn apply<F: SavedForward>(op: F, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
+    super::storage::cpu_only(F::NAME)?;
     a.contiguous()?.apply_op3(&b.contiguous()?, &c.contiguous()?, Op { op, cache: Mutex::new(None) })
 }
 

@@ -51,3 +51,14 @@ pub fn with_slices<T: WithDType, R, const N: usize>(ts: [&Tensor; N], f: impl Fn
     let Ok(slices) = <[&[T]; N]>::try_from(slices) else { bail!("with_slices: {N} tensors expected") };
     f(slices)
 }
+
+/// Refuses the fused CPU op `name` while this thread runs the composed path under the GPU
+/// check (`candle_core::cpu_backend::cuda_layouts::checked`, vendor/candle-core/NMT-PATCH.md):
+/// these ops have no CUDA form, so the composed path a GPU runs must never reach one. Called
+/// by every entry point that applies one of this folder's custom ops.
+pub(crate) fn cpu_only(name: &str) -> Result<()> {
+    if candle_core::cpu_backend::cuda_layouts::cuda_layout_checks() {
+        bail!("{name}: a fused CPU op inside the composed path, which has no GPU form");
+    }
+    Ok(())
+}

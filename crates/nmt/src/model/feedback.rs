@@ -89,7 +89,8 @@ impl Feedback {
         let h = state.narrow(D::Minus1, 0, n)?;
         let hu = match state_mask {
             Some(m) => (&h * m)?,
-            None => h.clone(),
+            // `h` is a view of the state: row-strided, which candle's CUDA matmul refuses.
+            None => h.contiguous()?,
         };
         // Σ_{i≠j} g^{i→j} (v_i) U^{i→j} as one matmul over the other layers' gated rows.
         let others = |reset: Option<&Tensor>| -> Result<Tensor> {
@@ -132,7 +133,9 @@ impl Feedback {
                 let sig = |k: usize| -> Result<Tensor> { Ok(candle_nn::ops::sigmoid(&a.narrow(D::Minus1, k * n, n)?)?) };
                 let (i, f, o) = (sig(0)?, sig(1)?, sig(3)?);
                 // The candidate block again, its own recurrent term gated and the others added.
-                let own_rec = hu.matmul(&l.u.narrow(1, 2 * n, n)?)?;
+                // The candidate's column block of `U`, copied: a column view is row-strided,
+                // which candle's CUDA matmul refuses.
+                let own_rec = hu.matmul(&l.u.narrow(1, 2 * n, n)?.contiguous()?)?;
                 let cand = ((gi.narrow(D::Minus1, 2 * n, n)? + own_rec.broadcast_mul(&g_own)?)? + others(None)?)?.tanh()?;
                 let c_new = ((f * state.narrow(D::Minus1, n, n)?)? + (i * cand)?)?;
                 let h_new = (o * c_new.tanh()?)?;
@@ -179,7 +182,8 @@ impl FeedbackStack<'_> {
             let mk = masks.get(k).unwrap_or(&none);
             let x_in = match &mk.input {
                 Some(m) => (&x * m)?,
-                None => x.clone(),
+                // A time step's view of the input: row-strided, which candle's CUDA matmul refuses.
+                None => x.contiguous()?,
             };
             let (w, b) = rnn.input_weights();
             let gi = x_in.matmul(w)?.broadcast_add(b)?;

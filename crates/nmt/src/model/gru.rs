@@ -126,7 +126,8 @@ pub fn cell_step(form: GruForm, gi: &Tensor, h: &Tensor, rec: &Recurrent<'_>) ->
     };
     let hu = match rec.state_mask {
         Some(m) => (h * m)?,
-        None => h.clone(),
+        // `h` may be a view of a stacked state: row-strided, which candle's CUDA matmul refuses.
+        None => h.contiguous()?,
     };
     // The recurrent terms: `h U_rz (+ ghb)`, and for the reset-after candidate `h U (+ ghb)`;
     // with layer normalisation (reset-after only) both from `LN(h U)·γ_h + ghb`, one 3n row.

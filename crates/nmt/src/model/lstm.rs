@@ -24,7 +24,8 @@ pub fn lstm_step(gi: &Tensor, state: &Tensor, u: &Tensor, ghb: Option<&Tensor>, 
     let c = state.narrow(D::Minus1, n, n)?;
     let hu = match state_mask {
         Some(m) => (&h * m)?,
-        None => h,
+        // `h` is a view of `[h; c]`: row-strided, which candle's CUDA matmul refuses.
+        None => h.contiguous()?,
     };
     let mut a = (gi + hu.matmul(u)?)?;
     if let Some(g) = ghb {

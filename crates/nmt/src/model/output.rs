@@ -155,8 +155,10 @@ impl DeepOutput {
         let hidden = match ctx {
             Context::PerStep(state_ctx) => {
                 let (d, n) = (self.o_c.dim(0)?, self.o_h.dim(0)?);
-                let ctx_proj = self.project_context_as(&state_ctx.narrow(1, n, d)?, backend)?;
-                self.hidden_as(&state_ctx.narrow(1, 0, n)?, ey, &ctx_proj, backend)?
+                // Column blocks of `[s; c]` are row-strided views, which candle's CUDA matmul
+                // refuses (the first GPU training update failed here, 2026-11-27): copied.
+                let ctx_proj = self.project_context_as(&state_ctx.narrow(1, n, d)?.contiguous()?, backend)?;
+                self.hidden_as(&state_ctx.narrow(1, 0, n)?.contiguous()?, ey, &ctx_proj, backend)?
             }
             Context::PerSentence { states, c } => {
                 let (b, t, n) = states.dims3()?;

@@ -51,11 +51,11 @@ impl Scorer for HostModel {
     /// The live rows split into one contiguous share per thread, each share's whole step (its
     /// products, attention, cells and scores) on its own thread: one fork per step instead of
     /// one per product, and the row-wise work (cells, maxout, quantising activations) shared
-    /// too. Rows are independent: what changes is the number of rows in each product (int8
-    /// sums are exact; an `f32` GEMM's blocking may move last bits) and that a share's
-    /// normaliser sums the vocabulary on one thread (`Projection::best`), so the hypotheses do
-    /// not depend on the thread count (`tests/shortlist.rs`). Ensembles (`step_full`) are not
-    /// split.
+    /// too. Rows are independent, and no row's numbers depend on the split: a GEMM's row does
+    /// not depend on the other rows (`kernels::gemm`'s test) and the vocabulary is scored in
+    /// fixed parts whatever the thread count (`Projection::best`), so the hypotheses are the
+    /// same on any number of threads, to the bit (`tests/shortlist.rs`, `nmt-cli/tests/oversubscribe.rs`).
+    /// Ensembles (`step_full`) are not split.
     fn step(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Scored<Vec<f32>>> {
         let threads = rayon::current_num_threads();
         let r_n = rows.y.len();

@@ -25,6 +25,11 @@ pub use crate::hypothesis::{max_output_len, normalized, take_row_steps, Hypothes
 use crate::infer::HostModel;
 use crate::model::Seq2Seq;
 
+/// Up to this many threads, [`Searcher::search`] runs its batches one after another, each
+/// batch's steps split across the threads: on 2 cores that was the measured speed (docs/PERF.md)
+/// and it stays so. More threads also take whole batches.
+const SERIAL_THREADS: usize = 2;
+
 /// One model or an ensemble (`models[0]` sets the reading order and the defaults; the models
 /// share both vocabularies) ready to search: it holds the host snapshots the fused search runs
 /// on, built on the first search that can use them (`--impl fused`, every model `f32` on the
@@ -133,16 +138,31 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
     /// reading order): sorted by length into batches of `opts.cfg.batch_size` sentences and
     /// returned in the input order. `exts[i]` is source `i` in a copy model's extended target
     /// space (`nmt_data::copy`); hypotheses may then hold its extended ids.
-    pub fn search(&self, srcs: &[Vec<u32>], exts: Option<&[Vec<u32>]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
+    ///
+    /// On the host path with more than [`SERIAL_THREADS`] threads, batches are searched
+    /// concurrently (rayon's tasks; each batch still splits its own products): one batch's
+    /// steps are too small to keep 16 threads busy. A batch's hypotheses do not depend on the
+    /// thread count or on what runs beside it (`tests/shortlist.rs`), so the output is the same.
+    pub fn search(&self, srcs: &[Vec<u32>], exts: Option<&[Vec<u32>]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>>
+    where
+        M: Sync,
+    {
+        use rayon::prelude::*;
         let per = opts.cfg.batch_size.max(1);
         // The beam multiplies rows; keep `rows × src_len` near what one batch of `per` sentences holds.
         let cfg = nmt_data::BatchConfig { max_tokens: per * 100, max_sentences: per };
+        let mut batches = nmt_data::inference_batches(srcs, &cfg);
+        if let Some(e) = exts {
+            batches.iter_mut().for_each(|b| b.set_source_ext(e));
+        }
+        let concurrent = rayon::current_num_threads() > SERIAL_THREADS && self.hosts(opts.imp, opts.cfg.int8)?.is_some();
+        let found: Vec<Vec<Vec<Hypothesis>>> = match concurrent {
+            true => batches.par_iter().map(|b| self.search_batch(b, opts)).collect::<Result<_>>()?,
+            false => batches.iter().map(|b| self.search_batch(b, opts)).collect::<Result<_>>()?,
+        };
         let mut out: Vec<Vec<Hypothesis>> = vec![Vec::new(); srcs.len()];
-        for mut batch in nmt_data::inference_batches(srcs, &cfg) {
-            if let Some(e) = exts {
-                batch.set_source_ext(e);
-            }
-            for (row, h) in batch.indices.clone().into_iter().zip(self.search_batch(&batch, opts)?) {
+        for (batch, hyps) in batches.iter().zip(found) {
+            for (&row, h) in batch.indices.iter().zip(hyps) {
                 out[row] = h;
             }
         }

@@ -110,3 +110,25 @@ pub fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
     assert_eq!(a.len(), b.len());
     a.iter().zip(&b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
 }
+
+/// Every shipped config (`configs/*.toml`), its model shrunk to test size (vocabularies of
+/// `vocab`, every width 8, attention 6) with everything else as shipped: layers, cells,
+/// decoder, layer normalisation, dropout, the recipe's training options. Sorted by name.
+pub fn shipped_configs(vocab: usize) -> Vec<(String, nmt::config::Config)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let mut out: Vec<(String, nmt::config::Config)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| {
+            let mut c = nmt::config::Config::from_file(&p, &[]).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let m = &mut c.model;
+            (m.src_vocab, m.tgt_vocab) = (vocab, vocab);
+            (m.emb_dim, m.hidden_dim, m.maxout_dim) = (8, 8, 8);
+            set_att_dim(m, 6);
+            (p.file_stem().unwrap().to_string_lossy().into_owned(), c)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}

@@ -7,6 +7,7 @@ use half::{bf16, f16, slice::HalfFloatSliceExt, vec::HalfFloatVecExt};
 use rayon::prelude::*;
 
 mod utils;
+pub mod cuda_layouts;
 pub use utils::{
     binary_map, binary_map_vec, binary_map_vec_par, unary_map, unary_map_vec, unary_map_vec_par,
     Map1, Map1Any, Map2, Map2InPlace, Map2U8,
@@ -3059,6 +3060,7 @@ impl BackendStorage for CpuStorage {
         lhs_l: &Layout,
         rhs_l: &Layout,
     ) -> Result<Self> {
+        cuda_layouts::check(bmnk, lhs_l, rhs_l)?;
         // no bf16 gemm kernel yet: widen to f32, multiply, narrow back
         if let (Self::BF16(lhs_v), Self::BF16(rhs_v)) = (self, rhs) {
             let lhs32 = Self::F32(lhs_v.to_f32_vec());
