@@ -125,6 +125,8 @@ fn bench_harness_runs_the_real_model() {
         overrides: vec![],
         int8: false,
         precision: Default::default(),
+        device: candle_core::Device::Cpu,
+        batch: 32,
     };
     let out = run(&opts).unwrap();
     let get = |b: &str| out.iter().find(|v| v["bench"] == b).unwrap_or_else(|| panic!("no {b} line"));
@@ -132,6 +134,12 @@ fn bench_harness_runs_the_real_model() {
     assert!(train["loss_last"].as_f64().unwrap() < train["loss0"].as_f64().unwrap(), "{train}");
     assert!(get("greedy")["sentences_per_s"].as_f64().unwrap() > 0.0);
     assert!(get("beam5")["sentences_per_s"].as_f64().unwrap() > 0.0);
+    // `--batch 64`: the reference batch twice, the same mean loss over twice the tokens.
+    let double = run(&BenchOptions { batch: 64, only: vec!["train".into()], ..opts.clone() }).unwrap();
+    let d = double.iter().find(|v| v["bench"] == "train").unwrap();
+    assert_eq!(d["batch"], 64, "{d}");
+    assert!((d["loss0"].as_f64().unwrap() - train["loss0"].as_f64().unwrap()).abs() < 1e-5, "{d} against {train}");
+    assert!(run(&BenchOptions { batch: 48, ..opts }).is_err(), "a batch that is not a multiple of 32");
 }
 
 #[test]
@@ -145,6 +153,8 @@ fn bench_overrides_change_the_timed_model() {
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
         int8: false,
         precision: Default::default(),
+        device: candle_core::Device::Cpu,
+        batch: 32,
     };
     let loss0 = |o: &BenchOptions| run(o).unwrap()[0]["loss0"].as_f64().unwrap();
     // Larger initial weights move the untrained loss away from ln 32 (tiny's vocabulary):

@@ -46,15 +46,16 @@ pub struct BenchArgs {
     /// AVX512_BF16, and falls back to f32 with a message without it).
     #[arg(long, value_name = "f32|bf16", default_value = "f32")]
     precision: Precision,
+    /// Sentences per batch: a multiple of 32, the reference's batch repeated (32 and 128 are
+    /// the GPU comparison's two sizes).
+    #[arg(long, default_value_t = 32)]
+    batch: usize,
     #[command(flatten)]
     compute: ComputeArgs,
 }
 
 pub fn run(a: BenchArgs) -> Result<()> {
-    if a.compute.gpu {
-        anyhow::bail!("nmt bench measures the CPU kernels; --gpu is not supported here");
-    }
-    a.compute.setup()?;
+    let device = a.compute.setup()?;
     for o in &a.only {
         if !["train", "greedy", "beam5", "gemm"].contains(&o.as_str()) {
             anyhow::bail!("--only: unknown measurement {o:?} (train, greedy, beam5, gemm)");
@@ -69,6 +70,8 @@ pub fn run(a: BenchArgs) -> Result<()> {
         overrides: a.overrides,
         int8: a.int8,
         precision: a.precision,
+        device,
+        batch: a.batch,
     };
     if a.precision == Precision::Bf16 && !nmt::kernels::precision::bf16_available() {
         eprintln!("nmt bench: --precision bf16: this CPU has no AVX512_BF16, so the training step runs in f32");

@@ -152,6 +152,24 @@ pub fn tensors(flat: &[f32], device: &Device) -> Result<BTreeMap<String, Tensor>
 
 /// The reference's batch (`dir/batch.bin`, or seeded ids in `[4, 8000)`) as a training batch
 /// whose decoder inputs start with the reference's `<s>`.
+/// The reference batch repeated `copies` times (`nmt bench --batch 128` is 4 copies of the
+/// 32 sentences: the same loss, four times the work).
+pub fn tiled(batch: &Batch, copies: usize) -> Batch {
+    let copies = copies.max(1);
+    let rep = |v: &[u32]| v.repeat(copies);
+    Batch {
+        size: batch.size * copies,
+        src: rep(&batch.src),
+        src_lengths: batch.src_lengths.repeat(copies),
+        tgt_in: rep(&batch.tgt_in),
+        tgt_out: rep(&batch.tgt_out),
+        tgt_lengths: batch.tgt_lengths.repeat(copies),
+        indices: (0..batch.size * copies).collect(),
+        src_ext: rep(&batch.src_ext),
+        ..batch.clone()
+    }
+}
+
 pub fn batch(dir: Option<&Path>) -> Result<Batch> {
     let n = BATCH * (SRC_LEN + TGT_LEN);
     let ids: Vec<u32> = match dir {

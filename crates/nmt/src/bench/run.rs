@@ -46,6 +46,11 @@ pub struct BenchOptions {
     pub int8: bool,
     /// The precision of the training step's large products (`train.precision`).
     pub precision: Precision,
+    /// Where the model runs: the CPU, or a CUDA GPU (the composed path, timed after the
+    /// device's queue is drained, `Device::synchronize`).
+    pub device: Device,
+    /// Sentences per batch: a multiple of the reference's 32 (its batch, repeated).
+    pub batch: usize,
 }
 
 /// The preset's model config with `opts.overrides` applied, checked as `nmt train` checks it.
@@ -173,18 +178,23 @@ fn search(searcher: &Searcher, opts: &BenchOptions, batch: &nmt_data::Batch, k: 
 pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
     let threads = rayon::current_num_threads();
     let want = |k: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == k);
-    let imp_name = match opts.imp {
-        Impl::Fused => "nmt-fused",
-        Impl::Composed => "nmt-composed",
+    // A GPU runs the composed path whatever was asked (`model::backend`).
+    let imp_name = match (opts.imp, opts.device.is_cpu()) {
+        (Impl::Fused, true) => "nmt-fused",
+        _ => "nmt-composed",
     };
     let mut out = Vec::new();
     let mut gemm_peak = None;
-    if want("gemm") {
+    if want("gemm") && opts.device.is_cpu() {
         let (gflops, n) = gemm_rate(threads);
         gemm_peak = Some(gflops);
         out.push(json!({"impl": imp_name, "threads": threads, "bench": "gemm", "n": n, "gflop_per_s": round(gflops, 1)}));
     }
-    let dev = Device::Cpu;
+    let dev = opts.device.clone();
+    if opts.batch == 0 || !opts.batch.is_multiple_of(BATCH) {
+        return Err(crate::Error::Config(format!("bench --batch {}: a multiple of the reference's {BATCH} sentences", opts.batch)));
+    }
+    let sentences = opts.batch;
     let reference = opts.preset == "bench-rnnsearch";
     if !reference && opts.data.is_some() {
         return Err(crate::Error::Config("bench --data holds the reference's weights: it needs the preset bench-rnnsearch".into()));
@@ -198,7 +208,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         Seq2Seq::fresh(&model_config(opts)?, 1234, DType::F32, &dev)?
     };
     model.set_impl(opts.imp);
-    let mut batch = reference::batch(opts.data.as_deref())?;
+    let mut batch = reference::tiled(&reference::batch(opts.data.as_deref())?, sentences / BATCH);
     fit_vocab(&mut batch.src, model.cfg.src_vocab);
     fit_vocab(&mut batch.tgt_in, model.cfg.tgt_vocab);
     fit_vocab(&mut batch.tgt_out, model.cfg.tgt_vocab);
@@ -210,7 +220,8 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
     let bt = BatchTensors::new(&batch, DType::F32, &dev)?;
     let loss0 = model.loss(&bt, None)?.mean.to_scalar::<f32>()? as f64;
     crate::kernels::profile::take();
-    let mut base = json!({"impl": imp_name, "threads": threads, "preset": opts.preset, "loss0": round(loss0, 6)});
+    let device = if dev.is_cpu() { "cpu".to_string() } else { format!("{:?}", dev.location()) };
+    let mut base = json!({"impl": imp_name, "threads": threads, "device": device, "batch": sentences, "preset": opts.preset, "loss0": round(loss0, 6)});
     if let (false, Some(o)) = (opts.overrides.is_empty(), base.as_object_mut()) {
         o.insert("set".into(), json!(opts.overrides));
     }
@@ -233,10 +244,10 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
                 tokens = std::hint::black_box(search(&searcher, opts, &batch, k)?);
                 Ok(())
             })?;
-            if tokens != BATCH * TGT_LEN {
-                return Err(crate::Error::Input(format!("bench {name}: {tokens} output tokens, expected {}", BATCH * TGT_LEN)));
+            if tokens != sentences * TGT_LEN {
+                return Err(crate::Error::Input(format!("bench {name}: {tokens} output tokens, expected {}", sentences * TGT_LEN)));
             }
-            out.push(with(json!({"bench": name, "int8": opts.int8, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(BATCH as f64 / (ms / 1e3), 1)})));
+            out.push(with(json!({"bench": name, "int8": opts.int8, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(sentences as f64 / (ms / 1e3), 1)})));
         }
     }
     if want("train") {
@@ -253,6 +264,8 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
             let t2 = Instant::now();
             adam.clip(&grads)?;
             adam.update(&grads)?;
+            // A GPU queues its kernels: the step ends when they have run.
+            dev.synchronize()?;
             last = l.to_scalar::<f32>()?;
             for (slot, (a, b)) in phases.iter_mut().zip([(t0, t1), (t1, t2), (t2, Instant::now())]) {
                 slot.push((b - a).as_secs_f64() * 1e3);
@@ -267,15 +280,16 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         let (fwd, bwd, opt) = (median(f), median(b), median(a));
         let mut v = with(json!({
             "bench": "train", "precision": precision, "ms_median": round(ms, 2), "ms_min": round(mn, 2),
-            "target_tokens_per_s": round((BATCH * TGT_LEN) as f64 / (ms / 1e3), 1),
+            "target_tokens_per_s": round((sentences * TGT_LEN) as f64 / (ms / 1e3), 1),
             "loss_last": round(last as f64, 6),
             "forward_ms": fwd, "backward_ms": bwd, "adam_ms": opt,
         }));
         // The FLOP count is bench-rnnsearch's (one-layer GRU RNNsearch).
-        let gflops = 3.0 * forward_flops(&model.cfg) / (ms / 1e3) / 1e9;
+        let copies = (sentences / BATCH) as f64;
+        let gflops = 3.0 * copies * forward_flops(&model.cfg) / (ms / 1e3) / 1e9;
         if reference {
             if let Some(o) = v.as_object_mut() {
-                o.insert("gflop_per_step".into(), json!(round(3.0 * forward_flops(&model.cfg) / 1e9, 2)));
+                o.insert("gflop_per_step".into(), json!(round(3.0 * copies * forward_flops(&model.cfg) / 1e9, 2)));
                 o.insert("gflop_per_s".into(), json!(round(gflops, 1)));
             }
         }
