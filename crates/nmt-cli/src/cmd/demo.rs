@@ -132,6 +132,8 @@ pub fn run(args: DemoArgs) -> Result<()> {
     let bleu = corpus_bleu(&hyps, &refs, &BleuOptions::default())?;
     let chrf = corpus_chrf(&hyps, &refs, &ChrfOptions::default())?;
     println!("\ntest set, all {} verses, beam 5 ({secs:.1} s):", hyps.len());
+    // README's figures name the CPU class they were measured on; say which this run had.
+    println!("  after {} updates on {} CPU kernels", summary.steps, nmt::cpu_class());
     println!("  {bleu}\n  signature: {}", bleu.signature());
     println!("  {chrf}");
     for i in 0..5.min(hyps.len()) {

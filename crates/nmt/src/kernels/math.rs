@@ -67,6 +67,33 @@ macro_rules! simd_dispatch {
     }};
 }
 
+/// The class of CPU kernels this machine runs, as README's figures name the machines they were
+/// measured on: `"AVX-512 + BF16"` (the AVX-512 kernels and bf16 training products),
+/// `"AVX-512"`, `"AVX2"`, or `"baseline x86-64"` (none of `simd_dispatch!`'s paths). Speed and
+/// the 10-minute demo's quality depend on it (issue 56: an AVX2 CPU made about half the updates).
+pub fn cpu_class() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let v4 = std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512vl");
+        if v4 && super::bf16_pack::available() {
+            "AVX-512 + BF16"
+        } else if v4 {
+            "AVX-512"
+        } else if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            "AVX2"
+        } else {
+            "baseline x86-64"
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        "portable (no x86 vector kernels)"
+    }
+}
+
 /// tanh for f32, after Eigen's `ptanh_float`: a 13/6 rational approximation on [-7.9, 7.9].
 #[inline(always)]
 pub fn tanh_f32(x: f32) -> f32 {
