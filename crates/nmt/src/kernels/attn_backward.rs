@@ -19,7 +19,7 @@ use super::math::{axpy, dot};
 use super::precision::matmul_wide;
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, Rows, StepGrads, StepIn};
 use super::rnn_op::chunk_rows;
-use crate::simd_dispatch;
+use crate::kernels::math::simd_dispatch;
 
 /// Recomputed per-step quantities, `(B, T, ·)` each.
 struct Recomputed<T> {

@@ -31,7 +31,7 @@ use super::math::{axpy, dot};
 use super::rnn_cell::{chunk_mask, dropped, CellKernel, CellKind, Rows, StepIn};
 use super::rnn_op::chunk_rows;
 use crate::config::OutputState;
-use crate::simd_dispatch;
+use crate::kernels::math::simd_dispatch;
 
 /// Dimensions of the attention decoder op.
 #[derive(Clone, Debug)]

@@ -21,7 +21,7 @@ use super::rnn_cell::LnGrads;
 use super::rnn_cell::{masked_states, u_grad};
 use super::rnn_op::{backward_chunk, forward_chunk, prev_cells, prev_states, BackIn, RnnDims, RnnSpec, Saved, Saved2};
 use super::saved_op::{apply, SavedForward};
-use crate::simd_dispatch;
+use crate::kernels::math::simd_dispatch;
 
 /// Runs both directions over `gi (B, S, 2G)` (or `(B·S, 2G)`: no reshape node is needed) with
 /// `u (2, H, G)` and `bh (2, G)` (or `(2, 2G)` with layer normalisation, see the module docs);

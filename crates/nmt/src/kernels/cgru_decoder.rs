@@ -34,7 +34,7 @@ use super::math::axpy;
 use super::precision::matmul_wide;
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, LnGrads, Rows, StepGrads, StepIn};
 use super::rnn_op::chunk_rows;
-use crate::simd_dispatch;
+use crate::kernels::math::simd_dispatch;
 
 /// Splits `v` into chunks of `rows` batch rows of `per_row` values.
 fn split<T>(v: &mut [T], rows: usize, per_row: usize) -> Vec<&mut [T]> {

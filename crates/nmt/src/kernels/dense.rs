@@ -7,8 +7,8 @@ use candle_core::{DType, Tensor};
 use crate::error::Result;
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::int8_linear::QLinear;
+use crate::kernels::math::simd_dispatch;
 use crate::kernels::math::FastMath;
-use crate::simd_dispatch;
 
 /// `out (rows, cols) = x (rows, k) · w (k, cols) + bias`.
 pub fn affine(x: &[f32], rows: usize, k: usize, w: &[f32], bias: &[f32], threads: usize) -> Vec<f32> {

@@ -42,7 +42,7 @@ use std::cell::Cell;
 use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions, PackedAMatrix, PackedBMatrix};
 use rten_tensor::NdTensorView;
 
-use crate::simd_dispatch;
+use crate::kernels::math::simd_dispatch;
 
 /// The largest weight magnitude: 7 bits (see the module doc).
 pub const WEIGHT_MAX: f32 = 63.0;

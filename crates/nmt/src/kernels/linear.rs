@@ -11,7 +11,7 @@ use super::gemm::{fill_rows, Mat, Real};
 use super::math::axpy;
 use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
-use crate::simd_dispatch;
+use crate::kernels::math::simd_dispatch;
 
 /// `x W + b` for `x (N, K)`, `w (K, M)`, `b (M)`; differentiable in all three.
 pub fn linear(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {

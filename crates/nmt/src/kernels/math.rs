@@ -22,8 +22,9 @@
 /// in baseline x86-64 (SSE2): the conditional decoder's backward chunk
 /// (`cgru_decoder::backward::{{closure}}::{{closure}}`, 9.6 % of an s2s training step's cycles,
 /// `perf report`, 2026-11-27).
-#[macro_export]
-#[doc(hidden)]
+///
+/// Crate-private (issue 58: it was `#[macro_export]`ed to every downstream crate): reached as
+/// `crate::kernels::math::simd_dispatch`.
 macro_rules! simd_dispatch {
     ($body:expr) => {{
         #[cfg(target_arch = "x86_64")]
@@ -66,6 +67,7 @@ macro_rules! simd_dispatch {
         }
     }};
 }
+pub(crate) use simd_dispatch;
 
 /// The class of CPU kernels this machine runs, as README's figures name the machines they were
 /// measured on: `"AVX-512 + BF16"` (the AVX-512 kernels and bf16 training products),

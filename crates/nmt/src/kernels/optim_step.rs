@@ -15,7 +15,7 @@ use candle_core::{bail, CpuStorage, InplaceOp2, Layout, Result, Tensor};
 use rayon::prelude::*;
 
 use super::storage::cpu_slice;
-use crate::simd_dispatch;
+use crate::kernels::math::simd_dispatch;
 
 /// One update's rule and hyper-parameters.
 #[derive(Clone, Copy, Debug)]

@@ -19,7 +19,7 @@ use super::gemm::{Mat, Real};
 use super::linear::col_sums;
 use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
-use crate::simd_dispatch;
+use crate::kernels::math::simd_dispatch;
 
 /// Rows per parallel task: a chunk of rows shares one thread's pass over the vocabulary.
 const ROWS: usize = 16;

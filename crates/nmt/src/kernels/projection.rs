@@ -20,8 +20,8 @@ use rayon::prelude::*;
 
 use crate::kernels::gemm::{matmul, transpose, Mat};
 use crate::kernels::int8::{self, QActs, QWeights};
+use crate::kernels::math::simd_dispatch;
 use crate::kernels::row_best::{merge, Fold, RowBest};
-use crate::simd_dispatch;
 
 /// Vocabulary rows per block of `f32` scores: 320 KB at 160 rows (beam 5 × the default 32
 /// sentences), inside L2. Measured on the 300-sentence test prefix, beam 5: 512-row blocks

@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use super::gemm::{transpose, Real};
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, LnGrads, Rows, StepGrads, StepIn};
 use super::saved_op::{apply, SavedForward};
-use crate::simd_dispatch;
+use crate::kernels::math::simd_dispatch;
 
 /// Dimensions and options of one GRU sequence op.
 #[derive(Clone, Debug)]

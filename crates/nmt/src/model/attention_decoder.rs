@@ -30,8 +30,8 @@ use crate::kernels::attn_decoder::{attend_row, AttnDims, AttnScratch};
 use crate::kernels::dense::{hcat, host, Dense};
 use crate::kernels::gemm::Mat;
 use crate::kernels::gru_cell::{reset_row, update_row};
+use crate::kernels::math::simd_dispatch;
 use crate::kernels::{attn_op, linear, lstm_cell, profile};
-use crate::simd_dispatch;
 
 /// RNNsearch's decoder.
 #[derive(Clone, Debug)]

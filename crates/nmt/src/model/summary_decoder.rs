@@ -25,8 +25,8 @@ use crate::error::Result;
 use crate::kernels::dense::{affine, host, tanh_in_place, Dense};
 use crate::kernels::gemm::Mat;
 use crate::kernels::gru_cell::update_row;
+use crate::kernels::math::simd_dispatch;
 use crate::kernels::{linear, lstm_cell, rnn_op};
-use crate::simd_dispatch;
 
 /// RNNenc's decoder, with the summary-vector bridge `c = tanh(V h^(T))`. Its GRU is the
 /// paper's (reset over `U' h' + C c`), whatever `model.gru`; or an LSTM.

@@ -23,9 +23,9 @@ use super::rnn::{self, HostRnn, Rnn};
 use crate::config::{CellKind, OutputState, StackKind};
 use crate::error::Result;
 use crate::kernels::gemm::{fill_rows, Mat};
+use crate::kernels::math::simd_dispatch;
 use crate::kernels::rnn_cell::{CellKernel, Rows, StepIn};
 use crate::kernels::{linear, rnn_op};
-use crate::simd_dispatch;
 
 /// Layers 2… of a decoder.
 #[derive(Clone, Debug)]
