@@ -73,7 +73,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         device,
         batch: a.batch,
     };
-    if a.precision == Precision::Bf16 && !nmt::kernels::precision::bf16_available() {
+    if a.precision == Precision::Bf16 && !nmt::bf16_available() {
         eprintln!("nmt bench: --precision bf16: this CPU has no AVX512_BF16, so the training step runs in f32");
     }
     for v in run_bench(&opts)? {
