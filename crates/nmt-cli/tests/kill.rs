@@ -106,6 +106,6 @@ fn ten_kills_lose_nothing() {
         max_diff = va.iter().zip(vb).map(|(x, y)| (x - y).abs()).fold(max_diff, f32::max);
     }
     eprintln!("kill -9: {kills} kills survived, {inside_write} inside a write, {finished_early} runs finished before their kill; final weights max |diff| {max_diff:e}");
-    // docs/RELIABILITY.md promises identical weights, not close ones (measured 0 since 2026-11-2x).
+    // docs/RELIABILITY.md promises identical weights, not close ones (measured 0 on 2026-11-27).
     assert!(max_diff == 0.0, "final weights differ by {max_diff}: a resumed run must be bit-identical");
 }

@@ -108,27 +108,33 @@ fn gpu_loss_and_gradients_equal_the_cpu_fused_path() {
     }
 }
 
+/// Greedy and beam-5 search of `cfg`'s fresh model on the GPU against the CPU, with `imp` on
+/// the CPU (the GPU always runs the composed ops): the same tokens, scores within 1e-3.
+fn assert_gpu_search_equals_cpu(cfg: &ModelConfig, imp: Impl, gpu: &Device, what: &str) {
+    let srcs: Vec<Vec<u32>> = common::reversal_examples(24, 20, 2..=9, 5).into_iter().map(|e| e.src).collect();
+    let batch = inference_batches(&srcs, &BatchConfig { max_tokens: 10_000, max_sentences: 100 }).remove(0);
+    for beam_size in [1, 5] {
+        let o = SearchOptions { cfg: SearchConfig { beam_size, ..SearchConfig::default() }, alignments: false, imp };
+        let run = |dev: &Device| {
+            let m = Seq2Seq::fresh(cfg, 11, DType::F32, dev).unwrap();
+            let nbest = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &o).unwrap();
+            nbest.into_iter().map(|n| (n[0].tokens.clone(), n[0].log_prob)).collect::<Vec<_>>()
+        };
+        let (c, g) = (run(&Device::Cpu), run(gpu));
+        for (i, ((tc, sc), (tg, sg))) in c.iter().zip(&g).enumerate() {
+            assert_eq!(tc, tg, "{what} beam {beam_size}, sentence {i}");
+            assert!((sc - sg).abs() < 1e-3 * sc.abs().max(1.0), "{what} beam {beam_size}, sentence {i}: {sc} vs {sg}");
+        }
+    }
+}
+
 #[test]
 fn gpu_search_equals_cpu_search() {
     let Some(gpu) = gpu() else { return };
     for arch in [Family::Rnnsearch, Family::Rnnenc] {
         let mut cfg = common::small_config(arch, 30, 16, 24);
         cfg.init_std = 0.3;
-        let srcs: Vec<Vec<u32>> = common::reversal_examples(24, 20, 2..=9, 5).into_iter().map(|e| e.src).collect();
-        let batch = inference_batches(&srcs, &BatchConfig { max_tokens: 10_000, max_sentences: 100 }).remove(0);
-        for beam_size in [1, 5] {
-            let o = SearchOptions { cfg: SearchConfig { beam_size, ..SearchConfig::default() }, alignments: false, imp: Impl::Composed };
-            let run = |dev: &Device| {
-                let m = Seq2Seq::fresh(&cfg, 11, DType::F32, dev).unwrap();
-                let nbest = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &o).unwrap();
-                nbest.into_iter().map(|n| (n[0].tokens.clone(), n[0].log_prob)).collect::<Vec<_>>()
-            };
-            let (c, g) = (run(&Device::Cpu), run(&gpu));
-            for (i, ((tc, sc), (tg, sg))) in c.iter().zip(&g).enumerate() {
-                assert_eq!(tc, tg, "{arch:?} beam {beam_size}, sentence {i}");
-                assert!((sc - sg).abs() < 1e-3 * sc.abs().max(1.0), "{arch:?} beam {beam_size}, sentence {i}: {sc} vs {sg}");
-            }
-        }
+        assert_gpu_search_equals_cpu(&cfg, Impl::Composed, &gpu, &format!("{arch:?}"));
     }
 }
 
@@ -155,23 +161,9 @@ fn gpu_trains_every_shipped_recipe_as_the_cpu() {
 #[test]
 fn gpu_searches_every_shipped_recipe_as_the_cpu() {
     let Some(gpu) = gpu() else { return };
-    let srcs: Vec<Vec<u32>> = common::reversal_examples(24, 20, 2..=9, 5).into_iter().map(|e| e.src).collect();
-    let batch = inference_batches(&srcs, &BatchConfig { max_tokens: 10_000, max_sentences: 100 }).remove(0);
     for (name, mut cfg) in common::shipped_configs(30) {
         cfg.model.init_std = 0.3;
-        for beam_size in [1, 5] {
-            let o = SearchOptions { cfg: SearchConfig { beam_size, ..SearchConfig::default() }, alignments: false, imp: Impl::Fused };
-            let run = |dev: &Device| {
-                let m = Seq2Seq::fresh(&cfg.model, 11, DType::F32, dev).unwrap();
-                let nbest = Searcher::new(vec![&m]).unwrap().search_batch(&batch, &o).unwrap();
-                nbest.into_iter().map(|n| (n[0].tokens.clone(), n[0].log_prob)).collect::<Vec<_>>()
-            };
-            let (c, g) = (run(&Device::Cpu), run(&gpu));
-            for (i, ((tc, sc), (tg, sg))) in c.iter().zip(&g).enumerate() {
-                assert_eq!(tc, tg, "{name} beam {beam_size}, sentence {i}");
-                assert!((sc - sg).abs() < 1e-3 * sc.abs().max(1.0), "{name} beam {beam_size}, sentence {i}: {sc} vs {sg}");
-            }
-        }
+        assert_gpu_search_equals_cpu(&cfg.model, Impl::Fused, &gpu, &name);
         eprintln!("{name}: GPU search equals the CPU's");
     }
 }

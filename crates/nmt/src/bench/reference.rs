@@ -150,8 +150,6 @@ pub fn tensors(flat: &[f32], device: &Device) -> Result<BTreeMap<String, Tensor>
     Ok(out)
 }
 
-/// The reference's batch (`dir/batch.bin`, or seeded ids in `[4, 8000)`) as a training batch
-/// whose decoder inputs start with the reference's `<s>`.
 /// The reference batch repeated `copies` times (`nmt bench --batch 128` is 4 copies of the
 /// 32 sentences: the same loss, four times the work).
 pub fn tiled(batch: &Batch, copies: usize) -> Batch {
@@ -170,6 +168,8 @@ pub fn tiled(batch: &Batch, copies: usize) -> Batch {
     }
 }
 
+/// The reference's batch (`dir/batch.bin`, or seeded ids in `[4, 8000)`) as a training batch
+/// whose decoder inputs start with the reference's `<s>`.
 pub fn batch(dir: Option<&Path>) -> Result<Batch> {
     let n = BATCH * (SRC_LEN + TGT_LEN);
     let ids: Vec<u32> = match dir {
