@@ -3,9 +3,11 @@
 # nothing (issue "One wiring per architecture"): BEFORE and AFTER are two `nmt` binaries.
 #
 #   scripts/compare-wiring.sh BEFORE AFTER [UPDATES=200] [VERSES=300] [THREADS=2]
+#   env: OUT (runs/compare-wiring), the folder it writes and empties first
 #
 # For each variant (rnnsearch-small, rnnenc-small, lstm-seq2seq-small, grconv-small, rnnsearch
-# with the copy mixture, rnnsearch with a 2-layer gated-feedback decoder):
+# with the copy mixture, rnnsearch with a 2-layer gated-feedback decoder, rnnsearch with the
+# conditional GRU decoder):
 # 1. both binaries train UPDATES updates from the same seed; the logged losses must be equal to
 #    the last printed digit (train_log.jsonl, every 10 updates);
 # 2. BEFORE's model translates the first VERSES test verses with both binaries, beam 1 and beam 5
@@ -16,7 +18,7 @@
 set -euo pipefail
 before=$1 after=$2 updates=${3:-200} verses=${4:-300} threads=${5:-2}
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=$root/runs/compare-wiring
+out=${OUT:-$root/runs/compare-wiring}
 rm -rf "$out" && mkdir -p "$out"
 zcat "$root/data/bible-en-es/test.en.gz" | sed -n "1,${verses}p" > "$out/test.en"
 fail=0
@@ -32,6 +34,7 @@ variants=(
   "grconv:configs/grconv-small.toml"
   "copy:configs/rnnsearch-small.toml --set model.copy=true"
   "feedback:configs/rnnsearch-small.toml --set model.dec_layers=2 --set model.stack=gated-feedback"
+  "cgru:configs/rnnsearch-small.toml --set model.decoder=conditional --set model.gru=reset-after"
 )
 for v in "${variants[@]}"; do
   name=${v%%:*}

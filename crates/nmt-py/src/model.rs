@@ -63,7 +63,7 @@ impl Model {
     fn __repr__(&self) -> String {
         let languages = self.languages().map_or("None".to_string(), |(s, t)| format!("('{s}', '{t}')"));
         // The architecture as the config file spells it (`"rnnsearch"`).
-        let arch = self.meta.config.arch.family().name();
+        let arch = self.meta.config.arch.name().name();
         format!("Model(arch='{arch}', parameters={}, languages={languages})", self.parameters)
     }
 }

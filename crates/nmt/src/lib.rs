@@ -6,17 +6,15 @@
 //! lines), [`Searcher`] (search batches of ids with one model or an ensemble), [`train()`],
 //! the model file ([`LoadedModel`], [`ModelMeta`]), the configuration types and the errors.
 //!
-//! `kernels` (the fused CPU ops), `infer` (the host snapshot the fast search runs on) and
-//! `bench` (the speed harness behind `nmt bench`) are not part of the API: they are hidden from
-//! the documentation and may change with any commit. They stay reachable only because the
-//! crate's integration tests and examples (`crates/nmt/tests`, `crates/nmt/examples`) test and
-//! time the kernels directly; the binary reaches them through [`profile`], [`run_bench`],
-//! [`cpu_class`] and [`bf16_available`].
+//! `kernels` (the fused CPU ops) and `bench` (the speed harness behind `nmt bench`) are not part
+//! of the API: they are hidden from the documentation and may change with any commit. They
+//! stay reachable only because the crate's integration tests and examples (`crates/nmt/tests`,
+//! `crates/nmt/examples`) test and time the kernels directly; the binary reaches them through
+//! [`profile`], [`run_bench`], [`cpu_class`] and [`bf16_available`].
 pub mod config;
 pub mod convert;
 pub mod embed;
 pub mod error;
-pub mod hypothesis;
 pub mod languages;
 pub mod model;
 pub mod model_checksum;
@@ -31,8 +29,6 @@ pub mod unk;
 
 #[doc(hidden)]
 pub mod bench;
-#[doc(hidden)]
-pub mod infer;
 #[doc(hidden)]
 pub mod kernels;
 

@@ -4,6 +4,7 @@ use std::borrow::Borrow;
 use std::path::Path;
 
 use candle_core::{DType, Device};
+use nmt_data::copy::Extended;
 use nmt_data::EOS;
 
 use crate::config::SearchConfig;
@@ -91,7 +92,9 @@ impl Translator {
 }
 
 /// [`Translator::translate`] with any searcher (the trainer validates with one that borrows
-/// the model it trains).
+/// the model it trains), in four steps: the sources as ids ([`source_ids`]) in the encoder's
+/// reading order, with a copy model's extended ids ([`copy_sources`]); the n-best lists
+/// ([`nbest_lists`]); each sentence's hypotheses as text ([`translation`]).
 pub fn translate_lines<M: Borrow<Seq2Seq> + Sync>(
     searcher: &Searcher<M>,
     meta: &ModelMeta,
@@ -99,15 +102,28 @@ pub fn translate_lines<M: Borrow<Seq2Seq> + Sync>(
     opts: &SearchOptions,
 ) -> Result<Vec<Translation>> {
     let model = searcher.lead();
-    let models = searcher.models();
-    let copy = models.iter().any(|m| m.cfg.copy());
     let lines: Vec<&str> = lines.iter().enumerate().map(|(i, l)| crop_text(l, i, opts.cfg.max_source_len)).collect();
-    let srcs: Vec<Vec<u32>> = lines
+    let srcs = source_ids(meta, &lines, opts.cfg.max_source_len);
+    let read: Vec<Vec<u32>> = srcs.iter().map(|s| reading_order(model, s.clone())).collect();
+    let exts = searcher.models().iter().any(|m| m.cfg.copy()).then(|| copy_sources(model, meta, &lines, &srcs));
+    let nbest = nbest_lists(searcher, meta, (&lines, &read), exts.as_deref(), opts)?;
+    Ok(srcs
+        .iter()
+        .zip(nbest)
+        .enumerate()
+        .map(|(i, (src, hyps))| translation(model, meta, src, hyps, exts.as_ref().map(|e| &e[i])))
+        .collect())
+}
+
+/// Each line's source ids, `</s>` last, at most `max_source_len` before it (a longer one is
+/// cropped, with a warning naming its line).
+fn source_ids(meta: &ModelMeta, lines: &[&str], max_source_len: usize) -> Vec<Vec<u32>> {
+    let limit = max_source_len.max(1);
+    lines
         .iter()
         .enumerate()
         .map(|(i, l)| {
             let mut ids = meta.src.encode(l);
-            let limit = opts.cfg.max_source_len.max(1);
             if ids.len() > limit {
                 tracing::warn!("sentence {}: {} source tokens, cropped to the first {limit} (max_source_len)", i + 1, ids.len());
                 ids.truncate(limit);
@@ -115,84 +131,92 @@ pub fn translate_lines<M: Borrow<Seq2Seq> + Sync>(
             ids.push(EOS);
             ids
         })
-        .collect();
-    let read: Vec<Vec<u32>> = srcs
+        .collect()
+}
+
+/// `ids` in the order the encoder reads them (`model.reverse_source`).
+fn reading_order<T>(model: &Seq2Seq, mut ids: Vec<T>) -> Vec<T> {
+    model.cfg.order_source(&mut ids);
+    ids
+}
+
+/// A copy model's sources in the extended target space, cropped like the source ids `srcs`
+/// (`</s>` kept last) and in the encoder's reading order.
+fn copy_sources(model: &Seq2Seq, meta: &ModelMeta, lines: &[&str], srcs: &[Vec<u32>]) -> Vec<Extended> {
+    lines
         .iter()
-        .map(|s| {
-            let mut r = s.clone();
-            model.cfg.order_source(&mut r);
-            r
+        .zip(srcs)
+        .map(|(l, ids)| {
+            let mut e = nmt_data::copy::extend_source(l, &meta.src, &meta.tgt);
+            if e.src.len() > ids.len() {
+                e.src.truncate(ids.len() - 1);
+                e.src.push(EOS);
+            }
+            e.src = reading_order(model, e.src);
+            e
         })
-        .collect();
-    // A copy model's sources in the extended target space, in the encoder's reading order.
-    let exts: Option<Vec<nmt_data::copy::Extended>> = copy.then(|| {
-        lines
-            .iter()
-            .zip(&srcs)
-            .map(|(l, ids)| {
-                let mut e = nmt_data::copy::extend_source(l, &meta.src, &meta.tgt);
-                // Cropped like the source ids (`</s>` kept last).
-                if e.src.len() > ids.len() {
-                    e.src.truncate(ids.len() - 1);
-                    e.src.push(EOS);
-                }
-                model.cfg.order_source(&mut e.src);
-                e
-            })
-            .collect()
-    });
-    let ext_ids: Option<Vec<Vec<u32>>> = exts.as_ref().map(|v| v.iter().map(|e| e.src.clone()).collect());
-    // An empty or whitespace-only sentence (only `</s>`) translates to an empty one: searched,
-    // the model would emit up to `max_len_extra` tokens (issue 44, row 11). Its hypothesis is
-    // `</s>` alone, with the models' own probability of it (one scoring step, not a search);
-    // its one attention row is over the one source token, `</s>`, so it is 1.
-    let (todo, empties): (Vec<usize>, Vec<usize>) = (0..srcs.len()).partition(|&i| srcs[i].len() > 1);
-    let pick = |v: &[Vec<u32>]| todo.iter().map(|&i| v[i].clone()).collect::<Vec<_>>();
+        .collect()
+}
+
+/// Each sentence's n-best list: the search's, over the `read` ids of the `lines`. An empty or
+/// whitespace-only sentence (only `</s>`) translates to an empty one: searched, the model would
+/// emit up to `max_len_extra` tokens (issue 44, row 11). Its hypothesis is `</s>` alone, with
+/// the models' own probability of it (one scoring step, not a search); its one attention row
+/// is over the one source token, `</s>`, so it is 1.
+fn nbest_lists<M: Borrow<Seq2Seq> + Sync>(
+    searcher: &Searcher<M>,
+    meta: &ModelMeta,
+    (lines, read): (&[&str], &[Vec<u32>]),
+    exts: Option<&[Extended]>,
+    opts: &SearchOptions,
+) -> Result<Vec<Vec<Hypothesis>>> {
+    let models = searcher.models();
+    let (todo, empties): (Vec<usize>, Vec<usize>) = (0..read.len()).partition(|&i| read[i].len() > 1);
+    let ext_ids: Option<Vec<Vec<u32>>> = exts.map(|v| todo.iter().map(|&i| v[i].src.clone()).collect());
     let found = match todo.is_empty() {
         true => Vec::new(),
-        false => searcher.search(&pick(&read), ext_ids.as_deref().map(pick).as_deref(), opts)?,
+        false => searcher.search(&todo.iter().map(|&i| read[i].clone()).collect::<Vec<_>>(), ext_ids.as_deref(), opts)?,
     };
     let pairs: Vec<(String, String)> = empties.iter().map(|&i| (lines[i].to_owned(), String::new())).collect();
     let scored = match pairs.is_empty() {
         true => Vec::new(),
         false => crate::score::score_pairs(&models, meta, &pairs, pairs.len())?,
     };
-    let mut nbest: Vec<Vec<Hypothesis>> = vec![Vec::new(); srcs.len()];
+    let mut nbest: Vec<Vec<Hypothesis>> = vec![Vec::new(); read.len()];
     for (i, hyps) in todo.into_iter().zip(found) {
         nbest[i] = hyps;
     }
+    let alignment = (opts.alignments && models.iter().any(|m| m.has_attention())).then(|| vec![vec![1.0]]);
     for (i, p) in empties.into_iter().zip(scored) {
-        let alignment = (opts.alignments && models.iter().any(|m| m.has_attention())).then(|| vec![vec![1.0]]);
+        let alignment = alignment.clone();
         nbest[i] = vec![Hypothesis { tokens: Vec::new(), log_prob: p.log_prob, score: p.log_prob, finished: true, alignment }];
     }
-    Ok(srcs
-        .iter()
-        .zip(nbest)
-        .enumerate()
-        .map(|(i, (src, hyps))| Translation {
-            src_pieces: meta.src.pieces(src),
-            hyps: hyps
-                .into_iter()
-                .map(|mut hyp| {
-                    // Attention rows are over the order the encoder read; report the source's.
-                    for row in hyp.alignment.iter_mut().flatten() {
-                        // One weight per source token: the batch's padding is cut off.
-                        row.truncate(src.len());
-                        model.cfg.order_source(row);
-                    }
-                    let mut ids = hyp.tokens.clone();
-                    if hyp.finished {
-                        ids.push(EOS);
-                    }
-                    let text = match &exts {
-                        Some(e) => nmt_data::copy::decode_extended(&hyp.tokens, &meta.tgt, &e[i]),
-                        None => meta.tgt.decode(&hyp.tokens),
-                    };
-                    TranslatedHyp { text, pieces: meta.tgt.pieces(&ids), hyp }
-                })
-                .collect(),
+    Ok(nbest)
+}
+
+/// One sentence's hypotheses as text and pieces, its attention rows over the source `src` in
+/// the source's order; `ext` decodes a copy model's copied words.
+fn translation(model: &Seq2Seq, meta: &ModelMeta, src: &[u32], hyps: Vec<Hypothesis>, ext: Option<&Extended>) -> Translation {
+    let hyps = hyps
+        .into_iter()
+        .map(|mut hyp| {
+            for row in hyp.alignment.iter_mut().flatten() {
+                // One weight per source token: the batch's padding is cut off.
+                row.truncate(src.len());
+                model.cfg.order_source(row);
+            }
+            let mut ids = hyp.tokens.clone();
+            if hyp.finished {
+                ids.push(EOS);
+            }
+            let text = match ext {
+                Some(e) => nmt_data::copy::decode_extended(&hyp.tokens, &meta.tgt, e),
+                None => meta.tgt.decode(&hyp.tokens),
+            };
+            TranslatedHyp { text, pieces: meta.tgt.pieces(&ids), hyp }
         })
-        .collect())
+        .collect();
+    Translation { src_pieces: meta.src.pieces(src), hyps }
 }
 
 /// Bytes kept of a line before segmenting it: no token is longer than this many bytes per

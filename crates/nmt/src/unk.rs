@@ -16,7 +16,7 @@ use std::path::Path;
 use nmt_data::{Segmenter, WordIds, UNK};
 
 use crate::error::{Error, Result};
-use crate::hypothesis::Hypothesis;
+use crate::search::hypothesis::Hypothesis;
 use crate::translate::Translation;
 
 /// Replaces `<unk>` tokens from attention, with an optional dictionary.

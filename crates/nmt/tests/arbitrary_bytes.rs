@@ -6,13 +6,13 @@ mod common;
 use std::path::Path;
 
 use candle_core::{DType, Device};
-use nmt::config::{Config, Family};
+use nmt::config::{ArchName, Config};
 use nmt::model::Seq2Seq;
 use nmt::model_file::{load_bytes, meta_map, model_tensors, to_safetensors};
 use proptest::prelude::*;
 
 fn valid_file() -> Vec<u8> {
-    let (meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let (meta, cfg) = common::tiny_meta(ArchName::Rnnsearch);
     let model = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap();
     to_safetensors(&model_tensors(&model), meta_map(&meta).unwrap()).unwrap()
 }

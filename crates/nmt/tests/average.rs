@@ -3,14 +3,14 @@
 mod common;
 
 use candle_core::{DType, Device};
-use nmt::config::Family;
+use nmt::config::ArchName;
 use nmt::model::Seq2Seq;
 use nmt::train::average::{average, average_to};
 
 #[test]
 fn average_is_the_elementwise_mean() {
     let tmp = tempfile::tempdir().unwrap();
-    let (meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let (meta, cfg) = common::tiny_meta(ArchName::Rnnsearch);
     let mut paths = Vec::new();
     let mut models = Vec::new();
     for seed in [1, 2, 3] {
@@ -43,10 +43,10 @@ fn average_is_the_elementwise_mean() {
 #[test]
 fn average_refuses_models_of_different_configurations() {
     let tmp = tempfile::tempdir().unwrap();
-    let (meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let (meta, cfg) = common::tiny_meta(ArchName::Rnnsearch);
     let a = tmp.path().join("a.safetensors");
     nmt::model_file::save(&a, &Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap(), &meta).unwrap();
-    let (meta2, cfg2) = common::tiny_meta(Family::Rnnenc);
+    let (meta2, cfg2) = common::tiny_meta(ArchName::Rnnenc);
     let b = tmp.path().join("b.safetensors");
     nmt::model_file::save(&b, &Seq2Seq::fresh(&cfg2, 1, DType::F32, &Device::Cpu).unwrap(), &meta2).unwrap();
     let err = average(&[a, b.clone()]).err().expect("different models must not average").to_string();

@@ -16,7 +16,7 @@ mod common;
 use std::sync::Mutex;
 
 use candle_core::{DType, Device, Tensor, Var};
-use nmt::config::{Family, Precision};
+use nmt::config::{ArchName, Precision};
 use nmt::data::batch::{Batch, Example};
 use nmt::kernels::precision::{bf16_available, set_training_products};
 use nmt::kernels::proj_nll::{proj_nll, ProjWeight};
@@ -31,7 +31,7 @@ fn norm(t: &Tensor) -> f64 {
 /// (relative loss difference, worst relative gradient difference in norm, worst cosine).
 fn compare(conditional: bool, layer_norm: bool) -> (f64, f64, f64) {
     let dev = Device::Cpu;
-    let mut cfg = common::small_config(Family::Rnnsearch, 300, 48, 64);
+    let mut cfg = common::small_config(ArchName::Rnnsearch, 300, 48, 64);
     common::set_att_dim(&mut cfg, 40);
     cfg.maxout_dim = 32;
     // Weights large enough that the logits and the attention are far from uniform (at the

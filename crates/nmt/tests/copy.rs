@@ -4,7 +4,7 @@
 mod common;
 
 use candle_core::{DType, Device};
-use nmt::config::{Family, SearchConfig, TrainConfig};
+use nmt::config::{ArchName, SearchConfig, TrainConfig};
 use nmt::data::batch::{epoch_batches, BatchConfig, Example};
 use nmt::data::{EOS, UNK};
 use nmt::model::{BatchTensors, Seq2Seq};
@@ -56,7 +56,7 @@ fn data(n: usize, seed: u64, copy: bool) -> (Vec<Example>, Vec<Vec<u32>>) {
 fn names_right(copy: bool, steps: usize) -> f64 {
     std::env::set_var("RAYON_NUM_THREADS", "1");
     let dev = Device::Cpu;
-    let mut cfg = common::small_config(Family::Rnnsearch, 40, 32, 64);
+    let mut cfg = common::small_config(ArchName::Rnnsearch, 40, 32, 64);
     cfg.tgt_vocab = K_Y as usize;
     cfg.init_std = 0.1;
     if copy {
@@ -116,7 +116,7 @@ fn copy_gradients_match_finite_differences() {
     use nmt::data::batch::Batch;
     use nmt::model::regularizer::{DropoutRates, Regularizer};
     let dev = Device::Cpu;
-    let mut cfg = common::small_config(Family::Rnnsearch, 14, 5, 4);
+    let mut cfg = common::small_config(ArchName::Rnnsearch, 14, 5, 4);
     (cfg.tgt_vocab, cfg.maxout_dim, cfg.init_std) = (10, 3, 0.5);
     common::set_att_dim(&mut cfg, 3);
     common::with_copy(&mut cfg);

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use candle_core::{DType, Device};
-use nmt::config::Family;
+use nmt::config::ArchName;
 use nmt::model::Seq2Seq;
 use nmt::model_checksum;
 use nmt::model_file::{load, load_bytes, meta_map, model_tensors, save, to_safetensors, write_atomic, CHECKSUM_KEY, FORMAT_V1};
@@ -26,7 +26,7 @@ fn err(path: &Path) -> String {
 #[test]
 fn damaged_model_files_are_named_errors() {
     let d = tempfile::tempdir().unwrap();
-    let (meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let (meta, cfg) = common::tiny_meta(ArchName::Rnnsearch);
     let model = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap();
     let good = d.path().join("good.safetensors");
     save(&good, &model, &meta).unwrap();
@@ -82,7 +82,7 @@ fn damaged_model_files_are_named_errors() {
 /// is refused, naming the file.
 #[test]
 fn every_changed_header_byte_is_refused() {
-    let (meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let (meta, cfg) = common::tiny_meta(ArchName::Rnnsearch);
     let model = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap();
     let bytes = to_safetensors(&model_tensors(&model), meta_map(&meta).unwrap()).unwrap();
     let path = Path::new("/models/m.safetensors");
@@ -115,7 +115,7 @@ fn every_changed_header_byte_is_refused() {
 /// flipped weight in it is still refused.
 #[test]
 fn an_older_file_still_loads() {
-    let (meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let (meta, cfg) = common::tiny_meta(ArchName::Rnnsearch);
     let model = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap();
     let tensors = model_tensors(&model);
     let mut m = meta_map(&meta).unwrap();

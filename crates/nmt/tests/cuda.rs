@@ -12,7 +12,7 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Family, GruForm, Impl, ModelConfig, SearchConfig};
+use nmt::config::{ArchName, GruForm, Impl, ModelConfig, SearchConfig};
 use nmt::data::batch::{inference_batches, Batch, BatchConfig, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
@@ -77,7 +77,7 @@ fn gpu_against_cpu(cfg: &ModelConfig, rates: DropoutRates, smoothing: f64, gpu: 
 }
 
 /// A one-layer model of `arch` with every regulariser on, and its dropout rates.
-fn small(arch: Family, gru: GruForm, tied: bool) -> (ModelConfig, DropoutRates) {
+fn small(arch: ArchName, gru: GruForm, tied: bool) -> (ModelConfig, DropoutRates) {
     let mut cfg = common::small_config(arch, 14, 6, 5);
     common::set_att_dim(&mut cfg, 4);
     cfg.maxout_dim = 3;
@@ -96,7 +96,7 @@ fn small(arch: Family, gru: GruForm, tied: bool) -> (ModelConfig, DropoutRates) 
 #[test]
 fn gpu_loss_and_gradients_equal_the_cpu_fused_path() {
     let Some(gpu) = gpu() else { return };
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for gru in [GruForm::Paper, GruForm::ResetAfter] {
             for tied in [false, true] {
                 let (cfg, rates) = small(arch, gru, tied);
@@ -131,7 +131,7 @@ fn assert_gpu_search_equals_cpu(cfg: &ModelConfig, imp: Impl, gpu: &Device, what
 #[test]
 fn gpu_search_equals_cpu_search() {
     let Some(gpu) = gpu() else { return };
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         let mut cfg = common::small_config(arch, 30, 16, 24);
         cfg.init_std = 0.3;
         assert_gpu_search_equals_cpu(&cfg, Impl::Composed, &gpu, &format!("{arch:?}"));

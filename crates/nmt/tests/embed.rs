@@ -3,14 +3,14 @@
 mod common;
 
 use candle_core::{DType, Device};
-use nmt::config::Family;
+use nmt::config::ArchName;
 use nmt::embed::{embed_lines, Representation};
 use nmt::model::Seq2Seq;
 
 #[test]
 fn vectors_ignore_batching_and_have_the_documented_width() {
     let lines: Vec<String> = ["a b c", "d", "e f g h i j", "", "j a"].iter().map(|s| s.to_string()).collect();
-    for (arch, kind) in [(Family::Rnnsearch, Representation::FinalStates), (Family::Rnnenc, Representation::Summary)] {
+    for (arch, kind) in [(ArchName::Rnnsearch, Representation::FinalStates), (ArchName::Rnnenc, Representation::Summary)] {
         let (meta, mut cfg) = common::tiny_meta(arch);
         cfg.init_std = 0.5;
         let model = Seq2Seq::fresh(&cfg, 2, DType::F32, &Device::Cpu).unwrap();

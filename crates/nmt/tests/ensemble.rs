@@ -7,7 +7,7 @@
 mod common;
 
 use candle_core::{DType, Device};
-use nmt::config::{Family, ModelConfig, SearchConfig};
+use nmt::config::{ArchName, ModelConfig, SearchConfig};
 use nmt::data::subword::{Segmenter, SubwordConfig, SubwordKind};
 use nmt::model::Seq2Seq;
 use nmt::model_file::ModelMeta;
@@ -53,7 +53,7 @@ fn meta(cfg: &ModelConfig) -> ModelMeta {
     }
 }
 
-fn config(arch: Family, meta_src: usize, meta_tgt: usize) -> ModelConfig {
+fn config(arch: ArchName, meta_src: usize, meta_tgt: usize) -> ModelConfig {
     let mut c = common::small_config(arch, meta_src, 6, 5);
     c.tgt_vocab = meta_tgt;
     c
@@ -99,7 +99,7 @@ fn assert_scores_match_search(models: &[&Seq2Seq], meta: &ModelMeta, out: &[Tran
 
 #[test]
 fn a_model_with_itself_is_the_model() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         let (meta, cfg) = common::tiny_meta(arch);
         let m = model(&cfg, 3);
         let one = translate_lines(&Searcher::new(vec![&m]).unwrap(), &meta, &sources(), &opts(true)).unwrap();
@@ -116,15 +116,15 @@ fn a_model_with_itself_is_the_model() {
 
 #[test]
 fn mixed_ensembles_search_what_they_score_in_any_order() {
-    let m0 = meta(&config(Family::Rnnsearch, 1, 1));
+    let m0 = meta(&config(ArchName::Rnnsearch, 1, 1));
     let (ks, ky) = (m0.src.vocab_size(), m0.tgt.vocab_size());
-    let search = config(Family::Rnnsearch, ks, ky);
-    let mut reversed = config(Family::Rnnsearch, ks, ky);
+    let search = config(ArchName::Rnnsearch, ks, ky);
+    let mut reversed = config(ArchName::Rnnsearch, ks, ky);
     reversed.reverse_source = true;
-    let mut lstm = config(Family::Rnnsearch, ks, ky);
+    let mut lstm = config(ArchName::Rnnsearch, ks, ky);
     lstm.cell = nmt::config::Cell::Lstm;
-    let enc = config(Family::Rnnenc, ks, ky);
-    let mut copy = config(Family::Rnnsearch, ks, ky);
+    let enc = config(ArchName::Rnnenc, ks, ky);
+    let mut copy = config(ArchName::Rnnsearch, ks, ky);
     common::with_copy(&mut copy);
     let (a, b, c, d, e) = (model(&search, 1), model(&reversed, 2), model(&lstm, 3), model(&enc, 4), model(&copy, 5));
     let sets: [(&str, Vec<&Seq2Seq>); 3] =
@@ -147,13 +147,13 @@ fn mixed_ensembles_search_what_they_score_in_any_order() {
 
 #[test]
 fn ensembles_search_alike_on_both_scorers() {
-    let m0 = meta(&config(Family::Rnnsearch, 1, 1));
+    let m0 = meta(&config(ArchName::Rnnsearch, 1, 1));
     let (ks, ky) = (m0.src.vocab_size(), m0.tgt.vocab_size());
-    let mut reversed = config(Family::Rnnsearch, ks, ky);
+    let mut reversed = config(ArchName::Rnnsearch, ks, ky);
     reversed.reverse_source = true;
-    let mut copy = config(Family::Rnnsearch, ks, ky);
+    let mut copy = config(ArchName::Rnnsearch, ks, ky);
     common::with_copy(&mut copy);
-    let (a, b, c) = (model(&config(Family::Rnnsearch, ks, ky), 1), model(&reversed, 2), model(&copy, 5));
+    let (a, b, c) = (model(&config(ArchName::Rnnsearch, ks, ky), 1), model(&reversed, 2), model(&copy, 5));
     let searcher = Searcher::new(vec![&c, &b, &a]).unwrap();
     let host = translate_lines(&searcher, &m0, &sources(), &opts(true)).unwrap();
     let ops = translate_lines(&searcher, &m0, &sources(), &SearchOptions { imp: nmt::config::Impl::Composed, ..opts(true) }).unwrap();

@@ -6,13 +6,13 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Cell, CellKind, Family, GruForm, Impl, OutputState};
+use nmt::config::{ArchName, Cell, CellKind, GruForm, Impl, OutputState};
 use nmt::data::batch::{Batch, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
 
 struct Case {
-    arch: Family,
+    arch: ArchName,
     cell: CellKind,
     output: OutputState,
     dropout: f64,
@@ -113,7 +113,7 @@ fn compare_with(case: &Case, dtype: DType, tweak: &dyn Fn(&mut nmt::config::Mode
 #[test]
 fn fused_loss_and_gradients_equal_composed() {
     let mut n = 0;
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for gru in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
             for output in [OutputState::Previous, OutputState::Current] {
                 for dropout in [0.0, 0.3] {
@@ -134,7 +134,7 @@ fn fused_loss_and_gradients_equal_composed() {
 
 #[test]
 fn fused_equals_composed_with_word_dropout_label_smoothing_and_tied_embeddings() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for recipe in [(0.25, 0.0, false), (0.0, 0.1, false), (0.0, 0.0, true), (0.2, 0.1, true)] {
             let case = Case {
                 arch,
@@ -156,7 +156,7 @@ fn fused_equals_composed_with_word_dropout_label_smoothing_and_tied_embeddings()
 #[test]
 fn label_smoothing_changes_the_training_loss_but_not_the_dev_loss() {
     let dev = Device::Cpu;
-    let mut cfg = common::small_config(Family::Rnnsearch, 14, 6, 5);
+    let mut cfg = common::small_config(ArchName::Rnnsearch, 14, 6, 5);
     cfg.init_std = 0.5; // far from uniform, where smoothing would change little
     let model = Seq2Seq::fresh(&cfg, 3, DType::F64, &dev).unwrap();
     let ex = [Example { src: vec![4, 5, 3], tgt: vec![8, 9, 3] }];
@@ -173,7 +173,7 @@ fn label_smoothing_changes_the_training_loss_but_not_the_dev_loss() {
 #[test]
 fn recurrent_dropout_changes_the_training_loss_on_both_paths() {
     let dev = Device::Cpu;
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         let mut cfg = common::small_config(arch, 14, 6, 5);
         cfg.init_std = 0.5;
         let mut model = Seq2Seq::fresh(&cfg, 3, DType::F64, &dev).unwrap();
@@ -196,7 +196,7 @@ fn recurrent_dropout_changes_the_training_loss_on_both_paths() {
 /// architectures, dropout between layers: fused equals composed.
 #[test]
 fn stacked_fused_equals_composed() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for (cell, layers, residual, output) in [
             (CellKind::Gru(GruForm::Paper), (2, 2), false, OutputState::Previous),
             (CellKind::Lstm, (3, 2), true, OutputState::Current),
@@ -216,7 +216,7 @@ fn stacked_fused_equals_composed() {
 #[test]
 fn wide_states_fused_equal_composed() {
     for cell in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
-        let case = Case { arch: Family::Rnnsearch, cell, output: OutputState::Current, dropout: 0.3, recurrent: 0.2, recipe: None };
+        let case = Case { arch: ArchName::Rnnsearch, cell, output: OutputState::Current, dropout: 0.3, recurrent: 0.2, recipe: None };
         let wide = |c: &mut nmt::config::ModelConfig| c.hidden_dim = 21;
         let (e64, e32) = (compare_with(&case, DType::F64, &wide), compare_with(&case, DType::F32, &wide));
         eprintln!("{cell:?} hidden 21: f64 {e64:.1e}, f32 {e32:.1e}");
@@ -228,7 +228,7 @@ fn wide_states_fused_equal_composed() {
 #[test]
 fn grconv_fused_equals_composed() {
     for cell in [CellKind::Gru(GruForm::Paper), CellKind::Lstm] {
-        let case = Case { arch: Family::Rnnenc, cell, output: OutputState::Current, dropout: 0.3, recurrent: 0.2, recipe: None };
+        let case = Case { arch: ArchName::Rnnenc, cell, output: OutputState::Current, dropout: 0.3, recurrent: 0.2, recipe: None };
         let grconv = |c: &mut nmt::config::ModelConfig| common::with_grconv(c);
         let (e64, e32) = (compare_with(&case, DType::F64, &grconv), compare_with(&case, DType::F32, &grconv));
         eprintln!("grconv {cell:?}: f64 {e64:.1e}, f32 {e32:.1e}");
@@ -242,7 +242,7 @@ fn grconv_fused_equals_composed() {
 fn copy_fused_equals_composed() {
     for (output, layers) in [(OutputState::Previous, 1), (OutputState::Current, 1), (OutputState::Previous, 2)] {
         let case = Case {
-            arch: Family::Rnnsearch,
+            arch: ArchName::Rnnsearch,
             cell: CellKind::Gru(GruForm::Paper),
             output,
             dropout: 0.2,
@@ -264,7 +264,7 @@ fn copy_fused_equals_composed() {
 /// composed, dropout drawn alike, both cells, both architectures.
 #[test]
 fn gated_feedback_fused_equals_composed() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for (cell, layers, residual) in
             [(CellKind::Gru(GruForm::Paper), 2, false), (CellKind::Lstm, 3, true), (CellKind::Gru(GruForm::ResetAfter), 3, false)]
         {
@@ -292,7 +292,7 @@ fn conditional_fused_equals_composed() {
         (GruForm::Paper, OutputState::Current, 1, true),
     ] {
         let case = Case {
-            arch: Family::Rnnsearch,
+            arch: ArchName::Rnnsearch,
             cell: CellKind::Gru(form),
             output,
             dropout: 0.2,
@@ -323,7 +323,7 @@ fn decoder_start_fused_equals_composed() {
         (StartState::Mean, true, CellKind::Gru(GruForm::ResetAfter)),
         (StartState::LastForward, true, CellKind::Gru(GruForm::Paper)),
     ] {
-        let case = Case { arch: Family::Rnnsearch, cell, output: OutputState::Current, dropout: 0.2, recurrent: 0.2, recipe: None };
+        let case = Case { arch: ArchName::Rnnsearch, cell, output: OutputState::Current, dropout: 0.2, recurrent: 0.2, recipe: None };
         let tweak = |c: &mut nmt::config::ModelConfig| {
             common::with_start(c, start);
             if conditional {
@@ -342,7 +342,9 @@ fn decoder_start_fused_equals_composed() {
 #[test]
 fn tanh_output_fused_equals_composed() {
     use nmt::config::OutputLayer;
-    for (arch, conditional, tied) in [(Family::Rnnsearch, false, false), (Family::Rnnsearch, true, true), (Family::Rnnenc, false, false)] {
+    for (arch, conditional, tied) in
+        [(ArchName::Rnnsearch, false, false), (ArchName::Rnnsearch, true, true), (ArchName::Rnnenc, false, false)]
+    {
         let case = Case {
             arch,
             cell: CellKind::Gru(GruForm::ResetAfter),
@@ -374,7 +376,7 @@ fn layer_norm_fused_equals_composed() {
     for (output, start, tied) in [(OutputState::Current, StartState::Mean, false), (OutputState::Previous, StartState::FirstBackward, true)]
     {
         let case = Case {
-            arch: Family::Rnnsearch,
+            arch: ArchName::Rnnsearch,
             cell: CellKind::Gru(GruForm::ResetAfter),
             output,
             dropout: 0.2,

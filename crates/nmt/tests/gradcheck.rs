@@ -4,7 +4,7 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Cell, Family, GruForm, Impl, ModelConfig};
+use nmt::config::{ArchName, Cell, GruForm, Impl, ModelConfig};
 use nmt::data::batch::{Batch, Example};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
@@ -13,12 +13,12 @@ use rand_chacha::ChaCha8Rng;
 
 /// `recurrent`: recurrent dropout, with the same masks at every evaluation (a fresh
 /// regularizer of the same seed and step).
-fn check(arch: Family, gru: GruForm, imp: Impl, recurrent: f64) {
+fn check(arch: ArchName, gru: GruForm, imp: Impl, recurrent: f64) {
     check_with(arch, gru, imp, DropoutRates { recurrent, ..DropoutRates::default() }, &|_| {});
 }
 
 /// [`check`] with any dropout `rates` and a change to the model's configuration.
-fn check_with(arch: Family, gru: GruForm, imp: Impl, rates: DropoutRates, tweak: &dyn Fn(&mut ModelConfig)) {
+fn check_with(arch: ArchName, gru: GruForm, imp: Impl, rates: DropoutRates, tweak: &dyn Fn(&mut ModelConfig)) {
     let dev = Device::Cpu;
     let mut cfg = common::small_config(arch, 12, 5, 4);
     common::set_att_dim(&mut cfg, 3);
@@ -78,32 +78,32 @@ fn check_with(arch: Family, gru: GruForm, imp: Impl, rates: DropoutRates, tweak:
 
 #[test]
 fn rnnsearch_gradients_match_finite_differences() {
-    check(Family::Rnnsearch, GruForm::Paper, Impl::Composed, 0.0);
+    check(ArchName::Rnnsearch, GruForm::Paper, Impl::Composed, 0.0);
 }
 
 #[test]
 fn rnnenc_gradients_match_finite_differences() {
-    check(Family::Rnnenc, GruForm::Paper, Impl::Composed, 0.0);
+    check(ArchName::Rnnenc, GruForm::Paper, Impl::Composed, 0.0);
 }
 
 /// The fused kernels, both cell forms: finite differences through the kernels' backward passes
 /// (the GRU op with lengths and a start state, the bidirectional op, the attention decoder).
 #[test]
 fn fused_rnnsearch_gradients_match_finite_differences() {
-    check(Family::Rnnsearch, GruForm::Paper, Impl::Fused, 0.0);
-    check(Family::Rnnsearch, GruForm::ResetAfter, Impl::Fused, 0.0);
+    check(ArchName::Rnnsearch, GruForm::Paper, Impl::Fused, 0.0);
+    check(ArchName::Rnnsearch, GruForm::ResetAfter, Impl::Fused, 0.0);
 }
 
 #[test]
 fn fused_rnnenc_gradients_match_finite_differences() {
-    check(Family::Rnnenc, GruForm::Paper, Impl::Fused, 0.0);
-    check(Family::Rnnenc, GruForm::ResetAfter, Impl::Fused, 0.0);
+    check(ArchName::Rnnenc, GruForm::Paper, Impl::Fused, 0.0);
+    check(ArchName::Rnnenc, GruForm::ResetAfter, Impl::Fused, 0.0);
 }
 
 /// Recurrent dropout through the fused kernels of both architectures and both cell forms.
 #[test]
 fn fused_gradients_with_recurrent_dropout_match_finite_differences() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for gru in [GruForm::Paper, GruForm::ResetAfter] {
             check(arch, gru, Impl::Fused, 0.4);
         }
@@ -113,7 +113,7 @@ fn fused_gradients_with_recurrent_dropout_match_finite_differences() {
 /// The LSTM, composed and fused, with recurrent dropout.
 #[test]
 fn lstm_gradients_match_finite_differences() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for imp in [Impl::Composed, Impl::Fused] {
             let rates = DropoutRates { recurrent: 0.4, ..DropoutRates::default() };
             check_with(arch, GruForm::Paper, imp, rates, &|c| c.cell = Cell::Lstm);
@@ -125,7 +125,7 @@ fn lstm_gradients_match_finite_differences() {
 /// recurrent dropout, with and without residual connections, both cells, both paths.
 #[test]
 fn stacked_gradients_match_finite_differences() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for (cell, residual, imp) in [(Cell::Gru, false, Impl::Fused), (Cell::Lstm, true, Impl::Fused), (Cell::Gru, true, Impl::Composed)] {
             let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
             check_with(arch, GruForm::Paper, imp, rates, &|c| {
@@ -140,7 +140,7 @@ fn stacked_gradients_match_finite_differences() {
 #[test]
 fn grconv_gradients_match_finite_differences() {
     for imp in [Impl::Composed, Impl::Fused] {
-        check_with(Family::Rnnenc, GruForm::Paper, imp, DropoutRates::default(), &|c| common::with_grconv(c));
+        check_with(ArchName::Rnnenc, GruForm::Paper, imp, DropoutRates::default(), &|c| common::with_grconv(c));
     }
 }
 
@@ -151,7 +151,7 @@ fn grconv_gradients_match_finite_differences() {
 /// their gradients.
 #[test]
 fn gated_feedback_gradients_match_finite_differences() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for (cell, gru, residual, imp) in [
             (Cell::Gru, GruForm::Paper, false, Impl::Fused),
             (Cell::Gru, GruForm::ResetAfter, true, Impl::Composed),
@@ -180,7 +180,7 @@ fn conditional_decoder_gradients_match_finite_differences() {
         (GruForm::Paper, Impl::Fused, 2),
     ] {
         let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
-        check_with(Family::Rnnsearch, gru, imp, rates, &|c| {
+        check_with(ArchName::Rnnsearch, gru, imp, rates, &|c| {
             common::with_conditional(c);
             c.dec_layers = layers;
         });
@@ -200,7 +200,7 @@ fn decoder_start_gradients_match_finite_differences() {
         (StartState::Mean, true, Impl::Fused),
         (StartState::LastForward, true, Impl::Composed),
     ] {
-        check_with(Family::Rnnsearch, GruForm::Paper, imp, DropoutRates::default(), &|c| {
+        check_with(ArchName::Rnnsearch, GruForm::Paper, imp, DropoutRates::default(), &|c| {
             common::with_start(c, start);
             if conditional {
                 common::with_conditional(c);
@@ -214,7 +214,7 @@ fn decoder_start_gradients_match_finite_differences() {
 #[test]
 fn tanh_output_gradients_match_finite_differences() {
     for (arch, imp, conditional) in
-        [(Family::Rnnsearch, Impl::Composed, false), (Family::Rnnsearch, Impl::Fused, true), (Family::Rnnenc, Impl::Fused, false)]
+        [(ArchName::Rnnsearch, Impl::Composed, false), (ArchName::Rnnsearch, Impl::Fused, true), (ArchName::Rnnenc, Impl::Fused, false)]
     {
         let rates = DropoutRates { units: 0.3, ..DropoutRates::default() };
         check_with(arch, GruForm::Paper, imp, rates, &|c| {
@@ -235,7 +235,7 @@ fn tanh_output_gradients_match_finite_differences() {
 fn layer_norm_gradients_match_finite_differences() {
     let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };
     for imp in [Impl::Composed, Impl::Fused] {
-        check_with(Family::Rnnsearch, GruForm::ResetAfter, imp, rates, &|c| {
+        check_with(ArchName::Rnnsearch, GruForm::ResetAfter, imp, rates, &|c| {
             common::with_conditional(c);
             common::with_start(c, nmt::config::StartState::Mean);
             c.output_layer = nmt::config::OutputLayer::Tanh;

@@ -1,22 +1,22 @@
-//! The fused host search (`nmt::infer`) against the candle search it replaces on the CPU: the
+//! The fused host search (`HostModel`, `model/snapshot.rs`) against the candle search it replaces on the CPU: the
 //! same hypotheses, scores and attention weights, for both architectures, both cells, both deep-output
 //! state choices, both GRU forms, greedy and beam, n-best lists, `--no-unk`, several batches.
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Cell, CellKind, Family, GruForm, Impl, OutputState, SearchConfig};
+use nmt::config::{ArchName, Cell, CellKind, GruForm, Impl, OutputState, SearchConfig};
 use nmt::data::EOS;
 use nmt::model::Seq2Seq;
 use nmt::search::{Hypothesis, SearchOptions, Searcher};
 
 /// A random model with a likely `</s>`, so that hypotheses finish at different steps.
-fn model(arch: Family, output_state: OutputState, cell: CellKind) -> Seq2Seq {
+fn model(arch: ArchName, output_state: OutputState, cell: CellKind) -> Seq2Seq {
     model_with(arch, output_state, cell, 1.0, &|_| {})
 }
 
 /// [`model`] after a change to the configuration.
 fn model_with(
-    arch: Family,
+    arch: ArchName,
     output_state: OutputState,
     cell: CellKind,
     eos_boost: f32,
@@ -86,7 +86,7 @@ fn assert_same(a: &[Vec<Hypothesis>], b: &[Vec<Hypothesis>], what: &str) {
 fn fused_search_equals_candle_search() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(30, 20, 1..=11, 9).into_iter().map(|e| e.src).collect();
     let mut checked = 0;
-    for (arch, state, gru) in [Family::Rnnsearch, Family::Rnnenc]
+    for (arch, state, gru) in [ArchName::Rnnsearch, ArchName::Rnnenc]
         .into_iter()
         .flat_map(|a| [OutputState::Previous, OutputState::Current].map(|s| (a, s)))
         .flat_map(|(a, s)| [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].map(|g| (a, s, g)))
@@ -114,7 +114,7 @@ fn fused_search_equals_candle_search() {
 #[test]
 fn fused_search_equals_candle_search_with_tied_embeddings() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(12, 20, 1..=9, 4).into_iter().map(|e| e.src).collect();
-    let mut cfg = common::small_config(Family::Rnnsearch, 30, 16, 24);
+    let mut cfg = common::small_config(ArchName::Rnnsearch, 30, 16, 24);
     cfg.init_std = 0.3;
     cfg.maxout_dim = 16;
     cfg.tie_target_embeddings = true;
@@ -135,7 +135,7 @@ type Variant = (CellKind, OutputState, bool);
 fn check_stacks(name: &str, variants: &[Variant], stack: &dyn Fn(&mut nmt::config::ModelConfig, bool)) {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 4).into_iter().map(|e| e.src).collect();
     let (mut finished, mut long) = (false, false);
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for &(cell, state, residual) in variants {
             let m = model_with(arch, state, cell, 1.8, &|c| stack(c, residual));
             let cfg = SearchConfig { beam_size: 4, n_best: 2, batch_size: 6, ..SearchConfig::default() };
@@ -185,7 +185,7 @@ fn fused_search_equals_candle_search_for_gated_feedback() {
 fn gated_feedback_encoder_ignores_padding() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 4).into_iter().map(|e| e.src).collect();
     for cell in [CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
-        let m = model_with(Family::Rnnenc, OutputState::Previous, cell, 1.8, &|c| {
+        let m = model_with(ArchName::Rnnenc, OutputState::Previous, cell, 1.8, &|c| {
             (c.enc_layers, c.dec_layers, c.stack) = (3, 1, nmt::config::StackKind::GatedFeedback)
         });
         for imp in [Impl::Fused, Impl::Composed] {
@@ -201,7 +201,7 @@ fn gated_feedback_encoder_ignores_padding() {
 fn fused_search_equals_candle_search_for_grconv() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(25, 20, 1..=11, 6).into_iter().map(|e| e.src).collect();
     for (cell, state) in [(CellKind::Gru(GruForm::Paper), OutputState::Current), (CellKind::Lstm, OutputState::Previous)] {
-        let m = model_with(Family::Rnnenc, state, cell, 1.0, &|c| common::with_grconv(c));
+        let m = model_with(ArchName::Rnnenc, state, cell, 1.0, &|c| common::with_grconv(c));
         let cfg = SearchConfig { beam_size: 3, n_best: 2, batch_size: 7, ..SearchConfig::default() };
         let what = format!("grconv {cell:?} {state:?}");
         let (fused, ops) = (run(&m, &srcs, &cfg, Impl::Fused), run(&m, &srcs, &cfg, Impl::Composed));
@@ -217,7 +217,7 @@ fn fused_search_equals_candle_search_for_copy() {
     let mut srcs: Vec<Vec<u32>> = common::reversal_examples(25, 26, 1..=11, 8).into_iter().map(|e| e.src).collect();
     srcs.iter_mut().for_each(|s| s.iter_mut().for_each(|w| *w = (*w).min(29)));
     for (state, layers) in [(OutputState::Previous, 1), (OutputState::Current, 2)] {
-        let m = model_with(Family::Rnnsearch, state, CellKind::Gru(GruForm::Paper), 1.0, &|c| {
+        let m = model_with(ArchName::Rnnsearch, state, CellKind::Gru(GruForm::Paper), 1.0, &|c| {
             common::with_copy(c);
             (c.tgt_vocab, c.dec_layers) = (24, layers);
         });
@@ -252,7 +252,7 @@ fn fused_search_equals_candle_search_for_the_conditional_decoder() {
         (GruForm::ResetAfter, OutputState::Previous, 2, StartState::FirstBackward, OutputLayer::Maxout),
         (GruForm::ResetAfter, OutputState::Current, 1, StartState::Mean, OutputLayer::Tanh),
     ] {
-        let m = model_with(Family::Rnnsearch, state, CellKind::Gru(form), 1.0, &|c| {
+        let m = model_with(ArchName::Rnnsearch, state, CellKind::Gru(form), 1.0, &|c| {
             common::with_conditional(c);
             common::with_start(c, start);
             c.dec_layers = layers;
@@ -275,7 +275,7 @@ fn fused_search_equals_candle_search_for_the_conditional_decoder() {
 #[test]
 fn fused_search_equals_candle_search_for_the_tanh_output() {
     let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 5).into_iter().map(|e| e.src).collect();
-    let m = model_with(Family::Rnnenc, OutputState::Current, CellKind::Gru(GruForm::Paper), 1.0, &|c| {
+    let m = model_with(ArchName::Rnnenc, OutputState::Current, CellKind::Gru(GruForm::Paper), 1.0, &|c| {
         c.output_layer = nmt::config::OutputLayer::Tanh;
     });
     let mut long = false;
@@ -296,7 +296,7 @@ fn fused_search_equals_candle_search_for_the_tanh_output() {
 fn fused_search_equals_candle_search_with_layer_norm() {
     use nmt::config::{OutputLayer, StartState};
     let srcs: Vec<Vec<u32>> = common::reversal_examples(20, 20, 1..=11, 5).into_iter().map(|e| e.src).collect();
-    let m = model_with(Family::Rnnsearch, OutputState::Current, CellKind::Gru(GruForm::ResetAfter), 1.0, &|c| {
+    let m = model_with(ArchName::Rnnsearch, OutputState::Current, CellKind::Gru(GruForm::ResetAfter), 1.0, &|c| {
         common::with_conditional(c);
         common::with_start(c, StartState::Mean);
         c.output_layer = OutputLayer::Tanh;

@@ -448,7 +448,7 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
 /// repeated ids so that the scatter adds.
 #[test]
 fn fused_embedding_matches_index_select_times_mask() {
-    use nmt::kernels::lookup::embed;
+    use nmt::kernels::lookup::lookup_op;
     for (dtype, masked) in [(DType::F64, false), (DType::F64, true), (DType::F32, true)] {
         let mut rng = ChaCha8Rng::seed_from_u64(31);
         let (v, m) = (11, 6);
@@ -458,7 +458,7 @@ fn fused_embedding_matches_index_select_times_mask() {
         let idt = Tensor::new(ids.as_slice(), &Device::Cpu).unwrap();
         let err = compare(
             &[&table],
-            || embed(table.as_tensor(), &ids, mask.as_deref()).unwrap(),
+            || lookup_op(table.as_tensor(), &ids, mask.as_deref()).unwrap(),
             || {
                 let x = table.as_tensor().index_select(&idt, 0).unwrap();
                 match &mask {

@@ -1,5 +1,5 @@
 //! Resume: a run stopped right after a checkpoint and restarted continues from that update, and
-//! its next 20 losses equal those of the uninterrupted run (within 1e-5). The run uses the whole
+//! its next 20 losses equal those of the uninterrupted run (bit for bit). The run uses the whole
 //! training recipe (unit and word dropout, label smoothing, learning-rate decay with its state in
 //! the checkpoint, snapshot averaging, beam-2 validation), so all of it resumes exactly.
 use std::path::Path;

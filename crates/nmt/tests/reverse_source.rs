@@ -4,14 +4,14 @@
 mod common;
 
 use candle_core::{DType, Device};
-use nmt::config::{Family, SearchConfig};
+use nmt::config::{ArchName, SearchConfig};
 use nmt::model::Seq2Seq;
 use nmt::search::{SearchOptions, Searcher};
 use nmt::translate::translate_lines;
 
 #[test]
 fn reversed_reading_equals_reading_the_reversed_sentence() {
-    let (mut meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let (mut meta, cfg) = common::tiny_meta(ArchName::Rnnsearch);
     let plain = Seq2Seq::fresh(&cfg, 7, DType::F32, &Device::Cpu).unwrap();
     let mut rcfg = cfg.clone();
     rcfg.reverse_source = true;

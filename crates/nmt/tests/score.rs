@@ -4,7 +4,7 @@
 mod common;
 
 use candle_core::{DType, Device};
-use nmt::config::{Family, SearchConfig};
+use nmt::config::{ArchName, SearchConfig};
 use nmt::model::Seq2Seq;
 use nmt::score::score_pairs;
 use nmt::search::{SearchOptions, Searcher};
@@ -12,7 +12,7 @@ use nmt::translate::translate_lines;
 
 #[test]
 fn scores_equal_search_log_probs_and_ignore_batching() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         let (meta, mut cfg) = common::tiny_meta(arch);
         cfg.init_std = 0.5;
         let model = Seq2Seq::fresh(&cfg, 11, DType::F32, &Device::Cpu).unwrap();

@@ -3,14 +3,14 @@
 mod common;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Family, Impl, SearchConfig};
+use nmt::config::{ArchName, Impl, SearchConfig};
 use nmt::data::batch::{inference_batches, Batch, BatchConfig, Example};
 use nmt::data::{BOS, EOS, PAD};
 use nmt::model::{BatchTensors, Seq2Seq};
 use nmt::search::{max_output_len, normalized, SearchOptions, Searcher};
 
 /// A random model whose `</s>` is likely enough that most hypotheses finish.
-fn model(arch: Family) -> Seq2Seq {
+fn model(arch: ArchName) -> Seq2Seq {
     let mut cfg = common::small_config(arch, 30, 16, 24);
     cfg.init_std = 0.3;
     let m = Seq2Seq::fresh(&cfg, 11, DType::F32, &Device::Cpu).unwrap();
@@ -64,7 +64,7 @@ fn reference_greedy(m: &Seq2Seq, batch: &Batch, o: &SearchOptions) -> Vec<(Vec<u
 
 #[test]
 fn beam_of_one_is_greedy() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         let m = model(arch);
         let (_, batch) = sources();
         let want = reference_greedy(&m, &batch, &opts(1, 1.0, 1, Impl::Composed));
@@ -82,7 +82,7 @@ fn beam_of_one_is_greedy() {
 
 #[test]
 fn beam_scores_equal_teacher_forced_log_probs() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         for (alpha, imp) in [(0.0, Impl::Composed), (1.0, Impl::Composed), (1.0, Impl::Fused)] {
             let m = model(arch);
             let (srcs, batch) = sources();
@@ -102,7 +102,7 @@ fn beam_scores_equal_teacher_forced_log_probs() {
                     let tf = m.sentence_log_probs(&BatchTensors::new(&b, DType::F32, &Device::Cpu).unwrap()).unwrap()[0];
                     assert!((tf - h.log_prob).abs() < 1e-3 * (1.0 + tf.abs()), "{arch:?}: beam {} vs teacher-forced {tf}", h.log_prob);
                     assert!((h.score - normalized(h.log_prob, len, alpha)).abs() < 1e-12);
-                    assert_eq!(h.alignment.as_ref().map(|a| a.len()), (arch == Family::Rnnsearch).then_some(len));
+                    assert_eq!(h.alignment.as_ref().map(|a| a.len()), (arch == ArchName::Rnnsearch).then_some(len));
                     checked += 1;
                 }
             }

@@ -10,14 +10,14 @@ mod common;
 use std::sync::Arc;
 
 use candle_core::{DType, Device, Tensor};
-use nmt::config::{Family, Impl, SearchConfig};
+use nmt::config::{ArchName, Impl, SearchConfig};
 use nmt::data::{Shortlist, ShortlistSpec, EOS};
 use nmt::model::Seq2Seq;
 use nmt::search::{Hypothesis, SearchOptions, Searcher};
 
 const VOCAB: usize = 30;
 
-fn model(arch: Family, seed: u64) -> Seq2Seq {
+fn model(arch: ArchName, seed: u64) -> Seq2Seq {
     let mut cfg = common::small_config(arch, VOCAB, 16, 24);
     cfg.init_std = 0.3;
     let m = Seq2Seq::fresh(&cfg, seed, DType::F32, &Device::Cpu).unwrap();
@@ -56,7 +56,7 @@ fn everything() -> Arc<Shortlist> {
 
 #[test]
 fn a_shortlist_of_every_word_searches_as_the_full_vocabulary() {
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         let m = model(arch, 7);
         let s = Searcher::new(vec![&m]).unwrap().with_shortlist(Some(everything()));
         for imp in [Impl::Fused, Impl::Composed] {
@@ -70,7 +70,7 @@ fn a_shortlist_of_every_word_searches_as_the_full_vocabulary() {
 
 #[test]
 fn a_real_shortlist_keeps_the_output_inside_its_candidates_on_both_scorers() {
-    let m = model(Family::Rnnsearch, 11);
+    let m = model(ArchName::Rnnsearch, 11);
     // Source token w translates to w + 1 only; nothing is frequent.
     let pairs: Vec<(Vec<u32>, Vec<u32>)> =
         (0..200u32).map(|i| (vec![4 + i % 20, 4 + (i * 7) % 20, EOS], vec![5 + i % 20, 5 + (i * 7) % 20, EOS])).collect();
@@ -89,7 +89,7 @@ fn a_real_shortlist_keeps_the_output_inside_its_candidates_on_both_scorers() {
 #[test]
 fn shortlists_and_int8_weights_survive_the_model_file() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut meta, cfg) = common::tiny_meta(Family::Rnnsearch);
+    let (mut meta, cfg) = common::tiny_meta(ArchName::Rnnsearch);
     let m = Seq2Seq::fresh(&cfg, 3, DType::F32, &Device::Cpu).unwrap();
     let v = cfg.tgt_vocab as u32;
     let cands: Vec<u32> = (0..cfg.src_vocab as u32).flat_map(|s| [s % v, (s + 1) % v]).collect();
@@ -127,7 +127,7 @@ fn shortlists_and_int8_weights_survive_the_model_file() {
 #[test]
 fn an_int8_file_translates_as_the_f32_model_quantised_at_load() {
     let dir = tempfile::tempdir().unwrap();
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         let m = model(arch, 5);
         let path = dir.path().join(format!("{arch:?}.int8.safetensors"));
         let (mut meta, _) = common::tiny_meta(arch);
@@ -149,12 +149,12 @@ fn an_int8_file_translates_as_the_f32_model_quantised_at_load() {
 
 #[test]
 fn a_copy_model_or_a_missing_shortlist_is_an_error() {
-    let m = model(Family::Rnnsearch, 2);
+    let m = model(ArchName::Rnnsearch, 2);
     let s = Searcher::new(vec![&m]).unwrap();
     let cfg = SearchConfig { shortlist: true, ..SearchConfig::default() };
     let err = s.search(&sources(), None, &SearchOptions { cfg: cfg.clone(), alignments: false, imp: Impl::Fused }).unwrap_err();
     assert!(err.to_string().contains("no lexical shortlist"), "{err}");
-    let mut c = common::small_config(Family::Rnnsearch, VOCAB, 16, 24);
+    let mut c = common::small_config(ArchName::Rnnsearch, VOCAB, 16, 24);
     common::with_copy(&mut c);
     let copy = Seq2Seq::fresh(&c, 1, DType::F32, &Device::Cpu).unwrap();
     let s = Searcher::new(vec![&copy]).unwrap().with_shortlist(Some(everything()));
@@ -170,7 +170,7 @@ fn a_step_split_across_threads_searches_as_on_one_thread() {
     // the hypotheses must not depend on the thread count. 9 sentences × beam 5 rows make 3
     // shares on 3 threads.
     let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
-    for arch in [Family::Rnnsearch, Family::Rnnenc] {
+    for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         let m = model(arch, 11);
         let s = Searcher::new(vec![&m]).unwrap();
         for int8 in [false, true] {
@@ -188,7 +188,7 @@ fn a_step_split_across_threads_searches_as_on_one_thread() {
 /// machine must find what 2 find, in f32 and int8.
 #[test]
 fn sixteen_and_sixty_four_threads_search_as_two() {
-    let mut cfg = common::small_config(Family::Rnnsearch, 1600, 16, 32);
+    let mut cfg = common::small_config(ArchName::Rnnsearch, 1600, 16, 32);
     cfg.init_std = 0.3;
     let m = Seq2Seq::fresh(&cfg, 4, DType::F32, &Device::Cpu).unwrap();
     let s = Searcher::new(vec![&m]).unwrap();

@@ -6,21 +6,21 @@ mod common;
 use std::time::Instant;
 
 use candle_core::{DType, Device};
-use nmt::config::{Cell, Family, ModelConfig, SearchConfig, TrainConfig};
+use nmt::config::{ArchName, Cell, ModelConfig, SearchConfig, TrainConfig};
 use nmt::data::batch::{epoch_batches, BatchConfig, Example};
 use nmt::model::{BatchTensors, Seq2Seq};
 use nmt::search::{SearchOptions, Searcher};
 use nmt::train::optim::Optimizer;
 
 /// Trains until `target` accuracy on the held-out set or `max_steps`; returns the accuracy.
-fn train_reversal(arch: Family, cell: Cell, lens: std::ops::RangeInclusive<usize>, hidden: usize, lr: f64, target: f64) -> f64 {
+fn train_reversal(arch: ArchName, cell: Cell, lens: std::ops::RangeInclusive<usize>, hidden: usize, lr: f64, target: f64) -> f64 {
     train_reversal_with(arch, lens, hidden, lr, target, &|c| c.cell = cell)
 }
 
 /// [`train_reversal`] for any configuration change (`tweak`); sources are put in the order
 /// the model reads them (`model.reverse_source`), as the trainer and the translator do.
 fn train_reversal_with(
-    arch: Family,
+    arch: ArchName,
     lens: std::ops::RangeInclusive<usize>,
     hidden: usize,
     lr: f64,
@@ -85,19 +85,19 @@ fn accuracy(model: &Seq2Seq, test: &[Example]) -> f64 {
 
 #[test]
 fn rnnsearch_learns_to_reverse() {
-    let acc = train_reversal(Family::Rnnsearch, Cell::Gru, 3..=10, 64, 3e-3, 0.99);
+    let acc = train_reversal(ArchName::Rnnsearch, Cell::Gru, 3..=10, 64, 3e-3, 0.99);
     assert!(acc >= 0.98, "RNNsearch exact-match accuracy {acc}");
 }
 
 #[test]
 fn lstm_rnnsearch_learns_to_reverse() {
-    let acc = train_reversal(Family::Rnnsearch, Cell::Lstm, 3..=10, 64, 3e-3, 0.99);
+    let acc = train_reversal(ArchName::Rnnsearch, Cell::Lstm, 3..=10, 64, 3e-3, 0.99);
     assert!(acc >= 0.98, "LSTM RNNsearch exact-match accuracy {acc}");
 }
 
 #[test]
 fn rnnenc_learns_to_reverse_short_sequences() {
-    let acc = train_reversal(Family::Rnnenc, Cell::Gru, 3..=6, 128, 1e-3, 0.95);
+    let acc = train_reversal(ArchName::Rnnenc, Cell::Gru, 3..=6, 128, 1e-3, 0.95);
     assert!(acc >= 0.90, "RNNenc exact-match accuracy {acc}");
 }
 
@@ -105,7 +105,7 @@ fn rnnenc_learns_to_reverse_short_sequences() {
 /// source read backwards, so that the reversal becomes a copy of what was read last.
 #[test]
 fn lstm_seq2seq_learns_to_reverse_short_sequences() {
-    let acc = train_reversal_with(Family::Rnnenc, 3..=6, 128, 1e-3, 0.95, &|c| {
+    let acc = train_reversal_with(ArchName::Rnnenc, 3..=6, 128, 1e-3, 0.95, &|c| {
         c.cell = Cell::Lstm;
         (c.enc_layers, c.dec_layers, c.reverse_source) = (2, 2, true);
     });
@@ -115,7 +115,7 @@ fn lstm_seq2seq_learns_to_reverse_short_sequences() {
 /// grconv-small's shape (Properties §3): grConv's summary under RNNenc's decoder.
 #[test]
 fn grconv_learns_to_reverse_short_sequences() {
-    let acc = train_reversal_with(Family::Rnnenc, 3..=6, 128, 1e-3, 0.95, &|c| common::with_grconv(c));
+    let acc = train_reversal_with(ArchName::Rnnenc, 3..=6, 128, 1e-3, 0.95, &|c| common::with_grconv(c));
     assert!(acc >= 0.90, "grConv exact-match accuracy {acc}");
 }
 
@@ -123,7 +123,7 @@ fn grconv_learns_to_reverse_short_sequences() {
 /// whose upper layer reads both layers' states through global reset gates.
 #[test]
 fn gated_feedback_rnnsearch_learns_to_reverse() {
-    let acc = train_reversal_with(Family::Rnnsearch, 3..=10, 64, 3e-3, 0.99, &|c| {
+    let acc = train_reversal_with(ArchName::Rnnsearch, 3..=10, 64, 3e-3, 0.99, &|c| {
         (c.dec_layers, c.stack) = (2, nmt::config::StackKind::GatedFeedback);
     });
     assert!(acc >= 0.98, "gated-feedback RNNsearch exact-match accuracy {acc}");
@@ -134,7 +134,7 @@ fn gated_feedback_rnnsearch_learns_to_reverse() {
 /// each sentence's last word, learned end to end.
 #[test]
 fn gated_feedback_seq2seq_learns_to_reverse_short_sequences() {
-    let acc = train_reversal_with(Family::Rnnenc, 3..=6, 128, 1e-3, 0.95, &|c| {
+    let acc = train_reversal_with(ArchName::Rnnenc, 3..=6, 128, 1e-3, 0.95, &|c| {
         c.cell = Cell::Lstm;
         (c.enc_layers, c.dec_layers, c.reverse_source, c.stack) = (2, 2, true, nmt::config::StackKind::GatedFeedback);
     });
@@ -146,7 +146,7 @@ fn gated_feedback_seq2seq_learns_to_reverse_short_sequences() {
 /// the slowest part of CI.)
 #[test]
 fn tanh_output_rnnsearch_learns_to_reverse() {
-    let acc = train_reversal_with(Family::Rnnsearch, 3..=10, 64, 3e-3, 0.99, &|c| {
+    let acc = train_reversal_with(ArchName::Rnnsearch, 3..=10, 64, 3e-3, 0.99, &|c| {
         common::with_conditional(c);
         c.output_state = nmt::config::OutputState::Current;
         c.output_layer = nmt::config::OutputLayer::Tanh;
@@ -159,7 +159,7 @@ fn tanh_output_rnnsearch_learns_to_reverse() {
 /// not have layer normalisation): it learns.
 #[test]
 fn layer_norm_rnnsearch_learns_to_reverse() {
-    let acc = train_reversal_with(Family::Rnnsearch, 3..=8, 48, 3e-3, 0.95, &|c| {
+    let acc = train_reversal_with(ArchName::Rnnsearch, 3..=8, 48, 3e-3, 0.95, &|c| {
         common::with_conditional(c);
         common::with_start(c, nmt::config::StartState::Mean);
         c.gru = nmt::config::GruForm::ResetAfter;

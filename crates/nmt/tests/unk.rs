@@ -2,8 +2,8 @@
 //! the highest weight (never `</s>`), or its dictionary entry.
 use nmt::data::subword::{Segmenter, SubwordConfig, SubwordKind};
 use nmt::data::UNK;
-use nmt::hypothesis::Hypothesis;
 use nmt::unk::UnkReplacer;
+use nmt::Hypothesis;
 
 fn words(lines: &[&str]) -> Segmenter {
     let lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();

@@ -109,7 +109,7 @@ pub fn run(args: TranslateArgs) -> Result<()> {
     let unk = match (args.replace_unk, &args.dict) {
         (false, _) => None,
         (true, _) if !translator.models().iter().any(|m| m.has_attention()) => {
-            bail!("--replace-unk needs an attention model; this one is {}", translator.model().cfg.arch.family().name())
+            bail!("--replace-unk needs an attention model; this one is {}", translator.model().cfg.arch.name().name())
         }
         (true, None) => Some(UnkReplacer::new()),
         (true, Some(path)) => Some(UnkReplacer::with_dictionary(path)?),

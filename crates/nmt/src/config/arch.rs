@@ -1,4 +1,4 @@
-//! The architecture: which encoder-decoder family, with the settings only that family has.
+//! The architecture (`model.arch`): which encoder-decoder, with the settings only it has.
 //!
 //! In the TOML file (and the config stored in a model file) these stay flat keys of `[model]`:
 //! `arch = "rnnsearch" | "rnnenc"`, `att_dim`, `copy`, `encoder`, `decoder`, `decoder_start`. In memory they are one
@@ -9,22 +9,22 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// The family alone: the value of the `model.arch` key.
+/// The architecture's name alone: the value of the `model.arch` key.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
-pub enum Family {
+pub enum ArchName {
     /// Cho et al. 2014 (RNNenc): the decoder reads a fixed summary of the source.
     Rnnenc,
     /// Bahdanau et al. 2014 (RNNsearch): the decoder attends over the source's annotations.
     Rnnsearch,
 }
 
-impl Family {
+impl ArchName {
     /// The name the config file spells (`"rnnsearch"`).
     pub fn name(self) -> &'static str {
         match self {
-            Family::Rnnenc => "rnnenc",
-            Family::Rnnsearch => "rnnsearch",
+            ArchName::Rnnenc => "rnnenc",
+            ArchName::Rnnsearch => "rnnsearch",
         }
     }
 }
@@ -82,7 +82,7 @@ impl StartState {
     }
 }
 
-/// The encoder-decoder family with its own settings.
+/// The architecture with its own settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
     /// Cho et al. 2014 (RNNenc): an encoder whose summary `c = tanh(V h_T)` the decoder sees at
@@ -116,10 +116,11 @@ impl Arch {
         Arch::Rnnenc { encoder: EncoderKind::Rnn }
     }
 
-    pub fn family(&self) -> Family {
+    /// Its name ([`ArchName`]).
+    pub fn name(&self) -> ArchName {
         match self {
-            Arch::Rnnenc { .. } => Family::Rnnenc,
-            Arch::Rnnsearch { .. } => Family::Rnnsearch,
+            Arch::Rnnenc { .. } => ArchName::Rnnenc,
+            Arch::Rnnsearch { .. } => ArchName::Rnnsearch,
         }
     }
 
@@ -130,22 +131,22 @@ impl Arch {
 
     /// Pairs the flat keys of a `[model]` table. `att_dim` is RNNsearch's alone: RNNenc
     /// ignores it (presets and old model files give RNNenc models one), and writes 0.
-    pub fn from_keys(family: Family, att_dim: usize, copy: bool, encoder: EncoderKind, decoder: (DecoderKind, StartState)) -> Result<Self> {
+    pub fn from_keys(name: ArchName, att_dim: usize, copy: bool, encoder: EncoderKind, decoder: (DecoderKind, StartState)) -> Result<Self> {
         let (decoder, start) = decoder;
-        match family {
-            Family::Rnnenc if !start.is_first_backward() => Err(Error::Config(
+        match name {
+            ArchName::Rnnenc if !start.is_first_backward() => Err(Error::Config(
                 "model.decoder_start summarises RNNsearch's annotations: RNNenc's decoder starts from its summary (arch = \"rnnsearch\")"
                     .into(),
             )),
-            Family::Rnnenc if !decoder.is_bahdanau() => {
+            ArchName::Rnnenc if !decoder.is_bahdanau() => {
                 Err(Error::Config("model.decoder = \"conditional\" attends over the source: it needs arch = \"rnnsearch\"".into()))
             }
-            Family::Rnnsearch if encoder == EncoderKind::Grconv => {
+            ArchName::Rnnsearch if encoder == EncoderKind::Grconv => {
                 Err(Error::Config("model.encoder = \"grconv\" gives a summary vector: it needs arch = \"rnnenc\"".into()))
             }
-            Family::Rnnsearch => Ok(Arch::Rnnsearch { att_dim, copy, decoder, start }),
-            Family::Rnnenc if copy => Err(Error::Config("model.copy copies through attention: it needs arch = \"rnnsearch\"".into())),
-            Family::Rnnenc => Ok(Arch::Rnnenc { encoder }),
+            ArchName::Rnnsearch => Ok(Arch::Rnnsearch { att_dim, copy, decoder, start }),
+            ArchName::Rnnenc if copy => Err(Error::Config("model.copy copies through attention: it needs arch = \"rnnsearch\"".into())),
+            ArchName::Rnnenc => Ok(Arch::Rnnenc { encoder }),
         }
     }
 
@@ -167,10 +168,10 @@ impl Arch {
 
     /// The flat keys `(arch, att_dim, copy, encoder, (decoder, decoder_start))` this
     /// architecture is written as.
-    pub fn keys(&self) -> (Family, usize, bool, EncoderKind, (DecoderKind, StartState)) {
+    pub fn keys(&self) -> (ArchName, usize, bool, EncoderKind, (DecoderKind, StartState)) {
         match *self {
-            Arch::Rnnenc { encoder } => (Family::Rnnenc, 0, false, encoder, (DecoderKind::Bahdanau, StartState::FirstBackward)),
-            Arch::Rnnsearch { att_dim, copy, decoder, start } => (Family::Rnnsearch, att_dim, copy, EncoderKind::Rnn, (decoder, start)),
+            Arch::Rnnenc { encoder } => (ArchName::Rnnenc, 0, false, encoder, (DecoderKind::Bahdanau, StartState::FirstBackward)),
+            Arch::Rnnsearch { att_dim, copy, decoder, start } => (ArchName::Rnnsearch, att_dim, copy, EncoderKind::Rnn, (decoder, start)),
         }
     }
 }
@@ -192,16 +193,16 @@ mod tests {
     fn keys_no_architecture_has_are_refused_by_name() {
         let plain = (DecoderKind::Bahdanau, StartState::FirstBackward);
         let err = |f, a, c, e| Arch::from_keys(f, a, c, e, plain).unwrap_err().to_string();
-        assert!(err(Family::Rnnenc, 0, true, EncoderKind::Rnn).contains("model.copy"));
-        assert!(err(Family::Rnnsearch, 4, false, EncoderKind::Grconv).contains("model.encoder"));
-        let cond = Arch::from_keys(Family::Rnnenc, 0, false, EncoderKind::Rnn, (DecoderKind::Conditional, StartState::FirstBackward));
+        assert!(err(ArchName::Rnnenc, 0, true, EncoderKind::Rnn).contains("model.copy"));
+        assert!(err(ArchName::Rnnsearch, 4, false, EncoderKind::Grconv).contains("model.encoder"));
+        let cond = Arch::from_keys(ArchName::Rnnenc, 0, false, EncoderKind::Rnn, (DecoderKind::Conditional, StartState::FirstBackward));
         assert!(cond.unwrap_err().to_string().contains("model.decoder"));
-        let mean = Arch::from_keys(Family::Rnnenc, 0, false, EncoderKind::Rnn, (DecoderKind::Bahdanau, StartState::Mean));
+        let mean = Arch::from_keys(ArchName::Rnnenc, 0, false, EncoderKind::Rnn, (DecoderKind::Bahdanau, StartState::Mean));
         assert!(mean.unwrap_err().to_string().contains("model.decoder_start"));
         // A size of 0 is `validate`'s to refuse, with the other sizes.
         let zero = crate::config::Config::from_toml_str("[model]\narch = \"rnnsearch\"\natt_dim = 0", &[]).unwrap_err();
         assert!(zero.to_string().contains("model.att_dim"));
         // RNNenc has no attention: a preset's or an old file's att_dim is dropped.
-        assert_eq!(Arch::from_keys(Family::Rnnenc, 256, false, EncoderKind::Rnn, plain).unwrap(), Arch::rnnenc());
+        assert_eq!(Arch::from_keys(ArchName::Rnnenc, 256, false, EncoderKind::Rnn, plain).unwrap(), Arch::rnnenc());
     }
 }

@@ -11,17 +11,17 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 mod arch;
+mod checks;
 mod data;
 mod model;
-mod output;
+mod output_keys;
 mod presets;
 mod search;
 mod train;
-mod validate;
-pub use arch::{Arch, DecoderKind, EncoderKind, Family, StartState};
+pub use arch::{Arch, ArchName, DecoderKind, EncoderKind, StartState};
 pub use data::{CorpusEntry, DataConfig, TrainInput};
 pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, StackKind, WeightInit};
-pub use output::{OutputLayer, OutputState};
+pub use output_keys::{OutputLayer, OutputState};
 pub use search::{SearchConfig, SearchRequest, MAX_BEAM};
 pub use train::{Optimizer, Precision, TrainConfig};
 

@@ -2,8 +2,8 @@
 //! implementation runs its maths.
 use serde::{Deserialize, Serialize};
 
-use super::arch::{Arch, DecoderKind, EncoderKind, Family, StartState};
-use super::output::{OutputLayer, OutputState};
+use super::arch::{Arch, ArchName, DecoderKind, EncoderKind, StartState};
+use super::output_keys::{OutputLayer, OutputState};
 use crate::error::{Error, Result};
 
 fn one() -> usize {
@@ -101,7 +101,7 @@ impl CellKind {
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum Impl {
-    /// The fused kernels of `crate::kernels` and the host search of `crate::infer` (CPU, f32
+    /// The fused kernels of `crate::kernels` and the host search (`model/snapshot.rs`) (CPU, f32
     /// and f64); where they cannot run (a GPU, another dtype) the candle ops do.
     #[default]
     Fused,
@@ -205,7 +205,7 @@ pub struct ModelConfig {
 #[serde(deny_unknown_fields)]
 struct ModelToml {
     preset: Option<String>,
-    arch: Family,
+    arch: ArchName,
     emb_dim: usize,
     hidden_dim: usize,
     att_dim: usize,

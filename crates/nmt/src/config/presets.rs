@@ -2,7 +2,7 @@
 //! tests' tiny models. A config file's own keys override the preset's (`Config::from_toml_str`).
 use super::arch::{Arch, EncoderKind};
 use super::model::{Cell, GruForm, ModelConfig, StackKind, WeightInit};
-use super::output::{OutputLayer, OutputState};
+use super::output_keys::{OutputLayer, OutputState};
 use crate::error::{Error, Result};
 
 impl ModelConfig {

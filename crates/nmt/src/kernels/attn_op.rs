@@ -23,7 +23,7 @@ use candle_core::{Result, Shape, Tensor};
 
 use super::attn_decoder::{forward, AttnDims, Steps};
 use super::gemm::{matmul, transpose, Mat, Real};
-use super::layer_norm::{ln_backward_product, ln_rows, Product};
+use super::norm_rows::{ln_backward_product, ln_rows, Product};
 use super::precision::matmul_wide;
 use super::saved_op::{apply, SavedForward};
 use super::start_pool;

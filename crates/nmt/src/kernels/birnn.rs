@@ -84,7 +84,7 @@ fn dir_rows<T: Real>(bh: &[T], batch: usize, h: usize) -> Vec<T> {
 }
 
 /// The annotations `(B, S, 2H)` alone: the forward pass for search, which keeps nothing for a
-/// backward pass (`crate::infer` encodes with it).
+/// backward pass (the host search encodes with it).
 pub(crate) fn annotations<T: Real>(d: &RnnDims, gi: &[T], u: &[T], bh: &[T]) -> Vec<T> {
     forward(d, gi, u, bh).0
 }

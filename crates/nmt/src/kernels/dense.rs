@@ -63,7 +63,7 @@ impl Dense {
 
 /// Rows `ids` of an embedding table `(V, dim)`. Ids come from the model's own vocabulary (the
 /// segmenter maps anything else to `<unk>`), so they are in range.
-pub fn embed(table: &[f32], ids: &[u32], dim: usize) -> Vec<f32> {
+pub fn gather_rows(table: &[f32], ids: &[u32], dim: usize) -> Vec<f32> {
     let mut out = Vec::with_capacity(ids.len() * dim);
     for &i in ids {
         out.extend_from_slice(&table[i as usize * dim..(i as usize + 1) * dim]);

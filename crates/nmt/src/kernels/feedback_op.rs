@@ -73,7 +73,7 @@ pub fn feedback_sequence(s1: &Tensor, h0: &Tensor, params: &Tensor, spec: Feedba
 }
 
 /// The same forward pass on host slices, without dropout and without autodiff: the host
-/// encoder's (`infer/encode.rs`), so that search runs the training kernel's own arithmetic.
+/// encoder's (`HostModel::encode`), so that search runs the training kernel's own arithmetic.
 /// `shape` is `(B, T, n)`. It keeps what a backward pass would read (about `T·(L−1)` times
 /// `(2G + L·n + 4n)` values per sentence), which an encoder's batch affords.
 pub fn feedback_host(s1: &[f32], h0: &[f32], params: &[f32], spec: FeedbackSpec<'_>, shape: (usize, usize, usize)) -> Result<Vec<f32>> {

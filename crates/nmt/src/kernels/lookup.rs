@@ -13,7 +13,7 @@ use super::gemm::Real;
 use super::storage::{cpu_slice, float_dtype, tensor_from, with_slice};
 
 /// Rows `ids` of `table (V, m)`, each times its row of `mask (N, m)` when given.
-pub fn embed(table: &Tensor, ids: &[u32], mask: Option<&[f32]>) -> Result<Tensor> {
+pub fn lookup_op(table: &Tensor, ids: &[u32], mask: Option<&[f32]>) -> Result<Tensor> {
     let (vocab, dim) = table.dims2()?;
     if ids.iter().any(|&i| i as usize >= vocab) || mask.is_some_and(|m| m.len() != ids.len() * dim) {
         candle_core::bail!("embed: ids or mask do not fit a table of {:?}", table.dims());

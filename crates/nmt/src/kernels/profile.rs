@@ -16,7 +16,7 @@ pub const NAMES: [&str; 17] = [
     "proj_nll.fwd",
     "proj_nll.bwd",
     "optim",
-    // The host search (crate::infer): encoder, attention, the decoder's other products and
+    // The host search (model/snapshot.rs): encoder, attention, the decoder's other products and
     // cell, the fused scores, and the beam's selection and bookkeeping. `search.step` is a whole
     // decoder step and includes `search.attn` and `search.scores`.
     "search.encode",

@@ -82,7 +82,7 @@ impl Projection {
     }
 
     /// The vocabulary size `V`.
-    pub fn vocab(&self) -> usize {
+    pub fn vocab_size(&self) -> usize {
         self.vocab
     }
 

@@ -1,6 +1,6 @@
 //! One recurrent step for a block of batch rows, forward and backward: the arithmetic shared
 //! by the sequence op (`gru.rs`), the bidirectional op (`birnn.rs`), the attention decoder
-//! (`attn_decoder.rs`, `attn_backward.rs`) and the host search (`crate::infer`). The cell is
+//! (`attn_decoder.rs`, `attn_backward.rs`) and the host search (`model/snapshot.rs`). The cell is
 //! a GRU in either form (this file) or an LSTM (`lstm_cell.rs`, [`CellKind::Lstm`]: `4H`
 //! gate columns instead of `3H`, and a cell state kept in `q`); the GEMMs, padding and
 //! recurrent dropout below serve both.
@@ -27,8 +27,8 @@
 //! `h' = n + z ⊙ (h − n)` keeps the undropped `h`. Without a mask `hu` is `h` itself.
 use super::gemm::{matmul, Mat, Real};
 use super::gru_cell::{self, reset_row, update_row};
-use super::layer_norm::{ln_backward_product, ln_rows, Product};
 use super::lstm_cell;
+use super::norm_rows::{ln_backward_product, ln_rows, Product};
 use super::precision::matmul_wide;
 pub use crate::config::{CellKind, GruForm};
 

@@ -181,11 +181,6 @@ pub(crate) fn merge(parts: Vec<Fold>, n: usize, want: &[usize]) -> RowBest {
 }
 
 impl RowBest {
-    /// The best token of every row (rows that wanted none get `0`).
-    pub fn argmax(&self) -> Vec<u32> {
-        self.top.iter().map(|l| l.first().map_or(0, |e| e.1)).collect()
-    }
-
     /// For every group of rows (a sentence's live hypotheses, `groups[g]` a range of rows), its
     /// `widths[g]` best candidates, best first, where row `r`'s extension by `y` scores
     /// `base[r] + log p(y | row r)`. Rows whose base is −∞ contribute nothing. Each row must

@@ -1,6 +1,6 @@
 //! What every architecture offers the loss and the searches: [`Architecture`] (the candle
 //! forms) and [`HostArchitecture`] (its host snapshot), implemented by `rnnsearch.rs` and
-//! `rnnenc.rs`, each the one place that lists its layers; `network.rs` holds the enum that
+//! `rnnenc.rs`, each the one place that lists its layers; `layers.rs` holds the enum that
 //! chooses between them.
 //!
 //! Shapes: `B` sentences, `S`/`T` padded source/target lengths, `m` embedding, `n` hidden,
@@ -8,7 +8,7 @@
 use candle_core::Tensor;
 
 use super::backend::Backend;
-use super::decoder::{Encoded, HostFeatures, HostMemory, HostStepIn, StepScores};
+use super::decoder::{Encoded, HostEncoded, HostFeatures, HostMemory, HostRows, StepScores};
 use super::encoder::Source;
 use super::inputs::BatchTensors;
 use super::output::HostOutput;
@@ -16,6 +16,7 @@ use super::regularizer::Dropout;
 use super::rnn::HostBatch;
 use crate::config::ModelConfig;
 use crate::error::Result;
+use crate::kernels::row_best::RowBest;
 
 /// A teacher-forced batch, embedded: what an architecture's `forward` reads.
 pub struct Forced<'a> {
@@ -45,16 +46,31 @@ pub trait Architecture {
     fn host(&self, cfg: &ModelConfig) -> Result<Self::Host>;
 }
 
-/// What every architecture's host snapshot offers the fused search.
+/// What every architecture's host snapshot offers the fused search: the twin of
+/// [`Architecture`]'s `encode` and `step`, from the embeddings to the scores.
 pub trait HostArchitecture {
     /// The encoder over source embeddings `x (B, S, m)`: the decoder's memory of the batch and
-    /// each sentence's start output `h_0 (B, n)`.
+    /// its start states `(B, L·w)`.
     fn encode(&self, cfg: &ModelConfig, x: &[f32], at: &HostBatch<'_>, threads: usize) -> Result<(HostMemory, Vec<f32>)>;
-    /// One step up to the deep output's features, reading `mem` of sentences of true lengths
-    /// `lens`.
-    fn features(&self, cfg: &ModelConfig, mem: &HostMemory, lens: &[usize], x: &HostStepIn<'_>, want_alpha: bool) -> HostFeatures;
+    /// One step for `rows` of `enc` up to the deep output's features.
+    fn features(&self, cfg: &ModelConfig, enc: &HostEncoded, rows: &HostRows<'_>, want_alpha: bool) -> HostFeatures;
+    /// Per row, the `want[r]` best tokens outside `skip` of the step's distribution, as
+    /// `z − lse` (the deep output's softmax; a copy model mixes in its copy distribution).
+    fn best(&self, enc: &HostEncoded, f: &HostFeatures, rows: &HostRows<'_>, want: &[usize], skip: &[u32]) -> RowBest {
+        self.output().best(enc.shortlist.as_ref(), &f.t, want, skip, rows.threads)
+    }
+    /// The step's whole distribution `log p (R, width)`, `width ≥ K_y` (an ensemble's; −∞
+    /// where this model gives a column no mass).
+    fn full(&self, enc: &HostEncoded, f: &HostFeatures, rows: &HostRows<'_>, width: usize) -> Vec<f32> {
+        widen(&self.output().log_probs(enc.shortlist.as_ref(), &f.t, rows.sent.len()), self.output().proj.vocab_size(), width)
+    }
     /// From now on, the step's products in int8.
     fn quantize(&mut self);
     /// The deep output (its projection scores the features).
     fn output(&self) -> &HostOutput;
+}
+
+/// Rows of `log p` over the vocabulary `(R, vocab)` → `(R, width)`, −∞ past the vocabulary.
+pub(crate) fn widen(lp: &[f32], vocab: usize, width: usize) -> Vec<f32> {
+    lp.chunks_exact(vocab).flat_map(|row| row.iter().copied().chain(std::iter::repeat_n(f32::NEG_INFINITY, width - vocab))).collect()
 }

@@ -15,14 +15,12 @@ use candle_core::Tensor;
 use rayon::prelude::*;
 
 use super::attention::Attention;
-use super::attention_memory::{attention_memory, forced_steps, AttnForced, DecoderStart, ForcedIn, HostStart};
-use super::backend::Backend;
+use super::attention_memory::{attention_memory, forced_steps, AttnForced, DecoderStart, ForcedDecoder, ForcedIn, HostStart};
 use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostMemory, HostStepIn, HostStepOut, StepOut};
 use super::encoder::cell_name;
 use super::encoder::Source;
 use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
-use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState, StartState};
 use crate::error::Result;
@@ -79,29 +77,19 @@ impl AttentionDecoder {
         let state = self.rnn.step(&gi, s, state_mask)?;
         Ok(StepOut { state, ctx: Some(ctx), alpha: Some(alpha) })
     }
+}
 
-    /// Teacher forcing over every target step, its recurrent mask drawn from `dropout` at
-    /// `State {Decoder, 0, 0}`, in the form `backend` says.
-    pub fn forward(&self, x: &ForcedIn, dropout: Option<&mut Dropout>, backend: Backend) -> Result<AttnForced> {
-        let (b, _, _) = x.ey.dims3()?;
-        let n = self.rnn.hidden();
-        let state_mask = dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, n));
-        match backend.fused() {
-            true => self.forward_fused(x, state_mask),
-            false => self.forward_composed(x, state_mask.as_deref()),
-        }
+impl ForcedDecoder for AttentionDecoder {
+    fn hidden(&self) -> usize {
+        self.rnn.hidden()
     }
 
-    /// The composed form: [`Self::step`] at each target position.
-    fn forward_composed(&self, x: &ForcedIn, state_mask: Option<&[f32]>) -> Result<AttnForced> {
-        let b = x.ey.dim(0)?;
-        let n = self.rnn.hidden();
+    fn forward_composed(&self, x: &ForcedIn, mask: Option<&Tensor>) -> Result<AttnForced> {
         let mem = self.memory(x.ann, x.src.mask)?;
         let s0 = self.start_output(x.ann, x.src)?;
         let gi = self.rnn.project(x.ey)?;
-        let mask = state_tensor(state_mask, b, n, x.ey)?;
         let init = self.rnn.start(&s0)?;
-        forced_steps(x, s0, init, |i, s| self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, s, mask.as_ref()), |s| self.rnn.output(s))
+        forced_steps(x, s0, init, |i, s| self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, s, mask), |s| self.rnn.output(s))
     }
 
     /// The fused form (`kernels::attn_decoder`: `s_0`, `U_a h_j` and all steps in one op); the

@@ -1,7 +1,8 @@
 //! What both RNNsearch decoders (`attention_decoder.rs`, `conditional_decoder.rs`) read of the
 //! encoder, written once: the start state `s_0 = tanh(p W_s + b_s)` and the attention's memory
 //! of a batch, in the candle form and the host form; and their composed teacher forcing
-//! ([`forced_steps`], [`ForcedIn`], [`AttnForced`]). `p` summarises the annotations as
+//! ([`forced_steps`], [`ForcedIn`], [`AttnForced`]) and the teacher-forced `forward` that picks
+//! the fused or composed form ([`ForcedDecoder`]). `p` summarises the annotations as
 //! `model.decoder_start` says (`kernels/start_pool.rs`): `←h_1`, the backward half of the first
 //! annotation, which has read the whole sentence (Bahdanau et al. 2014, appendix A.2.2); `→h_len`;
 //! or their mean over the sentence (Nematus, Marian's `s2s`). With layer normalisation
@@ -10,10 +11,12 @@
 use candle_core::Tensor;
 
 use super::attention::Attention;
+use super::backend::Backend;
 use super::decoder::{shift_outputs, AttentionMemory, HostMemory, StepOut};
 use super::encoder::Source;
 use super::layer_norm::{ln_rows, maybe_norm};
 use super::params::{Init, ParamBuilder};
+use super::regularizer::{state_tensor, Dropout, Side, Site};
 use crate::config::{OutputState, StartState};
 use crate::error::Result;
 use crate::kernels::dense::{affine, host, tanh_in_place};
@@ -140,6 +143,27 @@ impl HostStart {
         };
         tanh_in_place(&mut h0);
         (HostMemory::Attention { mem }, h0)
+    }
+}
+
+/// Either RNNsearch decoder's teacher forcing: its two forms, and `forward`, which draws the
+/// recurrent dropout mask of the first layer's state (one per sentence, `(B, n)`) and runs
+/// the form the backend says.
+pub(crate) trait ForcedDecoder {
+    /// The state size `n`.
+    fn hidden(&self) -> usize;
+    /// The composed form, `mask (B, n)` on the state where it enters the recurrence.
+    fn forward_composed(&self, x: &ForcedIn, mask: Option<&Tensor>) -> Result<AttnForced>;
+    /// The fused form (one op for all steps), with the same mask as host values.
+    fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced>;
+
+    fn forward(&self, x: &ForcedIn, dropout: Option<&mut Dropout>, backend: Backend) -> Result<AttnForced> {
+        let (b, n) = (x.ey.dim(0)?, self.hidden());
+        let state_mask = dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, n));
+        match backend.fused() {
+            true => self.forward_fused(x, state_mask),
+            false => self.forward_composed(x, state_tensor(state_mask.as_deref(), b, n, x.ey)?.as_ref()),
+        }
     }
 }
 

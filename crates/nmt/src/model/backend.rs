@@ -1,6 +1,6 @@
 //! Which form of the layers runs: decided once, here, from the requested [`Impl`], the device
-//! and the dtype, and asked by each layer's teacher-forcing `forward` (the loss, `model/network.rs`), the optimiser's update
-//! (`train/optim.rs`) and the search (`search/mod.rs`, `infer::HostModel::supports`).
+//! and the dtype, and asked by each layer's teacher-forcing `forward` (the loss, `model/layers.rs`), the optimiser's update
+//! (`train/optim.rs`) and the search (`search/mod.rs`, `snapshot::HostModel::supports`).
 //!
 //! The fused kernels of `crate::kernels` read host memory in `f32` or `f64`; the host search's
 //! snapshot and the optimiser's in-place update are written for `f32` only (f64 is the
@@ -38,7 +38,7 @@ impl Backend {
         matches!(self, Backend::FusedF64 | Backend::FusedF32)
     }
 
-    /// Whether search runs on the host snapshot (`crate::infer`) and the optimiser updates in
+    /// Whether search runs on the host snapshot (`model/snapshot.rs`) and the optimiser updates in
     /// place (`kernels::optim_step`).
     pub fn host(self) -> bool {
         matches!(self, Backend::FusedF32)

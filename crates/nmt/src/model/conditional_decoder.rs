@@ -19,20 +19,19 @@
 use candle_core::Tensor;
 
 use super::attention::Attention;
-use super::attention_memory::{attention_memory, forced_steps, AttnForced, DecoderStart, ForcedIn, HostStart};
-use super::backend::Backend;
+use super::attention_memory::{attention_memory, forced_steps, AttnForced, DecoderStart, ForcedDecoder, ForcedIn, HostStart};
 use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostStepIn, HostStepOut, StepOut};
 use super::encoder::Source;
 use super::output::HostOutput;
 use super::params::ParamBuilder;
-use super::regularizer::{state_tensor, Dropout, Side, Site};
+use super::regularizer::state_tensor;
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm, OutputState, StartState};
 use crate::error::{Error, Result};
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::dense::{hcat, host, Dense};
-use crate::kernels::layer_norm::NormedBlock;
-use crate::kernels::{attn_op, layer_norm, linear};
+use crate::kernels::norm_rows::NormedBlock;
+use crate::kernels::{attn_op, linear, norm_rows};
 
 /// The conditional GRU decoder: `decoder.gru.*` (GRU₁, input `E y`), `decoder.gru2.*` (GRU₂,
 /// input `c`), `decoder.attention.*`, `decoder.w_s`, `decoder.b_s`.
@@ -81,26 +80,18 @@ impl ConditionalDecoder {
         let state = self.rnn2.step(&gi2, &s1, None)?;
         Ok(StepOut { state, ctx: Some(ctx), alpha: Some(alpha) })
     }
+}
 
-    /// Teacher forcing over every target step (as `AttentionDecoder::forward`).
-    pub fn forward(&self, x: &ForcedIn, dropout: Option<&mut Dropout>, backend: Backend) -> Result<AttnForced> {
-        let (b, _, _) = x.ey.dims3()?;
-        let n = self.rnn1.hidden();
-        let state_mask = dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, n));
-        match backend.fused() {
-            true => self.forward_fused(x, state_mask),
-            false => self.forward_composed(x, state_mask.as_deref()),
-        }
+impl ForcedDecoder for ConditionalDecoder {
+    fn hidden(&self) -> usize {
+        self.rnn1.hidden()
     }
 
-    fn forward_composed(&self, x: &ForcedIn, state_mask: Option<&[f32]>) -> Result<AttnForced> {
-        let b = x.ey.dim(0)?;
-        let n = self.rnn1.hidden();
+    fn forward_composed(&self, x: &ForcedIn, mask: Option<&Tensor>) -> Result<AttnForced> {
         let mem = self.memory(x.ann, x.src.mask)?;
         let s0 = self.start.output(x.ann, x.src)?;
         let gi = self.project(x.ey)?;
-        let mask = state_tensor(state_mask, b, n, x.ey)?;
-        forced_steps(x, s0.clone(), s0, |i, s| self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, s, mask.as_ref()), |s| Ok(s.clone()))
+        forced_steps(x, s0.clone(), s0, |i, s| self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, s, mask), |s| Ok(s.clone()))
     }
 
     /// The fused form: `s_0`, `U_a h_j` and all steps in one op (`kernels::cgru_decoder`).
@@ -129,7 +120,7 @@ impl ConditionalDecoder {
         let ey = x.ey.reshape((b * t, m))?;
         let gie = match self.rnn1.norm() {
             None => linear::linear(&ey, w1, b1)?,
-            Some(g) => layer_norm::layer_norm_op(&ey.matmul(w1)?, &g.x)?.broadcast_add(b1)?,
+            Some(g) => norm_rows::layer_norm_op(&ey.matmul(w1)?, &g.x)?.broadcast_add(b1)?,
         };
         let (att, (w2, b2)) = (&self.att, self.rnn2.input_weights());
         let (u2, bh2, u1, bh1) = (self.rnn2.u_cat()?, self.rnn2.bias_h()?, self.rnn1.u_cat()?, self.rnn1.bias_h()?);

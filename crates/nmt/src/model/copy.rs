@@ -104,6 +104,11 @@ pub fn vocab_ids(ids: &Tensor, k_y: usize) -> Result<Tensor> {
     Ok(ids.lt(k_y as u32)?.where_cond(ids, &unk)?)
 }
 
+/// [`vocab_ids`] on host ids (the host step's twin).
+pub fn host_vocab_ids(ids: &[u32], k_y: usize) -> Vec<u32> {
+    ids.iter().map(|&w| if (w as usize) < k_y { w } else { nmt_data::UNK }).collect()
+}
+
 /// The number of extended ids a batch's `src_ext (B, S)` uses past `K_y`.
 pub fn extended_count(src_ext: &Tensor, k_y: usize) -> Result<usize> {
     let max = src_ext.to_dtype(DType::F64)?.max_all()?.to_scalar::<f64>()? as usize;
@@ -154,7 +159,7 @@ impl HostCopy {
     pub fn mix(&self, proj: &Projection, best: &RowBest, x: &MixIn<'_>) -> RowBest {
         let r_n = x.rows.len();
         let l = x.t.len() / r_n.max(1);
-        let k_y = proj.vocab() as u32;
+        let k_y = proj.vocab_size() as u32;
         let mut out = RowBest { lse: vec![0.0; r_n], top: Vec::with_capacity(r_n) };
         for r in 0..r_n {
             let g = self.gate(x, r);

@@ -1,13 +1,18 @@
 //! What both decoders share: the memory they read of the source, the encoded batch, a step's
 //! result and the decoder sizes, in the candle forms (`Memory`, `Encoded`, `StepOut`) and the
-//! host forms the search steps on (`HostMemory`, `HostStepIn`, `HostStepOut`).
+//! host forms the search steps on (`HostMemory`, `HostEncoded`, `HostRows`, `HostStepIn`,
+//! `HostStepOut`, `HostFeatures`).
 //!
 //! * `attention_decoder.rs`: RNNsearch's decoder (appendix A.2.2), attention over `s_{i-1}`;
 //! * `summary_decoder.rs`: RNNenc's decoder (appendix A), conditioned on the summary `c`.
 //!
 //! Each holds its composed step, its fused teacher-forcing pass and its host step.
+use std::borrow::Cow;
+
 use candle_core::Tensor;
 
+use super::copy::CopySource;
+use super::output::BatchShortlist;
 use crate::config::{CellKind, OutputState};
 use crate::error::Result;
 
@@ -96,13 +101,67 @@ pub struct DecoderDims {
 }
 
 /// The host form of [`Memory`], computed once per batch by the encoder pass of the search
-/// (`infer/encode.rs`): an encoded batch holds the one its architecture's decoder reads.
+/// (`HostModel::encode`, `snapshot.rs`): an encoded batch holds the one its architecture's
+/// decoder reads.
 pub enum HostMemory {
     /// RNNsearch: `(B, S, 2n + A)`, position `j` of sentence `b` holding `[h_j ; U_a h_j]`
     /// (`HostAttention::memory`).
     Attention { mem: Vec<f32> },
     /// RNNenc: `C c (+ b_h)` `(B, G)` and `O_c c` `(B, 2l)` (`HostSummary::memory`).
     Summary { gate_ctx: Vec<f32>, out_ctx: Vec<f32> },
+}
+
+/// The host form of [`Encoded`]: a batch of `B` sentences, padded to `S` positions.
+pub struct HostEncoded {
+    /// What the decoder reads of the sources (its architecture's form).
+    pub(crate) memory: HostMemory,
+    /// The decoder's start states `(B, L·w)` (every layer from `h_0`; the LSTM's `[h_0; 0]`).
+    pub(crate) init: Vec<f32>,
+    /// A copy model's extended source ids `(B, S)` (`Batch::src_ext`; empty otherwise).
+    pub(crate) src_ext: Vec<u32>,
+    /// True source lengths (`</s>` included) and the padded length `S`.
+    pub(crate) lens: Vec<usize>,
+    pub(crate) src_len: usize,
+    /// The batch's lexical shortlist (`None`: the whole vocabulary is scored).
+    pub(crate) shortlist: Option<BatchShortlist>,
+}
+
+impl HostEncoded {
+    /// The start states `(R, width)` of one row per sentence in `sent`.
+    pub(crate) fn start_states(&self, sent: &[usize], width: usize) -> Vec<f32> {
+        sent.iter().flat_map(|&b| self.init[b * width..(b + 1) * width].iter().copied()).collect()
+    }
+
+    /// The sources as the copy mixture reads them.
+    pub(crate) fn copy_source(&self) -> CopySource<'_> {
+        CopySource { ext: &self.src_ext, lens: &self.lens, len: self.src_len }
+    }
+}
+
+/// A host step's live rows, as the architecture's step reads them: the stacked states
+/// `(R, L·w)`, the previous words' embeddings `(R, m)` and each row's sentence.
+pub struct HostRows<'a> {
+    pub(crate) state: &'a [f32],
+    pub(crate) ey: &'a [f32],
+    pub(crate) sent: &'a [usize],
+    pub(crate) threads: usize,
+}
+
+impl<'a> HostRows<'a> {
+    /// The first layer's previous outputs `s_{i-1} (R, n)` of stacked states `(R, width)`:
+    /// the states themselves (one GRU layer), or each row's first `n` values.
+    pub(crate) fn prev_outputs(&self, width: usize, n: usize) -> Cow<'a, [f32]> {
+        if width == n {
+            Cow::Borrowed(self.state)
+        } else {
+            Cow::Owned(self.state.chunks_exact(width).flat_map(|r| r[..n].iter().copied()).collect())
+        }
+    }
+
+    /// The first layer's step input over these rows, its previous outputs `s_prev`.
+    pub(crate) fn step_in<'b>(&'b self, s_prev: &'b [f32], width: usize, out_state: Option<OutputState>) -> HostStepIn<'b> {
+        HostStepIn { s_prev, state: self.state, width, ey: self.ey, sent: self.sent, out_state, threads: self.threads }
+    }
 }
 
 /// What a first decoder layer's host step reads, for `R` live rows.

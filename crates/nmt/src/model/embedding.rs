@@ -18,7 +18,7 @@ pub fn lookup(table: &Tensor, ids: &Tensor, mask: Option<Vec<f32>>, backend: Bac
     let flat = ids.flatten_all()?;
     if backend.fused() {
         let ids = flat.to_vec1::<u32>()?;
-        return Ok(lookup::embed(table, &ids, mask.as_deref())?.reshape((b, l, m))?);
+        return Ok(lookup::lookup_op(table, &ids, mask.as_deref())?.reshape((b, l, m))?);
     }
     let x = table.index_select(&flat, 0)?.reshape((b, l, m))?;
     match mask {

@@ -29,7 +29,7 @@ use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks,
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::{Error, Result};
-use crate::kernels::{birnn, layer_norm, linear, rnn_op};
+use crate::kernels::{birnn, linear, norm_rows, rnn_op};
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
 pub(crate) fn cell_name(kind: CellKind) -> &'static str {
@@ -152,7 +152,7 @@ impl BiRnnEncoder {
                     let xw = input.matmul(&Tensor::cat(&[wf, wb], 1)?)?;
                     let g = xw.dim(1)? / 2;
                     let half = |k: usize, gx: &Tensor, b: &Tensor| -> Result<Tensor> {
-                        Ok(layer_norm::layer_norm_op(&xw.narrow(1, k * g, g)?, gx)?.broadcast_add(b)?)
+                        Ok(norm_rows::layer_norm_op(&xw.narrow(1, k * g, g)?, gx)?.broadcast_add(b)?)
                     };
                     let gi = Tensor::cat(&[half(0, &nf.x, bf)?, half(1, &nb.x, bb)?], 1)?;
                     let rows =

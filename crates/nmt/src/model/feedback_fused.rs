@@ -2,7 +2,7 @@
 //! reference twin): [`FeedbackStack::run_fused`] for fused training, one op over the whole
 //! sequence with a hand-written backward pass (`kernels/feedback_op.rs`), and
 //! [`HostFeedbackStack`], the same kernel's forward pass on host slices for the encoder that
-//! search runs (`infer/encode.rs`). A decoder's stack in search steps with
+//! search runs (`HostModel::encode`, `snapshot.rs`). A decoder's stack in search steps with
 //! [`super::feedback::layer_step`] instead: search advances one target position at a time.
 //!
 //! Both hand the kernel every upper layer's weights as one flat vector, in the order of

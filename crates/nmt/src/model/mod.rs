@@ -1,39 +1,40 @@
-//! The encoder-decoder: [`Seq2Seq`] holds the embeddings and one [`Network`] (RNNsearch or
-//! RNNenc, `network.rs`: each architecture's layers are listed once, in its own file) and offers
+//! The encoder-decoder: [`Seq2Seq`] holds the embeddings and one [`Layers`] (RNNsearch or
+//! RNNenc, `layers.rs`: each architecture's layers are listed once, in its own file) and offers
 //! what training, search and scoring need: `loss`, `sentence_log_probs`, `encode`,
 //! `decode_step`. The search's scorers live beside the beam loop (`search/candle.rs`,
 //! `search/host.rs`).
 //!
 //! Shapes: `B` sentences, `S` padded source length, `T` padded target length, `m` embedding,
 //! `n` hidden, `l` maxout units, `K_y` target vocabulary.
-pub mod architecture;
+pub(crate) mod architecture;
 pub mod attention;
-pub mod attention_decoder;
-pub mod attention_memory;
-pub mod backend;
-pub mod conditional_decoder;
-pub mod copy;
-pub mod decoder;
-pub mod embedding;
-pub mod encoder;
-pub mod feedback;
-pub mod feedback_fused;
+pub(crate) mod attention_decoder;
+pub(crate) mod attention_memory;
+pub(crate) mod backend;
+pub(crate) mod conditional_decoder;
+pub(crate) mod copy;
+pub(crate) mod decoder;
+pub(crate) mod embedding;
+pub(crate) mod encoder;
+pub(crate) mod feedback;
+pub(crate) mod feedback_fused;
 pub mod grconv;
 pub mod gru;
-pub mod inputs;
-pub mod layer_norm;
+pub(crate) mod inputs;
+pub(crate) mod layer_norm;
+pub(crate) mod layers;
 pub mod lstm;
-pub mod network;
-pub mod output;
+pub(crate) mod output;
 pub mod params;
 pub mod regularizer;
-pub mod rnn;
-pub mod rnnenc;
-pub mod rnnsearch;
-pub mod summary_decoder;
+pub(crate) mod rnn;
+pub(crate) mod rnnenc;
+pub(crate) mod rnnsearch;
+pub(crate) mod snapshot;
+pub(crate) mod summary_decoder;
 #[cfg(test)]
 mod twins;
-pub mod upper;
+pub(crate) mod upper;
 
 use candle_core::{DType, Device, Tensor};
 
@@ -45,7 +46,7 @@ pub use decoder::StepScores;
 use decoder::{Encoded, Memory};
 use encoder::Source;
 pub use inputs::BatchTensors;
-use network::{HostNetwork, Network};
+use layers::{HostLayers, Layers};
 use params::{Init, Params};
 use regularizer::Regularizer;
 
@@ -62,7 +63,7 @@ pub struct Seq2Seq {
     src_emb: Tensor,
     tgt_emb: Tensor,
     /// The layers between the embeddings and the scores.
-    net: Network,
+    net: Layers,
     /// The form the loss runs in (see [`Seq2Seq::set_impl`]).
     backend: Backend,
 }
@@ -93,9 +94,9 @@ impl Seq2Seq {
         let tied = cfg.tie_target_embeddings.then_some(&tgt_emb);
         let net = match cfg.arch {
             Arch::Rnnsearch { att_dim, copy, decoder, .. } => {
-                Network::Rnnsearch(rnnsearch::Rnnsearch::new(cfg, att_dim, copy, decoder, tied, &pb)?)
+                Layers::Rnnsearch(rnnsearch::Rnnsearch::new(cfg, att_dim, copy, decoder, tied, &pb)?)
             }
-            Arch::Rnnenc { encoder } => Network::Rnnenc(rnnenc::Rnnenc::new(cfg, encoder, tied, &pb)?),
+            Arch::Rnnenc { encoder } => Layers::Rnnenc(rnnenc::Rnnenc::new(cfg, encoder, tied, &pb)?),
         };
         let unclaimed = params.unclaimed();
         if !unclaimed.is_empty() {
@@ -161,8 +162,8 @@ impl Seq2Seq {
         self.net.forward(&self.cfg, &f, dropout, self.backend)
     }
 
-    /// The host snapshot of the layers (the fused CPU search's, `crate::infer::HostModel`).
-    pub(crate) fn host_network(&self) -> Result<HostNetwork> {
+    /// The host snapshot of the layers (the fused CPU search's, `snapshot::HostModel`).
+    pub(crate) fn host_layers(&self) -> Result<HostLayers> {
         self.net.host(&self.cfg)
     }
 
@@ -213,8 +214,8 @@ impl Seq2Seq {
     /// (`nmt plot grconv`). An error for other encoders.
     pub fn grconv_gates(&self, ids: &[u32]) -> Result<Vec<Vec<[f32; 3]>>> {
         let Some(g) = (match &self.net {
-            Network::Rnnenc(a) => a.grconv(),
-            Network::Rnnsearch(_) => None,
+            Layers::Rnnenc(a) => a.grconv(),
+            Layers::Rnnsearch(_) => None,
         }) else {
             return Err(crate::Error::Config("this model has no grConv encoder".into()));
         };
@@ -232,7 +233,7 @@ impl Seq2Seq {
 
     /// Whether the model has attention weights to report (RNNsearch).
     pub fn has_attention(&self) -> bool {
-        matches!(self.net, Network::Rnnsearch(_))
+        matches!(self.net, Layers::Rnnsearch(_))
     }
 
     /// Total number of trainable scalars.

@@ -21,8 +21,10 @@ use crate::config::OutputLayer;
 use crate::error::Result;
 use crate::kernels::dense::{host, Dense};
 use crate::kernels::math::tanh_f32;
+use crate::kernels::profile;
 use crate::kernels::proj_nll::{self, ProjWeight};
 use crate::kernels::projection::Projection;
+use crate::kernels::row_best::RowBest;
 use crate::kernels::{deep_output, linear, maxout};
 
 /// Shape of the deep output: decoder state `n`, embedding `m`, context, hidden units `l`, `K_y`,
@@ -264,6 +266,25 @@ impl HostOutput {
         self.o_y.quantize();
     }
 
+    /// Per row of the features `t (R, l)`, the `want[r]` best tokens outside `skip`, over the
+    /// vocabulary or the batch's `shortlist` ([`Projection::best`]).
+    pub fn best(&self, shortlist: Option<&BatchShortlist>, t: &[f32], want: &[usize], skip: &[u32], threads: usize) -> RowBest {
+        let r_n = want.len();
+        profile::timed(profile::SEARCH_SCORES, || match shortlist {
+            None => self.proj.best(t, r_n, want, skip, threads),
+            Some(v) => v.best(t, r_n, want, skip, threads),
+        })
+    }
+
+    /// `log p(y)` over the vocabulary `(R, K_y)` for `r_n` rows of features `t` (−∞ outside
+    /// the batch's `shortlist`).
+    pub fn log_probs(&self, shortlist: Option<&BatchShortlist>, t: &[f32], r_n: usize) -> Vec<f32> {
+        match shortlist {
+            None => self.proj.log_probs(t, r_n),
+            Some(v) => v.log_probs(t, r_n, self.proj.vocab_size()),
+        }
+    }
+
     /// The hidden features `t (R, l)` of the pre-activation `t~ (R, w)`: the larger of each
     /// pair (maxout), or `tanh`.
     pub fn activate(&self, pre: &[f32]) -> Vec<f32> {
@@ -271,6 +292,46 @@ impl HostOutput {
             OutputLayer::Maxout => pre.chunks_exact(2).map(|p| p[0].max(p[1])).collect(),
             OutputLayer::Tanh => pre.iter().map(|&x| tanh_f32(x)).collect(),
         }
+    }
+}
+
+/// A batch's lexical shortlist on the host (`nmt_data::shortlist`): the output projection
+/// restricted to the batch's candidate tokens, so a step scores `|C|` rows instead of `K_y`,
+/// and the distribution is normalised over `C` (Marian's shortlist does the same).
+pub struct BatchShortlist {
+    /// The candidates: sorted target ids.
+    ids: Vec<u32>,
+    proj: Projection,
+}
+
+impl BatchShortlist {
+    pub fn new(full: &Projection, ids: Vec<u32>) -> Self {
+        BatchShortlist { proj: full.subset(&ids), ids }
+    }
+
+    /// [`Projection::best`] over the candidates, with target ids in the result.
+    pub fn best(&self, t: &[f32], n: usize, want: &[usize], skip: &[u32], threads: usize) -> RowBest {
+        let skip: Vec<u32> = skip.iter().filter_map(|w| self.ids.binary_search(w).ok()).map(|i| i as u32).collect();
+        let mut best = self.proj.best(t, n, want, &skip, threads);
+        for row in &mut best.top {
+            for (_, w) in row.iter_mut() {
+                *w = self.ids[*w as usize];
+            }
+        }
+        best
+    }
+
+    /// [`Projection::log_probs`] over the candidates, laid out over all `vocab_size` columns
+    /// (`(n, vocab_size)`, −∞ outside the shortlist).
+    pub fn log_probs(&self, t: &[f32], n: usize, vocab_size: usize) -> Vec<f32> {
+        let sub = self.proj.log_probs(t, n);
+        let mut out = vec![f32::NEG_INFINITY; n * vocab_size];
+        for (row, lp) in out.chunks_exact_mut(vocab_size).zip(sub.chunks_exact(self.ids.len().max(1))) {
+            for (&w, &v) in self.ids.iter().zip(lp) {
+                row[w as usize] = v;
+            }
+        }
+        out
     }
 }
 

@@ -81,12 +81,6 @@ impl Params {
         self.vars.lock_safe().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
-    /// The trainable variable behind a layer's tensor (a typed handle: no name lookup), if the
-    /// tensor is a parameter of this store.
-    pub fn var_of(&self, t: &Tensor) -> Option<Var> {
-        self.vars.lock_safe().values().find(|v| v.as_tensor().id() == t.id()).cloned()
-    }
-
     /// Tensors of a loaded file that no layer asked for: a sign the file is from another model.
     pub fn unclaimed(&self) -> Vec<String> {
         match &self.loaded {

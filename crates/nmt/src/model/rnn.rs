@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::kernels::birnn;
 use crate::kernels::dense::{hcat, host, Dense};
 use crate::kernels::gemm::fill_rows;
-use crate::kernels::layer_norm::ln_rows;
+use crate::kernels::norm_rows::ln_rows;
 use crate::kernels::rnn_op::{self, RnnDims};
 
 /// The state a layer of cell `kind` starts from, given its `h_0 (batch, n)`: `h_0`, or the

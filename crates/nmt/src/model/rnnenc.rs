@@ -11,7 +11,7 @@ use candle_core::Tensor;
 use super::architecture::{Architecture, Forced, HostArchitecture};
 use super::attention::logsumexp_last;
 use super::backend::Backend;
-use super::decoder::{shift_outputs, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory, StepScores};
+use super::decoder::{shift_outputs, DecoderDims, Encoded, HostEncoded, HostFeatures, HostMemory, HostRows, Memory, StepScores};
 use super::encoder::{RnnEncoder, Source, Stack, SummaryEncoder};
 use super::feedback_fused::HostFeedbackStack;
 use super::grconv::{GrConv, HostGrConv};
@@ -149,15 +149,18 @@ impl HostArchitecture for HostRnnenc {
             // Each sentence's top output at its last word (`encoder::last_outputs`).
             None => at.lens.iter().enumerate().flat_map(|(r, &l)| out[(r * s + l.min(s) - 1) * n..][..n].iter().copied()).collect(),
         };
-        Ok(self.dec.memory(&last, &self.out, threads))
+        let (memory, h0) = self.dec.memory(&last, &self.out, threads);
+        Ok((memory, self.upper.stack_start(h0)))
     }
 
-    fn features(&self, cfg: &ModelConfig, mem: &HostMemory, _lens: &[usize], x: &HostStepIn<'_>, _want_alpha: bool) -> HostFeatures {
-        let HostMemory::Summary { gate_ctx, out_ctx } = mem else {
+    fn features(&self, cfg: &ModelConfig, enc: &HostEncoded, rows: &HostRows<'_>, _want_alpha: bool) -> HostFeatures {
+        let HostMemory::Summary { gate_ctx, out_ctx } = &enc.memory else {
             unreachable!("`encode` builds the memory of the model's own decoder");
         };
-        let first = self.dec.step(gate_ctx, out_ctx, x, &self.out);
-        let (state, pre, s_out) = self.upper.above(x, first.state, first.pre, &self.out, cfg.output_state, false);
+        let s_prev = rows.prev_outputs(self.upper.state_width(), cfg.hidden_dim);
+        let x = rows.step_in(&s_prev, self.upper.state_width(), self.upper.first_output(cfg.output_state));
+        let first = self.dec.step(gate_ctx, out_ctx, &x, &self.out);
+        let (state, pre, s_out) = self.upper.above(&x, first.state, first.pre, &self.out, cfg.output_state, false);
         HostFeatures { state, t: self.out.activate(&pre), alpha: None, s_out, ctx: Vec::new() }
     }
 

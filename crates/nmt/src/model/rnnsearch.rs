@@ -9,15 +9,15 @@
 //! candle step and the host snapshot below all read them from [`Rnnsearch`].
 use candle_core::Tensor;
 
-use super::architecture::{Architecture, Forced, HostArchitecture};
+use super::architecture::{widen, Architecture, Forced, HostArchitecture};
 use super::attention::logsumexp_last;
 use super::attention_decoder::{AttentionDecoder, HostAttention};
-use super::attention_memory::{AttnForced, ForcedIn};
+use super::attention_memory::{AttnForced, ForcedDecoder, ForcedIn};
 use super::backend::Backend;
 use super::conditional_decoder::{ConditionalDecoder, HostConditional};
-use super::copy::{self, CopyGate, HostCopy};
+use super::copy::{self, CopyGate, HostCopy, MixIn};
 use super::decoder::{
-    shift_outputs, AttentionMemory, DecoderDims, Encoded, HostFeatures, HostMemory, HostStepIn, Memory, StepOut, StepScores,
+    shift_outputs, AttentionMemory, DecoderDims, Encoded, HostEncoded, HostFeatures, HostMemory, HostRows, Memory, StepOut, StepScores,
 };
 use super::encoder::{BiRnnEncoder, Source, Stack};
 use super::inputs::BatchTensors;
@@ -28,6 +28,7 @@ use super::rnn::{host_stack, HostBatch, HostRnn};
 use super::upper::{HostUpper, UpperLayers};
 use crate::config::{DecoderKind, ModelConfig, OutputState, StackKind};
 use crate::error::{Error, Result};
+use crate::kernels::row_best::RowBest;
 
 /// RNNsearch's layers, named as in the model file (`encoder.*`, `decoder.*`, `copy.*`,
 /// `output.*`).
@@ -226,32 +227,62 @@ pub struct HostRnnsearch {
 }
 
 impl HostRnnsearch {
-    pub(crate) fn copy(&self) -> Option<&HostCopy> {
-        self.copy.as_ref()
+    /// What the copy gate reads of a step (`copy.rs`): its features, embeddings and sources.
+    fn mix_in<'a>(
+        enc: &'a HostEncoded,
+        f: &'a HostFeatures,
+        rows: &'a HostRows<'_>,
+        want: &'a [usize],
+        skip: &'a [u32],
+    ) -> Option<MixIn<'a>> {
+        let alpha = f.alpha.as_deref()?;
+        Some(MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: rows.ey, alpha, rows: rows.sent, want, skip, src: enc.copy_source() })
     }
 }
 
 impl HostArchitecture for HostRnnsearch {
     fn encode(&self, cfg: &ModelConfig, x: &[f32], at: &HostBatch<'_>, threads: usize) -> Result<(HostMemory, Vec<f32>)> {
         let ann = host_stack(&self.enc, x, at, 2, cfg.residual, threads);
-        Ok(match &self.dec {
+        let (memory, h0) = match &self.dec {
             HostDecoder::Bahdanau(d) => d.memory(&ann, (at.batch, at.len), at.lens, threads),
             HostDecoder::Conditional(d) => d.memory(&ann, (at.batch, at.len), at.lens, threads),
-        })
+        };
+        Ok((memory, self.upper.stack_start(h0)))
     }
 
-    fn features(&self, cfg: &ModelConfig, mem: &HostMemory, lens: &[usize], x: &HostStepIn<'_>, want_alpha: bool) -> HostFeatures {
-        let HostMemory::Attention { mem } = mem else {
+    fn features(&self, cfg: &ModelConfig, enc: &HostEncoded, rows: &HostRows<'_>, want_alpha: bool) -> HostFeatures {
+        let HostMemory::Attention { mem } = &enc.memory else {
             unreachable!("`encode` builds the memory of the model's own decoder");
         };
+        let s_prev = rows.prev_outputs(self.upper.state_width(), cfg.hidden_dim);
+        let x = rows.step_in(&s_prev, self.upper.state_width(), self.upper.first_output(cfg.output_state));
         // The copy mixture reads the attention weights whether or not they are reported.
         let want_alpha = want_alpha || self.copy.is_some();
         let first = match &self.dec {
-            HostDecoder::Bahdanau(d) => d.step(mem, lens, x, &self.out, want_alpha),
-            HostDecoder::Conditional(d) => d.step(mem, lens, x, &self.out, want_alpha),
+            HostDecoder::Bahdanau(d) => d.step(mem, &enc.lens, &x, &self.out, want_alpha),
+            HostDecoder::Conditional(d) => d.step(mem, &enc.lens, &x, &self.out, want_alpha),
         };
-        let (state, pre, s_out) = self.upper.above(x, first.state, first.pre, &self.out, cfg.output_state, self.copy.is_some());
+        let (state, pre, s_out) = self.upper.above(&x, first.state, first.pre, &self.out, cfg.output_state, self.copy.is_some());
         HostFeatures { state, t: self.out.activate(&pre), alpha: first.alpha, s_out, ctx: first.ctx }
+    }
+
+    /// With the copy gate, the vocabulary's best tokens mixed with the source's words
+    /// (`HostCopy::mix`, the twin of `copy::copy_log_probs` in [`Architecture::step`]).
+    fn best(&self, enc: &HostEncoded, f: &HostFeatures, rows: &HostRows<'_>, want: &[usize], skip: &[u32]) -> RowBest {
+        let best = self.out.best(enc.shortlist.as_ref(), &f.t, want, skip, rows.threads);
+        match (&self.copy, Self::mix_in(enc, f, rows, want, skip)) {
+            (Some(copy), Some(x)) => copy.mix(&self.out.proj, &best, &x),
+            _ => best,
+        }
+    }
+
+    fn full(&self, enc: &HostEncoded, f: &HostFeatures, rows: &HostRows<'_>, width: usize) -> Vec<f32> {
+        let vocab = self.out.proj.vocab_size();
+        let lp = self.out.log_probs(enc.shortlist.as_ref(), &f.t, rows.sent.len());
+        match (&self.copy, Self::mix_in(enc, f, rows, &[], &[])) {
+            (Some(copy), Some(x)) => copy.full(&lp, width, &x),
+            _ => widen(&lp, vocab, width),
+        }
     }
 
     fn quantize(&mut self) {

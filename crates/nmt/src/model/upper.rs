@@ -254,6 +254,30 @@ impl HostUpper {
         self.layers.is_empty()
     }
 
+    /// The width `L·w` of a decoder state row: every layer's state side by side.
+    pub fn state_width(&self) -> usize {
+        self.widths().1
+    }
+
+    /// Which state the first layer's step adds to the deep output ([`HostStepIn::out_state`]):
+    /// `which` for one layer; none for a stack, whose top adds it ([`HostUpper::above`]).
+    /// The candle forms decide the same in `Rnnsearch::forward` and [`UpperLayers::step_above`].
+    pub fn first_output(&self, which: OutputState) -> Option<OutputState> {
+        self.is_empty().then_some(which)
+    }
+
+    /// Start states `(B, L·w)` from each sentence's `h_0 (B, n)`: every layer starts from
+    /// `h_0`, the LSTM's with a zero cell after it (the twin of [`UpperLayers::stack_start`]
+    /// over the first layer's `init_state`).
+    pub fn stack_start(&self, h0: Vec<f32>) -> Vec<f32> {
+        let (n, (lw, sw)) = (self.hidden, self.widths());
+        if sw == n {
+            return h0;
+        }
+        let layer = |r: &[f32]| r.iter().copied().chain(std::iter::repeat_n(0.0, lw - n)).collect::<Vec<f32>>();
+        h0.chunks_exact(n).flat_map(|r| layer(r).repeat(self.layers.len() + 1)).collect()
+    }
+
     /// One layer's state width `w` and the stacked width `L·w`.
     fn widths(&self) -> (usize, usize) {
         let lw = if self.kind == CellKind::Lstm { 2 * self.hidden } else { self.hidden };

@@ -1,6 +1,6 @@
 //! The beam search, the only one: greedy search is beam 1. It runs any [`Scorer`] (one model
 //! on the host or in candle, or an ensemble of either) with the bookkeeping of
-//! `crate::hypothesis::beams` (narrowing beams, length limits, ranking).
+//! `beams.rs` (narrowing beams, length limits, ranking).
 //!
 //! Only live hypotheses are computed: each step gathers the rows still alive (all sentences of
 //! the batch side by side, a sentence's rows contiguous), so finished hypotheses and finished
@@ -8,21 +8,21 @@
 use nmt_data::batch::Batch;
 use nmt_data::BOS;
 
+use super::beams::{Beams, Extension};
+use super::hypothesis::{max_output_len, Hypothesis, SearchOptions};
 use super::scorer::{skipped_tokens, Pick, Rows, Scorer};
 use crate::error::Result;
-use crate::hypothesis::beams::{Beams, Extension};
-use crate::hypothesis::{max_output_len, Hypothesis, SearchOptions};
 use crate::kernels::profile;
 
 /// Searches one batch (its sources in the scorer's reading order): up to `n_best` hypotheses
 /// per sentence, best first, in the batch's row order.
-/// `vocab` is the batch's lexical shortlist ([`Scorer::encode`]).
-pub fn search<S: Scorer>(scorer: &S, batch: &Batch, vocab: Option<&[u32]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
-    let enc = profile::timed(profile::SEARCH_ENCODE, || scorer.encode(batch, vocab))?;
+/// `shortlist` is the batch's lexical shortlist ([`Scorer::encode`]).
+pub fn search<S: Scorer>(scorer: &S, batch: &Batch, shortlist: Option<&[u32]>, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
+    let enc = profile::timed(profile::SEARCH_ENCODE, || scorer.encode(batch, shortlist))?;
     let limits: Vec<usize> = batch.src_lengths.iter().map(|&l| max_output_len(l, &opts.cfg)).collect();
     let k = opts.cfg.beam_size.max(1);
     let n_sent = limits.len();
-    let want_alpha = opts.alignments && scorer.attends();
+    let want_alpha = opts.alignments && scorer.has_attention();
     let skip = skipped_tokens(opts.cfg.no_unk);
     let mut beams = Beams::new(&limits, k, want_alpha, opts.cfg.normalize);
     // The live rows, sentence by sentence: state, previous word, sentence.
@@ -41,7 +41,7 @@ pub fn search<S: Scorer>(scorer: &S, batch: &Batch, vocab: Option<&[u32]>, opts:
             r0 += beams.live(b).len();
         }
         let want: Vec<usize> = sent.iter().map(|&b| beams.width(b)).collect();
-        crate::hypothesis::count_row_steps(sent.len());
+        super::hypothesis::count_row_steps(sent.len());
         let t_step = profile::start();
         let out = scorer.step(&enc, &states, &Rows { y: &y, sent: &sent }, &Pick { want: &want, skip: &skip, alpha: want_alpha })?;
         profile::stop(profile::SEARCH_STEP, t_step);

@@ -21,12 +21,12 @@ impl Seq2Seq {
     /// One step on the rows: new states, `log p` `(R, V_ext)` row-major (the vocabulary and a
     /// copy model's extended ids) and attention `(R, S)`.
     fn rows_step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, alpha: bool) -> Result<ScoredFull<Tensor>> {
-        let vocab = enc.vocab.as_deref();
+        let shortlist = enc.shortlist.as_deref();
         let enc = enc.enc.select(&self.row_index(rows.sent.iter().copied())?)?;
         let y = Tensor::from_vec(rows.y.to_vec(), rows.y.len(), self.device())?;
         let out = self.decode_step(&enc, states, &y)?;
         let mut log_probs = out.log_probs.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-        if let Some(ids) = vocab {
+        if let Some(ids) = shortlist {
             let width = log_probs.len() / rows.y.len().max(1);
             for row in log_probs.chunks_exact_mut(width.max(1)) {
                 renormalise(row, ids);
@@ -58,7 +58,7 @@ fn renormalise(row: &mut [f32], ids: &[u32]) {
 /// The candle scorer's encoded batch: the model's encoding and the batch's shortlist.
 pub struct ScorerEncoded {
     enc: Encoded,
-    vocab: Option<Vec<u32>>,
+    shortlist: Option<Vec<u32>>,
 }
 
 impl Scorer for Seq2Seq {
@@ -69,20 +69,20 @@ impl Scorer for Seq2Seq {
         self.cfg.reverse_source
     }
 
-    fn attends(&self) -> bool {
-        self.has_attention()
+    fn has_attention(&self) -> bool {
+        Seq2Seq::has_attention(self)
     }
 
-    fn vocab(&self) -> usize {
+    fn vocab_size(&self) -> usize {
         self.cfg.tgt_vocab
     }
 
-    fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<ScorerEncoded> {
+    fn encode(&self, batch: &Batch, shortlist: Option<&[u32]>) -> Result<ScorerEncoded> {
         let mut enc = Seq2Seq::encode(self, batch)?;
         if let Some(ext) = BatchTensors::source_ext(batch, self.device())? {
             self.attach_copy_source(&mut enc, &ext)?;
         }
-        Ok(ScorerEncoded { enc, vocab: vocab.map(<[u32]>::to_vec) })
+        Ok(ScorerEncoded { enc, shortlist: shortlist.map(<[u32]>::to_vec) })
     }
 
     fn start(&self, enc: &ScorerEncoded, sent: &[usize]) -> Result<Tensor> {

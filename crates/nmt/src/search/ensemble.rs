@@ -63,24 +63,24 @@ impl<S: Scorer> Scorer for Ensemble<'_, S> {
         self.members[0].reads_reversed()
     }
 
-    fn attends(&self) -> bool {
-        self.members.iter().any(|m| m.attends())
+    fn has_attention(&self) -> bool {
+        self.members.iter().any(|m| m.has_attention())
     }
 
-    fn vocab(&self) -> usize {
-        self.members[0].vocab()
+    fn vocab_size(&self) -> usize {
+        self.members[0].vocab_size()
     }
 
-    fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<Self::Encoded> {
+    fn encode(&self, batch: &Batch, shortlist: Option<&[u32]>) -> Result<Self::Encoded> {
         let members = self
             .members
             .iter()
             .map(|m| {
                 let b = if self.flipped(m) { Cow::Owned(flipped_batch(batch)) } else { Cow::Borrowed(batch) };
-                m.encode(&b, vocab)
+                m.encode(&b, shortlist)
             })
             .collect::<Result<_>>()?;
-        let width = batch.src_ext.iter().map(|&w| w as usize + 1).fold(self.vocab(), usize::max);
+        let width = batch.src_ext.iter().map(|&w| w as usize + 1).fold(self.vocab_size(), usize::max);
         Ok(EnsembleEncoded { members, lens: batch.src_lengths.clone(), src_len: batch.src_len, width })
     }
 
@@ -114,7 +114,7 @@ impl<S: Scorer> Scorer for Ensemble<'_, S> {
             let out = m.step_full(e, s, rows, width, alpha)?;
             parts.push(out.log_probs);
             new_states.push(out.states);
-            if let (true, Some(mut al)) = (alpha, out.alpha.filter(|_| m.attends())) {
+            if let (true, Some(mut al)) = (alpha, out.alpha.filter(|_| m.has_attention())) {
                 if self.flipped(m) {
                     let s_len = enc.src_len;
                     for (row, &b) in al.chunks_exact_mut(s_len.max(1)).zip(rows.sent) {

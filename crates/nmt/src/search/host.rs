@@ -1,21 +1,15 @@
-//! The host snapshot as a [`Scorer`]: the fused CPU search. States are row-major `(R, w)`
-//! host rows (`w` = [`HostModel::state_width`]); the encoder runs on `encode.rs`, a step on
-//! `step.rs`, and only the best tokens are normalised ([`Projection::best`]) except where an
-//! ensemble asks for the whole distribution.
-//!
-//! [`Projection::best`]: crate::kernels::projection::Projection::best
+//! The host snapshot (`HostModel`, `model/snapshot.rs`) as a [`Scorer`]: the fused CPU search.
+//! States are row-major `(R, w)` host rows (`w` = [`HostModel::state_width`]); this file only
+//! shares a step's live rows among the threads and lays out the survivors' states: the encoder
+//! pass and the step, from the embeddings to the scores, are the model's.
 use nmt_data::batch::Batch;
 use rayon::prelude::*;
 
 use super::scorer::{Pick, Rows, Scored, ScoredFull, Scorer};
 use crate::error::Result;
-use crate::infer::encode::{encode, HostEncoded};
-use crate::infer::step::{features, LiveRows};
-use crate::infer::sub_vocab::SubVocab;
-use crate::infer::weights::HostModel;
-use crate::kernels::profile;
 use crate::kernels::row_best::RowBest;
-use crate::model::copy::MixIn;
+use crate::model::decoder::HostEncoded;
+use crate::model::snapshot::{HostModel, LiveRows};
 
 /// The fewest rows a thread's share of a step gets: below it, one share runs on all threads.
 const MIN_SHARE: usize = 8;
@@ -28,24 +22,20 @@ impl Scorer for HostModel {
         self.cfg.reverse_source
     }
 
-    fn attends(&self) -> bool {
-        self.net.attends()
+    fn has_attention(&self) -> bool {
+        HostModel::has_attention(self)
     }
 
-    fn vocab(&self) -> usize {
-        self.net.output().proj.vocab()
+    fn vocab_size(&self) -> usize {
+        HostModel::vocab_size(self)
     }
 
-    fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<HostEncoded> {
-        let mut enc = encode(self, &batch.src, &batch.src_lengths, rayon::current_num_threads())?;
-        enc.src_ext = batch.src_ext.clone();
-        enc.vocab = vocab.map(|ids| SubVocab::new(&self.net.output().proj, ids.to_vec()));
-        Ok(enc)
+    fn encode(&self, batch: &Batch, shortlist: Option<&[u32]>) -> Result<HostEncoded> {
+        HostModel::encode(self, &batch.src, &batch.src_lengths, batch.src_ext.clone(), shortlist, rayon::current_num_threads())
     }
 
     fn start(&self, enc: &HostEncoded, sent: &[usize]) -> Result<Vec<f32>> {
-        let w = self.state_width();
-        Ok(sent.iter().flat_map(|&b| enc.init[b * w..(b + 1) * w].iter().copied()).collect())
+        Ok(enc.start_states(sent, self.state_width()))
     }
 
     /// The live rows split into one contiguous share per thread, each share's whole step (its
@@ -65,7 +55,8 @@ impl Scorer for HostModel {
         let run = |c: usize, t: usize| {
             let rr = c * per..((c + 1) * per).min(r_n);
             let r = LiveRows { s: &states[rr.start * w..rr.end * w], y: &rows.y[rr.clone()], sent: &rows.sent[rr.clone()] };
-            step(self, enc, &r, &pick.want[rr], pick.skip, pick.alpha, t)
+            let o = HostModel::step(self, enc, &r, &pick.want[rr], pick.skip, pick.alpha, t);
+            Scored { states: o.state, best: o.best, alpha: o.alpha }
         };
         if shares == 1 {
             return Ok(run(0, threads));
@@ -84,34 +75,9 @@ impl Scorer for HostModel {
     }
 
     fn step_full(&self, enc: &HostEncoded, states: &Vec<f32>, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<ScoredFull<Vec<f32>>> {
-        let r_n = rows.y.len();
-        let vocab = self.vocab();
-        let (f, ey) = features(self, enc, &LiveRows { s: states, y: rows.y, sent: rows.sent }, alpha, rayon::current_num_threads());
-        let lp = match &enc.vocab {
-            None => self.net.output().proj.log_probs(&f.t, r_n),
-            Some(v) => v.log_probs(&f.t, r_n, vocab),
-        };
-        let log_probs = match (self.net.copy(), &f.alpha) {
-            (Some(copy), Some(al)) => {
-                let x = MixIn {
-                    t: &f.t,
-                    s_out: &f.s_out,
-                    ctx: &f.ctx,
-                    ey: &ey,
-                    alpha: al,
-                    rows: rows.sent,
-                    want: &[],
-                    skip: &[],
-                    src: enc.copy_source(),
-                };
-                copy.full(&lp, width, &x)
-            }
-            _ => lp
-                .chunks_exact(vocab)
-                .flat_map(|row| row.iter().copied().chain(std::iter::repeat_n(f32::NEG_INFINITY, width - vocab)))
-                .collect(),
-        };
-        Ok(ScoredFull { states: f.state, log_probs, alpha: f.alpha })
+        let r = LiveRows { s: states, y: rows.y, sent: rows.sent };
+        let (states, log_probs, alpha) = HostModel::step_full(self, enc, &r, width, alpha, rayon::current_num_threads());
+        Ok(ScoredFull { states, log_probs, alpha })
     }
 
     fn gather(&self, states: &Vec<f32>, idx: &[usize]) -> Result<Vec<f32>> {
@@ -122,29 +88,4 @@ impl Scorer for HostModel {
         }
         Ok(out)
     }
-}
-
-/// One step for `rows`; `want_alpha` keeps the attention weights.
-/// `want[r]` is how many best tokens row `r` needs; tokens in `skip` are never chosen.
-fn step(
-    model: &HostModel,
-    enc: &HostEncoded,
-    rows: &LiveRows<'_>,
-    want: &[usize],
-    skip: &[u32],
-    want_alpha: bool,
-    threads: usize,
-) -> Scored<Vec<f32>> {
-    let (f, ey) = features(model, enc, rows, want_alpha, threads);
-    let r_n = rows.y.len();
-    let proj = &model.net.output().proj;
-    let mut best = profile::timed(profile::SEARCH_SCORES, || match &enc.vocab {
-        None => proj.best(&f.t, r_n, want, skip, threads),
-        Some(v) => v.best(&f.t, r_n, want, skip, threads),
-    });
-    if let (Some(copy), Some(al)) = (model.net.copy(), &f.alpha) {
-        let x = MixIn { t: &f.t, s_out: &f.s_out, ctx: &f.ctx, ey: &ey, alpha: al, rows: rows.sent, want, skip, src: enc.copy_source() };
-        best = copy.mix(proj, &best, &x);
-    }
-    Scored { states: f.state, best, alpha: f.alpha }
 }

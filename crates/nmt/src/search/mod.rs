@@ -1,14 +1,16 @@
 //! Search: one beam loop (`beam.rs`; greedy is beam 1) over a [`Scorer`] (`scorer.rs`), and
 //! [`Searcher`], the one entry point, which picks the scorer: the fused host snapshots of the
-//! models (`crate::infer`) where they can run, else the candle models, one model or an ensemble
+//! models (`model/snapshot.rs`) where they can run, else the candle models, one model or an ensemble
 //! (`ensemble.rs`) alike.
 //!
-//! The types every search shares (hypotheses, options, length normalisation, the beam
-//! bookkeeping) live in `crate::hypothesis` and are re-exported here.
+//! The types every search shares (hypotheses, options, length normalisation) live in
+//! `hypothesis.rs` and are re-exported here; the beam bookkeeping is `beams.rs`.
 pub mod beam;
+mod beams;
 mod candle;
 pub mod ensemble;
 mod host;
+pub(crate) mod hypothesis;
 pub mod scorer;
 
 use std::borrow::Borrow;
@@ -21,9 +23,9 @@ pub use self::ensemble::Ensemble;
 pub use self::scorer::Scorer;
 use crate::config::Impl;
 use crate::error::Result;
-pub use crate::hypothesis::{max_output_len, normalized, take_row_steps, Hypothesis, SearchOptions};
-use crate::infer::HostModel;
+use crate::model::snapshot::HostModel;
 use crate::model::Seq2Seq;
+pub use hypothesis::{max_output_len, normalized, take_row_steps, Hypothesis, SearchOptions};
 
 /// Up to this many threads, [`Searcher::search`] runs its batches one after another, each
 /// batch's steps split across the threads: on 2 cores that was the measured speed (docs/PERF.md)
@@ -68,7 +70,7 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
     }
 
     /// The batch's shortlist when the search asks for one.
-    fn batch_vocab(&self, batch: &Batch, opts: &SearchOptions) -> Result<Option<Vec<u32>>> {
+    fn batch_shortlist(&self, batch: &Batch, opts: &SearchOptions) -> Result<Option<Vec<u32>>> {
         if !opts.cfg.shortlist {
             return Ok(None);
         }
@@ -126,11 +128,11 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
         if self.models().iter().any(|m| m.cfg.copy()) && batch.src_ext.is_empty() {
             return Err(crate::Error::Input("a copy model needs each source's extended ids".into()));
         }
-        let vocab = self.batch_vocab(batch, opts)?;
-        let vocab = vocab.as_deref();
+        let shortlist = self.batch_shortlist(batch, opts)?;
+        let shortlist = shortlist.as_deref();
         match self.hosts(opts.imp, opts.cfg.int8)? {
-            Some(h) => beam::search(&Ensemble::new(h.iter().collect())?, batch, vocab, opts),
-            None => beam::search(&Ensemble::new(self.models())?, batch, vocab, opts),
+            Some(h) => beam::search(&Ensemble::new(h.iter().collect())?, batch, shortlist, opts),
+            None => beam::search(&Ensemble::new(self.models())?, batch, shortlist, opts),
         }
     }
 

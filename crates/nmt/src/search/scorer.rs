@@ -62,18 +62,18 @@ pub trait Scorer: Sync {
     /// Whether the encoder reads the source reversed (`model.reverse_source`).
     fn reads_reversed(&self) -> bool;
     /// Whether the decoder attends (and so can report alignments).
-    fn attends(&self) -> bool;
+    fn has_attention(&self) -> bool;
     /// The target vocabulary size `K_y`.
-    fn vocab(&self) -> usize;
+    fn vocab_size(&self) -> usize;
     /// Encodes the batch's sources (in this scorer's reading order), with a copy model's
-    /// extended ids (`batch.src_ext`). `vocab`, the batch's lexical shortlist (sorted target
+    /// extended ids (`batch.src_ext`). `shortlist`, the batch's lexical shortlist (sorted target
     /// ids), restricts every step of this batch to those tokens, normalised over them.
-    fn encode(&self, batch: &Batch, vocab: Option<&[u32]>) -> Result<Self::Encoded>;
+    fn encode(&self, batch: &Batch, shortlist: Option<&[u32]>) -> Result<Self::Encoded>;
     /// The start states of one row per sentence in `sent`.
     fn start(&self, enc: &Self::Encoded, sent: &[usize]) -> Result<Self::States>;
     /// One decoder step for `rows` with `states`, choosing as `pick` says.
     fn step(&self, enc: &Self::Encoded, states: &Self::States, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Scored<Self::States>>;
-    /// One decoder step with the whole distribution over `width ≥ vocab()` columns.
+    /// One decoder step with the whole distribution over `width ≥ vocab_size()` columns.
     fn step_full(
         &self,
         enc: &Self::Encoded,

@@ -134,7 +134,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     set_precision(&cfg.train, &run.model, ui);
     ui.on_message(&format!(
         "model: {}, {} parameters; starting at update {}{}",
-        run.meta.config.arch.family().name(),
+        run.meta.config.arch.name().name(),
         run.model.num_parameters(),
         run.progress.step,
         match c.size() {

@@ -1,7 +1,7 @@
 //! Shared pieces of the integration tests: the toy reversal task and small configs.
 #![allow(dead_code)]
 use candle_core::{DType, Tensor};
-use nmt::config::{Arch, EncoderKind, Family, ModelConfig};
+use nmt::config::{Arch, ArchName, EncoderKind, ModelConfig};
 use nmt::data::batch::Example;
 use nmt::data::EOS;
 use rand::{Rng, SeedableRng};
@@ -26,10 +26,10 @@ pub fn reversal_examples(n: usize, words: u32, lens: std::ops::RangeInclusive<us
 }
 
 /// A small model for the toy tasks and gradient checks.
-pub fn small_config(arch: Family, vocab: usize, emb: usize, hidden: usize) -> ModelConfig {
+pub fn small_config(arch: ArchName, vocab: usize, emb: usize, hidden: usize) -> ModelConfig {
     let mut c = ModelConfig::preset(match arch {
-        Family::Rnnsearch => "tiny",
-        Family::Rnnenc => "tiny-rnnenc",
+        ArchName::Rnnsearch => "tiny",
+        ArchName::Rnnenc => "tiny-rnnenc",
     })
     .unwrap();
     c.src_vocab = vocab;
@@ -83,7 +83,7 @@ pub fn with_grconv(c: &mut ModelConfig) {
 }
 
 /// A tiny model's metadata (word vocabularies of 10 words) and its config, for file tests.
-pub fn tiny_meta(arch: Family) -> (nmt::model_file::ModelMeta, ModelConfig) {
+pub fn tiny_meta(arch: ArchName) -> (nmt::model_file::ModelMeta, ModelConfig) {
     use nmt::data::subword::{Segmenter, SubwordConfig, SubwordKind};
     let lines: Vec<String> = vec!["a b c d e f g h i j".to_string()];
     let sub = SubwordConfig { kind: SubwordKind::Word, vocab_size: 100, min_frequency: 1, model: None };

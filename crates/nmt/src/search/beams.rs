@@ -4,11 +4,11 @@
 //! limit of 0 gives one empty unfinished hypothesis); finished hypotheses are ranked by the
 //! length-normalised score and the `n_best` first kept. With beam 1 this is greedy search.
 //!
-//! The beam loop (`crate::search::beam`) hands each step's chosen extensions to
+//! The beam loop (`beam.rs`) hands each step's chosen extensions to
 //! [`Beams::advance`] and lays out its next rows from what it returns.
 use nmt_data::EOS;
 
-use super::{normalized, Hypothesis};
+use super::hypothesis::{normalized, Hypothesis};
 
 /// One live hypothesis of a sentence's beam.
 #[derive(Clone, Debug)]
@@ -69,15 +69,6 @@ impl Beams {
         } else {
             self.width[b]
         }
-    }
-
-    /// Whether every sentence is done.
-    pub fn all_done(&self) -> bool {
-        self.live.iter().all(Vec::is_empty)
-    }
-
-    pub fn sentences(&self) -> usize {
-        self.live.len()
     }
 
     /// Applies sentence `b`'s extensions at step `t` (best first): those ending in `</s>`

@@ -1,13 +1,9 @@
-//! What the search and its scorers share: the output type, the options, length normalisation
-//! and limits, and the beam bookkeeping ([`beams::Beams`]). It sits below `crate::search` (the
-//! beam loop) and the scorers' step code, so that a scorer (`crate::infer`, `crate::model`)
-//! never imports the loop that runs it.
+//! The search's output type, its options, length normalisation and limits; the beam
+//! bookkeeping that ranks hypotheses is `beams.rs`.
 //!
 //! Hypotheses are ranked by `log p(y|x) / len^α` (Cho et al. 2014b's length normalisation for
 //! α = 1; `len` counts `</s>`). A hypothesis's `log_prob` is exactly the sum of the per-step
 //! log-probabilities the model assigned, i.e. the teacher-forced `log p(y </s> | x)`.
-pub mod beams;
-
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::{Impl, SearchConfig};
@@ -34,7 +30,7 @@ pub struct SearchOptions {
     pub cfg: SearchConfig,
     /// Record attention weights.
     pub alignments: bool,
-    /// `Fused`: the host kernels of `crate::infer` when the model is `f32` on the CPU (else
+    /// `Fused`: the host kernels (`model/snapshot.rs`) when the model is `f32` on the CPU (else
     /// the candle ops); `Ops`: the candle ops of `Seq2Seq::decode_step`, the reference and the
     /// path for GPUs and other dtypes.
     pub imp: Impl,
