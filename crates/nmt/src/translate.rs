@@ -92,9 +92,9 @@ impl Translator {
 }
 
 /// [`Translator::translate`] with any searcher (the trainer validates with one that borrows
-/// the model it trains), in four steps: the sources as ids ([`source_ids`]) in the encoder's
-/// reading order, with a copy model's extended ids ([`copy_sources`]); the n-best lists
-/// ([`nbest_lists`]); each sentence's hypotheses as text ([`translation`]).
+/// the model it trains), in four steps: the sources as ids (`source_ids`) in the encoder's
+/// reading order, with a copy model's extended ids (`copy_sources`); the n-best lists
+/// (`nbest_lists`); each sentence's hypotheses as text (`translation`).
 pub fn translate_lines<M: Borrow<Seq2Seq> + Sync>(
     searcher: &Searcher<M>,
     meta: &ModelMeta,

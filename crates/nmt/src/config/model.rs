@@ -124,7 +124,7 @@ impl std::str::FromStr for Impl {
 }
 
 /// The network: sizes and architecture. Stored in the model file, as the flat `[model]` table
-/// of [`ModelToml`] (a file's keys do not depend on how the code groups them).
+/// of `ModelToml` (a file's keys do not depend on how the code groups them).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(try_from = "ModelToml", into = "ModelToml")]
 pub struct ModelConfig {

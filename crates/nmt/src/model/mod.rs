@@ -1,4 +1,4 @@
-//! The encoder-decoder: [`Seq2Seq`] holds the embeddings and one [`Layers`] (RNNsearch or
+//! The encoder-decoder: [`Seq2Seq`] holds the embeddings and one `Layers` (RNNsearch or
 //! RNNenc, `layers.rs`: each architecture's layers are listed once, in its own file) and offers
 //! what training, search and scoring need: `loss`, `sentence_log_probs`, `encode`,
 //! `decode_step`. The search's scorers live beside the beam loop (`search/candle.rs`,

@@ -141,7 +141,7 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
     /// returned in the input order. `exts[i]` is source `i` in a copy model's extended target
     /// space (`nmt_data::copy`); hypotheses may then hold its extended ids.
     ///
-    /// On the host path with more than [`SERIAL_THREADS`] threads, batches are searched
+    /// On the host path with more than `SERIAL_THREADS` threads, batches are searched
     /// concurrently (rayon's tasks; each batch still splits its own products): one batch's
     /// steps are too small to keep 16 threads busy. A batch's hypotheses do not depend on the
     /// thread count or on what runs beside it (`tests/shortlist.rs`), so the output is the same.
