@@ -23,7 +23,7 @@
 /// (`cgru_decoder::backward::{{closure}}::{{closure}}`, 9.6 % of an s2s training step's cycles,
 /// `perf report`, 2026-11-27).
 ///
-/// Crate-private (issue 58: it was `#[macro_export]`ed to every downstream crate): reached as
+/// Crate-private (issue 58: it was exported, as a macro, to every downstream crate): reached as
 /// `crate::kernels::math::simd_dispatch`.
 macro_rules! simd_dispatch {
     ($body:expr) => {{
