@@ -60,6 +60,10 @@ pub struct TrainConfig {
     pub normalize_updates: bool,
     /// Batches: token budget (`sentences × max(src_len, tgt_len)`) and sentence cap.
     pub batch: BatchConfig,
+    /// The batches of a run on a GPU (`nmt train --gpu`), in place of `batch`: a GPU is idle at
+    /// a CPU's batch of 80 sentences, so one recipe names both (Marian and OpenNMT-py leave it
+    /// to a per-machine flag). `None`: `batch` everywhere. [`TrainConfig::batch_on`].
+    pub gpu_batch: Option<BatchConfig>,
     /// Validate (dev perplexity + BLEU), checkpoint and keep the best model every N updates.
     pub valid_every: u64,
     /// Log training loss every N updates.
@@ -100,6 +104,22 @@ pub struct TrainConfig {
     pub precision: Precision,
 }
 
+impl TrainConfig {
+    /// The batches a run on `device` trains on: `gpu_batch` on a CUDA or Metal device when
+    /// given, else `batch`. The epoch's plan follows from it, so a run resumed on the other kind
+    /// of device goes on with that device's batches from the same position in the epoch.
+    pub fn batch_on(&self, device: &candle_core::Device) -> &BatchConfig {
+        self.batch_for(!device.is_cpu())
+    }
+
+    fn batch_for(&self, gpu: bool) -> &BatchConfig {
+        match (&self.gpu_batch, gpu) {
+            (Some(b), true) => b,
+            _ => &self.batch,
+        }
+    }
+}
+
 impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {
@@ -113,6 +133,7 @@ impl Default for TrainConfig {
             clip_norm: 1.0,
             normalize_updates: false,
             batch: BatchConfig { max_tokens: 2000, max_sentences: 80 },
+            gpu_batch: None,
             valid_every: 500,
             log_every: 50,
             patience: 10,
@@ -179,5 +200,25 @@ impl TrainConfig {
             return Err(Error::Config("train.valid_beam_size must be at least 1".into()));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped recipe names its GPU batches; a config without them trains on `batch`
+    /// everywhere, and the key survives the model file's config.
+    #[test]
+    fn gpu_batch_replaces_batch_on_a_gpu_only() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/rnnsearch-s2s.toml");
+        let cfg = crate::config::Config::from_file(std::path::Path::new(path), &[]).unwrap();
+        let t = &cfg.train;
+        assert_eq!((t.batch_for(false).max_tokens, t.batch_for(true).max_tokens), (2000, 8000));
+        assert_eq!(t.batch_on(&candle_core::Device::Cpu).max_sentences, 80);
+        let plain = TrainConfig::default();
+        assert_eq!(plain.batch_for(true).max_tokens, plain.batch.max_tokens);
+        let back: crate::config::Config = toml::from_str(&toml::to_string(&cfg).unwrap()).unwrap();
+        assert_eq!(back.train.gpu_batch.map(|b| b.max_sentences), Some(256));
     }
 }

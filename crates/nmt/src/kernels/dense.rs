@@ -35,6 +35,11 @@ impl Dense {
         Dense { w, k, q: None }
     }
 
+    /// The inner dimension `k`.
+    pub fn rows(&self) -> usize {
+        self.k
+    }
+
     pub fn cols(&self) -> usize {
         self.w.len() / self.k.max(1)
     }

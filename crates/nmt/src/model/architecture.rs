@@ -66,6 +66,9 @@ pub trait HostArchitecture {
     }
     /// From now on, the step's products in int8.
     fn quantize(&mut self);
+    /// Tables of the step's products of the previous word over the target embeddings
+    /// `emb (K_y, m)` (`precomputed::WordTerms`); none by default.
+    fn tabulate(&mut self, _emb: &[f32], _threads: usize) {}
     /// The deep output (its projection scores the features).
     fn output(&self) -> &HostOutput;
 }

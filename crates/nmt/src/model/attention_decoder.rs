@@ -16,11 +16,12 @@ use rayon::prelude::*;
 
 use super::attention::Attention;
 use super::attention_memory::{attention_memory, forced_steps, AttnForced, DecoderStart, ForcedDecoder, ForcedIn, HostStart};
-use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostMemory, HostStepIn, HostStepOut, StepOut};
+use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostAttnMemory, HostMemory, HostStepIn, HostStepOut, StepOut};
 use super::encoder::cell_name;
 use super::encoder::Source;
 use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
+use super::precomputed::{ContextTerms, WordTerms};
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState, StartState};
 use crate::error::Result;
@@ -152,11 +153,10 @@ pub struct HostAttention {
     /// The cell and the width `rec` of the recurrent block in `s_cat`.
     pub(crate) kind: CellKind,
     pub(crate) rec: usize,
-    /// `E y · [W | O_y]` `(m, G + 2l)` plus `c_i · [C | O_c]` `(2n, G + 2l)`, with bias
-    /// `[b | b_o]`.
-    pub(crate) y_cat: Dense,
-    pub(crate) c_cat: Dense,
-    pub(crate) yc_cat_b: Vec<f32>,
+    /// `E y · [W | O_y] + [b | b_o]` `(m, G + 2l)` (a table over the vocabulary) plus
+    /// `c_i · [C | O_c]` `(2n, G + 2l)` (per source position), `precomputed.rs`.
+    pub(crate) words: WordTerms,
+    pub(crate) context: ContextTerms,
     /// The paper cell's `U (n, n)` of the candidate (applied to `r ⊙ s_{i-1}`; empty otherwise).
     pub(crate) u: Dense,
     /// `s_0`'s weights, `U_a` and `v_a` (`attention_memory.rs`).
@@ -191,9 +191,8 @@ impl HostAttention {
             s_cat_b,
             kind,
             rec,
-            y_cat: Dense::new(hcat(&[(&w[..], g), (&out.o_y.w[..], l2)], m), m),
-            c_cat: Dense::new(hcat(&[(&c[..], g), (&out.o_c[..], l2)], 2 * n), 2 * n),
-            yc_cat_b: b.iter().chain(&out.b).copied().collect(),
+            words: WordTerms::new(Dense::new(hcat(&[(&w[..], g), (&out.o_y.w[..], l2)], m), m), b.iter().chain(&out.b).copied().collect()),
+            context: ContextTerms::new(Dense::new(hcat(&[(&c[..], g), (&out.o_c[..], l2)], 2 * n), 2 * n)),
             u: Dense::new(u, n),
             keys: HostStart::new(&dec.start, &dec.att)?,
         })
@@ -201,27 +200,31 @@ impl HostAttention {
 
     /// The step's products in int8 (`kernels::dense::Dense`).
     pub fn quantize(&mut self) {
-        for d in [&mut self.s_cat, &mut self.y_cat, &mut self.c_cat, &mut self.u] {
+        for d in [&mut self.s_cat, &mut self.u] {
             d.quantize();
         }
+        self.words.quantize();
+        self.context.quantize();
     }
 
-    /// What the decoder reads of the annotations `ann (B, S, 2n)`, once per batch
-    /// ([`HostStart::memory`]): the memory `(B, S, 2n + A)` and `s_0 (B, n)`.
+    /// What the decoder reads of the annotations `ann (B, S, 2n)`, once per batch: the
+    /// memory ([`HostStart::memory`], [`ContextTerms::per_position`]) and `s_0 (B, n)`.
     pub fn memory(&self, ann: &[f32], bs: (usize, usize), lens: &[usize], threads: usize) -> (HostMemory, Vec<f32>) {
-        self.keys.memory(ann, bs, lens, threads)
+        let (mem, h0) = self.keys.memory(ann, bs, lens, threads);
+        (HostMemory::Attention(HostAttnMemory { mem, ctx_terms: self.context.per_position(ann, threads) }), h0)
     }
 
-    /// One step for the `R` live rows of `x`, reading the memory `mem (B, S, 2n + A)` of
-    /// sentences with true lengths `lens` padded to `S`; `want_alpha` keeps the weights.
+    /// One step for the `R` live rows of `x`, reading the memory `m` of sentences with true
+    /// lengths `lens` padded to `S`; `want_alpha` keeps the weights.
     /// The products (Marian's few wide GEMMs):
     /// ```text
     /// s_{i-1} · [W_a | U_rec | O_h?]      (R, A + rec [+ 2l])   the query, the recurrent gates
     /// c_i = attention(s_{i-1}, h)         (R, 2n)               per row (`attend_row`)
     /// E y · [W | O_y] + c_i · [C | O_c]   (R, G + 2l)           the cell's inputs, t~'s terms
     /// ```
+    /// the last from the word table and `Σ_j α_ij (h_j · [C | O_c])` (`precomputed.rs`).
     /// then the training kernels' cell row arithmetic (`kernels::rnn_cell`, `lstm_cell`).
-    pub fn step(&self, mem: &[f32], lens: &[usize], x: &HostStepIn<'_>, out: &HostOutput, want_alpha: bool) -> HostStepOut {
+    pub fn step(&self, m: &HostAttnMemory, lens: &[usize], x: &HostStepIn<'_>, out: &HostOutput, want_alpha: bool) -> HostStepOut {
         let (n, a, l2, threads) = (self.keys.b_s.len(), self.keys.v_a.len(), out.b.len(), x.threads);
         let (r_n, sw, g) = (x.sent.len(), x.width, self.kind.gates() * n);
         let lw = if self.kind == CellKind::Lstm { 2 * n } else { n };
@@ -234,12 +237,12 @@ impl HostAttention {
         // and (deep output on s_{i-1}) the output's state term.
         let w1 = self.s_cat_b.len();
         let g1 = self.s_cat.affine(s_prev, r_n, &self.s_cat_b, threads);
-        let (ctx, alpha) = attend_rows(mem, lens, x.sent, (&g1, w1), &self.keys.v_a, 2 * n, want_alpha);
+        let (ctx, alpha) = attend_rows(&m.mem, lens, x.sent, (&g1, w1), &self.keys.v_a, 2 * n);
         // E y · [W | O_y] + c_i · [C | O_c] + [b | b_o]: the cell's input terms and the
         // deep output's word and context terms, in one (R, G + 2l) block.
         let w2 = g + l2;
-        let mut g2 = self.y_cat.affine(x.ey, r_n, &self.yc_cat_b, threads);
-        self.c_cat.mul_add(&mut g2, 0, w2, Mat::new(&ctx, r_n, 2 * n), threads);
+        let mut g2 = self.words.rows(x.ey, x.y, threads);
+        self.context.add_rows(&mut g2, w2, &alpha, x.sent, lens, &m.ctx_terms);
         // The cell, with the training kernels' row arithmetic (`kernels::rnn_cell`): the
         // input terms are g2's first G columns, the recurrent ones g1's block after W_a.
         let rec = self.rec;
@@ -281,13 +284,13 @@ impl HostAttention {
         if x.out_state == Some(OutputState::Current) {
             out.o_h.mul_add(&mut pre, 0, l2, Mat::strided(&state, 0, r_n, n, lw), threads);
         }
-        HostStepOut { state, pre, ctx, alpha }
+        HostStepOut { state, pre, ctx, alpha: want_alpha.then_some(alpha) }
     }
 }
 
 /// The attention of `R` rows on the host: row `r`'s query `s W_a + b_a` is the first `A`
 /// columns of `q.0[r · q.1 ..]`, its sentence `sent[r]` in `mem (B, S, ctx + A)` of true
-/// lengths `lens`. Returns the contexts `(R, ctx)` and, when `want_alpha`, the weights `(R, S)`.
+/// lengths `lens`. Returns the contexts `(R, ctx)` and the weights `(R, S)`, zero at padding.
 pub(crate) fn attend_rows(
     mem: &[f32],
     lens: &[usize],
@@ -295,35 +298,22 @@ pub(crate) fn attend_rows(
     q: (&[f32], usize),
     v_a: &[f32],
     ctx_dim: usize,
-    want_alpha: bool,
-) -> (Vec<f32>, Option<Vec<f32>>) {
+) -> (Vec<f32>, Vec<f32>) {
     let (a, r_n) = (v_a.len(), sent.len());
     let ew = ctx_dim + a;
     let s_len = mem.len() / (lens.len() * ew).max(1);
     let t_attn = profile::start();
     let mut ctx = vec![0f32; r_n * ctx_dim];
-    let per_row = |sc: &mut AttnScratch<f32>, r: usize, c: &mut [f32]| {
-        let b = sent[r];
-        let mem = &mem[b * s_len * ew..(b + 1) * s_len * ew];
-        simd_dispatch!(attend_row(mem, &q.0[r * q.1..r * q.1 + a], v_a, lens[b], sc, c));
-    };
-    let alpha = match want_alpha {
-        true => {
-            let mut al = vec![0f32; r_n * s_len];
-            ctx.par_chunks_mut(ctx_dim).zip(al.par_chunks_mut(s_len.max(1))).enumerate().for_each_init(
-                || AttnScratch::new(s_len, a),
-                |sc, (r, (c, out))| {
-                    per_row(sc, r, c);
-                    out.copy_from_slice(&sc.alpha[..out.len()]);
-                },
-            );
-            Some(al)
-        }
-        false => {
-            ctx.par_chunks_mut(ctx_dim).enumerate().for_each_init(|| AttnScratch::new(s_len, a), |sc, (r, c)| per_row(sc, r, c));
-            None
-        }
-    };
+    let mut alpha = vec![0f32; r_n * s_len];
+    ctx.par_chunks_mut(ctx_dim).zip(alpha.par_chunks_mut(s_len.max(1))).enumerate().for_each_init(
+        || AttnScratch::new(s_len, a),
+        |sc, (r, (c, out))| {
+            let b = sent[r];
+            let mem = &mem[b * s_len * ew..(b + 1) * s_len * ew];
+            simd_dispatch!(attend_row(mem, &q.0[r * q.1..r * q.1 + a], v_a, lens[b], sc, c));
+            out.copy_from_slice(&sc.alpha[..out.len()]);
+        },
+    );
     profile::stop(profile::SEARCH_ATTN, t_attn);
     (ctx, alpha)
 }

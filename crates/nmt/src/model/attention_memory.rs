@@ -12,7 +12,7 @@ use candle_core::Tensor;
 
 use super::attention::Attention;
 use super::backend::Backend;
-use super::decoder::{shift_outputs, AttentionMemory, HostMemory, StepOut};
+use super::decoder::{shift_outputs, AttentionMemory, StepOut};
 use super::encoder::Source;
 use super::layer_norm::{ln_rows, maybe_norm};
 use super::params::{Init, ParamBuilder};
@@ -108,7 +108,7 @@ impl HostStart {
     /// The memory `(B, S, 2n + A)` holding `[h_j ; U_a h_j]` at each position (the layout
     /// `kernels::attn_decoder::attend_row` reads), and `s_0 (B, n)`, from `ann (B, S, 2n)` of
     /// sentences of true lengths `lens`.
-    pub fn memory(&self, ann: &[f32], (b, s): (usize, usize), lens: &[usize], threads: usize) -> (HostMemory, Vec<f32>) {
+    pub fn memory(&self, ann: &[f32], (b, s): (usize, usize), lens: &[usize], threads: usize) -> (Vec<f32>, Vec<f32>) {
         let (n, a) = (self.b_s.len(), self.v_a.len());
         let ew = 2 * n + a;
         let mut mem = vec![0f32; b * s * ew];
@@ -142,7 +142,7 @@ impl HostStart {
             }
         };
         tanh_in_place(&mut h0);
-        (HostMemory::Attention { mem }, h0)
+        (mem, h0)
     }
 }
 

@@ -20,16 +20,18 @@ use candle_core::Tensor;
 
 use super::attention::Attention;
 use super::attention_memory::{attention_memory, forced_steps, AttnForced, DecoderStart, ForcedDecoder, ForcedIn, HostStart};
-use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostStepIn, HostStepOut, StepOut};
+use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostAttnMemory, HostMemory, HostStepIn, HostStepOut, StepOut};
 use super::encoder::Source;
 use super::output::HostOutput;
 use super::params::ParamBuilder;
+use super::precomputed::{ContextTerms, WordTerms};
 use super::regularizer::state_tensor;
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm, OutputState, StartState};
 use crate::error::{Error, Result};
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::dense::{hcat, host, Dense};
+use crate::kernels::gemm::fill_rows;
 use crate::kernels::norm_rows::NormedBlock;
 use crate::kernels::{attn_op, linear, norm_rows};
 
@@ -222,17 +224,16 @@ impl HostCell {
 /// side, one GEMM each (as `HostAttention`). With layer normalisation each normalised block's
 /// bias is left out of its GEMM and given to its [`NormedBlock`] as `β` (`layer_norm.rs`).
 pub struct HostConditional {
-    /// `E y · [W₁ | O_y]` `(m, G + 2l)`, bias `[b₁ | b_o]`.
-    y_cat: Dense,
-    y_cat_b: Vec<f32>,
+    /// `E y · [W₁ | O_y]` `(m, G + 2l)`, bias `[b₁ | b_o]` (a table, `precomputed.rs`).
+    pub(crate) words: WordTerms,
     /// `s_{i-1} · [U₁_rec | O_h?]` (`O_h` when the deep output reads `s_{i-1}`), bias `[b_h1 | 0]`.
     s_cat: Dense,
     s_cat_b: Vec<f32>,
     /// `s' · [W_a | U₂_rec]`, bias `[b_a | b_h2]`.
     sp_cat: Dense,
     sp_cat_b: Vec<f32>,
-    /// `c · [W₂ | O_c]` `(2n, G + 2l)`, bias `[b₂ | 0]`.
-    c_cat: Dense,
+    /// `c · [W₂ | O_c]` `(2n, G + 2l)` (per source position, `precomputed.rs`), bias `[b₂ | 0]`.
+    context: ContextTerms,
     c_cat_b: Vec<f32>,
     cell1: HostCell,
     cell2: HostCell,
@@ -291,13 +292,12 @@ impl HostConditional {
         let mut sp_cat_b = host(&dec.att.b_a)?.into_iter().chain(cell2.b_rec.iter().copied()).collect();
         let norm = normed_blocks(dec, out, prev, [&mut y_cat_b, &mut s_cat_b, &mut sp_cat_b, &mut c_cat_b])?;
         Ok(HostConditional {
-            y_cat: Dense::new(hcat(&[(&w1[..], g), (&out.o_y.w[..], l2)], m), m),
-            y_cat_b,
+            words: WordTerms::new(Dense::new(hcat(&[(&w1[..], g), (&out.o_y.w[..], l2)], m), m), y_cat_b),
             s_cat: Dense::new(hcat(&s_blocks, n), n),
             s_cat_b,
             sp_cat: Dense::new(hcat(&[(&w_a[..], a), (&cell2.u_rec[..], rec2)], n), n),
             sp_cat_b,
-            c_cat: Dense::new(hcat(&[(&w2[..], g), (&out.o_c[..], l2)], 2 * n), 2 * n),
+            context: ContextTerms::new(Dense::new(hcat(&[(&w2[..], g), (&out.o_c[..], l2)], 2 * n), 2 * n)),
             c_cat_b,
             keys: HostStart::new(&dec.start, &dec.att)?,
             cell1,
@@ -308,14 +308,17 @@ impl HostConditional {
 
     /// The step's products in int8.
     pub fn quantize(&mut self) {
-        for d in [&mut self.y_cat, &mut self.s_cat, &mut self.sp_cat, &mut self.c_cat, &mut self.cell1.u_n, &mut self.cell2.u_n] {
+        for d in [&mut self.s_cat, &mut self.sp_cat, &mut self.cell1.u_n, &mut self.cell2.u_n] {
             d.quantize();
         }
+        self.words.quantize();
+        self.context.quantize();
     }
 
-    /// The memory `(B, S, 2n + A)` and `s_0 (B, n)` ([`HostStart::memory`]).
-    pub fn memory(&self, ann: &[f32], bs: (usize, usize), lens: &[usize], threads: usize) -> (super::decoder::HostMemory, Vec<f32>) {
-        self.keys.memory(ann, bs, lens, threads)
+    /// The memory ([`HostStart::memory`], [`ContextTerms::per_position`]) and `s_0 (B, n)`.
+    pub fn memory(&self, ann: &[f32], bs: (usize, usize), lens: &[usize], threads: usize) -> (HostMemory, Vec<f32>) {
+        let (mem, h0) = self.keys.memory(ann, bs, lens, threads);
+        (HostMemory::Attention(HostAttnMemory { mem, ctx_terms: self.context.per_position(ann, threads) }), h0)
     }
 
     /// One step for the `R` live rows of `x` (as `HostAttention::step`):
@@ -324,21 +327,23 @@ impl HostConditional {
     /// s' · [W_a | U₂_rec]                            → c_i = attention(s')
     /// c_i · [W₂ | O_c]                               → s_i = GRU₂, t~'s terms
     /// ```
-    pub fn step(&self, mem: &[f32], lens: &[usize], x: &HostStepIn<'_>, out: &HostOutput, want_alpha: bool) -> HostStepOut {
+    /// the first from the word table, the last as `Σ_j α_ij (h_j · [W₂ | O_c])`.
+    pub fn step(&self, m: &HostAttnMemory, lens: &[usize], x: &HostStepIn<'_>, out: &HostOutput, want_alpha: bool) -> HostStepOut {
         use crate::kernels::gemm::Mat;
         let (n, a, l2, threads) = (self.keys.b_s.len(), self.keys.v_a.len(), out.b.len(), x.threads);
         let (r_n, g) = (x.sent.len(), 3 * n);
         let (wy, ws, wsp) = (g + l2, self.s_cat_b.len(), self.sp_cat_b.len());
         let [ny, ns, nsp, nc, noh] = &self.norm;
-        let mut gy = self.y_cat.affine(x.ey, r_n, &self.y_cat_b, threads);
+        let mut gy = self.words.rows(x.ey, x.y, threads);
         NormedBlock::apply_all(ny, &mut gy, r_n, wy);
         let mut gs = self.s_cat.affine(x.s_prev, r_n, &self.s_cat_b, threads);
         NormedBlock::apply_all(ns, &mut gs, r_n, ws);
         let s1 = self.cell1.step((&gy, wy), (&gs, ws, 0), x.s_prev, threads);
         let mut gsp = self.sp_cat.affine(&s1, r_n, &self.sp_cat_b, threads);
         NormedBlock::apply_all(nsp, &mut gsp, r_n, wsp);
-        let (ctx, alpha) = super::attention_decoder::attend_rows(mem, lens, x.sent, (&gsp, wsp), &self.keys.v_a, 2 * n, want_alpha);
-        let mut gc = self.c_cat.affine(&ctx, r_n, &self.c_cat_b, threads);
+        let (ctx, alpha) = super::attention_decoder::attend_rows(&m.mem, lens, x.sent, (&gsp, wsp), &self.keys.v_a, 2 * n);
+        let mut gc = fill_rows(&self.c_cat_b, r_n);
+        self.context.add_rows(&mut gc, wy, &alpha, x.sent, lens, &m.ctx_terms);
         NormedBlock::apply_all(nc, &mut gc, r_n, wy);
         let state = self.cell2.step((&gc, wy), (&gsp, wsp, a), &s1, threads);
         let mut pre = Vec::with_capacity(r_n * l2);
@@ -361,7 +366,7 @@ impl HostConditional {
                 pre.iter_mut().zip(&hs).for_each(|(p, h)| *p += h);
             }
         }
-        HostStepOut { state, pre, ctx, alpha }
+        HostStepOut { state, pre, ctx, alpha: want_alpha.then_some(alpha) }
     }
 }
 

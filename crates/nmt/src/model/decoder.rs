@@ -104,11 +104,19 @@ pub struct DecoderDims {
 /// (`HostModel::encode`, `snapshot.rs`): an encoded batch holds the one its architecture's
 /// decoder reads.
 pub enum HostMemory {
-    /// RNNsearch: `(B, S, 2n + A)`, position `j` of sentence `b` holding `[h_j ; U_a h_j]`
-    /// (`HostAttention::memory`).
-    Attention { mem: Vec<f32> },
+    /// RNNsearch (`HostAttention::memory`, `HostConditional::memory`).
+    Attention(HostAttnMemory),
     /// RNNenc: `C c (+ b_h)` `(B, G)` and `O_c c` `(B, 2l)` (`HostSummary::memory`).
     Summary { gate_ctx: Vec<f32>, out_ctx: Vec<f32> },
+}
+
+/// What an attention decoder's host step reads of a batch of `B` sentences padded to `S`.
+pub struct HostAttnMemory {
+    /// `(B, S, 2n + A)`: position `j` of sentence `b` holds `[h_j ; U_a h_j]`.
+    pub(crate) mem: Vec<f32>,
+    /// `h_j · [C | O_c]` `(B, S, G + 2l)`, the context's terms before the weighted sum
+    /// (`precomputed::ContextTerms`).
+    pub(crate) ctx_terms: Vec<f32>,
 }
 
 /// The host form of [`Encoded`]: a batch of `B` sentences, padded to `S` positions.
@@ -139,9 +147,11 @@ impl HostEncoded {
 }
 
 /// A host step's live rows, as the architecture's step reads them: the stacked states
-/// `(R, L·w)`, the previous words' embeddings `(R, m)` and each row's sentence.
+/// `(R, L·w)`, the previous words (ids in the vocabulary, a copy model's extended ids read as
+/// `<unk>`) and their embeddings `(R, m)`, and each row's sentence.
 pub struct HostRows<'a> {
     pub(crate) state: &'a [f32],
+    pub(crate) y: &'a [u32],
     pub(crate) ey: &'a [f32],
     pub(crate) sent: &'a [usize],
     pub(crate) threads: usize,
@@ -160,7 +170,7 @@ impl<'a> HostRows<'a> {
 
     /// The first layer's step input over these rows, its previous outputs `s_prev`.
     pub(crate) fn step_in<'b>(&'b self, s_prev: &'b [f32], width: usize, out_state: Option<OutputState>) -> HostStepIn<'b> {
-        HostStepIn { s_prev, state: self.state, width, ey: self.ey, sent: self.sent, out_state, threads: self.threads }
+        HostStepIn { s_prev, state: self.state, width, y: self.y, ey: self.ey, sent: self.sent, out_state, threads: self.threads }
     }
 }
 
@@ -171,7 +181,8 @@ pub struct HostStepIn<'a> {
     /// The previous state rows `(R, width)`: the LSTM's cell is at `[n, 2n)` of each.
     pub(crate) state: &'a [f32],
     pub(crate) width: usize,
-    /// The previous words' embeddings `(R, m)`.
+    /// The previous words (vocabulary ids) and their embeddings `(R, m)`.
+    pub(crate) y: &'a [u32],
     pub(crate) ey: &'a [f32],
     /// Each row's sentence in the encoded batch.
     pub(crate) sent: &'a [usize],

@@ -104,6 +104,15 @@ impl HostLayers {
         }
     }
 
+    /// Tables of what the step computes from the previous word alone, over the target
+    /// embeddings `emb (K_y, m)` (`precomputed::WordTerms`).
+    pub fn tabulate(&mut self, emb: &[f32], threads: usize) {
+        match self {
+            HostLayers::Rnnsearch(a) => a.tabulate(emb, threads),
+            HostLayers::Rnnenc(a) => a.tabulate(emb, threads),
+        }
+    }
+
     pub fn output(&self) -> &HostOutput {
         self.arch().output()
     }

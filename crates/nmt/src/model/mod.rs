@@ -26,6 +26,7 @@ pub(crate) mod layers;
 pub mod lstm;
 pub(crate) mod output;
 pub mod params;
+pub(crate) mod precomputed;
 pub mod regularizer;
 pub(crate) mod rnn;
 pub(crate) mod rnnenc;

@@ -251,7 +251,7 @@ impl HostArchitecture for HostRnnsearch {
     }
 
     fn features(&self, cfg: &ModelConfig, enc: &HostEncoded, rows: &HostRows<'_>, want_alpha: bool) -> HostFeatures {
-        let HostMemory::Attention { mem } = &enc.memory else {
+        let HostMemory::Attention(mem) = &enc.memory else {
             unreachable!("`encode` builds the memory of the model's own decoder");
         };
         let s_prev = rows.prev_outputs(self.upper.state_width(), cfg.hidden_dim);
@@ -295,6 +295,13 @@ impl HostArchitecture for HostRnnsearch {
         // plain upper layers' (a gated-feedback layer's step stays `f32`).
         for layer in self.enc.iter_mut().chain(&mut self.upper.layers) {
             layer.w.quantize();
+        }
+    }
+
+    fn tabulate(&mut self, emb: &[f32], threads: usize) {
+        match &mut self.dec {
+            HostDecoder::Bahdanau(d) => d.words.tabulate(emb, threads),
+            HostDecoder::Conditional(d) => d.words.tabulate(emb, threads),
         }
     }
 

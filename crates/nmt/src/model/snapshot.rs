@@ -64,7 +64,9 @@ impl HostModel {
             return Err(Error::Config("fused search needs an f32 model on the CPU".into()));
         }
         let (src_emb, tgt_emb) = model.embeddings();
-        Ok(HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg: model.cfg.clone(), net: model.host_layers()? })
+        let mut m = HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg: model.cfg.clone(), net: model.host_layers()? };
+        m.net.tabulate(&m.tgt_emb, rayon::current_num_threads());
+        Ok(m)
     }
 
     /// Whether the fused search can run `model`: `f32` parameters in host memory (every
@@ -80,6 +82,7 @@ impl HostModel {
     /// summaries (once per batch), grConv, the gated-feedback step and the copy gate.
     pub fn quantized(mut self) -> Self {
         self.net.quantize();
+        self.net.tabulate(&self.tgt_emb, rayon::current_num_threads());
         self
     }
 
@@ -126,8 +129,9 @@ impl HostModel {
         want_alpha: bool,
         threads: usize,
     ) -> HostScored {
-        let ey = self.embed_previous(rows.y);
-        let r = HostRows { state: rows.s, ey: &ey, sent: rows.sent, threads };
+        let y = host_vocab_ids(rows.y, self.cfg.tgt_vocab);
+        let ey = gather_rows(&self.tgt_emb, &y, self.cfg.emb_dim);
+        let r = HostRows { state: rows.s, y: &y, ey: &ey, sent: rows.sent, threads };
         let f = self.net.features(&self.cfg, enc, &r, want_alpha);
         let best = self.net.best(enc, &f, &r, want, skip);
         HostScored { state: f.state, best, alpha: f.alpha }
@@ -143,15 +147,11 @@ impl HostModel {
         want_alpha: bool,
         threads: usize,
     ) -> (Vec<f32>, Vec<f32>, Option<Vec<f32>>) {
-        let ey = self.embed_previous(rows.y);
-        let r = HostRows { state: rows.s, ey: &ey, sent: rows.sent, threads };
+        let y = host_vocab_ids(rows.y, self.cfg.tgt_vocab);
+        let ey = gather_rows(&self.tgt_emb, &y, self.cfg.emb_dim);
+        let r = HostRows { state: rows.s, y: &y, ey: &ey, sent: rows.sent, threads };
         let f = self.net.features(&self.cfg, enc, &r, want_alpha);
         let log_probs = self.net.full(enc, &f, &r, width);
         (f.state, log_probs, f.alpha)
-    }
-
-    /// The previous words' embeddings `(R, m)`.
-    fn embed_previous(&self, y: &[u32]) -> Vec<f32> {
-        gather_rows(&self.tgt_emb, &host_vocab_ids(y, self.cfg.tgt_vocab), self.cfg.emb_dim)
     }
 }

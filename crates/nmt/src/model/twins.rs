@@ -123,7 +123,8 @@ fn composed_pre(
 /// previous words' embeddings, the deep output's state term added for one layer as `which` says.
 fn host_in<'a>(s_prev: &'a [f32], state: &'a [f32], ey: &'a [f32], which: crate::config::OutputState) -> super::decoder::HostStepIn<'a> {
     let width = state.len() / SENT.len();
-    super::decoder::HostStepIn { s_prev, state, width, ey, sent: &SENT, out_state: Some(which), threads: 1 }
+    // The decoders' word terms multiply `ey` (no table over a vocabulary here), so the ids are not read.
+    super::decoder::HostStepIn { s_prev, state, width, y: &[0; SENT.len()], ey, sent: &SENT, out_state: Some(which), threads: 1 }
 }
 
 /// The random state before a step `(R, w)`, its output part `(R, n)`, and both as values.
@@ -200,9 +201,7 @@ pub fn check_attention_step(kind: crate::config::CellKind, which: crate::config:
     let pre = composed_pre(&c.out, which, (&c.state.1, &step.state), &c.ey.0, &step.ctx.as_ref().unwrap().matmul(&c.out.o_c).unwrap());
     let host_out = HostOutput::new(&c.out).unwrap();
     let host = HostAttention::new(&dec, &c.cfg, &host_out).unwrap();
-    let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&c.ann.1, (LENS.len(), S), &LENS, 1) else {
-        panic!("an attention memory")
-    };
+    let (HostMemory::Attention(host_mem), h0) = host.memory(&c.ann.1, (LENS.len(), S), &LENS, 1) else { panic!("an attention memory") };
     let got = host.step(&host_mem, &LENS, &host_in(&c.state.3, &c.state.2, &c.ey.1, which), &host_out, true);
     let s0 = dec.start_output(&c.ann.0, super::encoder::Source { mask: &c.mask, lens: &LENS }).unwrap();
     assert_step(&format!("{kind:?} {which:?} {start:?}"), (&h0, &got), (&s0, &step), &pre);
@@ -228,9 +227,7 @@ pub fn check_conditional_step(
     let pre = composed_pre(&c.out, which, (&c.state.1, &step.state), &c.ey.0, &c.out.project_context(step.ctx.as_ref().unwrap()).unwrap());
     let host_out = HostOutput::new(&c.out).unwrap();
     let host = HostConditional::new(&dec, &c.cfg, &host_out).unwrap();
-    let (HostMemory::Attention { mem: host_mem }, h0) = host.memory(&c.ann.1, (LENS.len(), S), &LENS, 1) else {
-        panic!("an attention memory")
-    };
+    let (HostMemory::Attention(host_mem), h0) = host.memory(&c.ann.1, (LENS.len(), S), &LENS, 1) else { panic!("an attention memory") };
     let got = host.step(&host_mem, &LENS, &host_in(&c.state.3, &c.state.2, &c.ey.1, which), &host_out, true);
     let s0 = dec.init_state(&c.ann.0, super::encoder::Source { mask: &c.mask, lens: &LENS }).unwrap();
     assert_step(&format!("conditional {kind:?} {which:?} {start:?}"), (&h0, &got), (&s0, &step), &pre);

@@ -124,7 +124,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     for x in dev_exts.iter_mut().flatten() {
         run.meta.config.order_source(x);
     }
-    let mut dev = DevSet::new(&dev_examples, dev_corpus.src.clone(), dev_corpus.tgt.clone(), &cfg.train.batch);
+    let mut dev = DevSet::new(&dev_examples, dev_corpus.src.clone(), dev_corpus.tgt.clone(), cfg.train.batch_on(&opts.device));
     if let Some(x) = &dev_exts {
         dev.batches.iter_mut().for_each(|b| b.set_source_ext(x));
     }
@@ -206,7 +206,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
         if t.max_epochs > 0 && run.progress.epoch >= t.max_epochs {
             break StopReason::MaxEpochs;
         }
-        let plan = env.data.plan(&t.batch, t.seed, run.progress.epoch);
+        let plan = env.data.plan(t.batch_on(&env.opts.device), t.seed, run.progress.epoch);
         if plan.is_empty() {
             return Err(Error::Input("an epoch has no batch: every training corpus has weight 0".into()));
         }
