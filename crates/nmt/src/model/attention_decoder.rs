@@ -207,11 +207,10 @@ impl HostAttention {
         self.context.quantize();
     }
 
-    /// What the decoder reads of the annotations `ann (B, S, 2n)`, once per batch: the
-    /// memory ([`HostStart::memory`], [`ContextTerms::per_position`]) and `s_0 (B, n)`.
+    /// What the decoder reads of the annotations `ann (B, S, 2n)`, once per batch
+    /// ([`HostStart::memory`]): the memory and `s_0 (B, n)`.
     pub fn memory(&self, ann: &[f32], bs: (usize, usize), lens: &[usize], threads: usize) -> (HostMemory, Vec<f32>) {
-        let (mem, h0) = self.keys.memory(ann, bs, lens, threads);
-        (HostMemory::Attention(HostAttnMemory { mem, ctx_terms: self.context.per_position(ann, threads) }), h0)
+        self.keys.memory(ann, bs, lens, &self.context, threads)
     }
 
     /// One step for the `R` live rows of `x`, reading the memory `m` of sentences with true
@@ -222,7 +221,7 @@ impl HostAttention {
     /// c_i = attention(s_{i-1}, h)         (R, 2n)               per row (`attend_row`)
     /// E y · [W | O_y] + c_i · [C | O_c]   (R, G + 2l)           the cell's inputs, t~'s terms
     /// ```
-    /// the last from the word table and `Σ_j α_ij (h_j · [C | O_c])` (`precomputed.rs`).
+    /// the last from the word table and `Σ_j α_ij (h_j · [C | O_c])` (`precomputed.rs`);
     /// then the training kernels' cell row arithmetic (`kernels::rnn_cell`, `lstm_cell`).
     pub fn step(&self, m: &HostAttnMemory, lens: &[usize], x: &HostStepIn<'_>, out: &HostOutput, want_alpha: bool) -> HostStepOut {
         let (n, a, l2, threads) = (self.keys.b_s.len(), self.keys.v_a.len(), out.b.len(), x.threads);

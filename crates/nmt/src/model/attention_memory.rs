@@ -12,10 +12,11 @@ use candle_core::Tensor;
 
 use super::attention::Attention;
 use super::backend::Backend;
-use super::decoder::{shift_outputs, AttentionMemory, StepOut};
+use super::decoder::{shift_outputs, AttentionMemory, HostAttnMemory, HostMemory, StepOut};
 use super::encoder::Source;
 use super::layer_norm::{ln_rows, maybe_norm};
 use super::params::{Init, ParamBuilder};
+use super::precomputed::ContextTerms;
 use super::regularizer::{state_tensor, Dropout, Side, Site};
 use crate::config::{OutputState, StartState};
 use crate::error::Result;
@@ -105,10 +106,18 @@ impl HostStart {
         Ok(HostStart { kind: start.kind, w_s: host(&start.w_s)?, b_s: host(&start.b_s)?, u_a: host(&att.u_a)?, v_a: host(&att.v_a)?, norm })
     }
 
-    /// The memory `(B, S, 2n + A)` holding `[h_j ; U_a h_j]` at each position (the layout
-    /// `kernels::attn_decoder::attend_row` reads), and `s_0 (B, n)`, from `ann (B, S, 2n)` of
-    /// sentences of true lengths `lens`.
-    pub fn memory(&self, ann: &[f32], (b, s): (usize, usize), lens: &[usize], threads: usize) -> (Vec<f32>, Vec<f32>) {
+    /// The memory of a batch and `s_0 (B, n)`, from `ann (B, S, 2n)` of sentences of true
+    /// lengths `lens`: `(B, S, 2n + A)` holding `[h_j ; U_a h_j]` at each position (the layout
+    /// `kernels::attn_decoder::attend_row` reads) and the decoder's `context` terms of each
+    /// position ([`ContextTerms::per_position`]).
+    pub fn memory(
+        &self,
+        ann: &[f32],
+        (b, s): (usize, usize),
+        lens: &[usize],
+        context: &ContextTerms,
+        threads: usize,
+    ) -> (HostMemory, Vec<f32>) {
         let (n, a) = (self.b_s.len(), self.v_a.len());
         let ew = 2 * n + a;
         let mut mem = vec![0f32; b * s * ew];
@@ -142,7 +151,7 @@ impl HostStart {
             }
         };
         tanh_in_place(&mut h0);
-        (mem, h0)
+        (HostMemory::Attention(HostAttnMemory { mem, ctx_terms: context.per_position(ann, threads) }), h0)
     }
 }
 

@@ -315,10 +315,9 @@ impl HostConditional {
         self.context.quantize();
     }
 
-    /// The memory ([`HostStart::memory`], [`ContextTerms::per_position`]) and `s_0 (B, n)`.
+    /// The memory and `s_0 (B, n)` ([`HostStart::memory`]).
     pub fn memory(&self, ann: &[f32], bs: (usize, usize), lens: &[usize], threads: usize) -> (HostMemory, Vec<f32>) {
-        let (mem, h0) = self.keys.memory(ann, bs, lens, threads);
-        (HostMemory::Attention(HostAttnMemory { mem, ctx_terms: self.context.per_position(ann, threads) }), h0)
+        self.keys.memory(ann, bs, lens, &self.context, threads)
     }
 
     /// One step for the `R` live rows of `x` (as `HostAttention::step`):

@@ -15,7 +15,8 @@
 //!   fifth of the work, for greedy search about the same. The sum is re-associated, so the
 //!   terms differ from the composed step's (`c_i` first) in the last bits (`twins.rs` compares
 //!   them within its tolerance). It is used at every beam size, so a hypothesis' score does
-//!   not depend on the beam. Measured with `nmt bench` (docs/PERF.md, "AVX2: where the time goes").
+//!   not depend on the beam. Measured in docs/PERF.md, "AVX2: two of the search step's products
+//!   moved out".
 //!
 //! Shapes: `K_y` target words, `m` embedding, `B` sentences padded to `S` positions, `2n` the
 //! annotations, `R` live rows, `w` a term's width (`G + 2l`).
