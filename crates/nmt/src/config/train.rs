@@ -112,6 +112,13 @@ impl TrainConfig {
         self.batch_for(!device.is_cpu())
     }
 
+    /// What [`TrainConfig::batch_on`] chose, for the log.
+    pub fn batch_note(&self, device: &candle_core::Device) -> String {
+        let b = self.batch_on(device);
+        let which = if std::ptr::eq(b, &self.batch) { "" } else { " (train.gpu_batch)" };
+        format!("batches of at most {} tokens and {} sentences{which}", b.max_tokens, b.max_sentences)
+    }
+
     fn batch_for(&self, gpu: bool) -> &BatchConfig {
         match (&self.gpu_batch, gpu) {
             (Some(b), true) => b,

@@ -7,10 +7,9 @@
 //! checkpoint: batches are a pure function of (seed, epoch) and dropout masks of (seed, step),
 //! so the resumed run computes exactly what the uninterrupted one would have.
 //!
-//! With several ranks (`TrainOptions::collective`, e.g. under `mpirun`) each rank trains on its
-//! rows of every batch and the gradients are summed (`collective`, `step`); rank 0 alone
-//! validates, logs and writes files, and the model directory must be the same for all ranks
-//! (a shared filesystem across machines): a resume reads the checkpoint on every rank.
+//! With several ranks (`TrainOptions::collective`, under `mpirun`) each rank trains on its rows
+//! of every batch, the gradients summed (`collective`, `step`); rank 0 alone validates, logs and
+//! writes files. All ranks share the model directory: a resume reads the checkpoint on each.
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -133,10 +132,11 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     }
     set_precision(&cfg.train, &run.model, ui);
     ui.on_message(&format!(
-        "model: {}, {} parameters; starting at update {}{}",
+        "model: {}, {} parameters; starting at update {}; {}{}",
         run.meta.config.arch.name().name(),
         run.model.num_parameters(),
         run.progress.step,
+        cfg.train.batch_note(&opts.device),
         match c.size() {
             1 => String::new(),
             n => format!("; {n} ranks, each with 1/{n} of every batch"),
