@@ -1,5 +1,5 @@
-//! Two products of an attention decoder's search step that need not be computed at every step
-//! (`HostAttention::step`, `HostConditional::step`):
+//! Two products of a decoder's search step that need not be computed at every step
+//! (`HostAttention::step`, `HostConditional::step`; the word terms also `HostSummary::step`):
 //!
 //! - [`WordTerms`]: `E y_{i-1} · [W | O_y] + [b | b_o]` depends only on the previous word, so
 //!   the search reads it from a table of the whole target vocabulary `(K_y, G + 2l)`, computed

@@ -172,6 +172,10 @@ impl HostArchitecture for HostRnnenc {
         }
     }
 
+    fn tabulate(&mut self, emb: &[f32], threads: usize) {
+        self.dec.words.tabulate(emb, threads);
+    }
+
     fn output(&self) -> &HostOutput {
         &self.out
     }

@@ -18,6 +18,7 @@ use super::gru::{cell_step, Recurrent};
 use super::lstm::lstm_step;
 use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
+use super::precomputed::WordTerms;
 use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::state_output as rnn_state_output;
 use crate::config::{CellKind, GruForm, OutputState};
@@ -170,8 +171,8 @@ impl SummaryDecoder {
 /// The host form of [`SummaryDecoder`]: `W' (m, G)`, `b (G)`, `U' (n, G)`, `C (n, G)`, `V (n, n)`,
 /// `b_v`, `V' (n, n)`, `b'`; its cell (the GRU's reset-after arithmetic, or the LSTM).
 pub struct HostSummary {
-    pub(crate) w: Dense,
-    pub(crate) b: Vec<f32>,
+    /// `E y W' + b` `(m, G)`, a table over the vocabulary (`precomputed.rs`).
+    pub(crate) words: WordTerms,
     pub(crate) u: Dense,
     pub(crate) c: Vec<f32>,
     pub(crate) v: Vec<f32>,
@@ -186,8 +187,7 @@ pub struct HostSummary {
 impl HostSummary {
     pub fn new(dec: &SummaryDecoder, hidden: usize) -> Result<Self> {
         Ok(HostSummary {
-            w: Dense::new(host(&dec.w)?, dec.w.dim(0)?),
-            b: host(&dec.b)?,
+            words: WordTerms::new(Dense::new(host(&dec.w)?, dec.w.dim(0)?), host(&dec.b)?),
             u: Dense::new(host(&dec.u)?, hidden),
             c: host(&dec.c)?,
             v: host(&dec.v)?,
@@ -204,7 +204,7 @@ impl HostSummary {
 
     /// The step's products in int8 (`kernels::dense::Dense`).
     pub fn quantize(&mut self) {
-        self.w.quantize();
+        self.words.quantize();
         self.u.quantize();
     }
 
@@ -233,11 +233,11 @@ impl HostSummary {
         let (n, l2, threads) = (self.b_v.len(), out.b.len(), x.threads);
         let (r_n, sw, g) = (x.sent.len(), x.width, self.kind.gates() * n);
         let lw = if self.kind == CellKind::Lstm { 2 * n } else { n };
-        let m = self.w.w.len() / g;
+        let m = self.words.dense.rows();
         let s_prev = x.s_prev;
         let cell = |r: usize| &x.state[r * sw + n..r * sw + lw];
         let mut state = vec![0f32; r_n * lw];
-        let gi = self.w.affine(x.ey, r_n, &self.b, threads);
+        let gi = self.words.rows(x.ey, x.y, threads);
         let mut hc = Vec::with_capacity(r_n * g);
         for &b in x.sent {
             hc.extend_from_slice(&gate_ctx[b * g..(b + 1) * g]);
