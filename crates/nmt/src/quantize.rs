@@ -6,7 +6,7 @@
 //! - an embedding table `(V, m)` ([`crate::model::SRC_EMB`], [`crate::model::TGT_EMB`]), read by
 //!   rows and, tied, scoring the vocabulary by rows, gets a scale per **row**.
 //!
-//! Then the int8 host snapshot (`HostModel::quantized`, `model/snapshot.rs`)
+//! Then the int8 host snapshot (`HostModel::new` with `int8`, `model/snapshot.rs`)
 //! quantising these values again along the same axes gets the same integers back (the scales'
 //! low mantissa bits are cleared for that): the weights are rounded once, not twice.
 //!

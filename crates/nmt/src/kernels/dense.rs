@@ -35,8 +35,8 @@ impl Dense {
         Dense { w, k, q: None }
     }
 
-    /// The inner dimension `k`.
-    pub fn rows(&self) -> usize {
+    /// The inner dimension `k` (the rows of `W`).
+    pub fn inner_dim(&self) -> usize {
         self.k
     }
 

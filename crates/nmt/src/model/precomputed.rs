@@ -23,15 +23,16 @@
 use crate::kernels::dense::{gather_rows, Dense};
 use crate::kernels::gemm::{matmul, Mat};
 
-/// The largest word table kept (64 MiB): 8 000 words × 2 048 terms of `f32`, the shipped
-/// recipe's conditional decoder with 512 units; a 30 000-word vocabulary of the papers' sizes
-/// would need 0.9 GB, and multiplies at each step instead.
+/// The largest word table kept (64 MiB, 8 000 words × 2 048 terms of `f32`). The shipped
+/// recipe's conditional decoder (8 000 words, 256 units: `G + 2l` = 768 + 512) needs 41 MB; the
+/// papers' sizes (30 004 words, `G + 2l` = 3 000 + 1 000) would need 480 MB, and multiply at
+/// each step instead.
 pub const TABLE_BYTES: usize = 64 << 20;
 
 /// `E y · [W | O_y] + bias` `(m, w)`, with its table over the vocabulary when it fits.
 pub struct WordTerms {
     pub(crate) dense: Dense,
-    pub(crate) bias: Vec<f32>,
+    bias: Vec<f32>,
     table: Option<Vec<f32>>,
 }
 
@@ -50,7 +51,7 @@ impl WordTerms {
     /// Computes the table from the target embeddings `emb (K_y, m)`, if it fits in
     /// [`TABLE_BYTES`].
     pub fn tabulate(&mut self, emb: &[f32], threads: usize) {
-        let (m, w) = (self.dense.rows(), self.dense.cols());
+        let (m, w) = (self.dense.inner_dim(), self.dense.cols());
         let words = emb.len() / m.max(1);
         self.table = (words * w * 4 <= TABLE_BYTES).then(|| self.dense.affine(emb, words, &self.bias, threads));
     }
@@ -81,7 +82,7 @@ impl ContextTerms {
 
     /// `h_j · [C | O_c]` `(B·S, w)` for annotations `ann (B·S, 2n)`.
     pub fn per_position(&self, ann: &[f32], threads: usize) -> Vec<f32> {
-        let (k, w) = (self.dense.rows(), self.dense.cols());
+        let (k, w) = (self.dense.inner_dim(), self.dense.cols());
         let positions = ann.len() / k.max(1);
         let mut out = vec![0f32; positions * w];
         self.dense.mul_add(&mut out, 0, w, Mat::new(ann, positions, k), threads);

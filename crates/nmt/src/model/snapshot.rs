@@ -59,12 +59,23 @@ pub struct HostScored {
 impl HostModel {
     /// Copies `model`'s parameters. Only `f32` CPU models are supported; the caller falls back
     /// to the candle search for anything else (see [`HostModel::supports`]).
-    pub fn new(model: &Seq2Seq) -> Result<Self> {
+    ///
+    /// With `int8`, the step's products multiply in int8 (`kernels/int8.rs`,
+    /// `kernels::dense::Dense`): the output projection, the decoder's and the deep output's, and
+    /// the recurrent layers' input products. `f32` stay: the recurrent products inside the
+    /// training kernels that run the encoder (`kernels::birnn`, `kernels::rnn_op`), the
+    /// encoder-side attention `U_a h` and summaries (once per batch), grConv, the gated-feedback
+    /// step and the copy gate. The word tables (`precomputed.rs`) are built once, after that
+    /// choice, from the products the step would use.
+    pub fn new(model: &Seq2Seq, int8: bool) -> Result<Self> {
         if !Self::supports(model) {
             return Err(Error::Config("fused search needs an f32 model on the CPU".into()));
         }
         let (src_emb, tgt_emb) = model.embeddings();
         let mut m = HostModel { src_emb: host(src_emb)?, tgt_emb: host(tgt_emb)?, cfg: model.cfg.clone(), net: model.host_layers()? };
+        if int8 {
+            m.net.quantize();
+        }
         m.net.tabulate(&m.tgt_emb, rayon::current_num_threads());
         Ok(m)
     }
@@ -73,17 +84,6 @@ impl HostModel {
     /// architecture, cell, encoder and stack), as [`Backend`] decides.
     pub fn supports(model: &Seq2Seq) -> bool {
         Backend::new(Impl::Fused, model.device(), model.dtype()).host()
-    }
-
-    /// This snapshot with its products in int8 (`kernels/int8.rs`, `kernels::dense::Dense`):
-    /// the output projection, the decoder's and the deep output's, and the recurrent layers'
-    /// input products. `f32` stay: the recurrent products inside the training kernels that run
-    /// the encoder (`kernels::birnn`, `kernels::rnn_op`), the encoder-side attention `U_a h` and
-    /// summaries (once per batch), grConv, the gated-feedback step and the copy gate.
-    pub fn quantized(mut self) -> Self {
-        self.net.quantize();
-        self.net.tabulate(&self.tgt_emb, rayon::current_num_threads());
-        self
     }
 
     /// The width of a decoder state row: every layer's state side by side, `L·w`.

@@ -233,7 +233,7 @@ impl HostSummary {
         let (n, l2, threads) = (self.b_v.len(), out.b.len(), x.threads);
         let (r_n, sw, g) = (x.sent.len(), x.width, self.kind.gates() * n);
         let lw = if self.kind == CellKind::Lstm { 2 * n } else { n };
-        let m = self.words.dense.rows();
+        let m = self.words.dense.inner_dim();
         let s_prev = x.s_prev;
         let cell = |r: usize| &x.state[r * sw + n..r * sw + lw];
         let mut state = vec![0f32; r_n * lw];

@@ -107,12 +107,9 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
         }
         let models = self.models();
         let built = if models.iter().all(|m| HostModel::supports(m)) {
-            let host = |m: &&Seq2Seq| {
-                if int8 {
-                    Ok(HostModel::new(&crate::quantize::quantized_model(m)?)?.quantized())
-                } else {
-                    HostModel::new(m)
-                }
+            let host = |m: &&Seq2Seq| match int8 {
+                true => HostModel::new(&crate::quantize::quantized_model(m)?, true),
+                false => HostModel::new(m, false),
             };
             Some(models.iter().map(host).collect::<Result<Vec<_>>>()?)
         } else {
