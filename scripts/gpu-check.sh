@@ -9,7 +9,8 @@
 #
 # `run` takes about 8 minutes, each step under its own time limit, and goes on past a failed
 # step (the log says which failed): the GPU tests of every shipped recipe (crates/nmt/tests/
-# cuda.rs); `nmt bench --gpu` at batch 32 and 128 against PyTorch's forms on the same GPU
+# cuda.rs); `nmt bench --gpu` at batch 32 and 128 (and its training step with `--impl composed`,
+# without the GPU kernels of crates/nmt/src/kernels/gpu) against PyTorch's forms on the same GPU
 # (bench/pytorch/pytorch_gpu_forms.py: eager, cuDNN encoder, whole-step CUDA graph; f32, bf16),
 # with the ratios; `nmt train --gpu` of configs/rnnsearch-s2s.toml for 90 s; beam 5 of the 2 000
 # test verses with that model on the GPU and on the machine's CPU threads (time, identity); the
@@ -86,6 +87,9 @@ run() {
   step 120 "GPU tests: every shipped recipe, loss and gradients against the CPU; search" ./cuda_test --nocapture --test-threads 1
   for b in 32 128; do
     step 60 "nmt bench --gpu, batch $b" ./nmt bench --gpu --data "$BENCH_DATA" --batch "$b" --only train,greedy,beam5 --steps 20 --json | tee -a "$out/nmt-gpu.jsonl"
+    # The same training step on composed candle ops only (no kernels::gpu): what the GPU
+    # kernels are worth.
+    step 45 "nmt bench --gpu --impl composed, batch $b" ./nmt bench --gpu --impl composed --data "$BENCH_DATA" --batch "$b" --only train --steps 20 --json
   done
   step 150 "PyTorch's forms on this GPU" "$py" bench/pytorch_gpu_forms.py | tee "$out/pytorch-gpu.jsonl"
   step 10 "ratios: nmt over PyTorch's fastest form" "$py" - "$out/nmt-gpu.jsonl" "$out/pytorch-gpu.jsonl" <<'PY'

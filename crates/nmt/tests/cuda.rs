@@ -1,8 +1,9 @@
 //! The model on an NVIDIA GPU against the same model on the CPU. Built only with
 //! `--features cuda`, and skipped (with a message) when no GPU is present, so the default
-//! build and CI are unaffected. On the GPU the model runs the composed candle ops (the fused
-//! kernels are CPU custom ops); on the CPU the reference is the fused f32 path that `nmt train`
-//! uses. The weights are the same on both devices: initialisation draws on the host.
+//! build and CI are unaffected. On the GPU the model runs in both of its forms: by default
+//! (`impl = "fused"`) the GPU kernels where a layer has them (`kernels::gpu`: the bidirectional
+//! GRU encoder) and composed candle ops elsewhere, and with `impl = "composed"` the composed
+//! ops throughout; on the CPU the reference is the fused f32 path that `nmt train` uses. The weights are the same on both devices: initialisation draws on the host.
 //!
 //! Covered: the training loss and every parameter's gradient (both architectures, both GRU
 //! forms, unit, recurrent and word dropout with the same masks, label smoothing, tied
@@ -40,9 +41,11 @@ fn examples() -> Vec<Example> {
 
 /// The loss and the gradients (in parameter order) of `cfg` on `dev`, dropout drawn alike
 /// on both devices (the masks are drawn on the host).
-fn loss_and_grads_of(cfg: &ModelConfig, rates: DropoutRates, smoothing: f64, dev: &Device) -> (Tensor, Vec<(String, Tensor)>) {
-    let model = Seq2Seq::fresh(cfg, 3, DType::F32, dev).unwrap();
-    assert_eq!(model.backend().imp(), if dev.is_cpu() { Impl::Fused } else { Impl::Composed });
+fn loss_and_grads_of(cfg: &ModelConfig, rates: DropoutRates, smoothing: f64, dev: &Device, imp: Impl) -> (Tensor, Vec<(String, Tensor)>) {
+    let mut model = Seq2Seq::fresh(cfg, 3, DType::F32, dev).unwrap();
+    model.set_impl(imp);
+    assert_eq!(model.backend().imp(), imp);
+    assert_eq!(model.backend().gpu(), !dev.is_cpu() && imp == Impl::Fused);
     let ex = examples();
     let rows: Vec<&Example> = ex.iter().collect();
     let batch = Batch::from_examples(&rows, vec![0, 1, 2, 3]);
@@ -62,16 +65,19 @@ fn loss_and_grads_of(cfg: &ModelConfig, rates: DropoutRates, smoothing: f64, dev
     (loss.to_device(&Device::Cpu).unwrap(), g)
 }
 
-/// The worst relative difference of the loss and every gradient of `cfg` between the GPU and
-/// the CPU's fused path.
+/// The worst relative difference of the loss and every gradient of `cfg` between the GPU, in
+/// both of its forms, and the CPU's fused path.
 fn gpu_against_cpu(cfg: &ModelConfig, rates: DropoutRates, smoothing: f64, gpu: &Device) -> f64 {
-    let (lc, gc) = loss_and_grads_of(cfg, rates, smoothing, &Device::Cpu);
-    let (lg, gg) = loss_and_grads_of(cfg, rates, smoothing, gpu);
-    let mut worst = common::max_rel(&lg, &lc);
-    for ((name, a), (_, b)) in gg.iter().zip(&gc) {
-        let d = common::max_rel(a, b);
-        assert!(d.is_finite(), "{name}: {d}");
-        worst = worst.max(d);
+    let (lc, gc) = loss_and_grads_of(cfg, rates, smoothing, &Device::Cpu, Impl::Fused);
+    let mut worst = 0f64;
+    for imp in [Impl::Fused, Impl::Composed] {
+        let (lg, gg) = loss_and_grads_of(cfg, rates, smoothing, gpu, imp);
+        worst = worst.max(common::max_rel(&lg, &lc));
+        for ((name, a), (_, b)) in gg.iter().zip(&gc) {
+            let d = common::max_rel(a, b);
+            assert!(d.is_finite(), "{imp:?} {name}: {d}");
+            worst = worst.max(d);
+        }
     }
     worst
 }

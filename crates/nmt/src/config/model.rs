@@ -102,10 +102,11 @@ impl CellKind {
 #[serde(rename_all = "kebab-case")]
 pub enum Impl {
     /// The fused kernels of `crate::kernels` and the host search (`model/snapshot.rs`) (CPU, f32
-    /// and f64); where they cannot run (a GPU, another dtype) the candle ops do.
+    /// and f64); on a GPU in f32, the GPU kernels (`kernels::gpu`) of the layers that have
+    /// them; elsewhere (other layers on a GPU, another dtype) the candle ops.
     #[default]
     Fused,
-    /// Composed candle ops step by step: the reference twin, and the GPU path. One word for
+    /// Composed candle ops step by step: the reference twin, on a GPU too. One word for
     /// this form everywhere ("composed": `Backend::Composed`, the docs); `ops`, its name
     /// before, is still read from configs and flags.
     #[serde(alias = "ops")]

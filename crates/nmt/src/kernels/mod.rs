@@ -14,6 +14,7 @@ mod feedback_backward;
 pub mod feedback_op;
 mod feedback_step;
 pub mod gemm;
+pub mod gpu;
 pub mod gru_cell;
 pub mod int8;
 pub mod int8_linear;

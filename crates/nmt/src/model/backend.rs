@@ -20,6 +20,10 @@ pub enum Backend {
     /// The fused kernels for the loss, the in-place update and the host search (a CPU `f32`
     /// model).
     FusedF32,
+    /// An `f32` model on a GPU: the layers that have GPU kernels (`kernels::gpu`: the
+    /// bidirectional GRU encoder) run them, the others their composed candle ops; search runs
+    /// candle's search. `impl = "composed"` on a GPU is [`Backend::Composed`] throughout.
+    Gpu,
 }
 
 impl Backend {
@@ -28,6 +32,7 @@ impl Backend {
         match (imp, device.is_cpu(), dtype) {
             (Impl::Fused, true, DType::F32) => Backend::FusedF32,
             (Impl::Fused, true, DType::F64) => Backend::FusedF64,
+            (Impl::Fused, false, DType::F32) if device.is_cuda() => Backend::Gpu,
             _ => Backend::Composed,
         }
     }
@@ -44,11 +49,16 @@ impl Backend {
         matches!(self, Backend::FusedF32)
     }
 
+    /// Whether the layers with GPU kernels (`kernels::gpu`) run them.
+    pub fn gpu(self) -> bool {
+        self == Backend::Gpu
+    }
+
     /// The implementation this amounts to, as the options of a search or a bench name it.
     pub fn imp(self) -> Impl {
         match self {
             Backend::Composed => Impl::Composed,
-            Backend::FusedF64 | Backend::FusedF32 => Impl::Fused,
+            Backend::FusedF64 | Backend::FusedF32 | Backend::Gpu => Impl::Fused,
         }
     }
 }

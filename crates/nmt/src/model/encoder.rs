@@ -29,7 +29,7 @@ use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks,
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::{Error, Result};
-use crate::kernels::{birnn, linear, norm_rows, rnn_op};
+use crate::kernels::{birnn, gpu, linear, norm_rows, rnn_op};
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
 pub(crate) fn cell_name(kind: CellKind) -> &'static str {
@@ -111,8 +111,34 @@ impl BiRnnEncoder {
         let masks = encoder_masks(dropout, x, self.layers.len(), n, 2)?;
         match backend.fused() {
             true => self.forward_fused(x, src.lens, &masks),
+            false if backend.gpu() && self.has_gpu_kernels() => self.forward_gpu(x, src.lens, &masks),
             false => self.forward_composed(x, src.mask, &masks),
         }
+    }
+
+    /// Whether `kernels::gpu` runs these layers: GRUs without layer normalisation.
+    fn has_gpu_kernels(&self) -> bool {
+        self.layers.iter().all(|l| matches!(l.fwd.kind(), CellKind::Gru(_)) && l.fwd.norm().is_none())
+    }
+
+    /// The GPU form (`kernels::gpu::birnn_sequence`): both directions' input projections as
+    /// one product on candle's ops (cuBLAS), then the recurrence on the GPU kernels.
+    fn forward_gpu(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
+        let (b, s, m) = x.dims3()?;
+        let n = self.layers[0].fwd.hidden();
+        let x = x.reshape((b * s, m))?;
+        let mut ann = x.clone();
+        for (k, (layer, mk)) in self.layers.iter().zip(masks).enumerate() {
+            let ((wf, bf), (wb, bb)) = (layer.fwd.input_weights(), layer.bwd.input_weights());
+            let input = if k == 0 { x.clone() } else { masked(&ann, &mk.input)?.reshape((b * s, 2 * n))? };
+            let gi = input.matmul(&Tensor::cat(&[wf, wb], 1)?)?.broadcast_add(&Tensor::cat(&[bf, bb], 0)?)?;
+            let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
+            let bh = Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?;
+            let spec = rnn_op::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
+            let out = gpu::birnn_sequence(&gi, &u, &bh, spec)?;
+            ann = if k > 0 && self.residual { (out + ann)? } else { out };
+        }
+        Ok(ann)
     }
 
     /// The composed form: each direction's recurrence step by step (`rnn.rs`).
@@ -291,6 +317,52 @@ impl SummaryEncoder {
         match self {
             SummaryEncoder::Rnn(e) => e.forward(x, src, dropout, backend),
             SummaryEncoder::GrConv(g) => g.forward(x, src.lens),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor};
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::config::GruForm;
+
+    /// The encoder's GPU form (`BiRnnEncoder::forward` with `Backend::Gpu`, the kernels emulated
+    /// here) against its fused CPU form: a two-layer residual stack, both GRU forms, padded
+    /// sentences; the annotations and every parameter's gradient.
+    #[test]
+    fn the_encoders_gpu_form_equals_its_fused_form() {
+        use crate::model::params::Params;
+        let (b, s, m, h) = (3usize, 5usize, 4usize, 6usize);
+        let lens = [5usize, 2, 3];
+        let mask: Vec<f32> = (0..b * s).map(|i| if i % s < lens[i / s] { 1.0 } else { 0.0 }).collect();
+        let mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+        let x = Tensor::from_vec((0..b * s * m).map(|_| rng.gen_range(-1f32..1.0)).collect::<Vec<_>>(), (b, s, m), &Device::Cpu).unwrap();
+        let w = Tensor::from_vec((0..b * s * 2 * h).map(|_| rng.gen_range(-1f32..1.0)).collect::<Vec<_>>(), (b, s, 2 * h), &Device::Cpu)
+            .unwrap();
+        for form in [GruForm::Paper, GruForm::ResetAfter] {
+            let run = |backend: Backend| -> Vec<Vec<f32>> {
+                let params = Params::fresh(3, 0.4, false, candle_core::DType::F32, &Device::Cpu);
+                let stack = Stack { layers: 2, residual: true, kind: StackKind::Plain };
+                let enc = BiRnnEncoder::new(m, h, CellKind::Gru(form), stack, false, &params.builder()).unwrap();
+                let out = enc.forward(&x, Source { mask: &mask, lens: &lens }, None, backend).unwrap();
+                let grads = (&out * &w).unwrap().sum_all().unwrap().backward().unwrap();
+                let mut all = vec![out.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
+                for (_, v) in params.named_vars() {
+                    all.push(grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap());
+                }
+                all
+            };
+            let (want, got) = (run(Backend::FusedF32), run(Backend::Gpu));
+            assert_eq!(want.len(), got.len());
+            for (k, (a, e)) in got.iter().zip(&want).enumerate() {
+                for (x, y) in a.iter().zip(e) {
+                    assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{form:?}: tensor {k}: gpu {x}, fused {y}");
+                }
+            }
         }
     }
 }

@@ -1,0 +1,130 @@
+//! The kernels on an NVIDIA GPU: `recurrence.cu` as PTX (compiled by nvcc in build.rs, loaded
+//! once per device by candle's module cache) and cuBLAS's `sgemm`, both on candle's stream, so
+//! they run in order with the candle ops around them. Built with `--features cuda` only.
+//!
+//! Row-major products on column-major cuBLAS: `C = op(A)·op(B)` row-major is
+//! `Cᵀ = op(B)ᵀ·op(A)ᵀ` column-major, and a row-major matrix read column-major is its
+//! transpose; so [`Launch::gemm`] calls `sgemm(op_B, op_A, n, m, k, B, A, C)` with each
+//! operand's own leading dimension.
+use candle_core::cuda_backend::cudarc::cublas::sys as cublas;
+use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::CudaDevice;
+use candle_core::op::BackpropOp;
+use candle_core::{bail, CudaStorage, Layout, Result, Storage, Tensor};
+
+use super::{Addr, Gemm, Kernel, KernelArgs, Launch, BLOCK};
+
+/// `recurrence.cu`'s PTX.
+const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/recurrence.ptx"));
+
+fn cuda_err(e: impl std::error::Error + Send + Sync + 'static) -> candle_core::Error {
+    candle_core::Error::Cuda(Box::new(e))
+}
+
+/// A CUDA device as a [`Launch`].
+pub struct Cuda {
+    dev: CudaDevice,
+}
+
+impl Cuda {
+    pub fn new(dev: &CudaDevice) -> Self {
+        Cuda { dev: dev.clone() }
+    }
+
+    /// The address of a contiguous `f32` input.
+    pub fn input(&self, s: &CudaStorage, l: &Layout) -> Result<Addr> {
+        let Some((start, _)) = l.contiguous_offsets() else { bail!("gpu kernels need contiguous inputs") };
+        Ok(self.addr(s.as_cuda_slice::<f32>()?).at(start))
+    }
+
+    /// A buffer as candle storage.
+    pub fn storage(&self, b: CudaSlice<f32>) -> CudaStorage {
+        CudaStorage::wrap_cuda_slice(b, self.dev.clone())
+    }
+
+    /// A buffer as a tensor of `shape` (no gradient graph: a backward pass's result).
+    pub fn tensor(&self, b: CudaSlice<f32>, shape: &candle_core::Shape) -> Tensor {
+        Tensor::from_storage(Storage::Cuda(self.storage(b)), shape.clone(), BackpropOp::none(), false)
+    }
+}
+
+impl Launch for Cuda {
+    type Floats = CudaSlice<f32>;
+    type Ints = CudaSlice<i64>;
+
+    fn zeros(&self, n: usize) -> Result<CudaSlice<f32>> {
+        self.dev.alloc_zeros::<f32>(n.max(1))
+    }
+
+    fn upload(&self, x: &[f32]) -> Result<CudaSlice<f32>> {
+        self.dev.clone_htod(x)
+    }
+
+    fn upload_ints(&self, x: &[i64]) -> Result<CudaSlice<i64>> {
+        self.dev.clone_htod(x)
+    }
+
+    fn addr(&self, b: &CudaSlice<f32>) -> Addr {
+        // One stream for everything: the guard's synchronisation is not needed.
+        let stream = self.dev.cuda_stream();
+        let (ptr, guard) = b.device_ptr(&stream);
+        drop(guard);
+        Addr(ptr)
+    }
+
+    fn ints_addr(&self, b: &CudaSlice<i64>) -> Addr {
+        let stream = self.dev.cuda_stream();
+        let (ptr, guard) = b.device_ptr(&stream);
+        drop(guard);
+        Addr(ptr)
+    }
+
+    fn gemm(&self, g: Gemm) -> Result<()> {
+        if g.m == 0 || g.n == 0 {
+            return Ok(());
+        }
+        let op = |t: bool| if t { cublas::cublasOperation_t::CUBLAS_OP_T } else { cublas::cublasOperation_t::CUBLAS_OP_N };
+        let (alpha, beta) = (1f32, if g.accumulate { 1f32 } else { 0f32 });
+        let int = |x: usize| i32::try_from(x).map_err(|_| candle_core::Error::Msg(format!("gemm dimension {x} over i32")));
+        let blas = self.dev.cublas_handle();
+        // SAFETY: the views lie inside live device buffers on this stream (the orchestration
+        // sizes them), and cuBLAS's handle is bound to candle's stream.
+        let status = unsafe {
+            cublas::cublasSgemm_v2(
+                *blas.handle(),
+                op(g.b.t),
+                op(g.a.t),
+                int(g.n)?,
+                int(g.m)?,
+                int(g.k)?,
+                &alpha,
+                g.b.addr.0 as *const f32,
+                int(g.b.ld)?,
+                g.a.addr.0 as *const f32,
+                int(g.a.ld)?,
+                &beta,
+                g.c.addr.0 as *mut f32,
+                int(g.c.ld)?,
+            )
+        };
+        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            bail!("cublasSgemm failed: {status:?} ({g:?})");
+        }
+        Ok(())
+    }
+
+    fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()> {
+        if threads == 0 {
+            return Ok(());
+        }
+        let func = self.dev.get_or_load_custom_func(k.name, "nmt_recurrence", PTX)?;
+        let grid = u32::try_from(threads.div_ceil(BLOCK)).map_err(|_| candle_core::Error::Msg("grid too large".into()))?;
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK as u32, 1, 1), shared_mem_bytes: 0 };
+        let mut b = func.builder();
+        b.arg(&a);
+        // SAFETY: `A` mirrors the kernel's parameter struct (args.rs), whose pointers the
+        // orchestration sized for `threads`.
+        unsafe { b.launch(cfg) }.map_err(cuda_err)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! The GPU kernels run on the host: `recurrence.cu` compiled by the host's C++ compiler
+//! (build.rs), each kernel called once per thread index of the grid the GPU would launch, and
+//! our GEMM (`kernels::gemm`) where the GPU calls cuBLAS. Exact for `recurrence.cu`'s kernels,
+//! which are elementwise (no shared memory, no synchronisation between threads). For tests:
+//! the CPU's production path is `kernels::birnn`.
+use candle_core::Result;
+
+use super::{Addr, Gemm, Kernel, KernelArgs, Launch, View, BLOCK};
+use crate::kernels::gemm::{matmul, Mat};
+
+extern "C" {
+    /// Sets the thread index the next kernel call reads (`emulate.cpp`).
+    fn nmt_emu_index(block: u32, thread: u32, block_dim: u32, grid_dim: u32);
+}
+
+/// The host as a [`Launch`].
+pub struct Emulated;
+
+/// A host buffer the kernels write through raw addresses, as a device buffer: owned, never
+/// borrowed by Rust references while a kernel or product runs.
+pub struct HostBuf<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// A uniquely owned allocation, like a Vec.
+unsafe impl<T: Send> Send for HostBuf<T> {}
+unsafe impl<T: Sync> Sync for HostBuf<T> {}
+
+impl<T: Copy> HostBuf<T> {
+    /// A copy of `x`.
+    pub fn from_slice(x: &[T]) -> Self {
+        Self::from_vec(x.to_vec())
+    }
+
+    fn from_vec(v: Vec<T>) -> Self {
+        let len = v.len();
+        HostBuf { ptr: Box::into_raw(v.into_boxed_slice()).cast::<T>(), len }
+    }
+
+    /// A copy of the contents.
+    pub fn to_vec(&self) -> Vec<T> {
+        // SAFETY: `ptr` holds `len` initialised elements and no kernel runs during this call
+        // (the emulated launches are synchronous).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }.to_vec()
+    }
+}
+
+impl<T> Drop for HostBuf<T> {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` and `len` came from `Box::into_raw` of a boxed slice of `len` elements.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
+    }
+}
+
+/// The `f32`s a view of `rows × cols` (as stored) with leading dimension `ld` spans.
+fn extent(rows: usize, cols: usize, ld: usize) -> usize {
+    if rows == 0 || cols == 0 {
+        0
+    } else {
+        (rows - 1) * ld + cols
+    }
+}
+
+/// `op(v)` of `rows × cols` as a matrix view over host memory.
+///
+/// # Safety
+/// `v.addr` must point at `extent` readable `f32`s of a live buffer that nothing writes
+/// while the view is used.
+unsafe fn mat<'a>(v: View, rows: usize, cols: usize) -> Mat<'a, f32> {
+    let (sr, sc) = if v.t { (cols, rows) } else { (rows, cols) };
+    // SAFETY: the caller's contract.
+    let data = unsafe { std::slice::from_raw_parts(v.addr.0 as *const f32, extent(sr, sc, v.ld)) };
+    let m = Mat::strided(data, 0, sr, sc, v.ld);
+    if v.t {
+        m.t()
+    } else {
+        m
+    }
+}
+
+impl Launch for Emulated {
+    type Floats = HostBuf<f32>;
+    type Ints = HostBuf<i64>;
+
+    fn zeros(&self, n: usize) -> Result<HostBuf<f32>> {
+        Ok(HostBuf::from_vec(vec![0.0; n]))
+    }
+
+    fn upload(&self, x: &[f32]) -> Result<HostBuf<f32>> {
+        Ok(HostBuf::from_vec(x.to_vec()))
+    }
+
+    fn upload_ints(&self, x: &[i64]) -> Result<HostBuf<i64>> {
+        Ok(HostBuf::from_vec(x.to_vec()))
+    }
+
+    fn addr(&self, b: &HostBuf<f32>) -> Addr {
+        Addr(b.ptr as u64)
+    }
+
+    fn ints_addr(&self, b: &HostBuf<i64>) -> Addr {
+        Addr(b.ptr as u64)
+    }
+
+    fn gemm(&self, g: Gemm) -> Result<()> {
+        if g.m == 0 || g.n == 0 {
+            return Ok(());
+        }
+        // SAFETY: the orchestration (`birnn.rs`) passes views inside buffers it owns or was
+        // given, and never makes `c` overlap `a` or `b` (they are distinct buffers).
+        unsafe {
+            let (a, b) = (mat(g.a, g.m, g.k), mat(g.b, g.k, g.n));
+            let c = std::slice::from_raw_parts_mut(g.c.addr.0 as *mut f32, extent(g.m, g.n, g.c.ld));
+            matmul(c, 0, g.c.ld, a, b, g.accumulate, 1);
+        }
+        Ok(())
+    }
+
+    fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()> {
+        let grid = threads.div_ceil(BLOCK);
+        for block in 0..grid {
+            for thread in 0..BLOCK {
+                // SAFETY: the kernel reads and writes the buffers its arguments name, which
+                // the orchestration sized for this grid; the index is set for this thread.
+                unsafe {
+                    nmt_emu_index(block as u32, thread as u32, BLOCK as u32, grid as u32);
+                    (k.host)(a);
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,120 @@
+//! The GPU's fused recurrent kernels (issue 57, item 2), written once and run in two places:
+//! on an NVIDIA GPU (`cuda.rs`: nvcc's PTX and cuBLAS on candle's stream) and on the host
+//! (`emulated.rs`: the same `recurrence.cu` compiled by the host's C++ compiler and run thread
+//! index by thread index, our GEMM for cuBLAS), so that every CPU test checks the arithmetic
+//! and the orchestration the GPU runs.
+//!
+//! **Design: Marian's** (`gGRUFastForward`/`gGRUFastBackward` in its `tensors/gpu/tensor_operators.cu`),
+//! not cuDNN's: the input projections of every step are one large product by the caller
+//! (`x W + b` for the whole batch and both directions, as on the CPU); per time step there is
+//! one recurrent product on cuBLAS (two for the paper form, whose reset gates `U_n`'s input)
+//! and one fused elementwise kernel for the gates, forward and backward; the weight gradients
+//! `dU` and `db_h` are one product each over all steps. cuDNN's `cudnnRNNForward` would run a
+//! whole layer in one call, but it has neither of the cells' exact forms with our recurrent
+//! dropout (one mask per sentence on the state entering `U`) nor padding that carries the
+//! state, and a kernel of our own has the CPU's fused op (`kernels::birnn`) as its reference.
+//!
+//! A kernel launch on the GPU is a few microseconds of CPU time, and the composed candle path
+//! spends a dozen of them per step and direction (docs/GPU.md, "Reading"); here a step is two
+//! launches forward and three backward. The per-step launches on buffers allocated once per
+//! op are what a CUDA graph can later capture (not done yet).
+//!
+//! The host form is not a second implementation of the maths: it is the same source, a
+//! test harness for it. Production CPU runs use `kernels::birnn`.
+pub(crate) mod args;
+pub mod birnn;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
+pub(crate) mod emulated;
+mod op;
+
+pub use op::birnn_sequence;
+
+use candle_core::Result;
+
+/// A device address of `f32` (or `i64`) data: a CUDA device pointer, or under emulation a
+/// host pointer. The kernels receive addresses as their pointer arguments on both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Addr(pub u64);
+
+impl Addr {
+    /// No buffer (a kernel's optional mask).
+    pub const NULL: Addr = Addr(0);
+
+    /// The address `elems` `f32`s further on.
+    pub fn at(self, elems: usize) -> Addr {
+        Addr(self.0 + 4 * elems as u64)
+    }
+}
+
+/// A row-major view for [`Gemm`]: `rows × cols` with leading dimension `ld`, transposed
+/// (stored `cols × rows`) when `t`.
+#[derive(Clone, Copy, Debug)]
+pub struct View {
+    pub addr: Addr,
+    pub ld: usize,
+    pub t: bool,
+}
+
+impl View {
+    /// A matrix stored row-major with leading dimension `ld`.
+    pub fn new(addr: Addr, ld: usize) -> View {
+        View { addr, ld, t: false }
+    }
+    /// The same matrix used transposed.
+    pub fn t(self) -> View {
+        View { t: !self.t, ..self }
+    }
+}
+
+/// `C (m × n) = beta·C + op(A) (m × k) · op(B) (k × n)`, row-major, `beta` 0 or 1.
+#[derive(Clone, Copy, Debug)]
+pub struct Gemm {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: View,
+    pub b: View,
+    pub c: View,
+    pub accumulate: bool,
+}
+
+/// A kernel of `recurrence.cu` taking the argument struct `A` (`args.rs`): its PTX name and
+/// the host-compiled function of the same source.
+pub struct Kernel<A> {
+    pub name: &'static str,
+    pub host: unsafe extern "C" fn(A),
+}
+
+/// What a kernel's argument struct must be: plain data, and on the GPU a kernel parameter.
+#[cfg(feature = "cuda")]
+pub trait KernelArgs: Copy + 'static + candle_core::cuda_backend::cudarc::driver::DeviceRepr {}
+/// What a kernel's argument struct must be: plain data.
+#[cfg(not(feature = "cuda"))]
+pub trait KernelArgs: Copy + 'static {}
+
+/// Threads per block of every launch: the kernels are elementwise, one thread per element.
+pub const BLOCK: usize = 256;
+
+/// Where the kernels run: buffers, products and launches on one stream, in order.
+pub trait Launch {
+    /// A buffer of `f32`s the launcher owns.
+    type Floats;
+    /// A buffer of `i64`s (the sentence lengths).
+    type Ints;
+    /// `n` zeros.
+    fn zeros(&self, n: usize) -> Result<Self::Floats>;
+    /// A copy of host data.
+    fn upload(&self, x: &[f32]) -> Result<Self::Floats>;
+    /// A copy of host integers.
+    fn upload_ints(&self, x: &[i64]) -> Result<Self::Ints>;
+    fn addr(&self, b: &Self::Floats) -> Addr;
+    fn ints_addr(&self, b: &Self::Ints) -> Addr;
+    fn gemm(&self, g: Gemm) -> Result<()>;
+    /// Runs `k` on `threads` thread indices (blocks of [`BLOCK`]).
+    fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,184 @@
+// The GRU's per-step kernels for the GPU (kernels/gpu/birnn.rs runs them, with one cuBLAS
+// product per step between them; Marian's gGRUFastForward/gGRUFastBackward are the model).
+// Compiled twice from this one source:
+// - by nvcc to PTX (build.rs, `--features cuda`), which the GPU runs;
+// - by the host's C++ compiler with emulate.h (build.rs, every build), which the CPU tests run
+//   over the same grid, thread by thread (kernels/gpu/emulated.rs): every kernel here is
+//   elementwise, one thread per (row, unit), with no shared memory and no synchronisation,
+//   so running its threads one after another on the host computes what the GPU computes.
+//
+// Each kernel takes one struct of 8-byte fields (pointers and int64s: no padding, so the
+// Rust mirrors in kernels/gpu/args.rs have the same layout). Matrices are row-major with a
+// leading dimension `*_ld` in elements; `lens[b]` is sentence b's length and step `t` is live
+// for it when t < lens[b]: a padded row carries its state forward and its gradient back.
+// The equations are rnn_cell.rs's (Cho et al. 2014, eq. 5-8, both forms):
+//   r = s(gi_r + gh_r), z = s(gi_z + gh_z)
+//   paper:       n = tanh(gi_n + gh_n), gh_n = (r * hu) U_n + b_n
+//   reset-after: n = tanh(gi_n + r * gh_n), gh_n = hu U_n + b_n
+//   h' = n + z (h - n)
+#ifdef __CUDACC__
+#include <stdint.h>
+#else
+#include "emulate.h"
+#endif
+
+#define NMT_PAPER 0
+#define NMT_RESET_AFTER 1
+
+__device__ __forceinline__ float nmt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+__device__ __forceinline__ int64_t nmt_index() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+
+// dst (rows, width), contiguous: every row a copy of src (width).
+struct NmtFillRows { float* dst; const float* src; int64_t rows; int64_t width; };
+extern "C" __global__ void nmt_fill_rows(const NmtFillRows a) {
+  int64_t i = nmt_index();
+  if (i >= a.rows * a.width) return;
+  a.dst[i] = a.src[i % a.width];
+}
+
+// dst[r][j] = src[r][j] * mask[r][j] (mask contiguous (rows, width)), or a copy without a mask:
+// the states entering U under recurrent dropout.
+struct NmtMaskRows { float* dst; int64_t dst_ld; const float* src; int64_t src_ld; const float* mask; int64_t rows; int64_t width; };
+extern "C" __global__ void nmt_mask_rows(const NmtMaskRows a) {
+  int64_t i = nmt_index();
+  if (i >= a.rows * a.width) return;
+  int64_t r = i / a.width, j = i % a.width;
+  float x = a.src[r * a.src_ld + j];
+  a.dst[r * a.dst_ld + j] = a.mask ? x * a.mask[i] : x;
+}
+
+// dst[i] += src[i] * mask[i] (or + src[i] without a mask), n elements, all contiguous.
+struct NmtAddMasked { float* dst; const float* src; const float* mask; int64_t n; };
+extern "C" __global__ void nmt_add_masked(const NmtAddMasked a) {
+  int64_t i = nmt_index();
+  if (i >= a.n) return;
+  a.dst[i] += a.mask ? a.src[i] * a.mask[i] : a.src[i];
+}
+
+// H_prev (B, S, H), contiguous, masked: the state each step started from, times the
+// recurrent-dropout mask (B, H) if any; zero before the first step. `out` holds the states
+// at column `out_col` of rows of `out_ld`; `reverse` runs right to left.
+struct NmtPrevStates { float* dst; const float* out; int64_t out_ld; const float* mask; int64_t batch; int64_t len; int64_t hidden; int64_t reverse; };
+extern "C" __global__ void nmt_prev_states(const NmtPrevStates a) {
+  int64_t i = nmt_index();
+  if (i >= a.batch * a.len * a.hidden) return;
+  int64_t j = i % a.hidden, bt = i / a.hidden, t = bt % a.len, b = bt / a.len;
+  int64_t tp = a.reverse ? t + 1 : t - 1;
+  float x = 0.0f;
+  if (tp >= 0 && tp < a.len) {
+    x = a.out[(b * a.len + tp) * a.out_ld + j];
+    if (a.mask) x *= a.mask[b * a.hidden + j];
+  }
+  a.dst[i] = x;
+}
+
+// The paper form's reset: q = s(gi_r + gh_r) * hu, for every row (padded rows too, as on the CPU).
+struct NmtResetFwd { const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hu; int64_t hu_ld; float* q; int64_t q_ld; int64_t rows; int64_t hidden; };
+extern "C" __global__ void nmt_gru_reset_fwd(const NmtResetFwd a) {
+  int64_t i = nmt_index();
+  if (i >= a.rows * a.hidden) return;
+  int64_t b = i / a.hidden, j = i % a.hidden;
+  float r = nmt_sigmoid(a.gi[b * a.gi_ld + j] + a.gh[b * a.gh_ld + j]);
+  a.q[b * a.q_ld + j] = r * a.hu[b * a.hu_ld + j];
+}
+
+// The new states from the pre-activations: gi (rows, 3H) and gh (rows, 3H) as above, the
+// previous states hp; a padded row copies hp.
+struct NmtGatesFwd {
+  int64_t form; int64_t t; const int64_t* lens;
+  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
+  float* out; int64_t out_ld; int64_t rows; int64_t hidden;
+};
+extern "C" __global__ void nmt_gru_gates_fwd(const NmtGatesFwd a) {
+  int64_t i = nmt_index();
+  if (i >= a.rows * a.hidden) return;
+  int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
+  float hp = a.hp[b * a.hp_ld + j];
+  if (a.t >= a.lens[b]) {
+    a.out[b * a.out_ld + j] = hp;
+    return;
+  }
+  const float* g = a.gi + b * a.gi_ld;
+  const float* hh = a.gh + b * a.gh_ld;
+  float z = nmt_sigmoid(g[h + j] + hh[h + j]);
+  float n;
+  if (a.form == NMT_PAPER) {
+    n = tanhf(g[2 * h + j] + hh[2 * h + j]);
+  } else {
+    float r = nmt_sigmoid(g[j] + hh[j]);
+    n = tanhf(g[2 * h + j] + r * hh[2 * h + j]);
+  }
+  a.out[b * a.out_ld + j] = n + z * (hp - n);
+}
+
+// One step back through the gates (gru_cell.rs's backward_row): the gradient reaching h' is
+// dh + carry; writes dgi's and dgh's z and n blocks (reset-after: and r) and carry = (dh +
+// carry) * z, the part of h's gradient that skips U. A padded row passes (dh + carry) through
+// and zeroes its dgi and dgh rows (the r blocks too: the paper form's reset kernel skips it).
+struct NmtGatesBwd {
+  int64_t form; int64_t t; const int64_t* lens;
+  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
+  const float* dh; int64_t dh_ld; float* carry;
+  float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; int64_t rows; int64_t hidden;
+};
+extern "C" __global__ void nmt_gru_gates_bwd(const NmtGatesBwd a) {
+  int64_t i = nmt_index();
+  if (i >= a.rows * a.hidden) return;
+  int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
+  float d = a.dh[b * a.dh_ld + j] + a.carry[i];
+  float* dgi = a.dgi + b * a.dgi_ld;
+  float* dgh = a.dgh + b * a.dgh_ld;
+  if (a.t >= a.lens[b]) {
+    dgi[j] = dgi[h + j] = dgi[2 * h + j] = 0.0f;
+    dgh[j] = dgh[h + j] = dgh[2 * h + j] = 0.0f;
+    a.carry[i] = d;
+    return;
+  }
+  const float* g = a.gi + b * a.gi_ld;
+  const float* hh = a.gh + b * a.gh_ld;
+  float hp = a.hp[b * a.hp_ld + j];
+  float z = nmt_sigmoid(g[h + j] + hh[h + j]);
+  if (a.form == NMT_PAPER) {
+    float n = tanhf(g[2 * h + j] + hh[2 * h + j]);
+    float dpn = d * (1.0f - z) * (1.0f - n * n);
+    float dpz = d * (hp - n) * z * (1.0f - z);
+    dgi[h + j] = dgh[h + j] = dpz;
+    dgi[2 * h + j] = dgh[2 * h + j] = dpn;
+    dgi[j] = dgh[j] = 0.0f;
+  } else {
+    float r = nmt_sigmoid(g[j] + hh[j]);
+    float n = tanhf(g[2 * h + j] + r * hh[2 * h + j]);
+    float dpn = d * (1.0f - z) * (1.0f - n * n);
+    float dpz = d * (hp - n) * z * (1.0f - z);
+    float dpr = dpn * hh[2 * h + j] * r * (1.0f - r);
+    dgi[j] = dgh[j] = dpr;
+    dgi[h + j] = dgh[h + j] = dpz;
+    dgi[2 * h + j] = dpn;
+    dgh[2 * h + j] = dpn * r;
+  }
+  a.carry[i] = d * z;
+}
+
+// The paper form's reset, backward: with dq = dGH_n U_n^T (one product before), dr's
+// pre-activation dq * hu * r (1 - r) goes to dgi_r and dgh_r, and h gets dq * r (* mask).
+// Padded rows are left alone (their dq is zero, their r blocks zeroed by nmt_gru_gates_bwd).
+struct NmtResetBwd {
+  int64_t t; const int64_t* lens;
+  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
+  const float* mask; const float* dq; float* carry;
+  float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; int64_t rows; int64_t hidden;
+};
+extern "C" __global__ void nmt_gru_reset_bwd(const NmtResetBwd a) {
+  int64_t i = nmt_index();
+  if (i >= a.rows * a.hidden) return;
+  int64_t b = i / a.hidden, j = i % a.hidden;
+  if (a.t >= a.lens[b]) return;
+  float m = a.mask ? a.mask[i] : 1.0f;
+  float r = nmt_sigmoid(a.gi[b * a.gi_ld + j] + a.gh[b * a.gh_ld + j]);
+  float hu = a.hp[b * a.hp_ld + j] * m;
+  float dpr = a.dq[i] * hu * r * (1.0f - r);
+  a.dgi[b * a.dgi_ld + j] = dpr;
+  a.dgh[b * a.dgh_ld + j] = dpr;
+  a.carry[i] += a.dq[i] * r * m;
+}
