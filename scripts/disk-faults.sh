@@ -3,7 +3,8 @@
 # with a size limit and a read-only mount (needs root: mount). A small model trains with a
 # checkpoint, validation and snapshot every 3 updates.
 #
-#   scripts/disk-faults.sh
+#   scripts/disk-faults.sh                          # builds target/release/nmt first
+#   NMT_BIN=target/release/nmt scripts/disk-faults.sh  # with a binary already built
 #
 # 1. Full disk: the model directory is a 384 KiB tmpfs, which fills after a few checkpoints.
 #    The run must stop with a clear error ("No space left on device" naming the file); the
@@ -14,8 +15,15 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-cargo build --release -q -p nmt-cli
-nmt=$root/target/release/nmt
+# NMT_BIN: an nmt binary already built (CI passes the one its test step built: building
+# `-p nmt-cli` here again rebuilt candle and most of the tree, because cargo unifies features
+# over what it builds and the test build's set differs).
+if [ -n "${NMT_BIN:-}" ]; then
+  nmt=$NMT_BIN
+else
+  cargo build --release -q -p nmt-cli
+  nmt=$root/target/release/nmt
+fi
 work=$(mktemp -d)
 mnt=$work/mnt
 mkdir -p "$mnt"

@@ -1,5 +1,5 @@
 //! Compiles the GPU kernels of `src/kernels/gpu/recurrence.cu` twice:
-//! - for the host, always (the `cc` crate and the host's C++ compiler, with `emulate.h`): the
+//! - for the host, always (the `cc` crate and the host's C compiler, with `emulate.h`): the
 //!   CPU tests run the very same kernels thread by thread (`kernels/gpu/emulated.rs`), so that
 //!   their arithmetic is checked on every machine, GPU or not;
 //! - to PTX with nvcc, with `--features cuda`, for compute capability `$CUDA_COMPUTE_CAP`
@@ -12,16 +12,11 @@ use std::process::Command;
 
 fn main() {
     let dir = PathBuf::from("src/kernels/gpu");
-    for f in ["recurrence.cu", "emulate.h", "emulate.cpp"] {
+    for f in ["recurrence.cu", "emulate.h", "emulate.c"] {
         println!("cargo:rerun-if-changed={}", dir.join(f).display());
     }
-    cc::Build::new()
-        .cpp(true)
-        .file(dir.join("emulate.cpp"))
-        .include(&dir)
-        .opt_level(2)
-        .flag_if_supported("-std=c++17")
-        .compile("nmt_gpu_emulated");
+    // C, not C++: Rust's linking already needs a C compiler, a C++ one may be missing.
+    cc::Build::new().file(dir.join("emulate.c")).include(&dir).opt_level(2).flag_if_supported("-std=c11").compile("nmt_gpu_emulated");
     if std::env::var_os("CARGO_FEATURE_CUDA").is_some() {
         println!("cargo:rerun-if-env-changed=CUDA_COMPUTE_CAP");
         println!("cargo:rerun-if-env-changed=NVCC");

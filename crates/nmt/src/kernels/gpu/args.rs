@@ -1,5 +1,5 @@
 //! The kernels' argument structs, mirrored from `recurrence.cu` field for field (every field
-//! 8 bytes, so `repr(C)` lays them out as the C++ and CUDA compilers do: no padding), and the
+//! 8 bytes, so `repr(C)` lays them out as the C and CUDA compilers do: no padding), and the
 //! kernels themselves ([`Kernel`]: the PTX name and the host-compiled function).
 use super::{Addr, Kernel, KernelArgs};
 

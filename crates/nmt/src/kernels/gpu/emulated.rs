@@ -1,4 +1,4 @@
-//! The GPU kernels run on the host: `recurrence.cu` compiled by the host's C++ compiler
+//! The GPU kernels run on the host: `recurrence.cu` compiled by the host's C compiler
 //! (build.rs), each kernel called once per thread index of the grid the GPU would launch, and
 //! our GEMM (`kernels::gemm`) where the GPU calls cuBLAS. Exact for `recurrence.cu`'s kernels,
 //! which are elementwise (no shared memory, no synchronisation between threads). For tests:
@@ -9,7 +9,7 @@ use super::{Addr, Gemm, Kernel, KernelArgs, Launch, View, BLOCK};
 use crate::kernels::gemm::{matmul, Mat};
 
 extern "C" {
-    /// Sets the thread index the next kernel call reads (`emulate.cpp`).
+    /// Sets the thread index the next kernel call reads (`emulate.c`).
     fn nmt_emu_index(block: u32, thread: u32, block_dim: u32, grid_dim: u32);
 }
 

@@ -1,6 +1,6 @@
 //! The GPU's fused recurrent kernels (issue 57, item 2), written once and run in two places:
 //! on an NVIDIA GPU (`cuda.rs`: nvcc's PTX and cuBLAS on candle's stream) and on the host
-//! (`emulated.rs`: the same `recurrence.cu` compiled by the host's C++ compiler and run thread
+//! (`emulated.rs`: the same `recurrence.cu` compiled by the host's C compiler and run thread
 //! index by thread index, our GEMM for cuBLAS), so that every CPU test checks the arithmetic
 //! and the orchestration the GPU runs.
 //!

@@ -2,13 +2,15 @@
 // product per step between them; Marian's gGRUFastForward/gGRUFastBackward are the model).
 // Compiled twice from this one source:
 // - by nvcc to PTX (build.rs, `--features cuda`), which the GPU runs;
-// - by the host's C++ compiler with emulate.h (build.rs, every build), which the CPU tests run
+// - by the host's C compiler with emulate.h (build.rs, every build), which the CPU tests run
 //   over the same grid, thread by thread (kernels/gpu/emulated.rs): every kernel here is
 //   elementwise, one thread per (row, unit), with no shared memory and no synchronisation,
 //   so running its threads one after another on the host computes what the GPU computes.
 //
 // Each kernel takes one struct of 8-byte fields (pointers and int64s: no padding, so the
-// Rust mirrors in kernels/gpu/args.rs have the same layout). Matrices are row-major with a
+// Rust mirrors in kernels/gpu/args.rs have the same layout). The source is the common subset
+// of C and CUDA C++ (typedef'd structs, NMT_KERNEL), so that the host needs only a C compiler,
+// which Rust's linking needs anyway. Matrices are row-major with a
 // leading dimension `*_ld` in elements; `lens[b]` is sentence b's length and step `t` is live
 // for it when t < lens[b]: a padded row carries its state forward and its gradient back.
 // The equations are rnn_cell.rs's (Cho et al. 2014, eq. 5-8, both forms):
@@ -18,6 +20,8 @@
 //   h' = n + z (h - n)
 #ifdef __CUDACC__
 #include <stdint.h>
+#define NMT_KERNEL extern "C" __global__
+#define NMT_INLINE __device__ __forceinline__
 #else
 #include "emulate.h"
 #endif
@@ -25,13 +29,13 @@
 #define NMT_PAPER 0
 #define NMT_RESET_AFTER 1
 
-__device__ __forceinline__ float nmt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+NMT_INLINE float nmt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-__device__ __forceinline__ int64_t nmt_index() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+NMT_INLINE int64_t nmt_index(void) { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 
 // dst (rows, width), contiguous: every row a copy of src (width).
-struct NmtFillRows { float* dst; const float* src; int64_t rows; int64_t width; };
-extern "C" __global__ void nmt_fill_rows(const NmtFillRows a) {
+typedef struct { float* dst; const float* src; int64_t rows; int64_t width; } NmtFillRows;
+NMT_KERNEL void nmt_fill_rows(const NmtFillRows a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.width) return;
   a.dst[i] = a.src[i % a.width];
@@ -39,8 +43,8 @@ extern "C" __global__ void nmt_fill_rows(const NmtFillRows a) {
 
 // dst[r][j] = src[r][j] * mask[r][j] (mask contiguous (rows, width)), or a copy without a mask:
 // the states entering U under recurrent dropout.
-struct NmtMaskRows { float* dst; int64_t dst_ld; const float* src; int64_t src_ld; const float* mask; int64_t rows; int64_t width; };
-extern "C" __global__ void nmt_mask_rows(const NmtMaskRows a) {
+typedef struct { float* dst; int64_t dst_ld; const float* src; int64_t src_ld; const float* mask; int64_t rows; int64_t width; } NmtMaskRows;
+NMT_KERNEL void nmt_mask_rows(const NmtMaskRows a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.width) return;
   int64_t r = i / a.width, j = i % a.width;
@@ -49,8 +53,8 @@ extern "C" __global__ void nmt_mask_rows(const NmtMaskRows a) {
 }
 
 // dst[i] += src[i] * mask[i] (or + src[i] without a mask), n elements, all contiguous.
-struct NmtAddMasked { float* dst; const float* src; const float* mask; int64_t n; };
-extern "C" __global__ void nmt_add_masked(const NmtAddMasked a) {
+typedef struct { float* dst; const float* src; const float* mask; int64_t n; } NmtAddMasked;
+NMT_KERNEL void nmt_add_masked(const NmtAddMasked a) {
   int64_t i = nmt_index();
   if (i >= a.n) return;
   a.dst[i] += a.mask ? a.src[i] * a.mask[i] : a.src[i];
@@ -59,8 +63,8 @@ extern "C" __global__ void nmt_add_masked(const NmtAddMasked a) {
 // H_prev (B, S, H), contiguous, masked: the state each step started from, times the
 // recurrent-dropout mask (B, H) if any; zero before the first step. `out` holds the states
 // at column `out_col` of rows of `out_ld`; `reverse` runs right to left.
-struct NmtPrevStates { float* dst; const float* out; int64_t out_ld; const float* mask; int64_t batch; int64_t len; int64_t hidden; int64_t reverse; };
-extern "C" __global__ void nmt_prev_states(const NmtPrevStates a) {
+typedef struct { float* dst; const float* out; int64_t out_ld; const float* mask; int64_t batch; int64_t len; int64_t hidden; int64_t reverse; } NmtPrevStates;
+NMT_KERNEL void nmt_prev_states(const NmtPrevStates a) {
   int64_t i = nmt_index();
   if (i >= a.batch * a.len * a.hidden) return;
   int64_t j = i % a.hidden, bt = i / a.hidden, t = bt % a.len, b = bt / a.len;
@@ -74,8 +78,8 @@ extern "C" __global__ void nmt_prev_states(const NmtPrevStates a) {
 }
 
 // The paper form's reset: q = s(gi_r + gh_r) * hu, for every row (padded rows too, as on the CPU).
-struct NmtResetFwd { const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hu; int64_t hu_ld; float* q; int64_t q_ld; int64_t rows; int64_t hidden; };
-extern "C" __global__ void nmt_gru_reset_fwd(const NmtResetFwd a) {
+typedef struct { const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hu; int64_t hu_ld; float* q; int64_t q_ld; int64_t rows; int64_t hidden; } NmtResetFwd;
+NMT_KERNEL void nmt_gru_reset_fwd(const NmtResetFwd a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.hidden) return;
   int64_t b = i / a.hidden, j = i % a.hidden;
@@ -85,12 +89,12 @@ extern "C" __global__ void nmt_gru_reset_fwd(const NmtResetFwd a) {
 
 // The new states from the pre-activations: gi (rows, 3H) and gh (rows, 3H) as above, the
 // previous states hp; a padded row copies hp.
-struct NmtGatesFwd {
+typedef struct {
   int64_t form; int64_t t; const int64_t* lens;
   const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
   float* out; int64_t out_ld; int64_t rows; int64_t hidden;
-};
-extern "C" __global__ void nmt_gru_gates_fwd(const NmtGatesFwd a) {
+} NmtGatesFwd;
+NMT_KERNEL void nmt_gru_gates_fwd(const NmtGatesFwd a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.hidden) return;
   int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
@@ -116,13 +120,13 @@ extern "C" __global__ void nmt_gru_gates_fwd(const NmtGatesFwd a) {
 // dh + carry; writes dgi's and dgh's z and n blocks (reset-after: and r) and carry = (dh +
 // carry) * z, the part of h's gradient that skips U. A padded row passes (dh + carry) through
 // and zeroes its dgi and dgh rows (the r blocks too: the paper form's reset kernel skips it).
-struct NmtGatesBwd {
+typedef struct {
   int64_t form; int64_t t; const int64_t* lens;
   const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
   const float* dh; int64_t dh_ld; float* carry;
   float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; int64_t rows; int64_t hidden;
-};
-extern "C" __global__ void nmt_gru_gates_bwd(const NmtGatesBwd a) {
+} NmtGatesBwd;
+NMT_KERNEL void nmt_gru_gates_bwd(const NmtGatesBwd a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.hidden) return;
   int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
@@ -163,13 +167,13 @@ extern "C" __global__ void nmt_gru_gates_bwd(const NmtGatesBwd a) {
 // The paper form's reset, backward: with dq = dGH_n U_n^T (one product before), dr's
 // pre-activation dq * hu * r (1 - r) goes to dgi_r and dgh_r, and h gets dq * r (* mask).
 // Padded rows are left alone (their dq is zero, their r blocks zeroed by nmt_gru_gates_bwd).
-struct NmtResetBwd {
+typedef struct {
   int64_t t; const int64_t* lens;
   const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
   const float* mask; const float* dq; float* carry;
   float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; int64_t rows; int64_t hidden;
-};
-extern "C" __global__ void nmt_gru_reset_bwd(const NmtResetBwd a) {
+} NmtResetBwd;
+NMT_KERNEL void nmt_gru_reset_bwd(const NmtResetBwd a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.hidden) return;
   int64_t b = i / a.hidden, j = i % a.hidden;
