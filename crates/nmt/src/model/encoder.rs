@@ -110,8 +110,8 @@ impl BiRnnEncoder {
         let n = self.layers[0].fwd.hidden();
         let masks = encoder_masks(dropout, x, self.layers.len(), n, 2)?;
         match backend.fused() {
-            true => self.forward_fused(x, src.lens, &masks),
-            false if backend.gpu() && self.has_gpu_kernels() => self.forward_gpu(x, src.lens, &masks),
+            true => self.forward_fused(x, src.lens, &masks, false),
+            false if backend.gpu() && self.has_gpu_kernels() => self.forward_fused(x, src.lens, &masks, true),
             false => self.forward_composed(x, src.mask, &masks),
         }
     }
@@ -119,26 +119,6 @@ impl BiRnnEncoder {
     /// Whether `kernels::gpu` runs these layers: GRUs without layer normalisation.
     fn has_gpu_kernels(&self) -> bool {
         self.layers.iter().all(|l| matches!(l.fwd.kind(), CellKind::Gru(_)) && l.fwd.norm().is_none())
-    }
-
-    /// The GPU form (`kernels::gpu::birnn_sequence`): both directions' input projections as
-    /// one product on candle's ops (cuBLAS), then the recurrence on the GPU kernels.
-    fn forward_gpu(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
-        let (b, s, m) = x.dims3()?;
-        let n = self.layers[0].fwd.hidden();
-        let x = x.reshape((b * s, m))?;
-        let mut ann = x.clone();
-        for (k, (layer, mk)) in self.layers.iter().zip(masks).enumerate() {
-            let ((wf, bf), (wb, bb)) = (layer.fwd.input_weights(), layer.bwd.input_weights());
-            let input = if k == 0 { x.clone() } else { masked(&ann, &mk.input)?.reshape((b * s, 2 * n))? };
-            let gi = input.matmul(&Tensor::cat(&[wf, wb], 1)?)?.broadcast_add(&Tensor::cat(&[bf, bb], 0)?)?;
-            let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
-            let bh = Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?;
-            let spec = rnn_op::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
-            let out = gpu::birnn_sequence(&gi, &u, &bh, spec)?;
-            ann = if k > 0 && self.residual { (out + ann)? } else { out };
-        }
-        Ok(ann)
     }
 
     /// The composed form: each direction's recurrence step by step (`rnn.rs`).
@@ -164,8 +144,10 @@ impl BiRnnEncoder {
     /// The fused form (`kernels::birnn`): both directions' input projections are one GEMM.
     /// With layer normalisation each direction's half is normalised on composed ops
     /// (`LN(x W)·γ_x + b`, over the whole sequence at once) and the op is given each
-    /// direction's `[b_h | γ_h]`.
-    fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
+    /// direction's `[b_h | γ_h]`. `gpu`: the GPU form instead (`kernels::gpu::birnn_sequence`,
+    /// GRUs without layer normalisation: [`Self::has_gpu_kernels`]), the input projections on
+    /// candle's ops (cuBLAS on a GPU).
+    fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks], gpu: bool) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
         let n = self.layers[0].fwd.hidden();
         let x = x.reshape((b * s, m))?;
@@ -186,13 +168,14 @@ impl BiRnnEncoder {
                     (gi, Tensor::stack(&rows, 0)?)
                 }
                 _ => {
-                    let gi = linear::linear(&input, &Tensor::cat(&[wf, wb], 1)?, &Tensor::cat(&[bf, bb], 0)?)?;
+                    let (w, b) = (Tensor::cat(&[wf, wb], 1)?, Tensor::cat(&[bf, bb], 0)?);
+                    let gi = if gpu { input.matmul(&w)?.broadcast_add(&b)? } else { linear::linear(&input, &w, &b)? };
                     (gi, Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?)
                 }
             };
             let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
             let spec = rnn_op::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
-            let out = birnn::birnn_sequence(&gi, &u, &bh, spec)?;
+            let out = if gpu { gpu::birnn_sequence(&gi, &u, &bh, spec)? } else { birnn::birnn_sequence(&gi, &u, &bh, spec)? };
             ann = if k > 0 && self.residual { (out + ann)? } else { out };
         }
         Ok(ann)
