@@ -78,7 +78,7 @@ impl GpuBiGru {
     /// The backward pass on the CPU, emulated.
     fn backward_host(&self, t: [&Tensor; 5]) -> Result<[Tensor; 3]> {
         let l = Emulated;
-        let [gi, u, bh, out, dout] = with_slices::<f32, _, 5>(t, |s| Ok(s.map(|x| HostBuf::from_slice(x))))?;
+        let [gi, u, bh, out, dout] = with_slices::<f32, _, 5>(t, |s| Ok(s.map(HostBuf::from_slice)))?;
         let (x, _lens, _mask) = self.inputs(&l, [l.addr(&gi), l.addr(&u), l.addr(&bh)])?;
         let saved = match self.take_saved::<Emulated>() {
             Some(s) => s,
