@@ -21,7 +21,7 @@
 # --check compiles everything a build compiles up to code generation: every crate with the
 # `cuda` feature type-checked, and every CUDA kernel through nvcc (candle's in candle-kernels'
 # build script, ours in crates/nmt/build.rs); it generates no machine code and links nothing,
-# so it builds no binary. CI uses it to stay within its 60 minutes (the full build was 15-20 of
+# so it builds no binary. CI uses it to stay within its 60 minutes (the full build took 15.5 of
 # them on 2 cores); `scripts/gpu-check.sh pack` builds the binaries.
 # Measured use and what has run on a GPU: docs/GPU.md. CI runs this script (.ci/run).
 set -euo pipefail

@@ -5,7 +5,8 @@ Cargo turns on, for each dependency, only the features that the packages it buil
 CI builds the workspace's tests (`cargo test --release --workspace`), then the Python wheel,
 which maturin builds as the package nmt-py alone: every shared dependency whose features
 differ between the two builds is built again, with everything above it (candle, the gemm
-crates, ...), which took 8+ minutes of CI's 60 on 2026-11-28. crates/nmt-py/Cargo.toml pins the
+crates, ...): the step took 533 s in a run of .ci/run on the 2-core build machine (other builds
+beside it), and 150 s once crates/nmt-py/Cargo.toml pinned the
 missing features ("Feature pins"); this script compares `cargo tree -e features` of the two
 builds and names each dependency whose features differ, so that a dependency update that
 changes them is caught here, by name, not by a slower CI. pyo3 itself is left out: maturin
@@ -19,14 +20,16 @@ import sys
 
 
 def features(args):
-    out = subprocess.run(["cargo", "tree", "--prefix", "none", "-e", "features", "-f", "{p} {f}", *args],
+    # "{p}|{f}": a package (name, version, and a path for workspace members) and its features;
+    # `-e features` also prints `name feature "x"` edge lines, which have no "|".
+    out = subprocess.run(["cargo", "tree", "--prefix", "none", "-e", "features", "-f", "{p}|{f}", *args],
                          check=True, capture_output=True, text=True).stdout
     found = collections.defaultdict(set)
     for line in out.splitlines():
-        parts = line.split()
-        if len(parts) < 2 or parts[1] == "feature":
+        if "|" not in line:
             continue
-        found[f"{parts[0]} {parts[1]}"] |= {f for f in (parts[2].split(",") if len(parts) > 2 else []) if f != "(*)"}
+        package, feats = line.split("|", 1)
+        found[package.strip()] |= {f for f in feats.replace("(*)", "").strip().split(",") if f}
     return found
 
 

@@ -105,65 +105,67 @@ pub fn forward<L: Launch>(l: &L, d: Dims, x: Inputs) -> Result<(L::Floats, Saved
     let out = l.zeros(b * s * 2 * h)?;
     let zeros = l.zeros(b * h)?;
     let hu_buf = l.zeros(b * h)?;
-    let (o, z0, hub) = (l.addr(&out), l.addr(&zeros), l.addr(&hu_buf));
-    let mut saved: Vec<(L::Floats, L::Floats)> = Vec::with_capacity(2);
-    for dir in 0..2 {
-        let r = Dir { dir, d };
-        let g = r.g();
-        let gh = l.zeros(b * s * g)?;
-        let q = l.zeros(if d.form == GruForm::Paper { b * s * h } else { 1 })?;
-        let (ghp, qp, ud) = (l.addr(&gh), l.addr(&q), x.u.at(dir * h * g));
-        let mask = if x.mask == Addr::NULL { Addr::NULL } else { x.mask.at(dir * b * h) };
-        let (rows, width) = ((b * s) as i64, g as i64);
-        l.launch(&args::FILL_ROWS, b * s * g, FillRows { dst: ghp, src: x.bh.at(dir * g), rows, width })?;
-        for step in 0..s {
-            let t = r.pos(step);
-            let (hp, hp_ld) = r.prev(o, z0, step);
-            let (hu, hu_ld) = match mask {
-                Addr::NULL => (hp, hp_ld),
-                m => {
-                    let a = MaskRows { dst: hub, dst_ld: h as i64, src: hp, src_ld: hp_ld, mask: m, rows: b as i64, width: h as i64 };
-                    l.launch(&args::MASK_ROWS, b * h, a)?;
-                    (hub, h as i64)
-                }
-            };
-            let (gh_t, gh_ld) = (ghp.at(t * g), (s * g) as i64);
-            let (gi_t, gi_ld) = r.gi(x.gi, t);
-            let (huv, ghv) = (View::new(hu, hu_ld as usize), View::new(gh_t, gh_ld as usize));
-            match d.form {
-                GruForm::ResetAfter => l.gemm(gemm(b, g, h, huv, View::new(ud, g), ghv, true))?,
-                GruForm::Paper => {
-                    l.gemm(gemm(b, 2 * h, h, huv, View::new(ud, g), ghv, true))?;
-                    let (q_t, q_ld) = (qp.at(t * h), (s * h) as i64);
-                    let a = ResetFwd { gi: gi_t, gi_ld, gh: gh_t, gh_ld, hu, hu_ld, q: q_t, q_ld, rows: b as i64, hidden: h as i64 };
-                    l.launch(&args::GRU_RESET_FWD, b * h, a)?;
-                    let ghn = View::new(gh_t.at(2 * h), gh_ld as usize);
-                    l.gemm(gemm(b, h, h, View::new(q_t, q_ld as usize), View::new(ud.at(2 * h), g), ghn, true))?;
-                }
+    let bufs = (l.addr(&out), l.addr(&zeros), l.addr(&hu_buf));
+    let (f, bw) = (forward_dir(l, d, x, 0, bufs)?, forward_dir(l, d, x, 1, bufs)?);
+    Ok((out, Saved { gh: [f.0, bw.0], q: [f.1, bw.1] }))
+}
+
+/// Direction `dir`'s forward pass into `o`, the `(B, S, 2H)` output, with `z0` zeros `(B, H)`
+/// and `hub` scratch `(B, H)`: its `GH` and `Q`.
+fn forward_dir<L: Launch>(l: &L, d: Dims, x: Inputs, dir: usize, (o, z0, hub): (Addr, Addr, Addr)) -> Result<(L::Floats, L::Floats)> {
+    let (b, s, h) = (d.batch, d.len, d.hidden);
+    let r = Dir { dir, d };
+    let g = r.g();
+    let gh = l.zeros(b * s * g)?;
+    let q = l.zeros(if d.form == GruForm::Paper { b * s * h } else { 1 })?;
+    let (ghp, qp, ud) = (l.addr(&gh), l.addr(&q), x.u.at(dir * h * g));
+    let mask = if x.mask == Addr::NULL { Addr::NULL } else { x.mask.at(dir * b * h) };
+    let (rows, width) = ((b * s) as i64, g as i64);
+    l.launch(&args::FILL_ROWS, b * s * g, FillRows { dst: ghp, src: x.bh.at(dir * g), rows, width })?;
+    for step in 0..s {
+        let t = r.pos(step);
+        let (hp, hp_ld) = r.prev(o, z0, step);
+        let (hu, hu_ld) = match mask {
+            Addr::NULL => (hp, hp_ld),
+            m => {
+                let a = MaskRows { dst: hub, dst_ld: h as i64, src: hp, src_ld: hp_ld, mask: m, rows: b as i64, width: h as i64 };
+                l.launch(&args::MASK_ROWS, b * h, a)?;
+                (hub, h as i64)
             }
-            let (out_t, out_ld) = r.out(o, t);
-            let a = GatesFwd {
-                form: r.form(),
-                t: t as i64,
-                lens: x.lens,
-                gi: gi_t,
-                gi_ld,
-                gh: gh_t,
-                gh_ld,
-                hp,
-                hp_ld,
-                out: out_t,
-                out_ld,
-                rows: b as i64,
-                hidden: h as i64,
-            };
-            l.launch(&args::GRU_GATES_FWD, b * h, a)?;
+        };
+        let (gh_t, gh_ld) = (ghp.at(t * g), (s * g) as i64);
+        let (gi_t, gi_ld) = r.gi(x.gi, t);
+        let (huv, ghv) = (View::new(hu, hu_ld as usize), View::new(gh_t, gh_ld as usize));
+        match d.form {
+            GruForm::ResetAfter => l.gemm(gemm(b, g, h, huv, View::new(ud, g), ghv, true))?,
+            GruForm::Paper => {
+                l.gemm(gemm(b, 2 * h, h, huv, View::new(ud, g), ghv, true))?;
+                let (q_t, q_ld) = (qp.at(t * h), (s * h) as i64);
+                let a = ResetFwd { gi: gi_t, gi_ld, gh: gh_t, gh_ld, hu, hu_ld, q: q_t, q_ld, rows: b as i64, hidden: h as i64 };
+                l.launch(&args::GRU_RESET_FWD, b * h, a)?;
+                let ghn = View::new(gh_t.at(2 * h), gh_ld as usize);
+                l.gemm(gemm(b, h, h, View::new(q_t, q_ld as usize), View::new(ud.at(2 * h), g), ghn, true))?;
+            }
         }
-        saved.push((gh, q));
+        let (out_t, out_ld) = r.out(o, t);
+        let a = GatesFwd {
+            form: r.form(),
+            t: t as i64,
+            lens: x.lens,
+            gi: gi_t,
+            gi_ld,
+            gh: gh_t,
+            gh_ld,
+            hp,
+            hp_ld,
+            out: out_t,
+            out_ld,
+            rows: b as i64,
+            hidden: h as i64,
+        };
+        l.launch(&args::GRU_GATES_FWD, b * h, a)?;
     }
-    let (b1, b0) = (saved.pop(), saved.pop());
-    let (Some((gh0, q0)), Some((gh1, q1))) = (b0, b1) else { candle_core::bail!("gpu birnn: two directions expected") };
-    Ok((out, Saved { gh: [gh0, gh1], q: [q0, q1] }))
+    Ok((gh, q))
 }
 
 /// The backward pass from the forward pass's output `out (B, S, 2H)`, what it kept and the
@@ -173,17 +175,16 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
     let g = 3 * h;
     let (dgi, du, dbh) = (l.zeros(b * s * 2 * g)?, l.zeros(2 * h * g)?, l.zeros(2 * g)?);
     let (zeros, ones) = (l.zeros(b * h)?, l.upload(&vec![1.0; b * s])?);
-    let (carry, dq, buf, hprev) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * s * h)?);
-    let (dgip, z0, cp, dqp, bufp, hpp) = (l.addr(&dgi), l.addr(&zeros), l.addr(&carry), l.addr(&dq), l.addr(&buf), l.addr(&hprev));
+    let (dq, buf, hprev) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * s * h)?);
+    let (dgip, z0, dqp, bufp, hpp) = (l.addr(&dgi), l.addr(&zeros), l.addr(&dq), l.addr(&buf), l.addr(&hprev));
     let (rows, hid) = (b as i64, h as i64);
     for dir in 0..2 {
         let r = Dir { dir, d };
-        let dgh = l.zeros(b * s * g)?;
-        let (dghp, ghp, qp, ud) = (l.addr(&dgh), l.addr(&saved.gh[dir]), l.addr(&saved.q[dir]), x.u.at(dir * h * g));
+        // The gradient reaching the state before the current step: zero after the last.
+        let (dgh, carry) = (l.zeros(b * s * g)?, l.zeros(b * h)?);
+        let (dghp, cp, ghp, qp) = (l.addr(&dgh), l.addr(&carry), l.addr(&saved.gh[dir]), l.addr(&saved.q[dir]));
+        let ud = x.u.at(dir * h * g);
         let mask = if x.mask == Addr::NULL { Addr::NULL } else { x.mask.at(dir * b * h) };
-        if dir == 1 {
-            l.launch(&args::FILL_ROWS, b * h, FillRows { dst: cp, src: z0, rows: 1, width: (b * h) as i64 })?;
-        }
         // carry += (dG op(U)ᵀ) ⊙ m: dG is `(B, k)` at `dg`, `ut` the `(k, H)` view of Uᵀ.
         let through_u = |dg: View, k: usize, ut: View| -> Result<()> {
             match mask {

@@ -34,7 +34,16 @@ impl Cuda {
     /// The address of a contiguous `f32` input.
     pub fn input(&self, s: &CudaStorage, l: &Layout) -> Result<Addr> {
         let Some((start, _)) = l.contiguous_offsets() else { bail!("gpu kernels need contiguous inputs") };
-        Ok(self.addr(s.as_cuda_slice::<f32>()?).at(start))
+        Ok(self.ptr(s.as_cuda_slice::<f32>()?).at(start))
+    }
+
+    /// A buffer's device address. One stream for everything: the guard's synchronisation
+    /// is not needed.
+    fn ptr<T>(&self, b: &CudaSlice<T>) -> Addr {
+        let stream = self.dev.cuda_stream();
+        let (ptr, guard) = b.device_ptr(&stream);
+        drop(guard);
+        Addr(ptr)
     }
 
     /// A buffer as candle storage.
@@ -65,18 +74,11 @@ impl Launch for Cuda {
     }
 
     fn addr(&self, b: &CudaSlice<f32>) -> Addr {
-        // One stream for everything: the guard's synchronisation is not needed.
-        let stream = self.dev.cuda_stream();
-        let (ptr, guard) = b.device_ptr(&stream);
-        drop(guard);
-        Addr(ptr)
+        self.ptr(b)
     }
 
     fn ints_addr(&self, b: &CudaSlice<i64>) -> Addr {
-        let stream = self.dev.cuda_stream();
-        let (ptr, guard) = b.device_ptr(&stream);
-        drop(guard);
-        Addr(ptr)
+        self.ptr(b)
     }
 
     fn gemm(&self, g: Gemm) -> Result<()> {

@@ -15,8 +15,9 @@
 //! state, and a kernel of our own has the CPU's fused op (`kernels::birnn`) as its reference.
 //!
 //! A kernel launch on the GPU is a few microseconds of CPU time, and the composed candle path
-//! spends a dozen of them per step and direction (docs/GPU.md, "Reading"); here a step is two
-//! launches forward and three backward. The per-step launches on buffers allocated once per
+//! spends 12 of them on a reset-after step forward (`model/gru.rs`'s `cell_step`, counted from
+//! its ops; docs/GPU.md, "Reading"). Here a reset-after step is 2 launches each way (a product
+//! and a gate kernel), a paper-form step 4, and recurrent dropout adds one. The per-step launches on buffers allocated once per
 //! op are what a CUDA graph can later capture (not done yet).
 //!
 //! The host form is not a second implementation of the maths: it is the same source, a
