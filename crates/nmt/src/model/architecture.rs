@@ -37,8 +37,9 @@ pub trait Architecture {
     type Host: HostArchitecture;
     /// Per-token negative log-likelihood `(B·T)`, zero at padding.
     fn forward(&self, cfg: &ModelConfig, f: &Forced<'_>, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor>;
-    /// The candle search's encoding of source embeddings `x (B, S, m)`.
-    fn encode(&self, x: &Tensor, src: Source<'_>) -> Result<Encoded>;
+    /// The candle search's encoding of source embeddings `x (B, S, m)`, its encoder in the form
+    /// `backend` says (`Composed`, or `Gpu` for a model on a GPU).
+    fn encode(&self, x: &Tensor, src: Source<'_>, backend: Backend) -> Result<Encoded>;
     /// One candle search step for `R` rows: states `(R, L·w)`, the previous words' embeddings
     /// `ey (R, m)`.
     fn step(&self, cfg: &ModelConfig, enc: &Encoded, state: &Tensor, ey: &Tensor) -> Result<StepScores>;

@@ -8,7 +8,8 @@
 //! - [`AttentionDecoder::step`]: the composed candle step `(batch, ·)` (the candle search, the
 //!   GPU);
 //! - [`AttentionDecoder::forward`]: teacher forcing over every target step, in one kernel
-//!   (`kernels::attn_decoder`) or step by step on composed ops (autodiff's reference twin);
+//!   (`kernels::attn_decoder`), its GPU twin (`gpu_decoder.rs`, a GRU) or step by step on
+//!   composed ops (autodiff's reference twin);
 //! - [`HostAttention::step`]: one search step for `R` live rows on host slices, with the deep
 //!   output's input terms folded into the same GEMMs.
 use candle_core::Tensor;
@@ -19,6 +20,7 @@ use super::attention_memory::{attention_memory, forced_steps, AttnForced, Decode
 use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostAttnMemory, HostMemory, HostStepIn, HostStepOut, StepOut};
 use super::encoder::cell_name;
 use super::encoder::Source;
+use super::gpu_decoder;
 use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
 use super::precomputed::{ContextTerms, WordTerms};
@@ -124,19 +126,40 @@ impl ForcedDecoder for AttentionDecoder {
         let state_ctx = attn_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
         // The op computes `s_0` inside; the layers above and the copy's `α` read it as a tensor.
         let s0 = self.start_output(x.ann, x.src)?;
-        let alpha = match x.want_alpha {
-            false => None,
-            true => {
-                let s1 = state_ctx.narrow(1, 0, n)?.reshape((b, t, n))?;
-                let prev = match x.output {
-                    OutputState::Previous => s1,
-                    OutputState::Current => shift_outputs(&s1, &s0, OutputState::Previous)?,
-                };
-                let mem = self.memory(x.ann, x.src.mask)?;
-                Some(self.att.weights_all(&prev, &mem.uh, &mem.mask_bias)?.reshape((b * t, s))?)
-            }
-        };
+        let alpha = self.forced_alpha(x, &state_ctx, &s0)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
+    }
+
+    fn has_gpu_kernels(&self) -> bool {
+        gpu_decoder::has_gpu_cell(&self.rnn)
+    }
+
+    /// The GPU form (`gpu_decoder.rs`).
+    fn forward_gpu(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
+        let s0 = self.start_output(x.ann, x.src)?;
+        let w = gpu_decoder::LoopWeights { att: &self.att, cell: &self.rnn, wc: &self.c, first: None };
+        let state_ctx = gpu_decoder::forced_loop(x, w, &s0, state_mask)?;
+        let alpha = self.forced_alpha(x, &state_ctx, &s0)?;
+        Ok(AttnForced { state_ctx, alpha, start: s0 })
+    }
+}
+
+impl AttentionDecoder {
+    /// The copy mixture's `α (B·T, S)` when asked, recomputed on composed ops from the
+    /// teacher-forced `[s; c]` and `s_0`.
+    fn forced_alpha(&self, x: &ForcedIn, state_ctx: &Tensor, s0: &Tensor) -> Result<Option<Tensor>> {
+        if !x.want_alpha {
+            return Ok(None);
+        }
+        let (b, t, _) = x.ey.dims3()?;
+        let (s, n) = (x.ann.dim(1)?, self.rnn.hidden());
+        let s1 = state_ctx.narrow(1, 0, n)?.reshape((b, t, n))?;
+        let prev = match x.output {
+            OutputState::Previous => s1,
+            OutputState::Current => shift_outputs(&s1, s0, OutputState::Previous)?,
+        };
+        let mem = self.memory(x.ann, x.src.mask)?;
+        Ok(Some(self.att.weights_all(&prev, &mem.uh, &mem.mask_bias)?.reshape((b * t, s))?))
     }
 }
 

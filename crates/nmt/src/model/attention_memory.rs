@@ -165,12 +165,22 @@ pub(crate) trait ForcedDecoder {
     fn forward_composed(&self, x: &ForcedIn, mask: Option<&Tensor>) -> Result<AttnForced>;
     /// The fused form (one op for all steps), with the same mask as host values.
     fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced>;
+    /// Whether this decoder has a GPU form (`kernels::gpu`).
+    fn has_gpu_kernels(&self) -> bool {
+        false
+    }
+    /// The GPU form, where [`Self::has_gpu_kernels`] says there is one.
+    fn forward_gpu(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
+        let _ = (x, state_mask);
+        Err(candle_core::Error::Msg("this decoder has no GPU form".into()).into())
+    }
 
     fn forward(&self, x: &ForcedIn, dropout: Option<&mut Dropout>, backend: Backend) -> Result<AttnForced> {
         let (b, n) = (x.ey.dim(0)?, self.hidden());
         let state_mask = dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, n));
         match backend.fused() {
             true => self.forward_fused(x, state_mask),
+            false if backend.gpu() && self.has_gpu_kernels() => self.forward_gpu(x, state_mask),
             false => self.forward_composed(x, state_tensor(state_mask.as_deref(), b, n, x.ey)?.as_ref()),
         }
     }

@@ -21,8 +21,8 @@ pub enum Backend {
     /// model).
     FusedF32,
     /// An `f32` model on a GPU: the layers that have GPU kernels (`kernels::gpu`: the
-    /// bidirectional GRU encoder) run them, the others their composed candle ops; search runs
-    /// candle's search. `impl = "composed"` on a GPU is [`Backend::Composed`] throughout.
+    /// bidirectional GRU encoder, the RNNsearch decoders' loops; GRUs without layer
+    /// normalisation) run them, the others their composed candle ops; search runs candle's search. `impl = "composed"` on a GPU is [`Backend::Composed`] throughout.
     Gpu,
 }
 

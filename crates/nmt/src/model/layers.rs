@@ -51,10 +51,10 @@ impl Layers {
         }
     }
 
-    pub fn encode(&self, x: &Tensor, src: Source<'_>) -> Result<Encoded> {
+    pub fn encode(&self, x: &Tensor, src: Source<'_>, backend: Backend) -> Result<Encoded> {
         match self {
-            Layers::Rnnsearch(a) => a.encode(x, src),
-            Layers::Rnnenc(a) => a.encode(x, src),
+            Layers::Rnnsearch(a) => a.encode(x, src, backend),
+            Layers::Rnnenc(a) => a.encode(x, src, backend),
         }
     }
 

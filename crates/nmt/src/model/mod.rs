@@ -12,12 +12,14 @@ pub(crate) mod attention_decoder;
 pub(crate) mod attention_memory;
 pub(crate) mod backend;
 pub(crate) mod conditional_decoder;
+pub(crate) mod conditional_host;
 pub(crate) mod copy;
 pub(crate) mod decoder;
 pub(crate) mod embedding;
 pub(crate) mod encoder;
 pub(crate) mod feedback;
 pub(crate) mod feedback_fused;
+pub(crate) mod gpu_decoder;
 pub mod grconv;
 pub mod gru;
 pub(crate) mod inputs;
@@ -118,12 +120,14 @@ impl Seq2Seq {
         self.params.dtype
     }
 
-    /// Encodes a batch's source side for the candle search, on composed ops.
+    /// Encodes a batch's source side for the candle search: on composed ops, the encoder's GPU
+    /// kernels on a GPU (`Backend::Gpu`: forward only, the same op as training's).
     pub fn encode(&self, batch: &nmt_data::batch::Batch) -> Result<Encoded> {
         let (src, mask) = BatchTensors::source(batch, self.dtype(), self.device())?;
         let x = embedding::lookup(&self.src_emb, &src, None, Backend::Composed)?;
         let lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
-        self.net.encode(&x, Source { mask: &mask, lens: &lens })
+        let backend = if self.backend.gpu() { Backend::Gpu } else { Backend::Composed };
+        self.net.encode(&x, Source { mask: &mask, lens: &lens }, backend)
     }
 
     /// One decoding step for `rows` hypotheses: `state (rows, L·w)`, previous words `y (rows)`
@@ -173,6 +177,16 @@ impl Seq2Seq {
     /// ([`Backend::new`] decides).
     pub fn set_impl(&mut self, imp: Impl) {
         self.backend = Backend::new(imp, self.device(), self.dtype());
+    }
+
+    /// Runs the loss in its GPU form on the CPU ([`Backend::Gpu`]: the `kernels::gpu` ops
+    /// emulated, the other layers composed), as a GPU would run it. For tests: what a GPU runs,
+    /// checked on any machine (`tests/gpu_layouts.rs`). An `f32` model only; others are left alone.
+    #[doc(hidden)]
+    pub fn emulate_gpu(&mut self) {
+        if self.dtype() == candle_core::DType::F32 {
+            self.backend = Backend::Gpu;
+        }
     }
 
     /// The form the loss runs in, given the implementation set, the device and the dtype.

@@ -79,8 +79,8 @@ impl Architecture for Rnnenc {
         Ok((self.out.nll(&hidden, &f.batch.tgt_out, f.eps, backend)? * &f.batch.tgt_mask)?)
     }
 
-    fn encode(&self, x: &Tensor, src: Source<'_>) -> Result<Encoded> {
-        let last = self.enc.forward(x, src, None, Backend::Composed)?;
+    fn encode(&self, x: &Tensor, src: Source<'_>, backend: Backend) -> Result<Encoded> {
+        let last = self.enc.forward(x, src, None, backend)?;
         let (c, h0) = self.dec.summarise(&last)?;
         let memory = self.dec.memory(&c, self.out.project_context(&c)?)?;
         Ok(Encoded { memory: Memory::Summary(memory), init: self.upper.stack_start(&self.dec.start(&h0)?)? })

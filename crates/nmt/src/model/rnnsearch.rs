@@ -14,7 +14,8 @@ use super::attention::logsumexp_last;
 use super::attention_decoder::{AttentionDecoder, HostAttention};
 use super::attention_memory::{AttnForced, ForcedDecoder, ForcedIn};
 use super::backend::Backend;
-use super::conditional_decoder::{ConditionalDecoder, HostConditional};
+use super::conditional_decoder::ConditionalDecoder;
+use super::conditional_host::HostConditional;
 use super::copy::{self, CopyGate, HostCopy, MixIn};
 use super::decoder::{
     shift_outputs, AttentionMemory, DecoderDims, Encoded, HostEncoded, HostFeatures, HostMemory, HostRows, Memory, StepOut, StepScores,
@@ -106,8 +107,8 @@ impl Architecture for Rnnsearch {
         Ok((self.out.nll(&hidden, &f.batch.tgt_out, f.eps, backend)? * &f.batch.tgt_mask)?)
     }
 
-    fn encode(&self, x: &Tensor, src: Source<'_>) -> Result<Encoded> {
-        let ann = self.enc.forward(x, src, None, Backend::Composed)?;
+    fn encode(&self, x: &Tensor, src: Source<'_>, backend: Backend) -> Result<Encoded> {
+        let ann = self.enc.forward(x, src, None, backend)?;
         let init = self.upper.stack_start(&self.dec.init_state(&ann, src)?)?;
         Ok(Encoded { memory: Memory::Attention(self.dec.memory(&ann, src.mask)?), init })
     }

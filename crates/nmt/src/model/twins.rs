@@ -216,7 +216,8 @@ pub fn check_conditional_step(
     norm: bool,
     seed: u64,
 ) {
-    use super::conditional_decoder::{ConditionalDecoder, HostConditional};
+    use super::conditional_decoder::ConditionalDecoder;
+    use super::conditional_host::HostConditional;
     use super::decoder::{DecoderDims, HostMemory};
     use super::output::HostOutput;
     let c = attn_case(kind, which, seed, norm);

@@ -1,11 +1,12 @@
-//! The kernels' argument structs, mirrored from `recurrence.cu` field for field (every field
-//! 8 bytes, so `repr(C)` lays them out as the C and CUDA compilers do: no padding), and the
-//! kernels themselves ([`Kernel`]: the PTX name and the host-compiled function).
-use super::{Addr, Kernel, KernelArgs};
+//! The kernels' argument structs, mirrored from `recurrence.cu` and `attention.cu` field for
+//! field (every field 8 bytes, so `repr(C)` lays them out as the C and CUDA compilers do: no
+//! padding), and the kernels themselves ([`Kernel`]: the source file, the PTX name and the
+//! host-compiled function).
+use super::{Addr, Kernel, KernelArgs, Module};
 
 /// Declares each struct and its kernel.
 macro_rules! kernels {
-    ($($konst:ident = $kernel:ident, $args:ident { $($field:ident : $ty:ty),* $(,)? })*) => {
+    ($module:ident: $($konst:ident = $kernel:ident, $args:ident { $($field:ident : $ty:ty),* $(,)? })*) => {
         $(
             #[repr(C)]
             #[derive(Clone, Copy, Debug)]
@@ -18,17 +19,18 @@ macro_rules! kernels {
             $(fn $kernel(a: $args);)*
         }
         $(
-            pub const $konst: Kernel<$args> = Kernel { name: stringify!($kernel), host: $kernel };
+            pub const $konst: Kernel<$args> = Kernel { module: Module::$module, name: stringify!($kernel), host: $kernel };
         )*
     };
 }
 
 kernels! {
+    Recurrence:
     FILL_ROWS = nmt_fill_rows, FillRows { dst: Addr, src: Addr, rows: i64, width: i64 }
     MASK_ROWS = nmt_mask_rows, MaskRows { dst: Addr, dst_ld: i64, src: Addr, src_ld: i64, mask: Addr, rows: i64, width: i64 }
     ADD_MASKED = nmt_add_masked, AddMasked { dst: Addr, src: Addr, mask: Addr, n: i64 }
     PREV_STATES = nmt_prev_states, PrevStates {
-        dst: Addr, out: Addr, out_ld: i64, mask: Addr, batch: i64, len: i64, hidden: i64, reverse: i64,
+        dst: Addr, out: Addr, out_ld: i64, init: Addr, mask: Addr, batch: i64, len: i64, hidden: i64, reverse: i64,
     }
     GRU_RESET_FWD = nmt_gru_reset_fwd, ResetFwd {
         gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hu: Addr, hu_ld: i64, q: Addr, q_ld: i64, rows: i64, hidden: i64,
@@ -44,6 +46,27 @@ kernels! {
     GRU_RESET_BWD = nmt_gru_reset_bwd, ResetBwd {
         t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hp: Addr, hp_ld: i64, mask: Addr, dq: Addr,
         carry: Addr, dgi: Addr, dgi_ld: i64, dgh: Addr, dgh_ld: i64, rows: i64, hidden: i64,
+    }
+}
+
+kernels! {
+    Attention:
+    ATT_SCORES = nmt_att_scores, AttScores {
+        enc: Addr, ws: Addr, ws_ld: i64, v: Addr, lens: Addr, e: Addr, batch: i64, src_len: i64, ctx: i64, att: i64,
+    }
+    ATT_SOFTMAX = nmt_att_softmax, AttSoftmax { e: Addr, lens: Addr, alpha: Addr, alpha_ld: i64, batch: i64, src_len: i64 }
+    ATT_CONTEXT = nmt_att_context, AttContext {
+        alpha: Addr, alpha_ld: i64, enc: Addr, lens: Addr, c: Addr, c_ld: i64, batch: i64, src_len: i64, ctx: i64, att: i64,
+    }
+    ATT_DALPHA = nmt_att_dalpha, AttDalpha { enc: Addr, dc: Addr, lens: Addr, de: Addr, batch: i64, src_len: i64, ctx: i64, att: i64 }
+    ATT_SOFTMAX_BWD = nmt_att_softmax_bwd, AttSoftmaxBwd { alpha: Addr, alpha_ld: i64, lens: Addr, de: Addr, batch: i64, src_len: i64 }
+    ATT_ENC_BWD = nmt_att_enc_bwd, AttEncBwd {
+        alpha: Addr, alpha_ld: i64, enc: Addr, ws: Addr, ws_ld: i64, v: Addr, dc: Addr, de: Addr, lens: Addr, denc: Addr,
+        batch: i64, src_len: i64, ctx: i64, att: i64,
+    }
+    ATT_QUERY_BWD = nmt_att_query_bwd, AttQueryBwd {
+        enc: Addr, ws: Addr, ws_ld: i64, v: Addr, de: Addr, lens: Addr, dws: Addr, dws_ld: i64, dv: Addr,
+        batch: i64, src_len: i64, ctx: i64, att: i64,
     }
 }
 

@@ -13,11 +13,14 @@
 //!   `db_h = 1ᵀ dGH`, one product each over all `B·S` rows.
 //!
 //! The directions run one after the other on one stream.
-use candle_core::Result;
+use candle_core::{bail, DType, Result, Shape, Tensor};
 
-use super::args::{self, AddMasked, FillRows, GatesBwd, GatesFwd, MaskRows, PrevStates, ResetBwd, ResetFwd};
-use super::{Addr, Gemm, Launch, View};
+use super::args::{self, FillRows, PrevStates};
+use super::cell::{gemm, Cell, Step, StepGrads};
+use super::op::GpuOp;
+use super::{Addr, Launch, View};
 use crate::config::GruForm;
+use crate::kernels::rnn_op::RnnSpec;
 
 /// The layer's sizes and cell form.
 #[derive(Clone, Copy, Debug)]
@@ -87,16 +90,24 @@ impl Dir {
             _ => self.out(out, self.pos(step - 1)),
         }
     }
-    fn form(&self) -> i64 {
-        match self.d.form {
-            GruForm::Paper => args::PAPER,
-            GruForm::ResetAfter => args::RESET_AFTER,
+    /// The direction's cell.
+    fn cell(&self, x: &Inputs) -> Cell {
+        let (b, h) = (self.d.batch, self.d.hidden);
+        let mask = if x.mask == Addr::NULL { Addr::NULL } else { x.mask.at(self.dir * b * h) };
+        Cell { form: self.d.form, rows: b, hidden: h, u: x.u.at(self.dir * h * self.g()), mask, lens: x.lens }
+    }
+    /// Step `step`'s rows, with `GH` at `gh` and `Q` at `q` `(B, S, ·)`.
+    fn step(&self, x: &Inputs, (gh, q): (Addr, Addr), (out, zeros): (Addr, Addr), step: usize) -> Step {
+        let (s, h, g) = (self.d.len, self.d.hidden, self.g());
+        let t = self.pos(step);
+        Step {
+            t,
+            gi: self.gi(x.gi, t),
+            gh: (gh.at(t * g), (s * g) as i64),
+            q: (q.at(t * h), (s * h) as i64),
+            hp: self.prev(out, zeros, step),
         }
     }
-}
-
-fn gemm(m: usize, n: usize, k: usize, a: View, b: View, c: View, accumulate: bool) -> Gemm {
-    Gemm { m, n, k, a, b, c, accumulate }
 }
 
 /// The forward pass: the annotations `(B, S, 2H)` and what the backward pass needs.
@@ -118,52 +129,13 @@ fn forward_dir<L: Launch>(l: &L, d: Dims, x: Inputs, dir: usize, (o, z0, hub): (
     let g = r.g();
     let gh = l.zeros(b * s * g)?;
     let q = l.zeros(if d.form == GruForm::Paper { b * s * h } else { 1 })?;
-    let (ghp, qp, ud) = (l.addr(&gh), l.addr(&q), x.u.at(dir * h * g));
-    let mask = if x.mask == Addr::NULL { Addr::NULL } else { x.mask.at(dir * b * h) };
+    let (ghp, qp) = (l.addr(&gh), l.addr(&q));
+    let cell = r.cell(&x);
     let (rows, width) = ((b * s) as i64, g as i64);
     l.launch(&args::FILL_ROWS, b * s * g, FillRows { dst: ghp, src: x.bh.at(dir * g), rows, width })?;
     for step in 0..s {
-        let t = r.pos(step);
-        let (hp, hp_ld) = r.prev(o, z0, step);
-        let (hu, hu_ld) = match mask {
-            Addr::NULL => (hp, hp_ld),
-            m => {
-                let a = MaskRows { dst: hub, dst_ld: h as i64, src: hp, src_ld: hp_ld, mask: m, rows: b as i64, width: h as i64 };
-                l.launch(&args::MASK_ROWS, b * h, a)?;
-                (hub, h as i64)
-            }
-        };
-        let (gh_t, gh_ld) = (ghp.at(t * g), (s * g) as i64);
-        let (gi_t, gi_ld) = r.gi(x.gi, t);
-        let (huv, ghv) = (View::new(hu, hu_ld as usize), View::new(gh_t, gh_ld as usize));
-        match d.form {
-            GruForm::ResetAfter => l.gemm(gemm(b, g, h, huv, View::new(ud, g), ghv, true))?,
-            GruForm::Paper => {
-                l.gemm(gemm(b, 2 * h, h, huv, View::new(ud, g), ghv, true))?;
-                let (q_t, q_ld) = (qp.at(t * h), (s * h) as i64);
-                let a = ResetFwd { gi: gi_t, gi_ld, gh: gh_t, gh_ld, hu, hu_ld, q: q_t, q_ld, rows: b as i64, hidden: h as i64 };
-                l.launch(&args::GRU_RESET_FWD, b * h, a)?;
-                let ghn = View::new(gh_t.at(2 * h), gh_ld as usize);
-                l.gemm(gemm(b, h, h, View::new(q_t, q_ld as usize), View::new(ud.at(2 * h), g), ghn, true))?;
-            }
-        }
-        let (out_t, out_ld) = r.out(o, t);
-        let a = GatesFwd {
-            form: r.form(),
-            t: t as i64,
-            lens: x.lens,
-            gi: gi_t,
-            gi_ld,
-            gh: gh_t,
-            gh_ld,
-            hp,
-            hp_ld,
-            out: out_t,
-            out_ld,
-            rows: b as i64,
-            hidden: h as i64,
-        };
-        l.launch(&args::GRU_GATES_FWD, b * h, a)?;
+        let st = r.step(&x, (ghp, qp), (o, z0), step);
+        cell.forward(l, st, r.out(o, st.t), hub)?;
     }
     Ok((gh, q))
 }
@@ -176,107 +148,90 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
     let (dgi, du, dbh) = (l.zeros(b * s * 2 * g)?, l.zeros(2 * h * g)?, l.zeros(2 * g)?);
     let (zeros, ones) = (l.zeros(b * h)?, l.upload(&vec![1.0; b * s])?);
     let (dq, buf, hprev) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * s * h)?);
-    let (dgip, z0, dqp, bufp, hpp) = (l.addr(&dgi), l.addr(&zeros), l.addr(&dq), l.addr(&buf), l.addr(&hprev));
-    let (rows, hid) = (b as i64, h as i64);
+    let (dgip, z0, hpp) = (l.addr(&dgi), l.addr(&zeros), l.addr(&hprev));
     for dir in 0..2 {
         let r = Dir { dir, d };
+        let cell = r.cell(&x);
         // The gradient reaching the state before the current step: zero after the last.
         let (dgh, carry) = (l.zeros(b * s * g)?, l.zeros(b * h)?);
-        let (dghp, cp, ghp, qp) = (l.addr(&dgh), l.addr(&carry), l.addr(&saved.gh[dir]), l.addr(&saved.q[dir]));
-        let ud = x.u.at(dir * h * g);
-        let mask = if x.mask == Addr::NULL { Addr::NULL } else { x.mask.at(dir * b * h) };
-        // carry += (dG op(U)ᵀ) ⊙ m: dG is `(B, k)` at `dg`, `ut` the `(k, H)` view of Uᵀ.
-        let through_u = |dg: View, k: usize, ut: View| -> Result<()> {
-            match mask {
-                Addr::NULL => l.gemm(gemm(b, h, k, dg, ut, View::new(cp, h), true)),
-                m => {
-                    l.gemm(gemm(b, h, k, dg, ut, View::new(bufp, h), false))?;
-                    l.launch(&args::ADD_MASKED, b * h, AddMasked { dst: cp, src: bufp, mask: m, n: (b * h) as i64 })
-                }
-            }
-        };
+        let (dghp, ghp, qp) = (l.addr(&dgh), l.addr(&saved.gh[dir]), l.addr(&saved.q[dir]));
         for step in (0..s).rev() {
-            let t = r.pos(step);
-            let (hp, hp_ld) = r.prev(out, z0, step);
-            let (gh_t, gh_ld) = (ghp.at(t * g), (s * g) as i64);
-            let (dgh_t, dgh_ld) = (dghp.at(t * g), gh_ld);
-            let (gi_t, gi_ld) = r.gi(x.gi, t);
-            let (dgi_t, dgi_ld) = r.gi(dgip, t);
-            let (dh_t, dh_ld) = r.out(dout, t);
-            let (tt, lens) = (t as i64, x.lens);
-            let a = GatesBwd {
-                form: r.form(),
-                t: tt,
-                lens,
-                gi: gi_t,
-                gi_ld,
-                gh: gh_t,
-                gh_ld,
-                hp,
-                hp_ld,
-                dh: dh_t,
-                dh_ld,
-                carry: cp,
-                dgi: dgi_t,
-                dgi_ld,
-                dgh: dgh_t,
-                dgh_ld,
-                rows,
-                hidden: hid,
-            };
-            l.launch(&args::GRU_GATES_BWD, b * h, a)?;
-            let dgv = View::new(dgh_t, dgh_ld as usize);
-            match d.form {
-                GruForm::ResetAfter => through_u(dgv, g, View::new(ud, g).t())?,
-                GruForm::Paper => {
-                    let dn = View::new(dgh_t.at(2 * h), dgh_ld as usize);
-                    l.gemm(gemm(b, h, h, dn, View::new(ud.at(2 * h), g).t(), View::new(dqp, h), false))?;
-                    let a = ResetBwd {
-                        t: tt,
-                        lens,
-                        gi: gi_t,
-                        gi_ld,
-                        gh: gh_t,
-                        gh_ld,
-                        hp,
-                        hp_ld,
-                        mask,
-                        dq: dqp,
-                        carry: cp,
-                        dgi: dgi_t,
-                        dgi_ld,
-                        dgh: dgh_t,
-                        dgh_ld,
-                        rows,
-                        hidden: hid,
-                    };
-                    l.launch(&args::GRU_RESET_BWD, b * h, a)?;
-                    through_u(dgv, 2 * h, View::new(ud, g).t())?;
-                }
-            }
+            let st = r.step(&x, (ghp, qp), (out, z0), step);
+            let dgh_t = (dghp.at(st.t * g), (s * g) as i64);
+            let grads = StepGrads { dgi: r.gi(dgip, st.t), dgh: dgh_t, carry: l.addr(&carry), dq: l.addr(&dq), buf: l.addr(&buf) };
+            cell.backward(l, st, r.out(dout, st.t), grads)?;
         }
         let a = PrevStates {
             dst: hpp,
             out: out.at(dir * h),
             out_ld: (2 * h) as i64,
-            mask,
-            batch: rows,
+            init: Addr::NULL,
+            mask: cell.mask,
+            batch: b as i64,
             len: s as i64,
-            hidden: hid,
+            hidden: h as i64,
             reverse: dir as i64,
         };
         l.launch(&args::PREV_STATES, b * s * h, a)?;
-        let (dud, n) = (l.addr(&du).at(dir * h * g), b * s);
-        let (hpt, dgv) = (View::new(hpp, h).t(), View::new(dghp, g));
-        match d.form {
-            GruForm::ResetAfter => l.gemm(gemm(h, g, n, hpt, dgv, View::new(dud, g), false))?,
-            GruForm::Paper => {
-                l.gemm(gemm(h, 2 * h, n, hpt, dgv, View::new(dud, g), false))?;
-                let dn = View::new(dghp.at(2 * h), g);
-                l.gemm(gemm(h, h, n, View::new(qp, h).t(), dn, View::new(dud.at(2 * h), g), false))?;
-            }
-        }
-        l.gemm(gemm(1, g, n, View::new(l.addr(&ones), n), dgv, View::new(l.addr(&dbh).at(dir * g), g), false))?;
+        let n = b * s;
+        cell.u_grad(l, n, hpp, qp, dghp, l.addr(&du).at(dir * h * g))?;
+        l.gemm(gemm(1, g, n, View::new(l.addr(&ones), n), View::new(dghp, g), View::new(l.addr(&dbh).at(dir * g), g), false))?;
     }
     Ok(Grads { dgi, du, dbh })
+}
+
+/// Runs both directions of a GRU over `gi (B·S, 2G)` with `u (2, H, G)` and `bh (2, G)`
+/// (`kernels::birnn::birnn_sequence`'s contract, without layer normalisation); returns
+/// `(B, S, 2H)`. `f32` only; the LSTM is refused.
+pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -> Result<Tensor> {
+    let form = match spec.kind {
+        crate::config::CellKind::Gru(form) => form,
+        crate::config::CellKind::Lstm => bail!("gpu birnn_sequence: the LSTM has no GPU kernel yet"),
+    };
+    let hidden = u.dim(1)?;
+    let g = 3 * hidden;
+    let fit = u.dims() == [2, hidden, g] && bh.dims() == [2, g];
+    let dims = spec.dims("gpu birnn_sequence", gi, hidden, false, 2, fit)?;
+    if [gi.dtype(), u.dtype(), bh.dtype()] != [DType::F32; 3] {
+        bail!("gpu birnn_sequence: f32 only, got {:?}", gi.dtype());
+    }
+    let d = Dims { batch: dims.batch, len: dims.len, hidden, form };
+    super::op::apply(BiGru { d, lens: dims.lens.iter().map(|&l| l as i64).collect(), mask: dims.mask }, gi, u, bh)
+}
+
+/// [`forward`] and [`backward`] as a [`GpuOp`] of `(gi, u, bh)`, with the host's lengths and mask.
+struct BiGru {
+    d: Dims,
+    lens: Vec<i64>,
+    mask: Option<Vec<f32>>,
+}
+
+impl BiGru {
+    /// The inputs with the lengths and mask uploaded (the buffers must outlive the launches).
+    fn inputs<L: Launch>(&self, l: &L, [gi, u, bh]: [Addr; 3]) -> Result<(Inputs, L::Ints, Option<L::Floats>)> {
+        let lens = l.upload_ints(&self.lens)?;
+        let mask = self.mask.as_deref().map(|m| l.upload(m)).transpose()?;
+        let m = mask.as_ref().map_or(Addr::NULL, |m| l.addr(m));
+        Ok((Inputs { gi, u, bh, lens: l.ints_addr(&lens), mask: m }, lens, mask))
+    }
+}
+
+impl GpuOp for BiGru {
+    const NAME: &'static str = "gpu-bidirectional-gru";
+    type Saved<F: Send + Sync + 'static> = Saved<F>;
+
+    fn out_shape(&self) -> Shape {
+        Shape::from((self.d.batch, self.d.len, 2 * self.d.hidden))
+    }
+
+    fn forward<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, Saved<L::Floats>)> {
+        let (x, _lens, _mask) = self.inputs(l, x)?;
+        forward(l, self.d, x)
+    }
+
+    fn backward<L: Launch>(&self, l: &L, x: [Addr; 3], saved: Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]> {
+        let (x, _lens, _mask) = self.inputs(l, x)?;
+        let g = backward(l, self.d, x, &saved, out, dout)?;
+        Ok([g.dgi, g.du, g.dbh])
+    }
 }

@@ -1,4 +1,4 @@
-//! The kernels on an NVIDIA GPU: `recurrence.cu` as PTX (compiled by nvcc in build.rs, loaded
+//! The kernels on an NVIDIA GPU: `recurrence.cu` and `attention.cu` as PTX (compiled by nvcc in build.rs, loaded
 //! once per device by candle's module cache) and cuBLAS's `sgemm`, both on candle's stream, so
 //! they run in order with the candle ops around them. Built with `--features cuda` only.
 //!
@@ -12,10 +12,15 @@ use candle_core::cuda_backend::CudaDevice;
 use candle_core::op::BackpropOp;
 use candle_core::{bail, CudaStorage, Layout, Result, Storage, Tensor};
 
-use super::{Addr, Gemm, Kernel, KernelArgs, Launch, BLOCK};
+use super::{Addr, Gemm, Kernel, KernelArgs, Launch, Module, BLOCK};
 
-/// `recurrence.cu`'s PTX.
-const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/recurrence.ptx"));
+/// Each module's name (candle's cache key) and PTX.
+fn ptx(m: Module) -> (&'static str, &'static str) {
+    match m {
+        Module::Recurrence => ("nmt_recurrence", include_str!(concat!(env!("OUT_DIR"), "/recurrence.ptx"))),
+        Module::Attention => ("nmt_attention", include_str!(concat!(env!("OUT_DIR"), "/attention.ptx"))),
+    }
+}
 
 fn cuda_err(e: impl std::error::Error + Send + Sync + 'static) -> candle_core::Error {
     candle_core::Error::Cuda(Box::new(e))
@@ -119,7 +124,8 @@ impl Launch for Cuda {
         if threads == 0 {
             return Ok(());
         }
-        let func = self.dev.get_or_load_custom_func(k.name, "nmt_recurrence", PTX)?;
+        let (module, ptx) = ptx(k.module);
+        let func = self.dev.get_or_load_custom_func(k.name, module, ptx)?;
         let grid = u32::try_from(threads.div_ceil(BLOCK)).map_err(|_| candle_core::Error::Msg("grid too large".into()))?;
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK as u32, 1, 1), shared_mem_bytes: 0 };
         let mut b = func.builder();

@@ -1,4 +1,4 @@
-// recurrence.cu compiled for the host (build.rs), with the thread index its kernels read.
+// The GPU kernels compiled for the host (build.rs), with the thread index they read.
 #include "emulate.h"
 
 _Thread_local nmt_dim3 threadIdx, blockIdx, blockDim, gridDim;
@@ -11,3 +11,4 @@ void nmt_emu_index(unsigned block, unsigned thread, unsigned block_dim, unsigned
 }
 
 #include "recurrence.cu"
+#include "attention.cu"

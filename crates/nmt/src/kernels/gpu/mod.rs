@@ -1,35 +1,48 @@
 //! The GPU's fused recurrent kernels (issue 57, item 2), written once and run in two places:
 //! on an NVIDIA GPU (`cuda.rs`: nvcc's PTX and cuBLAS on candle's stream) and on the host
-//! (`emulated.rs`: the same `recurrence.cu` compiled by the host's C compiler and run thread
-//! index by thread index, our GEMM for cuBLAS), so that every CPU test checks the arithmetic
-//! and the orchestration the GPU runs.
+//! (`emulated.rs`: the same `recurrence.cu` and `attention.cu` compiled by the host's C
+//! compiler and run thread index by thread index, our GEMM for cuBLAS), so that every CPU test
+//! checks the arithmetic and the orchestration the GPU runs.
 //!
-//! **Design: Marian's** (`gGRUFastForward`/`gGRUFastBackward` in its `tensors/gpu/tensor_operators.cu`),
-//! not cuDNN's: the input projections of every step are one large product by the caller
-//! (`x W + b` for the whole batch and both directions, as on the CPU); per time step there is
-//! one recurrent product on cuBLAS (two for the paper form, whose reset gates `U_n`'s input)
-//! and one fused elementwise kernel for the gates, forward and backward; the weight gradients
-//! `dU` and `db_h` are one product each over all steps. cuDNN's `cudnnRNNForward` would run a
-//! whole layer in one call, but it has neither of the cells' exact forms with our recurrent
-//! dropout (one mask per sentence on the state entering `U`) nor padding that carries the
-//! state, and a kernel of our own has the CPU's fused op (`kernels::birnn`) as its reference.
+//! - `cell.rs`: one GRU step (either form, recurrent dropout, padding) and `dU`;
+//! - `birnn.rs`: the bidirectional GRU encoder layer (the op `birnn_sequence`);
+//! - `attention.rs`: the RNNsearch decoders' loops as one op (`attention_loop`), with the
+//!   attention's launches; `bahdanau.rs` and `conditional.rs` are the two loops;
+//! - `op.rs`: a [`Launch`]-generic op as a differentiable candle op on the CPU or the GPU.
+//!
+//! **Design: Marian's** (`gGRUFastForward`/`gGRUFastBackward`, `gAtt`/`gAttBack` in its
+//! `tensors/gpu/tensor_operators.cu`), not cuDNN's: what does not depend on the previous step
+//! is one large product by the caller (the input projections of every step, the attention
+//! keys); per time step there is one recurrent product on cuBLAS (two for the paper form,
+//! whose reset gates `U_n`'s input) and a few fused elementwise kernels, forward and
+//! backward; every weight gradient is one product over all steps. cuDNN's `cudnnRNNForward`
+//! would run a whole encoder layer in one call, but it has neither of the cells' exact forms
+//! with our recurrent dropout (one mask per sentence on the state entering `U`) nor padding
+//! that carries the state, nor an attention decoder; a kernel of our own has the CPU's fused
+//! op as its reference.
 //!
 //! A kernel launch on the GPU is a few microseconds of CPU time, and the composed candle path
-//! spends 12 of them on a reset-after step forward (`model/gru.rs`'s `cell_step`, counted from
-//! its ops; docs/GPU.md, "Reading"). Here a reset-after step is 2 launches each way (a product
-//! and a gate kernel), a paper-form step 4, and recurrent dropout adds one. The per-step launches on buffers allocated once per
-//! op are what a CUDA graph can later capture (not done yet).
+//! spends 12 of them on a reset-after GRU step forward (`model/gru.rs`'s `cell_step`, counted
+//! from its ops; docs/GPU.md, "Reading"). Here a reset-after GRU step is 2 launches each way
+//! (a product and a gate kernel), a paper-form step 4, and recurrent dropout adds one; a
+//! Bahdanau decoder step is 7 forward, a conditional GRU step 9 (docs/GPU.md). The per-step
+//! launches are what a CUDA graph can later capture (not done yet).
 //!
 //! The host form is not a second implementation of the maths: it is the same source, a
-//! test harness for it. Production CPU runs use `kernels::birnn`.
+//! test harness for it. Production CPU runs use `kernels::birnn` and `kernels::attn_op`.
 pub(crate) mod args;
+pub mod attention;
+mod bahdanau;
 pub mod birnn;
+mod cell;
+mod conditional;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 pub(crate) mod emulated;
 mod op;
 
-pub use op::birnn_sequence;
+pub use attention::attention_loop;
+pub use birnn::birnn_sequence;
 
 use candle_core::Result;
 
@@ -81,9 +94,19 @@ pub struct Gemm {
     pub accumulate: bool,
 }
 
-/// A kernel of `recurrence.cu` taking the argument struct `A` (`args.rs`): its PTX name and
-/// the host-compiled function of the same source.
+/// The source file (and PTX module) a kernel is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Module {
+    /// `recurrence.cu`: the GRU's gates.
+    Recurrence,
+    /// `attention.cu`: additive attention.
+    Attention,
+}
+
+/// A kernel taking the argument struct `A` (`args.rs`): its module, its PTX name and the
+/// host-compiled function of the same source.
 pub struct Kernel<A> {
+    pub module: Module,
     pub name: &'static str,
     pub host: unsafe extern "C" fn(A),
 }
@@ -101,7 +124,7 @@ pub const BLOCK: usize = 256;
 /// Where the kernels run: buffers, products and launches on one stream, in order.
 pub trait Launch {
     /// A buffer of `f32`s the launcher owns.
-    type Floats;
+    type Floats: Send + Sync + 'static;
     /// A buffer of `i64`s (the sentence lengths).
     type Ints;
     /// `n` zeros.

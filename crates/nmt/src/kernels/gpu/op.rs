@@ -1,102 +1,103 @@
-//! The GPU bidirectional GRU (`birnn.rs`) as a differentiable candle op: on a CUDA tensor it
-//! runs on the GPU (`cuda.rs`); on a CPU tensor it runs emulated (`emulated.rs`), which is how
-//! the CPU tests check it against `kernels::birnn` and the composed twin. The forward pass's
-//! `GH` and `Q` are kept on the device for the backward pass, and recomputed if a second
-//! backward pass finds them gone.
+//! The candle plumbing of every GPU op (`birnn.rs`, `attention.rs`): a [`GpuOp`] states its
+//! forward and backward passes once, on any [`Launch`]; [`apply`] wraps it as a
+//! differentiable `CustomOp3` that runs on the GPU for a CUDA tensor (`cuda.rs`) and emulated
+//! for a CPU tensor (`emulated.rs`), which is how the CPU tests check it against the fused CPU
+//! ops. What the forward pass keeps stays on the device for the backward pass; a second
+//! backward pass that finds it gone runs the forward pass again.
 use std::any::Any;
 use std::sync::Mutex;
 
-use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
+use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 
-use super::birnn::{self, Dims, Inputs, Saved};
 use super::emulated::{Emulated, HostBuf};
-use super::Launch;
-use crate::kernels::rnn_op::RnnSpec;
+use super::{Addr, Launch};
 use crate::kernels::storage::{cpu_slice, with_slices};
 
-/// Runs both directions of a GRU over `gi (B·S, 2G)` with `u (2, H, G)` and `bh (2, G)`
-/// (`kernels::birnn::birnn_sequence`'s contract, without layer normalisation); returns
-/// `(B, S, 2H)`. `f32` only; the LSTM is refused.
-pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -> Result<Tensor> {
-    let form = match spec.kind {
-        crate::config::CellKind::Gru(form) => form,
-        crate::config::CellKind::Lstm => bail!("gpu birnn_sequence: the LSTM has no GPU kernel yet"),
-    };
-    let hidden = u.dim(1)?;
-    let g = 3 * hidden;
-    let fit = u.dims() == [2, hidden, g] && bh.dims() == [2, g];
-    let dims = spec.dims("gpu birnn_sequence", gi, hidden, false, 2, fit)?;
-    if [gi.dtype(), u.dtype(), bh.dtype()] != [DType::F32; 3] {
-        bail!("gpu birnn_sequence: f32 only, got {:?}", gi.dtype());
-    }
-    let d = Dims { batch: dims.batch, len: dims.len, hidden, form };
-    let op = GpuBiGru { d, lens: dims.lens.iter().map(|&l| l as i64).collect(), mask: dims.mask, saved: Mutex::new(None) };
-    gi.contiguous()?.apply_op3(&u.contiguous()?, &bh.contiguous()?, op)
+/// A forward pass's output and what it keeps, on launcher `L`.
+pub(super) type Forward<L, S> = (<L as Launch>::Floats, S);
+
+/// A GPU op of three contiguous `f32` inputs.
+pub(super) trait GpuOp: Send + Sync + 'static {
+    const NAME: &'static str;
+    /// What the forward pass keeps, in the launcher's buffers `F`.
+    type Saved<F: Send + Sync + 'static>: Send + Sync + 'static;
+    fn out_shape(&self) -> Shape;
+    /// The output and what the backward pass needs, from the inputs' addresses.
+    fn forward<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<Forward<L, Self::Saved<L::Floats>>>;
+    /// The inputs' gradients from what the forward pass kept, its output and its gradient.
+    fn backward<L: Launch>(&self, l: &L, x: [Addr; 3], saved: Self::Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]>;
 }
 
-pub(super) struct GpuBiGru {
-    pub d: Dims,
-    pub lens: Vec<i64>,
-    pub mask: Option<Vec<f32>>,
-    /// The forward pass's [`Saved`] on its launcher (`Saved<HostBuf<f32>>` or, on a GPU,
-    /// `Saved<CudaSlice<f32>>`).
-    pub saved: Mutex<Option<Box<dyn Any + Send + Sync>>>,
+/// Runs `op` on `(a, b, c)`, made contiguous.
+pub(super) fn apply<O: GpuOp>(op: O, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
+    a.contiguous()?.apply_op3(&b.contiguous()?, &c.contiguous()?, Wrapped { op, saved: Mutex::new(None) })
 }
 
-impl GpuBiGru {
-    fn out_shape(&self) -> Shape {
-        Shape::from((self.d.batch, self.d.len, 2 * self.d.hidden))
-    }
+struct Wrapped<O> {
+    op: O,
+    /// The forward pass's `O::Saved<L::Floats>` of its launcher.
+    saved: Mutex<Option<Box<dyn Any + Send + Sync>>>,
+}
 
-    /// The inputs uploaded as the launcher's buffers (lengths and mask) beside the given
-    /// addresses; the buffers must outlive the launches.
-    pub(super) fn inputs<L: Launch>(&self, l: &L, [gi, u, bh]: [super::Addr; 3]) -> Result<(Inputs, L::Ints, Option<L::Floats>)> {
-        let lens = l.upload_ints(&self.lens)?;
-        let mask = self.mask.as_deref().map(|m| l.upload(m)).transpose()?;
-        let m = mask.as_ref().map_or(super::Addr::NULL, |m| l.addr(m));
-        Ok((Inputs { gi, u, bh, lens: l.ints_addr(&lens), mask: m }, lens, mask))
-    }
-
-    /// Takes the kept forward state of launcher `L`, if it is there.
-    pub(super) fn take_saved<L: Launch>(&self) -> Option<Saved<L::Floats>>
-    where
-        L::Floats: 'static,
-    {
-        let boxed = self.saved.lock().ok()?.take()?;
-        boxed.downcast::<Saved<L::Floats>>().ok().map(|b| *b)
-    }
-
-    pub(super) fn keep<L: Launch>(&self, s: Saved<L::Floats>)
-    where
-        L::Floats: Send + Sync + 'static,
-    {
+impl<O: GpuOp> Wrapped<O> {
+    fn keep<L: Launch>(&self, s: O::Saved<L::Floats>) {
         if let Ok(mut slot) = self.saved.lock() {
             *slot = Some(Box::new(s));
+        }
+    }
+
+    /// What the forward pass kept on launcher `L`, or the forward pass again.
+    fn saved<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<O::Saved<L::Floats>> {
+        let boxed = self.saved.lock().ok().and_then(|mut s| s.take());
+        match boxed.and_then(|b| b.downcast::<O::Saved<L::Floats>>().ok()) {
+            Some(s) => Ok(*s),
+            None => Ok(self.op.forward(l, x)?.1),
         }
     }
 
     /// The backward pass on the CPU, emulated.
     fn backward_host(&self, t: [&Tensor; 5]) -> Result<[Tensor; 3]> {
         let l = Emulated;
-        let [gi, u, bh, out, dout] = with_slices::<f32, _, 5>(t, |s| Ok(s.map(HostBuf::from_slice)))?;
-        let (x, _lens, _mask) = self.inputs(&l, [l.addr(&gi), l.addr(&u), l.addr(&bh)])?;
-        let saved = match self.take_saved::<Emulated>() {
-            Some(s) => s,
-            None => birnn::forward(&l, self.d, x)?.1,
-        };
-        let gr = birnn::backward(&l, self.d, x, &saved, l.addr(&out), l.addr(&dout))?;
+        let [a, b, c, out, dout] = with_slices::<f32, _, 5>(t, |s| Ok(s.map(HostBuf::from_slice)))?;
+        let x = [l.addr(&a), l.addr(&b), l.addr(&c)];
+        let saved = self.saved(&l, x)?;
+        let [da, db, dc] = self.op.backward(&l, x, saved, l.addr(&out), l.addr(&dout))?;
         let dev = t[0].device();
         Ok([
-            Tensor::from_vec(gr.dgi.to_vec(), t[0].shape(), dev)?,
-            Tensor::from_vec(gr.du.to_vec(), t[1].shape(), dev)?,
-            Tensor::from_vec(gr.dbh.to_vec(), t[2].shape(), dev)?,
+            Tensor::from_vec(da.to_vec(), t[0].shape(), dev)?,
+            Tensor::from_vec(db.to_vec(), t[1].shape(), dev)?,
+            Tensor::from_vec(dc.to_vec(), t[2].shape(), dev)?,
         ])
+    }
+
+    #[cfg(feature = "cuda")]
+    /// The backward pass on the GPU.
+    fn backward_cuda(&self, t: [&Tensor; 5]) -> Result<[Tensor; 3]> {
+        use super::cuda::Cuda;
+        use candle_core::Storage;
+        let ts = t.map(|x| x.contiguous());
+        let [a, b, c, out, dout] = match ts {
+            [Ok(a), Ok(b), Ok(c), Ok(d), Ok(e)] => [a, b, c, d, e],
+            _ => bail!("{}: could not make the backward inputs contiguous", O::NAME),
+        };
+        let guards = [&a, &b, &c, &out, &dout].map(|x| x.storage_and_layout());
+        let Storage::Cuda(first) = &*guards[0].0 else { bail!("{}: a CUDA tensor expected", O::NAME) };
+        let l = Cuda::new(&first.device);
+        let mut addrs = [Addr::NULL; 5];
+        for (a, (s, lay)) in addrs.iter_mut().zip(&guards) {
+            let Storage::Cuda(s) = &**s else { bail!("{}: a CUDA tensor expected", O::NAME) };
+            *a = l.input(s, lay)?;
+        }
+        let x = [addrs[0], addrs[1], addrs[2]];
+        let saved = self.saved(&l, x)?;
+        let [da, db, dc] = self.op.backward(&l, x, saved, addrs[3], addrs[4])?;
+        Ok([l.tensor(da, t[0].shape()), l.tensor(db, t[1].shape()), l.tensor(dc, t[2].shape())])
     }
 }
 
-impl CustomOp3 for GpuBiGru {
+impl<O: GpuOp> CustomOp3 for Wrapped<O> {
     fn name(&self) -> &'static str {
-        "gpu-bidirectional-gru"
+        O::NAME
     }
 
     fn cpu_fwd(
@@ -109,11 +110,10 @@ impl CustomOp3 for GpuBiGru {
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let l = Emulated;
-        let [gi, u, bh] = [cpu_slice::<f32>(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?].map(HostBuf::from_slice);
-        let (x, _lens, _mask) = self.inputs(&l, [l.addr(&gi), l.addr(&u), l.addr(&bh)])?;
-        let (out, saved) = birnn::forward(&l, self.d, x)?;
+        let [a, b, c] = [cpu_slice::<f32>(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?].map(HostBuf::from_slice);
+        let (out, saved) = self.op.forward(&l, [l.addr(&a), l.addr(&b), l.addr(&c)])?;
         self.keep::<Emulated>(saved);
-        Ok((CpuStorage::F32(out.to_vec()), self.out_shape()))
+        Ok((CpuStorage::F32(out.to_vec()), self.op.out_shape()))
     }
 
     #[cfg(feature = "cuda")]
@@ -127,11 +127,9 @@ impl CustomOp3 for GpuBiGru {
         l3: &Layout,
     ) -> Result<(candle_core::CudaStorage, Shape)> {
         let l = super::cuda::Cuda::new(&s1.device);
-        let addrs = [l.input(s1, l1)?, l.input(s2, l2)?, l.input(s3, l3)?];
-        let (x, _lens, _mask) = self.inputs(&l, addrs)?;
-        let (out, saved) = birnn::forward(&l, self.d, x)?;
+        let (out, saved) = self.op.forward(&l, [l.input(s1, l1)?, l.input(s2, l2)?, l.input(s3, l3)?])?;
         self.keep::<super::cuda::Cuda>(saved);
-        Ok((l.storage(out), self.out_shape()))
+        Ok((l.storage(out), self.op.out_shape()))
     }
 
     fn bwd(
@@ -146,37 +144,9 @@ impl CustomOp3 for GpuBiGru {
         let [da, db, dc] = match a.device() {
             candle_core::Device::Cpu => self.backward_host(t)?,
             #[cfg(feature = "cuda")]
-            candle_core::Device::Cuda(_) => backward_cuda(self, t)?,
-            other => bail!("gpu-bidirectional-gru: no backward pass on {:?}", other.location()),
+            candle_core::Device::Cuda(_) => self.backward_cuda(t)?,
+            other => bail!("{}: no backward pass on {:?}", O::NAME, other.location()),
         };
         Ok((Some(da), Some(db), Some(dc)))
     }
-}
-
-#[cfg(feature = "cuda")]
-/// The backward pass of [`GpuBiGru`] on the GPU: `(dgi, du, dbh)`.
-fn backward_cuda(op: &GpuBiGru, t: [&Tensor; 5]) -> Result<[Tensor; 3]> {
-    use super::cuda::Cuda;
-    use super::Addr;
-    use candle_core::Storage;
-    let ts = t.map(|x| x.contiguous());
-    let [gi, u, bh, out, dout] = match ts {
-        [Ok(a), Ok(b), Ok(c), Ok(d), Ok(e)] => [a, b, c, d, e],
-        _ => bail!("gpu-bidirectional-gru: could not make the backward inputs contiguous"),
-    };
-    let guards = [&gi, &u, &bh, &out, &dout].map(|x| x.storage_and_layout());
-    let Storage::Cuda(first) = &*guards[0].0 else { bail!("gpu-bidirectional-gru: a CUDA tensor expected") };
-    let l = Cuda::new(&first.device);
-    let mut addrs = [Addr::NULL; 5];
-    for (a, (s, lay)) in addrs.iter_mut().zip(&guards) {
-        let Storage::Cuda(s) = &**s else { bail!("gpu-bidirectional-gru: a CUDA tensor expected") };
-        *a = l.input(s, lay)?;
-    }
-    let (x, _lens, _mask) = op.inputs(&l, [addrs[0], addrs[1], addrs[2]])?;
-    let saved = match op.take_saved::<Cuda>() {
-        Some(s) => s,
-        None => birnn::forward(&l, op.d, x)?.1,
-    };
-    let g = birnn::backward(&l, op.d, x, &saved, addrs[3], addrs[4])?;
-    Ok([l.tensor(g.dgi, t[0].shape()), l.tensor(g.du, t[1].shape()), l.tensor(g.dbh, t[2].shape())])
 }

@@ -18,20 +18,10 @@
 //   paper:       n = tanh(gi_n + gh_n), gh_n = (r * hu) U_n + b_n
 //   reset-after: n = tanh(gi_n + r * gh_n), gh_n = hu U_n + b_n
 //   h' = n + z (h - n)
-#ifdef __CUDACC__
-#include <stdint.h>
-#define NMT_KERNEL extern "C" __global__
-#define NMT_INLINE __device__ __forceinline__
-#else
-#include "emulate.h"
-#endif
+#include "common.h"
 
 #define NMT_PAPER 0
 #define NMT_RESET_AFTER 1
-
-NMT_INLINE float nmt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-NMT_INLINE int64_t nmt_index(void) { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 
 // dst (rows, width), contiguous: every row a copy of src (width).
 typedef struct { float* dst; const float* src; int64_t rows; int64_t width; } NmtFillRows;
@@ -60,10 +50,10 @@ NMT_KERNEL void nmt_add_masked(const NmtAddMasked a) {
   a.dst[i] += a.mask ? a.src[i] * a.mask[i] : a.src[i];
 }
 
-// H_prev (B, S, H), contiguous, masked: the state each step started from, times the
-// recurrent-dropout mask (B, H) if any; zero before the first step. `out` holds the states
-// at column `out_col` of rows of `out_ld`; `reverse` runs right to left.
-typedef struct { float* dst; const float* out; int64_t out_ld; const float* mask; int64_t batch; int64_t len; int64_t hidden; int64_t reverse; } NmtPrevStates;
+// H_prev (B, S, H), contiguous: the state each step started from, times the recurrent-dropout
+// mask (B, H) if any; before the first step `init` (B, H), or zero where it is null. `out`
+// holds the states in rows of `out_ld` (B, S, ·); `reverse` runs right to left.
+typedef struct { float* dst; const float* out; int64_t out_ld; const float* init; const float* mask; int64_t batch; int64_t len; int64_t hidden; int64_t reverse; } NmtPrevStates;
 NMT_KERNEL void nmt_prev_states(const NmtPrevStates a) {
   int64_t i = nmt_index();
   if (i >= a.batch * a.len * a.hidden) return;
@@ -72,8 +62,10 @@ NMT_KERNEL void nmt_prev_states(const NmtPrevStates a) {
   float x = 0.0f;
   if (tp >= 0 && tp < a.len) {
     x = a.out[(b * a.len + tp) * a.out_ld + j];
-    if (a.mask) x *= a.mask[b * a.hidden + j];
+  } else if (a.init) {
+    x = a.init[b * a.hidden + j];
   }
+  if (a.mask) x *= a.mask[b * a.hidden + j];
   a.dst[i] = x;
 }
 

@@ -1,0 +1,286 @@
+//! RNNsearch's decoder loops on a [`Launch`], as one op: Bahdanau's step (`bahdanau.rs`,
+//! Bahdanau et al. 2015, appendix A.2.2) and the conditional GRU (`conditional.rs`, Sennrich
+//! et al. 2017, §2.3), each a GRU in either form with recurrent dropout: the GPU twins of
+//! `kernels::attn_decoder`/`kernels::attn_backward` and `kernels::cgru_decoder`. Layer
+//! normalisation and the LSTM stay composed on a GPU. Marian's `gAtt`/`gAttBack` are the
+//! model: the products on cuBLAS, attention as a few elementwise kernels (`attention.cu`), the
+//! cells as in `cell.rs`. This file holds what both loops share: the layout, the attention's
+//! launches forward and backward, the weight sums, the op.
+//!
+//! Inputs (the CPU loops' internal layout, `attn_decoder.rs`): `seq = [gie (B, T, G); s_0
+//! (B, H)]` flat, `enc (B, S, C + A)` each source position's `[h_j; U_a h_j]`, `w = [W_a (H,
+//! A); b_a (A); v_a (A); W_c (C, G); U (H, G); b_h (G)]` flat, then for the conditional GRU
+//! `[U₁ (H, G); b_h1 (G); b₂ (G)]` (`W_c`, `U`, `b_h` are then its second cell's). Output
+//! `(B·T, H + C)`, each step's `[s_i; c_i]`. The gradient of `seq` is `[dgie; ds_0]`, as on the CPU.
+use candle_core::{bail, DType, Result, Shape, Tensor};
+
+use super::args::{self, AttContext, AttDalpha, AttEncBwd, AttQueryBwd, AttScores, AttSoftmax, AttSoftmaxBwd, PrevStates};
+use super::cell::{gemm, Cell, Rows};
+use super::op::GpuOp;
+use super::{Addr, Launch, View};
+use crate::config::GruForm;
+
+/// The loop's sizes, cell form, source lengths and recurrent-dropout mask `(B, H)` on
+/// `s_{i-1}` where it enters `U` (`U₁` for the conditional GRU; attention reads the
+/// undropped state).
+#[derive(Clone, Debug)]
+pub struct AttnLoop {
+    pub batch: usize,
+    pub tgt_len: usize,
+    pub src_len: usize,
+    pub hidden: usize,
+    pub ctx: usize,
+    pub att: usize,
+    pub form: GruForm,
+    pub conditional: bool,
+    pub lens: Vec<usize>,
+    pub state_mask: Option<Vec<f32>>,
+}
+
+/// Offsets in `w` (`u1`, `bh1`, `b2` equal `end` for Bahdanau's loop).
+pub(super) struct WOff {
+    pub wa: usize,
+    pub ba: usize,
+    pub va: usize,
+    pub wc: usize,
+    pub u: usize,
+    pub bh: usize,
+    pub u1: usize,
+    pub bh1: usize,
+    pub b2: usize,
+    pub end: usize,
+}
+
+impl AttnLoop {
+    pub(super) fn g(&self) -> usize {
+        3 * self.hidden
+    }
+    pub(super) fn ow(&self) -> usize {
+        self.hidden + self.ctx
+    }
+    pub(super) fn ew(&self) -> usize {
+        self.ctx + self.att
+    }
+    pub(super) fn woff(&self) -> WOff {
+        let (h, c, a, g) = (self.hidden, self.ctx, self.att, self.g());
+        let (ba, va, wc) = (h * a, h * a + a, h * a + 2 * a);
+        let (u, bh, u1) = (wc + c * g, wc + c * g + h * g, wc + c * g + h * g + g);
+        match self.conditional {
+            true => WOff { wa: 0, ba, va, wc, u, bh, u1, bh1: u1 + h * g, b2: u1 + h * g + g, end: u1 + h * g + 2 * g },
+            false => WOff { wa: 0, ba, va, wc, u, bh, u1, bh1: u1, b2: u1, end: u1 },
+        }
+    }
+    /// Length of `w`.
+    pub fn weights_len(&self) -> usize {
+        self.woff().end
+    }
+}
+
+/// The inputs' addresses and the uploaded lengths (`lens` of the source; `all` = `T` per
+/// sentence: every target step is live) and mask.
+#[derive(Clone, Copy)]
+pub(super) struct Inputs {
+    pub seq: Addr,
+    pub enc: Addr,
+    pub w: Addr,
+    pub lens: Addr,
+    pub all: Addr,
+    pub mask: Addr,
+}
+
+/// What the forward pass keeps, `(B, T, ·)` each: the queries `WS`, the (second) cell's `GI`,
+/// `GH`, the paper form's `Q`, the weights `α`; the conditional GRU's first cell's `GH1`,
+/// `Q1` and its output `s'` (`SP`).
+pub struct Saved<F> {
+    pub(super) ws: F,
+    pub(super) gi: F,
+    pub(super) gh: F,
+    pub(super) q: F,
+    pub(super) alpha: F,
+    pub(super) gh1: F,
+    pub(super) q1: F,
+    pub(super) sp: F,
+}
+
+impl<F> Saved<F> {
+    /// Zeroed buffers for `d` (one element where a buffer is not used).
+    pub(super) fn zeros<L: Launch<Floats = F>>(l: &L, d: &AttnLoop) -> Result<Self> {
+        let (bt, h, g) = (d.batch * d.tgt_len, d.hidden, d.g());
+        let paper = d.form == GruForm::Paper;
+        let [q, gh1, q1, sp] = [paper, d.conditional, d.conditional && paper, d.conditional];
+        let n = |used: bool, len: usize| if used { len } else { 1 };
+        Ok(Saved {
+            ws: l.zeros(bt * d.att)?,
+            gi: l.zeros(bt * g)?,
+            gh: l.zeros(bt * g)?,
+            q: l.zeros(n(q, bt * h))?,
+            alpha: l.zeros(bt * d.src_len)?,
+            gh1: l.zeros(n(gh1, bt * g))?,
+            q1: l.zeros(n(q1, bt * h))?,
+            sp: l.zeros(n(sp, bt * h))?,
+        })
+    }
+}
+
+impl<F: Send + Sync + 'static> Saved<F> {
+    /// The buffers' addresses.
+    pub(super) fn addrs<L: Launch<Floats = F>>(&self, l: &L) -> Saved<Addr> {
+        let a = |f: &F| l.addr(f);
+        let (ws, gi, gh, q, alpha, gh1, q1, sp) =
+            (a(&self.ws), a(&self.gi), a(&self.gh), a(&self.q), a(&self.alpha), a(&self.gh1), a(&self.q1), a(&self.sp));
+        Saved { ws, gi, gh, q, alpha, gh1, q1, sp }
+    }
+}
+
+/// The attention's backward buffers: `dc (B, C)` (in: the gradient reaching `c_i`), scratch
+/// `de (B, S)`, `denc (B, S, C + A)` and the per-sentence `dv (B, A)`, both accumulated.
+#[derive(Clone, Copy)]
+pub(super) struct AttnGrads {
+    pub dc: Addr,
+    pub de: Addr,
+    pub denc: Addr,
+    pub dv: Addr,
+}
+
+/// Where step `i`'s rows are, and the launches both loops share.
+pub(super) struct At<'a> {
+    pub d: &'a AttnLoop,
+    pub x: Inputs,
+}
+
+impl At<'_> {
+    /// Rows of a `(B, T, w)` buffer at step `i`.
+    pub fn rows(&self, buf: Addr, w: usize, i: usize) -> Rows {
+        (buf.at(i * w), (self.d.tgt_len * w) as i64)
+    }
+    /// `s_{i-1}`: `s_0`, or the state columns of the output's previous step.
+    pub fn prev(&self, out: Addr, i: usize) -> Rows {
+        let d = self.d;
+        match i {
+            0 => (self.x.seq.at(d.batch * d.tgt_len * d.g()), d.hidden as i64),
+            _ => self.rows(out, d.ow(), i - 1),
+        }
+    }
+    /// A cell of the loop with `U` at offset `u` of `w` and recurrent-dropout mask `mask`.
+    pub fn cell(&self, u: usize, mask: Addr) -> Cell {
+        let d = self.d;
+        Cell { form: d.form, rows: d.batch, hidden: d.hidden, u: self.x.w.at(u), mask, lens: self.x.all }
+    }
+    fn sizes(&self) -> (i64, i64, i64, i64) {
+        let d = self.d;
+        (d.batch as i64, d.src_len as i64, d.ctx as i64, d.att as i64)
+    }
+
+    /// `WS_i += q_i W_a` (the query rows `q`), then `α_i` and `c_i` (rows); `e (B, S)` scratch.
+    pub fn attend<L: Launch>(&self, l: &L, query: Rows, i: usize, bufs: (&Saved<Addr>, Addr, Rows)) -> Result<()> {
+        let (d, x, (saved, e, c_i)) = (self.d, self.x, bufs);
+        let (b, s, h, a) = (d.batch, d.src_len, d.hidden, d.att);
+        let (n, sl, cd, ad) = self.sizes();
+        let (ws_i, alpha_i, v) = (self.rows(saved.ws, a, i), self.rows(saved.alpha, s, i), x.w.at(d.woff().va));
+        let qv = View::new(query.0, query.1 as usize);
+        l.gemm(gemm(b, a, h, qv, View::new(x.w.at(d.woff().wa), a), View::new(ws_i.0, ws_i.1 as usize), true))?;
+        let sc = AttScores { enc: x.enc, ws: ws_i.0, ws_ld: ws_i.1, v, lens: x.lens, e, batch: n, src_len: sl, ctx: cd, att: ad };
+        l.launch(&args::ATT_SCORES, b * s, sc)?;
+        let sm = AttSoftmax { e, lens: x.lens, alpha: alpha_i.0, alpha_ld: alpha_i.1, batch: n, src_len: sl };
+        l.launch(&args::ATT_SOFTMAX, b, sm)?;
+        let (alpha, alpha_ld, enc, lens) = (alpha_i.0, alpha_i.1, x.enc, x.lens);
+        let cx = AttContext { alpha, alpha_ld, enc, lens, c: c_i.0, c_ld: c_i.1, batch: n, src_len: sl, ctx: cd, att: ad };
+        l.launch(&args::ATT_CONTEXT, b * d.ctx, cx)
+    }
+
+    /// Back through step `i`'s attention from `g.dc`: `d[h_j; U_a h_j]`, `dv`, and `dWS_i`
+    /// into the rows of `dws (B, T, A)`; then `carry += dWS_i W_aᵀ`.
+    pub fn attend_backward<L: Launch>(&self, l: &L, i: usize, (saved, dws): (&Saved<Addr>, Addr), g: AttnGrads, carry: Addr) -> Result<()> {
+        let (d, x) = (self.d, self.x);
+        let (b, s, h, a) = (d.batch, d.src_len, d.hidden, d.att);
+        let (n, sl, cd, ad) = self.sizes();
+        let (ws_i, alpha_i, dws_i, v) =
+            (self.rows(saved.ws, a, i), self.rows(saved.alpha, s, i), self.rows(dws, a, i), x.w.at(d.woff().va));
+        let da = AttDalpha { enc: x.enc, dc: g.dc, lens: x.lens, de: g.de, batch: n, src_len: sl, ctx: cd, att: ad };
+        l.launch(&args::ATT_DALPHA, b * s, da)?;
+        let sm = AttSoftmaxBwd { alpha: alpha_i.0, alpha_ld: alpha_i.1, lens: x.lens, de: g.de, batch: n, src_len: sl };
+        l.launch(&args::ATT_SOFTMAX_BWD, b, sm)?;
+        let (alpha, alpha_ld, enc, ws, ws_ld, lens) = (alpha_i.0, alpha_i.1, x.enc, ws_i.0, ws_i.1, x.lens);
+        let (dc, de, denc) = (g.dc, g.de, g.denc);
+        let eb = AttEncBwd { alpha, alpha_ld, enc, ws, ws_ld, v, dc, de, lens, denc, batch: n, src_len: sl, ctx: cd, att: ad };
+        l.launch(&args::ATT_ENC_BWD, b * s * d.ew(), eb)?;
+        let (dws, dws_ld, dv) = (dws_i.0, dws_i.1, g.dv);
+        let qb = AttQueryBwd { enc, ws, ws_ld, v, de, lens, dws, dws_ld, dv, batch: n, src_len: sl, ctx: cd, att: ad };
+        l.launch(&args::ATT_QUERY_BWD, b * a, qb)?;
+        l.gemm(gemm(b, h, a, View::new(dws_i.0, dws_i.1 as usize), View::new(x.w.at(d.woff().wa), a).t(), View::new(carry, h), true))
+    }
+
+    /// `dst (B·T, H)` = each step's `s_{i-1}` from the output rows `out`, times `mask`.
+    pub fn prev_states<L: Launch>(&self, l: &L, out: Addr, mask: Addr, dst: Addr) -> Result<()> {
+        let d = self.d;
+        let (bt, h) = (d.batch * d.tgt_len, d.hidden);
+        let (out_ld, init, batch, len) = (d.ow() as i64, self.prev(out, 0).0, d.batch as i64, d.tgt_len as i64);
+        let a = PrevStates { dst, out, out_ld, init, mask, batch, len, hidden: h as i64, reverse: 0 };
+        l.launch(&args::PREV_STATES, bt * h, a)
+    }
+}
+
+/// `dst (w) = Σ` of the `n` rows of `src (n, w)`, by a product with `ones (≥ n)`.
+pub(super) fn sum_rows<L: Launch>(l: &L, n: usize, w: usize, src: Addr, dst: Addr, ones: Addr) -> Result<()> {
+    l.gemm(gemm(1, w, n, View::new(ones, n), View::new(src, w), View::new(dst, w), false))
+}
+/// Runs the decoder loop; see the module docs. Returns `(B·T, H + C)`, each step's `[s_i; c_i]`.
+pub fn attention_loop(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnLoop) -> Result<Tensor> {
+    let (bt, g) = (d.batch * d.tgt_len, d.g());
+    let ok = seq.elem_count() == bt * g + d.batch * d.hidden
+        && enc.dims() == [d.batch, d.src_len, d.ew()]
+        && w.elem_count() == d.weights_len()
+        && d.lens.len() == d.batch
+        && d.lens.iter().all(|&l| (1..=d.src_len).contains(&l))
+        && d.state_mask.as_ref().is_none_or(|m| m.len() == d.batch * d.hidden);
+    if !ok {
+        bail!("gpu attention_loop: inputs {:?} {:?} {:?} do not fit {d:?}", seq.dims(), enc.dims(), w.dims());
+    }
+    if [seq.dtype(), enc.dtype(), w.dtype()] != [DType::F32; 3] {
+        bail!("gpu attention_loop: f32 only, got {:?}", seq.dtype());
+    }
+    super::op::apply(AttnOp(d), seq, enc, w)
+}
+
+/// The host data uploaded for a call: the lengths (source, target) and the mask.
+type Uploaded<L> = ([<L as Launch>::Ints; 2], Option<<L as Launch>::Floats>);
+
+/// The loop as a [`GpuOp`] of `(seq, enc, w)`.
+struct AttnOp(AttnLoop);
+
+impl AttnOp {
+    /// The inputs with the lengths and mask uploaded (the buffers must outlive the launches).
+    fn inputs<L: Launch>(&self, l: &L, [seq, enc, w]: [Addr; 3]) -> Result<(Inputs, Uploaded<L>)> {
+        let d = &self.0;
+        let lens = l.upload_ints(&d.lens.iter().map(|&n| n as i64).collect::<Vec<_>>())?;
+        let all = l.upload_ints(&vec![d.tgt_len as i64; d.batch])?;
+        let mask = d.state_mask.as_deref().map(|m| l.upload(m)).transpose()?;
+        let m = mask.as_ref().map_or(Addr::NULL, |m| l.addr(m));
+        Ok((Inputs { seq, enc, w, lens: l.ints_addr(&lens), all: l.ints_addr(&all), mask: m }, ([lens, all], mask)))
+    }
+}
+
+impl GpuOp for AttnOp {
+    const NAME: &'static str = "gpu-attention-decoder";
+    type Saved<F: Send + Sync + 'static> = Saved<F>;
+
+    fn out_shape(&self) -> Shape {
+        Shape::from((self.0.batch * self.0.tgt_len, self.0.ow()))
+    }
+
+    fn forward<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, Saved<L::Floats>)> {
+        let (x, _held) = self.inputs(l, x)?;
+        match self.0.conditional {
+            true => super::conditional::forward(l, &self.0, x),
+            false => super::bahdanau::forward(l, &self.0, x),
+        }
+    }
+
+    fn backward<L: Launch>(&self, l: &L, x: [Addr; 3], saved: Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]> {
+        let (x, _held) = self.inputs(l, x)?;
+        match self.0.conditional {
+            true => super::conditional::backward(l, &self.0, x, &saved, (out, dout)),
+            false => super::bahdanau::backward(l, &self.0, x, &saved, (out, dout)),
+        }
+    }
+}

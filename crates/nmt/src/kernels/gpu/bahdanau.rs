@@ -1,0 +1,97 @@
+//! Bahdanau's decoder loop (Bahdanau et al. 2015, appendix A.2.2) on a [`Launch`]: the GPU twin
+//! of `kernels::attn_decoder::forward` and `kernels::attn_backward::backward`, on the layout of
+//! `attention.rs`. Per step `i`, forward:
+//! ```text
+//! WS_i = s_{i-1} W_a (+ b_a, filled once)   α_i, c_i      cuBLAS, then attention.cu's kernels
+//! GI_i = gie_i + c_i W_c                                  cuBLAS (GI starts as a copy of gie)
+//! s_i  = GRU(GI_i, GH_i, s_{i-1})                         cell.rs (GH starts as b_h)
+//! ```
+//! and backward, from the carry (the gradient reaching `s_i` from later steps): the cell's
+//! step (`dGI_i`, `dGH_i`, the carry through `U`), `dc = dout_c + dGI_i W_cᵀ` (cuBLAS), the
+//! attention's kernels and `carry += dWS_i W_aᵀ`. After the loop each weight gradient is one
+//! product over all `B·T` rows: `dW_a = S_prevᵀ dWS`, `dW_c = Cᵀ dGI`, `dU` (`cell.rs`, from
+//! the masked `S_prev`), and the bias and `v_a` sums.
+use candle_core::Result;
+
+use super::args::{self, FillRows, MaskRows};
+use super::attention::{sum_rows, At, AttnGrads, AttnLoop, Inputs, Saved};
+use super::cell::{gemm, Step, StepGrads};
+use super::{Addr, Launch, View};
+
+/// The forward pass: `(B·T, H + C)` and what the backward pass needs.
+pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::Floats, Saved<L::Floats>)> {
+    let (b, t, s, h, c, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.g());
+    let (o, ow, bt) = (d.woff(), d.ow(), b * t);
+    let out = l.zeros(bt * ow)?;
+    let saved = Saved::zeros(l, d)?;
+    let (e, hub) = (l.zeros(b * s)?, l.zeros(b * h)?);
+    let (op, sv) = (l.addr(&out), saved.addrs(l));
+    let (rows, width) = (bt as i64, |w: usize| w as i64);
+    l.launch(&args::FILL_ROWS, bt * d.att, FillRows { dst: sv.ws, src: x.w.at(o.ba), rows, width: width(d.att) })?;
+    l.launch(&args::FILL_ROWS, bt * g, FillRows { dst: sv.gh, src: x.w.at(o.bh), rows, width: width(g) })?;
+    let copy = MaskRows { dst: sv.gi, dst_ld: width(g), src: x.seq, src_ld: width(g), mask: Addr::NULL, rows, width: width(g) };
+    l.launch(&args::MASK_ROWS, bt * g, copy)?;
+    let at = At { d, x };
+    let cell = at.cell(o.u, x.mask);
+    for i in 0..t {
+        let hp = at.prev(op, i);
+        let c_i = at.rows(op.at(h), ow, i);
+        at.attend(l, hp, i, (&sv, l.addr(&e), c_i))?;
+        let gi_i = at.rows(sv.gi, g, i);
+        l.gemm(gemm(b, g, c, View::new(c_i.0, c_i.1 as usize), View::new(x.w.at(o.wc), g), View::new(gi_i.0, gi_i.1 as usize), true))?;
+        let st = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp };
+        cell.forward(l, st, at.rows(op, ow, i), l.addr(&hub))?;
+    }
+    Ok((out, saved))
+}
+
+/// The backward pass from the output `out` and its gradient `dout`: the gradients of `(seq,
+/// enc, w)`.
+pub(super) fn backward<L: Launch>(
+    l: &L,
+    d: &AttnLoop,
+    x: Inputs,
+    saved: &Saved<L::Floats>,
+    (out, dout): (Addr, Addr),
+) -> Result<[L::Floats; 3]> {
+    let (b, t, s, h, c, a, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
+    let (o, ow, bt) = (d.woff(), d.ow(), b * t);
+    let (dseq, denc, dw) = (l.zeros(bt * g + b * h)?, l.zeros(b * s * d.ew())?, l.zeros(o.end)?);
+    let (dgh, dws, dvp) = (l.zeros(bt * g)?, l.zeros(bt * a)?, l.zeros(b * a)?);
+    let (dc, de, dq, buf) = (l.zeros(b * c)?, l.zeros(b * s)?, l.zeros(b * h)?, l.zeros(b * h)?);
+    let sv = saved.addrs(l);
+    let [dseqp, dwp, dghp, dwsp] = [&dseq, &dw, &dgh, &dws].map(|f| l.addr(f));
+    let ag = AttnGrads { dc: l.addr(&dc), de: l.addr(&de), denc: l.addr(&denc), dv: l.addr(&dvp) };
+    // The carry ends as the loop's gradient of s_0, the last rows of dseq.
+    let carry = dseqp.at(bt * g);
+    let at = At { d, x };
+    let cell = at.cell(o.u, x.mask);
+    for i in (0..t).rev() {
+        let st = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: at.prev(out, i) };
+        let grads = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dghp, g, i), carry, dq: l.addr(&dq), buf: l.addr(&buf) };
+        cell.backward(l, st, at.rows(dout, ow, i), grads)?;
+        let dout_c = at.rows(dout.at(h), ow, i);
+        let (n, cd) = (b as i64, c as i64);
+        let copy = MaskRows { dst: ag.dc, dst_ld: cd, src: dout_c.0, src_ld: dout_c.1, mask: Addr::NULL, rows: n, width: cd };
+        l.launch(&args::MASK_ROWS, b * c, copy)?;
+        let dgi_i = grads.dgi;
+        l.gemm(gemm(b, c, g, View::new(dgi_i.0, dgi_i.1 as usize), View::new(x.w.at(o.wc), g).t(), View::new(ag.dc, c), true))?;
+        at.attend_backward(l, i, (&sv, dwsp), ag, carry)?;
+    }
+    // S_prev (B·T, H), undropped for W_a, then masked for U.
+    let sprev = l.zeros(bt * h)?;
+    let sp = l.addr(&sprev);
+    at.prev_states(l, out, Addr::NULL, sp)?;
+    l.gemm(gemm(h, a, bt, View::new(sp, h).t(), View::new(dwsp, a), View::new(dwp.at(o.wa), a), false))?;
+    l.gemm(gemm(c, g, bt, View::new(out.at(h), ow).t(), View::new(dseqp, g), View::new(dwp.at(o.wc), g), false))?;
+    if x.mask != Addr::NULL {
+        at.prev_states(l, out, x.mask, sp)?;
+    }
+    cell.u_grad(l, bt, sp, sv.q, dghp, dwp.at(o.u))?;
+    let ones = l.upload(&vec![1.0; bt])?;
+    let one = l.addr(&ones);
+    sum_rows(l, bt, a, dwsp, dwp.at(o.ba), one)?;
+    sum_rows(l, bt, g, dghp, dwp.at(o.bh), one)?;
+    sum_rows(l, b, a, ag.dv, dwp.at(o.va), one)?;
+    Ok([dseq, denc, dw])
+}

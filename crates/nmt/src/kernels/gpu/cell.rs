@@ -1,0 +1,207 @@
+//! One GRU step on a [`Launch`] (Cho et al. 2014, eq. 5–8, in either form; `rnn_cell.rs`'s
+//! equations), shared by the bidirectional encoder (`birnn.rs`) and the attention decoder
+//! (`attention.rs`): per step one cuBLAS product `h U` (the paper form: two, around the reset
+//! kernel) and one gate kernel, forward and backward; the weight gradient over all steps.
+//!
+//! Shapes: `B` rows of `H` units, gate width `G = 3H`; `U (H, G)` row-major; each step's
+//! `gi`, `gh` rows `(B, G)` and the paper form's `q = r ⊙ hu` rows `(B, H)` sit in buffers of
+//! their own leading dimension ([`Rows`]).
+use candle_core::Result;
+
+use super::args::{self, AddMasked, GatesBwd, GatesFwd, MaskRows, ResetBwd, ResetFwd};
+use super::{Addr, Gemm, Launch, View};
+use crate::config::GruForm;
+
+/// `B` rows at `.0` with leading dimension `.1` (elements).
+pub(super) type Rows = (Addr, i64);
+
+/// A `(m × n) = op(A) (m × k) · op(B) (k × n)` product, accumulated into `c` or not.
+pub(super) fn gemm(m: usize, n: usize, k: usize, a: View, b: View, c: View, accumulate: bool) -> Gemm {
+    Gemm { m, n, k, a, b, c, accumulate }
+}
+
+/// The cell of one direction or decoder: its form, sizes, `U`, the recurrent-dropout mask
+/// `(B, H)` on the state entering `U` (or [`Addr::NULL`]) and the sentence lengths (a step
+/// `t ≥ lens[b]` carries row `b`'s state forward and its gradient back).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Cell {
+    pub form: GruForm,
+    pub rows: usize,
+    pub hidden: usize,
+    pub u: Addr,
+    pub mask: Addr,
+    pub lens: Addr,
+}
+
+/// One step's rows: its position `t`, the input and recurrent pre-activations `gi`, `gh`
+/// (`gh` holds `b_h` before the forward step), the paper form's `q`, the previous state.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Step {
+    pub t: usize,
+    pub gi: Rows,
+    pub gh: Rows,
+    pub q: Rows,
+    pub hp: Rows,
+}
+
+/// The backward step's gradient rows: `dgi`, `dgh` (written), and `B × H` contiguous buffers:
+/// `carry` (in: the gradient reaching the new state from later steps; out: the one reaching
+/// the previous state), scratch `dq` and `buf`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StepGrads {
+    pub dgi: Rows,
+    pub dgh: Rows,
+    pub carry: Addr,
+    pub dq: Addr,
+    pub buf: Addr,
+}
+
+impl Cell {
+    fn g(&self) -> usize {
+        3 * self.hidden
+    }
+
+    fn form_code(&self) -> i64 {
+        match self.form {
+            GruForm::Paper => args::PAPER,
+            GruForm::ResetAfter => args::RESET_AFTER,
+        }
+    }
+
+    /// The new state into `out` (rows): `gh += hu U`, the gates. `hub` is `B × H` scratch for
+    /// the masked state under recurrent dropout.
+    pub fn forward<L: Launch>(&self, l: &L, s: Step, out: Rows, hub: Addr) -> Result<()> {
+        let (b, h, g) = (self.rows, self.hidden, self.g());
+        let (hu, hu_ld) = match self.mask {
+            Addr::NULL => s.hp,
+            m => {
+                let a = MaskRows { dst: hub, dst_ld: h as i64, src: s.hp.0, src_ld: s.hp.1, mask: m, rows: b as i64, width: h as i64 };
+                l.launch(&args::MASK_ROWS, b * h, a)?;
+                (hub, h as i64)
+            }
+        };
+        let (huv, ghv) = (View::new(hu, hu_ld as usize), View::new(s.gh.0, s.gh.1 as usize));
+        match self.form {
+            GruForm::ResetAfter => l.gemm(gemm(b, g, h, huv, View::new(self.u, g), ghv, true))?,
+            GruForm::Paper => {
+                l.gemm(gemm(b, 2 * h, h, huv, View::new(self.u, g), ghv, true))?;
+                let (gi, gh, q) = (s.gi, s.gh, s.q);
+                let a = ResetFwd {
+                    gi: gi.0,
+                    gi_ld: gi.1,
+                    gh: gh.0,
+                    gh_ld: gh.1,
+                    hu,
+                    hu_ld,
+                    q: q.0,
+                    q_ld: q.1,
+                    rows: b as i64,
+                    hidden: h as i64,
+                };
+                l.launch(&args::GRU_RESET_FWD, b * h, a)?;
+                let ghn = View::new(gh.0.at(2 * h), gh.1 as usize);
+                l.gemm(gemm(b, h, h, View::new(q.0, q.1 as usize), View::new(self.u.at(2 * h), g), ghn, true))?;
+            }
+        }
+        let a = GatesFwd {
+            form: self.form_code(),
+            t: s.t as i64,
+            lens: self.lens,
+            gi: s.gi.0,
+            gi_ld: s.gi.1,
+            gh: s.gh.0,
+            gh_ld: s.gh.1,
+            hp: s.hp.0,
+            hp_ld: s.hp.1,
+            out: out.0,
+            out_ld: out.1,
+            rows: b as i64,
+            hidden: h as i64,
+        };
+        l.launch(&args::GRU_GATES_FWD, b * h, a)
+    }
+
+    /// One step back from `dh` (rows), the output's own gradient: writes `dgi`, `dgh` and
+    /// turns `carry` into the gradient reaching the previous state.
+    pub fn backward<L: Launch>(&self, l: &L, s: Step, dh: Rows, d: StepGrads) -> Result<()> {
+        let (b, h, g) = (self.rows, self.hidden, self.g());
+        let (rows, hidden, t, lens) = (b as i64, h as i64, s.t as i64, self.lens);
+        let (gi, gh, hp) = (s.gi, s.gh, s.hp);
+        let a = GatesBwd {
+            form: self.form_code(),
+            t,
+            lens,
+            gi: gi.0,
+            gi_ld: gi.1,
+            gh: gh.0,
+            gh_ld: gh.1,
+            hp: hp.0,
+            hp_ld: hp.1,
+            dh: dh.0,
+            dh_ld: dh.1,
+            carry: d.carry,
+            dgi: d.dgi.0,
+            dgi_ld: d.dgi.1,
+            dgh: d.dgh.0,
+            dgh_ld: d.dgh.1,
+            rows,
+            hidden,
+        };
+        l.launch(&args::GRU_GATES_BWD, b * h, a)?;
+        // carry += (dG op(U)ᵀ) ⊙ m: dG is `(B, k)` at `dg`, `ut` the `(k, H)` view of Uᵀ.
+        let through_u = |dg: View, k: usize, ut: View| -> Result<()> {
+            match self.mask {
+                Addr::NULL => l.gemm(gemm(b, h, k, dg, ut, View::new(d.carry, h), true)),
+                m => {
+                    l.gemm(gemm(b, h, k, dg, ut, View::new(d.buf, h), false))?;
+                    l.launch(&args::ADD_MASKED, b * h, AddMasked { dst: d.carry, src: d.buf, mask: m, n: (b * h) as i64 })
+                }
+            }
+        };
+        let dgv = View::new(d.dgh.0, d.dgh.1 as usize);
+        match self.form {
+            GruForm::ResetAfter => through_u(dgv, g, View::new(self.u, g).t()),
+            GruForm::Paper => {
+                let dn = View::new(d.dgh.0.at(2 * h), d.dgh.1 as usize);
+                l.gemm(gemm(b, h, h, dn, View::new(self.u.at(2 * h), g).t(), View::new(d.dq, h), false))?;
+                let a = ResetBwd {
+                    t,
+                    lens,
+                    gi: gi.0,
+                    gi_ld: gi.1,
+                    gh: gh.0,
+                    gh_ld: gh.1,
+                    hp: hp.0,
+                    hp_ld: hp.1,
+                    mask: self.mask,
+                    dq: d.dq,
+                    carry: d.carry,
+                    dgi: d.dgi.0,
+                    dgi_ld: d.dgi.1,
+                    dgh: d.dgh.0,
+                    dgh_ld: d.dgh.1,
+                    rows,
+                    hidden,
+                };
+                l.launch(&args::GRU_RESET_BWD, b * h, a)?;
+                through_u(dgv, 2 * h, View::new(self.u, g).t())
+            }
+        }
+    }
+
+    /// `dU (H, G)` at `du` from all `n` steps' rows: `H_prevᵀ dGH` (the paper form:
+    /// `[H_prevᵀ dGH_rz | Qᵀ dGH_n]`), with `hprev (n, H)` the masked previous states, `q`
+    /// `(n, H)` and `dgh (n, G)` contiguous.
+    pub fn u_grad<L: Launch>(&self, l: &L, n: usize, hprev: Addr, q: Addr, dgh: Addr, du: Addr) -> Result<()> {
+        let (h, g) = (self.hidden, self.g());
+        let (hpt, dgv) = (View::new(hprev, h).t(), View::new(dgh, g));
+        match self.form {
+            GruForm::ResetAfter => l.gemm(gemm(h, g, n, hpt, dgv, View::new(du, g), false)),
+            GruForm::Paper => {
+                l.gemm(gemm(h, 2 * h, n, hpt, dgv, View::new(du, g), false))?;
+                let dn = View::new(dgh.at(2 * h), g);
+                l.gemm(gemm(h, h, n, View::new(q, h).t(), dn, View::new(du.at(2 * h), g), false))
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The conditional GRU's decoder loop (Sennrich et al. 2017, §2.3; Nematus' and Marian's
+//! `s2s`) on a [`Launch`]: the GPU twin of `kernels::cgru_decoder` without layer
+//! normalisation, on the layout of `attention.rs`. Per step `i`, forward:
+//! ```text
+//! s'_i = GRU₁(gie_i, GH1_i, s_{i-1})        cell.rs, U₁ (GH1 starts as b_h1; dropout on s_{i-1})
+//! WS_i = s'_i W_a (+ b_a)   α_i, c_i         cuBLAS, then attention.cu's kernels
+//! GI_i = c_i W_c (+ b₂)                      cuBLAS
+//! s_i  = GRU₂(GI_i, GH_i, s'_i)              cell.rs, U₂ (GH starts as b_h2; no dropout)
+//! ```
+//! Backward, step `i` back in time, the carry holding the gradient reaching `s_i`: GRU₂'s step
+//! turns it into the gradient of `s'_i`; `dc = dout_c + dGI_i W_cᵀ` through the attention adds
+//! `dWS_i W_aᵀ`; GRU₁'s step (its output's own gradient zero) writes `dgie_i` and turns the
+//! carry into the gradient of `s_{i-1}`. Then one product per weight over all `B·T` rows:
+//! `dW_a = S'ᵀ dWS`, `dW_c = Cᵀ dGI`, `dU₂` from `S'`, `dU₁` from the masked `S_prev`, and the sums.
+use candle_core::Result;
+
+use super::args::{self, FillRows, MaskRows};
+use super::attention::{sum_rows, At, AttnGrads, AttnLoop, Inputs, Saved};
+use super::cell::{gemm, Step, StepGrads};
+use super::{Addr, Launch, View};
+
+/// The forward pass: `(B·T, H + C)` and what the backward pass needs.
+pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::Floats, Saved<L::Floats>)> {
+    let (b, t, s, h, c, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.g());
+    let (o, ow, bt) = (d.woff(), d.ow(), b * t);
+    let out = l.zeros(bt * ow)?;
+    let saved = Saved::zeros(l, d)?;
+    let (e, hub) = (l.zeros(b * s)?, l.zeros(b * h)?);
+    let (op, sv) = (l.addr(&out), saved.addrs(l));
+    let rows = bt as i64;
+    for (dst, bias, w) in [(sv.ws, o.ba, d.att), (sv.gh, o.bh, g), (sv.gh1, o.bh1, g), (sv.gi, o.b2, g)] {
+        l.launch(&args::FILL_ROWS, bt * w, FillRows { dst, src: x.w.at(bias), rows, width: w as i64 })?;
+    }
+    let at = At { d, x };
+    let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
+    for i in 0..t {
+        let sp_i = at.rows(sv.sp, h, i);
+        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(op, i) };
+        cell1.forward(l, st1, sp_i, l.addr(&hub))?;
+        let c_i = at.rows(op.at(h), ow, i);
+        at.attend(l, sp_i, i, (&sv, l.addr(&e), c_i))?;
+        let gi_i = at.rows(sv.gi, g, i);
+        l.gemm(gemm(b, g, c, View::new(c_i.0, c_i.1 as usize), View::new(x.w.at(o.wc), g), View::new(gi_i.0, gi_i.1 as usize), true))?;
+        let st2 = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i };
+        cell2.forward(l, st2, at.rows(op, ow, i), l.addr(&hub))?;
+    }
+    Ok((out, saved))
+}
+
+/// The backward pass from the output `out` and its gradient `dout`: the gradients of `(seq,
+/// enc, w)`.
+pub(super) fn backward<L: Launch>(
+    l: &L,
+    d: &AttnLoop,
+    x: Inputs,
+    saved: &Saved<L::Floats>,
+    (out, dout): (Addr, Addr),
+) -> Result<[L::Floats; 3]> {
+    let (b, t, s, h, c, a, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
+    let (o, ow, bt) = (d.woff(), d.ow(), b * t);
+    let (dseq, denc, dw) = (l.zeros(bt * g + b * h)?, l.zeros(b * s * d.ew())?, l.zeros(o.end)?);
+    let (dgi, dgh, dgh1, dws, dvp) = (l.zeros(bt * g)?, l.zeros(bt * g)?, l.zeros(bt * g)?, l.zeros(bt * a)?, l.zeros(b * a)?);
+    let (dc, de, dq, buf, zeros) = (l.zeros(b * c)?, l.zeros(b * s)?, l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?);
+    let sv = saved.addrs(l);
+    let [dseqp, dwp, dgip, dghp, dgh1p, dwsp] = [&dseq, &dw, &dgi, &dgh, &dgh1, &dws].map(|f| l.addr(f));
+    let ag = AttnGrads { dc: l.addr(&dc), de: l.addr(&de), denc: l.addr(&denc), dv: l.addr(&dvp) };
+    // The carry ends as the loop's gradient of s_0, the last rows of dseq.
+    let carry = dseqp.at(bt * g);
+    let (dq, buf) = (l.addr(&dq), l.addr(&buf));
+    let at = At { d, x };
+    let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
+    for i in (0..t).rev() {
+        let sp_i = at.rows(sv.sp, h, i);
+        let st2 = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i };
+        let grads2 = StepGrads { dgi: at.rows(dgip, g, i), dgh: at.rows(dghp, g, i), carry, dq, buf };
+        cell2.backward(l, st2, at.rows(dout, ow, i), grads2)?;
+        let dout_c = at.rows(dout.at(h), ow, i);
+        let (n, cd) = (b as i64, c as i64);
+        let copy = MaskRows { dst: ag.dc, dst_ld: cd, src: dout_c.0, src_ld: dout_c.1, mask: Addr::NULL, rows: n, width: cd };
+        l.launch(&args::MASK_ROWS, b * c, copy)?;
+        let dgi_i = grads2.dgi;
+        l.gemm(gemm(b, c, g, View::new(dgi_i.0, dgi_i.1 as usize), View::new(x.w.at(o.wc), g).t(), View::new(ag.dc, c), true))?;
+        at.attend_backward(l, i, (&sv, dwsp), ag, carry)?;
+        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(out, i) };
+        let grads1 = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dgh1p, g, i), carry, dq, buf };
+        cell1.backward(l, st1, (l.addr(&zeros), h as i64), grads1)?;
+    }
+    l.gemm(gemm(h, a, bt, View::new(sv.sp, h).t(), View::new(dwsp, a), View::new(dwp.at(o.wa), a), false))?;
+    l.gemm(gemm(c, g, bt, View::new(out.at(h), ow).t(), View::new(dgip, g), View::new(dwp.at(o.wc), g), false))?;
+    cell2.u_grad(l, bt, sv.sp, sv.q, dghp, dwp.at(o.u))?;
+    let sprev = l.zeros(bt * h)?;
+    at.prev_states(l, out, x.mask, l.addr(&sprev))?;
+    cell1.u_grad(l, bt, l.addr(&sprev), sv.q1, dgh1p, dwp.at(o.u1))?;
+    let ones = l.upload(&vec![1.0; bt])?;
+    let one = l.addr(&ones);
+    for (src, w, dst) in [(dwsp, a, o.ba), (dghp, g, o.bh), (dgh1p, g, o.bh1), (dgip, g, o.b2)] {
+        sum_rows(l, bt, w, src, dwp.at(dst), one)?;
+    }
+    sum_rows(l, b, a, ag.dv, dwp.at(o.va), one)?;
+    Ok([dseq, denc, dw])
+}
