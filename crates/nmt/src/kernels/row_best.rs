@@ -146,6 +146,13 @@ impl Fold {
     }
 }
 
+impl Fold {
+    /// The per-row lists alone (for scores that are already log-probabilities).
+    pub(crate) fn into_top(self) -> Vec<Vec<(f32, u32)>> {
+        self.top
+    }
+}
+
 /// Inserts `(z, tok)` into a row's list of at most `w`, best first (after equal scores), and
 /// raises the row's threshold once the list is full.
 #[inline(always)]

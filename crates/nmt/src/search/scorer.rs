@@ -12,7 +12,7 @@ use nmt_data::batch::Batch;
 use nmt_data::{BOS, PAD, UNK};
 
 use crate::error::Result;
-use crate::kernels::row_best::RowBest;
+use crate::kernels::row_best::{Fold, RowBest};
 
 /// The live rows of a step: each row's previous word `y (R)` and its sentence in the batch.
 #[derive(Clone, Copy, Debug)]
@@ -99,24 +99,72 @@ pub fn skipped_tokens(no_unk: bool) -> Vec<u32> {
 /// Per row of full log-probabilities `(R, width)`, the `want[r]` best columns outside `skip`,
 /// best first (equal values in column order), as a [`RowBest`] of log-probabilities
 /// (normaliser 0). Columns at −∞ are never chosen.
+///
+/// One pass per row behind the row's admission threshold (`row_best::Fold::rows`, the host
+/// search's), rows split across the threads: the candle search (a GPU's) runs this on every
+/// step's whole `(R, V)` distribution. Before (2026-11-28), each row's columns were collected
+/// into a vector of `(value, column)` and partially sorted, at least 20 ms a step for 320 rows
+/// of 8 000 (docs/GPU.md, "The search's per-step pick").
 pub fn best_of_full(lp: &[f32], width: usize, want: &[usize], skip: &[u32]) -> RowBest {
+    use rayon::prelude::*;
     let r_n = want.len();
-    let mut top = Vec::with_capacity(r_n);
-    for (r, &k) in want.iter().enumerate() {
-        let row = &lp[r * width..(r + 1) * width];
-        let mut cands: Vec<(f32, u32)> = row
-            .iter()
-            .enumerate()
-            .filter(|&(j, &a)| a > f32::NEG_INFINITY && !skip.contains(&(j as u32)))
-            .map(|(j, &a)| (a, j as u32))
-            .collect();
-        let k = k.min(cands.len());
-        if k > 0 && k < cands.len() {
-            cands.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        }
-        cands.truncate(k);
-        cands.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        top.push(cands);
+    if width == 0 {
+        return RowBest { lse: vec![0.0; r_n], top: vec![Vec::new(); r_n] };
     }
+    // Enough rows per task that a task is worth its scheduling (a row is `width` compares).
+    let rows = (1usize << 16).div_ceil(width).max(1);
+    let top = lp[..r_n * width]
+        .par_chunks(rows * width)
+        .zip(want.par_chunks(rows))
+        .flat_map_iter(|(z, w)| {
+            let mut f = Fold::new(w);
+            crate::kernels::math::simd_dispatch!(f.rows(z, width, 0, w, skip));
+            f.into_top()
+        })
+        .collect();
     RowBest { lse: vec![0.0; r_n], top }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RowBest;
+    use rand::{Rng, SeedableRng};
+
+    /// The reference: every column collected and sorted (`best_of_full` before 2026-11-28).
+    fn sorted(lp: &[f32], width: usize, want: &[usize], skip: &[u32]) -> RowBest {
+        let r_n = want.len();
+        let mut top = Vec::with_capacity(r_n);
+        for (r, &k) in want.iter().enumerate() {
+            let row = &lp[r * width..(r + 1) * width];
+            let mut cands: Vec<(f32, u32)> = row
+                .iter()
+                .enumerate()
+                .filter(|&(j, &a)| a > f32::NEG_INFINITY && !skip.contains(&(j as u32)))
+                .map(|(j, &a)| (a, j as u32))
+                .collect();
+            let k = k.min(cands.len());
+            if k > 0 && k < cands.len() {
+                cands.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            }
+            cands.truncate(k);
+            cands.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            top.push(cands);
+        }
+        RowBest { lse: vec![0.0; r_n], top }
+    }
+
+    /// The one-pass pick against sorting every column: the same lists, on rows with many equal
+    /// values, −∞ columns, skipped tokens, and rows wanting 0 to more than they have.
+    #[test]
+    fn best_of_full_equals_sorting_every_column() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+        let skip = [0u32, 1, 5];
+        for (r, v) in [(1usize, 3usize), (9, 40), (70, 1000), (3, 70_000)] {
+            let lp: Vec<f32> = (0..r * v)
+                .map(|_| if rng.gen_bool(0.2) { f32::NEG_INFINITY } else { (rng.gen_range(-80.0f32..0.0)).round() / 8.0 })
+                .collect();
+            let want: Vec<usize> = (0..r).map(|i| [0, 1, 5, 12, v + 3][i % 5]).collect();
+            assert_eq!(super::best_of_full(&lp, v, &want, &skip).top, sorted(&lp, v, &want, &skip).top, "r {r} v {v}");
+        }
+    }
 }
