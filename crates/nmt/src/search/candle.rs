@@ -1,12 +1,16 @@
 //! The candle model as a [`Scorer`]: the reference search and the path for GPUs and dtypes
 //! other than `f32`. A step is [`Seq2Seq::decode_step`] on the live rows, states `(R, L·w)`
 //! tensors on the model's device; the encoding `(B, …)` is gathered to the rows' sentences
-//! each step (`Encoded::select`), and the log-probabilities come to the host for the choice.
+//! each step (`Encoded::select`), and each row's best tokens are picked where the
+//! log-probabilities are (`device_best`); the whole distribution comes to the host only for a
+//! shortlist or an ensemble.
 use candle_core::{DType, Tensor};
 use nmt_data::batch::Batch;
 
 use super::scorer::{best_of_full, Pick, Rows, Scored, ScoredFull, Scorer};
 use crate::error::Result;
+use crate::kernels::gpu::top_k;
+use crate::kernels::row_best::RowBest;
 use crate::model::decoder::Encoded;
 use crate::model::{BatchTensors, Seq2Seq};
 
@@ -18,26 +22,51 @@ impl Seq2Seq {
         Ok(Tensor::from_vec(v, n, self.device())?)
     }
 
-    /// One step on the rows: new states, `log p` `(R, V_ext)` row-major (the vocabulary and a
-    /// copy model's extended ids) and attention `(R, S)`.
-    fn rows_step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, alpha: bool) -> Result<ScoredFull<Tensor>> {
-        let shortlist = enc.shortlist.as_deref();
-        let enc = enc.enc.select(&self.row_index(rows.sent.iter().copied())?)?;
+    /// One step on the rows: new states, `log p (R, V_ext)` on the model's device (the
+    /// vocabulary and a copy model's extended ids) and attention `(R, S)` on the host.
+    fn rows_step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, alpha: bool) -> Result<(Tensor, Tensor, Option<Vec<f32>>)> {
+        let sel = enc.enc.select(&self.row_index(rows.sent.iter().copied())?)?;
         let y = Tensor::from_vec(rows.y.to_vec(), rows.y.len(), self.device())?;
-        let out = self.decode_step(&enc, states, &y)?;
-        let mut log_probs = out.log_probs.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-        if let Some(ids) = shortlist {
-            let width = log_probs.len() / rows.y.len().max(1);
-            for row in log_probs.chunks_exact_mut(width.max(1)) {
-                renormalise(row, ids);
-            }
-        }
+        let out = self.decode_step(&sel, states, &y)?;
         let alpha = match (&out.alpha, alpha) {
             (Some(a), true) => Some(a.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?),
             _ => None,
         };
-        Ok(ScoredFull { states: out.state, log_probs, alpha })
+        let (r, width) = (rows.y.len(), out.log_probs.elem_count() / rows.y.len().max(1));
+        Ok((out.state, out.log_probs.to_dtype(DType::F32)?.reshape((r, width))?, alpha))
     }
+
+    /// The whole distribution on the host, renormalised over the batch's shortlist if any.
+    fn full(enc: &ScorerEncoded, lp: &Tensor) -> Result<Vec<f32>> {
+        let mut log_probs = lp.flatten_all()?.to_vec1::<f32>()?;
+        if let Some(ids) = enc.shortlist.as_deref() {
+            let width = lp.dim(1)?;
+            for row in log_probs.chunks_exact_mut(width.max(1)) {
+                renormalise(row, ids);
+            }
+        }
+        Ok(log_probs)
+    }
+}
+
+/// Each row's `want[r]` best tokens of `lp (R, V)` outside `skip`, picked on `lp`'s device
+/// (`kernels::gpu::top_k`): `best_of_full`'s lists, with `(R, 2k)` numbers brought to the host.
+fn device_best(lp: &Tensor, want: &[usize], skip: &[u32]) -> Result<RowBest> {
+    let k = want.iter().copied().max().unwrap_or(0).min(lp.dim(1)?);
+    let r_n = want.len();
+    if k == 0 {
+        return Ok(RowBest { lse: vec![0.0; r_n], top: vec![Vec::new(); r_n] });
+    }
+    let picked = top_k::row_top_k(lp, k, skip)?.flatten_all()?.to_vec1::<f32>()?;
+    let top = picked
+        .chunks_exact(2 * k)
+        .zip(want)
+        .map(|(row, &w)| {
+            let (vals, cols) = row.split_at(k);
+            vals.iter().zip(cols).take(w).take_while(|(v, _)| **v > f32::NEG_INFINITY).map(|(&v, &c)| (v, c as u32)).collect()
+        })
+        .collect();
+    Ok(RowBest { lse: vec![0.0; r_n], top })
 }
 
 /// A shortlisted distribution from a full one, in place: `log p(y) − log Σ_{c ∈ ids} p(c)` on
@@ -90,21 +119,23 @@ impl Scorer for Seq2Seq {
     }
 
     fn step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Scored<Tensor>> {
-        let out = self.rows_step(enc, states, rows, pick.alpha)?;
-        let width = out.log_probs.len() / rows.y.len().max(1);
-        let best = best_of_full(&out.log_probs, width, pick.want, pick.skip);
-        Ok(Scored { states: out.states, best, alpha: out.alpha })
+        let (states, lp, alpha) = self.rows_step(enc, states, rows, pick.alpha)?;
+        // A shortlist renormalises on the host first.
+        let best = match enc.shortlist {
+            Some(_) => best_of_full(&Self::full(enc, &lp)?, lp.dim(1)?, pick.want, pick.skip),
+            None => device_best(&lp, pick.want, pick.skip)?,
+        };
+        Ok(Scored { states, best, alpha })
     }
 
     fn step_full(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, width: usize, alpha: bool) -> Result<ScoredFull<Tensor>> {
-        let out = self.rows_step(enc, states, rows, alpha)?;
-        let native = (out.log_probs.len() / rows.y.len().max(1)).max(1);
-        let log_probs = out
-            .log_probs
+        let (states, lp, alpha) = self.rows_step(enc, states, rows, alpha)?;
+        let native = lp.dim(1)?.max(1);
+        let log_probs = Self::full(enc, &lp)?
             .chunks_exact(native)
             .flat_map(|row| row.iter().copied().chain(std::iter::repeat(f32::NEG_INFINITY)).take(width))
             .collect();
-        Ok(ScoredFull { log_probs, ..out })
+        Ok(ScoredFull { states, log_probs, alpha })
     }
 
     fn gather(&self, states: &Tensor, idx: &[usize]) -> Result<Tensor> {

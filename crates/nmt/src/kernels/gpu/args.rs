@@ -1,4 +1,4 @@
-//! The kernels' argument structs, mirrored from `recurrence.cu` and `attention.cu` field for
+//! The kernels' argument structs, mirrored from the `.cu` sources field for
 //! field (every field 8 bytes, so `repr(C)` lays them out as the C and CUDA compilers do: no
 //! padding), and the kernels themselves ([`Kernel`]: the source file, the PTX name and the
 //! host-compiled function).
@@ -68,6 +68,11 @@ kernels! {
         enc: Addr, ws: Addr, ws_ld: i64, v: Addr, de: Addr, lens: Addr, dws: Addr, dws_ld: i64, dv: Addr,
         batch: i64, src_len: i64, ctx: i64, att: i64,
     }
+}
+
+kernels! {
+    Search:
+    ROW_TOP_K = nmt_row_top_k, RowTopK { lp: Addr, width: i64, rows: i64, k: i64, skip: Addr, n_skip: i64, out: Addr }
 }
 
 /// The form codes of `recurrence.cu` (`NMT_PAPER`, `NMT_RESET_AFTER`).

@@ -8,7 +8,8 @@
 //! - `birnn.rs`: the bidirectional GRU encoder layer (the op `birnn_sequence`);
 //! - `attention.rs`: the RNNsearch decoders' loops as one op (`attention_loop`), with the
 //!   attention's launches; `bahdanau.rs` and `conditional.rs` are the two loops;
-//! - `op.rs`: a [`Launch`]-generic op as a differentiable candle op on the CPU or the GPU.
+//! - `op.rs`: a [`Launch`]-generic op as a differentiable candle op on the CPU or the GPU;
+//! - `top_k.rs`: each row's best tokens for the candle search, picked on the device.
 //!
 //! **Design: Marian's** (`gGRUFastForward`/`gGRUFastBackward`, `gAtt`/`gAttBack` in its
 //! `tensors/gpu/tensor_operators.cu`), not cuDNN's: what does not depend on the previous step
@@ -40,6 +41,7 @@ mod conditional;
 pub(crate) mod cuda;
 pub(crate) mod emulated;
 mod op;
+pub mod top_k;
 
 pub use attention::attention_loop;
 pub use birnn::birnn_sequence;
@@ -101,6 +103,8 @@ pub enum Module {
     Recurrence,
     /// `attention.cu`: additive attention.
     Attention,
+    /// `search.cu`: the search's pick.
+    Search,
 }
 
 /// A kernel taking the argument struct `A` (`args.rs`): its module, its PTX name and the
