@@ -6,8 +6,9 @@
 //!   `E[Δ²] ← ρ E[Δ²] + (1−ρ) Δ²`, `θ ← θ + lr·Δ`.
 //!
 //! Parameters on the CPU in f32 ([`Backend::host`]) are updated in place by `kernels::optim_step` (one pass, no
-//! temporaries; the clipping scale is applied inside it). Any other parameter runs the same
-//! arithmetic as composed candle ops, the kernel's reference twin. Either way the moments are
+//! temporaries; the clipping scale is applied inside it); `f32` parameters on a GPU
+//! ([`Backend::gpu`]) by one kernel each (`kernels::gpu::update`, the same arithmetic). Any
+//! other parameter runs the same arithmetic as composed candle ops, the kernels' reference twin. Either way the moments are
 //! saved as tensors named after their parameter (`opt.first.NAME`), so the training-state file
 //! holds them and a resumed run continues bit for bit.
 use std::collections::BTreeMap;
@@ -24,6 +25,9 @@ use crate::model::Backend;
 enum Moments {
     /// Host buffers, updated in place (CPU f32 parameters).
     Host(Vec<f32>, Vec<f32>),
+    /// `[m; v]` flat on the GPU, replaced by the update's kernel (`kernels::gpu::update`; an
+    /// `f32` parameter on a GPU with `impl = "fused"`).
+    Device(Tensor),
     /// Tensors, replaced by composed ops each update.
     Ops(Tensor, Tensor),
 }
@@ -44,8 +48,11 @@ pub struct Optimizer {
 
 fn fresh_moments(v: &Var, imp: Impl) -> Result<Moments> {
     let t = v.as_tensor();
-    if Backend::new(imp, t.device(), t.dtype()).host() {
+    let backend = Backend::new(imp, t.device(), t.dtype());
+    if backend.host() {
         Ok(Moments::Host(vec![0.0; t.elem_count()], vec![0.0; t.elem_count()]))
+    } else if backend.gpu() {
+        Ok(Moments::Device(Tensor::zeros(2 * t.elem_count(), DType::F32, t.device())?))
     } else {
         Ok(Moments::Ops(t.zeros_like()?, t.zeros_like()?))
     }
@@ -63,13 +70,19 @@ impl Optimizer {
     /// count as zero. The gradients themselves are not changed.
     pub fn clip(&mut self, grads: &GradStore) -> Result<f64> {
         let mut sq = 0.0f64;
+        // Off the CPU, each gradient's sum stays on the device and one number comes back: one
+        // wait for the device per update, not one per parameter.
+        let mut on_device = Vec::new();
         for (_, v) in &self.vars {
             if let Some(g) = grads.get(v.as_tensor()) {
-                sq += match g.device().is_cpu() {
-                    true => sum_squares(g)?,
-                    false => g.sqr()?.sum_all()?.to_dtype(DType::F64)?.to_scalar::<f64>()?,
-                };
+                match g.device().is_cpu() {
+                    true => sq += sum_squares(g)?,
+                    false => on_device.push(g.sqr()?.sum_all()?.to_dtype(DType::F64)?),
+                }
             }
+        }
+        if !on_device.is_empty() {
+            sq += Tensor::stack(&on_device, 0)?.sum_all()?.to_scalar::<f64>()?;
         }
         let norm = sq.sqrt();
         if !norm.is_finite() {
@@ -112,6 +125,12 @@ impl Optimizer {
             let Some(g) = grads.get(var.as_tensor()) else { continue };
             match mom {
                 Moments::Host(m, v) => update_in_place(var.as_tensor(), g, (m, v), rule, scale)?,
+                Moments::Device(mv) => {
+                    let n = var.elem_count();
+                    let out = crate::kernels::gpu::update::update(var.as_tensor(), &g.detach(), mv, rule, scale)?;
+                    var.set(&out.narrow(0, 0, n)?.reshape(var.shape())?)?;
+                    *mv = out.narrow(0, n, 2 * n)?;
+                }
                 Moments::Ops(m, v) => {
                     // Detached: moments must not keep the step's autodiff graph alive.
                     let g = (g.detach() * scale)?;
@@ -134,6 +153,10 @@ impl Optimizer {
                     (t(m)?, t(v)?)
                 }
                 Moments::Ops(m, v) => (m.clone(), v.clone()),
+                Moments::Device(mv) => {
+                    let n = var.elem_count();
+                    (mv.narrow(0, 0, n)?.reshape(var.shape())?, mv.narrow(0, n, n)?.reshape(var.shape())?)
+                }
             };
             out.push((format!("opt.first.{name}"), m));
             out.push((format!("opt.second.{name}"), v));
@@ -159,6 +182,7 @@ impl Optimizer {
                     Moments::Host(host(m)?, host(v)?)
                 }
                 Moments::Ops(..) => Moments::Ops(m, v),
+                Moments::Device(..) => Moments::Device(Tensor::cat(&[m.flatten_all()?, v.flatten_all()?], 0)?),
             };
         }
         self.step = step;
@@ -228,5 +252,39 @@ mod tests {
         // Above the norm both scale it down.
         assert!((first_delta(&clip, 4.0).1 - 1.0).abs() < 1e-9);
         assert!(TrainConfig { normalize_updates: true, clip_norm: 0.0, ..TrainConfig::default() }.validate().is_err());
+    }
+
+    /// The GPU's moments (`Moments::Device`, the update's kernel emulated on the CPU) against
+    /// the CPU's in-place update: the same weights after three clipped Adam updates, and the
+    /// same moments through the training-state file's tensors and back.
+    #[test]
+    fn device_moments_update_as_the_host_moments_do() {
+        let cfg = TrainConfig { lr: 0.01, clip_norm: 0.5, ..TrainConfig::default() };
+        let run = |device: bool| -> (Vec<f32>, Vec<(String, Tensor)>) {
+            let var = Var::from_tensor(&Tensor::new(&[[0.5f32, -1.0, 2.0], [0.25, 0.0, -0.75]], &Device::Cpu).unwrap()).unwrap();
+            let mut opt = Optimizer::new(vec![("w".into(), var.clone())], &cfg).unwrap();
+            if device {
+                opt.moments = vec![Moments::Device(Tensor::zeros(12, DType::F32, &Device::Cpu).unwrap())];
+            }
+            for k in 0..3 {
+                let loss = (var.as_tensor().sqr().unwrap() * (1.0 + k as f64)).unwrap().sum_all().unwrap();
+                let grads = loss.backward().unwrap();
+                opt.clip(&grads).unwrap();
+                opt.update(&grads).unwrap();
+            }
+            let state = opt.state_tensors().unwrap();
+            let map = state.iter().cloned().collect();
+            opt.load_state(&map, opt.step).unwrap();
+            assert_eq!(opt.state_tensors().unwrap().len(), state.len());
+            (var.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap(), state)
+        };
+        let ((wh, sh), (wd, sd)) = (run(false), run(true));
+        let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-6 * (1.0 + y.abs()));
+        assert!(close(&wd, &wh), "{wd:?} vs {wh:?}");
+        for ((kh, th), (kd, td)) in sh.iter().zip(&sd) {
+            assert_eq!(kh, kd);
+            let f = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            assert!(close(&f(td), &f(th)), "{kd}");
+        }
     }
 }

@@ -75,6 +75,13 @@ kernels! {
     ROW_TOP_K = nmt_row_top_k, RowTopK { lp: Addr, width: i64, rows: i64, k: i64, skip: Addr, n_skip: i64, out: Addr }
 }
 
+kernels! {
+    Update:
+    UPDATE = nmt_update, Update {
+        out: Addr, p: Addr, g: Addr, mv: Addr, n: i64, adam: i64, scale: f64, lr: f64, beta: f64, beta2: f64, eps: f64,
+    }
+}
+
 /// The form codes of `recurrence.cu` (`NMT_PAPER`, `NMT_RESET_AFTER`).
 pub const PAPER: i64 = 0;
 pub const RESET_AFTER: i64 = 1;

@@ -1,4 +1,4 @@
-// What the kernels (recurrence.cu, attention.cu, search.cu) share: the kernel qualifiers on each compiler, the
+// What the kernels (recurrence.cu, attention.cu, search.cu, update.cu) share: the kernel qualifiers on each compiler, the
 // thread index, the logistic function. On the host (no __CUDACC__) emulate.h gives the index
 // variables that kernels/gpu/emulated.rs sets before each call.
 #pragma once

@@ -1,4 +1,4 @@
-//! The kernels on an NVIDIA GPU: `recurrence.cu`, `attention.cu` and `search.cu` as PTX (compiled by nvcc in build.rs, loaded
+//! The kernels on an NVIDIA GPU: the `.cu` sources as PTX (compiled by nvcc in build.rs, loaded
 //! once per device by candle's module cache) and cuBLAS's `sgemm`, both on candle's stream, so
 //! they run in order with the candle ops around them. Built with `--features cuda` only.
 //!
@@ -20,6 +20,7 @@ fn ptx(m: Module) -> (&'static str, &'static str) {
         Module::Recurrence => ("nmt_recurrence", include_str!(concat!(env!("OUT_DIR"), "/recurrence.ptx"))),
         Module::Attention => ("nmt_attention", include_str!(concat!(env!("OUT_DIR"), "/attention.ptx"))),
         Module::Search => ("nmt_search", include_str!(concat!(env!("OUT_DIR"), "/search.ptx"))),
+        Module::Update => ("nmt_update", include_str!(concat!(env!("OUT_DIR"), "/update.ptx"))),
     }
 }
 

@@ -13,3 +13,4 @@ void nmt_emu_index(unsigned block, unsigned thread, unsigned block_dim, unsigned
 #include "recurrence.cu"
 #include "attention.cu"
 #include "search.cu"
+#include "update.cu"

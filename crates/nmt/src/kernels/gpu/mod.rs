@@ -9,7 +9,8 @@
 //! - `attention.rs`: the RNNsearch decoders' loops as one op (`attention_loop`), with the
 //!   attention's launches; `bahdanau.rs` and `conditional.rs` are the two loops;
 //! - `op.rs`: a [`Launch`]-generic op as a differentiable candle op on the CPU or the GPU;
-//! - `top_k.rs`: each row's best tokens for the candle search, picked on the device.
+//! - `top_k.rs`: each row's best tokens for the candle search, picked on the device;
+//! - `update.rs`: the optimiser's update of a parameter, one kernel.
 //!
 //! **Design: Marian's** (`gGRUFastForward`/`gGRUFastBackward`, `gAtt`/`gAttBack` in its
 //! `tensors/gpu/tensor_operators.cu`), not cuDNN's: what does not depend on the previous step
@@ -42,6 +43,7 @@ pub(crate) mod cuda;
 pub(crate) mod emulated;
 mod op;
 pub mod top_k;
+pub mod update;
 
 pub use attention::attention_loop;
 pub use birnn::birnn_sequence;
@@ -105,6 +107,8 @@ pub enum Module {
     Attention,
     /// `search.cu`: the search's pick.
     Search,
+    /// `update.cu`: the optimiser's update.
+    Update,
 }
 
 /// A kernel taking the argument struct `A` (`args.rs`): its module, its PTX name and the

@@ -162,3 +162,35 @@ fn emulated_row_top_k_equals_the_hosts_pick() {
         }
     }
 }
+
+/// The optimiser's GPU update (`update.rs`, run emulated) against the CPU's in-place update
+/// (`kernels::optim_step`): the same parameters and moments after three Adam updates (bias
+/// corrections of steps 1–3) and three Adadelta updates, with a clipping factor.
+#[test]
+fn emulated_gpu_update_equals_the_cpu_update() {
+    use crate::kernels::optim_step::{update_in_place, Rule};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(60);
+    let n = 700;
+    let mut draw = |s: f32| (0..n).map(|_| rng.gen_range(-s..s)).collect::<Vec<f32>>();
+    let (p0, grads) = (draw(1.0), [draw(0.3), draw(0.3), draw(0.3)]);
+    let rules =
+        |k: u64| [Rule::Adam { lr: 2e-3, beta1: 0.9, beta2: 0.98, eps: 1e-8, step: k }, Rule::Adadelta { lr: 1.0, rho: 0.95, eps: 1e-6 }];
+    for which in 0..2 {
+        let cpu = Tensor::from_vec(p0.clone(), n, &Device::Cpu).unwrap();
+        let (mut m, mut v) = (vec![0f32; n], vec![0f32; n]);
+        let mut gpu = Tensor::from_vec(p0.clone(), n, &Device::Cpu).unwrap();
+        let mut mv = Tensor::zeros(2 * n, candle_core::DType::F32, &Device::Cpu).unwrap();
+        for (k, g) in grads.iter().enumerate() {
+            let (rule, g) = (rules(k as u64 + 1)[which], Tensor::from_vec(g.clone(), n, &Device::Cpu).unwrap());
+            update_in_place(&cpu, &g, (&mut m, &mut v), rule, 0.7).unwrap();
+            let out = super::update::update(&gpu, &g, &mv, rule, 0.7).unwrap();
+            gpu = out.narrow(0, 0, n).unwrap();
+            mv = out.narrow(0, n, 2 * n).unwrap();
+        }
+        let want = [cpu.to_vec1::<f32>().unwrap(), m, v].concat();
+        let got = [gpu.to_vec1::<f32>().unwrap(), mv.to_vec1::<f32>().unwrap()].concat();
+        for (i, (a, e)) in got.iter().zip(&want).enumerate() {
+            assert!((a - e).abs() <= 1e-6 * (1.0 + e.abs()), "rule {which}: [{i}] gpu {a}, cpu {e}");
+        }
+    }
+}

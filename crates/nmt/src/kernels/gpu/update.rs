@@ -1,0 +1,100 @@
+//! The optimiser's update of one parameter on the GPU (`update.cu`): one kernel reads `θ`, `g`
+//! and the moments `[m; v]` and writes `[θ'; m'; v']`, where the composed update
+//! (`train/optim.rs`) launches ten-odd candle ops a parameter. The same arithmetic as the CPU's
+//! in-place update (`kernels::optim_step`), which the emulated kernel is tested against.
+use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
+
+use super::args::{self, Update};
+use super::emulated::{Emulated, HostBuf};
+use super::{Addr, Launch};
+use crate::kernels::optim_step::Rule;
+use crate::kernels::storage::cpu_slice;
+
+/// `[θ'; m'; v'] (3n)` from `param` (`n` elements), `grad · scale` and `mv = [m; v] (2n)`, all
+/// `f32` on one device.
+pub fn update(param: &Tensor, grad: &Tensor, mv: &Tensor, rule: Rule, scale: f64) -> Result<Tensor> {
+    let n = param.elem_count();
+    if grad.elem_count() != n || mv.elem_count() != 2 * n || [param.dtype(), grad.dtype(), mv.dtype()] != [DType::F32; 3] {
+        bail!("gpu update: parameter {:?}, gradient {:?}, moments {:?}: f32, n, n and 2n", param.dims(), grad.dims(), mv.dims());
+    }
+    let op = UpdateOp { n, args: UpdateArgs::new(rule, scale) };
+    param.flatten_all()?.contiguous()?.apply_op3_no_bwd(&grad.flatten_all()?.contiguous()?, &mv.flatten_all()?.contiguous()?, &op)
+}
+
+/// The kernel's scalars.
+#[derive(Clone, Copy)]
+struct UpdateArgs {
+    adam: i64,
+    scale: f64,
+    lr: f64,
+    beta: f64,
+    beta2: f64,
+    eps: f64,
+}
+
+impl UpdateArgs {
+    /// Adam's bias corrections folded into `lr` and `eps`, as `kernels::optim_step` does.
+    fn new(rule: Rule, scale: f64) -> Self {
+        match rule {
+            Rule::Adam { lr, beta1, beta2, eps, step } => {
+                let t = step.max(1) as i32;
+                let bc2 = (1.0 - beta2.powi(t)).sqrt();
+                // Rounded to f32 here, as the CPU's update does, so that both multiply by the same lr_t and eps_t.
+                let (lr, eps) = ((lr * bc2 / (1.0 - beta1.powi(t))) as f32, (eps * bc2) as f32);
+                UpdateArgs { adam: 1, scale, lr: lr.into(), beta: beta1, beta2, eps: eps.into() }
+            }
+            Rule::Adadelta { lr, rho, eps } => UpdateArgs { adam: 0, scale, lr, beta: rho, beta2: 0.0, eps },
+        }
+    }
+}
+
+struct UpdateOp {
+    n: usize,
+    args: UpdateArgs,
+}
+
+impl UpdateOp {
+    fn run<L: Launch>(&self, l: &L, [p, g, mv]: [Addr; 3]) -> Result<L::Floats> {
+        let out = l.zeros(3 * self.n)?;
+        let UpdateArgs { adam, scale, lr, beta, beta2, eps } = self.args;
+        let a = Update { out: l.addr(&out), p, g, mv, n: self.n as i64, adam, scale, lr, beta, beta2, eps };
+        l.launch(&args::UPDATE, self.n, a)?;
+        Ok(out)
+    }
+}
+
+impl CustomOp3 for UpdateOp {
+    fn name(&self) -> &'static str {
+        "gpu-optimiser-update"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let e = Emulated;
+        let [p, g, mv] = [cpu_slice::<f32>(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?].map(HostBuf::from_slice);
+        let out = self.run(&e, [e.addr(&p), e.addr(&g), e.addr(&mv)])?;
+        Ok((CpuStorage::F32(out.to_vec()), Shape::from(3 * self.n)))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let c = super::cuda::Cuda::new(&s1.device);
+        let out = self.run(&c, [c.input(s1, l1)?, c.input(s2, l2)?, c.input(s3, l3)?])?;
+        Ok((c.storage(out), Shape::from(3 * self.n)))
+    }
+}
