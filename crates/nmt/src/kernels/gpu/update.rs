@@ -1,7 +1,7 @@
 //! The optimiser's update of one parameter on the GPU (`update.cu`): one kernel reads `θ`, `g`
 //! and the moments `[m; v]` and writes `[θ'; m'; v']`, where the composed update
-//! (`train/optim.rs`) launches ten-odd candle ops a parameter. The same arithmetic as the CPU's
-//! in-place update (`kernels::optim_step`), which the emulated kernel is tested against.
+//! (`train/optim.rs`) launches 14 candle ops a parameter (docs/GPU.md). The same arithmetic as
+//! the CPU's in-place update (`kernels::optim_step`), which the emulated kernel is tested against.
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
 
 use super::args::{self, Update};
