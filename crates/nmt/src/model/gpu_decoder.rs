@@ -64,3 +64,94 @@ pub(crate) fn forced_loop(x: &ForcedIn, w: LoopWeights<'_>, s0: &Tensor, state_m
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor, Var};
+    use rand::{Rng, SeedableRng};
+
+    use crate::config::{CellKind, GruForm};
+
+    fn random(rng: &mut impl Rng, shape: &[usize], scale: f32) -> Var {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n).map(|_| rng.gen_range(-scale..scale)).collect();
+        Var::from_tensor(&Tensor::from_vec(v, shape, &Device::Cpu).unwrap()).unwrap()
+    }
+
+    /// RNNsearch's decoders (`attention_decoder.rs`, `conditional_decoder.rs`): their GPU form
+    /// (`kernels::gpu::attention_loop`, run emulated) against their fused CPU form, in both GRU
+    /// forms, both output states, with and without recurrent dropout: the outputs `[s; c]`,
+    /// `s_0`, and the gradients of every parameter, the embedded targets and the annotations.
+    #[test]
+    fn emulated_gpu_attention_decoders_equal_the_fused_decoders() {
+        for conditional in [false, true] {
+            check_decoder(conditional);
+        }
+    }
+
+    fn check_decoder(conditional: bool) {
+        use crate::config::{OutputState, StartState};
+        use crate::model::attention_decoder::AttentionDecoder;
+        use crate::model::attention_memory::{ForcedDecoder, ForcedIn};
+        use crate::model::conditional_decoder::ConditionalDecoder;
+        use crate::model::decoder::DecoderDims;
+        use crate::model::encoder::Source;
+        use crate::model::params::Params;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(58);
+        let (b, t, s, m, h, a) = (3usize, 4usize, 5usize, 4usize, 6usize, 7usize);
+        let lens = [5usize, 2, 3];
+        let mask: Vec<f32> = (0..b * s).map(|i| if i % s < lens[i / s] { 1.0 } else { 0.0 }).collect();
+        let src_mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap();
+        let (ey, ann) = (random(&mut rng, &[b, t, m], 1.0), random(&mut rng, &[b, s, 2 * h], 1.0));
+        let w1 = random(&mut rng, &[b * t, 3 * h], 1.0);
+        let w2 = random(&mut rng, &[b, h], 1.0);
+        for form in [GruForm::Paper, GruForm::ResetAfter] {
+            for output in [OutputState::Current, OutputState::Previous] {
+                for dropout in [false, true] {
+                    let state_mask: Vec<f32> = (0..b * h).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect();
+                    let run = |gpu: bool| -> Vec<Vec<f32>> {
+                        let params = Params::fresh(5, 0.4, false, candle_core::DType::F32, &Device::Cpu);
+                        let dims = DecoderDims { emb: m, enc: h, hidden: h, kind: CellKind::Gru(form) };
+                        let pb = params.builder();
+                        let dec: Box<dyn ForcedDecoder> = match conditional {
+                            true => Box::new(ConditionalDecoder::new(dims, a, StartState::Mean, false, &pb).unwrap()),
+                            false => Box::new(AttentionDecoder::new(dims, a, StartState::FirstBackward, &pb).unwrap()),
+                        };
+                        // Biases start at zero: shift every parameter so that none is.
+                        let mut noise = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+                        for (_, v) in params.named_vars() {
+                            let shifted = (v.as_tensor() + random(&mut noise, v.dims(), 0.2).as_tensor()).unwrap();
+                            v.set(&shifted).unwrap();
+                        }
+                        let src = Source { mask: &src_mask, lens: &lens };
+                        let x = ForcedIn { ey: ey.as_tensor(), ann: ann.as_tensor(), src, output, want_alpha: false };
+                        let sm = dropout.then(|| state_mask.clone());
+                        let f = if gpu { dec.forward_gpu(&x, sm) } else { dec.forward_fused(&x, sm) }.unwrap();
+                        let loss = ((&f.state_ctx * w1.as_tensor()).unwrap().sum_all().unwrap()
+                            + (&f.start * w2.as_tensor()).unwrap().sum_all().unwrap())
+                        .unwrap();
+                        let grads = loss.backward().unwrap();
+                        let mut all = vec![f.state_ctx.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
+                        let vars = params.named_vars().into_iter().map(|(_, v)| v).chain([ey.clone(), ann.clone()]);
+                        for v in vars {
+                            all.push(grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap());
+                        }
+                        all
+                    };
+                    let (want, got) = (run(false), run(true));
+                    assert_eq!(want.len(), got.len());
+                    for (k, (g, e)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!(g.len(), e.len());
+                        for (i, (x, y)) in g.iter().zip(e).enumerate() {
+                            let ok = (x - y).abs() <= 2e-5 * (1.0 + y.abs());
+                            assert!(
+                                ok,
+                                "conditional {conditional} {form:?} {output:?} dropout {dropout}: tensor {k} [{i}]: gpu {x}, fused {y}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

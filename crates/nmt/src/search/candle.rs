@@ -142,3 +142,35 @@ impl Scorer for Seq2Seq {
         Ok(states.index_select(&self.row_index(idx.iter().copied())?, 0)?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor};
+    use rand::{Rng, SeedableRng};
+
+    use crate::kernels::gpu::top_k;
+
+    /// The search's pick on the device (`top_k.rs`, run emulated) against the host's
+    /// (`search::scorer::best_of_full`): the same lists, on rows with many equal values, −∞
+    /// columns, skipped tokens, and `k` above a row's finite values.
+    #[test]
+    fn emulated_row_top_k_equals_the_hosts_pick() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(59);
+        let skip = [0u32, 1, 5];
+        for (r, v, k) in [(1usize, 3usize, 5usize), (9, 40, 1), (70, 1000, 5), (3, 9000, 12), (4, 6, 8)] {
+            let lp: Vec<f32> = (0..r * v)
+                .map(|_| if rng.gen_bool(0.2) { f32::NEG_INFINITY } else { (rng.gen_range(-80.0f32..0.0)).round() / 8.0 })
+                .collect();
+            let t = Tensor::from_vec(lp.clone(), (r, v), &Device::Cpu).unwrap();
+            let got = top_k::row_top_k(&t, k, &skip).unwrap().to_vec2::<f32>().unwrap();
+            let want = crate::search::scorer::best_of_full(&lp, v, &vec![k; r], &skip);
+            for (row, list) in got.iter().zip(&want.top) {
+                let (vals, cols) = row.split_at(k);
+                let picked: Vec<(f32, u32)> =
+                    vals.iter().zip(cols).take_while(|(x, _)| **x > f32::NEG_INFINITY).map(|(&x, &c)| (x, c as u32)).collect();
+                assert_eq!(&picked, list, "r {r} v {v} k {k}");
+                assert!(cols[picked.len()..].iter().all(|&c| c == -1.0), "r {r} v {v} k {k}: unused slots");
+            }
+        }
+    }
+}

@@ -5,18 +5,17 @@
 //! normalisation and the LSTM stay composed on a GPU. Marian's `gAtt`/`gAttBack` are the
 //! model: the products on cuBLAS, attention as a few elementwise kernels (`attention.cu`), the
 //! cells as in `cell.rs`. This file holds what both loops share: the layout, the attention's
-//! launches forward and backward, the weight sums, the op.
+//! launches forward and backward, the weight sums; `decoder_op.rs` makes them one candle op.
 //!
 //! Inputs (the CPU loops' internal layout, `attn_decoder.rs`): `seq = [gie (B, T, G); s_0
 //! (B, H)]` flat, `enc (B, S, C + A)` each source position's `[h_j; U_a h_j]`, `w = [W_a (H,
 //! A); b_a (A); v_a (A); W_c (C, G); U (H, G); b_h (G)]` flat, then for the conditional GRU
 //! `[U₁ (H, G); b_h1 (G); b₂ (G)]` (`W_c`, `U`, `b_h` are then its second cell's). Output
 //! `(B·T, H + C)`, each step's `[s_i; c_i]`. The gradient of `seq` is `[dgie; ds_0]`, as on the CPU.
-use candle_core::{bail, DType, Result, Shape, Tensor};
+use candle_core::Result;
 
 use super::args::{self, AttContext, AttDalpha, AttEncBwd, AttQueryBwd, AttScores, AttSoftmax, AttSoftmaxBwd, PrevStates};
 use super::cell::{gemm, Cell, Rows};
-use super::op::GpuOp;
 use super::{Addr, Launch, View};
 use crate::config::GruForm;
 
@@ -223,64 +222,4 @@ impl At<'_> {
 /// `dst (w) = Σ` of the `n` rows of `src (n, w)`, by a product with `ones (≥ n)`.
 pub(super) fn sum_rows<L: Launch>(l: &L, n: usize, w: usize, src: Addr, dst: Addr, ones: Addr) -> Result<()> {
     l.gemm(gemm(1, w, n, View::new(ones, n), View::new(src, w), View::new(dst, w), false))
-}
-/// Runs the decoder loop; see the module docs. Returns `(B·T, H + C)`, each step's `[s_i; c_i]`.
-pub fn attention_loop(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnLoop) -> Result<Tensor> {
-    let (bt, g) = (d.batch * d.tgt_len, d.g());
-    let ok = seq.elem_count() == bt * g + d.batch * d.hidden
-        && enc.dims() == [d.batch, d.src_len, d.ew()]
-        && w.elem_count() == d.weights_len()
-        && d.lens.len() == d.batch
-        && d.lens.iter().all(|&l| (1..=d.src_len).contains(&l))
-        && d.state_mask.as_ref().is_none_or(|m| m.len() == d.batch * d.hidden);
-    if !ok {
-        bail!("gpu attention_loop: inputs {:?} {:?} {:?} do not fit {d:?}", seq.dims(), enc.dims(), w.dims());
-    }
-    if [seq.dtype(), enc.dtype(), w.dtype()] != [DType::F32; 3] {
-        bail!("gpu attention_loop: f32 only, got {:?}", seq.dtype());
-    }
-    super::op::apply(AttnOp(d), seq, enc, w)
-}
-
-/// The host data uploaded for a call: the lengths (source, target) and the mask.
-type Uploaded<L> = ([<L as Launch>::Ints; 2], Option<<L as Launch>::Floats>);
-
-/// The loop as a [`GpuOp`] of `(seq, enc, w)`.
-struct AttnOp(AttnLoop);
-
-impl AttnOp {
-    /// The inputs with the lengths and mask uploaded (the buffers must outlive the launches).
-    fn inputs<L: Launch>(&self, l: &L, [seq, enc, w]: [Addr; 3]) -> Result<(Inputs, Uploaded<L>)> {
-        let d = &self.0;
-        let lens = l.upload_ints(&d.lens.iter().map(|&n| n as i64).collect::<Vec<_>>())?;
-        let all = l.upload_ints(&vec![d.tgt_len as i64; d.batch])?;
-        let mask = d.state_mask.as_deref().map(|m| l.upload(m)).transpose()?;
-        let m = mask.as_ref().map_or(Addr::NULL, |m| l.addr(m));
-        Ok((Inputs { seq, enc, w, lens: l.ints_addr(&lens), all: l.ints_addr(&all), mask: m }, ([lens, all], mask)))
-    }
-}
-
-impl GpuOp for AttnOp {
-    const NAME: &'static str = "gpu-attention-decoder";
-    type Saved<F: Send + Sync + 'static> = Saved<F>;
-
-    fn out_shape(&self) -> Shape {
-        Shape::from((self.0.batch * self.0.tgt_len, self.0.ow()))
-    }
-
-    fn forward<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, Saved<L::Floats>)> {
-        let (x, _held) = self.inputs(l, x)?;
-        match self.0.conditional {
-            true => super::conditional::forward(l, &self.0, x),
-            false => super::bahdanau::forward(l, &self.0, x),
-        }
-    }
-
-    fn backward<L: Launch>(&self, l: &L, x: [Addr; 3], saved: Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]> {
-        let (x, _held) = self.inputs(l, x)?;
-        match self.0.conditional {
-            true => super::conditional::backward(l, &self.0, x, &saved, (out, dout)),
-            false => super::bahdanau::backward(l, &self.0, x, &saved, (out, dout)),
-        }
-    }
 }

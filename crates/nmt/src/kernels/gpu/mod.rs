@@ -6,8 +6,9 @@
 //!
 //! - `cell.rs`: one GRU step (either form, recurrent dropout, padding) and `dU`;
 //! - `birnn.rs`: the bidirectional GRU encoder layer (the op `birnn_sequence`);
-//! - `attention.rs`: the RNNsearch decoders' loops as one op (`attention_loop`), with the
-//!   attention's launches; `bahdanau.rs` and `conditional.rs` are the two loops;
+//! - `attention.rs`: what the RNNsearch decoders' loops share (layout, the attention's
+//!   launches); `bahdanau.rs` and `conditional.rs` are the two loops, `decoder_op.rs` the op
+//!   (`attention_loop`);
 //! - `op.rs`: a [`Launch`]-generic op as a differentiable candle op on the CPU or the GPU;
 //! - `top_k.rs`: each row's best tokens for the candle search, picked on the device;
 //! - `update.rs`: the optimiser's update of a parameter, one kernel.
@@ -40,13 +41,14 @@ mod cell;
 mod conditional;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+mod decoder_op;
 pub(crate) mod emulated;
 mod op;
 pub mod top_k;
 pub mod update;
 
-pub use attention::attention_loop;
 pub use birnn::birnn_sequence;
+pub use decoder_op::attention_loop;
 
 use candle_core::Result;
 

@@ -1,4 +1,6 @@
-//! The GPU kernels, run emulated on the host, against the CPU's fused op (`kernels::birnn`):
+//! The GPU kernels, run emulated on the host, against the CPU's fused op (`kernels::birnn`)
+//! and in-place update (`kernels::optim_step`); the decoders' GPU form is tested beside its
+//! wiring (`model/gpu_decoder.rs`), the search's pick beside its use (`search/candle.rs`):
 //! the same annotations and the same gradients, for both GRU forms, with and without recurrent
 //! dropout, with padded sentences of every length. A wrong index, leading dimension, transpose
 //! or step order in `birnn.rs` or `recurrence.cu` fails here, on any machine.
@@ -61,106 +63,6 @@ fn emulated_gpu_birnn_refuses_the_lstm() {
     let t = |shape: &[usize]| Tensor::zeros(shape, candle_core::DType::F32, &Device::Cpu).unwrap();
     let spec = RnnSpec { kind: CellKind::Lstm, lens: &[2], state_mask: None };
     assert!(super::birnn_sequence(&t(&[2, 16]), &t(&[2, 2, 8]), &t(&[2, 8]), spec).is_err());
-}
-
-/// RNNsearch's decoders (`model/attention_decoder.rs`, `model/conditional_decoder.rs`): their
-/// GPU form (`attention.rs`, run emulated) against their fused CPU form, in both GRU forms,
-/// both output states, with and without recurrent dropout: the outputs `[s; c]`, `s_0`, and
-/// the gradients of every parameter, the embedded targets and the annotations.
-#[test]
-fn emulated_gpu_attention_decoders_equal_the_fused_decoders() {
-    for conditional in [false, true] {
-        check_decoder(conditional);
-    }
-}
-
-fn check_decoder(conditional: bool) {
-    use crate::config::{OutputState, StartState};
-    use crate::model::attention_decoder::AttentionDecoder;
-    use crate::model::attention_memory::{ForcedDecoder, ForcedIn};
-    use crate::model::conditional_decoder::ConditionalDecoder;
-    use crate::model::decoder::DecoderDims;
-    use crate::model::encoder::Source;
-    use crate::model::params::Params;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(58);
-    let (b, t, s, m, h, a) = (3usize, 4usize, 5usize, 4usize, 6usize, 7usize);
-    let lens = [5usize, 2, 3];
-    let mask: Vec<f32> = (0..b * s).map(|i| if i % s < lens[i / s] { 1.0 } else { 0.0 }).collect();
-    let src_mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap();
-    let (ey, ann) = (random(&mut rng, &[b, t, m], 1.0), random(&mut rng, &[b, s, 2 * h], 1.0));
-    let w1 = random(&mut rng, &[b * t, 3 * h], 1.0);
-    let w2 = random(&mut rng, &[b, h], 1.0);
-    for form in [GruForm::Paper, GruForm::ResetAfter] {
-        for output in [OutputState::Current, OutputState::Previous] {
-            for dropout in [false, true] {
-                let state_mask: Vec<f32> = (0..b * h).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect();
-                let run = |gpu: bool| -> Vec<Vec<f32>> {
-                    let params = Params::fresh(5, 0.4, false, candle_core::DType::F32, &Device::Cpu);
-                    let dims = DecoderDims { emb: m, enc: h, hidden: h, kind: CellKind::Gru(form) };
-                    let pb = params.builder();
-                    let dec: Box<dyn ForcedDecoder> = match conditional {
-                        true => Box::new(ConditionalDecoder::new(dims, a, StartState::Mean, false, &pb).unwrap()),
-                        false => Box::new(AttentionDecoder::new(dims, a, StartState::FirstBackward, &pb).unwrap()),
-                    };
-                    // Biases start at zero: shift every parameter so that none is.
-                    let mut noise = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-                    for (_, v) in params.named_vars() {
-                        let shifted = (v.as_tensor() + random(&mut noise, v.dims(), 0.2).as_tensor()).unwrap();
-                        v.set(&shifted).unwrap();
-                    }
-                    let src = Source { mask: &src_mask, lens: &lens };
-                    let x = ForcedIn { ey: ey.as_tensor(), ann: ann.as_tensor(), src, output, want_alpha: false };
-                    let sm = dropout.then(|| state_mask.clone());
-                    let f = if gpu { dec.forward_gpu(&x, sm) } else { dec.forward_fused(&x, sm) }.unwrap();
-                    let loss = ((&f.state_ctx * w1.as_tensor()).unwrap().sum_all().unwrap()
-                        + (&f.start * w2.as_tensor()).unwrap().sum_all().unwrap())
-                    .unwrap();
-                    let grads = loss.backward().unwrap();
-                    let mut all = vec![f.state_ctx.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
-                    let vars = params.named_vars().into_iter().map(|(_, v)| v).chain([ey.clone(), ann.clone()]);
-                    for v in vars {
-                        all.push(grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap());
-                    }
-                    all
-                };
-                let (want, got) = (run(false), run(true));
-                assert_eq!(want.len(), got.len());
-                for (k, (g, e)) in got.iter().zip(&want).enumerate() {
-                    assert_eq!(g.len(), e.len());
-                    for (i, (x, y)) in g.iter().zip(e).enumerate() {
-                        let ok = (x - y).abs() <= 2e-5 * (1.0 + y.abs());
-                        assert!(
-                            ok,
-                            "conditional {conditional} {form:?} {output:?} dropout {dropout}: tensor {k} [{i}]: gpu {x}, fused {y}"
-                        );
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The search's pick on the device (`top_k.rs`, run emulated) against the host's
-/// (`search::scorer::best_of_full`): the same lists, on rows with many equal values, −∞
-/// columns, skipped tokens, and `k` above a row's finite values.
-#[test]
-fn emulated_row_top_k_equals_the_hosts_pick() {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(59);
-    let skip = [0u32, 1, 5];
-    for (r, v, k) in [(1usize, 3usize, 5usize), (9, 40, 1), (70, 1000, 5), (3, 9000, 12), (4, 6, 8)] {
-        let lp: Vec<f32> =
-            (0..r * v).map(|_| if rng.gen_bool(0.2) { f32::NEG_INFINITY } else { (rng.gen_range(-80.0f32..0.0)).round() / 8.0 }).collect();
-        let t = Tensor::from_vec(lp.clone(), (r, v), &Device::Cpu).unwrap();
-        let got = super::top_k::row_top_k(&t, k, &skip).unwrap().to_vec2::<f32>().unwrap();
-        let want = crate::search::scorer::best_of_full(&lp, v, &vec![k; r], &skip);
-        for (row, list) in got.iter().zip(&want.top) {
-            let (vals, cols) = row.split_at(k);
-            let picked: Vec<(f32, u32)> =
-                vals.iter().zip(cols).take_while(|(x, _)| **x > f32::NEG_INFINITY).map(|(&x, &c)| (x, c as u32)).collect();
-            assert_eq!(&picked, list, "r {r} v {v} k {k}");
-            assert!(cols[picked.len()..].iter().all(|&c| c == -1.0), "r {r} v {v} k {k}: unused slots");
-        }
-    }
 }
 
 /// The optimiser's GPU update (`update.rs`, run emulated) against the CPU's in-place update
