@@ -14,10 +14,11 @@
 //! `(B·T, H + C)`, each step's `[s_i; c_i]`. The gradient of `seq` is `[dgie; ds_0]`, as on the CPU.
 use candle_core::Result;
 
-use super::args::{self, AttContext, AttDalpha, AttEncBwd, AttQueryBwd, AttScores, AttSoftmax, AttSoftmaxBwd, PrevStates};
+use super::args::{self, AttContext, AttDalpha, AttEncBwd, AttQueryBwd, AttScores, AttSoftmax, AttSoftmaxBwd, MaskRows, PrevStates};
 use super::cell::{gemm, Cell, Rows};
 use super::{Addr, Launch, View};
-use crate::config::GruForm;
+use crate::config::{CellKind, GruForm, OutputState, StartState};
+use crate::kernels::attn_decoder::{AttnDims, WOff};
 
 /// The loop's sizes, cell form, source lengths and recurrent-dropout mask `(B, H)` on
 /// `s_{i-1}` where it enters `U` (`U₁` for the conditional GRU; attention reads the
@@ -36,20 +37,6 @@ pub struct AttnLoop {
     pub state_mask: Option<Vec<f32>>,
 }
 
-/// Offsets in `w` (`u1`, `bh1`, `b2` equal `end` for Bahdanau's loop).
-pub(super) struct WOff {
-    pub wa: usize,
-    pub ba: usize,
-    pub va: usize,
-    pub wc: usize,
-    pub u: usize,
-    pub bh: usize,
-    pub u1: usize,
-    pub bh1: usize,
-    pub b2: usize,
-    pub end: usize,
-}
-
 impl AttnLoop {
     pub(super) fn g(&self) -> usize {
         3 * self.hidden
@@ -60,16 +47,27 @@ impl AttnLoop {
     pub(super) fn ew(&self) -> usize {
         self.ctx + self.att
     }
+    /// Offsets in `w`: the CPU op's packing (`kernels::attn_decoder`), whose loop weights
+    /// end at `end` (`u1`, `bh1`, `b2` equal `end` for Bahdanau's loop).
     pub(super) fn woff(&self) -> WOff {
-        let (h, c, a, g) = (self.hidden, self.ctx, self.att, self.g());
-        let (ba, va, wc) = (h * a, h * a + a, h * a + 2 * a);
-        let (u, bh, u1) = (wc + c * g, wc + c * g + h * g, wc + c * g + h * g + g);
-        match self.conditional {
-            true => WOff { wa: 0, ba, va, wc, u, bh, u1, bh1: u1 + h * g, b2: u1 + h * g + g, end: u1 + h * g + 2 * g },
-            false => WOff { wa: 0, ba, va, wc, u, bh, u1, bh1: u1, b2: u1, end: u1 },
-        }
+        let d = AttnDims {
+            batch: self.batch,
+            tgt_len: self.tgt_len,
+            src_len: self.src_len,
+            hidden: self.hidden,
+            ctx: self.ctx,
+            att: self.att,
+            lens: Vec::new(),
+            kind: CellKind::Gru(self.form),
+            output: OutputState::Current,
+            state_mask: None,
+            conditional: self.conditional,
+            start: StartState::FirstBackward,
+            norm: false,
+        };
+        d.woff()
     }
-    /// Length of `w`.
+    /// Length of `w` (the loop's weights alone).
     pub fn weights_len(&self) -> usize {
         self.woff().end
     }
@@ -207,6 +205,35 @@ impl At<'_> {
         let qb = AttQueryBwd { enc, ws, ws_ld, v, de, lens, dws, dws_ld, dv, batch: n, src_len: sl, ctx: cd, att: ad };
         l.launch(&args::ATT_QUERY_BWD, b * a, qb)?;
         l.gemm(gemm(b, h, a, View::new(dws_i.0, dws_i.1 as usize), View::new(x.w.at(d.woff().wa), a).t(), View::new(carry, h), true))
+    }
+
+    /// `GI_i += c_i W_c`: the context's part of the (second) cell's input.
+    pub fn context_input<L: Launch>(&self, l: &L, c_i: Rows, gi_i: Rows) -> Result<()> {
+        let (d, wc) = (self.d, self.x.w.at(self.d.woff().wc));
+        let (civ, giv) = (View::new(c_i.0, c_i.1 as usize), View::new(gi_i.0, gi_i.1 as usize));
+        l.gemm(gemm(d.batch, d.g(), d.ctx, civ, View::new(wc, d.g()), giv, true))
+    }
+
+    /// Back from step `i`'s context: `g.dc = dout_c + dGI_i W_cᵀ` (`dout` the output's
+    /// gradient, `dgi_i` the rows of the cell's input gradient), then [`Self::attend_backward`].
+    pub fn context_backward<L: Launch>(
+        &self,
+        l: &L,
+        i: usize,
+        (dout, dgi_i): (Addr, Rows),
+        bufs: (&Saved<Addr>, Addr),
+        g: AttnGrads,
+        carry: Addr,
+    ) -> Result<()> {
+        let d = self.d;
+        let (b, c, gw) = (d.batch, d.ctx, d.g());
+        let dout_c = self.rows(dout.at(d.hidden), d.ow(), i);
+        let (n, cd) = (b as i64, c as i64);
+        let copy = MaskRows { dst: g.dc, dst_ld: cd, src: dout_c.0, src_ld: dout_c.1, mask: Addr::NULL, rows: n, width: cd };
+        l.launch(&args::MASK_ROWS, b * c, copy)?;
+        let wct = View::new(self.x.w.at(d.woff().wc), gw).t();
+        l.gemm(gemm(b, c, gw, View::new(dgi_i.0, dgi_i.1 as usize), wct, View::new(g.dc, c), true))?;
+        self.attend_backward(l, i, bufs, g, carry)
     }
 
     /// `dst (B·T, H)` = each step's `s_{i-1}` from the output rows `out`, times `mask`.

@@ -20,7 +20,7 @@ use super::{Addr, Launch, View};
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.
 pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::Floats, Saved<L::Floats>)> {
-    let (b, t, s, h, c, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.g());
+    let (b, t, s, h, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.g());
     let (o, ow, bt) = (d.woff(), d.ow(), b * t);
     let out = l.zeros(bt * ow)?;
     let saved = Saved::zeros(l, d)?;
@@ -38,7 +38,7 @@ pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::F
         let c_i = at.rows(op.at(h), ow, i);
         at.attend(l, hp, i, (&sv, l.addr(&e), c_i))?;
         let gi_i = at.rows(sv.gi, g, i);
-        l.gemm(gemm(b, g, c, View::new(c_i.0, c_i.1 as usize), View::new(x.w.at(o.wc), g), View::new(gi_i.0, gi_i.1 as usize), true))?;
+        at.context_input(l, c_i, gi_i)?;
         let st = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp };
         cell.forward(l, st, at.rows(op, ow, i), l.addr(&hub))?;
     }
@@ -70,13 +70,7 @@ pub(super) fn backward<L: Launch>(
         let st = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: at.prev(out, i) };
         let grads = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dghp, g, i), carry, dq: l.addr(&dq), buf: l.addr(&buf) };
         cell.backward(l, st, at.rows(dout, ow, i), grads)?;
-        let dout_c = at.rows(dout.at(h), ow, i);
-        let (n, cd) = (b as i64, c as i64);
-        let copy = MaskRows { dst: ag.dc, dst_ld: cd, src: dout_c.0, src_ld: dout_c.1, mask: Addr::NULL, rows: n, width: cd };
-        l.launch(&args::MASK_ROWS, b * c, copy)?;
-        let dgi_i = grads.dgi;
-        l.gemm(gemm(b, c, g, View::new(dgi_i.0, dgi_i.1 as usize), View::new(x.w.at(o.wc), g).t(), View::new(ag.dc, c), true))?;
-        at.attend_backward(l, i, (&sv, dwsp), ag, carry)?;
+        at.context_backward(l, i, (dout, grads.dgi), (&sv, dwsp), ag, carry)?;
     }
     // S_prev (B·T, H), undropped for W_a, then masked for U.
     let sprev = l.zeros(bt * h)?;

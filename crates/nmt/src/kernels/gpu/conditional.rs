@@ -14,14 +14,14 @@
 //! `dW_a = S'ᵀ dWS`, `dW_c = Cᵀ dGI`, `dU₂` from `S'`, `dU₁` from the masked `S_prev`, and the sums.
 use candle_core::Result;
 
-use super::args::{self, FillRows, MaskRows};
+use super::args::{self, FillRows};
 use super::attention::{sum_rows, At, AttnGrads, AttnLoop, Inputs, Saved};
 use super::cell::{gemm, Step, StepGrads};
 use super::{Addr, Launch, View};
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.
 pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::Floats, Saved<L::Floats>)> {
-    let (b, t, s, h, c, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.g());
+    let (b, t, s, h, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.g());
     let (o, ow, bt) = (d.woff(), d.ow(), b * t);
     let out = l.zeros(bt * ow)?;
     let saved = Saved::zeros(l, d)?;
@@ -40,7 +40,7 @@ pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::F
         let c_i = at.rows(op.at(h), ow, i);
         at.attend(l, sp_i, i, (&sv, l.addr(&e), c_i))?;
         let gi_i = at.rows(sv.gi, g, i);
-        l.gemm(gemm(b, g, c, View::new(c_i.0, c_i.1 as usize), View::new(x.w.at(o.wc), g), View::new(gi_i.0, gi_i.1 as usize), true))?;
+        at.context_input(l, c_i, gi_i)?;
         let st2 = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i };
         cell2.forward(l, st2, at.rows(op, ow, i), l.addr(&hub))?;
     }
@@ -74,13 +74,7 @@ pub(super) fn backward<L: Launch>(
         let st2 = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i };
         let grads2 = StepGrads { dgi: at.rows(dgip, g, i), dgh: at.rows(dghp, g, i), carry, dq, buf };
         cell2.backward(l, st2, at.rows(dout, ow, i), grads2)?;
-        let dout_c = at.rows(dout.at(h), ow, i);
-        let (n, cd) = (b as i64, c as i64);
-        let copy = MaskRows { dst: ag.dc, dst_ld: cd, src: dout_c.0, src_ld: dout_c.1, mask: Addr::NULL, rows: n, width: cd };
-        l.launch(&args::MASK_ROWS, b * c, copy)?;
-        let dgi_i = grads2.dgi;
-        l.gemm(gemm(b, c, g, View::new(dgi_i.0, dgi_i.1 as usize), View::new(x.w.at(o.wc), g).t(), View::new(ag.dc, c), true))?;
-        at.attend_backward(l, i, (&sv, dwsp), ag, carry)?;
+        at.context_backward(l, i, (dout, grads2.dgi), (&sv, dwsp), ag, carry)?;
         let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(out, i) };
         let grads1 = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dgh1p, g, i), carry, dq, buf };
         cell1.backward(l, st1, (l.addr(&zeros), h as i64), grads1)?;
