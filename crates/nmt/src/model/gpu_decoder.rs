@@ -10,9 +10,10 @@ use super::attention::Attention;
 use super::attention_memory::ForcedIn;
 use super::decoder::shift_outputs;
 use super::rnn::Rnn;
-use crate::config::{CellKind, OutputState};
+use crate::config::{CellKind, OutputState, StartState};
 use crate::error::{Error, Result};
-use crate::kernels::gpu::{self, attention::AttnLoop};
+use crate::kernels::attn_decoder::AttnDims;
+use crate::kernels::gpu;
 
 /// A decoder's weights as the loop packs them (`kernels/gpu/attention.rs`).
 pub(crate) struct LoopWeights<'a> {
@@ -52,8 +53,22 @@ pub(crate) fn forced_loop(x: &ForcedIn, w: LoopWeights<'_>, s0: &Tensor, state_m
     }
     let parts = parts.iter().map(|p| p.flatten_all()).collect::<candle_core::Result<Vec<_>>>()?;
     let lens = x.src.lens.to_vec();
-    let spec =
-        AttnLoop { batch: b, tgt_len: t, src_len: s, hidden: n, ctx: c, att: a, form, conditional: w.first.is_some(), lens, state_mask };
+    // The CPU op's sizes; `output` and `start` are this function's (the loop ignores them).
+    let spec = AttnDims {
+        batch: b,
+        tgt_len: t,
+        src_len: s,
+        hidden: n,
+        ctx: c,
+        att: a,
+        lens,
+        kind: CellKind::Gru(form),
+        output: OutputState::Current,
+        state_mask,
+        conditional: w.first.is_some(),
+        start: StartState::FirstBackward,
+        norm: false,
+    };
     let out = gpu::attention_loop(&seq, &enc, &Tensor::cat(&parts, 0)?, spec)?;
     Ok(match x.output {
         OutputState::Current => out,

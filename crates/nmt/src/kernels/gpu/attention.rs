@@ -7,7 +7,8 @@
 //! cells as in `cell.rs`. This file holds what both loops share: the layout, the attention's
 //! launches forward and backward, the weight sums; `decoder_op.rs` makes them one candle op.
 //!
-//! Inputs (the CPU loops' internal layout, `attn_decoder.rs`): `seq = [gie (B, T, G); s_0
+//! The sizes are the CPU op's (`AttnDims`). Inputs (the CPU loops' internal layout,
+//! `attn_decoder.rs`): `seq = [gie (B, T, G); s_0
 //! (B, H)]` flat, `enc (B, S, C + A)` each source position's `[h_j; U_a h_j]`, `w = [W_a (H,
 //! A); b_a (A); v_a (A); W_c (C, G); U (H, G); b_h (G)]` flat, then for the conditional GRU
 //! `[U₁ (H, G); b_h1 (G); b₂ (G)]` (`W_c`, `U`, `b_h` are then its second cell's). Output
@@ -17,61 +18,8 @@ use candle_core::Result;
 use super::args::{self, AttContext, AttDalpha, AttEncBwd, AttQueryBwd, AttScores, AttSoftmax, AttSoftmaxBwd, MaskRows, PrevStates};
 use super::cell::{gemm, Cell, Rows};
 use super::{Addr, Launch, View};
-use crate::config::{CellKind, GruForm, OutputState, StartState};
-use crate::kernels::attn_decoder::{AttnDims, WOff};
-
-/// The loop's sizes, cell form, source lengths and recurrent-dropout mask `(B, H)` on
-/// `s_{i-1}` where it enters `U` (`U₁` for the conditional GRU; attention reads the
-/// undropped state).
-#[derive(Clone, Debug)]
-pub struct AttnLoop {
-    pub batch: usize,
-    pub tgt_len: usize,
-    pub src_len: usize,
-    pub hidden: usize,
-    pub ctx: usize,
-    pub att: usize,
-    pub form: GruForm,
-    pub conditional: bool,
-    pub lens: Vec<usize>,
-    pub state_mask: Option<Vec<f32>>,
-}
-
-impl AttnLoop {
-    pub(super) fn g(&self) -> usize {
-        3 * self.hidden
-    }
-    pub(super) fn ow(&self) -> usize {
-        self.hidden + self.ctx
-    }
-    pub(super) fn ew(&self) -> usize {
-        self.ctx + self.att
-    }
-    /// Offsets in `w`: the CPU op's packing (`kernels::attn_decoder`), whose loop weights
-    /// end at `end` (`u1`, `bh1`, `b2` equal `end` for Bahdanau's loop).
-    pub(super) fn woff(&self) -> WOff {
-        let d = AttnDims {
-            batch: self.batch,
-            tgt_len: self.tgt_len,
-            src_len: self.src_len,
-            hidden: self.hidden,
-            ctx: self.ctx,
-            att: self.att,
-            lens: Vec::new(),
-            kind: CellKind::Gru(self.form),
-            output: OutputState::Current,
-            state_mask: None,
-            conditional: self.conditional,
-            start: StartState::FirstBackward,
-            norm: false,
-        };
-        d.woff()
-    }
-    /// Length of `w` (the loop's weights alone).
-    pub fn weights_len(&self) -> usize {
-        self.woff().end
-    }
-}
+use crate::config::GruForm;
+use crate::kernels::attn_decoder::AttnDims;
 
 /// The inputs' addresses and the uploaded lengths (`lens` of the source; `all` = `T` per
 /// sentence: every target step is live) and mask.
@@ -101,9 +49,10 @@ pub struct Saved<F> {
 
 impl<F> Saved<F> {
     /// Zeroed buffers for `d` (one element where a buffer is not used).
-    pub(super) fn zeros<L: Launch<Floats = F>>(l: &L, d: &AttnLoop) -> Result<Self> {
+    pub(super) fn zeros<L: Launch<Floats = F>>(l: &L, at: &At<'_>) -> Result<Self> {
+        let d = at.d;
         let (bt, h, g) = (d.batch * d.tgt_len, d.hidden, d.g());
-        let paper = d.form == GruForm::Paper;
+        let paper = at.form == GruForm::Paper;
         let [q, gh1, q1, sp] = [paper, d.conditional, d.conditional && paper, d.conditional];
         let n = |used: bool, len: usize| if used { len } else { 1 };
         Ok(Saved {
@@ -139,9 +88,12 @@ pub(super) struct AttnGrads {
     pub dv: Addr,
 }
 
-/// Where step `i`'s rows are, and the launches both loops share.
+/// Where step `i`'s rows are, and the launches both loops share: the loop's sizes (the CPU
+/// op's, `kernels::attn_decoder`: its `lens`, `state_mask`, `conditional` and weight
+/// offsets; a GRU without layer normalisation), its GRU form and its inputs.
 pub(super) struct At<'a> {
-    pub d: &'a AttnLoop,
+    pub d: &'a AttnDims,
+    pub form: GruForm,
     pub x: Inputs,
 }
 
@@ -155,13 +107,13 @@ impl At<'_> {
         let d = self.d;
         match i {
             0 => (self.x.seq.at(d.batch * d.tgt_len * d.g()), d.hidden as i64),
-            _ => self.rows(out, d.ow(), i - 1),
+            _ => self.rows(out, d.out_w(), i - 1),
         }
     }
     /// A cell of the loop with `U` at offset `u` of `w` and recurrent-dropout mask `mask`.
     pub fn cell(&self, u: usize, mask: Addr) -> Cell {
         let d = self.d;
-        Cell { form: d.form, rows: d.batch, hidden: d.hidden, u: self.x.w.at(u), mask, lens: self.x.all }
+        Cell { form: self.form, rows: d.batch, hidden: d.hidden, u: self.x.w.at(u), mask, lens: self.x.all }
     }
     fn sizes(&self) -> (i64, i64, i64, i64) {
         let d = self.d;
@@ -200,7 +152,7 @@ impl At<'_> {
         let (alpha, alpha_ld, enc, ws, ws_ld, lens) = (alpha_i.0, alpha_i.1, x.enc, ws_i.0, ws_i.1, x.lens);
         let (dc, de, denc) = (g.dc, g.de, g.denc);
         let eb = AttEncBwd { alpha, alpha_ld, enc, ws, ws_ld, v, dc, de, lens, denc, batch: n, src_len: sl, ctx: cd, att: ad };
-        l.launch(&args::ATT_ENC_BWD, b * s * d.ew(), eb)?;
+        l.launch(&args::ATT_ENC_BWD, b * s * d.enc_w(), eb)?;
         let (dws, dws_ld, dv) = (dws_i.0, dws_i.1, g.dv);
         let qb = AttQueryBwd { enc, ws, ws_ld, v, de, lens, dws, dws_ld, dv, batch: n, src_len: sl, ctx: cd, att: ad };
         l.launch(&args::ATT_QUERY_BWD, b * a, qb)?;
@@ -227,7 +179,7 @@ impl At<'_> {
     ) -> Result<()> {
         let d = self.d;
         let (b, c, gw) = (d.batch, d.ctx, d.g());
-        let dout_c = self.rows(dout.at(d.hidden), d.ow(), i);
+        let dout_c = self.rows(dout.at(d.hidden), d.out_w(), i);
         let (n, cd) = (b as i64, c as i64);
         let copy = MaskRows { dst: g.dc, dst_ld: cd, src: dout_c.0, src_ld: dout_c.1, mask: Addr::NULL, rows: n, width: cd };
         l.launch(&args::MASK_ROWS, b * c, copy)?;
@@ -240,7 +192,7 @@ impl At<'_> {
     pub fn prev_states<L: Launch>(&self, l: &L, out: Addr, mask: Addr, dst: Addr) -> Result<()> {
         let d = self.d;
         let (bt, h) = (d.batch * d.tgt_len, d.hidden);
-        let (out_ld, init, batch, len) = (d.ow() as i64, self.prev(out, 0).0, d.batch as i64, d.tgt_len as i64);
+        let (out_ld, init, batch, len) = (d.out_w() as i64, self.prev(out, 0).0, d.batch as i64, d.tgt_len as i64);
         let a = PrevStates { dst, out, out_ld, init, mask, batch, len, hidden: h as i64, reverse: 0 };
         l.launch(&args::PREV_STATES, bt * h, a)
     }

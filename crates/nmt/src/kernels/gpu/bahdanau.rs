@@ -14,16 +14,17 @@
 use candle_core::Result;
 
 use super::args::{self, FillRows, MaskRows};
-use super::attention::{sum_rows, At, AttnGrads, AttnLoop, Inputs, Saved};
+use super::attention::{sum_rows, At, AttnGrads, Saved};
 use super::cell::{gemm, Step, StepGrads};
 use super::{Addr, Launch, View};
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.
-pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::Floats, Saved<L::Floats>)> {
+pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved<L::Floats>)> {
+    let (d, x) = (at.d, at.x);
     let (b, t, s, h, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.g());
-    let (o, ow, bt) = (d.woff(), d.ow(), b * t);
+    let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
     let out = l.zeros(bt * ow)?;
-    let saved = Saved::zeros(l, d)?;
+    let saved = Saved::zeros(l, at)?;
     let (e, hub) = (l.zeros(b * s)?, l.zeros(b * h)?);
     let (op, sv) = (l.addr(&out), saved.addrs(l));
     let (rows, width) = (bt as i64, |w: usize| w as i64);
@@ -31,7 +32,6 @@ pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::F
     l.launch(&args::FILL_ROWS, bt * g, FillRows { dst: sv.gh, src: x.w.at(o.bh), rows, width: width(g) })?;
     let copy = MaskRows { dst: sv.gi, dst_ld: width(g), src: x.seq, src_ld: width(g), mask: Addr::NULL, rows, width: width(g) };
     l.launch(&args::MASK_ROWS, bt * g, copy)?;
-    let at = At { d, x };
     let cell = at.cell(o.u, x.mask);
     for i in 0..t {
         let hp = at.prev(op, i);
@@ -47,16 +47,11 @@ pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::F
 
 /// The backward pass from the output `out` and its gradient `dout`: the gradients of `(seq,
 /// enc, w)`.
-pub(super) fn backward<L: Launch>(
-    l: &L,
-    d: &AttnLoop,
-    x: Inputs,
-    saved: &Saved<L::Floats>,
-    (out, dout): (Addr, Addr),
-) -> Result<[L::Floats; 3]> {
+pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, (out, dout): (Addr, Addr)) -> Result<[L::Floats; 3]> {
+    let (d, x) = (at.d, at.x);
     let (b, t, s, h, c, a, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
-    let (o, ow, bt) = (d.woff(), d.ow(), b * t);
-    let (dseq, denc, dw) = (l.zeros(bt * g + b * h)?, l.zeros(b * s * d.ew())?, l.zeros(o.end)?);
+    let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
+    let (dseq, denc, dw) = (l.zeros(bt * g + b * h)?, l.zeros(b * s * d.enc_w())?, l.zeros(o.end)?);
     let (dgh, dws, dvp) = (l.zeros(bt * g)?, l.zeros(bt * a)?, l.zeros(b * a)?);
     let (dc, de, dq, buf) = (l.zeros(b * c)?, l.zeros(b * s)?, l.zeros(b * h)?, l.zeros(b * h)?);
     let sv = saved.addrs(l);
@@ -64,7 +59,6 @@ pub(super) fn backward<L: Launch>(
     let ag = AttnGrads { dc: l.addr(&dc), de: l.addr(&de), denc: l.addr(&denc), dv: l.addr(&dvp) };
     // The carry ends as the loop's gradient of s_0, the last rows of dseq.
     let carry = dseqp.at(bt * g);
-    let at = At { d, x };
     let cell = at.cell(o.u, x.mask);
     for i in (0..t).rev() {
         let st = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: at.prev(out, i) };

@@ -15,23 +15,23 @@
 use candle_core::Result;
 
 use super::args::{self, FillRows};
-use super::attention::{sum_rows, At, AttnGrads, AttnLoop, Inputs, Saved};
+use super::attention::{sum_rows, At, AttnGrads, Saved};
 use super::cell::{gemm, Step, StepGrads};
 use super::{Addr, Launch, View};
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.
-pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::Floats, Saved<L::Floats>)> {
+pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved<L::Floats>)> {
+    let (d, x) = (at.d, at.x);
     let (b, t, s, h, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.g());
-    let (o, ow, bt) = (d.woff(), d.ow(), b * t);
+    let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
     let out = l.zeros(bt * ow)?;
-    let saved = Saved::zeros(l, d)?;
+    let saved = Saved::zeros(l, at)?;
     let (e, hub) = (l.zeros(b * s)?, l.zeros(b * h)?);
     let (op, sv) = (l.addr(&out), saved.addrs(l));
     let rows = bt as i64;
     for (dst, bias, w) in [(sv.ws, o.ba, d.att), (sv.gh, o.bh, g), (sv.gh1, o.bh1, g), (sv.gi, o.b2, g)] {
         l.launch(&args::FILL_ROWS, bt * w, FillRows { dst, src: x.w.at(bias), rows, width: w as i64 })?;
     }
-    let at = At { d, x };
     let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
     for i in 0..t {
         let sp_i = at.rows(sv.sp, h, i);
@@ -49,16 +49,11 @@ pub(super) fn forward<L: Launch>(l: &L, d: &AttnLoop, x: Inputs) -> Result<(L::F
 
 /// The backward pass from the output `out` and its gradient `dout`: the gradients of `(seq,
 /// enc, w)`.
-pub(super) fn backward<L: Launch>(
-    l: &L,
-    d: &AttnLoop,
-    x: Inputs,
-    saved: &Saved<L::Floats>,
-    (out, dout): (Addr, Addr),
-) -> Result<[L::Floats; 3]> {
+pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, (out, dout): (Addr, Addr)) -> Result<[L::Floats; 3]> {
+    let (d, x) = (at.d, at.x);
     let (b, t, s, h, c, a, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
-    let (o, ow, bt) = (d.woff(), d.ow(), b * t);
-    let (dseq, denc, dw) = (l.zeros(bt * g + b * h)?, l.zeros(b * s * d.ew())?, l.zeros(o.end)?);
+    let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
+    let (dseq, denc, dw) = (l.zeros(bt * g + b * h)?, l.zeros(b * s * d.enc_w())?, l.zeros(o.end)?);
     let (dgi, dgh, dgh1, dws, dvp) = (l.zeros(bt * g)?, l.zeros(bt * g)?, l.zeros(bt * g)?, l.zeros(bt * a)?, l.zeros(b * a)?);
     let (dc, de, dq, buf, zeros) = (l.zeros(b * c)?, l.zeros(b * s)?, l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?);
     let sv = saved.addrs(l);
@@ -67,7 +62,6 @@ pub(super) fn backward<L: Launch>(
     // The carry ends as the loop's gradient of s_0, the last rows of dseq.
     let carry = dseqp.at(bt * g);
     let (dq, buf) = (l.addr(&dq), l.addr(&buf));
-    let at = At { d, x };
     let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
     for i in (0..t).rev() {
         let sp_i = at.rows(sv.sp, h, i);
