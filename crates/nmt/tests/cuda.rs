@@ -2,13 +2,15 @@
 //! `--features cuda`, and skipped (with a message) when no GPU is present, so the default
 //! build and CI are unaffected. On the GPU the model runs in both of its forms: by default
 //! (`impl = "fused"`) the GPU kernels where a layer has them (`kernels::gpu`: the bidirectional
-//! GRU encoder) and composed candle ops elsewhere, and with `impl = "composed"` the composed
+//! GRU encoder, the RNNsearch decoders' loops, the optimiser's update, the search's pick) and
+//! composed candle ops elsewhere, and with `impl = "composed"` the composed
 //! ops throughout; on the CPU the reference is the fused f32 path that `nmt train` uses. The weights are the same on both devices: initialisation draws on the host.
 //!
 //! Covered: the training loss and every parameter's gradient (both architectures, both GRU
 //! forms, unit, recurrent and word dropout with the same masks, label smoothing, tied
 //! embeddings; then every shipped recipe, shrunk, with its own options), and greedy and beam
-//! search (tokens equal, scores close), of one-layer models and of every shipped recipe.
+//! search (tokens equal, scores close), of one-layer models and of every shipped recipe; three
+//! training updates of the shipped recipe (the optimiser on the device).
 #![cfg(feature = "cuda")]
 mod common;
 
@@ -172,4 +174,38 @@ fn gpu_searches_every_shipped_recipe_as_the_cpu() {
         assert_gpu_search_equals_cpu(&cfg.model, Impl::Fused, &gpu, &name);
         eprintln!("{name}: GPU search equals the CPU's");
     }
+}
+
+/// Three training updates (loss, backward, clipping, Adam) of the shipped recipe on the GPU,
+/// where the optimiser's moments live on the device and its update is one kernel per parameter
+/// (`kernels::gpu::update`), against the same updates on the CPU (the in-place update): every
+/// weight within 1e-4 of its tensor's largest.
+#[test]
+fn gpu_updates_the_weights_as_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let (_, cfg) = common::shipped_configs(14).into_iter().find(|(n, _)| n == "rnnsearch-s2s").expect("the shipped recipe");
+    let train = nmt::config::TrainConfig { warmup: 0, ..cfg.train.clone() };
+    let rates = DropoutRates { units: 0.0, src_words: 0.0, tgt_words: 0.0, recurrent: 0.0 };
+    let weights = |dev: &Device| -> Vec<(String, Vec<f32>)> {
+        let model = Seq2Seq::fresh(&cfg.model, 3, DType::F32, dev).unwrap();
+        let ex = examples();
+        let rows: Vec<&Example> = ex.iter().collect();
+        let bt = BatchTensors::new(&Batch::from_examples(&rows, vec![0, 1, 2, 3]), DType::F32, dev).unwrap();
+        let mut opt = nmt::train::optim::Optimizer::new(model.params.named_vars(), &train).unwrap();
+        for _ in 0..3 {
+            let mut reg = Regularizer::new(rates, train.label_smoothing, 9, 4);
+            let grads = model.loss(&bt, Some(&mut reg)).unwrap().mean.backward().unwrap();
+            opt.clip(&grads).unwrap();
+            opt.update(&grads).unwrap();
+        }
+        let flat = |v: &candle_core::Var| v.as_tensor().to_device(&Device::Cpu).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        model.params.named_vars().iter().map(|(k, v)| (k.clone(), flat(v))).collect()
+    };
+    let (cpu, on_gpu) = (weights(&Device::Cpu), weights(&gpu));
+    for ((k, c), (_, g)) in cpu.iter().zip(&on_gpu) {
+        let scale = c.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-3);
+        let worst = c.iter().zip(g).fold(0f32, |m, (x, y)| m.max((x - y).abs() / scale));
+        assert!(worst < 1e-4, "{k}: GPU differs from CPU by {worst:e} of the tensor's largest");
+    }
+    eprintln!("rnnsearch-s2s: three GPU updates equal the CPU's");
 }
