@@ -103,7 +103,7 @@ pub fn skipped_tokens(no_unk: bool) -> Vec<u32> {
 /// One pass per row behind the row's admission threshold (`row_best::Fold::rows`, the host
 /// search's), rows split across the threads: the candle search (a GPU's) runs this on every
 /// step's whole `(R, V)` distribution. Before (2026-11-28), each row's columns were collected
-/// into a vector of `(value, column)` and partially sorted, at least 20 ms a step for 320 rows
+/// into a vector of `(value, column)` and partially sorted, at least 18 ms a step for 320 rows
 /// of 8 000 (docs/GPU.md, "The search's per-step pick").
 pub fn best_of_full(lp: &[f32], width: usize, want: &[usize], skip: &[u32]) -> RowBest {
     use rayon::prelude::*;
