@@ -7,12 +7,13 @@
 //! cells as in `cell.rs`. This file holds what both loops share: the layout, the attention's
 //! launches forward and backward, the weight sums; `decoder_op.rs` makes them one candle op.
 //!
-//! The sizes are the CPU op's (`AttnDims`). Inputs (the CPU loops' internal layout,
-//! `attn_decoder.rs`): `seq = [gie (B, T, G); s_0
-//! (B, H)]` flat, `enc (B, S, C + A)` each source position's `[h_j; U_a h_j]`, `w = [W_a (H,
-//! A); b_a (A); v_a (A); W_c (C, G); U (H, G); b_h (G)]` flat, then for the conditional GRU
-//! `[U₁ (H, G); b_h1 (G); b₂ (G)]` (`W_c`, `U`, `b_h` are then its second cell's). Output
-//! `(B·T, H + C)`, each step's `[s_i; c_i]`. The gradient of `seq` is `[dgie; ds_0]`, as on the CPU.
+//! The sizes are the CPU op's (`AttnDims`), and so is the layout (`attn_decoder.rs`):
+//! - `seq = [gie (B, T, G); s_0 (B, H)]` flat;
+//! - `enc (B, S, C + A)`, each source position's `[h_j; U_a h_j]`;
+//! - `w = [W_a (H, A); b_a (A); v_a (A); W_c (C, G); U (H, G); b_h (G)]` flat, then for the
+//!   conditional GRU `[U₁ (H, G); b_h1 (G); b₂ (G)]` (`W_c`, `U`, `b_h` are then its second
+//!   cell's);
+//! - output `(B·T, H + C)`, each step's `[s_i; c_i]`; the gradient of `seq` is `[dgie; ds_0]`.
 use candle_core::Result;
 
 use super::args::{self, AttContext, AttDalpha, AttEncBwd, AttQueryBwd, AttScores, AttSoftmax, AttSoftmaxBwd, MaskRows, PrevStates};
