@@ -65,6 +65,11 @@ impl Fold {
         }
     }
 
+    /// The per-row lists alone (for scores that are already log-probabilities).
+    pub(crate) fn into_top(self) -> Vec<Vec<(f32, u32)>> {
+        self.top
+    }
+
     /// Folds in a column-major block `z (bs, n)` of vocabulary rows `j0..`.
     #[inline(always)]
     pub(crate) fn columns(&mut self, z: &[f32], j0: usize, want: &[usize], skip: &[u32]) {
@@ -143,13 +148,6 @@ impl Fold {
             }
             thr[r] = t;
         }
-    }
-}
-
-impl Fold {
-    /// The per-row lists alone (for scores that are already log-probabilities).
-    pub(crate) fn into_top(self) -> Vec<Vec<(f32, u32)>> {
-        self.top
     }
 }
 

@@ -138,7 +138,7 @@ impl ForcedDecoder for AttentionDecoder {
     fn forward_gpu(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let s0 = self.start_output(x.ann, x.src)?;
         let w = gpu_decoder::LoopWeights { att: &self.att, cell: &self.rnn, wc: &self.c, first: None };
-        let state_ctx = gpu_decoder::forced_loop(x, w, &s0, state_mask)?;
+        let (state_ctx, _) = gpu_decoder::forced_loop(x, w, &s0, state_mask)?;
         let alpha = self.forced_alpha(x, &state_ctx, &s0)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }

@@ -149,15 +149,9 @@ impl ForcedDecoder for ConditionalDecoder {
     fn forward_gpu(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let s0 = self.start.output(x.ann, x.src)?;
         let w = gpu_decoder::LoopWeights { att: &self.att, cell: &self.rnn2, wc: self.rnn2.input_weights().0, first: Some(&self.rnn1) };
-        let state_ctx = gpu_decoder::forced_loop(x, w, &s0, state_mask.clone())?;
-        let alpha = match x.want_alpha {
-            false => None,
-            true => {
-                let (b, t, m) = x.ey.dims3()?;
-                let (w1, b1) = self.rnn1.input_weights();
-                self.forced_alpha(x, &state_ctx, &s0, &x.ey.reshape((b * t, m))?.matmul(w1)?.broadcast_add(b1)?, state_mask)?
-            }
-        };
+        let mask = x.want_alpha.then(|| state_mask.clone()).flatten();
+        let (state_ctx, gie) = gpu_decoder::forced_loop(x, w, &s0, state_mask)?;
+        let alpha = self.forced_alpha(x, &state_ctx, &s0, &gie, mask)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 }

@@ -20,7 +20,8 @@ pub(crate) struct LoopWeights<'a> {
     pub att: &'a Attention,
     /// The cell that reads the context: Bahdanau's only cell, the conditional GRU's second.
     pub cell: &'a Rnn,
-    /// `W_c (C, G)` and, for the conditional GRU, `b₂`: the second cell's input weights.
+    /// `W_c (C, G)`: Bahdanau's `C`, the conditional GRU's second cell's input weights (whose
+    /// bias, `b₂`, the loop reads from `cell`).
     pub wc: &'a Tensor,
     /// The conditional GRU's first cell (reads `E y`), or `None` for Bahdanau's.
     pub first: Option<&'a Rnn>,
@@ -31,8 +32,10 @@ pub(crate) fn has_gpu_cell(rnn: &Rnn) -> bool {
     matches!(rnn.kind(), CellKind::Gru(_)) && rnn.norm().is_none()
 }
 
-/// Teacher forcing through the GPU loop from `s_0`: `[s; c] (B·T, H + C)` as `x.output` says.
-pub(crate) fn forced_loop(x: &ForcedIn, w: LoopWeights<'_>, s0: &Tensor, state_mask: Option<Vec<f32>>) -> Result<Tensor> {
+/// Teacher forcing through the GPU loop from `s_0`: `[s; c] (B·T, H + C)` as `x.output` says,
+/// and `gie = E y W + b (B·T, G)`, the input terms of the cell that reads `E y` (the copy
+/// mixture's `α` of the conditional GRU reads them again).
+pub(crate) fn forced_loop(x: &ForcedIn, w: LoopWeights<'_>, s0: &Tensor, state_mask: Option<Vec<f32>>) -> Result<(Tensor, Tensor)> {
     let (b, t, m) = x.ey.dims3()?;
     let (s, c) = (x.ann.dim(1)?, x.ann.dim(2)?);
     let reads_ey = w.first.unwrap_or(w.cell);
@@ -70,14 +73,15 @@ pub(crate) fn forced_loop(x: &ForcedIn, w: LoopWeights<'_>, s0: &Tensor, state_m
         norm: false,
     };
     let out = gpu::attention_loop(&seq, &enc, &Tensor::cat(&parts, 0)?, spec)?;
-    Ok(match x.output {
+    let state_ctx = match x.output {
         OutputState::Current => out,
         OutputState::Previous => {
             let states = out.narrow(1, 0, n)?.reshape((b, t, n))?;
             let prev = shift_outputs(&states, s0, OutputState::Previous)?.reshape((b * t, n))?;
             Tensor::cat(&[prev, out.narrow(1, n, c)?], 1)?
         }
-    })
+    };
+    Ok((state_ctx, gie))
 }
 
 #[cfg(test)]

@@ -26,7 +26,8 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     let out = l.zeros(bt * ow)?;
     let saved = Saved::zeros(l, at)?;
     let (e, hub) = (l.zeros(b * s)?, l.zeros(b * h)?);
-    let (op, sv) = (l.addr(&out), saved.addrs(l));
+    // Every address once, before the loop (on a GPU a lookup is driver calls: `cuda.rs`).
+    let (op, sv, ep, hubp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub));
     let (rows, width) = (bt as i64, |w: usize| w as i64);
     l.launch(&args::FILL_ROWS, bt * d.att, FillRows { dst: sv.ws, src: x.w.at(o.ba), rows, width: width(d.att) })?;
     l.launch(&args::FILL_ROWS, bt * g, FillRows { dst: sv.gh, src: x.w.at(o.bh), rows, width: width(g) })?;
@@ -36,11 +37,11 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     for i in 0..t {
         let hp = at.prev(op, i);
         let c_i = at.rows(op.at(h), ow, i);
-        at.attend(l, hp, i, (&sv, l.addr(&e), c_i))?;
+        at.attend(l, hp, i, (&sv, ep, c_i))?;
         let gi_i = at.rows(sv.gi, g, i);
         at.context_input(l, c_i, gi_i)?;
         let st = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp };
-        cell.forward(l, st, at.rows(op, ow, i), l.addr(&hub))?;
+        cell.forward(l, st, at.rows(op, ow, i), hubp)?;
     }
     Ok((out, saved))
 }
@@ -59,10 +60,11 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     let ag = AttnGrads { dc: l.addr(&dc), de: l.addr(&de), denc: l.addr(&denc), dv: l.addr(&dvp) };
     // The carry ends as the loop's gradient of s_0, the last rows of dseq.
     let carry = dseqp.at(bt * g);
+    let (dq, buf) = (l.addr(&dq), l.addr(&buf));
     let cell = at.cell(o.u, x.mask);
     for i in (0..t).rev() {
         let st = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: at.prev(out, i) };
-        let grads = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dghp, g, i), carry, dq: l.addr(&dq), buf: l.addr(&buf) };
+        let grads = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dghp, g, i), carry, dq, buf };
         cell.backward(l, st, at.rows(dout, ow, i), grads)?;
         at.context_backward(l, i, (dout, grads.dgi), (&sv, dwsp), ag, carry)?;
     }

@@ -148,17 +148,18 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
     let (dgi, du, dbh) = (l.zeros(b * s * 2 * g)?, l.zeros(2 * h * g)?, l.zeros(2 * g)?);
     let (zeros, ones) = (l.zeros(b * h)?, l.upload(&vec![1.0; b * s])?);
     let (dq, buf, hprev) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * s * h)?);
-    let (dgip, z0, hpp) = (l.addr(&dgi), l.addr(&zeros), l.addr(&hprev));
+    // Every address once, before the loops (on a GPU a lookup is driver calls: `cuda.rs`).
+    let (dgip, z0, hpp, dqp, bufp) = (l.addr(&dgi), l.addr(&zeros), l.addr(&hprev), l.addr(&dq), l.addr(&buf));
     for dir in 0..2 {
         let r = Dir { dir, d };
         let cell = r.cell(&x);
         // The gradient reaching the state before the current step: zero after the last.
         let (dgh, carry) = (l.zeros(b * s * g)?, l.zeros(b * h)?);
-        let (dghp, ghp, qp) = (l.addr(&dgh), l.addr(&saved.gh[dir]), l.addr(&saved.q[dir]));
+        let (dghp, ghp, qp, cp) = (l.addr(&dgh), l.addr(&saved.gh[dir]), l.addr(&saved.q[dir]), l.addr(&carry));
         for step in (0..s).rev() {
             let st = r.step(&x, (ghp, qp), (out, z0), step);
             let dgh_t = (dghp.at(st.t * g), (s * g) as i64);
-            let grads = StepGrads { dgi: r.gi(dgip, st.t), dgh: dgh_t, carry: l.addr(&carry), dq: l.addr(&dq), buf: l.addr(&buf) };
+            let grads = StepGrads { dgi: r.gi(dgip, st.t), dgh: dgh_t, carry: cp, dq: dqp, buf: bufp };
             cell.backward(l, st, r.out(dout, st.t), grads)?;
         }
         let a = PrevStates {

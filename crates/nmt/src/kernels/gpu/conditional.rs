@@ -27,7 +27,8 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     let out = l.zeros(bt * ow)?;
     let saved = Saved::zeros(l, at)?;
     let (e, hub) = (l.zeros(b * s)?, l.zeros(b * h)?);
-    let (op, sv) = (l.addr(&out), saved.addrs(l));
+    // Every address once, before the loop (on a GPU a lookup is driver calls: `cuda.rs`).
+    let (op, sv, ep, hubp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub));
     let rows = bt as i64;
     for (dst, bias, w) in [(sv.ws, o.ba, d.att), (sv.gh, o.bh, g), (sv.gh1, o.bh1, g), (sv.gi, o.b2, g)] {
         l.launch(&args::FILL_ROWS, bt * w, FillRows { dst, src: x.w.at(bias), rows, width: w as i64 })?;
@@ -36,13 +37,13 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     for i in 0..t {
         let sp_i = at.rows(sv.sp, h, i);
         let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(op, i) };
-        cell1.forward(l, st1, sp_i, l.addr(&hub))?;
+        cell1.forward(l, st1, sp_i, hubp)?;
         let c_i = at.rows(op.at(h), ow, i);
-        at.attend(l, sp_i, i, (&sv, l.addr(&e), c_i))?;
+        at.attend(l, sp_i, i, (&sv, ep, c_i))?;
         let gi_i = at.rows(sv.gi, g, i);
         at.context_input(l, c_i, gi_i)?;
         let st2 = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i };
-        cell2.forward(l, st2, at.rows(op, ow, i), l.addr(&hub))?;
+        cell2.forward(l, st2, at.rows(op, ow, i), hubp)?;
     }
     Ok((out, saved))
 }
@@ -61,7 +62,7 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     let ag = AttnGrads { dc: l.addr(&dc), de: l.addr(&de), denc: l.addr(&denc), dv: l.addr(&dvp) };
     // The carry ends as the loop's gradient of s_0, the last rows of dseq.
     let carry = dseqp.at(bt * g);
-    let (dq, buf) = (l.addr(&dq), l.addr(&buf));
+    let (dq, buf, zp) = (l.addr(&dq), l.addr(&buf), l.addr(&zeros));
     let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
     for i in (0..t).rev() {
         let sp_i = at.rows(sv.sp, h, i);
@@ -71,7 +72,7 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
         at.context_backward(l, i, (dout, grads2.dgi), (&sv, dwsp), ag, carry)?;
         let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(out, i) };
         let grads1 = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dgh1p, g, i), carry, dq, buf };
-        cell1.backward(l, st1, (l.addr(&zeros), h as i64), grads1)?;
+        cell1.backward(l, st1, (zp, h as i64), grads1)?;
     }
     l.gemm(gemm(h, a, bt, View::new(sv.sp, h).t(), View::new(dwsp, a), View::new(dwp.at(o.wa), a), false))?;
     l.gemm(gemm(c, g, bt, View::new(out.at(h), ow).t(), View::new(dgip, g), View::new(dwp.at(o.wc), g), false))?;

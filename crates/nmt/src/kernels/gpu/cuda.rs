@@ -45,7 +45,9 @@ impl Cuda {
     }
 
     /// A buffer's device address. One stream for everything: the guard's synchronisation
-    /// is not needed.
+    /// is not needed. Not free: cudarc's `device_ptr` waits for the buffer's last write and
+    /// records an event (when the context tracks streams), so callers look addresses up once
+    /// per op, not per step.
     fn ptr<T>(&self, b: &CudaSlice<T>) -> Addr {
         let stream = self.dev.cuda_stream();
         let (ptr, guard) = b.device_ptr(&stream);

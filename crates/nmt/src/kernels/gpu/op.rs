@@ -1,4 +1,5 @@
-//! The candle plumbing of every GPU op (`birnn.rs`, `attention.rs`): a [`GpuOp`] states its
+//! The candle plumbing of every GPU op of three inputs (`birnn.rs`, `decoder_op.rs`,
+//! `update.rs`): a [`GpuOp`] states its
 //! forward and backward passes once, on any [`Launch`]; [`apply`] wraps it as a
 //! differentiable `CustomOp3` that runs on the GPU for a CUDA tensor (`cuda.rs`) and emulated
 //! for a CPU tensor (`emulated.rs`), which is how the CPU tests check it against the fused CPU
@@ -31,6 +32,12 @@ pub(super) trait GpuOp: Send + Sync + 'static {
 /// Runs `op` on `(a, b, c)`, made contiguous.
 pub(super) fn apply<O: GpuOp>(op: O, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
     a.contiguous()?.apply_op3(&b.contiguous()?, &c.contiguous()?, Wrapped { op, saved: Mutex::new(None) })
+}
+
+/// Runs `op` on `(a, b, c)`, made contiguous, outside the autodiff graph (its `backward` is
+/// never called: the optimiser's update).
+pub(super) fn apply_no_bwd<O: GpuOp>(op: O, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
+    a.contiguous()?.apply_op3_no_bwd(&b.contiguous()?, &c.contiguous()?, &Wrapped { op, saved: Mutex::new(None) })
 }
 
 struct Wrapped<O> {

@@ -2,13 +2,12 @@
 //! and the moments `[m; v]` and writes `[θ'; m'; v']`, where the composed update
 //! (`train/optim.rs`) launches 14 candle ops a parameter (docs/GPU.md). The same arithmetic as
 //! the CPU's in-place update (`kernels::optim_step`), which the emulated kernel is tested against.
-use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
+use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, Update};
-use super::emulated::{Emulated, HostBuf};
+use super::op::GpuOp;
 use super::{Addr, Launch};
 use crate::kernels::optim_step::Rule;
-use crate::kernels::storage::cpu_slice;
 
 /// `[θ'; m'; v'] (3n)` from `param` (`n` elements), `grad · scale` and `mv = [m; v] (2n)`, all
 /// `f32` on one device.
@@ -18,7 +17,7 @@ pub fn update(param: &Tensor, grad: &Tensor, mv: &Tensor, rule: Rule, scale: f64
         bail!("gpu update: parameter {:?}, gradient {:?}, moments {:?}: f32, n, n and 2n", param.dims(), grad.dims(), mv.dims());
     }
     let op = UpdateOp { n, args: UpdateArgs::new(rule, scale) };
-    param.flatten_all()?.contiguous()?.apply_op3_no_bwd(&grad.flatten_all()?.contiguous()?, &mv.flatten_all()?.contiguous()?, &op)
+    super::op::apply_no_bwd(op, &param.flatten_all()?, &grad.flatten_all()?, &mv.flatten_all()?)
 }
 
 /// The kernel's scalars.
@@ -53,48 +52,24 @@ struct UpdateOp {
     args: UpdateArgs,
 }
 
-impl UpdateOp {
-    fn run<L: Launch>(&self, l: &L, [p, g, mv]: [Addr; 3]) -> Result<L::Floats> {
+impl GpuOp for UpdateOp {
+    const NAME: &'static str = "gpu-optimiser-update";
+    type Saved<F: Send + Sync + 'static> = ();
+
+    fn out_shape(&self) -> Shape {
+        Shape::from(3 * self.n)
+    }
+
+    fn forward<L: Launch>(&self, l: &L, [p, g, mv]: [Addr; 3]) -> Result<(L::Floats, ())> {
         let out = l.zeros(3 * self.n)?;
         let UpdateArgs { adam, scale, lr, beta, beta2, eps } = self.args;
         let a = Update { out: l.addr(&out), p, g, mv, n: self.n as i64, adam, scale, lr, beta, beta2, eps };
         l.launch(&args::UPDATE, self.n, a)?;
-        Ok(out)
-    }
-}
-
-impl CustomOp3 for UpdateOp {
-    fn name(&self) -> &'static str {
-        "gpu-optimiser-update"
+        Ok((out, ()))
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let e = Emulated;
-        let [p, g, mv] = [cpu_slice::<f32>(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?].map(HostBuf::from_slice);
-        let out = self.run(&e, [e.addr(&p), e.addr(&g), e.addr(&mv)])?;
-        Ok((CpuStorage::F32(out.to_vec()), Shape::from(3 * self.n)))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &candle_core::CudaStorage,
-        l1: &Layout,
-        s2: &candle_core::CudaStorage,
-        l2: &Layout,
-        s3: &candle_core::CudaStorage,
-        l3: &Layout,
-    ) -> Result<(candle_core::CudaStorage, Shape)> {
-        let c = super::cuda::Cuda::new(&s1.device);
-        let out = self.run(&c, [c.input(s1, l1)?, c.input(s2, l2)?, c.input(s3, l3)?])?;
-        Ok((c.storage(out), Shape::from(3 * self.n)))
+    /// Never called: the update runs outside the autodiff graph (`op::apply_no_bwd`).
+    fn backward<L: Launch>(&self, _: &L, _: [Addr; 3], _: (), _: Addr, _: Addr) -> Result<[L::Floats; 3]> {
+        bail!("the optimiser's update has no gradient")
     }
 }
