@@ -38,8 +38,7 @@ fn reference_greedy(m: &Seq2Seq, batch: &Batch, o: &SearchOptions) -> Vec<(Vec<u
     let enc = m.encode(batch).unwrap();
     let mut out = Vec::new();
     for row in 0..batch.size {
-        let idx = Tensor::new(&[row as u32], &Device::Cpu).unwrap();
-        let one = enc.select(&idx).unwrap();
+        let one = enc.select(&[row]).unwrap();
         let (mut state, mut y, mut h) = (one.init.clone(), BOS, (Vec::new(), 0f64, false));
         for _ in 0..max_output_len(batch.src_lengths[row], &o.cfg) {
             let step = m.decode_step(&one, &state, &Tensor::new(&[y], &Device::Cpu).unwrap()).unwrap();

@@ -20,11 +20,11 @@ use super::attention_memory::{attention_memory, forced_steps, AttnForced, Decode
 use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, HostAttnMemory, HostMemory, HostStepIn, HostStepOut, StepOut};
 use super::encoder::cell_name;
 use super::encoder::Source;
-use super::gpu_decoder;
 use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
 use super::precomputed::{ContextTerms, WordTerms};
 use super::rnn::Rnn;
+use super::{gpu_decoder, gpu_step};
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState, StartState};
 use crate::error::Result;
 use crate::kernels::attn_decoder::{attend_row, AttnDims, AttnScratch};
@@ -137,14 +137,18 @@ impl ForcedDecoder for AttentionDecoder {
     /// The GPU form (`gpu_decoder.rs`).
     fn forward_gpu(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let s0 = self.start_output(x.ann, x.src)?;
-        let w = gpu_decoder::LoopWeights { att: &self.att, cell: &self.rnn, wc: &self.c, first: None };
-        let (state_ctx, _) = gpu_decoder::forced_loop(x, w, &s0, state_mask)?;
+        let (state_ctx, _) = gpu_decoder::forced_loop(x, self.loop_weights(), &s0, state_mask)?;
         let alpha = self.forced_alpha(x, &state_ctx, &s0)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 }
 
 impl AttentionDecoder {
+    /// The weights as the GPU's loop and step pack them: the one cell reads the context by `C`.
+    pub(crate) fn loop_weights(&self) -> gpu_step::LoopWeights<'_> {
+        gpu_step::LoopWeights { att: &self.att, cell: &self.rnn, wc: &self.c, first: None }
+    }
+
     /// The copy mixture's `α (B·T, S)` when asked, recomputed on composed ops from the
     /// teacher-forced `[s; c]` and `s_0`.
     fn forced_alpha(&self, x: &ForcedIn, state_ctx: &Tensor, s0: &Tensor) -> Result<Option<Tensor>> {

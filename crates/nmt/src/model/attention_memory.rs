@@ -76,7 +76,7 @@ impl DecoderStart {
 pub fn attention_memory(att: &Attention, ann: &Tensor, src_mask: &Tensor) -> Result<AttentionMemory> {
     let uh = att.precompute(ann)?;
     let mask_bias = ((src_mask - 1.0)? * 1e9)?;
-    Ok(AttentionMemory { annotations: ann.clone(), uh, mask_bias, src_ext: None, n_ext: 0 })
+    Ok(AttentionMemory { annotations: ann.clone(), uh, mask_bias, src_ext: None, n_ext: 0, gpu: None })
 }
 
 /// The host form: `W_s (P, n)`, `b_s (n)`, `U_a (2n, A)` and `v_a (A)`; with layer

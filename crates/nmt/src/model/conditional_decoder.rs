@@ -24,10 +24,10 @@ use super::attention::Attention;
 use super::attention_memory::{attention_memory, forced_steps, AttnForced, DecoderStart, ForcedDecoder, ForcedIn};
 use super::decoder::{shift_outputs, AttentionMemory, DecoderDims, StepOut};
 use super::encoder::Source;
-use super::gpu_decoder;
 use super::params::ParamBuilder;
 use super::regularizer::state_tensor;
 use super::rnn::Rnn;
+use super::{gpu_decoder, gpu_step};
 use crate::config::{CellKind, OutputState, StartState};
 use crate::error::{Error, Result};
 use crate::kernels::attn_decoder::AttnDims;
@@ -148,15 +148,19 @@ impl ForcedDecoder for ConditionalDecoder {
     /// The GPU form (`gpu_decoder.rs`).
     fn forward_gpu(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let s0 = self.start.output(x.ann, x.src)?;
-        let w = gpu_decoder::LoopWeights { att: &self.att, cell: &self.rnn2, wc: self.rnn2.input_weights().0, first: Some(&self.rnn1) };
         let mask = x.want_alpha.then(|| state_mask.clone()).flatten();
-        let (state_ctx, gie) = gpu_decoder::forced_loop(x, w, &s0, state_mask)?;
+        let (state_ctx, gie) = gpu_decoder::forced_loop(x, self.loop_weights(), &s0, state_mask)?;
         let alpha = self.forced_alpha(x, &state_ctx, &s0, &gie, mask)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 }
 
 impl ConditionalDecoder {
+    /// The weights as the GPU's loop and step pack them: GRU₂ reads the context.
+    pub(crate) fn loop_weights(&self) -> gpu_step::LoopWeights<'_> {
+        gpu_step::LoopWeights { att: &self.att, cell: &self.rnn2, wc: self.rnn2.input_weights().0, first: Some(&self.rnn1) }
+    }
+
     /// The copy mixture's `α (B·T, S)` when asked, on composed ops: `s'_i` from the teacher-
     /// forced `s_{i-1}` rows (`state_ctx`, `s_0`) in one batched GRU₁ step from `gie (B·T, G)`,
     /// then the weights.

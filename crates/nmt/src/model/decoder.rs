@@ -12,13 +12,15 @@ use std::borrow::Cow;
 use candle_core::Tensor;
 
 use super::copy::CopySource;
+use super::gpu_step::StepMemory;
 use super::output::BatchShortlist;
 use crate::config::{CellKind, OutputState};
 use crate::error::Result;
 
 /// RNNsearch's memory of a batch: annotations `(B, S, 2n)`, `U_a h_j` `(B, S, n')`, the mask
 /// bias `(B, S)` (0 at words, −1e9 at padding); a copy model's extended source ids `(B, S)` u32
-/// and how many ids they add past the vocabulary (search only).
+/// and how many ids they add past the vocabulary (search only); on a GPU, what the decoder's
+/// GPU step reads (`gpu_decoder::StepMemory`; search only).
 #[derive(Clone, Debug)]
 pub struct AttentionMemory {
     pub(crate) annotations: Tensor,
@@ -26,6 +28,7 @@ pub struct AttentionMemory {
     pub(crate) mask_bias: Tensor,
     pub(crate) src_ext: Option<Tensor>,
     pub(crate) n_ext: usize,
+    pub(crate) gpu: Option<StepMemory>,
 }
 
 /// RNNenc's memory of a batch: the summary `c (B, n)`, its gate term `C c (B, G)` and its
@@ -53,8 +56,10 @@ pub struct Encoded {
 }
 
 impl Encoded {
-    /// Rows `idx` of everything (beam search: expand to `batch·beam`, reorder after a step).
-    pub fn select(&self, idx: &Tensor) -> Result<Encoded> {
+    /// Rows `rows` of everything (beam search: expand to `batch·beam`, reorder after a step).
+    pub fn select(&self, rows: &[usize]) -> Result<Encoded> {
+        let ids: Vec<u32> = rows.iter().map(|&i| i as u32).collect();
+        let idx = &Tensor::from_vec(ids, rows.len(), self.init.device())?;
         let s = |t: &Tensor| t.index_select(idx, 0);
         let memory = match &self.memory {
             Memory::Attention(m) => Memory::Attention(AttentionMemory {
@@ -63,6 +68,7 @@ impl Encoded {
                 mask_bias: s(&m.mask_bias)?,
                 src_ext: m.src_ext.as_ref().map(s).transpose()?,
                 n_ext: m.n_ext,
+                gpu: m.gpu.as_ref().map(|g| g.select(idx, rows)).transpose()?,
             }),
             Memory::Summary(m) => Memory::Summary(SummaryMemory { c: s(&m.c)?, gate_ctx: s(&m.gate_ctx)?, out_ctx: s(&m.out_ctx)? }),
         };

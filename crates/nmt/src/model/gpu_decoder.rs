@@ -6,26 +6,14 @@
 //! when the deep output reads it.
 use candle_core::Tensor;
 
-use super::attention::Attention;
 use super::attention_memory::ForcedIn;
 use super::decoder::shift_outputs;
+use super::gpu_step::LoopWeights;
 use super::rnn::Rnn;
-use crate::config::{CellKind, OutputState, StartState};
-use crate::error::{Error, Result};
+use crate::config::{CellKind, OutputState};
+use crate::error::Result;
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::gpu;
-
-/// A decoder's weights as the loop packs them (`kernels/gpu/attention.rs`).
-pub(crate) struct LoopWeights<'a> {
-    pub att: &'a Attention,
-    /// The cell that reads the context: Bahdanau's only cell, the conditional GRU's second.
-    pub cell: &'a Rnn,
-    /// `W_c (C, G)`: Bahdanau's `C`, the conditional GRU's second cell's input weights (whose
-    /// bias, `b₂`, the loop reads from `cell`).
-    pub wc: &'a Tensor,
-    /// The conditional GRU's first cell (reads `E y`), or `None` for Bahdanau's.
-    pub first: Option<&'a Rnn>,
-}
 
 /// Whether `rnn` has the GPU's kernels: a GRU without layer normalisation.
 pub(crate) fn has_gpu_cell(rnn: &Rnn) -> bool {
@@ -39,40 +27,15 @@ pub(crate) fn forced_loop(x: &ForcedIn, w: LoopWeights<'_>, s0: &Tensor, state_m
     let (b, t, m) = x.ey.dims3()?;
     let (s, c) = (x.ann.dim(1)?, x.ann.dim(2)?);
     let reads_ey = w.first.unwrap_or(w.cell);
-    let (n, CellKind::Gru(form)) = (reads_ey.hidden(), reads_ey.kind()) else {
-        return Err(Error::Config("the GPU's decoder loop runs GRUs only".into()));
-    };
-    let att = w.att;
-    let a = att.u_a.dim(1)?;
+    let n = reads_ey.hidden();
+    let a = w.att.u_a.dim(1)?;
     let (dw, db) = reads_ey.input_weights();
     let gie = x.ey.reshape((b * t, m))?.matmul(dw)?.broadcast_add(db)?;
-    let keys = x.ann.reshape((b * s, c))?.matmul(&att.u_a)?.reshape((b, s, a))?;
+    let keys = x.ann.reshape((b * s, c))?.matmul(&w.att.u_a)?.reshape((b, s, a))?;
     let enc = Tensor::cat(&[x.ann, &keys], 2)?;
     let seq = Tensor::cat(&[gie.flatten_all()?, s0.flatten_all()?], 0)?;
-    let (u, b_h) = (w.cell.u_cat()?, w.cell.bias_h()?);
-    let mut parts = vec![att.w_a.clone(), att.b_a.clone(), att.v_a.clone(), w.wc.clone(), u, b_h];
-    if let Some(first) = w.first {
-        parts.extend([first.u_cat()?, first.bias_h()?, w.cell.input_weights().1.clone()]);
-    }
-    let parts = parts.iter().map(|p| p.flatten_all()).collect::<candle_core::Result<Vec<_>>>()?;
-    let lens = x.src.lens.to_vec();
-    // The CPU op's sizes; `output` and `start` are this function's (the loop ignores them).
-    let spec = AttnDims {
-        batch: b,
-        tgt_len: t,
-        src_len: s,
-        hidden: n,
-        ctx: c,
-        att: a,
-        lens,
-        kind: CellKind::Gru(form),
-        output: OutputState::Current,
-        state_mask,
-        conditional: w.first.is_some(),
-        start: StartState::FirstBackward,
-        norm: false,
-    };
-    let out = gpu::attention_loop(&seq, &enc, &Tensor::cat(&parts, 0)?, spec)?;
+    let spec = w.dims(c)?.at(b, t, s, x.src.lens)?;
+    let out = gpu::attention_loop(&seq, &enc, &w.packed()?, AttnDims { state_mask, ..spec })?;
     let state_ctx = match x.output {
         OutputState::Current => out,
         OutputState::Previous => {
@@ -105,6 +68,82 @@ mod tests {
     fn emulated_gpu_attention_decoders_equal_the_fused_decoders() {
         for conditional in [false, true] {
             check_decoder(conditional);
+        }
+    }
+
+    /// The search's GPU step (`StepMemory::step`, `kernels::gpu::attention_step` run
+    /// emulated) against each decoder's composed step, both GRU forms, on rows gathered as a
+    /// beam gathers them (`Encoded::select`: repeated sentences of different lengths): `s_i`,
+    /// `c_i` and `α_i`.
+    #[test]
+    fn emulated_gpu_search_step_equals_the_composed_step() {
+        use crate::config::StartState;
+        use crate::model::attention_decoder::AttentionDecoder;
+        use crate::model::conditional_decoder::ConditionalDecoder;
+        use crate::model::decoder::{AttentionMemory, DecoderDims, Encoded, Memory, StepOut};
+        use crate::model::gpu_step::StepMemory;
+        use crate::model::params::Params;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(60);
+        let (b, s, m, h, a) = (3usize, 5usize, 4usize, 6usize, 7usize);
+        let (lens, rows) = ([5usize, 2, 3], [2usize, 0, 0, 1, 2]);
+        let mask: Vec<f32> = (0..b * s).map(|i| if i % s < lens[i / s] { 1.0 } else { 0.0 }).collect();
+        let src_mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap();
+        let ann = random(&mut rng, &[b, s, 2 * h], 1.0);
+        let (ey, prev) = (random(&mut rng, &[rows.len(), m], 1.0), random(&mut rng, &[rows.len(), h], 1.0));
+        let ey = ey.as_tensor().unsqueeze(1).unwrap();
+        // The rows of a memory with the GPU step's part, and the same rows without it.
+        let gathered = |mut mem: AttentionMemory, gpu: StepMemory| -> (AttentionMemory, StepMemory) {
+            mem.gpu = Some(gpu);
+            let enc =
+                Encoded { memory: Memory::Attention(mem), init: Tensor::zeros((b, h), candle_core::DType::F32, &Device::Cpu).unwrap() };
+            let Memory::Attention(mut sel) = enc.select(&rows).unwrap().memory else { unreachable!() };
+            let gpu = sel.gpu.take().unwrap();
+            (sel, gpu)
+        };
+        for conditional in [false, true] {
+            for form in [GruForm::Paper, GruForm::ResetAfter] {
+                let params = Params::fresh(5, 0.4, false, candle_core::DType::F32, &Device::Cpu);
+                let dims = DecoderDims { emb: m, enc: h, hidden: h, kind: CellKind::Gru(form) };
+                let pb = params.builder();
+                let run = |step: &dyn Fn(&AttentionMemory, &Tensor) -> StepOut, mem: AttentionMemory, gpu: StepMemory, gi: Tensor| {
+                    let (sel, gpu) = gathered(mem, gpu);
+                    (step(&sel, &gi), gpu.step(&gi, prev.as_tensor()).unwrap())
+                };
+                let (composed, gpu) = if conditional {
+                    let d = ConditionalDecoder::new(dims, a, StartState::Mean, false, &pb).unwrap();
+                    shift(&params);
+                    let mem = d.memory(ann.as_tensor(), &src_mask).unwrap();
+                    let gpu = StepMemory::new(d.loop_weights(), ann.as_tensor(), &mem.uh, &lens).unwrap();
+                    let gi = d.project(&ey).unwrap().squeeze(1).unwrap();
+                    run(&|sel, gi| d.step(sel, gi, prev.as_tensor(), None).unwrap(), mem, gpu, gi)
+                } else {
+                    let d = AttentionDecoder::new(dims, a, StartState::FirstBackward, &pb).unwrap();
+                    shift(&params);
+                    let mem = d.memory(ann.as_tensor(), &src_mask).unwrap();
+                    let gpu = StepMemory::new(d.loop_weights(), ann.as_tensor(), &mem.uh, &lens).unwrap();
+                    let gi = d.rnn.project(&ey).unwrap().squeeze(1).unwrap();
+                    run(&|sel, gi| d.step(sel, gi, prev.as_tensor(), None).unwrap(), mem, gpu, gi)
+                };
+                let want = [composed.state, composed.ctx.unwrap(), composed.alpha.unwrap()];
+                for (k, (want, got)) in want.iter().zip(&gpu).enumerate() {
+                    assert_eq!(want.dims(), got.dims(), "conditional {conditional} {form:?}: output {k}");
+                    let [want, got] = [want, got].map(|t| t.flatten_all().unwrap().to_vec1::<f32>().unwrap());
+                    for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (x - y).abs() <= 2e-5 * (1.0 + y.abs()),
+                            "conditional {conditional} {form:?}: output {k} [{i}]: gpu {x}, composed {y}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Shifts every parameter by noise, so that no bias is zero.
+    fn shift(params: &crate::model::params::Params) {
+        let mut noise = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        for (_, v) in params.named_vars() {
+            v.set(&(v.as_tensor() + random(&mut noise, v.dims(), 0.2).as_tensor()).unwrap()).unwrap();
         }
     }
 

@@ -20,6 +20,7 @@ pub(crate) mod encoder;
 pub(crate) mod feedback;
 pub(crate) mod feedback_fused;
 pub(crate) mod gpu_decoder;
+pub(crate) mod gpu_step;
 pub mod grconv;
 pub mod gru;
 pub(crate) mod inputs;

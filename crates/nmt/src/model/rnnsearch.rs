@@ -21,6 +21,7 @@ use super::decoder::{
     shift_outputs, AttentionMemory, DecoderDims, Encoded, HostEncoded, HostFeatures, HostMemory, HostRows, Memory, StepOut, StepScores,
 };
 use super::encoder::{BiRnnEncoder, Source, Stack};
+use super::gpu_step::{LoopWeights, StepMemory};
 use super::inputs::BatchTensors;
 use super::output::{Context, DeepOutput, HostOutput, OutputDims};
 use super::params::ParamBuilder;
@@ -110,7 +111,12 @@ impl Architecture for Rnnsearch {
     fn encode(&self, x: &Tensor, src: Source<'_>, backend: Backend) -> Result<Encoded> {
         let ann = self.enc.forward(x, src, None, backend)?;
         let init = self.upper.stack_start(&self.dec.init_state(&ann, src)?)?;
-        Ok(Encoded { memory: Memory::Attention(self.dec.memory(&ann, src.mask)?), init })
+        let mut mem = self.dec.memory(&ann, src.mask)?;
+        // On a GPU the search steps the first decoder layer with the GPU's kernels.
+        if backend == Backend::Gpu && self.dec.has_gpu_kernels() {
+            mem.gpu = Some(StepMemory::new(self.dec.loop_weights(), &ann, &mem.uh, src.lens)?);
+        }
+        Ok(Encoded { memory: Memory::Attention(mem), init })
     }
 
     fn step(&self, cfg: &ModelConfig, enc: &Encoded, state: &Tensor, ey: &Tensor) -> Result<StepScores> {
@@ -191,7 +197,26 @@ impl Decoder {
         }
     }
 
+    fn has_gpu_kernels(&self) -> bool {
+        match self {
+            Decoder::Bahdanau(d) => d.has_gpu_kernels(),
+            Decoder::Conditional(d) => d.has_gpu_kernels(),
+        }
+    }
+
+    fn loop_weights(&self) -> LoopWeights<'_> {
+        match self {
+            Decoder::Bahdanau(d) => d.loop_weights(),
+            Decoder::Conditional(d) => d.loop_weights(),
+        }
+    }
+
+    /// A search step: on the GPU's kernels where the encoding holds their memory.
     fn step(&self, mem: &AttentionMemory, gi: &Tensor, s: &Tensor) -> Result<StepOut> {
+        if let Some(g) = &mem.gpu {
+            let [state, ctx, alpha] = g.step(gi, s)?;
+            return Ok(StepOut { state, ctx: Some(ctx), alpha: Some(alpha) });
+        }
         match self {
             Decoder::Bahdanau(d) => d.step(mem, gi, s, None),
             Decoder::Conditional(d) => d.step(mem, gi, s, None),

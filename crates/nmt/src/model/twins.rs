@@ -173,6 +173,7 @@ fn memory_rows(mem: &super::decoder::AttentionMemory) -> super::decoder::Attenti
         mask_bias: rows_of(&mem.mask_bias),
         src_ext: None,
         n_ext: 0,
+        gpu: None,
     }
 }
 

@@ -25,7 +25,7 @@ impl Seq2Seq {
     /// One step on the rows: new states, `log p (R, V_ext)` on the model's device (the
     /// vocabulary and a copy model's extended ids) and attention `(R, S)` on the host.
     fn rows_step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, alpha: bool) -> Result<(Tensor, Tensor, Option<Vec<f32>>)> {
-        let sel = enc.enc.select(&self.row_index(rows.sent.iter().copied())?)?;
+        let sel = enc.enc.select(rows.sent)?;
         let y = Tensor::from_vec(rows.y.to_vec(), rows.y.len(), self.device())?;
         let out = self.decode_step(&sel, states, &y)?;
         let alpha = match (&out.alpha, alpha) {

@@ -1,7 +1,10 @@
 //! The RNNsearch decoders' loops (`bahdanau.rs`, `conditional.rs`, on the layout of
-//! `attention.rs`) as one differentiable candle op, `attention_loop` (`op.rs`'s plumbing).
+//! `attention.rs`) as candle ops: `attention_loop`, the differentiable teacher-forced loop
+//! (`op.rs`'s plumbing), and `attention_step`, one search step of the same loop for the
+//! candle search on a GPU (no gradient; the weights `α` with the output).
 use candle_core::{bail, DType, Result, Shape, Tensor};
 
+use super::args::{self, MaskRows};
 use super::attention::{At, Inputs, Saved};
 use super::op::GpuOp;
 use super::{Addr, Launch};
@@ -12,6 +15,25 @@ use crate::kernels::attn_decoder::AttnDims;
 /// `output` and `start` are the caller's, before and after the loop); see `attention.rs`.
 /// Returns `(B·T, H + C)`, each step's `[s_i; c_i]`.
 pub fn attention_loop(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Result<Tensor> {
+    let form = checked(seq, enc, w, &d)?;
+    super::op::apply(AttnOp { d, form }, seq, enc, w)
+}
+
+/// One step of the loop for `R = d.batch` rows (`d.tgt_len` = 1): from `seq = [gie (R, G);
+/// s_{i-1} (R, H)]`, each row's `enc (R, S, C + A)` and `w` as for [`attention_loop`],
+/// `(R, H + C + S)`: each row's `[s_i; c_i; α_i]`. Outside the autodiff graph. On a GPU the
+/// step is the loop's launches (7 for Bahdanau's reset-after GRU, 9 for the conditional GRU,
+/// and the bias rows) and two copies, where the composed step launches one kernel per op.
+pub fn attention_step(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Result<Tensor> {
+    if d.tgt_len != 1 || d.state_mask.is_some() {
+        bail!("gpu attention_step: one step without dropout, not {d:?}");
+    }
+    let form = checked(seq, enc, w, &d)?;
+    super::op::apply_no_bwd(StepOp(AttnOp { d, form }), seq, enc, w)
+}
+
+/// `d`'s GRU form, once the inputs are checked against `d`.
+fn checked(seq: &Tensor, enc: &Tensor, w: &Tensor, d: &AttnDims) -> Result<GruForm> {
     let CellKind::Gru(form) = d.kind else { bail!("gpu attention_loop: a GRU decoder only, not {:?}", d.kind) };
     let (bt, g) = (d.batch * d.tgt_len, d.g());
     let ok = !d.norm
@@ -27,7 +49,7 @@ pub fn attention_loop(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Re
     if [seq.dtype(), enc.dtype(), w.dtype()] != [DType::F32; 3] {
         bail!("gpu attention_loop: f32 only, got {:?}", seq.dtype());
     }
-    super::op::apply(AttnOp { d, form }, seq, enc, w)
+    Ok(form)
 }
 
 /// The host data uploaded for a call: the lengths (source, target) and the mask.
@@ -75,5 +97,38 @@ impl GpuOp for AttnOp {
             true => super::conditional::backward(l, &at, &saved, (out, dout)),
             false => super::bahdanau::backward(l, &at, &saved, (out, dout)),
         }
+    }
+}
+
+/// [`attention_step`]: the loop's forward pass over one step, its output and weights copied
+/// side by side.
+struct StepOp(AttnOp);
+
+impl GpuOp for StepOp {
+    const NAME: &'static str = "gpu-attention-step";
+    type Saved<F: Send + Sync + 'static> = ();
+
+    fn out_shape(&self) -> Shape {
+        let d = &self.0.d;
+        Shape::from((d.batch, d.out_w() + d.src_len))
+    }
+
+    fn forward<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, ())> {
+        let (out, saved) = self.0.forward(l, x)?;
+        let d = &self.0.d;
+        let (r, ow, s) = (d.batch, d.out_w(), d.src_len);
+        let res = l.zeros(r * (ow + s))?;
+        let dst = l.addr(&res);
+        for (at, src, width) in [(0, l.addr(&out), ow), (ow, l.addr(&saved.alpha), s)] {
+            let (dst_ld, rows, width) = ((ow + s) as i64, r as i64, width as i64);
+            let a = MaskRows { dst: dst.at(at), dst_ld, src, src_ld: width, mask: Addr::NULL, rows, width };
+            l.launch(&args::MASK_ROWS, r * width as usize, a)?;
+        }
+        Ok((res, ()))
+    }
+
+    /// Never called: the search's step runs outside the autodiff graph (`op::apply_no_bwd`).
+    fn backward<L: Launch>(&self, _: &L, _: [Addr; 3], _: (), _: Addr, _: Addr) -> Result<[L::Floats; 3]> {
+        bail!("the search's decoder step has no gradient")
     }
 }

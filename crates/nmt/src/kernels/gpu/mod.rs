@@ -48,7 +48,7 @@ pub mod top_k;
 pub mod update;
 
 pub use birnn::birnn_sequence;
-pub use decoder_op::attention_loop;
+pub use decoder_op::{attention_loop, attention_step};
 
 use candle_core::Result;
 
