@@ -10,7 +10,8 @@
 //! forms, unit, recurrent and word dropout with the same masks, label smoothing, tied
 //! embeddings; then every shipped recipe, shrunk, with its own options), and greedy and beam
 //! search (tokens equal, scores close), of one-layer models and of every shipped recipe; three
-//! training updates of the shipped recipe (the optimiser on the device).
+//! training updates of the shipped recipe (the optimiser on the device); data-parallel training
+//! on 2 ranks sharing the GPU against 1 rank.
 #![cfg(feature = "cuda")]
 mod common;
 
@@ -208,4 +209,18 @@ fn gpu_updates_the_weights_as_the_cpu() {
         assert!(worst < 1e-4, "{k}: GPU differs from CPU by {worst:e} of the tensor's largest");
     }
     eprintln!("rnnsearch-s2s: three GPU updates equal the CPU's");
+}
+
+/// Data-parallel training on one GPU shared by 2 ranks (threads of this process,
+/// `common::ranks`: a GPU machine has no MPI; the trainer stages the gradients through host
+/// memory as under `mpirun`): 20 updates end with the weights of 1 rank, to 1e-6 as on the CPU
+/// (`tests/ranks.rs`, docs/DISTRIBUTED.md).
+#[test]
+fn two_ranks_sharing_the_gpu_end_with_the_weights_of_one() {
+    if gpu().is_none() {
+        return;
+    }
+    let diff = common::ranks::two_ranks_against_one(|| Device::new_cuda(0).unwrap());
+    eprintln!("2 in-process ranks against 1, 20 updates on the GPU: max |diff| of the weights {diff:e}");
+    assert!(diff <= 1e-6, "2 ranks differ from 1 by {diff}");
 }

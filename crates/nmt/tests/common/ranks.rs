@@ -1,0 +1,189 @@
+//! Data-parallel training with its ranks as threads of one process (`InProcess`, a
+//! [`Collective`] over shared memory), so that the trainer's data parallelism is checked where
+//! MPI is not installed: here on the CPU (`tests/ranks.rs`) and on one GPU that both ranks
+//! share (`tests/cuda.rs`; a GPU machine has no Open MPI). The trainer, the gradients' host
+//! staging and the all-reduce's use are those of `mpirun -np 2 nmt train`
+//! (`crates/nmt-cli/tests/mpi.rs` checks that on the CPU); only the transport differs.
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Condvar, Mutex};
+
+use candle_core::{DType, Device};
+use nmt::config::Config;
+use nmt::error::{Error, Result};
+use nmt::train::{train, Collective, Progress, TrainOptions};
+
+struct Quiet;
+impl Progress for Quiet {}
+
+/// What the ranks share: a barrier's count and generation, whether a rank gave up, and the
+/// buffers of the all-reduce and the broadcasts.
+#[derive(Default)]
+struct State {
+    arrived: usize,
+    generation: u64,
+    aborted: bool,
+    floats: Vec<f32>,
+    bytes: Vec<u8>,
+}
+
+/// Rank `rank` of `size` threads.
+pub struct InProcess {
+    rank: usize,
+    size: usize,
+    shared: Arc<(Mutex<State>, Condvar)>,
+}
+
+impl InProcess {
+    /// The `size` ranks of one group.
+    pub fn group(size: usize) -> Vec<InProcess> {
+        let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
+        (0..size).map(|rank| InProcess { rank, size, shared: shared.clone() }).collect()
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {
+        self.shared.0.lock().map_err(|_| Error::Collective("a rank panicked".into()))
+    }
+
+    /// Waits for every rank; an error once a rank has aborted.
+    fn wait(&self) -> Result<()> {
+        let mut s = self.lock()?;
+        let generation = s.generation;
+        s.arrived += 1;
+        if s.arrived == self.size {
+            s.arrived = 0;
+            s.generation += 1;
+            self.shared.1.notify_all();
+        }
+        while s.generation == generation && !s.aborted {
+            s = self.shared.1.wait(s).map_err(|_| Error::Collective("a rank panicked".into()))?;
+        }
+        match s.aborted {
+            true => Err(Error::Collective("another rank aborted".into())),
+            false => Ok(()),
+        }
+    }
+
+    /// Rank 0's `buf` to every rank (`get`/`put` pick the shared buffer).
+    fn share<T: Copy>(&self, buf: &mut [T], get: fn(&mut State) -> &mut Vec<T>) -> Result<()> {
+        self.wait()?; // every rank is done with the buffer's last use
+        if self.rank == 0 {
+            *get(&mut *self.lock()?) = buf.to_vec();
+        }
+        self.wait()?;
+        buf.copy_from_slice(get(&mut *self.lock()?));
+        Ok(())
+    }
+}
+
+impl Collective for InProcess {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn all_reduce_sum(&self, buf: &mut [f32]) -> Result<()> {
+        self.wait()?;
+        if self.rank == 0 {
+            let mut s = self.lock()?;
+            s.floats.clear();
+            s.floats.resize(buf.len(), 0.0);
+        }
+        self.wait()?;
+        for (acc, x) in self.lock()?.floats.iter_mut().zip(buf.iter()) {
+            *acc += x;
+        }
+        self.wait()?;
+        buf.copy_from_slice(&self.lock()?.floats);
+        Ok(())
+    }
+    fn broadcast(&self, buf: &mut [f32]) -> Result<()> {
+        self.share(buf, |s| &mut s.floats)
+    }
+    fn broadcast_bytes(&self, buf: &mut [u8]) -> Result<()> {
+        self.share(buf, |s| &mut s.bytes)
+    }
+    fn barrier(&self) -> Result<()> {
+        self.wait()
+    }
+    fn abort(&self, _code: i32) {
+        if let Ok(mut s) = self.lock() {
+            s.aborted = true;
+            self.shared.1.notify_all();
+        }
+    }
+}
+
+/// A shrunk RNNsearch on the bundled dev verses with every regulariser on (unit, word and
+/// recurrent dropout, label smoothing), `steps` updates: `crates/nmt-cli/tests/mpi.rs`'s.
+pub fn config(steps: u64) -> Config {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/bible-en-es");
+    let bpe = "{ kind = \"bpe\", vocab_size = 500, min_frequency = 1 }";
+    let text = format!(
+        "[model]\npreset = \"rnnsearch-small\"\nemb_dim = 32\nhidden_dim = 32\natt_dim = 32\nmaxout_dim = 32\ndropout = 0.3\n\
+         recurrent_dropout = 0.2\ntie_target_embeddings = true\n[data]\ntrain_src = \"{data}/dev.en.gz\"\ntrain_tgt = \"{data}/dev.es.gz\"\n\
+         dev_src = \"{data}/dev.en.gz\"\ndev_tgt = \"{data}/dev.es.gz\"\nsrc_subword = {bpe}\ntgt_subword = {bpe}\n\
+         [train]\nmax_steps = {steps}\nvalid_every = 10\nvalid_bleu_sentences = 10\naverage_last = 0\nsrc_word_dropout = 0.1\n\
+         tgt_word_dropout = 0.1\nlabel_smoothing = 0.1\nbatch = {{ max_tokens = 1500, max_sentences = 40 }}\n"
+    );
+    Config::from_toml_str(&text, &[]).unwrap()
+}
+
+/// Trains `cfg` into `dir` on `ranks` threads, each with the device `device()` gives it.
+pub fn train_ranks(cfg: &Config, dir: &Path, ranks: usize, device: impl Fn() -> Device + Sync) {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = InProcess::group(ranks)
+            .into_iter()
+            .map(|rank| {
+                let device = &device;
+                scope.spawn(move || {
+                    let (r, aborter) = (rank.rank, InProcess { shared: rank.shared.clone(), ..rank });
+                    let mut opts = TrainOptions::new(dir.to_path_buf(), device(), Arc::new(AtomicBool::new(false)));
+                    opts.collective = Box::new(rank);
+                    let out = train(cfg, &opts, &mut Quiet);
+                    if out.is_err() {
+                        aborter.abort(1); // the other ranks would wait for ever
+                    }
+                    out.map(|_| ()).map_err(|e| format!("rank {r}: {e}"))
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("a rank panicked").unwrap();
+        }
+    });
+}
+
+/// The largest difference between the weights of two model files.
+pub fn max_weight_diff(a: &Path, b: &Path) -> f32 {
+    let load = |p: &Path| {
+        let m = nmt::model_file::load(p, DType::F32, &Device::Cpu).unwrap();
+        nmt::model_file::model_tensors(&m.model)
+            .into_iter()
+            .map(|(k, t)| (k, t.flatten_all().unwrap().to_vec1::<f32>().unwrap()))
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (load(a), load(b));
+    assert_eq!(a.len(), b.len());
+    let mut worst = 0f32;
+    for ((ka, va), (kb, vb)) in a.iter().zip(&b) {
+        assert_eq!(ka, kb);
+        worst = va.iter().zip(vb).map(|(x, y)| (x - y).abs()).fold(worst, f32::max);
+    }
+    worst
+}
+
+/// 20 updates on 2 ranks sharing `device` against 1 rank, and the weights' largest
+/// difference; that 20 updates moved the weights at all is checked against 1 update.
+pub fn two_ranks_against_one(device: impl Fn() -> Device + Sync) -> f32 {
+    let d = tempfile::tempdir().unwrap();
+    let (one, two, fresh) = (d.path().join("one"), d.path().join("two"), d.path().join("fresh"));
+    train_ranks(&config(20), &one, 1, &device);
+    train_ranks(&config(20), &two, 2, &device);
+    train_ranks(&config(1), &fresh, 1, &device);
+    let ckpt = |p: &Path| p.join("checkpoint.safetensors");
+    let moved = max_weight_diff(&ckpt(&one), &ckpt(&fresh));
+    assert!(moved > 1e-3, "20 updates moved the weights by {moved} only");
+    max_weight_diff(&ckpt(&one), &ckpt(&two))
+}
