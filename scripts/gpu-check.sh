@@ -9,13 +9,15 @@
 #
 # `run` takes about 8 minutes, each step under its own time limit, and goes on past a failed
 # step (the log says which failed): the GPU tests of every shipped recipe (crates/nmt/tests/
-# cuda.rs); `nmt bench --gpu` at batch 32 and 128 (and its training step with `--impl composed`,
-# without the GPU kernels of crates/nmt/src/kernels/gpu) against PyTorch's forms on the same GPU
+# cuda.rs); `nmt bench --gpu` at batch 32 and 128 (and again with `--impl composed`, without the
+# GPU kernels of crates/nmt/src/kernels/gpu) against PyTorch's forms on the same GPU
 # (bench/pytorch/pytorch_gpu_forms.py: eager, cuDNN encoder, whole-step CUDA graph; f32, bf16),
 # with the ratios; `nmt train --gpu` of configs/rnnsearch-s2s.toml for 90 s; beam 5 of the 2 000
-# test verses with that model on the GPU and on the machine's CPU threads (time, identity); the
-# CPU scaling table (1-16 threads) of `nmt bench`, with PyTorch at its fastest CPU setting
-# (scripts/pytorch-tuned-reference.py: torch.compile, fused Adam) at 2 threads and at all cores.
+# test verses with that model on the GPU and on the machine's CPU threads (time, identity), and
+# of 500 verses on all cores and on 2 threads; the CPU scaling table (1-16 threads) of `nmt
+# bench` and its training step at batch 128 on 2 threads and all cores, with PyTorch at its
+# fastest CPU setting (scripts/pytorch-tuned-reference.py: torch.compile, fused Adam) at 2
+# threads and at all cores.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${1:-}
@@ -87,9 +89,9 @@ run() {
   step 120 "GPU tests: every shipped recipe, loss and gradients against the CPU; search" ./cuda_test --nocapture --test-threads 1
   for b in 32 128; do
     step 60 "nmt bench --gpu, batch $b" ./nmt bench --gpu --data "$BENCH_DATA" --batch "$b" --only train,greedy,beam5 --steps 20 --json | tee -a "$out/nmt-gpu.jsonl"
-    # The same training step on composed candle ops only (no kernels::gpu): what the GPU
-    # kernels are worth.
-    step 45 "nmt bench --gpu --impl composed, batch $b" ./nmt bench --gpu --impl composed --data "$BENCH_DATA" --batch "$b" --only train --steps 20 --json
+    # The same training step and searches on composed candle ops only (no kernels::gpu but the
+    # pick): what the GPU kernels are worth.
+    step 60 "nmt bench --gpu --impl composed, batch $b" ./nmt bench --gpu --impl composed --data "$BENCH_DATA" --batch "$b" --only train,greedy,beam5 --steps 20 --json
   done
   step 150 "PyTorch's forms on this GPU" "$py" bench/pytorch_gpu_forms.py | tee "$out/pytorch-gpu.jsonl"
   step 10 "ratios: nmt over PyTorch's fastest form" "$py" - "$out/nmt-gpu.jsonl" "$out/pytorch-gpu.jsonl" <<'PY'
@@ -112,10 +114,20 @@ PY
     step 90 "beam 5, 2 000 test verses, GPU" bash -c "time ./nmt translate --gpu -m '$m' -b 5 --batch-size 256 -i '$out/test.en' -o '$out/test.gpu.es'"
     step 120 "beam 5, 2 000 test verses, $cores CPU threads" bash -c "time ./nmt translate -m '$m' -b 5 --threads $cores -i '$out/test.en' -o '$out/test.cpu.es'"
     cmp "$out/test.gpu.es" "$out/test.cpu.es" && echo "GPU and CPU translations: byte-identical" || echo "GPU and CPU translations DIFFER"
+    # The CPUs issue's search scaling (its target: all cores ≥ 7× the 2-thread rate), on the
+    # first 500 verses to save the GPU session's minutes: compare sentences/s of the --stats lines.
+    head -500 "$out/test.en" > "$out/test500.en"
+    step 90 "beam 5, 500 test verses, $cores CPU threads" ./nmt translate -m "$m" -b 5 --threads "$cores" --stats -i "$out/test500.en" -o "$out/test500.cpu.es"
+    step 90 "beam 5, 500 test verses, 2 CPU threads" ./nmt translate -m "$m" -b 5 --threads 2 --stats -i "$out/test500.en" -o "$out/test500.cpu2.es"
+    cmp "$out/test500.cpu2.es" "$out/test500.cpu.es" && echo "2 and $cores CPU threads' translations: byte-identical" || echo "2 and $cores CPU threads' translations DIFFER"
   fi
   for t in 1 2 4 8 16; do
     [ "$t" -le "$cores" ] || continue
     step 60 "CPU scaling: nmt bench, $t threads" ./nmt bench --data "$BENCH_DATA" --only train,beam5 --threads "$t" --steps 10 --json
+  done
+  # Which batch a user with all these cores should train with: the step at 4× the sentences.
+  for t in 2 "$cores"; do
+    step 60 "CPU scaling: nmt bench, batch 128, $t threads" ./nmt bench --data "$BENCH_DATA" --only train --batch 128 --threads "$t" --steps 5 --json
   done
   # PyTorch's fastest CPU form, not its eager defaults; the first compilation takes minutes
   # (TorchInductor caches it for the second), hence the longer first limit.
