@@ -13,16 +13,11 @@ use std::process::Command;
 
 use nmt::candle_core::{DType, Device};
 
+/// The data-parallel tests' recipe (`crates/nmt/tests/common/data_parallel.toml`), `steps`
+/// updates, written into `dir`.
 fn write_config(dir: &Path, steps: u64) -> String {
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/bible-en-es");
-    let bpe = "{ kind = \"bpe\", vocab_size = 500, min_frequency = 1 }";
-    let cfg = format!(
-        "[model]\npreset = \"rnnsearch-small\"\nemb_dim = 32\nhidden_dim = 32\natt_dim = 32\nmaxout_dim = 32\ndropout = 0.3\n\
-         recurrent_dropout = 0.2\ntie_target_embeddings = true\n[data]\ntrain_src = \"{data}/dev.en.gz\"\ntrain_tgt = \"{data}/dev.es.gz\"\n\
-         dev_src = \"{data}/dev.en.gz\"\ndev_tgt = \"{data}/dev.es.gz\"\nsrc_subword = {bpe}\ntgt_subword = {bpe}\n\
-         [train]\nmax_steps = {steps}\nvalid_every = 10\nvalid_bleu_sentences = 10\naverage_last = 0\nsrc_word_dropout = 0.1\n\
-         tgt_word_dropout = 0.1\nlabel_smoothing = 0.1\nbatch = {{ max_tokens = 1500, max_sentences = 40 }}\n"
-    );
+    let cfg = include_str!("../../nmt/tests/common/data_parallel.toml").replace("DATA", data).replace("STEPS", &steps.to_string());
     let p = dir.join(format!("c{steps}.toml"));
     std::fs::write(&p, cfg).unwrap();
     p.display().to_string()
