@@ -13,6 +13,10 @@ use std::process::Command;
 
 use nmt::candle_core::{DType, Device};
 
+#[path = "../../nmt/tests/common/weights.rs"]
+mod weights;
+use weights::max_weight_diff;
+
 /// The data-parallel tests' recipe (`crates/nmt/tests/common/data_parallel.toml`), `steps`
 /// updates, written into `dir`.
 fn write_config(dir: &Path, steps: u64) -> String {
@@ -44,22 +48,6 @@ fn train(cfg: &str, dir: &Path, ranks: usize) {
     assert!(out.status.success(), "{} ranks failed: {}", ranks, String::from_utf8_lossy(&out.stderr));
 }
 
-fn weights(path: &Path) -> Vec<(String, Vec<f32>)> {
-    let m = nmt::model_file::load(path, DType::F32, &Device::Cpu).unwrap();
-    nmt::model_file::model_tensors(&m.model).into_iter().map(|(k, t)| (k, t.flatten_all().unwrap().to_vec1::<f32>().unwrap())).collect()
-}
-
-fn max_diff(a: &Path, b: &Path) -> f32 {
-    let (a, b) = (weights(a), weights(b));
-    assert_eq!(a.len(), b.len());
-    let mut worst = 0f32;
-    for ((ka, va), (kb, vb)) in a.iter().zip(&b) {
-        assert_eq!(ka, kb);
-        worst = va.iter().zip(vb).map(|(x, y)| (x - y).abs()).fold(worst, f32::max);
-    }
-    worst
-}
-
 #[test]
 fn two_ranks_end_with_the_weights_of_one_process() {
     let d = tempfile::tempdir().unwrap();
@@ -67,13 +55,13 @@ fn two_ranks_end_with_the_weights_of_one_process() {
     let (one, two) = (d.path().join("one"), d.path().join("two"));
     train(&cfg, &one, 0);
     train(&cfg, &two, 2);
-    let diff = max_diff(&one.join("checkpoint.safetensors"), &two.join("checkpoint.safetensors"));
+    let diff = max_weight_diff(&one.join("checkpoint.safetensors"), &two.join("checkpoint.safetensors"));
     eprintln!("mpi exactness: 20 updates, 1 process vs 2 ranks: max |diff| of the weights {diff:e}");
     assert!(diff <= 1e-6, "2 ranks differ from 1 process by {diff}");
     // The training really moved the weights (a run that did nothing would also agree).
     let fresh = d.path().join("fresh");
     train(&write_config(d.path(), 1), &fresh, 0);
-    assert!(max_diff(&one.join("checkpoint.safetensors"), &fresh.join("checkpoint.safetensors")) > 1e-3);
+    assert!(max_weight_diff(&one.join("checkpoint.safetensors"), &fresh.join("checkpoint.safetensors")) > 1e-3);
 }
 
 #[test]
@@ -83,7 +71,7 @@ fn a_resume_may_change_the_number_of_ranks() {
     train(&write_config(d.path(), 20), &one, 0);
     train(&write_config(d.path(), 10), &mixed, 2);
     train(&write_config(d.path(), 20), &mixed, 1);
-    let diff = max_diff(&one.join("checkpoint.safetensors"), &mixed.join("checkpoint.safetensors"));
+    let diff = max_weight_diff(&one.join("checkpoint.safetensors"), &mixed.join("checkpoint.safetensors"));
     eprintln!("mpi resume: 10 updates on 2 ranks then 10 on 1 vs 20 in one process: max |diff| {diff:e}");
     assert!(diff <= 1e-6, "a resume on another number of ranks differs by {diff}");
 }

@@ -8,10 +8,12 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 
-use candle_core::{DType, Device};
+use candle_core::Device;
 use nmt::config::Config;
 use nmt::error::{Error, Result};
 use nmt::train::{train, Collective, Progress, TrainOptions};
+
+use super::weights::max_weight_diff;
 
 struct Quiet;
 impl Progress for Quiet {}
@@ -145,25 +147,6 @@ pub fn train_ranks(cfg: &Config, dir: &Path, ranks: usize, device: impl Fn() -> 
             h.join().expect("a rank panicked").unwrap();
         }
     });
-}
-
-/// The largest difference between the weights of two model files.
-pub fn max_weight_diff(a: &Path, b: &Path) -> f32 {
-    let load = |p: &Path| {
-        let m = nmt::model_file::load(p, DType::F32, &Device::Cpu).unwrap();
-        nmt::model_file::model_tensors(&m.model)
-            .into_iter()
-            .map(|(k, t)| (k, t.flatten_all().unwrap().to_vec1::<f32>().unwrap()))
-            .collect::<Vec<_>>()
-    };
-    let (a, b) = (load(a), load(b));
-    assert_eq!(a.len(), b.len());
-    let mut worst = 0f32;
-    for ((ka, va), (kb, vb)) in a.iter().zip(&b) {
-        assert_eq!(ka, kb);
-        worst = va.iter().zip(vb).map(|(x, y)| (x - y).abs()).fold(worst, f32::max);
-    }
-    worst
 }
 
 /// 20 updates on 2 ranks sharing `device` against 1 rank, and the weights' largest
