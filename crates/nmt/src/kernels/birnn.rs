@@ -1,5 +1,9 @@
 //! A bidirectional recurrent layer (Bahdanau et al. 2014, §3.2: `h_j = [→h_j; ←h_j]`) as one
-//! op: the two directions run at the same time, one per thread, each over the whole batch.
+//! op: the two directions run at the same time, each on half the threads: on 2 threads one
+//! thread over the whole batch, on more each direction's rows in chunks, one per thread
+//! (`dir_chunk_rows`; bit for bit the same numbers, this module's test). One direction per
+//! thread left 14 of 16 threads idle for the encoder, about a ninth of a training step on 2
+//! threads (docs/PERF.md, "The encoder on many threads").
 //! The cell is a GRU or an LSTM (`rnn_cell.rs`), of gate width `G` (`3H` or `4H`).
 //!
 //! Input `gi (B, S, 2G)`: `[x W_f + b_f | x W_b + b_b]`, from one GEMM for both directions.
@@ -19,7 +23,7 @@ use candle_core::{Result, Shape, Tensor};
 use super::gemm::{fill_rows, transpose, Real};
 use super::rnn_cell::LnGrads;
 use super::rnn_cell::{masked_states, u_grad};
-use super::rnn_op::{backward_chunk, forward_chunk, prev_cells, prev_states, BackIn, RnnDims, RnnSpec, Saved, Saved2};
+use super::rnn_op::{backward_chunk, backward_rows, forward_rows, prev_cells, prev_states, BackIn, RnnDims, RnnSpec, Saved};
 use super::saved_op::{apply, SavedForward};
 use crate::kernels::math::simd_dispatch;
 
@@ -76,6 +80,19 @@ fn join_dirs<T: Real>(a: &[T], b: &[T], k: usize) -> Vec<T> {
     out
 }
 
+/// The threads of one direction: half the pool's, as both directions run at once.
+fn dir_threads() -> usize {
+    (rayon::current_num_threads() / 2).max(1)
+}
+
+/// Rows per chunk of one direction: one chunk per thread of [`dir_threads`], so that on more
+/// than 2 threads each direction's batch is split too (on 2 threads, or 1, a direction runs
+/// as one chunk, as before). Rows are independent and every product keeps at least two rows
+/// (`gemm.rs`), so a row's numbers do not depend on the thread count.
+fn dir_chunk_rows(batch: usize) -> usize {
+    batch.div_ceil(dir_threads().min(batch).max(1)).max(1)
+}
+
 /// A direction's per-row `[b_h; h_0 = 0] (B, G + H)`.
 fn dir_rows<T: Real>(bh: &[T], batch: usize, h: usize) -> Vec<T> {
     let mut row = bh.to_vec();
@@ -85,21 +102,20 @@ fn dir_rows<T: Real>(bh: &[T], batch: usize, h: usize) -> Vec<T> {
 
 /// The annotations `(B, S, 2H)` alone: the forward pass for search, which keeps nothing for a
 /// backward pass (the host search encodes with it).
+/// Each direction in one chunk: the search runs whole batches side by side on more threads
+/// (`search::Searcher`), so its encoder needs no split of its own.
 pub(crate) fn annotations<T: Real>(d: &RnnDims, gi: &[T], u: &[T], bh: &[T]) -> Vec<T> {
-    forward(d, gi, u, bh).0
+    forward(d, gi, u, bh, d.batch).0
 }
 
-fn forward<T: Real>(d: &RnnDims, gi: &[T], u: &[T], bh: &[T]) -> (Vec<T>, Dirs<T>) {
-    let (n, h, g) = (d.batch * d.len, d.hidden, d.g());
+/// Both directions, each in chunks of `n` rows.
+fn forward<T: Real>(d: &RnnDims, gi: &[T], u: &[T], bh: &[T], n: usize) -> (Vec<T>, Dirs<T>) {
+    let (h, g) = (d.hidden, d.g());
     let run = |dir: usize| {
-        let mut out = vec![T::ZERO; n * h];
-        let mut sv = Saved { gh: vec![T::ZERO; n * g], q: vec![T::ZERO; n * h] };
         let ud = &u[dir * h * g..(dir + 1) * h * g];
         let (bd, norm) = dir_bias(bh, dir, g);
         let rows = dir_rows(bd, d.batch, h);
-        let mut s2 = Saved2 { gh: &mut sv.gh, q: &mut sv.q };
-        simd_dispatch!(forward_chunk(&dims(d, dir), gi, (ud, norm), &rows, &mut out, &mut s2));
-        (out, sv)
+        forward_rows(&dims(d, dir), gi, (ud, norm), &rows, n)
     };
     let ((hf, sf), (hb, sb)) = rayon::join(|| run(0), || run(1));
     (join_dirs(&hf, &hb, h), Dirs { saved: [sf, sb] })
@@ -121,15 +137,24 @@ fn backward_dir<T: Real>(
     let hprev = prev_states(d, hs, &rows);
     let cprev = prev_cells(d, &sv.q);
     let ut = transpose(u, h, g);
-    let mut dgi = vec![T::ZERO; n * g];
-    let mut dgh = vec![T::ZERO; n * g];
-    let mut dh0 = vec![T::ZERO; d.batch * h];
     let x = BackIn { gi, gh: &sv.gh, hprev: &hprev, cprev: &cprev, dh };
-    // With layer normalisation `dgh` ends as the gradient of `h U`; `db_h`, `dγ_h` add up here.
+    // With layer normalisation `dgh` ends as the gradient of `h U`; `db_h`, `dγ_h` add up here,
+    // over all rows in one chunk (chunks would sum them in another order on each thread count).
     let (mut dbeta, mut dgamma) = (vec![T::ZERO; g], vec![T::ZERO; if norm.is_some() { g } else { 0 }]);
-    let ln = norm.map(|gamma| (gamma, LnGrads { dgamma: &mut dgamma[..], dbeta: &mut dbeta[..] }));
-    simd_dispatch!(backward_chunk(d, &x, (u, &ut), ln, &mut dgi, &mut dgh, &mut dh0));
-    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), d.len, h), &sv.q, &dgh, 1);
+    let (dgi, dgh) = match norm {
+        None => {
+            let (dgi, dgh, _dh0) = backward_rows(d, &x, (u, &ut), dir_chunk_rows(d.batch));
+            (dgi, dgh)
+        }
+        Some(gamma) => {
+            let (mut dgi, mut dgh, mut dh0) = (vec![T::ZERO; n * g], vec![T::ZERO; n * g], vec![T::ZERO; d.batch * h]);
+            let ln = Some((gamma, LnGrads { dgamma: &mut dgamma[..], dbeta: &mut dbeta[..] }));
+            simd_dispatch!(backward_chunk(d, &x, (u, &ut), ln, &mut dgi, &mut dgh, &mut dh0));
+            (dgi, dgh)
+        }
+    };
+    let threads = dir_threads();
+    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), d.len, h), &sv.q, &dgh, threads);
     if norm.is_none() {
         for row in dgh.chunks(g) {
             for (acc, &x) in dbeta.iter_mut().zip(row) {
@@ -166,11 +191,79 @@ impl SavedForward for BiGru {
     }
 
     fn forward<T: Real>(&self, [gi, u, bh]: [&[T]; 3]) -> (Vec<T>, Dirs<T>) {
-        forward(&self.0, gi, u, bh)
+        forward(&self.0, gi, u, bh, dir_chunk_rows(self.0.batch))
     }
 
     fn backward<T: Real>(&self, saved: Dirs<T>, x: [&[T]; 3], hs: &[T], dh: &[T]) -> [Vec<T>; 3] {
         let (dgi, du, dbh) = backward(&self.0, saved, x, hs, dh);
         [dgi, du, dbh]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor, Var};
+    use rand::{Rng, SeedableRng};
+
+    use super::super::rnn_cell::{CellKind, GruForm};
+    use super::*;
+
+    const LENS: [usize; 13] = [7, 3, 5, 7, 1, 2, 6, 7, 4, 4, 7, 2, 5];
+
+    fn random(rng: &mut impl Rng, shape: &[usize]) -> Var {
+        let n: usize = shape.iter().product();
+        Var::from_tensor(&Tensor::from_vec((0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect::<Vec<_>>(), shape, &Device::Cpu).unwrap())
+            .unwrap()
+    }
+
+    /// The op's output and the gradients of its three inputs on a pool of `threads`.
+    fn run(threads: usize, kind: CellKind, norm: bool, dropout: bool) -> Vec<Vec<f32>> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(56);
+            let (b, s, h) = (LENS.len(), 7, 256);
+            let g = kind.gates() * h;
+            let (gi, u) = (random(&mut rng, &[b, s, 2 * g]), random(&mut rng, &[2, h, g]));
+            let bh = random(&mut rng, &[2, if norm { 2 * g } else { g }]);
+            let mask: Vec<f32> = (0..2 * b * h).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect();
+            let probe = random(&mut rng, &[b, s, 2 * h]);
+            let spec = RnnSpec { kind, lens: &LENS, state_mask: dropout.then_some(&mask[..]) };
+            let y = birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
+            let grads = (&y * probe.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
+            let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            let mut all = vec![flat(&y)];
+            all.extend([&gi, &u, &bh].map(|v| flat(grads.get(v.as_tensor()).unwrap())));
+            all
+        })
+    }
+
+    /// Issue 56: on more than 2 threads each direction's rows are split between its threads
+    /// (`dir_chunk_rows`: chunks of 7, 2 and 1 of 13 sentences here); the annotations and every
+    /// gradient stay those of 2 threads, bit for bit, for both GRU forms and the LSTM, with
+    /// recurrent dropout and with layer normalisation (kept in one chunk).
+    #[test]
+    fn any_thread_count_computes_what_two_threads_compute() {
+        let cases = [
+            (CellKind::Gru(GruForm::ResetAfter), false, false),
+            (CellKind::Gru(GruForm::ResetAfter), false, true),
+            (CellKind::Gru(GruForm::ResetAfter), true, true),
+            (CellKind::Gru(GruForm::Paper), false, true),
+            (CellKind::Lstm, false, true),
+        ];
+        for (kind, norm, dropout) in cases {
+            let two = run(2, kind, norm, dropout);
+            for threads in [1, 3, 5, 16, 64] {
+                let got = run(threads, kind, norm, dropout);
+                for (k, (a, b)) in got.iter().zip(&two).enumerate() {
+                    let differ = a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+                    assert_eq!(
+                        differ,
+                        0,
+                        "{kind:?} norm {norm} dropout {dropout}: {threads} threads, tensor {k}: {differ} of {} differ",
+                        a.len()
+                    );
+                }
+            }
+        }
     }
 }

@@ -136,10 +136,15 @@ struct GruSeq(RnnDims);
 /// `γ_h (G)` on `h U` (`model/layer_norm.rs`): the host search's forward pass only (this op
 /// trains no layer-normalised layer; the bidirectional op does, `birnn.rs`).
 pub(crate) fn forward<T: Real>(d: &RnnDims, gi: &[T], u: &[T], rows: &[T], norm: Option<&[T]>) -> (Vec<T>, Saved<T>) {
+    forward_rows(d, gi, (u, norm), rows, chunk_rows(d.batch))
+}
+
+/// [`forward`] in chunks of `n` rows (the bidirectional op gives each direction half the
+/// threads, `birnn.rs`).
+pub(crate) fn forward_rows<T: Real>(d: &RnnDims, gi: &[T], (u, norm): (&[T], Option<&[T]>), rows: &[T], n: usize) -> (Vec<T>, Saved<T>) {
     let (s, h, g) = (d.len, d.hidden, d.g());
     let mut out = vec![T::ZERO; d.batch * s * h];
     let mut sv = Saved { gh: vec![T::ZERO; d.batch * s * g], q: vec![T::ZERO; d.batch * s * h] };
-    let n = chunk_rows(d.batch);
     out.par_chunks_mut(n * s * h).zip(sv.gh.par_chunks_mut(n * s * g)).zip(sv.q.par_chunks_mut(n * s * h)).enumerate().for_each(
         |(c, ((out_c, gh_c), q_c))| {
             let nb = out_c.len() / (s * h);
@@ -297,23 +302,31 @@ pub(crate) fn backward<T: Real>(d: &RnnDims, sv: &Saved<T>, gi: &[T], u: &[T], r
     let hprev = prev_states(d, hs, rows);
     let cprev = prev_cells(d, &sv.q);
     let ut = transpose(u, h, g);
+    let x = BackIn { gi, gh: &sv.gh, hprev: &hprev, cprev: &cprev, dh };
+    let (dgi, dgh, dh0) = backward_rows(d, &x, (u, &ut), chunk_rows(b));
+    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), s, h), &sv.q, &dgh, threads);
+    let drows = row_grads(&dgh, &dh0, b, s, h, g);
+    (dgi, du, drows)
+}
+
+/// The backward loop of all rows of `d` in chunks of `n` rows, without layer normalisation:
+/// `(dgi, dgh) (B, S, G)` and `dh0 (B, H)` ([`backward_chunk`]).
+pub(crate) fn backward_rows<T: Real>(d: &RnnDims, x: &BackIn<'_, T>, (u, ut): (&[T], &[T]), n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (b, s, h, g) = (d.batch, d.len, d.hidden, d.g());
     let mut dgi = vec![T::ZERO; b * s * g];
     let mut dgh = vec![T::ZERO; b * s * g];
     let mut dh0 = vec![T::ZERO; b * h];
-    let n = chunk_rows(b);
     dgi.par_chunks_mut(n * s * g).zip(dgh.par_chunks_mut(n * s * g)).zip(dh0.par_chunks_mut(n * h)).enumerate().for_each(
         |(c, ((dgi_c, dgh_c), dh0_c))| {
             let nb = dh0_c.len() / h;
             let (ag, a1) = (c * n * s * g..(c * n + nb) * s * g, c * n * s * h..(c * n + nb) * s * h);
-            let gi_c = &gi[c * n * s * d.gi_stride..][..nb * s * d.gi_stride];
-            let cp = if cprev.is_empty() { &cprev[..] } else { &cprev[a1.clone()] };
-            let x = BackIn { gi: gi_c, gh: &sv.gh[ag], hprev: &hprev[a1.clone()], cprev: cp, dh: &dh[a1] };
-            simd_dispatch!(backward_chunk(&d.chunk(c * n, nb), &x, (u, &ut), None, dgi_c, dgh_c, dh0_c))
+            let gi_c = &x.gi[c * n * s * d.gi_stride..][..nb * s * d.gi_stride];
+            let cp = if x.cprev.is_empty() { x.cprev } else { &x.cprev[a1.clone()] };
+            let xc = BackIn { gi: gi_c, gh: &x.gh[ag], hprev: &x.hprev[a1.clone()], cprev: cp, dh: &x.dh[a1] };
+            simd_dispatch!(backward_chunk(&d.chunk(c * n, nb), &xc, (u, ut), None, dgi_c, dgh_c, dh0_c))
         },
     );
-    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), s, h), &sv.q, &dgh, threads);
-    let drows = row_grads(&dgh, &dh0, b, s, h, g);
-    (dgi, du, drows)
+    (dgi, dgh, dh0)
 }
 
 /// `[dghb; dh_0] (B, G + H)`: each row's `dGH` summed over its steps, then its `dh_0`.
