@@ -87,8 +87,8 @@ impl LoopDims {
 /// (once per batch, not per step) and the sizes.
 #[derive(Clone, Debug)]
 pub(crate) struct StepMemory {
-    pub(crate) enc: Tensor,
-    pub(crate) lens: Vec<usize>,
+    enc: Tensor,
+    lens: Vec<usize>,
     w: Tensor,
     dims: LoopDims,
 }
