@@ -27,7 +27,7 @@ use super::rnn::Rnn;
 use super::{gpu_decoder, gpu_step};
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState, StartState};
 use crate::error::Result;
-use crate::kernels::attn_decoder::{attend_row, AttnDims, AttnScratch};
+use crate::kernels::attn_decoder::{attend_row, AttnScratch};
 use crate::kernels::dense::{hcat, host, Dense};
 use crate::kernels::gemm::Mat;
 use crate::kernels::gru_cell::{reset_row, update_row};
@@ -99,22 +99,7 @@ impl ForcedDecoder for AttentionDecoder {
     /// copy mixture's `α` is recomputed from the first layer's `s_{i-1}` on composed ops.
     fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let (b, t, m) = x.ey.dims3()?;
-        let (s, n) = (x.ann.dim(1)?, self.rnn.hidden());
-        let dims = AttnDims {
-            batch: b,
-            tgt_len: t,
-            src_len: s,
-            hidden: n,
-            ctx: 2 * n,
-            att: self.att.u_a.dim(1)?,
-            lens: x.src.lens.to_vec(),
-            kind: self.rnn.kind(),
-            output: x.output,
-            state_mask,
-            conditional: false,
-            start: self.start.kind,
-            norm: false,
-        };
+        let dims = x.attn_dims(self.rnn.hidden(), self.att.u_a.dim(1)?, self.rnn.kind(), self.start.kind, state_mask)?;
         let (dw, db) = self.rnn.input_weights();
         let gie = linear::linear(&x.ey.reshape((b * t, m))?, dw, db)?;
         let att = &self.att;

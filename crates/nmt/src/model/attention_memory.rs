@@ -18,8 +18,9 @@ use super::layer_norm::{ln_rows, maybe_norm};
 use super::params::{Init, ParamBuilder};
 use super::precomputed::ContextTerms;
 use super::regularizer::{state_tensor, Dropout, Side, Site};
-use crate::config::{OutputState, StartState};
+use crate::config::{CellKind, OutputState, StartState};
 use crate::error::Result;
+use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::dense::{affine, host, tanh_in_place};
 use crate::kernels::gemm::{matmul, Mat};
 use crate::kernels::start_pool;
@@ -226,6 +227,27 @@ pub struct ForcedIn<'a> {
     pub(crate) src: Source<'a>,
     pub(crate) output: OutputState,
     pub(crate) want_alpha: bool,
+}
+
+impl ForcedIn<'_> {
+    /// The fused op's sizes (`kernels::attn_decoder`) for this batch and a decoder of `hidden`
+    /// units, attention of `att` and first cell `kind`, started by `start`, with recurrent
+    /// dropout's `state_mask`: Bahdanau's step without layer normalisation (the conditional GRU
+    /// sets `conditional` and `norm`).
+    pub(crate) fn attn_dims(
+        &self,
+        hidden: usize,
+        att: usize,
+        kind: CellKind,
+        start: StartState,
+        state_mask: Option<Vec<f32>>,
+    ) -> Result<AttnDims> {
+        let (batch, tgt_len, _) = self.ey.dims3()?;
+        let (_, src_len, ctx) = self.ann.dims3()?;
+        let lens = self.src.lens.to_vec();
+        let (output, conditional, norm) = (self.output, false, false);
+        Ok(AttnDims { batch, tgt_len, src_len, hidden, ctx, att, lens, kind, output, state_mask, conditional, start, norm })
+    }
 }
 
 /// What the attention decoder's teacher forcing returns.

@@ -99,22 +99,8 @@ impl ForcedDecoder for ConditionalDecoder {
     /// rows in one batched GRU₁ step, then the weights.
     fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let (b, t, m) = x.ey.dims3()?;
-        let (s, n) = (x.ann.dim(1)?, self.rnn1.hidden());
-        let dims = AttnDims {
-            batch: b,
-            tgt_len: t,
-            src_len: s,
-            hidden: n,
-            ctx: 2 * n,
-            att: self.att.u_a.dim(1)?,
-            lens: x.src.lens.to_vec(),
-            kind: self.rnn1.kind(),
-            output: x.output,
-            state_mask: state_mask.clone(),
-            conditional: true,
-            start: self.start.kind,
-            norm: self.start.norm.is_some(),
-        };
+        let sizes = x.attn_dims(self.rnn1.hidden(), self.att.u_a.dim(1)?, self.rnn1.kind(), self.start.kind, state_mask.clone())?;
+        let dims = AttnDims { conditional: true, norm: self.start.norm.is_some(), ..sizes };
         let (w1, b1) = self.rnn1.input_weights();
         // `E y W₁` over the whole sequence: with layer normalisation `LN(E y W₁)·γ + b₁`, composed.
         let ey = x.ey.reshape((b * t, m))?;
