@@ -89,6 +89,58 @@ pub(super) struct AttnGrads {
     pub dv: Addr,
 }
 
+/// The buffers both loops' backward passes share, zeroed: the inputs' gradients `dseq`,
+/// `denc`, `dw`; `dGH`, `dWS (B, T, ·)`; the attention's `dv`, `dc`, `de` ([`AttnGrads`]); the
+/// cell's scratch `dq`, `buf` (`B × H`).
+pub(super) struct Back<F> {
+    dseq: F,
+    denc: F,
+    dw: F,
+    dgh: F,
+    dws: F,
+    scratch: [F; 5],
+}
+
+/// [`Back`]'s addresses, and the carry: the rows of `dseq` that end as the gradient of `s_0`.
+#[derive(Clone, Copy)]
+pub(super) struct BackAddr {
+    pub dseq: Addr,
+    pub dw: Addr,
+    pub dgh: Addr,
+    pub dws: Addr,
+    pub ag: AttnGrads,
+    pub carry: Addr,
+    pub dq: Addr,
+    pub buf: Addr,
+}
+
+impl<F: Send + Sync + 'static> Back<F> {
+    pub(super) fn zeros<L: Launch<Floats = F>>(l: &L, d: &AttnDims) -> Result<Self> {
+        let (b, bt, h, g, a) = (d.batch, d.batch * d.tgt_len, d.hidden, d.g(), d.att);
+        Ok(Back {
+            dseq: l.zeros(bt * g + b * h)?,
+            denc: l.zeros(b * d.src_len * d.enc_w())?,
+            dw: l.zeros(d.woff().end)?,
+            dgh: l.zeros(bt * g)?,
+            dws: l.zeros(bt * a)?,
+            scratch: [l.zeros(b * a)?, l.zeros(b * d.ctx)?, l.zeros(b * d.src_len)?, l.zeros(b * h)?, l.zeros(b * h)?],
+        })
+    }
+
+    pub(super) fn addrs<L: Launch<Floats = F>>(&self, l: &L, d: &AttnDims) -> BackAddr {
+        let [dv, dc, de, dq, buf] = self.scratch.each_ref().map(|f| l.addr(f));
+        let dseq = l.addr(&self.dseq);
+        let ag = AttnGrads { dc, de, denc: l.addr(&self.denc), dv };
+        let carry = dseq.at(d.batch * d.tgt_len * d.g());
+        BackAddr { dseq, dw: l.addr(&self.dw), dgh: l.addr(&self.dgh), dws: l.addr(&self.dws), ag, carry, dq, buf }
+    }
+
+    /// The gradients of `(seq, enc, w)`.
+    pub(super) fn into_inputs(self) -> [F; 3] {
+        [self.dseq, self.denc, self.dw]
+    }
+}
+
 /// Where step `i`'s rows are, and the launches both loops share: the loop's sizes (the CPU
 /// op's, `kernels::attn_decoder`: its `lens`, `state_mask`, `conditional` and weight
 /// offsets; a GRU without layer normalisation), its GRU form and its inputs.

@@ -14,7 +14,7 @@
 use candle_core::Result;
 
 use super::args::{self, FillRows, MaskRows};
-use super::attention::{sum_rows, At, AttnGrads, Saved};
+use super::attention::{sum_rows, At, Back, BackAddr, Saved};
 use super::cell::{gemm, Step, StepGrads};
 use super::{Addr, Launch, View};
 
@@ -50,17 +50,11 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
 /// enc, w)`.
 pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, (out, dout): (Addr, Addr)) -> Result<[L::Floats; 3]> {
     let (d, x) = (at.d, at.x);
-    let (b, t, s, h, c, a, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
+    let (b, t, h, c, a, g) = (d.batch, d.tgt_len, d.hidden, d.ctx, d.att, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
-    let (dseq, denc, dw) = (l.zeros(bt * g + b * h)?, l.zeros(b * s * d.enc_w())?, l.zeros(o.end)?);
-    let (dgh, dws, dvp) = (l.zeros(bt * g)?, l.zeros(bt * a)?, l.zeros(b * a)?);
-    let (dc, de, dq, buf) = (l.zeros(b * c)?, l.zeros(b * s)?, l.zeros(b * h)?, l.zeros(b * h)?);
+    let back = Back::zeros(l, d)?;
+    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, dq, buf } = back.addrs(l, d);
     let sv = saved.addrs(l);
-    let [dseqp, dwp, dghp, dwsp] = [&dseq, &dw, &dgh, &dws].map(|f| l.addr(f));
-    let ag = AttnGrads { dc: l.addr(&dc), de: l.addr(&de), denc: l.addr(&denc), dv: l.addr(&dvp) };
-    // The carry ends as the loop's gradient of s_0, the last rows of dseq.
-    let carry = dseqp.at(bt * g);
-    let (dq, buf) = (l.addr(&dq), l.addr(&buf));
     let cell = at.cell(o.u, x.mask);
     for i in (0..t).rev() {
         let st = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: at.prev(out, i) };
@@ -83,5 +77,5 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     sum_rows(l, bt, a, dwsp, dwp.at(o.ba), one)?;
     sum_rows(l, bt, g, dghp, dwp.at(o.bh), one)?;
     sum_rows(l, b, a, ag.dv, dwp.at(o.va), one)?;
-    Ok([dseq, denc, dw])
+    Ok(back.into_inputs())
 }

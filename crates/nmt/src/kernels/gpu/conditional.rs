@@ -15,7 +15,7 @@
 use candle_core::Result;
 
 use super::args::{self, FillRows};
-use super::attention::{sum_rows, At, AttnGrads, Saved};
+use super::attention::{sum_rows, At, Back, BackAddr, Saved};
 use super::cell::{gemm, Step, StepGrads};
 use super::{Addr, Launch, View};
 
@@ -52,17 +52,14 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
 /// enc, w)`.
 pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, (out, dout): (Addr, Addr)) -> Result<[L::Floats; 3]> {
     let (d, x) = (at.d, at.x);
-    let (b, t, s, h, c, a, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.ctx, d.att, d.g());
+    let (b, t, h, c, a, g) = (d.batch, d.tgt_len, d.hidden, d.ctx, d.att, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
-    let (dseq, denc, dw) = (l.zeros(bt * g + b * h)?, l.zeros(b * s * d.enc_w())?, l.zeros(o.end)?);
-    let (dgi, dgh, dgh1, dws, dvp) = (l.zeros(bt * g)?, l.zeros(bt * g)?, l.zeros(bt * g)?, l.zeros(bt * a)?, l.zeros(b * a)?);
-    let (dc, de, dq, buf, zeros) = (l.zeros(b * c)?, l.zeros(b * s)?, l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?);
+    let back = Back::zeros(l, d)?;
+    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, dq, buf } = back.addrs(l, d);
+    // GRU₂'s input gradient, GRU₁'s recurrent one, and GRU₁'s output gradient (none: zeros).
+    let (dgi, dgh1, zeros) = (l.zeros(bt * g)?, l.zeros(bt * g)?, l.zeros(b * h)?);
+    let [dgip, dgh1p, zp] = [&dgi, &dgh1, &zeros].map(|f| l.addr(f));
     let sv = saved.addrs(l);
-    let [dseqp, dwp, dgip, dghp, dgh1p, dwsp] = [&dseq, &dw, &dgi, &dgh, &dgh1, &dws].map(|f| l.addr(f));
-    let ag = AttnGrads { dc: l.addr(&dc), de: l.addr(&de), denc: l.addr(&denc), dv: l.addr(&dvp) };
-    // The carry ends as the loop's gradient of s_0, the last rows of dseq.
-    let carry = dseqp.at(bt * g);
-    let (dq, buf, zp) = (l.addr(&dq), l.addr(&buf), l.addr(&zeros));
     let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
     for i in (0..t).rev() {
         let sp_i = at.rows(sv.sp, h, i);
@@ -86,5 +83,5 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
         sum_rows(l, bt, w, src, dwp.at(dst), one)?;
     }
     sum_rows(l, b, a, ag.dv, dwp.at(o.va), one)?;
-    Ok([dseq, denc, dw])
+    Ok(back.into_inputs())
 }
