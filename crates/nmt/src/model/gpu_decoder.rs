@@ -34,7 +34,7 @@ pub(crate) fn forced_loop(x: &ForcedIn, w: LoopWeights<'_>, s0: &Tensor, state_m
     let keys = x.ann.reshape((b * s, c))?.matmul(&w.att.u_a)?.reshape((b, s, a))?;
     let enc = Tensor::cat(&[x.ann, &keys], 2)?;
     let seq = Tensor::cat(&[gie.flatten_all()?, s0.flatten_all()?], 0)?;
-    let spec = w.dims(c)?.at(b, t, s, x.src.lens)?;
+    let spec = w.dims(c)?.at(b, t, s, x.src.lens);
     let out = gpu::attention_loop(&seq, &enc, &w.packed()?, AttnDims { state_mask, ..spec })?;
     let state_ctx = match x.output {
         OutputState::Current => out,

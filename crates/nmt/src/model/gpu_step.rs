@@ -57,14 +57,12 @@ pub(crate) struct LoopDims {
 
 impl LoopDims {
     /// The CPU op's sizes for `b` sentences of `t` target and `s` source positions; `output`
-    /// and `start` are the callers' (the loop ignores them), no dropout.
-    pub(crate) fn at(self, b: usize, t: usize, s: usize, lens: &[usize]) -> Result<AttnDims> {
-        if !matches!(self.kind, CellKind::Gru(_)) {
-            return Err(Error::Config("the GPU's decoder loop runs GRUs only".into()));
-        }
+    /// and `start` are the callers' (the loop ignores them), no dropout. The loop itself refuses
+    /// a cell other than the GRU (`kernels::gpu::attention_loop`).
+    pub(crate) fn at(self, b: usize, t: usize, s: usize, lens: &[usize]) -> AttnDims {
         let LoopDims { hidden, ctx, att, kind, conditional } = self;
         let (output, start, lens) = (OutputState::Current, StartState::FirstBackward, lens.to_vec());
-        Ok(AttnDims {
+        AttnDims {
             batch: b,
             tgt_len: t,
             src_len: s,
@@ -78,7 +76,7 @@ impl LoopDims {
             conditional,
             start,
             norm: false,
-        })
+        }
     }
 }
 
@@ -117,7 +115,7 @@ impl StepMemory {
         let (r, src_len, _) = self.enc.dims3()?;
         let (h, c) = (self.dims.hidden, self.dims.ctx);
         let seq = Tensor::cat(&[gi.flatten_all()?, s.flatten_all()?], 0)?;
-        let out = gpu::attention_step(&seq, &self.enc, &self.w, self.dims.at(r, 1, src_len, &self.lens)?)?;
+        let out = gpu::attention_step(&seq, &self.enc, &self.w, self.dims.at(r, 1, src_len, &self.lens))?;
         // Contiguous: candle's CUDA product refuses a narrowed view (`tests/gpu_layouts.rs`).
         let part = |at: usize, w: usize| out.narrow(1, at, w)?.contiguous();
         Ok([part(0, h)?, part(h, c)?, part(h + c, src_len)?])
