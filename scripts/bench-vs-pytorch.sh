@@ -18,8 +18,21 @@
 # BF16=1 also times our training step with bf16 products (`nmt bench --precision bf16`,
 # train.precision = "bf16", issue 42) in the same rounds, and prints it against PyTorch and
 # against our f32 step.
+#
+# NMT_MAX_CPU_ISA=avx2 runs both sides as on a CPU without AVX-512 (issue 56): nmt's kernels and
+# products (crates/nmt/src/kernels/isa.rs), and PyTorch's through ATEN_CPU_CAPABILITY=avx2 (its
+# kernels and TorchInductor's code), ONEDNN_MAX_CPU_ISA=AVX2 and MKL_ENABLE_INSTRUCTIONS=AVX2.
+# NMT_MAX_CPU_ISA=avx512 keeps AVX-512 and turns off the bf16 products on both sides. Each JSON
+# line says what its side ran ("cpu"), so the log shows that the cap held.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+case "${NMT_MAX_CPU_ISA:-}" in
+  "") ;;
+  avx2|AVX2) export ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
+  avx512|AVX512) export ATEN_CPU_CAPABILITY=avx512 ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI ;;
+  avx512_bf16|AVX512_BF16) ;;
+  *) echo "NMT_MAX_CPU_ISA=$NMT_MAX_CPU_ISA: expected avx2, avx512 or avx512_bf16" >&2; exit 2 ;;
+esac
 rounds=${1:-5}
 threads=${2:-2}
 ref=${BENCH_REF:-$root/bench/pytorch}
@@ -77,6 +90,7 @@ def best(a, b, bench):
 benches = [("greedy", "sentences_per_s"), ("beam5", "sentences_per_s")]
 n, t = data[("nmt", 1, "greedy")], data[("torch", 1, "greedy")]
 print(f"nmt{' --int8' if n.get('int8') else ''} against {t['impl']}; loss0: nmt {n.get('loss0', '-')}  pytorch {t.get('loss0', '-')}")
+print(f"CPU kernels: nmt {n.get('cpu', '-')}; pytorch {t.get('cpu', 'not recorded (only the tuned reference records it)')}")
 if ("nmt", 1, "train") in data:
     benches.insert(0, ("train", "target_tokens_per_s"))
 for bench, key in benches:

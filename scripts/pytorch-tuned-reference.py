@@ -35,6 +35,18 @@ def precision():
     return torch.autocast("cpu", dtype=torch.bfloat16) if BF16 else contextlib.nullcontext()
 
 
+def cpu_capability():
+    """What PyTorch's own kernels (ATEN_CPU_CAPABILITY) and TorchInductor's generated code ran:
+    scripts/bench-vs-pytorch.sh caps them with NMT_MAX_CPU_ISA, and the log should show that
+    the cap held."""
+    try:
+        from torch._inductor import cpu_vec_isa
+        inductor = str(cpu_vec_isa.pick_vec_isa())
+    except Exception as e:  # a private module: say so rather than fail the benchmark
+        inductor = f"unknown ({type(e).__name__})"
+    return f"aten {torch.backends.cpu.get_cpu_capability()}, inductor {inductor}, onednn cap {os.environ.get('ONEDNN_MAX_CPU_ISA', 'none')}"
+
+
 def main():
     ids = np.fromfile(os.path.join(ref.DATA, "batch.bin"), dtype="<i4").astype(np.int64)
     src = torch.from_numpy(ids[:B * S].reshape(B, S).copy())
@@ -61,7 +73,7 @@ def main():
             return fn(p, src, T).tolist()
 
     impl = f"pytorch-{torch.__version__}-compiled" + ("-bf16" if BF16 else "")
-    base = {"impl": impl, "threads": ref.THREADS, "loss0": round(loss0, 6)}
+    base = {"impl": impl, "threads": ref.THREADS, "loss0": round(loss0, 6), "cpu": cpu_capability()}
     ms, mn = ref.timed(step, ref.N_STEPS)
     print(json.dumps({**base, "bench": "train", "ms_median": round(ms, 2), "ms_min": round(mn, 2),
                       "target_tokens_per_s": round(B * T / (ms / 1e3), 1)}), flush=True)

@@ -82,22 +82,11 @@ fn main() -> std::process::ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
-    let result = match cli.command {
-        Command::Demo(a) => cmd::demo::run(a),
-        Command::Prepare(a) => cmd::prepare::run(a),
-        Command::Train(a) => cmd::train::run(a),
-        Command::Translate(a) => cmd::translate::run(a),
-        Command::Shortlist(a) => cmd::shortlist::run(a),
-        Command::Quantize(a) => cmd::quantize::run(a),
-        Command::Convert(a) => cmd::convert::run(a),
-        Command::Score(a) => cmd::score::run(a),
-        Command::Rescore(a) => cmd::rescore::run(a),
-        Command::Embed(a) => cmd::embed::run(a),
-        Command::Serve(a) => cmd::serve::run(a),
-        Command::Eval(a) => cmd::eval::run(a),
-        Command::Plot(a) => cmd::plot::run(a),
-        Command::Average(a) => cmd::average::run(a),
-        Command::Bench(a) => cmd::bench::run(a),
+    // A misspelt cap would silently run the full instruction sets: refuse it before any kernel
+    // reads it (the library ignores what it cannot parse).
+    let result = match nmt::kernels::isa::cap_from_env() {
+        Err(e) => Err(anyhow::anyhow!(e)),
+        Ok(_) => run(cli.command),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -114,5 +103,25 @@ fn main() -> std::process::ExitCode {
             eprintln!("nmt: error: {}", chain.join(": "));
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Prepare(a) => cmd::prepare::run(a),
+        Command::Train(a) => cmd::train::run(a),
+        Command::Translate(a) => cmd::translate::run(a),
+        Command::Shortlist(a) => cmd::shortlist::run(a),
+        Command::Quantize(a) => cmd::quantize::run(a),
+        Command::Convert(a) => cmd::convert::run(a),
+        Command::Score(a) => cmd::score::run(a),
+        Command::Rescore(a) => cmd::rescore::run(a),
+        Command::Embed(a) => cmd::embed::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Eval(a) => cmd::eval::run(a),
+        Command::Plot(a) => cmd::plot::run(a),
+        Command::Average(a) => cmd::average::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     }
 }

@@ -54,3 +54,37 @@ fn bench_runs_every_architecture_preset() {
     let out = nmt().args(["bench", "--preset", "nope", "--only", "train"]).output().unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("unknown model preset"));
 }
+
+/// `NMT_MAX_CPU_ISA` (issue 56): `avx2` runs the AVX2 kernels and products, says so in the
+/// bench's `cpu`, and trains the same model (the losses of a step agree with the uncapped run's
+/// to rounding); a misspelt value is refused before anything runs.
+#[test]
+fn the_instruction_set_cap_is_named_and_computes_the_same_step() {
+    let out = nmt().env("NMT_MAX_CPU_ISA", "avx-2").args(["bench", "--only", "train"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("NMT_MAX_CPU_ISA") && err.contains("avx2, avx512, avx512_bf16"), "{err}");
+
+    let train = |cap: &str| {
+        let out = nmt()
+            .env("NMT_MAX_CPU_ISA", cap)
+            .args(["bench", "--json", "--steps", "2", "--only", "train", "--threads", "1"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["bench"] == "train").expect("a train line")
+    };
+    let (capped, full) = (train("avx2"), train(""));
+    let detected = nmt::kernels::isa::detected();
+    let want = match detected {
+        nmt::kernels::isa::CpuLevel::Avx512 | nmt::kernels::isa::CpuLevel::Avx512Bf16 => "AVX2 (NMT_MAX_CPU_ISA)",
+        other => other.name(),
+    };
+    assert_eq!(capped["cpu"], want, "detected {detected:?}");
+    assert_eq!(full["cpu"], detected.name());
+    for key in ["loss0", "loss_last"] {
+        let (a, b) = (capped[key].as_f64().unwrap(), full[key].as_f64().unwrap());
+        assert!((a - b).abs() < 1e-4 * b.abs(), "{key}: capped {a}, uncapped {b}");
+    }
+}

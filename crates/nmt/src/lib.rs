@@ -37,7 +37,7 @@ pub use bench::run::{run as run_bench, BenchOptions};
 pub use candle_core;
 pub use config::{Arch, Config, DataConfig, Impl, ModelConfig, SearchConfig, TrainConfig};
 pub use error::{Error, Result};
-pub use kernels::math::cpu_class;
+pub use kernels::isa::cpu_class;
 pub use kernels::precision::bf16_available;
 pub use kernels::profile;
 pub use model::Seq2Seq;

@@ -221,7 +221,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
     let loss0 = model.loss(&bt, None)?.mean.to_scalar::<f32>()? as f64;
     crate::kernels::profile::take();
     let device = if dev.is_cpu() { "cpu".to_string() } else { format!("{:?}", dev.location()) };
-    let mut base = json!({"impl": imp_name, "threads": threads, "device": device, "cpu": crate::kernels::math::cpu_class(), "batch": sentences, "preset": opts.preset, "loss0": round(loss0, 6)});
+    let mut base = json!({"impl": imp_name, "threads": threads, "device": device, "cpu": crate::kernels::isa::cpu_class(), "batch": sentences, "preset": opts.preset, "loss0": round(loss0, 6)});
     if let (false, Some(o)) = (opts.overrides.is_empty(), base.as_object_mut()) {
         o.insert("set".into(), json!(opts.overrides));
     }

@@ -1,6 +1,6 @@
 //! The kernels' element types ([`Real`]: `f32`, `f64`), branch-free elementwise functions that the
 //! compiler vectorises ([`FastMath`]), and the CPU-feature dispatch (`simd_dispatch!`) that
-//! lets it use AVX-512/AVX2 inside the kernels.
+//! lets it use AVX-512/AVX2 inside the kernels, as far as `kernels::isa` allows.
 //!
 //! `f32` uses rational/polynomial approximations (Eigen's `ptanh_float`, Cephes' `expf`):
 //! libm's scalar `tanhf`/`expm1f` were 17 % of the op-by-op training profile. Their error
@@ -37,7 +37,7 @@ macro_rules! simd_dispatch {
             unsafe fn v3<R>(f: impl FnOnce() -> R) -> R {
                 f()
             }
-            if $crate::kernels::math::has_v4() {
+            if $crate::kernels::isa::has_v4() {
                 // SAFETY: the CPU has the features `v4` is compiled for.
                 unsafe {
                     v4(
@@ -45,7 +45,7 @@ macro_rules! simd_dispatch {
                         || $body,
                     )
                 }
-            } else if $crate::kernels::math::has_v3() {
+            } else if $crate::kernels::isa::has_v3() {
                 // SAFETY: as above, for `v3`.
                 unsafe {
                     v3(
@@ -64,47 +64,6 @@ macro_rules! simd_dispatch {
     }};
 }
 pub(crate) use simd_dispatch;
-
-/// Whether this CPU runs `simd_dispatch!`'s `v4` (the AVX-512 features it is compiled for).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn has_v4() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-}
-
-/// Whether this CPU runs `simd_dispatch!`'s `v3` (AVX2 and FMA).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn has_v3() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-}
-
-/// The class of CPU kernels this machine runs, as README's figures name the machines they were
-/// measured on: `"AVX-512 + BF16"` (the AVX-512 kernels and bf16 training products),
-/// `"AVX-512"`, `"AVX2"`, or `"baseline x86-64"` (none of `simd_dispatch!`'s paths). Speed and
-/// the 10-minute demo's quality depend on it (issue 56: an AVX2 CPU made about half the updates).
-pub fn cpu_class() -> &'static str {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let v4 = has_v4();
-        if v4 && super::bf16_pack::available() {
-            "AVX-512 + BF16"
-        } else if v4 {
-            "AVX-512"
-        } else if has_v3() {
-            "AVX2"
-        } else {
-            "baseline x86-64"
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        "portable (no x86 vector kernels)"
-    }
-}
 
 /// tanh for f32, after Eigen's `ptanh_float`: a 13/6 rational approximation on [-7.9, 7.9].
 #[inline(always)]

@@ -18,6 +18,7 @@ pub mod gpu;
 pub mod gru_cell;
 pub mod int8;
 pub mod int8_linear;
+pub mod isa;
 pub mod linear;
 pub mod lookup;
 pub mod lstm_cell;

@@ -18,16 +18,10 @@ pub use crate::config::Precision;
 
 static BF16: AtomicBool = AtomicBool::new(false);
 
-/// Whether this CPU can run the bf16 products.
+/// Whether this CPU runs the bf16 products: it has AVX512_BF16 and `NMT_MAX_CPU_ISA` does not
+/// cap it below (`kernels::isa`).
 pub fn bf16_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        super::bf16_gemm::available()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    super::isa::level() >= super::isa::CpuLevel::Avx512Bf16
 }
 
 /// Sets the precision of the large products and returns the one in effect: `F32` when `Bf16`
