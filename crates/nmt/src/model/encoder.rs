@@ -116,9 +116,9 @@ impl BiRnnEncoder {
         }
     }
 
-    /// Whether `kernels::gpu` runs these layers: GRUs without layer normalisation.
+    /// Whether `kernels::gpu` runs these layers: GRUs or LSTMs without layer normalisation.
     fn has_gpu_kernels(&self) -> bool {
-        self.layers.iter().all(|l| matches!(l.fwd.kind(), CellKind::Gru(_)) && l.fwd.norm().is_none())
+        self.layers.iter().all(|l| l.fwd.norm().is_none())
     }
 
     /// The composed form: each direction's recurrence step by step (`rnn.rs`).
@@ -145,7 +145,7 @@ impl BiRnnEncoder {
     /// With layer normalisation each direction's half is normalised on composed ops
     /// (`LN(x W)·γ_x + b`, over the whole sequence at once) and the op is given each
     /// direction's `[b_h | γ_h]`. `gpu`: the GPU form instead (`kernels::gpu::birnn_sequence`,
-    /// GRUs without layer normalisation: [`Self::has_gpu_kernels`]), the input projections on
+    /// layers without layer normalisation: [`Self::has_gpu_kernels`]), the input projections on
     /// candle's ops (cuBLAS on a GPU).
     fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks], gpu: bool) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;

@@ -47,6 +47,14 @@ kernels! {
         t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hp: Addr, hp_ld: i64, mask: Addr, dq: Addr,
         carry: Addr, dgi: Addr, dgi_ld: i64, dgh: Addr, dgh_ld: i64, rows: i64, hidden: i64,
     }
+    LSTM_GATES_FWD = nmt_lstm_gates_fwd, LstmFwd {
+        t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hp: Addr, hp_ld: i64, cp: Addr, cp_ld: i64,
+        c: Addr, c_ld: i64, out: Addr, out_ld: i64, rows: i64, hidden: i64,
+    }
+    LSTM_GATES_BWD = nmt_lstm_gates_bwd, LstmBwd {
+        t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, cp: Addr, cp_ld: i64, dh: Addr, dh_ld: i64,
+        carry: Addr, carry_c: Addr, dgi: Addr, dgi_ld: i64, dgh: Addr, dgh_ld: i64, rows: i64, hidden: i64,
+    }
 }
 
 kernels! {

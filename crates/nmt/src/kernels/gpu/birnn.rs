@@ -1,10 +1,12 @@
-//! The bidirectional GRU layer (Bahdanau et al. 2014, §3.2: `h_j = [→h_j; ←h_j]`) on a
-//! [`Launch`]: the GPU twin of `kernels::birnn` for the GRU in either form, with recurrent
-//! dropout and padding, without layer normalisation (that layer stays composed on a GPU).
+//! The bidirectional RNN layer (Bahdanau et al. 2014, §3.2: `h_j = [→h_j; ←h_j]`) on a
+//! [`Launch`]: the GPU twin of `kernels::birnn` for the GRU in either form and the LSTM, with
+//! recurrent dropout and padding, without layer normalisation (that layer stays composed on a
+//! GPU).
 //!
 //! Shapes as in `kernels::birnn`: `gi (B·S, 2G)` = `[x W_f + b_f | x W_b + b_b]` with
-//! `G = 3H`, `u (2, H, G)`, `bh (2, G)`, each sentence's length, an optional recurrent-dropout
-//! mask `(2, B, H)`; output `(B, S, 2H)`. Per direction and step (`rnn_cell.rs`'s equations):
+//! `G = 3H` (the LSTM: `4H`), `u (2, H, G)`, `bh (2, G)`, each sentence's length, an optional
+//! recurrent-dropout mask `(2, B, H)`; output `(B, S, 2H)`. Per direction and step, the GRU
+//! (`rnn_cell.rs`'s equations; the LSTM's step is `lstm.rs`'s, the same pattern):
 //! - forward: `GH_t += HU_{t−1} U` on cuBLAS (paper form: `[h U_rz]`, the reset kernel
 //!   `q = r ⊙ hu`, then `q U_n`), then `nmt_gru_gates_fwd`;
 //! - backward: `nmt_gru_gates_bwd`, then the carry's `dGH_t Uᵀ` (paper form: `dq = dGH_n U_nᵀ`,
@@ -16,19 +18,20 @@
 use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, FillRows, PrevStates};
-use super::cell::{gemm, Cell, Step, StepGrads};
+use super::cell::{gemm, Cell, Rows, Step, StepGrads};
+use super::lstm::{Lstm, LstmGrads, LstmStep};
 use super::op::GpuOp;
 use super::{Addr, Launch, View};
-use crate::config::GruForm;
+use crate::config::{CellKind, GruForm};
 use crate::kernels::rnn_op::RnnSpec;
 
-/// The layer's sizes and cell form.
+/// The layer's sizes and cell.
 #[derive(Clone, Copy, Debug)]
 pub struct Dims {
     pub batch: usize,
     pub len: usize,
     pub hidden: usize,
-    pub form: GruForm,
+    pub kind: CellKind,
 }
 
 /// The op's inputs on the launcher: `gi`, `u`, `bh` as above, the lengths (`i64`, `B`) and
@@ -42,8 +45,8 @@ pub struct Inputs {
     pub mask: Addr,
 }
 
-/// What the forward pass keeps per direction: `GH (B, S, G)` and the paper form's
-/// `Q = r ⊙ hu (B, S, H)`.
+/// What the forward pass keeps per direction: `GH (B, S, G)` and `Q (B, S, H)`: the paper
+/// form's `r ⊙ hu`, the LSTM's cell states (where `kernels::birnn` keeps them too).
 pub struct Saved<F> {
     pub gh: [F; 2],
     pub q: [F; 2],
@@ -62,9 +65,24 @@ struct Dir {
     d: Dims,
 }
 
+/// A direction's cell.
+enum DirCell {
+    Gru(Cell),
+    Lstm(Lstm),
+}
+
+impl DirCell {
+    fn mask(&self) -> Addr {
+        match self {
+            DirCell::Gru(c) => c.mask,
+            DirCell::Lstm(c) => c.mask,
+        }
+    }
+}
+
 impl Dir {
     fn g(&self) -> usize {
-        3 * self.d.hidden
+        self.d.kind.gates() * self.d.hidden
     }
     /// The position of the `step`-th step processed.
     fn pos(&self, step: usize) -> usize {
@@ -91,10 +109,24 @@ impl Dir {
         }
     }
     /// The direction's cell.
-    fn cell(&self, x: &Inputs) -> Cell {
+    fn cell(&self, x: &Inputs) -> DirCell {
         let (b, h) = (self.d.batch, self.d.hidden);
         let mask = if x.mask == Addr::NULL { Addr::NULL } else { x.mask.at(self.dir * b * h) };
-        Cell { form: self.d.form, rows: b, hidden: h, u: x.u.at(self.dir * h * self.g()), mask, lens: x.lens }
+        let u = x.u.at(self.dir * h * self.g());
+        match self.d.kind {
+            CellKind::Gru(form) => DirCell::Gru(Cell { form, rows: b, hidden: h, u, mask, lens: x.lens }),
+            CellKind::Lstm => DirCell::Lstm(Lstm { rows: b, hidden: h, u, mask, lens: x.lens }),
+        }
+    }
+    /// The LSTM's view of step `step`'s rows `st`: its cell states are `Q`'s rows at `q`, the
+    /// previous ones those of the step before, or `c_0 = 0`.
+    fn lstm(&self, st: Step, q: Addr, zeros: Addr, step: usize) -> LstmStep {
+        let (s, h) = (self.d.len, self.d.hidden);
+        let cp: Rows = match step {
+            0 => (zeros, h as i64),
+            _ => (q.at(self.pos(step - 1) * h), (s * h) as i64),
+        };
+        LstmStep { t: st.t, gi: st.gi, gh: st.gh, hp: st.hp, cp, c: st.q }
     }
     /// Step `step`'s rows, with `GH` at `gh` and `Q` at `q` `(B, S, ·)`.
     fn step(&self, x: &Inputs, (gh, q): (Addr, Addr), (out, zeros): (Addr, Addr), step: usize) -> Step {
@@ -128,14 +160,17 @@ fn forward_dir<L: Launch>(l: &L, d: Dims, x: Inputs, dir: usize, (o, z0, hub): (
     let r = Dir { dir, d };
     let g = r.g();
     let gh = l.zeros(b * s * g)?;
-    let q = l.zeros(if d.form == GruForm::Paper { b * s * h } else { 1 })?;
+    let q = l.zeros(if d.kind == CellKind::Gru(GruForm::ResetAfter) { 1 } else { b * s * h })?;
     let (ghp, qp) = (l.addr(&gh), l.addr(&q));
     let cell = r.cell(&x);
     let (rows, width) = ((b * s) as i64, g as i64);
     l.launch(&args::FILL_ROWS, b * s * g, FillRows { dst: ghp, src: x.bh.at(dir * g), rows, width })?;
     for step in 0..s {
         let st = r.step(&x, (ghp, qp), (o, z0), step);
-        cell.forward(l, st, r.out(o, st.t), hub)?;
+        match &cell {
+            DirCell::Gru(c) => c.forward(l, st, r.out(o, st.t), hub)?,
+            DirCell::Lstm(c) => c.forward(l, r.lstm(st, qp, z0, step), r.out(o, st.t), hub)?,
+        }
     }
     Ok((gh, q))
 }
@@ -144,7 +179,7 @@ fn forward_dir<L: Launch>(l: &L, d: Dims, x: Inputs, dir: usize, (o, z0, hub): (
 /// output's gradient `dout (B, S, 2H)`.
 pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, out: Addr, dout: Addr) -> Result<Grads<L::Floats>> {
     let (b, s, h) = (d.batch, d.len, d.hidden);
-    let g = 3 * h;
+    let g = d.kind.gates() * h;
     let (dgi, du, dbh) = (l.zeros(b * s * 2 * g)?, l.zeros(2 * h * g)?, l.zeros(2 * g)?);
     let (zeros, ones) = (l.zeros(b * h)?, l.upload(&vec![1.0; b * s])?);
     let (dq, buf, hprev) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * s * h)?);
@@ -153,21 +188,32 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
     for dir in 0..2 {
         let r = Dir { dir, d };
         let cell = r.cell(&x);
-        // The gradient reaching the state before the current step: zero after the last.
+        // The gradients reaching the states before the current step (the LSTM's cell state's
+        // too): zero after the last.
         let (dgh, carry) = (l.zeros(b * s * g)?, l.zeros(b * h)?);
+        let carry_c = l.zeros(if d.kind == CellKind::Lstm { b * h } else { 1 })?;
         let (dghp, ghp, qp, cp) = (l.addr(&dgh), l.addr(&saved.gh[dir]), l.addr(&saved.q[dir]), l.addr(&carry));
+        let ccp = l.addr(&carry_c);
         for step in (0..s).rev() {
             let st = r.step(&x, (ghp, qp), (out, z0), step);
-            let dgh_t = (dghp.at(st.t * g), (s * g) as i64);
-            let grads = StepGrads { dgi: r.gi(dgip, st.t), dgh: dgh_t, carry: cp, dq: dqp, buf: bufp };
-            cell.backward(l, st, r.out(dout, st.t), grads)?;
+            let (dgi_t, dgh_t) = (r.gi(dgip, st.t), (dghp.at(st.t * g), (s * g) as i64));
+            match &cell {
+                DirCell::Gru(c) => {
+                    let grads = StepGrads { dgi: dgi_t, dgh: dgh_t, carry: cp, dq: dqp, buf: bufp };
+                    c.backward(l, st, r.out(dout, st.t), grads)?
+                }
+                DirCell::Lstm(c) => {
+                    let grads = LstmGrads { dgi: dgi_t, dgh: dgh_t, carry: cp, carry_c: ccp, buf: bufp };
+                    c.backward(l, r.lstm(st, qp, z0, step), r.out(dout, st.t), grads)?
+                }
+            }
         }
         let a = PrevStates {
             dst: hpp,
             out: out.at(dir * h),
             out_ld: (2 * h) as i64,
             init: Addr::NULL,
-            mask: cell.mask,
+            mask: cell.mask(),
             batch: b as i64,
             len: s as i64,
             hidden: h as i64,
@@ -175,28 +221,28 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
         };
         l.launch(&args::PREV_STATES, b * s * h, a)?;
         let n = b * s;
-        cell.u_grad(l, n, hpp, qp, dghp, l.addr(&du).at(dir * h * g))?;
+        let dup = l.addr(&du).at(dir * h * g);
+        match &cell {
+            DirCell::Gru(c) => c.u_grad(l, n, hpp, qp, dghp, dup)?,
+            DirCell::Lstm(c) => c.u_grad(l, n, hpp, dghp, dup)?,
+        }
         l.gemm(gemm(1, g, n, View::new(l.addr(&ones), n), View::new(dghp, g), View::new(l.addr(&dbh).at(dir * g), g), false))?;
     }
     Ok(Grads { dgi, du, dbh })
 }
 
-/// Runs both directions of a GRU over `gi (B·S, 2G)` with `u (2, H, G)` and `bh (2, G)`
-/// (`kernels::birnn::birnn_sequence`'s contract, without layer normalisation); returns
-/// `(B, S, 2H)`. `f32` only; the LSTM is refused.
+/// Runs both directions of a GRU or an LSTM over `gi (B·S, 2G)` with `u (2, H, G)` and
+/// `bh (2, G)` (`kernels::birnn::birnn_sequence`'s contract, without layer normalisation);
+/// returns `(B, S, 2H)`. `f32` only.
 pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -> Result<Tensor> {
-    let form = match spec.kind {
-        crate::config::CellKind::Gru(form) => form,
-        crate::config::CellKind::Lstm => bail!("gpu birnn_sequence: the LSTM has no GPU kernel yet"),
-    };
     let hidden = u.dim(1)?;
-    let g = 3 * hidden;
+    let g = spec.kind.gates() * hidden;
     let fit = u.dims() == [2, hidden, g] && bh.dims() == [2, g];
     let dims = spec.dims("gpu birnn_sequence", gi, hidden, false, 2, fit)?;
     if [gi.dtype(), u.dtype(), bh.dtype()] != [DType::F32; 3] {
         bail!("gpu birnn_sequence: f32 only, got {:?}", gi.dtype());
     }
-    let d = Dims { batch: dims.batch, len: dims.len, hidden, form };
+    let d = Dims { batch: dims.batch, len: dims.len, hidden, kind: spec.kind };
     super::op::apply(BiGru { d, lens: dims.lens.iter().map(|&l| l as i64).collect(), mask: dims.mask }, gi, u, bh)
 }
 

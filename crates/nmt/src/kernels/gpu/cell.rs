@@ -2,6 +2,8 @@
 //! equations), shared by the bidirectional encoder (`birnn.rs`) and the attention decoder
 //! (`attention.rs`): per step one cuBLAS product `h U` (the paper form: two, around the reset
 //! kernel) and one gate kernel, forward and backward; the weight gradient over all steps.
+//! The recurrent dropout's two pieces ([`masked_state`], [`carry_through_u`]) serve the LSTM
+//! (`lstm.rs`) too.
 //!
 //! Shapes: `B` rows of `H` units, gate width `G = 3H`; `U (H, G)` row-major; each step's
 //! `gi`, `gh` rows `(B, G)` and the paper form's `q = r ⊙ hu` rows `(B, H)` sit in buffers of
@@ -18,6 +20,37 @@ pub(super) type Rows = (Addr, i64);
 /// A `(m × n) = op(A) (m × k) · op(B) (k × n)` product, accumulated into `c` or not.
 pub(super) fn gemm(m: usize, n: usize, k: usize, a: View, b: View, c: View, accumulate: bool) -> Gemm {
     Gemm { m, n, k, a, b, c, accumulate }
+}
+
+/// The states entering `U`: `hp ⊙ mask` written into `hub` (`B × H`, contiguous), or `hp`
+/// itself without a mask (`mask` is [`Addr::NULL`]). `(b, h)`: rows and units.
+pub(super) fn masked_state<L: Launch>(l: &L, (b, h): (usize, usize), mask: Addr, hp: Rows, hub: Addr) -> Result<Rows> {
+    match mask {
+        Addr::NULL => Ok(hp),
+        m => {
+            let a = MaskRows { dst: hub, dst_ld: h as i64, src: hp.0, src_ld: hp.1, mask: m, rows: b as i64, width: h as i64 };
+            l.launch(&args::MASK_ROWS, b * h, a)?;
+            Ok((hub, h as i64))
+        }
+    }
+}
+
+/// `carry += (dG op(U)ᵀ) ⊙ m`, the state's gradient through `U`: `dG (B, k)`, `ut` the
+/// `(k, H)` view of `Uᵀ`, `carry` and the scratch `buf` (used under a mask) `B × H`.
+pub(super) fn carry_through_u<L: Launch>(
+    l: &L,
+    (b, h): (usize, usize),
+    mask: Addr,
+    (dg, k, ut): (View, usize, View),
+    (carry, buf): (Addr, Addr),
+) -> Result<()> {
+    match mask {
+        Addr::NULL => l.gemm(gemm(b, h, k, dg, ut, View::new(carry, h), true)),
+        m => {
+            l.gemm(gemm(b, h, k, dg, ut, View::new(buf, h), false))?;
+            l.launch(&args::ADD_MASKED, b * h, AddMasked { dst: carry, src: buf, mask: m, n: (b * h) as i64 })
+        }
+    }
 }
 
 /// The cell of one direction or decoder: its form, sizes, `U`, the recurrent-dropout mask
@@ -72,14 +105,7 @@ impl Cell {
     /// the masked state under recurrent dropout.
     pub fn forward<L: Launch>(&self, l: &L, s: Step, out: Rows, hub: Addr) -> Result<()> {
         let (b, h, g) = (self.rows, self.hidden, self.g());
-        let (hu, hu_ld) = match self.mask {
-            Addr::NULL => s.hp,
-            m => {
-                let a = MaskRows { dst: hub, dst_ld: h as i64, src: s.hp.0, src_ld: s.hp.1, mask: m, rows: b as i64, width: h as i64 };
-                l.launch(&args::MASK_ROWS, b * h, a)?;
-                (hub, h as i64)
-            }
-        };
+        let (hu, hu_ld) = masked_state(l, (b, h), self.mask, s.hp, hub)?;
         let (huv, ghv) = (View::new(hu, hu_ld as usize), View::new(s.gh.0, s.gh.1 as usize));
         match self.form {
             GruForm::ResetAfter => l.gemm(gemm(b, g, h, huv, View::new(self.u, g), ghv, true))?,
@@ -148,16 +174,7 @@ impl Cell {
             hidden,
         };
         l.launch(&args::GRU_GATES_BWD, b * h, a)?;
-        // carry += (dG op(U)ᵀ) ⊙ m: dG is `(B, k)` at `dg`, `ut` the `(k, H)` view of Uᵀ.
-        let through_u = |dg: View, k: usize, ut: View| -> Result<()> {
-            match self.mask {
-                Addr::NULL => l.gemm(gemm(b, h, k, dg, ut, View::new(d.carry, h), true)),
-                m => {
-                    l.gemm(gemm(b, h, k, dg, ut, View::new(d.buf, h), false))?;
-                    l.launch(&args::ADD_MASKED, b * h, AddMasked { dst: d.carry, src: d.buf, mask: m, n: (b * h) as i64 })
-                }
-            }
-        };
+        let through_u = |dg: View, k: usize, ut: View| carry_through_u(l, (b, h), self.mask, (dg, k, ut), (d.carry, d.buf));
         let dgv = View::new(d.dgh.0, d.dgh.1 as usize);
         match self.form {
             GruForm::ResetAfter => through_u(dgv, g, View::new(self.u, g).t()),

@@ -5,7 +5,8 @@
 //! checks the arithmetic and the orchestration the GPU runs.
 //!
 //! - `cell.rs`: one GRU step (either form, recurrent dropout, padding) and `dU`;
-//! - `birnn.rs`: the bidirectional GRU encoder layer (the op `birnn_sequence`);
+//! - `lstm.rs`: one LSTM step (recurrent dropout, padding) and `dU`;
+//! - `birnn.rs`: the bidirectional GRU or LSTM encoder layer (the op `birnn_sequence`);
 //! - `attention.rs`: what the RNNsearch decoders' loops share (layout, the attention's
 //!   launches); `bahdanau.rs` and `conditional.rs` are the two loops, `decoder_op.rs` the op
 //!   (`attention_loop`);
@@ -43,6 +44,7 @@ mod conditional;
 pub(crate) mod cuda;
 mod decoder_op;
 pub(crate) mod emulated;
+mod lstm;
 mod op;
 pub mod top_k;
 pub mod update;

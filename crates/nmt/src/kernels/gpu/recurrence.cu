@@ -178,3 +178,73 @@ NMT_KERNEL void nmt_gru_reset_bwd(const NmtResetBwd a) {
   a.dgh[b * a.dgh_ld + j] = dpr;
   a.carry[i] += a.dq[i] * r * m;
 }
+
+// The LSTM's gates (lstm_cell.rs; Hochreiter & Schmidhuber 1997 with Gers et al.'s forget
+// gate), blocks [i | f | g | o] of 4H: with a = gi + gh (gh = h U + b_h, after the product),
+//   i = s(a_i), f = s(a_f), g = tanh(a_g), o = s(a_o), c' = f c + i g, h' = o tanh(c').
+// cp holds the previous cell states; c and out receive the new ones. A padded row copies hp
+// and cp.
+typedef struct {
+  int64_t t; const int64_t* lens;
+  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
+  const float* cp; int64_t cp_ld; float* c; int64_t c_ld; float* out; int64_t out_ld; int64_t rows; int64_t hidden;
+} NmtLstmFwd;
+NMT_KERNEL void nmt_lstm_gates_fwd(const NmtLstmFwd a) {
+  int64_t i = nmt_index();
+  if (i >= a.rows * a.hidden) return;
+  int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
+  float cp = a.cp[b * a.cp_ld + j];
+  if (a.t >= a.lens[b]) {
+    a.out[b * a.out_ld + j] = a.hp[b * a.hp_ld + j];
+    a.c[b * a.c_ld + j] = cp;
+    return;
+  }
+  const float* g = a.gi + b * a.gi_ld;
+  const float* hh = a.gh + b * a.gh_ld;
+  float ig = nmt_sigmoid(g[j] + hh[j]), fg = nmt_sigmoid(g[h + j] + hh[h + j]);
+  float gg = tanhf(g[2 * h + j] + hh[2 * h + j]), og = nmt_sigmoid(g[3 * h + j] + hh[3 * h + j]);
+  float c = fg * cp + ig * gg;
+  a.c[b * a.c_ld + j] = c;
+  a.out[b * a.out_ld + j] = og * tanhf(c);
+}
+
+// One LSTM step back (lstm_cell.rs's backward_row): d = dh + carry_h reaches h', carry_c
+// reaches c' from later steps. Writes the pre-activations' gradient into dgi and dgh (the same
+// four blocks: a = gi + gh), carry_c = dc' f (the gradient of c), and carry_h = 0: h reaches
+// the previous step only through U, which the caller's product adds. A padded row zeroes its
+// dgi and dgh rows and passes both carries through.
+typedef struct {
+  int64_t t; const int64_t* lens;
+  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* cp; int64_t cp_ld;
+  const float* dh; int64_t dh_ld; float* carry; float* carry_c;
+  float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; int64_t rows; int64_t hidden;
+} NmtLstmBwd;
+NMT_KERNEL void nmt_lstm_gates_bwd(const NmtLstmBwd a) {
+  int64_t i = nmt_index();
+  if (i >= a.rows * a.hidden) return;
+  int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
+  float d = a.dh[b * a.dh_ld + j] + a.carry[i];
+  float* dgi = a.dgi + b * a.dgi_ld;
+  float* dgh = a.dgh + b * a.dgh_ld;
+  if (a.t >= a.lens[b]) {
+    dgi[j] = dgi[h + j] = dgi[2 * h + j] = dgi[3 * h + j] = 0.0f;
+    dgh[j] = dgh[h + j] = dgh[2 * h + j] = dgh[3 * h + j] = 0.0f;
+    a.carry[i] = d;
+    return;
+  }
+  const float* g = a.gi + b * a.gi_ld;
+  const float* hh = a.gh + b * a.gh_ld;
+  float cp = a.cp[b * a.cp_ld + j];
+  float ig = nmt_sigmoid(g[j] + hh[j]), fg = nmt_sigmoid(g[h + j] + hh[h + j]);
+  float gg = tanhf(g[2 * h + j] + hh[2 * h + j]), og = nmt_sigmoid(g[3 * h + j] + hh[3 * h + j]);
+  float tc = tanhf(fg * cp + ig * gg);
+  float dc = a.carry_c[i] + d * og * (1.0f - tc * tc);
+  float da_i = dc * gg * ig * (1.0f - ig), da_f = dc * cp * fg * (1.0f - fg);
+  float da_g = dc * ig * (1.0f - gg * gg), da_o = d * tc * og * (1.0f - og);
+  dgi[j] = dgh[j] = da_i;
+  dgi[h + j] = dgh[h + j] = da_f;
+  dgi[2 * h + j] = dgh[2 * h + j] = da_g;
+  dgi[3 * h + j] = dgh[3 * h + j] = da_o;
+  a.carry_c[i] = dc * fg;
+  a.carry[i] = 0.0f;
+}

@@ -1,7 +1,7 @@
 //! The GPU kernels, run emulated on the host, against the CPU's fused op (`kernels::birnn`)
 //! and in-place update (`kernels::optim_step`); the decoders' GPU form is tested beside its
 //! wiring (`model/gpu_decoder.rs`), the search's pick beside its use (`search/candle.rs`):
-//! the same annotations and the same gradients, for both GRU forms, with and without recurrent
+//! the same annotations and the same gradients, for both GRU forms and the LSTM, with and without recurrent
 //! dropout, with padded sentences of every length. A wrong index, leading dimension, transpose
 //! or step order in `birnn.rs` or `recurrence.cu` fails here, on any machine.
 use candle_core::{Device, Tensor, Var};
@@ -36,33 +36,34 @@ fn run(gpu: bool, vars: &[Var; 3], w: &Tensor, spec: RnnSpec<'_>) -> Vec<Vec<f32
 fn emulated_gpu_birnn_equals_the_cpu_op() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(57);
     let (b, s, h) = (3usize, 6usize, 5usize);
-    let g = 3 * h;
     let lens = [6usize, 4, 1];
-    for form in [GruForm::Paper, GruForm::ResetAfter] {
+    for kind in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
+        let g = kind.gates() * h;
         for dropout in [false, true] {
             let vars = [random(&mut rng, &[b * s, 2 * g], 1.0), random(&mut rng, &[2, h, g], 0.5), random(&mut rng, &[2, g], 0.5)];
             let w =
                 Tensor::from_vec((0..b * s * 2 * h).map(|_| rng.gen_range(-1f32..1.0)).collect::<Vec<_>>(), (b, s, 2 * h), &Device::Cpu)
                     .unwrap();
             let mask: Vec<f32> = (0..2 * b * h).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect();
-            let spec = RnnSpec { kind: CellKind::Gru(form), lens: &lens, state_mask: dropout.then_some(&mask[..]) };
+            let spec = RnnSpec { kind, lens: &lens, state_mask: dropout.then_some(&mask[..]) };
             let (want, got) = (run(false, &vars, &w, spec), run(true, &vars, &w, spec));
             for (k, (a, e)) in got.iter().zip(&want).enumerate() {
                 assert_eq!(a.len(), e.len());
                 for (i, (x, y)) in a.iter().zip(e).enumerate() {
-                    assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{form:?} dropout {dropout}: tensor {k} [{i}]: gpu {x}, cpu {y}");
+                    assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{kind:?} dropout {dropout}: tensor {k} [{i}]: gpu {x}, cpu {y}");
                 }
             }
         }
     }
 }
 
-/// The emulated op refuses what it cannot run (the LSTM), with an error, not a panic.
+/// The emulated op refuses weights of the wrong width for the cell (a GRU's `U` given as an
+/// LSTM's), with an error, not a panic.
 #[test]
-fn emulated_gpu_birnn_refuses_the_lstm() {
+fn emulated_gpu_birnn_refuses_mismatched_weights() {
     let t = |shape: &[usize]| Tensor::zeros(shape, candle_core::DType::F32, &Device::Cpu).unwrap();
     let spec = RnnSpec { kind: CellKind::Lstm, lens: &[2], state_mask: None };
-    assert!(super::birnn_sequence(&t(&[2, 16]), &t(&[2, 2, 8]), &t(&[2, 8]), spec).is_err());
+    assert!(super::birnn_sequence(&t(&[2, 12]), &t(&[2, 2, 6]), &t(&[2, 6]), spec).is_err());
 }
 
 /// The optimiser's GPU update (`update.rs`, run emulated) against the CPU's in-place update

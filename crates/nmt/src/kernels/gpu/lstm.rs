@@ -1,0 +1,118 @@
+//! One LSTM step on a [`Launch`] (Hochreiter & Schmidhuber 1997, with Gers et al.'s forget
+//! gate; `kernels::lstm_cell`'s equations and gate order `[i | f | g | o]`): the GPU twin of
+//! the CPU cell's LSTM step, for the bidirectional encoder (`birnn.rs`). Per step one cuBLAS
+//! product `gh += hu U` and one gate kernel forward; one gate kernel and the carry's
+//! `dGH Uᵀ` backward; `dU` one product over all steps.
+//!
+//! Shapes: `B` rows of `H` units, gate width `G = 4H`; `U (H, G)` row-major; each step's `gi`,
+//! `gh` rows `(B, G)`, and the previous and new cell states `cp`, `c` rows `(B, H)`.
+use candle_core::Result;
+
+use super::args::{self, LstmBwd, LstmFwd};
+use super::cell::{carry_through_u, gemm, masked_state, Rows};
+use super::{Addr, Launch, View};
+
+/// The cell of one direction: sizes, `U`, the recurrent-dropout mask `(B, H)` on the state
+/// entering `U` (or [`Addr::NULL`]) and the sentence lengths (a step `t ≥ lens[b]` carries row
+/// `b`'s states forward and their gradients back).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lstm {
+    pub rows: usize,
+    pub hidden: usize,
+    pub u: Addr,
+    pub mask: Addr,
+    pub lens: Addr,
+}
+
+/// One step's rows: position `t`, `gi`, `gh` (`b_h` before the forward step), the previous
+/// hidden and cell states `hp`, `cp`, and where the new cell states go (`c`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LstmStep {
+    pub t: usize,
+    pub gi: Rows,
+    pub gh: Rows,
+    pub hp: Rows,
+    pub cp: Rows,
+    pub c: Rows,
+}
+
+/// The backward step's gradient rows `dgi`, `dgh` (written), and `B × H` contiguous buffers:
+/// `carry` and `carry_c` (in: the gradients reaching the new hidden and cell states from later
+/// steps; out: those reaching the previous ones), scratch `buf`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LstmGrads {
+    pub dgi: Rows,
+    pub dgh: Rows,
+    pub carry: Addr,
+    pub carry_c: Addr,
+    pub buf: Addr,
+}
+
+impl Lstm {
+    fn g(&self) -> usize {
+        4 * self.hidden
+    }
+
+    /// The new states into `out` and `s.c`: `gh += hu U`, the gates. `hub` is `B × H` scratch
+    /// for the masked state under recurrent dropout.
+    pub fn forward<L: Launch>(&self, l: &L, s: LstmStep, out: Rows, hub: Addr) -> Result<()> {
+        let (b, h, g) = (self.rows, self.hidden, self.g());
+        let (hu, hu_ld) = masked_state(l, (b, h), self.mask, s.hp, hub)?;
+        l.gemm(gemm(b, g, h, View::new(hu, hu_ld as usize), View::new(self.u, g), View::new(s.gh.0, s.gh.1 as usize), true))?;
+        let a = LstmFwd {
+            t: s.t as i64,
+            lens: self.lens,
+            gi: s.gi.0,
+            gi_ld: s.gi.1,
+            gh: s.gh.0,
+            gh_ld: s.gh.1,
+            hp: s.hp.0,
+            hp_ld: s.hp.1,
+            cp: s.cp.0,
+            cp_ld: s.cp.1,
+            c: s.c.0,
+            c_ld: s.c.1,
+            out: out.0,
+            out_ld: out.1,
+            rows: b as i64,
+            hidden: h as i64,
+        };
+        l.launch(&args::LSTM_GATES_FWD, b * h, a)
+    }
+
+    /// One step back from `dh` (rows), the output's own gradient: writes `dgi`, `dgh` and
+    /// turns `carry`, `carry_c` into the gradients reaching the previous states.
+    pub fn backward<L: Launch>(&self, l: &L, s: LstmStep, dh: Rows, d: LstmGrads) -> Result<()> {
+        let (b, h, g) = (self.rows, self.hidden, self.g());
+        let a = LstmBwd {
+            t: s.t as i64,
+            lens: self.lens,
+            gi: s.gi.0,
+            gi_ld: s.gi.1,
+            gh: s.gh.0,
+            gh_ld: s.gh.1,
+            cp: s.cp.0,
+            cp_ld: s.cp.1,
+            dh: dh.0,
+            dh_ld: dh.1,
+            carry: d.carry,
+            carry_c: d.carry_c,
+            dgi: d.dgi.0,
+            dgi_ld: d.dgi.1,
+            dgh: d.dgh.0,
+            dgh_ld: d.dgh.1,
+            rows: b as i64,
+            hidden: h as i64,
+        };
+        l.launch(&args::LSTM_GATES_BWD, b * h, a)?;
+        let dgv = View::new(d.dgh.0, d.dgh.1 as usize);
+        carry_through_u(l, (b, h), self.mask, (dgv, g, View::new(self.u, g).t()), (d.carry, d.buf))
+    }
+
+    /// `dU (H, G)` at `du` from all `n` steps' rows: `H_prevᵀ dGH`, with `hprev (n, H)` the
+    /// masked previous states and `dgh (n, G)` contiguous.
+    pub fn u_grad<L: Launch>(&self, l: &L, n: usize, hprev: Addr, dgh: Addr, du: Addr) -> Result<()> {
+        let (h, g) = (self.hidden, self.g());
+        l.gemm(gemm(h, g, n, View::new(hprev, h).t(), View::new(dgh, g), View::new(du, g), false))
+    }
+}
