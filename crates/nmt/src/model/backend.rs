@@ -6,9 +6,11 @@
 //! snapshot and the optimiser's in-place update are written for `f32` only (f64 is the
 //! gradient checks' precision, where speed does not matter). Everything else, and
 //! `impl = "composed"` everywhere, runs the composed candle ops: the reference twin and the GPU path.
-use candle_core::{DType, Device};
+use candle_core::{DType, Device, Result, Tensor};
 
 use crate::config::Impl;
+use crate::kernels::rnn_op::{self, RnnSpec};
+use crate::kernels::{gpu, linear};
 
 /// The form that runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +23,8 @@ pub enum Backend {
     /// model).
     FusedF32,
     /// An `f32` model on a GPU: the layers that have GPU kernels (`kernels::gpu`: the
-    /// bidirectional GRU encoder, the RNNsearch decoders' loops; GRUs without layer
+    /// recurrent encoders, RNNenc's and the seq2seq decoders' recurrences, the decoders' upper
+    /// layers, the RNNsearch decoders' GRU loops; not gated feedback, not layer
     /// normalisation) run them, the others their composed candle ops; search runs candle's search. `impl = "composed"` on a GPU is [`Backend::Composed`] throughout.
     Gpu,
 }
@@ -52,6 +55,24 @@ impl Backend {
     /// Whether the layers with GPU kernels (`kernels::gpu`) run them.
     pub fn gpu(self) -> bool {
         self == Backend::Gpu
+    }
+
+    /// `x (n, k) W (k, m) + b (m)`, the fused forms' input projections: the CPU op
+    /// (`kernels::linear`), or on a GPU candle's product (cuBLAS) and add.
+    pub(crate) fn linear(self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+        match self.gpu() {
+            true => Ok(x.matmul(w)?.broadcast_add(b)?),
+            false => linear::linear(x, w, b),
+        }
+    }
+
+    /// One recurrent direction with each sentence's `[ghb; h_0]` (`kernels::rnn_op`'s
+    /// contract): the fused CPU op, or on a GPU its twin (`kernels::gpu::rnn_sequence`).
+    pub(crate) fn rnn_sequence(self, gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, spec: RnnSpec<'_>) -> Result<Tensor> {
+        match self.gpu() {
+            true => gpu::rnn_sequence(gi, u, rows, reverse, spec),
+            false => rnn_op::rnn_sequence(gi, u, rows, reverse, spec),
+        }
     }
 
     /// The implementation this amounts to, as the options of a search or a bench name it.

@@ -29,7 +29,7 @@ use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks,
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::{Error, Result};
-use crate::kernels::{birnn, gpu, linear, norm_rows, rnn_op};
+use crate::kernels::{birnn, gpu, norm_rows, rnn_op};
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
 pub(crate) fn cell_name(kind: CellKind) -> &'static str {
@@ -110,8 +110,8 @@ impl BiRnnEncoder {
         let n = self.layers[0].fwd.hidden();
         let masks = encoder_masks(dropout, x, self.layers.len(), n, 2)?;
         match backend.fused() {
-            true => self.forward_fused(x, src.lens, &masks, false),
-            false if backend.gpu() && self.has_gpu_kernels() => self.forward_fused(x, src.lens, &masks, true),
+            true => self.forward_fused(x, src.lens, &masks, backend),
+            false if backend.gpu() && self.has_gpu_kernels() => self.forward_fused(x, src.lens, &masks, backend),
             false => self.forward_composed(x, src.mask, &masks),
         }
     }
@@ -144,10 +144,10 @@ impl BiRnnEncoder {
     /// The fused form (`kernels::birnn`): both directions' input projections are one GEMM.
     /// With layer normalisation each direction's half is normalised on composed ops
     /// (`LN(x W)·γ_x + b`, over the whole sequence at once) and the op is given each
-    /// direction's `[b_h | γ_h]`. `gpu`: the GPU form instead (`kernels::gpu::birnn_sequence`,
+    /// direction's `[b_h | γ_h]`. On a GPU (`backend`): the GPU form instead (`kernels::gpu::birnn_sequence`,
     /// layers without layer normalisation: [`Self::has_gpu_kernels`]), the input projections on
     /// candle's ops (cuBLAS on a GPU).
-    fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks], gpu: bool) -> Result<Tensor> {
+    fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks], backend: Backend) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
         let n = self.layers[0].fwd.hidden();
         let x = x.reshape((b * s, m))?;
@@ -169,13 +169,13 @@ impl BiRnnEncoder {
                 }
                 _ => {
                     let (w, b) = (Tensor::cat(&[wf, wb], 1)?, Tensor::cat(&[bf, bb], 0)?);
-                    let gi = if gpu { input.matmul(&w)?.broadcast_add(&b)? } else { linear::linear(&input, &w, &b)? };
+                    let gi = backend.linear(&input, &w, &b)?;
                     (gi, Tensor::stack(&[layer.fwd.bias_h()?, layer.bwd.bias_h()?], 0)?)
                 }
             };
             let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
             let spec = rnn_op::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
-            let out = if gpu { gpu::birnn_sequence(&gi, &u, &bh, spec)? } else { birnn::birnn_sequence(&gi, &u, &bh, spec)? };
+            let out = if backend.gpu() { gpu::birnn_sequence(&gi, &u, &bh, spec)? } else { birnn::birnn_sequence(&gi, &u, &bh, spec)? };
             ann = if k > 0 && self.residual { (out + ann)? } else { out };
         }
         Ok(ann)
@@ -220,8 +220,9 @@ impl RnnEncoder {
     pub fn forward(&self, x: &Tensor, src: Source, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         let masks = encoder_masks(dropout, x, self.layers.len(), self.layers[0].hidden(), 1)?;
         let plain = if self.feedback.is_empty() { self.layers.len() } else { 1 };
-        let out = match backend.fused() {
-            true => self.forward_fused(x, src.lens, &masks[..plain])?,
+        // Its layers have no layer normalisation: on a GPU they all have GPU kernels.
+        let out = match backend.fused() || backend.gpu() {
+            true => self.forward_fused(x, src.lens, &masks[..plain], backend)?,
             false => self.forward_composed(x, src.mask, &masks[..plain])?,
         };
         let out = match self.feedback_stack() {
@@ -251,8 +252,8 @@ impl RnnEncoder {
     }
 
     /// The fused form of the first `masks.len()` layers (`kernels::rnn_op`, lengths inside the
-    /// op): `(B, S, n)`.
-    fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks]) -> Result<Tensor> {
+    /// op; on a GPU its twin, [`Backend::rnn_sequence`]): `(B, S, n)`.
+    fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks], backend: Backend) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
         let n = self.layers[0].hidden();
         let x = x.reshape((b * s, m))?;
@@ -262,10 +263,10 @@ impl RnnEncoder {
             let gw = g.kind().gates() * n;
             let input = if k == 0 { x.clone() } else { masked(&hs, &mk.input)?.reshape((b * s, n))? };
             let (w, bias) = g.input_weights();
-            let gi = linear::linear(&input, w, bias)?.reshape((b, s, gw))?;
+            let gi = backend.linear(&input, w, bias)?.reshape((b, s, gw))?;
             let rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
             let spec = rnn_op::RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref() };
-            let out = rnn_op::rnn_sequence(&gi, &g.u_cat()?, &rows, false, spec)?;
+            let out = backend.rnn_sequence(&gi, &g.u_cat()?, &rows, false, spec)?;
             hs = if k > 0 && self.residual { (out + hs)? } else { out };
         }
         Ok(hs)

@@ -27,7 +27,7 @@ use crate::kernels::dense::{affine, host, tanh_in_place, Dense};
 use crate::kernels::gemm::Mat;
 use crate::kernels::gru_cell::update_row;
 use crate::kernels::math::simd_dispatch;
-use crate::kernels::{linear, lstm_cell, rnn_op};
+use crate::kernels::{lstm_cell, rnn_op};
 
 /// RNNenc's decoder, with the summary-vector bridge `c = tanh(V h^(T))`. Its GRU is the
 /// paper's (reset over `U' h' + C c`), whatever `model.gru`; or an LSTM.
@@ -122,8 +122,9 @@ impl SummaryDecoder {
     pub fn forward(&self, ey: &Tensor, c: &Tensor, h0: &Tensor, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         let b = c.dim(0)?;
         let state_mask = dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, self.hidden));
-        match backend.fused() {
-            true => self.forward_fused(ey, c, h0, state_mask.as_deref()),
+        // No layer normalisation here: on a GPU the recurrence has its GPU kernels.
+        match backend.fused() || backend.gpu() {
+            true => self.forward_fused(ey, c, h0, state_mask.as_deref(), backend),
             false => self.forward_composed(ey, c, h0, state_mask.as_deref()),
         }
     }
@@ -143,11 +144,12 @@ impl SummaryDecoder {
         Ok(Tensor::stack(&outs, 1)?)
     }
 
-    /// The fused form (`kernels::rnn_op`, `C c` as each sentence's recurrent term).
-    fn forward_fused(&self, ey: &Tensor, c: &Tensor, h0: &Tensor, state_mask: Option<&[f32]>) -> Result<Tensor> {
+    /// The fused form (`kernels::rnn_op`, `C c` as each sentence's recurrent term; on a GPU
+    /// its twin, [`Backend::rnn_sequence`]).
+    fn forward_fused(&self, ey: &Tensor, c: &Tensor, h0: &Tensor, state_mask: Option<&[f32]>, backend: Backend) -> Result<Tensor> {
         let (b, t, m) = ey.dims3()?;
         let ghb = self.recurrent_term(&c.matmul(&self.c)?)?;
-        let gie = linear::linear(&ey.reshape((b * t, m))?, &self.w, &self.b)?.reshape((b, t, self.kind.gates() * self.hidden))?;
+        let gie = backend.linear(&ey.reshape((b * t, m))?, &self.w, &self.b)?.reshape((b, t, self.kind.gates() * self.hidden))?;
         let rows = Tensor::cat(&[&ghb, h0], 1)?;
         // The paper's decoder resets `U' h' + C c` as a whole: the reset-after cell.
         let kind = match self.kind {
@@ -155,7 +157,7 @@ impl SummaryDecoder {
             CellKind::Lstm => CellKind::Lstm,
         };
         let lens = vec![t; b];
-        Ok(rnn_op::rnn_sequence(&gie, &self.u, &rows, false, rnn_op::RnnSpec { kind, lens: &lens, state_mask })?)
+        Ok(backend.rnn_sequence(&gie, &self.u, &rows, false, rnn_op::RnnSpec { kind, lens: &lens, state_mask })?)
     }
 
     /// The per-sentence recurrent term `C c (+ b_h)` `(batch, G)`: the paper's decoder

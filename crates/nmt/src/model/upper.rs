@@ -25,7 +25,7 @@ use crate::error::Result;
 use crate::kernels::gemm::{fill_rows, Mat};
 use crate::kernels::math::simd_dispatch;
 use crate::kernels::rnn_cell::{CellKernel, Rows, StepIn};
-use crate::kernels::{linear, rnn_op};
+use crate::kernels::rnn_op;
 
 /// Layers 2… of a decoder.
 #[derive(Clone, Debug)]
@@ -83,8 +83,8 @@ impl UpperLayers {
                 false => stack.run(s1, h0, &masks),
             };
         }
-        match backend.fused() {
-            true => self.forward_fused(s1, h0, &masks),
+        match backend.fused() || backend.gpu() {
+            true => self.forward_fused(s1, h0, &masks, backend),
             false => self.forward_composed(s1, h0, &masks),
         }
     }
@@ -102,18 +102,18 @@ impl UpperLayers {
         Ok(x)
     }
 
-    /// The fused form (`kernels::rnn_op`, one sequence op per layer).
-    fn forward_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
+    /// The fused form (`kernels::rnn_op`, one sequence op per layer; on a GPU its twin).
+    fn forward_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks], backend: Backend) -> Result<Tensor> {
         let (b, t, n) = s1.dims3()?;
         let lens = vec![t; b];
         let mut x = s1.clone();
         for (rnn, mk) in self.layers.iter().zip(masks) {
             let gw = rnn.kind().gates() * n;
             let (w, bias) = rnn.input_weights();
-            let gi = linear::linear(&masked(&x, &mk.input)?.reshape((b * t, n))?, w, bias)?.reshape((b, t, gw))?;
+            let gi = backend.linear(&masked(&x, &mk.input)?.reshape((b * t, n))?, w, bias)?.reshape((b, t, gw))?;
             let rows = Tensor::cat(&[&rnn.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, h0], 1)?;
             let spec = rnn_op::RnnSpec { kind: rnn.kind(), lens: &lens, state_mask: mk.state.as_deref() };
-            let h = rnn_op::rnn_sequence(&gi, &rnn.u_cat()?, &rows, false, spec)?;
+            let h = backend.rnn_sequence(&gi, &rnn.u_cat()?, &rows, false, spec)?;
             x = if self.residual { (h + x)? } else { h };
         }
         Ok(x)

@@ -26,7 +26,8 @@ macro_rules! kernels {
 
 kernels! {
     Recurrence:
-    FILL_ROWS = nmt_fill_rows, FillRows { dst: Addr, src: Addr, rows: i64, width: i64 }
+    FILL_ROWS = nmt_fill_rows, FillRows { dst: Addr, src: Addr, src_ld: i64, rows: i64, width: i64, group: i64 }
+    SUM_STEPS = nmt_sum_steps, SumSteps { dst: Addr, dst_ld: i64, src: Addr, batch: i64, len: i64, width: i64 }
     MASK_ROWS = nmt_mask_rows, MaskRows { dst: Addr, dst_ld: i64, src: Addr, src_ld: i64, mask: Addr, rows: i64, width: i64 }
     ADD_MASKED = nmt_add_masked, AddMasked { dst: Addr, src: Addr, mask: Addr, n: i64 }
     PREV_STATES = nmt_prev_states, PrevStates {

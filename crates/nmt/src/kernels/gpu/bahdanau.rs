@@ -29,8 +29,12 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     // Every address once, before the loop (on a GPU a lookup is driver calls: `cuda.rs`).
     let (op, sv, ep, hubp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub));
     let (rows, width) = (bt as i64, |w: usize| w as i64);
-    l.launch(&args::FILL_ROWS, bt * d.att, FillRows { dst: sv.ws, src: x.w.at(o.ba), rows, width: width(d.att) })?;
-    l.launch(&args::FILL_ROWS, bt * g, FillRows { dst: sv.gh, src: x.w.at(o.bh), rows, width: width(g) })?;
+    l.launch(
+        &args::FILL_ROWS,
+        bt * d.att,
+        FillRows { dst: sv.ws, src: x.w.at(o.ba), src_ld: width(d.att), rows, width: width(d.att), group: rows },
+    )?;
+    l.launch(&args::FILL_ROWS, bt * g, FillRows { dst: sv.gh, src: x.w.at(o.bh), src_ld: width(g), rows, width: width(g), group: rows })?;
     let copy = MaskRows { dst: sv.gi, dst_ld: width(g), src: x.seq, src_ld: width(g), mask: Addr::NULL, rows, width: width(g) };
     l.launch(&args::MASK_ROWS, bt * g, copy)?;
     let cell = at.cell(o.u, x.mask);

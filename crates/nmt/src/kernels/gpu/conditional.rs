@@ -31,7 +31,7 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     let (op, sv, ep, hubp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub));
     let rows = bt as i64;
     for (dst, bias, w) in [(sv.ws, o.ba, d.att), (sv.gh, o.bh, g), (sv.gh1, o.bh1, g), (sv.gi, o.b2, g)] {
-        l.launch(&args::FILL_ROWS, bt * w, FillRows { dst, src: x.w.at(bias), rows, width: w as i64 })?;
+        l.launch(&args::FILL_ROWS, bt * w, FillRows { dst, src: x.w.at(bias), src_ld: w as i64, rows, width: w as i64, group: rows })?;
     }
     let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
     for i in 0..t {

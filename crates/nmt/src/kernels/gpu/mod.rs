@@ -6,7 +6,9 @@
 //!
 //! - `cell.rs`: one GRU step (either form, recurrent dropout, padding) and `dU`;
 //! - `lstm.rs`: one LSTM step (recurrent dropout, padding) and `dU`;
-//! - `birnn.rs`: the bidirectional GRU or LSTM encoder layer (the op `birnn_sequence`);
+//! - `direction.rs`: one direction's loops through time, shared by `birnn.rs`, the
+//!   bidirectional GRU or LSTM encoder layer (the op `birnn_sequence`), and `sequence.rs`, one
+//!   direction with each sentence's initial state (the op `rnn_sequence`);
 //! - `attention.rs`: what the RNNsearch decoders' loops share (layout, the attention's
 //!   launches); `bahdanau.rs` and `conditional.rs` are the two loops, `decoder_op.rs` the op
 //!   (`attention_loop`);
@@ -43,14 +45,17 @@ mod conditional;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 mod decoder_op;
+mod direction;
 pub(crate) mod emulated;
 mod lstm;
 mod op;
+pub mod sequence;
 pub mod top_k;
 pub mod update;
 
 pub use birnn::birnn_sequence;
 pub use decoder_op::{attention_loop, attention_step};
+pub use sequence::rnn_sequence;
 
 use candle_core::Result;
 

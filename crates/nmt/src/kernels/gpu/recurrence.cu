@@ -23,12 +23,26 @@
 #define NMT_PAPER 0
 #define NMT_RESET_AFTER 1
 
-// dst (rows, width), contiguous: every row a copy of src (width).
-typedef struct { float* dst; const float* src; int64_t rows; int64_t width; } NmtFillRows;
+// dst (rows, width), contiguous: row r a copy of src's row r / group (src's rows `src_ld`
+// apart). group = rows: every row the one row of src; group = S: one row per sentence.
+typedef struct { float* dst; const float* src; int64_t src_ld; int64_t rows; int64_t width; int64_t group; } NmtFillRows;
 NMT_KERNEL void nmt_fill_rows(const NmtFillRows a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.width) return;
-  a.dst[i] = a.src[i % a.width];
+  a.dst[i] = a.src[(i / a.width / a.group) * a.src_ld + i % a.width];
+}
+
+// dst[b][j] = sum over t of src[b][t][j], src (batch, len, width) contiguous, dst rows dst_ld
+// apart: each sentence's recurrent term's gradient (sequence.rs). In step order, as the CPU
+// op sums.
+typedef struct { float* dst; int64_t dst_ld; const float* src; int64_t batch; int64_t len; int64_t width; } NmtSumSteps;
+NMT_KERNEL void nmt_sum_steps(const NmtSumSteps a) {
+  int64_t i = nmt_index();
+  if (i >= a.batch * a.width) return;
+  int64_t b = i / a.width, j = i % a.width;
+  float acc = 0.0f;
+  for (int64_t t = 0; t < a.len; t++) acc += a.src[(b * a.len + t) * a.width + j];
+  a.dst[b * a.dst_ld + j] = acc;
 }
 
 // dst[r][j] = src[r][j] * mask[r][j] (mask contiguous (rows, width)), or a copy without a mask:

@@ -1,4 +1,5 @@
-//! The GPU kernels, run emulated on the host, against the CPU's fused op (`kernels::birnn`)
+//! The GPU kernels, run emulated on the host, against the CPU's fused ops (`kernels::birnn`,
+//! `kernels::rnn_op`)
 //! and in-place update (`kernels::optim_step`); the decoders' GPU form is tested beside its
 //! wiring (`model/gpu_decoder.rs`), the search's pick beside its use (`search/candle.rs`):
 //! the same annotations and the same gradients, for both GRU forms and the LSTM, with and without recurrent
@@ -51,6 +52,49 @@ fn emulated_gpu_birnn_equals_the_cpu_op() {
                 assert_eq!(a.len(), e.len());
                 for (i, (x, y)) in a.iter().zip(e).enumerate() {
                     assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{kind:?} dropout {dropout}: tensor {k} [{i}]: gpu {x}, cpu {y}");
+                }
+            }
+        }
+    }
+}
+
+/// The one-direction op (`sequence.rs`) against `kernels::rnn_op`: each sentence's own
+/// recurrent term and initial state, both directions of travel, both GRU forms and the LSTM,
+/// with and without recurrent dropout, padded sentences; the states and the gradients of
+/// `gi`, `u` and `rows` within 1e-5.
+#[test]
+fn emulated_gpu_rnn_sequence_equals_the_cpu_op() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(58);
+    let (b, s, h) = (3usize, 5usize, 4usize);
+    let lens = [3usize, 5, 1];
+    for kind in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
+        let g = kind.gates() * h;
+        for (dropout, reverse) in [(false, false), (true, false), (true, true)] {
+            let vars = [random(&mut rng, &[b, s, g], 1.0), random(&mut rng, &[h, g], 0.5), random(&mut rng, &[b, g + h], 0.8)];
+            let w =
+                Tensor::from_vec((0..b * s * h).map(|_| rng.gen_range(-1f32..1.0)).collect::<Vec<_>>(), (b, s, h), &Device::Cpu).unwrap();
+            let mask: Vec<f32> = (0..b * h).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect();
+            let spec = RnnSpec { kind, lens: &lens, state_mask: dropout.then_some(&mask[..]) };
+            let [gi, u, rows] = &vars;
+            let run = |gpu: bool| -> Vec<Vec<f32>> {
+                let (gi, u, rows) = (gi.as_tensor(), u.as_tensor(), rows.as_tensor());
+                let out = match gpu {
+                    true => super::rnn_sequence(gi, u, rows, reverse, spec).unwrap(),
+                    false => crate::kernels::rnn_op::rnn_sequence(gi, u, rows, reverse, spec).unwrap(),
+                };
+                let grads = (&out * &w).unwrap().sum_all().unwrap().backward().unwrap();
+                let mut all = vec![out.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
+                for v in &vars {
+                    all.push(grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap());
+                }
+                all
+            };
+            let (want, got) = (run(false), run(true));
+            for (k, (a, e)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(a.len(), e.len());
+                for (i, (x, y)) in a.iter().zip(e).enumerate() {
+                    let what = format!("{kind:?} dropout {dropout} reverse {reverse}: tensor {k} [{i}]");
+                    assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what}: gpu {x}, cpu {y}");
                 }
             }
         }

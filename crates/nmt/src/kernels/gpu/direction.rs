@@ -1,0 +1,208 @@
+//! One direction of a recurrent layer on a [`Launch`]: the loops through time that the
+//! bidirectional op (`birnn.rs`, the GPU twin of `kernels::birnn`) and the one-direction op
+//! (`sequence.rs`, the twin of `kernels::rnn_op`) share. A GRU step is `cell.rs`'s, an LSTM
+//! step `lstm.rs`'s.
+//!
+//! Shapes: `B` sentences of `S` positions, `H` units, gate width `G` (`3H`, the LSTM `4H`).
+//! A direction owns column block `k` of `cols` blocks: of `gi (B, S, cols·G)` and of the
+//! output `(B, S, cols·H)`. It keeps `GH (B, S, G)` (`h U + ghb` per step) and `Q (B, S, H)`
+//! (the paper form's `r ⊙ hu`, the LSTM's cell states), as the CPU ops do.
+use candle_core::Result;
+
+use super::args::{self, PrevStates};
+use super::cell::{gemm, Cell, Rows, Step, StepGrads};
+use super::lstm::{Lstm, LstmGrads, LstmStep};
+use super::{Addr, Launch, View};
+use crate::config::{CellKind, GruForm};
+
+/// A layer's sizes and cell.
+#[derive(Clone, Copy, Debug)]
+pub struct Dims {
+    pub batch: usize,
+    pub len: usize,
+    pub hidden: usize,
+    pub kind: CellKind,
+}
+
+impl Dims {
+    /// The gate width `G`.
+    pub fn g(&self) -> usize {
+        self.kind.gates() * self.hidden
+    }
+
+    /// Elements of a `Q` buffer: none for the reset-after GRU (one, as a placeholder).
+    pub fn q_len(&self) -> usize {
+        match self.kind {
+            CellKind::Gru(GruForm::ResetAfter) => 1,
+            _ => self.batch * self.len * self.hidden,
+        }
+    }
+}
+
+/// A direction's cell.
+enum DirCell {
+    Gru(Cell),
+    Lstm(Lstm),
+}
+
+/// One direction: where it reads and writes, and its cell (`U`, the recurrent-dropout mask
+/// `(B, H)` or [`Addr::NULL`], the lengths).
+pub(super) struct Dir {
+    d: Dims,
+    k: usize,
+    cols: usize,
+    reverse: bool,
+    cell: DirCell,
+}
+
+/// The backward loop's `B × H` buffers: the gradients reaching the previous states (`carry`,
+/// and the LSTM's `carry_c`; zero before the last step, the gradient of `h_0` after the
+/// first), scratch `dq` and `buf`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Carries {
+    pub carry: Addr,
+    pub carry_c: Addr,
+    pub dq: Addr,
+    pub buf: Addr,
+}
+
+impl Dir {
+    /// Column block `k` of `cols`, right to left when `reverse`, with `U (H, G)` at `u`.
+    pub fn new(d: Dims, (k, cols, reverse): (usize, usize, bool), u: Addr, mask: Addr, lens: Addr) -> Dir {
+        let (rows, hidden) = (d.batch, d.hidden);
+        let cell = match d.kind {
+            CellKind::Gru(form) => DirCell::Gru(Cell { form, rows, hidden, u, mask, lens }),
+            CellKind::Lstm => DirCell::Lstm(Lstm { rows, hidden, u, mask, lens }),
+        };
+        Dir { d, k, cols, reverse, cell }
+    }
+
+    fn mask(&self) -> Addr {
+        match &self.cell {
+            DirCell::Gru(c) => c.mask,
+            DirCell::Lstm(c) => c.mask,
+        }
+    }
+
+    /// The position of the `step`-th step processed.
+    fn pos(&self, step: usize) -> usize {
+        if self.reverse {
+            self.d.len - 1 - step
+        } else {
+            step
+        }
+    }
+
+    /// Rows of step `t` in a `(B, S, cols·w)` buffer at `a` (this direction's block).
+    fn block(&self, a: Addr, t: usize, w: usize) -> Rows {
+        (a.at(t * self.cols * w + self.k * w), (self.d.len * self.cols * w) as i64)
+    }
+
+    /// Rows of step `t` in a `(B, S, w)` buffer of this direction's own.
+    fn own(&self, a: Addr, t: usize, w: usize) -> Rows {
+        (a.at(t * w), (self.d.len * w) as i64)
+    }
+
+    /// Step `step`'s rows: `gi`, `GH`, `Q`, and the previous states (the output of the step
+    /// before, or `h0`).
+    fn step(&self, gi: Addr, (gh, q): (Addr, Addr), out: Addr, h0: Rows, step: usize) -> Step {
+        let (g, h, t) = (self.d.g(), self.d.hidden, self.pos(step));
+        let hp = match step {
+            0 => h0,
+            _ => self.block(out, self.pos(step - 1), h),
+        };
+        Step { t, gi: self.block(gi, t, g), gh: self.own(gh, t, g), q: self.own(q, t, h), hp }
+    }
+
+    /// The LSTM's view of `st`: its cell states are `Q`'s rows, the previous ones those of the
+    /// step before, or `c_0 = 0` (`zeros`, `B × H`).
+    fn lstm(&self, st: Step, q: Addr, zeros: Addr, step: usize) -> LstmStep {
+        let h = self.d.hidden;
+        let cp = match step {
+            0 => (zeros, h as i64),
+            _ => self.own(q, self.pos(step - 1), h),
+        };
+        LstmStep { t: st.t, gi: st.gi, gh: st.gh, hp: st.hp, cp, c: st.q }
+    }
+
+    /// The forward loop into `out`: `GH` holds `ghb` on entry; `h0` the initial states,
+    /// `zeros` and `hub` `B × H` (zeros, scratch).
+    pub fn forward<L: Launch>(
+        &self,
+        l: &L,
+        gi: Addr,
+        (gh, q): (Addr, Addr),
+        out: Addr,
+        (h0, zeros, hub): (Rows, Addr, Addr),
+    ) -> Result<()> {
+        for step in 0..self.d.len {
+            let st = self.step(gi, (gh, q), out, h0, step);
+            let o = self.block(out, st.t, self.d.hidden);
+            match &self.cell {
+                DirCell::Gru(c) => c.forward(l, st, o, hub)?,
+                DirCell::Lstm(c) => c.forward(l, self.lstm(st, q, zeros, step), o, hub)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The backward loop from the output `out` and its gradient `dout`: writes this
+    /// direction's block of `dgi` and its own `dgh (B, S, G)`; leaves the gradient of `h0` in
+    /// `c.carry`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward<L: Launch>(
+        &self,
+        l: &L,
+        (gi, dgi): (Addr, Addr),
+        (gh, q, dgh): (Addr, Addr, Addr),
+        (out, dout): (Addr, Addr),
+        (h0, zeros): (Rows, Addr),
+        c: Carries,
+    ) -> Result<()> {
+        let (g, h) = (self.d.g(), self.d.hidden);
+        for step in (0..self.d.len).rev() {
+            let st = self.step(gi, (gh, q), out, h0, step);
+            let (dgi_t, dgh_t, dout_t) = (self.block(dgi, st.t, g), self.own(dgh, st.t, g), self.block(dout, st.t, h));
+            match &self.cell {
+                DirCell::Gru(cell) => {
+                    let grads = StepGrads { dgi: dgi_t, dgh: dgh_t, carry: c.carry, dq: c.dq, buf: c.buf };
+                    cell.backward(l, st, dout_t, grads)?
+                }
+                DirCell::Lstm(cell) => {
+                    let grads = LstmGrads { dgi: dgi_t, dgh: dgh_t, carry: c.carry, carry_c: c.carry_c, buf: c.buf };
+                    cell.backward(l, self.lstm(st, q, zeros, step), dout_t, grads)?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `dU (H, G)` at `du`: the previous states entering `U` laid out in `hprev (B·S, H)`
+    /// (from the output `out` and `init`, contiguous `(B, H)` or [`Addr::NULL`] for zeros,
+    /// times the mask), then `H_prevᵀ dGH` (the GRU's paper form: and `Qᵀ dGH_n`).
+    pub fn u_grad<L: Launch>(&self, l: &L, (out, init): (Addr, Addr), (hprev, q, dgh): (Addr, Addr, Addr), du: Addr) -> Result<()> {
+        let (b, s, h) = (self.d.batch, self.d.len, self.d.hidden);
+        let a = PrevStates {
+            dst: hprev,
+            out: out.at(self.k * h),
+            out_ld: (self.cols * h) as i64,
+            init,
+            mask: self.mask(),
+            batch: b as i64,
+            len: s as i64,
+            hidden: h as i64,
+            reverse: self.reverse as i64,
+        };
+        l.launch(&args::PREV_STATES, b * s * h, a)?;
+        match &self.cell {
+            DirCell::Gru(c) => c.u_grad(l, b * s, hprev, q, dgh, du),
+            DirCell::Lstm(c) => c.u_grad(l, b * s, hprev, dgh, du),
+        }
+    }
+}
+
+/// `dst (1, G) = 1ᵀ dgh`: the bias gradient summed over all `n` rows of `dgh (n, G)`, with
+/// `ones` `n` ones.
+pub(super) fn sum_rows<L: Launch>(l: &L, (ones, n): (Addr, usize), dgh: Addr, g: usize, dst: Addr) -> Result<()> {
+    l.gemm(gemm(1, g, n, View::new(ones, n), View::new(dgh, g), View::new(dst, g), false))
+}
