@@ -37,24 +37,19 @@ kernels! {
         gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hu: Addr, hu_ld: i64, q: Addr, q_ld: i64, rows: i64, hidden: i64,
     }
     GRU_GATES_FWD = nmt_gru_gates_fwd, GatesFwd {
-        form: i64, t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hp: Addr, hp_ld: i64,
-        out: Addr, out_ld: i64, rows: i64, hidden: i64,
+        form: i64, s: StepRows, hp: Addr, hp_ld: i64, out: Addr, out_ld: i64, rows: i64, hidden: i64,
     }
     GRU_GATES_BWD = nmt_gru_gates_bwd, GatesBwd {
-        form: i64, t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hp: Addr, hp_ld: i64,
-        dh: Addr, dh_ld: i64, carry: Addr, dgi: Addr, dgi_ld: i64, dgh: Addr, dgh_ld: i64, rows: i64, hidden: i64,
+        form: i64, s: StepRows, hp: Addr, hp_ld: i64, dh: Addr, dh_ld: i64, carry: Addr, dg: GradRows, rows: i64, hidden: i64,
     }
     GRU_RESET_BWD = nmt_gru_reset_bwd, ResetBwd {
-        t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hp: Addr, hp_ld: i64, mask: Addr, dq: Addr,
-        carry: Addr, dgi: Addr, dgi_ld: i64, dgh: Addr, dgh_ld: i64, rows: i64, hidden: i64,
+        s: StepRows, hp: Addr, hp_ld: i64, mask: Addr, dq: Addr, carry: Addr, dg: GradRows, rows: i64, hidden: i64,
     }
     LSTM_GATES_FWD = nmt_lstm_gates_fwd, LstmFwd {
-        t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hp: Addr, hp_ld: i64, cp: Addr, cp_ld: i64,
-        c: Addr, c_ld: i64, out: Addr, out_ld: i64, rows: i64, hidden: i64,
+        s: StepRows, hp: Addr, hp_ld: i64, cp: Addr, cp_ld: i64, c: Addr, c_ld: i64, out: Addr, out_ld: i64, rows: i64, hidden: i64,
     }
     LSTM_GATES_BWD = nmt_lstm_gates_bwd, LstmBwd {
-        t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, cp: Addr, cp_ld: i64, dh: Addr, dh_ld: i64,
-        carry: Addr, carry_c: Addr, dgi: Addr, dgi_ld: i64, dgh: Addr, dgh_ld: i64, rows: i64, hidden: i64,
+        s: StepRows, cp: Addr, cp_ld: i64, dh: Addr, dh_ld: i64, carry: Addr, carry_c: Addr, dg: GradRows, rows: i64, hidden: i64,
     }
 }
 
@@ -89,6 +84,31 @@ kernels! {
     UPDATE = nmt_update, Update {
         out: Addr, p: Addr, g: Addr, mv: Addr, n: i64, adam: i64, scale: f64, lr: f64, beta: f64, beta2: f64, eps: f64,
     }
+}
+
+/// What every gate kernel reads of its step (`recurrence.cu`'s `NmtStepRows`, nested in the
+/// kernels' structs): the position `t` (row `b` is live when `t < lens[b]`) and the rows of
+/// `gi` and `gh`, `*_ld` elements apart.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct StepRows {
+    pub t: i64,
+    pub lens: Addr,
+    pub gi: Addr,
+    pub gi_ld: i64,
+    pub gh: Addr,
+    pub gh_ld: i64,
+}
+
+/// Where the backward gate kernels write the gradients of `gi`'s and `gh`'s pre-activations
+/// (`NmtGradRows`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GradRows {
+    pub dgi: Addr,
+    pub dgi_ld: i64,
+    pub dgh: Addr,
+    pub dgh_ld: i64,
 }
 
 /// The form codes of `recurrence.cu` (`NMT_PAPER`, `NMT_RESET_AFTER`).

@@ -10,7 +10,7 @@
 //! their own leading dimension ([`Rows`]).
 use candle_core::Result;
 
-use super::args::{self, AddMasked, GatesBwd, GatesFwd, MaskRows, ResetBwd, ResetFwd};
+use super::args::{self, AddMasked, GatesBwd, GatesFwd, GradRows, MaskRows, ResetBwd, ResetFwd, StepRows};
 use super::{Addr, Gemm, Launch, View};
 use crate::config::GruForm;
 
@@ -20,6 +20,16 @@ pub(super) type Rows = (Addr, i64);
 /// A `(m × n) = op(A) (m × k) · op(B) (k × n)` product, accumulated into `c` or not.
 pub(super) fn gemm(m: usize, n: usize, k: usize, a: View, b: View, c: View, accumulate: bool) -> Gemm {
     Gemm { m, n, k, a, b, c, accumulate }
+}
+
+/// A gate kernel's step fields: position `t` and the lengths, the rows of `gi` and `gh`.
+pub(super) fn step_rows((t, lens): (usize, Addr), gi: Rows, gh: Rows) -> StepRows {
+    StepRows { t: t as i64, lens, gi: gi.0, gi_ld: gi.1, gh: gh.0, gh_ld: gh.1 }
+}
+
+/// A backward gate kernel's gradient rows `dgi`, `dgh`.
+pub(super) fn grad_rows(dgi: Rows, dgh: Rows) -> GradRows {
+    GradRows { dgi: dgi.0, dgi_ld: dgi.1, dgh: dgh.0, dgh_ld: dgh.1 }
 }
 
 /// The states entering `U`: `hp ⊙ mask` written into `hub` (`B × H`, contiguous), or `hp`
@@ -129,21 +139,9 @@ impl Cell {
                 l.gemm(gemm(b, h, h, View::new(q.0, q.1 as usize), View::new(self.u.at(2 * h), g), ghn, true))?;
             }
         }
-        let a = GatesFwd {
-            form: self.form_code(),
-            t: s.t as i64,
-            lens: self.lens,
-            gi: s.gi.0,
-            gi_ld: s.gi.1,
-            gh: s.gh.0,
-            gh_ld: s.gh.1,
-            hp: s.hp.0,
-            hp_ld: s.hp.1,
-            out: out.0,
-            out_ld: out.1,
-            rows: b as i64,
-            hidden: h as i64,
-        };
+        let (rows, hidden) = (b as i64, h as i64);
+        let (form, st) = (self.form_code(), step_rows((s.t, self.lens), s.gi, s.gh));
+        let a = GatesFwd { form, s: st, hp: s.hp.0, hp_ld: s.hp.1, out: out.0, out_ld: out.1, rows, hidden };
         l.launch(&args::GRU_GATES_FWD, b * h, a)
     }
 
@@ -151,28 +149,10 @@ impl Cell {
     /// turns `carry` into the gradient reaching the previous state.
     pub fn backward<L: Launch>(&self, l: &L, s: Step, dh: Rows, d: StepGrads) -> Result<()> {
         let (b, h, g) = (self.rows, self.hidden, self.g());
-        let (rows, hidden, t, lens) = (b as i64, h as i64, s.t as i64, self.lens);
-        let (gi, gh, hp) = (s.gi, s.gh, s.hp);
-        let a = GatesBwd {
-            form: self.form_code(),
-            t,
-            lens,
-            gi: gi.0,
-            gi_ld: gi.1,
-            gh: gh.0,
-            gh_ld: gh.1,
-            hp: hp.0,
-            hp_ld: hp.1,
-            dh: dh.0,
-            dh_ld: dh.1,
-            carry: d.carry,
-            dgi: d.dgi.0,
-            dgi_ld: d.dgi.1,
-            dgh: d.dgh.0,
-            dgh_ld: d.dgh.1,
-            rows,
-            hidden,
-        };
+        let (rows, hidden, hp) = (b as i64, h as i64, s.hp);
+        let (st, dg) = (step_rows((s.t, self.lens), s.gi, s.gh), grad_rows(d.dgi, d.dgh));
+        let (form, carry) = (self.form_code(), d.carry);
+        let a = GatesBwd { form, s: st, hp: hp.0, hp_ld: hp.1, dh: dh.0, dh_ld: dh.1, carry, dg, rows, hidden };
         l.launch(&args::GRU_GATES_BWD, b * h, a)?;
         let through_u = |dg: View, k: usize, ut: View| carry_through_u(l, (b, h), self.mask, (dg, k, ut), (d.carry, d.buf));
         let dgv = View::new(d.dgh.0, d.dgh.1 as usize);
@@ -181,25 +161,8 @@ impl Cell {
             GruForm::Paper => {
                 let dn = View::new(d.dgh.0.at(2 * h), d.dgh.1 as usize);
                 l.gemm(gemm(b, h, h, dn, View::new(self.u.at(2 * h), g).t(), View::new(d.dq, h), false))?;
-                let a = ResetBwd {
-                    t,
-                    lens,
-                    gi: gi.0,
-                    gi_ld: gi.1,
-                    gh: gh.0,
-                    gh_ld: gh.1,
-                    hp: hp.0,
-                    hp_ld: hp.1,
-                    mask: self.mask,
-                    dq: d.dq,
-                    carry: d.carry,
-                    dgi: d.dgi.0,
-                    dgi_ld: d.dgi.1,
-                    dgh: d.dgh.0,
-                    dgh_ld: d.dgh.1,
-                    rows,
-                    hidden,
-                };
+                let (mask, dq) = (self.mask, d.dq);
+                let a = ResetBwd { s: st, hp: hp.0, hp_ld: hp.1, mask, dq, carry, dg, rows, hidden };
                 l.launch(&args::GRU_RESET_BWD, b * h, a)?;
                 through_u(dgv, 2 * h, View::new(self.u, g).t())
             }

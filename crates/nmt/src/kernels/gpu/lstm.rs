@@ -9,7 +9,7 @@
 use candle_core::Result;
 
 use super::args::{self, LstmBwd, LstmFwd};
-use super::cell::{carry_through_u, gemm, masked_state, Rows};
+use super::cell::{carry_through_u, gemm, grad_rows, masked_state, step_rows, Rows};
 use super::{Addr, Launch, View};
 
 /// The cell of one direction: sizes, `U`, the recurrent-dropout mask `(B, H)` on the state
@@ -59,24 +59,9 @@ impl Lstm {
         let (b, h, g) = (self.rows, self.hidden, self.g());
         let (hu, hu_ld) = masked_state(l, (b, h), self.mask, s.hp, hub)?;
         l.gemm(gemm(b, g, h, View::new(hu, hu_ld as usize), View::new(self.u, g), View::new(s.gh.0, s.gh.1 as usize), true))?;
-        let a = LstmFwd {
-            t: s.t as i64,
-            lens: self.lens,
-            gi: s.gi.0,
-            gi_ld: s.gi.1,
-            gh: s.gh.0,
-            gh_ld: s.gh.1,
-            hp: s.hp.0,
-            hp_ld: s.hp.1,
-            cp: s.cp.0,
-            cp_ld: s.cp.1,
-            c: s.c.0,
-            c_ld: s.c.1,
-            out: out.0,
-            out_ld: out.1,
-            rows: b as i64,
-            hidden: h as i64,
-        };
+        let (rows, hidden, st) = (b as i64, h as i64, step_rows((s.t, self.lens), s.gi, s.gh));
+        let (hp, cp, c) = (s.hp, s.cp, s.c);
+        let a = LstmFwd { s: st, hp: hp.0, hp_ld: hp.1, cp: cp.0, cp_ld: cp.1, c: c.0, c_ld: c.1, out: out.0, out_ld: out.1, rows, hidden };
         l.launch(&args::LSTM_GATES_FWD, b * h, a)
     }
 
@@ -84,26 +69,9 @@ impl Lstm {
     /// turns `carry`, `carry_c` into the gradients reaching the previous states.
     pub fn backward<L: Launch>(&self, l: &L, s: LstmStep, dh: Rows, d: LstmGrads) -> Result<()> {
         let (b, h, g) = (self.rows, self.hidden, self.g());
-        let a = LstmBwd {
-            t: s.t as i64,
-            lens: self.lens,
-            gi: s.gi.0,
-            gi_ld: s.gi.1,
-            gh: s.gh.0,
-            gh_ld: s.gh.1,
-            cp: s.cp.0,
-            cp_ld: s.cp.1,
-            dh: dh.0,
-            dh_ld: dh.1,
-            carry: d.carry,
-            carry_c: d.carry_c,
-            dgi: d.dgi.0,
-            dgi_ld: d.dgi.1,
-            dgh: d.dgh.0,
-            dgh_ld: d.dgh.1,
-            rows: b as i64,
-            hidden: h as i64,
-        };
+        let (rows, hidden, st) = (b as i64, h as i64, step_rows((s.t, self.lens), s.gi, s.gh));
+        let (carry, carry_c, dg) = (d.carry, d.carry_c, grad_rows(d.dgi, d.dgh));
+        let a = LstmBwd { s: st, cp: s.cp.0, cp_ld: s.cp.1, dh: dh.0, dh_ld: dh.1, carry, carry_c, dg, rows, hidden };
         l.launch(&args::LSTM_GATES_BWD, b * h, a)?;
         let dgv = View::new(d.dgh.0, d.dgh.1 as usize);
         carry_through_u(l, (b, h), self.mask, (dgv, g, View::new(self.u, g).t()), (d.carry, d.buf))

@@ -93,11 +93,17 @@ NMT_KERNEL void nmt_gru_reset_fwd(const NmtResetFwd a) {
   a.q[b * a.q_ld + j] = r * a.hu[b * a.hu_ld + j];
 }
 
+// What every gate kernel reads of its step: the position t (row b is live when t < lens[b])
+// and the rows of gi and gh (`*_ld` apart); and where the backward kernels write the gradients
+// of gi's and gh's pre-activations. Nested in the kernels' structs (8-byte fields, no padding:
+// args.rs's StepRows and GradRows).
+typedef struct { int64_t t; const int64_t* lens; const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; } NmtStepRows;
+typedef struct { float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; } NmtGradRows;
+
 // The new states from the pre-activations: gi (rows, 3H) and gh (rows, 3H) as above, the
 // previous states hp; a padded row copies hp.
 typedef struct {
-  int64_t form; int64_t t; const int64_t* lens;
-  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
+  int64_t form; NmtStepRows s; const float* hp; int64_t hp_ld;
   float* out; int64_t out_ld; int64_t rows; int64_t hidden;
 } NmtGatesFwd;
 NMT_KERNEL void nmt_gru_gates_fwd(const NmtGatesFwd a) {
@@ -105,12 +111,12 @@ NMT_KERNEL void nmt_gru_gates_fwd(const NmtGatesFwd a) {
   if (i >= a.rows * a.hidden) return;
   int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
   float hp = a.hp[b * a.hp_ld + j];
-  if (a.t >= a.lens[b]) {
+  if (a.s.t >= a.s.lens[b]) {
     a.out[b * a.out_ld + j] = hp;
     return;
   }
-  const float* g = a.gi + b * a.gi_ld;
-  const float* hh = a.gh + b * a.gh_ld;
+  const float* g = a.s.gi + b * a.s.gi_ld;
+  const float* hh = a.s.gh + b * a.s.gh_ld;
   float z = nmt_sigmoid(g[h + j] + hh[h + j]);
   float n;
   if (a.form == NMT_PAPER) {
@@ -127,26 +133,25 @@ NMT_KERNEL void nmt_gru_gates_fwd(const NmtGatesFwd a) {
 // carry) * z, the part of h's gradient that skips U. A padded row passes (dh + carry) through
 // and zeroes its dgi and dgh rows (the r blocks too: the paper form's reset kernel skips it).
 typedef struct {
-  int64_t form; int64_t t; const int64_t* lens;
-  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
+  int64_t form; NmtStepRows s; const float* hp; int64_t hp_ld;
   const float* dh; int64_t dh_ld; float* carry;
-  float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; int64_t rows; int64_t hidden;
+  NmtGradRows dg; int64_t rows; int64_t hidden;
 } NmtGatesBwd;
 NMT_KERNEL void nmt_gru_gates_bwd(const NmtGatesBwd a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.hidden) return;
   int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
   float d = a.dh[b * a.dh_ld + j] + a.carry[i];
-  float* dgi = a.dgi + b * a.dgi_ld;
-  float* dgh = a.dgh + b * a.dgh_ld;
-  if (a.t >= a.lens[b]) {
+  float* dgi = a.dg.dgi + b * a.dg.dgi_ld;
+  float* dgh = a.dg.dgh + b * a.dg.dgh_ld;
+  if (a.s.t >= a.s.lens[b]) {
     dgi[j] = dgi[h + j] = dgi[2 * h + j] = 0.0f;
     dgh[j] = dgh[h + j] = dgh[2 * h + j] = 0.0f;
     a.carry[i] = d;
     return;
   }
-  const float* g = a.gi + b * a.gi_ld;
-  const float* hh = a.gh + b * a.gh_ld;
+  const float* g = a.s.gi + b * a.s.gi_ld;
+  const float* hh = a.s.gh + b * a.s.gh_ld;
   float hp = a.hp[b * a.hp_ld + j];
   float z = nmt_sigmoid(g[h + j] + hh[h + j]);
   if (a.form == NMT_PAPER) {
@@ -174,22 +179,21 @@ NMT_KERNEL void nmt_gru_gates_bwd(const NmtGatesBwd a) {
 // pre-activation dq * hu * r (1 - r) goes to dgi_r and dgh_r, and h gets dq * r (* mask).
 // Padded rows are left alone (their dq is zero, their r blocks zeroed by nmt_gru_gates_bwd).
 typedef struct {
-  int64_t t; const int64_t* lens;
-  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
+  NmtStepRows s; const float* hp; int64_t hp_ld;
   const float* mask; const float* dq; float* carry;
-  float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; int64_t rows; int64_t hidden;
+  NmtGradRows dg; int64_t rows; int64_t hidden;
 } NmtResetBwd;
 NMT_KERNEL void nmt_gru_reset_bwd(const NmtResetBwd a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.hidden) return;
   int64_t b = i / a.hidden, j = i % a.hidden;
-  if (a.t >= a.lens[b]) return;
+  if (a.s.t >= a.s.lens[b]) return;
   float m = a.mask ? a.mask[i] : 1.0f;
-  float r = nmt_sigmoid(a.gi[b * a.gi_ld + j] + a.gh[b * a.gh_ld + j]);
+  float r = nmt_sigmoid(a.s.gi[b * a.s.gi_ld + j] + a.s.gh[b * a.s.gh_ld + j]);
   float hu = a.hp[b * a.hp_ld + j] * m;
   float dpr = a.dq[i] * hu * r * (1.0f - r);
-  a.dgi[b * a.dgi_ld + j] = dpr;
-  a.dgh[b * a.dgh_ld + j] = dpr;
+  a.dg.dgi[b * a.dg.dgi_ld + j] = dpr;
+  a.dg.dgh[b * a.dg.dgh_ld + j] = dpr;
   a.carry[i] += a.dq[i] * r * m;
 }
 
@@ -199,8 +203,7 @@ NMT_KERNEL void nmt_gru_reset_bwd(const NmtResetBwd a) {
 // cp holds the previous cell states; c and out receive the new ones. A padded row copies hp
 // and cp.
 typedef struct {
-  int64_t t; const int64_t* lens;
-  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* hp; int64_t hp_ld;
+  NmtStepRows s; const float* hp; int64_t hp_ld;
   const float* cp; int64_t cp_ld; float* c; int64_t c_ld; float* out; int64_t out_ld; int64_t rows; int64_t hidden;
 } NmtLstmFwd;
 NMT_KERNEL void nmt_lstm_gates_fwd(const NmtLstmFwd a) {
@@ -208,13 +211,13 @@ NMT_KERNEL void nmt_lstm_gates_fwd(const NmtLstmFwd a) {
   if (i >= a.rows * a.hidden) return;
   int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
   float cp = a.cp[b * a.cp_ld + j];
-  if (a.t >= a.lens[b]) {
+  if (a.s.t >= a.s.lens[b]) {
     a.out[b * a.out_ld + j] = a.hp[b * a.hp_ld + j];
     a.c[b * a.c_ld + j] = cp;
     return;
   }
-  const float* g = a.gi + b * a.gi_ld;
-  const float* hh = a.gh + b * a.gh_ld;
+  const float* g = a.s.gi + b * a.s.gi_ld;
+  const float* hh = a.s.gh + b * a.s.gh_ld;
   float ig = nmt_sigmoid(g[j] + hh[j]), fg = nmt_sigmoid(g[h + j] + hh[h + j]);
   float gg = tanhf(g[2 * h + j] + hh[2 * h + j]), og = nmt_sigmoid(g[3 * h + j] + hh[3 * h + j]);
   float c = fg * cp + ig * gg;
@@ -228,26 +231,25 @@ NMT_KERNEL void nmt_lstm_gates_fwd(const NmtLstmFwd a) {
 // the previous step only through U, which the caller's product adds. A padded row zeroes its
 // dgi and dgh rows and passes both carries through.
 typedef struct {
-  int64_t t; const int64_t* lens;
-  const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; const float* cp; int64_t cp_ld;
+  NmtStepRows s; const float* cp; int64_t cp_ld;
   const float* dh; int64_t dh_ld; float* carry; float* carry_c;
-  float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; int64_t rows; int64_t hidden;
+  NmtGradRows dg; int64_t rows; int64_t hidden;
 } NmtLstmBwd;
 NMT_KERNEL void nmt_lstm_gates_bwd(const NmtLstmBwd a) {
   int64_t i = nmt_index();
   if (i >= a.rows * a.hidden) return;
   int64_t b = i / a.hidden, j = i % a.hidden, h = a.hidden;
   float d = a.dh[b * a.dh_ld + j] + a.carry[i];
-  float* dgi = a.dgi + b * a.dgi_ld;
-  float* dgh = a.dgh + b * a.dgh_ld;
-  if (a.t >= a.lens[b]) {
+  float* dgi = a.dg.dgi + b * a.dg.dgi_ld;
+  float* dgh = a.dg.dgh + b * a.dg.dgh_ld;
+  if (a.s.t >= a.s.lens[b]) {
     dgi[j] = dgi[h + j] = dgi[2 * h + j] = dgi[3 * h + j] = 0.0f;
     dgh[j] = dgh[h + j] = dgh[2 * h + j] = dgh[3 * h + j] = 0.0f;
     a.carry[i] = d;
     return;
   }
-  const float* g = a.gi + b * a.gi_ld;
-  const float* hh = a.gh + b * a.gh_ld;
+  const float* g = a.s.gi + b * a.s.gi_ld;
+  const float* hh = a.s.gh + b * a.s.gh_ld;
   float cp = a.cp[b * a.cp_ld + j];
   float ig = nmt_sigmoid(g[j] + hh[j]), fg = nmt_sigmoid(g[h + j] + hh[h + j]);
   float gg = tanhf(g[2 * h + j] + hh[2 * h + j]), og = nmt_sigmoid(g[3 * h + j] + hh[3 * h + j]);
