@@ -56,8 +56,9 @@ fn bench_runs_every_architecture_preset() {
 }
 
 /// `NMT_MAX_CPU_ISA` (issue 56): `avx2` runs the AVX2 kernels and products, says so in the
-/// bench's `cpu`, and trains the same model (the losses of a step agree with the uncapped run's
-/// to rounding); a misspelt value is refused before anything runs.
+/// bench's `cpu`, trains the same model (the losses of a step agree with the uncapped run's
+/// to rounding) and runs rten's AVX2 int8 kernel; a misspelt value is refused before anything
+/// runs.
 #[test]
 fn the_instruction_set_cap_is_named_and_computes_the_same_step() {
     let out = nmt().env("NMT_MAX_CPU_ISA", "avx-2").args(["bench", "--only", "train"]).output().unwrap();
@@ -86,5 +87,13 @@ fn the_instruction_set_cap_is_named_and_computes_the_same_step() {
     for key in ["loss0", "loss_last"] {
         let (a, b) = (capped[key].as_f64().unwrap(), full[key].as_f64().unwrap());
         assert!((a - b).abs() < 1e-4 * b.abs(), "{key}: capped {a}, uncapped {b}");
+    }
+    if detected >= nmt::kernels::isa::CpuLevel::Avx2 {
+        let out =
+            nmt().env("NMT_MAX_CPU_ISA", "avx2").args(["bench", "--json", "--int8", "--steps", "1", "--only", "greedy"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let greedy = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["bench"] == "greedy").unwrap();
+        assert_eq!(greedy["int8_kernel"], "x86_64-u8i8i32-avx2", "{greedy}");
     }
 }

@@ -247,7 +247,8 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
             if tokens != sentences * TGT_LEN {
                 return Err(crate::Error::Input(format!("bench {name}: {tokens} output tokens, expected {}", sentences * TGT_LEN)));
             }
-            out.push(with(json!({"bench": name, "int8": opts.int8, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(sentences as f64 / (ms / 1e3), 1)})));
+            let kernel = if opts.int8 { json!(crate::kernels::int8::kernel_name()) } else { json!(null) };
+            out.push(with(json!({"bench": name, "int8": opts.int8, "int8_kernel": kernel, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(sentences as f64 / (ms / 1e3), 1)})));
         }
     }
     if want("train") {

@@ -62,6 +62,13 @@ thread_local! {
     static GEMM: GemmExecutor<u8, i8, i32> = GemmExecutor::default();
 }
 
+/// The name of rten's int8 kernel that this thread's products run (`x86_64-u8i8i32-avx512`,
+/// `…-avx2`, …): what `NMT_MAX_CPU_ISA` left of the CPU's instruction sets (`kernels::isa`),
+/// as `nmt bench --int8` reports it.
+pub fn kernel_name() -> String {
+    GEMM.with(|g| g.kernel_name().to_string())
+}
+
 /// The scale of a weight row whose largest magnitude is `max`: `max / 63` with its 6 lowest
 /// mantissa bits cleared, so that `63 · s` is exact and quantising a quantised row again
 /// gives the same integers and values (a model file stored in int8 and quantised once more at
