@@ -5,8 +5,9 @@
 //! machines. `NMT_MAX_CPU_ISA=avx2` makes an AVX-512 machine run what an AVX2 machine runs:
 //! `simd_dispatch!`'s AVX2 path, f32 training products instead of bf16 ones, the `gemm`
 //! crate's AVX2+FMA kernels and rten-gemm's AVX2 int8 kernel, without VNNI (through the
-//! patched `vendor/gemm-common` and `vendor/rten-gemm`, which read the same variable). `avx512` keeps AVX-512 and turns off the bf16 products; `avx512_bf16`, like no
-//! variable, caps nothing. PyTorch's `ATEN_CPU_CAPABILITY` and oneDNN's `ONEDNN_MAX_CPU_ISA` are
+//! patched `vendor/gemm-common` and `vendor/rten-gemm`, which read the same variable).
+//! `avx512` keeps AVX-512 and turns off the bf16 products; `avx512_bf16`, like no variable,
+//! caps nothing. PyTorch's `ATEN_CPU_CAPABILITY` and oneDNN's `ONEDNN_MAX_CPU_ISA` are
 //! the same kind of switch, and `scripts/bench-vs-pytorch.sh` sets them together with this one.
 //!
 //! Not capped: glibc's `memcpy` and candle's own elementwise code (compiled for baseline

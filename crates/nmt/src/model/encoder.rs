@@ -109,9 +109,8 @@ impl BiRnnEncoder {
     pub fn forward(&self, x: &Tensor, src: Source, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         let n = self.layers[0].fwd.hidden();
         let masks = encoder_masks(dropout, x, self.layers.len(), n, 2)?;
-        match backend.fused() {
+        match backend.fused() || (backend.gpu() && self.has_gpu_kernels()) {
             true => self.forward_fused(x, src.lens, &masks, backend),
-            false if backend.gpu() && self.has_gpu_kernels() => self.forward_fused(x, src.lens, &masks, backend),
             false => self.forward_composed(x, src.mask, &masks),
         }
     }
@@ -144,9 +143,9 @@ impl BiRnnEncoder {
     /// The fused form (`kernels::birnn`): both directions' input projections are one GEMM.
     /// With layer normalisation each direction's half is normalised on composed ops
     /// (`LN(x W)·γ_x + b`, over the whole sequence at once) and the op is given each
-    /// direction's `[b_h | γ_h]`. On a GPU (`backend`): the GPU form instead (`kernels::gpu::birnn_sequence`,
-    /// layers without layer normalisation: [`Self::has_gpu_kernels`]), the input projections on
-    /// candle's ops (cuBLAS on a GPU).
+    /// direction's `[b_h | γ_h]`. On a GPU (`backend`): the GPU form instead
+    /// (`kernels::gpu::birnn_sequence`, layers without layer normalisation:
+    /// [`Self::has_gpu_kernels`]), the input projections on candle's ops (cuBLAS).
     fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks], backend: Backend) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
         let n = self.layers[0].fwd.hidden();

@@ -31,7 +31,7 @@ kernels! {
     MASK_ROWS = nmt_mask_rows, MaskRows { dst: Addr, dst_ld: i64, src: Addr, src_ld: i64, mask: Addr, rows: i64, width: i64 }
     ADD_MASKED = nmt_add_masked, AddMasked { dst: Addr, src: Addr, mask: Addr, n: i64 }
     PREV_STATES = nmt_prev_states, PrevStates {
-        dst: Addr, out: Addr, out_ld: i64, init: Addr, mask: Addr, batch: i64, len: i64, hidden: i64, reverse: i64,
+        dst: Addr, out: Addr, out_ld: i64, init: Addr, init_ld: i64, mask: Addr, batch: i64, len: i64, hidden: i64, reverse: i64,
     }
     GRU_RESET_FWD = nmt_gru_reset_fwd, ResetFwd {
         gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64, hu: Addr, hu_ld: i64, q: Addr, q_ld: i64, rows: i64, hidden: i64,

@@ -245,8 +245,8 @@ impl At<'_> {
     pub fn prev_states<L: Launch>(&self, l: &L, out: Addr, mask: Addr, dst: Addr) -> Result<()> {
         let d = self.d;
         let (bt, h) = (d.batch * d.tgt_len, d.hidden);
-        let (out_ld, init, batch, len) = (d.out_w() as i64, self.prev(out, 0).0, d.batch as i64, d.tgt_len as i64);
-        let a = PrevStates { dst, out, out_ld, init, mask, batch, len, hidden: h as i64, reverse: 0 };
+        let (out_ld, (init, init_ld), batch, len) = (d.out_w() as i64, self.prev(out, 0), d.batch as i64, d.tgt_len as i64);
+        let a = PrevStates { dst, out, out_ld, init, init_ld, mask, batch, len, hidden: h as i64, reverse: 0 };
         l.launch(&args::PREV_STATES, bt * h, a)
     }
 }

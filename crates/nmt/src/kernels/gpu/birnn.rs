@@ -62,18 +62,16 @@ pub fn forward<L: Launch>(l: &L, d: Dims, x: Inputs) -> Result<(L::Floats, Saved
     let out = l.zeros(b * s * 2 * h)?;
     let (zeros, hub) = (l.zeros(b * h)?, l.zeros(b * h)?);
     let (o, z0, hu) = (l.addr(&out), l.addr(&zeros), l.addr(&hub));
-    let mut kept = Vec::new();
-    for k in 0..2 {
+    let (rows, width) = ((b * s) as i64, g as i64);
+    let run = |k: usize| -> Result<(L::Floats, L::Floats)> {
         let (gh, q) = (l.zeros(b * s * g)?, l.zeros(d.q_len())?);
         let (ghp, qp) = (l.addr(&gh), l.addr(&q));
-        let (rows, width) = ((b * s) as i64, g as i64);
         let fill = FillRows { dst: ghp, src: x.bh.at(k * g), src_ld: width, rows, width, group: rows };
         l.launch(&args::FILL_ROWS, b * s * g, fill)?;
         dir(d, &x, k).forward(l, x.gi, (ghp, qp), o, ((z0, h as i64), z0, hu))?;
-        kept.push((gh, q));
-    }
-    let (bw, f) = (kept.pop(), kept.pop());
-    let ((gf, qf), (gb, qb)) = (f.expect("two directions"), bw.expect("two directions"));
+        Ok((gh, q))
+    };
+    let ((gf, qf), (gb, qb)) = (run(0)?, run(1)?);
     Ok((out, Saved { gh: [gf, gb], q: [qf, qb] }))
 }
 
@@ -93,7 +91,7 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
         let (dghp, ghp, qp) = (l.addr(&dgh), l.addr(&saved.gh[k]), l.addr(&saved.q[k]));
         let c = Carries { carry: l.addr(&carry), carry_c: l.addr(&carry_c), dq: l.addr(&dq), buf: l.addr(&buf) };
         r.backward(l, (x.gi, dgip), (ghp, qp, dghp), (out, dout), ((z0, h as i64), z0), c)?;
-        r.u_grad(l, (out, Addr::NULL), (hpp, qp, dghp), l.addr(&du).at(k * h * g))?;
+        r.u_grad(l, (out, (Addr::NULL, 0)), (hpp, qp, dghp), l.addr(&du).at(k * h * g))?;
         sum_rows(l, (l.addr(&ones), b * s), dghp, g, l.addr(&dbh).at(k * g))?;
     }
     Ok(Grads { dgi, du, dbh })

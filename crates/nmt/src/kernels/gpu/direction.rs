@@ -149,7 +149,6 @@ impl Dir {
     /// The backward loop from the output `out` and its gradient `dout`: writes this
     /// direction's block of `dgi` and its own `dgh (B, S, G)`; leaves the gradient of `h0` in
     /// `c.carry`.
-    #[allow(clippy::too_many_arguments)]
     pub fn backward<L: Launch>(
         &self,
         l: &L,
@@ -178,15 +177,16 @@ impl Dir {
     }
 
     /// `dU (H, G)` at `du`: the previous states entering `U` laid out in `hprev (B·S, H)`
-    /// (from the output `out` and `init`, contiguous `(B, H)` or [`Addr::NULL`] for zeros,
+    /// (from the output `out` and the initial states `h0`, rows at [`Addr::NULL`] for zeros,
     /// times the mask), then `H_prevᵀ dGH` (the GRU's paper form: and `Qᵀ dGH_n`).
-    pub fn u_grad<L: Launch>(&self, l: &L, (out, init): (Addr, Addr), (hprev, q, dgh): (Addr, Addr, Addr), du: Addr) -> Result<()> {
+    pub fn u_grad<L: Launch>(&self, l: &L, (out, h0): (Addr, Rows), (hprev, q, dgh): (Addr, Addr, Addr), du: Addr) -> Result<()> {
         let (b, s, h) = (self.d.batch, self.d.len, self.d.hidden);
         let a = PrevStates {
             dst: hprev,
             out: out.at(self.k * h),
             out_ld: (self.cols * h) as i64,
-            init,
+            init: h0.0,
+            init_ld: h0.1,
             mask: self.mask(),
             batch: b as i64,
             len: s as i64,

@@ -65,9 +65,10 @@ NMT_KERNEL void nmt_add_masked(const NmtAddMasked a) {
 }
 
 // H_prev (B, S, H), contiguous: the state each step started from, times the recurrent-dropout
-// mask (B, H) if any; before the first step `init` (B, H), or zero where it is null. `out`
+// mask (B, H) if any; before the first step `init` (B, H, rows init_ld apart), or zero where it
+// is null. `out`
 // holds the states in rows of `out_ld` (B, S, ·); `reverse` runs right to left.
-typedef struct { float* dst; const float* out; int64_t out_ld; const float* init; const float* mask; int64_t batch; int64_t len; int64_t hidden; int64_t reverse; } NmtPrevStates;
+typedef struct { float* dst; const float* out; int64_t out_ld; const float* init; int64_t init_ld; const float* mask; int64_t batch; int64_t len; int64_t hidden; int64_t reverse; } NmtPrevStates;
 NMT_KERNEL void nmt_prev_states(const NmtPrevStates a) {
   int64_t i = nmt_index();
   if (i >= a.batch * a.len * a.hidden) return;
@@ -77,7 +78,7 @@ NMT_KERNEL void nmt_prev_states(const NmtPrevStates a) {
   if (tp >= 0 && tp < a.len) {
     x = a.out[(b * a.len + tp) * a.out_ld + j];
   } else if (a.init) {
-    x = a.init[b * a.hidden + j];
+    x = a.init[b * a.init_ld + j];
   }
   if (a.mask) x *= a.mask[b * a.hidden + j];
   a.dst[i] = x;

@@ -6,8 +6,8 @@
 //!
 //! Shapes as in `kernels::rnn_op`: `gi (B, S, G)` (or `(B·S, G)`), `u (H, G)`, `rows (B, G + H)`
 //! = each sentence's `[ghb; h_0]` (the LSTM's `c_0` is zero); output `(B, S, H)`. The loops
-//! are `direction.rs`'s; around them, forward: `GH`'s rows filled with their sentence's `ghb`
-//! and `h_0` copied out of `rows` (2 launches); backward: `drows = [Σ_t dGH_t; dh_0]`, the
+//! are `direction.rs`'s, reading `h_0` in place in `rows`; around them, forward: `GH`'s rows
+//! filled with their sentence's `ghb` (1 launch); backward: `drows = [Σ_t dGH_t; dh_0]`, the
 //! first a sum over each sentence's steps (`nmt_sum_steps`), the second the carry left by the
 //! loop (2 launches).
 use candle_core::{bail, DType, Result, Shape, Tensor};
@@ -41,11 +41,10 @@ struct Sequence {
     mask: Option<Vec<f32>>,
 }
 
-/// What the forward pass keeps: `GH (B, S, G)`, `Q (B, S, H)` and `h_0 (B, H)` contiguous.
+/// What the forward pass keeps: `GH (B, S, G)` and `Q (B, S, H)`.
 struct Saved<F> {
     gh: F,
     q: F,
-    h0: F,
 }
 
 impl Sequence {
@@ -71,28 +70,25 @@ impl GpuOp for Sequence {
         let (b, s, h, g) = (self.d.batch, self.d.len, self.d.hidden, self.d.g());
         let (dir, _lens, _mask) = self.dir(l, u)?;
         let (out, gh, q) = (l.zeros(b * s * h)?, l.zeros(b * s * g)?, l.zeros(self.d.q_len())?);
-        let (h0, zeros, hub) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?);
-        let (ghp, h0p) = (l.addr(&gh), l.addr(&h0));
-        let (bi, gi64, hi, si) = (b as i64, g as i64, h as i64, s as i64);
-        let fill = FillRows { dst: ghp, src: rows, src_ld: gi64 + hi, rows: bi * si, width: gi64, group: si };
+        let (zeros, hub, ghp) = (l.zeros(b * h)?, l.zeros(b * h)?, l.addr(&gh));
+        let (gi64, ld, si) = (g as i64, (g + h) as i64, s as i64);
+        let fill = FillRows { dst: ghp, src: rows, src_ld: ld, rows: b as i64 * si, width: gi64, group: si };
         l.launch(&args::FILL_ROWS, b * s * g, fill)?;
-        let copy = MaskRows { dst: h0p, dst_ld: hi, src: rows.at(g), src_ld: gi64 + hi, mask: Addr::NULL, rows: bi, width: hi };
-        l.launch(&args::MASK_ROWS, b * h, copy)?;
-        dir.forward(l, gi, (ghp, l.addr(&q)), l.addr(&out), ((h0p, hi), l.addr(&zeros), l.addr(&hub)))?;
-        Ok((out, Saved { gh, q, h0 }))
+        dir.forward(l, gi, (ghp, l.addr(&q)), l.addr(&out), ((rows.at(g), ld), l.addr(&zeros), l.addr(&hub)))?;
+        Ok((out, Saved { gh, q }))
     }
 
-    fn backward<L: Launch>(&self, l: &L, [gi, u, _]: [Addr; 3], sv: Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]> {
+    fn backward<L: Launch>(&self, l: &L, [gi, u, rows]: [Addr; 3], sv: Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]> {
         let (b, s, h, g) = (self.d.batch, self.d.len, self.d.hidden, self.d.g());
         let (dir, _lens, _mask) = self.dir(l, u)?;
         let (dgi, dgh, du, drows) = (l.zeros(b * s * g)?, l.zeros(b * s * g)?, l.zeros(h * g)?, l.zeros(b * (g + h))?);
         let (zeros, carry, carry_c) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?);
         let (dq, buf, hprev) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * s * h)?);
-        let (dghp, qp, h0p, drp, cp) = (l.addr(&dgh), l.addr(&sv.q), l.addr(&sv.h0), l.addr(&drows), l.addr(&carry));
+        let (dghp, qp, drp, cp) = (l.addr(&dgh), l.addr(&sv.q), l.addr(&drows), l.addr(&carry));
         let c = Carries { carry: cp, carry_c: l.addr(&carry_c), dq: l.addr(&dq), buf: l.addr(&buf) };
-        let h0 = (h0p, h as i64);
+        let h0 = (rows.at(g), (g + h) as i64);
         dir.backward(l, (gi, l.addr(&dgi)), (l.addr(&sv.gh), qp, dghp), (out, dout), (h0, l.addr(&zeros)), c)?;
-        dir.u_grad(l, (out, h0p), (l.addr(&hprev), qp, dghp), l.addr(&du))?;
+        dir.u_grad(l, (out, h0), (l.addr(&hprev), qp, dghp), l.addr(&du))?;
         let (bi, gi64, hi) = (b as i64, g as i64, h as i64);
         let sum = SumSteps { dst: drp, dst_ld: gi64 + hi, src: dghp, batch: bi, len: s as i64, width: gi64 };
         l.launch(&args::SUM_STEPS, b * g, sum)?;
