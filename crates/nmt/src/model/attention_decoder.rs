@@ -8,7 +8,7 @@
 //! - [`AttentionDecoder::step`]: the composed candle step `(batch, ·)` (the candle search, the
 //!   GPU);
 //! - [`AttentionDecoder::forward`]: teacher forcing over every target step, in one kernel
-//!   (`kernels::attn_decoder`), its GPU twin (`gpu_decoder.rs`, a GRU) or step by step on
+//!   (`kernels::attn_decoder`), its GPU twin (`gpu_decoder.rs`, a GRU or an LSTM) or step by step on
 //!   composed ops (autodiff's reference twin);
 //! - [`HostAttention::step`]: one search step for `R` live rows on host slices, with the deep
 //!   output's input terms folded into the same GEMMs.
@@ -132,6 +132,11 @@ impl AttentionDecoder {
     /// The weights as the GPU's loop and step pack them: the one cell reads the context by `C`.
     pub(crate) fn loop_weights(&self) -> gpu_step::LoopWeights<'_> {
         gpu_step::LoopWeights { att: &self.att, cell: &self.rnn, wc: &self.c, first: None }
+    }
+
+    /// Whether the search's GPU step runs this decoder (a GRU; `gpu_decoder::has_gpu_step`).
+    pub(crate) fn has_gpu_step(&self) -> bool {
+        gpu_decoder::has_gpu_step(&self.rnn)
     }
 
     /// The copy mixture's `α (B·T, S)` when asked, recomputed on composed ops from the

@@ -128,7 +128,7 @@ impl ForcedDecoder for ConditionalDecoder {
     }
 
     fn has_gpu_kernels(&self) -> bool {
-        gpu_decoder::has_gpu_cell(&self.rnn1) && gpu_decoder::has_gpu_cell(&self.rnn2) && self.att.norm.is_none()
+        gpu_decoder::has_gpu_step(&self.rnn1) && gpu_decoder::has_gpu_step(&self.rnn2) && self.att.norm.is_none()
     }
 
     /// The GPU form (`gpu_decoder.rs`).

@@ -1,5 +1,5 @@
 //! The GPU form of either RNNsearch decoder's teacher forcing (`kernels::gpu::attention_loop`:
-//! Bahdanau's step and the conditional GRU, GRUs without layer normalisation). What does not
+//! Bahdanau's step with a GRU or an LSTM, and the conditional GRU; no layer normalisation). What does not
 //! depend on the previous step runs before the loop on candle's ops, so on cuBLAS as a few
 //! large products: `E y W + b` for every target position, `s_0` (`attention_memory.rs`), the
 //! keys `h_j U_a`; the loop's output `[s_i; c_i]` is shifted to `s_{i-1}` on candle's ops
@@ -15,9 +15,16 @@ use crate::error::Result;
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::gpu;
 
-/// Whether `rnn` has the GPU's kernels: a GRU without layer normalisation.
+/// Whether the GPU's loop runs `rnn`: a GRU or an LSTM without layer normalisation.
 pub(crate) fn has_gpu_cell(rnn: &Rnn) -> bool {
-    matches!(rnn.kind(), CellKind::Gru(_)) && rnn.norm().is_none()
+    rnn.norm().is_none()
+}
+
+/// Whether the search's GPU step (`gpu_step.rs`) runs `rnn`: a GRU without layer
+/// normalisation. The step's state is `s_{i-1}` alone, so an LSTM decoder, whose search state
+/// also carries its cell state, steps on composed ops.
+pub(crate) fn has_gpu_step(rnn: &Rnn) -> bool {
+    matches!(rnn.kind(), CellKind::Gru(_)) && has_gpu_cell(rnn)
 }
 
 /// Teacher forcing through the GPU loop from `s_0`: `[s; c] (B·T, H + C)` as `x.output` says,
@@ -62,8 +69,9 @@ mod tests {
 
     /// RNNsearch's decoders (`attention_decoder.rs`, `conditional_decoder.rs`): their GPU form
     /// (`kernels::gpu::attention_loop`, run emulated) against their fused CPU form, in both GRU
-    /// forms, both output states, with and without recurrent dropout: the outputs `[s; c]`,
-    /// `s_0`, and the gradients of every parameter, the embedded targets and the annotations.
+    /// forms (Bahdanau's also with an LSTM), both output states, with and without recurrent
+    /// dropout: the outputs `[s; c]`, `s_0`, and the gradients of every parameter, the
+    /// embedded targets and the annotations.
     #[test]
     fn emulated_gpu_attention_decoders_equal_the_fused_decoders() {
         for conditional in [false, true] {
@@ -163,13 +171,17 @@ mod tests {
         let (ey, ann) = (random(&mut rng, &[b, t, m], 1.0), random(&mut rng, &[b, s, 2 * h], 1.0));
         let w1 = random(&mut rng, &[b * t, 3 * h], 1.0);
         let w2 = random(&mut rng, &[b, h], 1.0);
-        for form in [GruForm::Paper, GruForm::ResetAfter] {
+        let mut kinds = vec![CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter)];
+        if !conditional {
+            kinds.push(CellKind::Lstm);
+        }
+        for form in kinds {
             for output in [OutputState::Current, OutputState::Previous] {
                 for dropout in [false, true] {
                     let state_mask: Vec<f32> = (0..b * h).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect();
                     let run = |gpu: bool| -> Vec<Vec<f32>> {
                         let params = Params::fresh(5, 0.4, false, candle_core::DType::F32, &Device::Cpu);
-                        let dims = DecoderDims { emb: m, enc: h, hidden: h, kind: CellKind::Gru(form) };
+                        let dims = DecoderDims { emb: m, enc: h, hidden: h, kind: form };
                         let pb = params.builder();
                         let dec: Box<dyn ForcedDecoder> = match conditional {
                             true => Box::new(ConditionalDecoder::new(dims, a, StartState::Mean, false, &pb).unwrap()),

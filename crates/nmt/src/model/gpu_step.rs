@@ -58,7 +58,8 @@ pub(crate) struct LoopDims {
 impl LoopDims {
     /// The CPU op's sizes for `b` sentences of `t` target and `s` source positions; `output`
     /// and `start` are the callers' (the loop ignores them), no dropout. The loop itself refuses
-    /// a cell other than the GRU (`kernels::gpu::attention_loop`).
+    /// the conditional GRU with LSTM cells (`kernels::gpu::attention_loop`); the search's step
+    /// is built for GRUs only (`gpu_decoder::has_gpu_step`).
     pub(crate) fn at(self, b: usize, t: usize, s: usize, lens: &[usize]) -> AttnDims {
         let LoopDims { hidden, ctx, att, kind, conditional } = self;
         let (output, start, lens) = (OutputState::Current, StartState::FirstBackward, lens.to_vec());

@@ -135,10 +135,10 @@ pub fn shipped_configs(vocab: usize) -> Vec<(String, nmt::config::Config)> {
     out
 }
 
-/// `configs` (from [`shipped_configs`]) and RNNsearch with a bidirectional LSTM encoder, which
-/// no shipped recipe has and which has a GPU form of its own (`kernels/gpu/lstm.rs`):
-/// `rnnsearch-small` with `model.cell = "lstm"` (Bahdanau's decoder: the conditional one is
-/// a GRU's).
+/// `configs` (from [`shipped_configs`]) and RNNsearch with LSTMs, which no shipped recipe has
+/// and whose bidirectional encoder and Bahdanau decoder loop have GPU forms of their own
+/// (`kernels/gpu/lstm.rs`): `rnnsearch-small` with `model.cell = "lstm"` (Bahdanau's decoder:
+/// the conditional one is a GRU's).
 pub fn with_rnnsearch_lstm(mut configs: Vec<(String, nmt::config::Config)>) -> Vec<(String, nmt::config::Config)> {
     let (_, mut lstm) = configs.iter().find(|(n, _)| n == "rnnsearch-small").expect("configs/rnnsearch-small.toml").clone();
     lstm.model.cell = nmt::config::Cell::Lstm;

@@ -1,10 +1,10 @@
 //! RNNsearch's decoder loops on a [`Launch`], as one op: Bahdanau's step (`bahdanau.rs`,
 //! Bahdanau et al. 2015, appendix A.2.2) and the conditional GRU (`conditional.rs`, Sennrich
 //! et al. 2017, §2.3), each a GRU in either form with recurrent dropout: the GPU twins of
-//! `kernels::attn_decoder`/`kernels::attn_backward` and `kernels::cgru_decoder`. Layer
-//! normalisation and the LSTM stay composed on a GPU. Marian's `gAtt`/`gAttBack` are the
-//! model: the products on cuBLAS, attention as a few elementwise kernels (`attention.cu`), the
-//! cells as in `cell.rs`. This file holds what both loops share: the layout, the attention's
+//! `kernels::attn_decoder`/`kernels::attn_backward` and `kernels::cgru_decoder`; Bahdanau's
+//! step also with an LSTM (as the CPU op). Layer normalisation stays composed on a GPU.
+//! Marian's `gAtt`/`gAttBack` are the model: the products on cuBLAS, attention as a few
+//! elementwise kernels (`attention.cu`), the cells as in `recurrent.rs`. This file holds what both loops share: the layout, the attention's
 //! launches forward and backward, the weight sums; `decoder_op.rs` makes them one candle op.
 //!
 //! The sizes are the CPU op's (`AttnDims`), and so is the layout (`attn_decoder.rs`):
@@ -17,9 +17,10 @@
 use candle_core::Result;
 
 use super::args::{self, AttContext, AttDalpha, AttEncBwd, AttQueryBwd, AttScores, AttSoftmax, AttSoftmaxBwd, MaskRows, PrevStates};
-use super::cell::{gemm, Cell, Rows};
+use super::cell::{gemm, Rows, NO_ROWS};
+use super::recurrent::Recurrent;
 use super::{Addr, Launch, View};
-use crate::config::GruForm;
+use crate::config::{CellKind, GruForm};
 use crate::kernels::attn_decoder::AttnDims;
 
 /// The inputs' addresses and the uploaded lengths (`lens` of the source; `all` = `T` per
@@ -35,7 +36,7 @@ pub(super) struct Inputs {
 }
 
 /// What the forward pass keeps, `(B, T, ·)` each: the queries `WS`, the (second) cell's `GI`,
-/// `GH`, the paper form's `Q`, the weights `α`; the conditional GRU's first cell's `GH1`,
+/// `GH`, the paper form's `Q` (the LSTM's cell states), the weights `α`; the conditional GRU's first cell's `GH1`,
 /// `Q1` and its output `s'` (`SP`).
 pub struct Saved<F> {
     pub(super) ws: F,
@@ -53,8 +54,9 @@ impl<F> Saved<F> {
     pub(super) fn zeros<L: Launch<Floats = F>>(l: &L, at: &At<'_>) -> Result<Self> {
         let d = at.d;
         let (bt, h, g) = (d.batch * d.tgt_len, d.hidden, d.g());
-        let paper = at.form == GruForm::Paper;
-        let [q, gh1, q1, sp] = [paper, d.conditional, d.conditional && paper, d.conditional];
+        let paper = d.kind == CellKind::Gru(GruForm::Paper);
+        let q = d.kind != CellKind::Gru(GruForm::ResetAfter);
+        let [gh1, q1, sp] = [d.conditional, d.conditional && paper, d.conditional];
         let n = |used: bool, len: usize| if used { len } else { 1 };
         Ok(Saved {
             ws: l.zeros(bt * d.att)?,
@@ -91,14 +93,14 @@ pub(super) struct AttnGrads {
 
 /// The buffers both loops' backward passes share, zeroed: the inputs' gradients `dseq`,
 /// `denc`, `dw`; `dGH`, `dWS (B, T, ·)`; the attention's `dv`, `dc`, `de` ([`AttnGrads`]); the
-/// cell's scratch `dq`, `buf` (`B × H`).
+/// LSTM's `carry_c` and the cell's scratch `dq`, `buf` (`B × H`).
 pub(super) struct Back<F> {
     dseq: F,
     denc: F,
     dw: F,
     dgh: F,
     dws: F,
-    scratch: [F; 5],
+    scratch: [F; 6],
 }
 
 /// [`Back`]'s addresses, and the carry: the rows of `dseq` that end as the gradient of `s_0`.
@@ -110,6 +112,7 @@ pub(super) struct BackAddr {
     pub dws: Addr,
     pub ag: AttnGrads,
     pub carry: Addr,
+    pub carry_c: Addr,
     pub dq: Addr,
     pub buf: Addr,
 }
@@ -123,16 +126,16 @@ impl<F: Send + Sync + 'static> Back<F> {
             dw: l.zeros(d.woff().end)?,
             dgh: l.zeros(bt * g)?,
             dws: l.zeros(bt * a)?,
-            scratch: [l.zeros(b * a)?, l.zeros(b * d.ctx)?, l.zeros(b * d.src_len)?, l.zeros(b * h)?, l.zeros(b * h)?],
+            scratch: [l.zeros(b * a)?, l.zeros(b * d.ctx)?, l.zeros(b * d.src_len)?, l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?],
         })
     }
 
     pub(super) fn addrs<L: Launch<Floats = F>>(&self, l: &L, d: &AttnDims) -> BackAddr {
-        let [dv, dc, de, dq, buf] = self.scratch.each_ref().map(|f| l.addr(f));
+        let [dv, dc, de, carry_c, dq, buf] = self.scratch.each_ref().map(|f| l.addr(f));
         let dseq = l.addr(&self.dseq);
         let ag = AttnGrads { dc, de, denc: l.addr(&self.denc), dv };
         let carry = dseq.at(d.batch * d.tgt_len * d.g());
-        BackAddr { dseq, dw: l.addr(&self.dw), dgh: l.addr(&self.dgh), dws: l.addr(&self.dws), ag, carry, dq, buf }
+        BackAddr { dseq, dw: l.addr(&self.dw), dgh: l.addr(&self.dgh), dws: l.addr(&self.dws), ag, carry, carry_c, dq, buf }
     }
 
     /// The gradients of `(seq, enc, w)`.
@@ -142,11 +145,10 @@ impl<F: Send + Sync + 'static> Back<F> {
 }
 
 /// Where step `i`'s rows are, and the launches both loops share: the loop's sizes (the CPU
-/// op's, `kernels::attn_decoder`: its `lens`, `state_mask`, `conditional` and weight
-/// offsets; a GRU without layer normalisation), its GRU form and its inputs.
+/// op's, `kernels::attn_decoder`: its `lens`, `state_mask`, `conditional`, cell and weight
+/// offsets; no layer normalisation) and its inputs.
 pub(super) struct At<'a> {
     pub d: &'a AttnDims,
-    pub form: GruForm,
     pub x: Inputs,
 }
 
@@ -164,9 +166,18 @@ impl At<'_> {
         }
     }
     /// A cell of the loop with `U` at offset `u` of `w` and recurrent-dropout mask `mask`.
-    pub fn cell(&self, u: usize, mask: Addr) -> Cell {
+    pub fn cell(&self, u: usize, mask: Addr) -> Recurrent {
         let d = self.d;
-        Cell { form: self.form, rows: d.batch, hidden: d.hidden, u: self.x.w.at(u), mask, lens: self.x.all }
+        Recurrent::new(d.kind, (d.batch, d.hidden), self.x.w.at(u), mask, self.x.all)
+    }
+    /// The LSTM's cell states before step `i`: `Q`'s rows of step `i − 1`, or `c_0 = 0`
+    /// (`zeros`, `B × H`); nothing for a GRU.
+    pub fn prev_cell(&self, q: Addr, zeros: Addr, i: usize) -> Rows {
+        match (self.d.kind, i) {
+            (CellKind::Gru(_), _) => NO_ROWS,
+            (CellKind::Lstm, 0) => (zeros, self.d.hidden as i64),
+            (CellKind::Lstm, _) => self.rows(q, self.d.hidden, i - 1),
+        }
     }
     fn sizes(&self) -> (i64, i64, i64, i64) {
         let d = self.d;
@@ -249,9 +260,4 @@ impl At<'_> {
         let a = PrevStates { dst, out, out_ld, init, init_ld, mask, batch, len, hidden: h as i64, reverse: 0 };
         l.launch(&args::PREV_STATES, bt * h, a)
     }
-}
-
-/// `dst (w) = Σ` of the `n` rows of `src (n, w)`, by a product with `ones (≥ n)`.
-pub(super) fn sum_rows<L: Launch>(l: &L, n: usize, w: usize, src: Addr, dst: Addr, ones: Addr) -> Result<()> {
-    l.gemm(gemm(1, w, n, View::new(ones, n), View::new(src, w), View::new(dst, w), false))
 }

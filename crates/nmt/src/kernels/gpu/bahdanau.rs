@@ -6,16 +6,18 @@
 //! GI_i = gie_i + c_i W_c                                  cuBLAS (GI starts as a copy of gie)
 //! s_i  = GRU(GI_i, GH_i, s_{i-1})                         cell.rs (GH starts as b_h)
 //! ```
+//! or, with an LSTM (`lstm.rs`), `s_i, m_i = LSTM(GI_i, GH_i, s_{i-1}, m_{i-1})` from
+//! `m_0 = 0`, its cell states `m_i` kept in `Q` (the CPU op's layout).
 //! and backward, from the carry (the gradient reaching `s_i` from later steps): the cell's
 //! step (`dGI_i`, `dGH_i`, the carry through `U`), `dc = dout_c + dGI_i W_cᵀ` (cuBLAS), the
-//! attention's kernels and `carry += dWS_i W_aᵀ`. After the loop each weight gradient is one
+//! attention's kernels and `carry += dWS_i W_aᵀ` (the LSTM's cell state has a carry of its own). After the loop each weight gradient is one
 //! product over all `B·T` rows: `dW_a = S_prevᵀ dWS`, `dW_c = Cᵀ dGI`, `dU` (`cell.rs`, from
 //! the masked `S_prev`), and the bias and `v_a` sums.
 use candle_core::Result;
 
 use super::args::{self, FillRows, MaskRows};
-use super::attention::{sum_rows, At, Back, BackAddr, Saved};
-use super::cell::{gemm, Step, StepGrads};
+use super::attention::{At, Back, BackAddr, Saved};
+use super::cell::{gemm, sum_rows, Step, StepGrads};
 use super::{Addr, Launch, View};
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.
@@ -25,9 +27,9 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
     let out = l.zeros(bt * ow)?;
     let saved = Saved::zeros(l, at)?;
-    let (e, hub) = (l.zeros(b * s)?, l.zeros(b * h)?);
+    let (e, hub, zeros) = (l.zeros(b * s)?, l.zeros(b * h)?, l.zeros(b * h)?);
     // Every address once, before the loop (on a GPU a lookup is driver calls: `cuda.rs`).
-    let (op, sv, ep, hubp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub));
+    let (op, sv, ep, hubp, zp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub), l.addr(&zeros));
     let (rows, width) = (bt as i64, |w: usize| w as i64);
     l.launch(
         &args::FILL_ROWS,
@@ -44,7 +46,8 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
         at.attend(l, hp, i, (&sv, ep, c_i))?;
         let gi_i = at.rows(sv.gi, g, i);
         at.context_input(l, c_i, gi_i)?;
-        let st = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp };
+        let cp = at.prev_cell(sv.q, zp, i);
+        let st = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp, cp };
         cell.forward(l, st, at.rows(op, ow, i), hubp)?;
     }
     Ok((out, saved))
@@ -57,12 +60,15 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     let (b, t, h, c, a, g) = (d.batch, d.tgt_len, d.hidden, d.ctx, d.att, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
     let back = Back::zeros(l, d)?;
-    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, dq, buf } = back.addrs(l, d);
+    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, carry_c, dq, buf } = back.addrs(l, d);
     let sv = saved.addrs(l);
     let cell = at.cell(o.u, x.mask);
+    let zeros = l.zeros(b * h)?;
+    let zp = l.addr(&zeros);
     for i in (0..t).rev() {
-        let st = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: at.prev(out, i) };
-        let grads = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dghp, g, i), carry, dq, buf };
+        let (gi, gh, q, hp, cp) = (at.rows(sv.gi, g, i), at.rows(sv.gh, g, i), at.rows(sv.q, h, i), at.prev(out, i), at.prev_cell(sv.q, zp, i));
+        let st = Step { t: i, gi, gh, q, hp, cp };
+        let grads = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dghp, g, i), carry, carry_c, dq, buf };
         cell.backward(l, st, at.rows(dout, ow, i), grads)?;
         at.context_backward(l, i, (dout, grads.dgi), (&sv, dwsp), ag, carry)?;
     }
@@ -75,7 +81,7 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     if x.mask != Addr::NULL {
         at.prev_states(l, out, x.mask, sp)?;
     }
-    cell.u_grad(l, bt, sp, sv.q, dghp, dwp.at(o.u))?;
+    cell.u_grad(l, bt, (sp, sv.q), dghp, dwp.at(o.u))?;
     let ones = l.upload(&vec![1.0; bt])?;
     let one = l.addr(&ones);
     sum_rows(l, bt, a, dwsp, dwp.at(o.ba), one)?;

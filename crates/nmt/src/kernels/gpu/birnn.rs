@@ -19,7 +19,8 @@ use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, FillRows};
 pub use super::direction::Dims;
-use super::direction::{sum_rows, Carries, Dir};
+use super::cell::sum_rows;
+use super::direction::{Carries, Dir};
 use super::op::GpuOp;
 use super::{Addr, Launch};
 use crate::kernels::rnn_op::RnnSpec;
@@ -92,7 +93,7 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
         let c = Carries { carry: l.addr(&carry), carry_c: l.addr(&carry_c), dq: l.addr(&dq), buf: l.addr(&buf) };
         r.backward(l, (x.gi, dgip), (ghp, qp, dghp), (out, dout), ((z0, h as i64), z0), c)?;
         r.u_grad(l, (out, (Addr::NULL, 0)), (hpp, qp, dghp), l.addr(&du).at(k * h * g))?;
-        sum_rows(l, (l.addr(&ones), b * s), dghp, g, l.addr(&dbh).at(k * g))?;
+        sum_rows(l, b * s, g, dghp, l.addr(&dbh).at(k * g), l.addr(&ones))?;
     }
     Ok(Grads { dgi, du, dbh })
 }

@@ -22,6 +22,12 @@ pub(super) fn gemm(m: usize, n: usize, k: usize, a: View, b: View, c: View, accu
     Gemm { m, n, k, a, b, c, accumulate }
 }
 
+/// `dst (w) = Σ` of the `n` rows of `src (n, w)`, by a product with `ones (≥ n)`: a bias's
+/// gradient over all steps.
+pub(super) fn sum_rows<L: Launch>(l: &L, n: usize, w: usize, src: Addr, dst: Addr, ones: Addr) -> Result<()> {
+    l.gemm(gemm(1, w, n, View::new(ones, n), View::new(src, w), View::new(dst, w), false))
+}
+
 /// A gate kernel's step fields: position `t` and the lengths, the rows of `gi` and `gh`.
 pub(super) fn step_rows((t, lens): (usize, Addr), gi: Rows, gh: Rows) -> StepRows {
     StepRows { t: t as i64, lens, gi: gi.0, gi_ld: gi.1, gh: gh.0, gh_ld: gh.1 }
@@ -77,7 +83,9 @@ pub(super) struct Cell {
 }
 
 /// One step's rows: its position `t`, the input and recurrent pre-activations `gi`, `gh`
-/// (`gh` holds `b_h` before the forward step), the paper form's `q`, the previous state.
+/// (`gh` holds `b_h` before the forward step), the paper form's `q`, the previous state; for
+/// an LSTM (`lstm.rs`) `q` is where its new cell states go and `cp` holds the previous ones
+/// ([`NO_ROWS`] for a GRU).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Step {
     pub t: usize,
@@ -85,16 +93,22 @@ pub(super) struct Step {
     pub gh: Rows,
     pub q: Rows,
     pub hp: Rows,
+    pub cp: Rows,
 }
+
+/// No rows: a GRU step's `cp`.
+pub(super) const NO_ROWS: Rows = (Addr::NULL, 0);
 
 /// The backward step's gradient rows: `dgi`, `dgh` (written), and `B × H` contiguous buffers:
 /// `carry` (in: the gradient reaching the new state from later steps; out: the one reaching
-/// the previous state), scratch `dq` and `buf`.
+/// the previous state), the LSTM's `carry_c` (the same for its cell state; unused by a GRU),
+/// scratch `dq` (a GRU's) and `buf`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct StepGrads {
     pub dgi: Rows,
     pub dgh: Rows,
     pub carry: Addr,
+    pub carry_c: Addr,
     pub dq: Addr,
     pub buf: Addr,
 }

@@ -15,8 +15,8 @@
 use candle_core::Result;
 
 use super::args::{self, FillRows};
-use super::attention::{sum_rows, At, Back, BackAddr, Saved};
-use super::cell::{gemm, Step, StepGrads};
+use super::attention::{At, Back, BackAddr, Saved};
+use super::cell::{gemm, sum_rows, Step, StepGrads, NO_ROWS};
 use super::{Addr, Launch, View};
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.
@@ -36,13 +36,13 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
     for i in 0..t {
         let sp_i = at.rows(sv.sp, h, i);
-        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(op, i) };
+        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(op, i), cp: NO_ROWS };
         cell1.forward(l, st1, sp_i, hubp)?;
         let c_i = at.rows(op.at(h), ow, i);
         at.attend(l, sp_i, i, (&sv, ep, c_i))?;
         let gi_i = at.rows(sv.gi, g, i);
         at.context_input(l, c_i, gi_i)?;
-        let st2 = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i };
+        let st2 = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i, cp: NO_ROWS };
         cell2.forward(l, st2, at.rows(op, ow, i), hubp)?;
     }
     Ok((out, saved))
@@ -55,7 +55,7 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     let (b, t, h, c, a, g) = (d.batch, d.tgt_len, d.hidden, d.ctx, d.att, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
     let back = Back::zeros(l, d)?;
-    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, dq, buf } = back.addrs(l, d);
+    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, carry_c, dq, buf } = back.addrs(l, d);
     // GRU₂'s input gradient, GRU₁'s recurrent one, and GRU₁'s output gradient (none: zeros).
     let (dgi, dgh1, zeros) = (l.zeros(bt * g)?, l.zeros(bt * g)?, l.zeros(b * h)?);
     let [dgip, dgh1p, zp] = [&dgi, &dgh1, &zeros].map(|f| l.addr(f));
@@ -63,20 +63,20 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
     for i in (0..t).rev() {
         let sp_i = at.rows(sv.sp, h, i);
-        let st2 = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i };
-        let grads2 = StepGrads { dgi: at.rows(dgip, g, i), dgh: at.rows(dghp, g, i), carry, dq, buf };
+        let st2 = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i, cp: NO_ROWS };
+        let grads2 = StepGrads { dgi: at.rows(dgip, g, i), dgh: at.rows(dghp, g, i), carry, carry_c, dq, buf };
         cell2.backward(l, st2, at.rows(dout, ow, i), grads2)?;
         at.context_backward(l, i, (dout, grads2.dgi), (&sv, dwsp), ag, carry)?;
-        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(out, i) };
-        let grads1 = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dgh1p, g, i), carry, dq, buf };
+        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(out, i), cp: NO_ROWS };
+        let grads1 = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dgh1p, g, i), carry, carry_c, dq, buf };
         cell1.backward(l, st1, (zp, h as i64), grads1)?;
     }
     l.gemm(gemm(h, a, bt, View::new(sv.sp, h).t(), View::new(dwsp, a), View::new(dwp.at(o.wa), a), false))?;
     l.gemm(gemm(c, g, bt, View::new(out.at(h), ow).t(), View::new(dgip, g), View::new(dwp.at(o.wc), g), false))?;
-    cell2.u_grad(l, bt, sv.sp, sv.q, dghp, dwp.at(o.u))?;
+    cell2.u_grad(l, bt, (sv.sp, sv.q), dghp, dwp.at(o.u))?;
     let sprev = l.zeros(bt * h)?;
     at.prev_states(l, out, x.mask, l.addr(&sprev))?;
-    cell1.u_grad(l, bt, l.addr(&sprev), sv.q1, dgh1p, dwp.at(o.u1))?;
+    cell1.u_grad(l, bt, (l.addr(&sprev), sv.q1), dgh1p, dwp.at(o.u1))?;
     let ones = l.upload(&vec![1.0; bt])?;
     let one = l.addr(&ones);
     for (src, w, dst) in [(dwsp, a, o.ba), (dghp, g, o.bh), (dgh1p, g, o.bh1), (dgip, g, o.b2)] {

@@ -8,15 +8,16 @@ use super::args::{self, MaskRows};
 use super::attention::{At, Inputs, Saved};
 use super::op::GpuOp;
 use super::{Addr, Launch};
-use crate::config::{CellKind, GruForm};
+use crate::config::CellKind;
 use crate::kernels::attn_decoder::AttnDims;
 
-/// Runs the decoder loop of `d` (the CPU op's sizes: a GRU without layer normalisation; its
-/// `output` and `start` are the caller's, before and after the loop); see `attention.rs`.
+/// Runs the decoder loop of `d` (the CPU op's sizes: a GRU, or for Bahdanau's step an LSTM,
+/// without layer normalisation; its `output` and `start` are the caller's, before and after
+/// the loop); see `attention.rs`.
 /// Returns `(B·T, H + C)`, each step's `[s_i; c_i]`.
 pub fn attention_loop(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Result<Tensor> {
-    let form = checked(seq, enc, w, &d)?;
-    super::op::apply(AttnOp { d, form }, seq, enc, w)
+    checked(seq, enc, w, &d)?;
+    super::op::apply(AttnOp { d }, seq, enc, w)
 }
 
 /// One step of the loop for `R = d.batch` rows (`d.tgt_len` = 1): from `seq = [gie (R, G);
@@ -25,16 +26,19 @@ pub fn attention_loop(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Re
 /// step is the loop's launches (7 for Bahdanau's reset-after GRU, 9 for the conditional GRU,
 /// and the bias rows) and two copies, where the composed step launches one kernel per op.
 pub fn attention_step(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Result<Tensor> {
-    if d.tgt_len != 1 || d.state_mask.is_some() {
-        bail!("gpu attention_step: one step without dropout, not {d:?}");
+    // The step starts from `s_{i-1}` alone: an LSTM's cell state has no place in it.
+    if d.tgt_len != 1 || d.state_mask.is_some() || d.kind == CellKind::Lstm {
+        bail!("gpu attention_step: one GRU step without dropout, not {d:?}");
     }
-    let form = checked(seq, enc, w, &d)?;
-    super::op::apply_no_bwd(StepOp(AttnOp { d, form }), seq, enc, w)
+    checked(seq, enc, w, &d)?;
+    super::op::apply_no_bwd(StepOp(AttnOp { d }), seq, enc, w)
 }
 
-/// `d`'s GRU form, once the inputs are checked against `d`.
-fn checked(seq: &Tensor, enc: &Tensor, w: &Tensor, d: &AttnDims) -> Result<GruForm> {
-    let CellKind::Gru(form) = d.kind else { bail!("gpu attention_loop: a GRU decoder only, not {:?}", d.kind) };
+/// Checks the inputs against `d`.
+fn checked(seq: &Tensor, enc: &Tensor, w: &Tensor, d: &AttnDims) -> Result<()> {
+    if d.kind == CellKind::Lstm && d.conditional {
+        bail!("gpu attention_loop: the conditional GRU's cells are GRUs, not {:?}", d.kind);
+    }
     let (bt, g) = (d.batch * d.tgt_len, d.g());
     let ok = !d.norm
         && seq.elem_count() == bt * g + d.batch * d.hidden
@@ -49,7 +53,7 @@ fn checked(seq: &Tensor, enc: &Tensor, w: &Tensor, d: &AttnDims) -> Result<GruFo
     if [seq.dtype(), enc.dtype(), w.dtype()] != [DType::F32; 3] {
         bail!("gpu attention_loop: f32 only, got {:?}", seq.dtype());
     }
-    Ok(form)
+    Ok(())
 }
 
 /// The host data uploaded for a call: the lengths (source, target) and the mask.
@@ -58,7 +62,6 @@ type Uploaded<L> = ([<L as Launch>::Ints; 2], Option<<L as Launch>::Floats>);
 /// The loop as a [`GpuOp`] of `(seq, enc, w)`.
 struct AttnOp {
     d: AttnDims,
-    form: GruForm,
 }
 
 impl AttnOp {
@@ -71,7 +74,7 @@ impl AttnOp {
         let mask = d.state_mask.as_deref().map(|m| l.upload(m)).transpose()?;
         let m = mask.as_ref().map_or(Addr::NULL, |m| l.addr(m));
         let x = Inputs { seq, enc, w, lens: l.ints_addr(&lens), all: l.ints_addr(&all), mask: m };
-        Ok((At { d, form: self.form, x }, ([lens, all], mask)))
+        Ok((At { d, x }, ([lens, all], mask)))
     }
 }
 

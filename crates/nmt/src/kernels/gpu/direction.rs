@@ -1,7 +1,7 @@
 //! One direction of a recurrent layer on a [`Launch`]: the loops through time that the
 //! bidirectional op (`birnn.rs`, the GPU twin of `kernels::birnn`) and the one-direction op
-//! (`sequence.rs`, the twin of `kernels::rnn_op`) share. A GRU step is `cell.rs`'s, an LSTM
-//! step `lstm.rs`'s.
+//! (`sequence.rs`, the twin of `kernels::rnn_op`) share. A step is `recurrent.rs`'s: a GRU's
+//! (`cell.rs`) or an LSTM's (`lstm.rs`).
 //!
 //! Shapes: `B` sentences of `S` positions, `H` units, gate width `G` (`3H`, the LSTM `4H`).
 //! A direction owns column block `k` of `cols` blocks: of `gi (B, S, cols·G)` and of the
@@ -10,9 +10,9 @@
 use candle_core::Result;
 
 use super::args::{self, PrevStates};
-use super::cell::{gemm, Cell, Rows, Step, StepGrads};
-use super::lstm::{Lstm, LstmGrads, LstmStep};
-use super::{Addr, Launch, View};
+use super::cell::{Rows, Step, StepGrads, NO_ROWS};
+use super::recurrent::Recurrent;
+use super::{Addr, Launch};
 use crate::config::{CellKind, GruForm};
 
 /// A layer's sizes and cell.
@@ -39,12 +39,6 @@ impl Dims {
     }
 }
 
-/// A direction's cell.
-enum DirCell {
-    Gru(Cell),
-    Lstm(Lstm),
-}
-
 /// One direction: where it reads and writes, and its cell (`U`, the recurrent-dropout mask
 /// `(B, H)` or [`Addr::NULL`], the lengths).
 pub(super) struct Dir {
@@ -52,7 +46,7 @@ pub(super) struct Dir {
     k: usize,
     cols: usize,
     reverse: bool,
-    cell: DirCell,
+    cell: Recurrent,
 }
 
 /// The backward loop's `B × H` buffers: the gradients reaching the previous states (`carry`,
@@ -69,19 +63,8 @@ pub(super) struct Carries {
 impl Dir {
     /// Column block `k` of `cols`, right to left when `reverse`, with `U (H, G)` at `u`.
     pub fn new(d: Dims, (k, cols, reverse): (usize, usize, bool), u: Addr, mask: Addr, lens: Addr) -> Dir {
-        let (rows, hidden) = (d.batch, d.hidden);
-        let cell = match d.kind {
-            CellKind::Gru(form) => DirCell::Gru(Cell { form, rows, hidden, u, mask, lens }),
-            CellKind::Lstm => DirCell::Lstm(Lstm { rows, hidden, u, mask, lens }),
-        };
+        let cell = Recurrent::new(d.kind, (d.batch, d.hidden), u, mask, lens);
         Dir { d, k, cols, reverse, cell }
-    }
-
-    fn mask(&self) -> Addr {
-        match &self.cell {
-            DirCell::Gru(c) => c.mask,
-            DirCell::Lstm(c) => c.mask,
-        }
     }
 
     /// The position of the `step`-th step processed.
@@ -103,26 +86,17 @@ impl Dir {
         (a.at(t * w), (self.d.len * w) as i64)
     }
 
-    /// Step `step`'s rows: `gi`, `GH`, `Q`, and the previous states (the output of the step
-    /// before, or `h0`).
-    fn step(&self, gi: Addr, (gh, q): (Addr, Addr), out: Addr, h0: Rows, step: usize) -> Step {
+    /// Step `step`'s rows: `gi`, `GH`, `Q`, the previous states (the output of the step
+    /// before, or `h0`) and the LSTM's previous cell states (`Q`'s rows of the step before,
+    /// or `c_0 = 0`: `zeros`, `B × H`).
+    fn step(&self, gi: Addr, (gh, q): (Addr, Addr), out: Addr, (h0, zeros): (Rows, Addr), step: usize) -> Step {
         let (g, h, t) = (self.d.g(), self.d.hidden, self.pos(step));
-        let hp = match step {
-            0 => h0,
-            _ => self.block(out, self.pos(step - 1), h),
+        let (hp, cp) = match step {
+            0 => (h0, (zeros, h as i64)),
+            _ => (self.block(out, self.pos(step - 1), h), self.own(q, self.pos(step - 1), h)),
         };
-        Step { t, gi: self.block(gi, t, g), gh: self.own(gh, t, g), q: self.own(q, t, h), hp }
-    }
-
-    /// The LSTM's view of `st`: its cell states are `Q`'s rows, the previous ones those of the
-    /// step before, or `c_0 = 0` (`zeros`, `B × H`).
-    fn lstm(&self, st: Step, q: Addr, zeros: Addr, step: usize) -> LstmStep {
-        let h = self.d.hidden;
-        let cp = match step {
-            0 => (zeros, h as i64),
-            _ => self.own(q, self.pos(step - 1), h),
-        };
-        LstmStep { t: st.t, gi: st.gi, gh: st.gh, hp: st.hp, cp, c: st.q }
+        let cp = if matches!(self.cell, Recurrent::Lstm(_)) { cp } else { NO_ROWS };
+        Step { t, gi: self.block(gi, t, g), gh: self.own(gh, t, g), q: self.own(q, t, h), hp, cp }
     }
 
     /// The forward loop into `out`: `GH` holds `ghb` on entry; `h0` the initial states,
@@ -136,12 +110,8 @@ impl Dir {
         (h0, zeros, hub): (Rows, Addr, Addr),
     ) -> Result<()> {
         for step in 0..self.d.len {
-            let st = self.step(gi, (gh, q), out, h0, step);
-            let o = self.block(out, st.t, self.d.hidden);
-            match &self.cell {
-                DirCell::Gru(c) => c.forward(l, st, o, hub)?,
-                DirCell::Lstm(c) => c.forward(l, self.lstm(st, q, zeros, step), o, hub)?,
-            }
+            let st = self.step(gi, (gh, q), out, (h0, zeros), step);
+            self.cell.forward(l, st, self.block(out, st.t, self.d.hidden), hub)?;
         }
         Ok(())
     }
@@ -160,18 +130,10 @@ impl Dir {
     ) -> Result<()> {
         let (g, h) = (self.d.g(), self.d.hidden);
         for step in (0..self.d.len).rev() {
-            let st = self.step(gi, (gh, q), out, h0, step);
+            let st = self.step(gi, (gh, q), out, (h0, zeros), step);
             let (dgi_t, dgh_t, dout_t) = (self.block(dgi, st.t, g), self.own(dgh, st.t, g), self.block(dout, st.t, h));
-            match &self.cell {
-                DirCell::Gru(cell) => {
-                    let grads = StepGrads { dgi: dgi_t, dgh: dgh_t, carry: c.carry, dq: c.dq, buf: c.buf };
-                    cell.backward(l, st, dout_t, grads)?
-                }
-                DirCell::Lstm(cell) => {
-                    let grads = LstmGrads { dgi: dgi_t, dgh: dgh_t, carry: c.carry, carry_c: c.carry_c, buf: c.buf };
-                    cell.backward(l, self.lstm(st, q, zeros, step), dout_t, grads)?
-                }
-            }
+            let grads = StepGrads { dgi: dgi_t, dgh: dgh_t, carry: c.carry, carry_c: c.carry_c, dq: c.dq, buf: c.buf };
+            self.cell.backward(l, st, dout_t, grads)?;
         }
         Ok(())
     }
@@ -187,22 +149,13 @@ impl Dir {
             out_ld: (self.cols * h) as i64,
             init: h0.0,
             init_ld: h0.1,
-            mask: self.mask(),
+            mask: self.cell.mask(),
             batch: b as i64,
             len: s as i64,
             hidden: h as i64,
             reverse: self.reverse as i64,
         };
         l.launch(&args::PREV_STATES, b * s * h, a)?;
-        match &self.cell {
-            DirCell::Gru(c) => c.u_grad(l, b * s, hprev, q, dgh, du),
-            DirCell::Lstm(c) => c.u_grad(l, b * s, hprev, dgh, du),
-        }
+        self.cell.u_grad(l, b * s, (hprev, q), dgh, du)
     }
-}
-
-/// `dst (1, G) = 1ᵀ dgh`: the bias gradient summed over all `n` rows of `dgh (n, G)`, with
-/// `ones` `n` ones.
-pub(super) fn sum_rows<L: Launch>(l: &L, (ones, n): (Addr, usize), dgh: Addr, g: usize, dst: Addr) -> Result<()> {
-    l.gemm(gemm(1, g, n, View::new(ones, n), View::new(dgh, g), View::new(dst, g), false))
 }
