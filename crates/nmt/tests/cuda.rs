@@ -148,12 +148,12 @@ fn gpu_search_equals_cpu_search() {
 }
 
 /// Every shipped recipe (`configs/*.toml`, shrunk: `common::shipped_configs`), and RNNsearch
-/// with a bidirectional LSTM encoder, with its own dropout and label smoothing: the loss and every gradient on the GPU against the CPU's
+/// with LSTMs and with layer normalisation (`common::with_gpu_variants`), with its own dropout and label smoothing: the loss and every gradient on the GPU against the CPU's
 /// fused path. `tests/gpu_layouts.rs` checks the same on the CPU for the layouts the GPU refuses.
 #[test]
 fn gpu_trains_every_shipped_recipe_as_the_cpu() {
     let Some(gpu) = gpu() else { return };
-    for (name, cfg) in common::with_rnnsearch_lstm(common::shipped_configs(14)) {
+    for (name, cfg) in common::with_gpu_variants(common::shipped_configs(14)) {
         let rates = DropoutRates {
             units: cfg.model.dropout,
             src_words: cfg.train.src_word_dropout,

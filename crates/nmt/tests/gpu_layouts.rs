@@ -68,7 +68,7 @@ type LossGrads = (f32, Vec<(String, Vec<f32>)>);
 /// greedy and beam search (the encoder's GPU form) find the composed search's translations.
 #[test]
 fn every_shipped_recipes_gpu_form_equals_its_fused_form() {
-    let configs = common::with_rnnsearch_lstm(common::shipped_configs(20));
+    let configs = common::with_gpu_variants(common::shipped_configs(20));
     let examples = common::reversal_examples(6, 14, 2..=7, 4);
     let rows: Vec<&Example> = examples.iter().collect();
     let batch = Batch::from_examples(&rows, (0..rows.len()).collect());

@@ -136,7 +136,7 @@ impl AttentionDecoder {
 
     /// Whether the search's GPU step runs this decoder (a GRU; `gpu_decoder::has_gpu_step`).
     pub(crate) fn has_gpu_step(&self) -> bool {
-        gpu_decoder::has_gpu_step(&self.rnn)
+        gpu_decoder::has_gpu_step(&self.rnn) && gpu_decoder::has_gpu_cell(&self.rnn)
     }
 
     /// The copy mixture's `α (B·T, S)` when asked, recomputed on composed ops from the

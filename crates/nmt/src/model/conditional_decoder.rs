@@ -127,8 +127,10 @@ impl ForcedDecoder for ConditionalDecoder {
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 
+    /// Both cells are GRUs (`new` refuses the LSTM), with or without layer normalisation: the
+    /// loop and the search's step run either (`kernels/gpu/conditional.rs`).
     fn has_gpu_kernels(&self) -> bool {
-        gpu_decoder::has_gpu_step(&self.rnn1) && gpu_decoder::has_gpu_step(&self.rnn2) && self.att.norm.is_none()
+        gpu_decoder::has_gpu_step(&self.rnn1) && gpu_decoder::has_gpu_step(&self.rnn2)
     }
 
     /// The GPU form (`gpu_decoder.rs`).

@@ -24,12 +24,13 @@ use candle_core::Tensor;
 use super::backend::Backend;
 use super::feedback::{Feedback, FeedbackStack};
 use super::grconv::GrConv;
+use super::layer_norm::layer_norm_as;
 use super::params::ParamBuilder;
 use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks, Side, StackShape};
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::{Error, Result};
-use crate::kernels::{birnn, gpu, norm_rows, rnn_op};
+use crate::kernels::{birnn, gpu, rnn_op};
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
 pub(crate) fn cell_name(kind: CellKind) -> &'static str {
@@ -109,15 +110,11 @@ impl BiRnnEncoder {
     pub fn forward(&self, x: &Tensor, src: Source, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         let n = self.layers[0].fwd.hidden();
         let masks = encoder_masks(dropout, x, self.layers.len(), n, 2)?;
-        match backend.fused() || (backend.gpu() && self.has_gpu_kernels()) {
+        // Every layer has a GPU form (`kernels/gpu/birnn.rs`: GRUs, LSTMs, layer normalisation).
+        match backend.fused() || backend.gpu() {
             true => self.forward_fused(x, src.lens, &masks, backend),
             false => self.forward_composed(x, src.mask, &masks),
         }
-    }
-
-    /// Whether `kernels::gpu` runs these layers: GRUs or LSTMs without layer normalisation.
-    fn has_gpu_kernels(&self) -> bool {
-        self.layers.iter().all(|l| l.fwd.norm().is_none())
     }
 
     /// The composed form: each direction's recurrence step by step (`rnn.rs`).
@@ -144,8 +141,8 @@ impl BiRnnEncoder {
     /// With layer normalisation each direction's half is normalised on composed ops
     /// (`LN(x W)·γ_x + b`, over the whole sequence at once) and the op is given each
     /// direction's `[b_h | γ_h]`. On a GPU (`backend`): the GPU form instead
-    /// (`kernels::gpu::birnn_sequence`, layers without layer normalisation:
-    /// [`Self::has_gpu_kernels`]), the input projections on candle's ops (cuBLAS).
+    /// (`kernels::gpu::birnn_sequence`), the input projections on candle's ops (cuBLAS; the
+    /// normalisation of `x W` composed).
     fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks], backend: Backend) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
         let n = self.layers[0].fwd.hidden();
@@ -159,7 +156,7 @@ impl BiRnnEncoder {
                     let xw = input.matmul(&Tensor::cat(&[wf, wb], 1)?)?;
                     let g = xw.dim(1)? / 2;
                     let half = |k: usize, gx: &Tensor, b: &Tensor| -> Result<Tensor> {
-                        Ok(norm_rows::layer_norm_op(&xw.narrow(1, k * g, g)?, gx)?.broadcast_add(b)?)
+                        Ok(layer_norm_as(&xw.narrow(1, k * g, g)?, gx, backend)?.broadcast_add(b)?)
                     };
                     let gi = Tensor::cat(&[half(0, &nf.x, bf)?, half(1, &nb.x, bb)?], 1)?;
                     let rows =

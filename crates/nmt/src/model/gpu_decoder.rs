@@ -1,8 +1,8 @@
 //! The GPU form of either RNNsearch decoder's teacher forcing (`kernels::gpu::attention_loop`:
-//! Bahdanau's step with a GRU or an LSTM, and the conditional GRU; no layer normalisation). What does not
-//! depend on the previous step runs before the loop on candle's ops, so on cuBLAS as a few
-//! large products: `E y W + b` for every target position, `s_0` (`attention_memory.rs`), the
-//! keys `h_j U_a`; the loop's output `[s_i; c_i]` is shifted to `s_{i-1}` on candle's ops
+//! Bahdanau's step with a GRU or an LSTM, and the conditional GRU, also layer-normalised).
+//! What does not depend on the previous step runs before the loop on candle's ops, so on
+//! cuBLAS as a few large products: `E y W + b` for every target position, `s_0`
+//! (`attention_memory.rs`), the keys `h_j U_a` (layer-normalised where the model is, composed); the loop's output `[s_i; c_i]` is shifted to `s_{i-1}` on candle's ops
 //! when the deep output reads it.
 use candle_core::Tensor;
 
@@ -15,30 +15,30 @@ use crate::error::Result;
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::gpu;
 
-/// Whether the GPU's loop runs `rnn`: a GRU or an LSTM without layer normalisation.
+/// Whether the GPU's loop runs Bahdanau's decoder cell `rnn`: a GRU or an LSTM (layer
+/// normalisation is the conditional GRU's, `config/checks.rs`).
 pub(crate) fn has_gpu_cell(rnn: &Rnn) -> bool {
     rnn.norm().is_none()
 }
 
-/// Whether the search's GPU step (`gpu_step.rs`) runs `rnn`: a GRU without layer
-/// normalisation. The step's state is `s_{i-1}` alone, so an LSTM decoder, whose search state
-/// also carries its cell state, steps on composed ops.
+/// Whether the search's GPU step (`gpu_step.rs`) can step `rnn`'s cell: a GRU. The step's
+/// state is `s_{i-1}` alone, so an LSTM decoder, whose search state also carries its cell
+/// state, steps on composed ops.
 pub(crate) fn has_gpu_step(rnn: &Rnn) -> bool {
-    matches!(rnn.kind(), CellKind::Gru(_)) && has_gpu_cell(rnn)
+    matches!(rnn.kind(), CellKind::Gru(_))
 }
 
 /// Teacher forcing through the GPU loop from `s_0`: `[s; c] (B·T, H + C)` as `x.output` says,
 /// and `gie = E y W + b (B·T, G)`, the input terms of the cell that reads `E y` (the copy
 /// mixture's `α` of the conditional GRU reads them again).
 pub(crate) fn forced_loop(x: &ForcedIn, w: LoopWeights<'_>, s0: &Tensor, state_mask: Option<Vec<f32>>) -> Result<(Tensor, Tensor)> {
-    let (b, t, m) = x.ey.dims3()?;
+    let (b, t, _) = x.ey.dims3()?;
     let (s, c) = (x.ann.dim(1)?, x.ann.dim(2)?);
     let reads_ey = w.first.unwrap_or(w.cell);
     let n = reads_ey.hidden();
-    let a = w.att.u_a.dim(1)?;
-    let (dw, db) = reads_ey.input_weights();
-    let gie = x.ey.reshape((b * t, m))?.matmul(dw)?.broadcast_add(db)?;
-    let keys = x.ann.reshape((b * s, c))?.matmul(&w.att.u_a)?.reshape((b, s, a))?;
+    // `E y W + b` and `U_a h_j`, each layer-normalised where the model is.
+    let gie = reads_ey.project(x.ey)?.reshape((b * t, reads_ey.kind().gates() * n))?;
+    let keys = w.att.precompute(x.ann)?;
     let enc = Tensor::cat(&[x.ann, &keys], 2)?;
     let seq = Tensor::cat(&[gie.flatten_all()?, s0.flatten_all()?], 0)?;
     let spec = w.dims(c)?.at(b, t, s, x.src.lens);
@@ -69,18 +69,19 @@ mod tests {
 
     /// RNNsearch's decoders (`attention_decoder.rs`, `conditional_decoder.rs`): their GPU form
     /// (`kernels::gpu::attention_loop`, run emulated) against their fused CPU form, in both GRU
-    /// forms (Bahdanau's also with an LSTM), both output states, with and without recurrent
-    /// dropout: the outputs `[s; c]`, `s_0`, and the gradients of every parameter, the
-    /// embedded targets and the annotations.
+    /// forms (Bahdanau's also with an LSTM, the conditional GRU's also layer-normalised), both
+    /// output states, with and without recurrent dropout: the outputs `[s; c]`, `s_0`, and
+    /// the gradients of every parameter, the embedded targets and the annotations.
     #[test]
     fn emulated_gpu_attention_decoders_equal_the_fused_decoders() {
-        for conditional in [false, true] {
-            check_decoder(conditional);
+        for (conditional, norm) in [(false, false), (true, false), (true, true)] {
+            check_decoder(conditional, norm);
         }
     }
 
     /// The search's GPU step (`StepMemory::step`, `kernels::gpu::attention_step` run
-    /// emulated) against each decoder's composed step, both GRU forms, on rows gathered as a
+    /// emulated) against each decoder's composed step, both GRU forms (and the conditional
+    /// GRU layer-normalised), on rows gathered as a
     /// beam gathers them (`Encoded::select`: repeated sentences of different lengths): `s_i`,
     /// `c_i` and `α_i`.
     #[test]
@@ -108,8 +109,9 @@ mod tests {
             let gpu = sel.gpu.take().unwrap();
             (sel, gpu)
         };
-        for conditional in [false, true] {
-            for form in [GruForm::Paper, GruForm::ResetAfter] {
+        for (conditional, norm) in [(false, false), (true, false), (true, true)] {
+            let forms = if norm { vec![GruForm::ResetAfter] } else { vec![GruForm::Paper, GruForm::ResetAfter] };
+            for form in forms {
                 let params = Params::fresh(5, 0.4, false, candle_core::DType::F32, &Device::Cpu);
                 let dims = DecoderDims { emb: m, enc: h, hidden: h, kind: CellKind::Gru(form) };
                 let pb = params.builder();
@@ -118,7 +120,7 @@ mod tests {
                     (step(&sel, &gi), gpu.step(&gi, prev.as_tensor()).unwrap())
                 };
                 let (composed, gpu) = if conditional {
-                    let d = ConditionalDecoder::new(dims, a, StartState::Mean, false, &pb).unwrap();
+                    let d = ConditionalDecoder::new(dims, a, StartState::Mean, norm, &pb).unwrap();
                     shift(&params);
                     let mem = d.memory(ann.as_tensor(), &src_mask).unwrap();
                     let gpu = StepMemory::new(d.loop_weights(), ann.as_tensor(), &mem.uh, &lens).unwrap();
@@ -134,12 +136,12 @@ mod tests {
                 };
                 let want = [composed.state, composed.ctx.unwrap(), composed.alpha.unwrap()];
                 for (k, (want, got)) in want.iter().zip(&gpu).enumerate() {
-                    assert_eq!(want.dims(), got.dims(), "conditional {conditional} {form:?}: output {k}");
+                    assert_eq!(want.dims(), got.dims(), "conditional {conditional} norm {norm} {form:?}: output {k}");
                     let [want, got] = [want, got].map(|t| t.flatten_all().unwrap().to_vec1::<f32>().unwrap());
                     for (i, (x, y)) in got.iter().zip(&want).enumerate() {
                         assert!(
                             (x - y).abs() <= 2e-5 * (1.0 + y.abs()),
-                            "conditional {conditional} {form:?}: output {k} [{i}]: gpu {x}, composed {y}"
+                            "conditional {conditional} norm {norm} {form:?}: output {k} [{i}]: gpu {x}, composed {y}"
                         );
                     }
                 }
@@ -155,7 +157,7 @@ mod tests {
         }
     }
 
-    fn check_decoder(conditional: bool) {
+    fn check_decoder(conditional: bool, norm: bool) {
         use crate::config::{OutputState, StartState};
         use crate::model::attention_decoder::AttentionDecoder;
         use crate::model::attention_memory::{ForcedDecoder, ForcedIn};
@@ -171,10 +173,12 @@ mod tests {
         let (ey, ann) = (random(&mut rng, &[b, t, m], 1.0), random(&mut rng, &[b, s, 2 * h], 1.0));
         let w1 = random(&mut rng, &[b * t, 3 * h], 1.0);
         let w2 = random(&mut rng, &[b, h], 1.0);
-        let mut kinds = vec![CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter)];
-        if !conditional {
-            kinds.push(CellKind::Lstm);
-        }
+        let (paper, reset_after) = (CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter));
+        let kinds = match (conditional, norm) {
+            (false, _) => vec![paper, reset_after, CellKind::Lstm],
+            (true, false) => vec![paper, reset_after],
+            (true, true) => vec![reset_after],
+        };
         for form in kinds {
             for output in [OutputState::Current, OutputState::Previous] {
                 for dropout in [false, true] {
@@ -184,7 +188,7 @@ mod tests {
                         let dims = DecoderDims { emb: m, enc: h, hidden: h, kind: form };
                         let pb = params.builder();
                         let dec: Box<dyn ForcedDecoder> = match conditional {
-                            true => Box::new(ConditionalDecoder::new(dims, a, StartState::Mean, false, &pb).unwrap()),
+                            true => Box::new(ConditionalDecoder::new(dims, a, StartState::Mean, norm, &pb).unwrap()),
                             false => Box::new(AttentionDecoder::new(dims, a, StartState::FirstBackward, &pb).unwrap()),
                         };
                         // Biases start at zero: shift every parameter so that none is.
@@ -216,7 +220,7 @@ mod tests {
                             let ok = (x - y).abs() <= 2e-5 * (1.0 + y.abs());
                             assert!(
                                 ok,
-                                "conditional {conditional} {form:?} {output:?} dropout {dropout}: tensor {k} [{i}]: gpu {x}, fused {y}"
+                                "conditional {conditional} norm {norm} {form:?} {output:?} dropout {dropout}: tensor {k} [{i}]: gpu {x}, fused {y}"
                             );
                         }
                     }

@@ -30,15 +30,22 @@ impl LoopWeights<'_> {
     pub(crate) fn dims(&self, ctx: usize) -> Result<LoopDims> {
         let reads_ey = self.first.unwrap_or(self.cell);
         let att = self.att.u_a.dim(1)?;
-        Ok(LoopDims { hidden: reads_ey.hidden(), ctx, att, kind: reads_ey.kind(), conditional: self.first.is_some() })
+        let (hidden, kind, conditional, norm) = (reads_ey.hidden(), reads_ey.kind(), self.first.is_some(), self.att.norm.is_some());
+        Ok(LoopDims { hidden, ctx, att, kind, conditional, norm })
     }
 
-    /// The loop's packed weights (`kernels/gpu/attention.rs`'s `w`).
+    /// The loop's packed weights (`kernels/gpu/attention.rs`'s `w`): with layer normalisation
+    /// (the conditional GRU's) its gains follow, as `AttnDims::woff` places them.
     pub(crate) fn packed(&self) -> Result<Tensor> {
         let att = self.att;
         let mut parts = vec![att.w_a.clone(), att.b_a.clone(), att.v_a.clone(), self.wc.clone(), self.cell.u_cat()?, self.cell.bias_h()?];
         if let Some(first) = self.first {
             parts.extend([first.u_cat()?, first.bias_h()?, self.cell.input_weights().1.clone()]);
+            match (first.norm(), self.cell.norm(), &att.norm) {
+                (Some(g1), Some(g2), Some(ga)) => parts.extend([g1.h.clone(), g2.x.clone(), g2.h.clone(), ga.w.clone()]),
+                (None, None, None) => {}
+                _ => return Err(Error::Config("layer normalisation in some of the conditional decoder's layers only".into())),
+            }
         }
         let parts = parts.iter().map(|p| p.flatten_all()).collect::<candle_core::Result<Vec<_>>>()?;
         Ok(Tensor::cat(&parts, 0)?)
@@ -53,6 +60,7 @@ pub(crate) struct LoopDims {
     att: usize,
     kind: CellKind,
     conditional: bool,
+    norm: bool,
 }
 
 impl LoopDims {
@@ -61,23 +69,9 @@ impl LoopDims {
     /// the conditional GRU with LSTM cells (`kernels::gpu::attention_loop`); the search's step
     /// is built for GRUs only (`gpu_decoder::has_gpu_step`).
     pub(crate) fn at(self, b: usize, t: usize, s: usize, lens: &[usize]) -> AttnDims {
-        let LoopDims { hidden, ctx, att, kind, conditional } = self;
+        let LoopDims { hidden, ctx, att, kind, conditional, norm } = self;
         let (output, start, lens) = (OutputState::Current, StartState::FirstBackward, lens.to_vec());
-        AttnDims {
-            batch: b,
-            tgt_len: t,
-            src_len: s,
-            hidden,
-            ctx,
-            att,
-            lens,
-            kind,
-            output,
-            state_mask: None,
-            conditional,
-            start,
-            norm: false,
-        }
+        AttnDims { batch: b, tgt_len: t, src_len: s, hidden, ctx, att, lens, kind, output, state_mask: None, conditional, start, norm }
     }
 }
 
@@ -93,8 +87,8 @@ pub(crate) struct StepMemory {
 }
 
 impl StepMemory {
-    /// From the annotations `ann (B, S, C)`, the keys `uh (B, S, A)` (`U_a h_j`, no bias: no
-    /// layer normalisation) and the lengths.
+    /// From the annotations `ann (B, S, C)`, the keys `uh (B, S, A)` (`Attention::precompute`:
+    /// `U_a h_j`, or with layer normalisation `LN(h_j U_a)·γ_u + b_a`) and the lengths.
     pub(crate) fn new(w: LoopWeights<'_>, ann: &Tensor, uh: &Tensor, lens: &[usize]) -> Result<Self> {
         let dims = w.dims(ann.dim(2)?)?;
         Ok(StepMemory { enc: Tensor::cat(&[ann, uh], 2)?, lens: lens.to_vec(), w: w.packed()?, dims })

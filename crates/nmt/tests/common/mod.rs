@@ -135,13 +135,18 @@ pub fn shipped_configs(vocab: usize) -> Vec<(String, nmt::config::Config)> {
     out
 }
 
-/// `configs` (from [`shipped_configs`]) and RNNsearch with LSTMs, which no shipped recipe has
-/// and whose bidirectional encoder and Bahdanau decoder loop have GPU forms of their own
-/// (`kernels/gpu/lstm.rs`): `rnnsearch-small` with `model.cell = "lstm"` (Bahdanau's decoder:
-/// the conditional one is a GRU's).
-pub fn with_rnnsearch_lstm(mut configs: Vec<(String, nmt::config::Config)>) -> Vec<(String, nmt::config::Config)> {
-    let (_, mut lstm) = configs.iter().find(|(n, _)| n == "rnnsearch-small").expect("configs/rnnsearch-small.toml").clone();
+/// `configs` (from [`shipped_configs`]) and two variants no shipped recipe has, whose layers
+/// have GPU forms of their own (`kernels/gpu/`): RNNsearch with LSTMs (the bidirectional
+/// encoder and Bahdanau's decoder loop, `lstm.rs`), `rnnsearch-small` with `model.cell =
+/// "lstm"`; and Marian's layer-normalised `s2s` (the conditional GRU's loop, `norm.rs`),
+/// `rnnsearch-s2s` with `model.layer_norm = true` (and the reset-after GRU it needs).
+pub fn with_gpu_variants(mut configs: Vec<(String, nmt::config::Config)>) -> Vec<(String, nmt::config::Config)> {
+    let find = |name: &str| configs.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("configs/{name}.toml")).1.clone();
+    let (mut lstm, mut normed) = (find("rnnsearch-small"), find("rnnsearch-s2s"));
     lstm.model.cell = nmt::config::Cell::Lstm;
+    normed.model.layer_norm = true;
+    normed.model.gru = nmt::config::GruForm::ResetAfter;
     configs.push(("rnnsearch-small with model.cell = lstm".into(), lstm));
+    configs.push(("rnnsearch-s2s with model.layer_norm = true, gru = reset-after".into(), normed));
     configs
 }

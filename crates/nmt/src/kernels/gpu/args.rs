@@ -51,6 +51,10 @@ kernels! {
     LSTM_GATES_BWD = nmt_lstm_gates_bwd, LstmBwd {
         s: StepRows, cp: Addr, cp_ld: i64, dh: Addr, dh_ld: i64, carry: Addr, carry_c: Addr, dg: GradRows, rows: i64, hidden: i64,
     }
+    LN_FWD = nmt_ln_fwd, LnFwd { a: Addr, a_ld: i64, gamma: Addr, y: Addr, y_ld: i64, rows: i64, width: i64 }
+    LN_BWD = nmt_ln_bwd, LnBwd {
+        a: Addr, a_ld: i64, gamma: Addr, dy: Addr, dy_ld: i64, da: Addr, da_ld: i64, dyx: Addr, dyx_ld: i64, rows: i64, width: i64,
+    }
 }
 
 kernels! {

@@ -2,9 +2,10 @@
 //! Bahdanau et al. 2015, appendix A.2.2) and the conditional GRU (`conditional.rs`, Sennrich
 //! et al. 2017, §2.3), each a GRU in either form with recurrent dropout: the GPU twins of
 //! `kernels::attn_decoder`/`kernels::attn_backward` and `kernels::cgru_decoder`; Bahdanau's
-//! step also with an LSTM (as the CPU op). Layer normalisation stays composed on a GPU.
+//! step also with an LSTM, the conditional GRU also with layer normalisation (as the CPU ops).
 //! Marian's `gAtt`/`gAttBack` are the model: the products on cuBLAS, attention as a few
-//! elementwise kernels (`attention.cu`), the cells as in `recurrent.rs`. This file holds what both loops share: the layout, the attention's
+//! elementwise kernels (`attention.cu`), the cells as in `recurrent.rs`, the normalisations
+//! as in `norm.rs`. This file holds what both loops share: the layout, the attention's
 //! launches forward and backward, the weight sums; `decoder_op.rs` makes them one candle op.
 //!
 //! The sizes are the CPU op's (`AttnDims`), and so is the layout (`attn_decoder.rs`):
@@ -12,14 +13,16 @@
 //! - `enc (B, S, C + A)`, each source position's `[h_j; U_a h_j]`;
 //! - `w = [W_a (H, A); b_a (A); v_a (A); W_c (C, G); U (H, G); b_h (G)]` flat, then for the
 //!   conditional GRU `[U₁ (H, G); b_h1 (G); b₂ (G)]` (`W_c`, `U`, `b_h` are then its second
-//!   cell's);
+//!   cell's), and with layer normalisation the gains `[γ₁ₕ (G); γ₂ₓ (G); γ₂ₕ (G); γ_w (A)]`
+//!   of `s U₁`, `c W_c`, `s' U₂` and `s' W_a` (`b_a` then sits in the keys, `U_a h_j`'s rows,
+//!   not in the loop: `AttnDims::woff`);
 //! - output `(B·T, H + C)`, each step's `[s_i; c_i]`; the gradient of `seq` is `[dgie; ds_0]`.
 use candle_core::Result;
 
 use super::args::{self, AttContext, AttDalpha, AttEncBwd, AttQueryBwd, AttScores, AttSoftmax, AttSoftmaxBwd, MaskRows, PrevStates};
 use super::cell::{gemm, Rows, NO_ROWS};
 use super::recurrent::Recurrent;
-use super::{Addr, Launch, View};
+use super::{norm, Addr, Launch, View};
 use crate::config::{CellKind, GruForm};
 use crate::kernels::attn_decoder::AttnDims;
 
@@ -37,7 +40,7 @@ pub(super) struct Inputs {
 
 /// What the forward pass keeps, `(B, T, ·)` each: the queries `WS`, the (second) cell's `GI`,
 /// `GH`, the paper form's `Q` (the LSTM's cell states), the weights `α`; the conditional GRU's first cell's `GH1`,
-/// `Q1` and its output `s'` (`SP`).
+/// `Q1` and its output `s'` (`SP`); with layer normalisation the raw products ([`Raw`]).
 pub struct Saved<F> {
     pub(super) ws: F,
     pub(super) gi: F,
@@ -47,6 +50,31 @@ pub struct Saved<F> {
     pub(super) gh1: F,
     pub(super) q1: F,
     pub(super) sp: F,
+    pub(super) raw: Raw<F>,
+}
+
+/// With layer normalisation, one buffer `(B, T, ·)` for each normalised product, named after
+/// the rows it feeds (`norm.rs`): `s' W_a` (→ `WS`), `c W_c` (→ `GI`), `s U₁` (→ `GH1`), `s'
+/// U₂` (→ `GH`). The forward pass keeps the raw products in them; the backward pass has two
+/// more sets, for their gradients `da` and for `dy ⊙ x̂`. One element each without.
+#[derive(Clone, Copy)]
+pub(super) struct Raw<F> {
+    pub ws: F,
+    pub gi: F,
+    pub gh1: F,
+    pub gh: F,
+}
+
+impl<F> Raw<F> {
+    fn zeros<L: Launch<Floats = F>>(l: &L, d: &AttnDims) -> Result<Self> {
+        let bt = d.batch * d.tgt_len;
+        let n = |len: usize| if d.norm { bt * len } else { 1 };
+        Ok(Raw { ws: l.zeros(n(d.att))?, gi: l.zeros(n(d.g()))?, gh1: l.zeros(n(d.g()))?, gh: l.zeros(n(d.g()))? })
+    }
+
+    fn addrs<L: Launch<Floats = F>>(&self, l: &L) -> Raw<Addr> {
+        Raw { ws: l.addr(&self.ws), gi: l.addr(&self.gi), gh1: l.addr(&self.gh1), gh: l.addr(&self.gh) }
+    }
 }
 
 impl<F> Saved<F> {
@@ -67,6 +95,7 @@ impl<F> Saved<F> {
             gh1: l.zeros(n(gh1, bt * g))?,
             q1: l.zeros(n(q1, bt * h))?,
             sp: l.zeros(n(sp, bt * h))?,
+            raw: Raw::zeros(l, d)?,
         })
     }
 }
@@ -77,7 +106,7 @@ impl<F: Send + Sync + 'static> Saved<F> {
         let a = |f: &F| l.addr(f);
         let (ws, gi, gh, q, alpha, gh1, q1, sp) =
             (a(&self.ws), a(&self.gi), a(&self.gh), a(&self.q), a(&self.alpha), a(&self.gh1), a(&self.q1), a(&self.sp));
-        Saved { ws, gi, gh, q, alpha, gh1, q1, sp }
+        Saved { ws, gi, gh, q, alpha, gh1, q1, sp, raw: self.raw.addrs(l) }
     }
 }
 
@@ -93,7 +122,8 @@ pub(super) struct AttnGrads {
 
 /// The buffers both loops' backward passes share, zeroed: the inputs' gradients `dseq`,
 /// `denc`, `dw`; `dGH`, `dWS (B, T, ·)`; the attention's `dv`, `dc`, `de` ([`AttnGrads`]); the
-/// LSTM's `carry_c` and the cell's scratch `dq`, `buf` (`B × H`).
+/// LSTM's `carry_c` and the cell's scratch `dq`, `buf` (`B × H`); with layer normalisation
+/// the normalised products' `da` and `dyx` ([`Raw`]).
 pub(super) struct Back<F> {
     dseq: F,
     denc: F,
@@ -101,6 +131,7 @@ pub(super) struct Back<F> {
     dgh: F,
     dws: F,
     scratch: [F; 6],
+    norm: [Raw<F>; 2],
 }
 
 /// [`Back`]'s addresses, and the carry: the rows of `dseq` that end as the gradient of `s_0`.
@@ -115,6 +146,8 @@ pub(super) struct BackAddr {
     pub carry_c: Addr,
     pub dq: Addr,
     pub buf: Addr,
+    pub da: Raw<Addr>,
+    pub dyx: Raw<Addr>,
 }
 
 impl<F: Send + Sync + 'static> Back<F> {
@@ -127,6 +160,7 @@ impl<F: Send + Sync + 'static> Back<F> {
             dgh: l.zeros(bt * g)?,
             dws: l.zeros(bt * a)?,
             scratch: [l.zeros(b * a)?, l.zeros(b * d.ctx)?, l.zeros(b * d.src_len)?, l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?],
+            norm: [Raw::zeros(l, d)?, Raw::zeros(l, d)?],
         })
     }
 
@@ -135,7 +169,8 @@ impl<F: Send + Sync + 'static> Back<F> {
         let dseq = l.addr(&self.dseq);
         let ag = AttnGrads { dc, de, denc: l.addr(&self.denc), dv };
         let carry = dseq.at(d.batch * d.tgt_len * d.g());
-        BackAddr { dseq, dw: l.addr(&self.dw), dgh: l.addr(&self.dgh), dws: l.addr(&self.dws), ag, carry, carry_c, dq, buf }
+        let [da, dyx] = self.norm.each_ref().map(|r| r.addrs(l));
+        BackAddr { dseq, dw: l.addr(&self.dw), dgh: l.addr(&self.dgh), dws: l.addr(&self.dws), ag, carry, carry_c, dq, buf, da, dyx }
     }
 
     /// The gradients of `(seq, enc, w)`.
@@ -165,10 +200,26 @@ impl At<'_> {
             _ => self.rows(out, d.out_w(), i - 1),
         }
     }
-    /// A cell of the loop with `U` at offset `u` of `w` and recurrent-dropout mask `mask`.
-    pub fn cell(&self, u: usize, mask: Addr) -> Recurrent {
+    /// A cell of the loop with `U` at offset `u` of `w`, recurrent-dropout mask `mask` and
+    /// layer normalisation's gain `gamma` on `h U` ([`Addr::NULL`] without).
+    pub fn cell(&self, u: usize, mask: Addr, gamma: Addr) -> Recurrent {
         let d = self.d;
-        Recurrent::new(d.kind, (d.batch, d.hidden), self.x.w.at(u), mask, self.x.all)
+        Recurrent::new(d.kind, (d.batch, d.hidden), self.x.w.at(u), (mask, self.x.all), gamma)
+    }
+    /// The gain at offset `off` of `w` with layer normalisation, else [`Addr::NULL`].
+    pub fn gain(&self, off: usize) -> Addr {
+        match self.d.norm {
+            true => self.x.w.at(off),
+            false => Addr::NULL,
+        }
+    }
+    /// Step `i`'s rows of a normalised product's buffer ([`Raw`]), or [`NO_ROWS`] without
+    /// layer normalisation.
+    pub fn normed(&self, buf: Addr, w: usize, i: usize) -> Rows {
+        match self.d.norm {
+            true => self.rows(buf, w, i),
+            false => NO_ROWS,
+        }
     }
     /// The LSTM's cell states before step `i`: `Q`'s rows of step `i − 1`, or `c_0 = 0`
     /// (`zeros`, `B × H`); nothing for a GRU.
@@ -184,14 +235,22 @@ impl At<'_> {
         (d.batch as i64, d.src_len as i64, d.ctx as i64, d.att as i64)
     }
 
-    /// `WS_i += q_i W_a` (the query rows `q`), then `α_i` and `c_i` (rows); `e (B, S)` scratch.
+    /// `WS_i += q_i W_a` (the query rows `q`; with layer normalisation `WS_i += LN(q_i W_a)·γ_w`),
+    /// then `α_i` and `c_i` (rows); `e (B, S)` scratch.
     pub fn attend<L: Launch>(&self, l: &L, query: Rows, i: usize, bufs: (&Saved<Addr>, Addr, Rows)) -> Result<()> {
         let (d, x, (saved, e, c_i)) = (self.d, self.x, bufs);
         let (b, s, h, a) = (d.batch, d.src_len, d.hidden, d.att);
         let (n, sl, cd, ad) = self.sizes();
         let (ws_i, alpha_i, v) = (self.rows(saved.ws, a, i), self.rows(saved.alpha, s, i), x.w.at(d.woff().va));
-        let qv = View::new(query.0, query.1 as usize);
-        l.gemm(gemm(b, a, h, qv, View::new(x.w.at(d.woff().wa), a), View::new(ws_i.0, ws_i.1 as usize), true))?;
+        let (qv, wa) = (View::new(query.0, query.1 as usize), View::new(x.w.at(d.woff().wa), a));
+        match self.gain(d.woff().gw) {
+            Addr::NULL => l.gemm(gemm(b, a, h, qv, wa, View::new(ws_i.0, ws_i.1 as usize), true))?,
+            gw => {
+                let raw = self.rows(saved.raw.ws, a, i);
+                l.gemm(gemm(b, a, h, qv, wa, View::new(raw.0, raw.1 as usize), false))?;
+                norm::forward(l, (b, a), gw, raw, ws_i)?;
+            }
+        }
         let sc = AttScores { enc: x.enc, ws: ws_i.0, ws_ld: ws_i.1, v, lens: x.lens, e, batch: n, src_len: sl, ctx: cd, att: ad };
         l.launch(&args::ATT_SCORES, b * s, sc)?;
         let sm = AttSoftmax { e, lens: x.lens, alpha: alpha_i.0, alpha_ld: alpha_i.1, batch: n, src_len: sl };
@@ -202,9 +261,10 @@ impl At<'_> {
     }
 
     /// Back through step `i`'s attention from `g.dc`: `d[h_j; U_a h_j]`, `dv`, and `dWS_i`
-    /// into the rows of `dws (B, T, A)`; then `carry += dWS_i W_aᵀ`.
-    pub fn attend_backward<L: Launch>(&self, l: &L, i: usize, (saved, dws): (&Saved<Addr>, Addr), g: AttnGrads, carry: Addr) -> Result<()> {
-        let (d, x) = (self.d, self.x);
+    /// into the rows of `dws (B, T, A)`; then `carry += dWS_i W_aᵀ` (with layer
+    /// normalisation, the raw product's gradient `da.ws` for `dWS_i`).
+    pub fn attend_backward<L: Launch>(&self, l: &L, i: usize, saved: &Saved<Addr>, back: &BackAddr) -> Result<()> {
+        let (d, x, g, dws) = (self.d, self.x, back.ag, back.dws);
         let (b, s, h, a) = (d.batch, d.src_len, d.hidden, d.att);
         let (n, sl, cd, ad) = self.sizes();
         let (ws_i, alpha_i, dws_i, v) =
@@ -220,36 +280,62 @@ impl At<'_> {
         let (dws, dws_ld, dv) = (dws_i.0, dws_i.1, g.dv);
         let qb = AttQueryBwd { enc, ws, ws_ld, v, de, lens, dws, dws_ld, dv, batch: n, src_len: sl, ctx: cd, att: ad };
         l.launch(&args::ATT_QUERY_BWD, b * a, qb)?;
-        l.gemm(gemm(b, h, a, View::new(dws_i.0, dws_i.1 as usize), View::new(x.w.at(d.woff().wa), a).t(), View::new(carry, h), true))
+        let dq = match self.gain(d.woff().gw) {
+            Addr::NULL => dws_i,
+            gw => {
+                let da = self.rows(back.da.ws, a, i);
+                norm::backward(l, (b, a), gw, self.rows(saved.raw.ws, a, i), dws_i, (da, self.rows(back.dyx.ws, a, i)))?;
+                da
+            }
+        };
+        let wat = View::new(x.w.at(d.woff().wa), a).t();
+        l.gemm(gemm(b, h, a, View::new(dq.0, dq.1 as usize), wat, View::new(back.carry, h), true))
     }
 
-    /// `GI_i += c_i W_c`: the context's part of the (second) cell's input.
-    pub fn context_input<L: Launch>(&self, l: &L, c_i: Rows, gi_i: Rows) -> Result<()> {
+    /// `GI_i += c_i W_c` (with layer normalisation `GI_i += LN(c_i W_c)·γ₂ₓ`): the context's
+    /// part of the (second) cell's input.
+    pub fn context_input<L: Launch>(&self, l: &L, i: usize, c_i: Rows, saved: &Saved<Addr>) -> Result<()> {
         let (d, wc) = (self.d, self.x.w.at(self.d.woff().wc));
-        let (civ, giv) = (View::new(c_i.0, c_i.1 as usize), View::new(gi_i.0, gi_i.1 as usize));
-        l.gemm(gemm(d.batch, d.g(), d.ctx, civ, View::new(wc, d.g()), giv, true))
+        let (b, g) = (d.batch, d.g());
+        let (civ, wcv, gi_i) = (View::new(c_i.0, c_i.1 as usize), View::new(wc, g), self.rows(saved.gi, g, i));
+        match self.gain(d.woff().g2x) {
+            Addr::NULL => l.gemm(gemm(b, g, d.ctx, civ, wcv, View::new(gi_i.0, gi_i.1 as usize), true)),
+            gamma => {
+                let raw = self.rows(saved.raw.gi, g, i);
+                l.gemm(gemm(b, g, d.ctx, civ, wcv, View::new(raw.0, raw.1 as usize), false))?;
+                norm::forward(l, (b, g), gamma, raw, gi_i)
+            }
+        }
     }
 
-    /// Back from step `i`'s context: `g.dc = dout_c + dGI_i W_cᵀ` (`dout` the output's
-    /// gradient, `dgi_i` the rows of the cell's input gradient), then [`Self::attend_backward`].
+    /// Back from step `i`'s context: `dc = dout_c + dGI_i W_cᵀ` (`dout` the output's
+    /// gradient, `dgi_i` the rows of the cell's input gradient; with layer normalisation the
+    /// raw product's gradient `da.gi` for `dGI_i`), then [`Self::attend_backward`].
     pub fn context_backward<L: Launch>(
         &self,
         l: &L,
         i: usize,
         (dout, dgi_i): (Addr, Rows),
-        bufs: (&Saved<Addr>, Addr),
-        g: AttnGrads,
-        carry: Addr,
+        saved: &Saved<Addr>,
+        back: &BackAddr,
     ) -> Result<()> {
         let d = self.d;
-        let (b, c, gw) = (d.batch, d.ctx, d.g());
+        let (b, c, gw, dc) = (d.batch, d.ctx, d.g(), back.ag.dc);
         let dout_c = self.rows(dout.at(d.hidden), d.out_w(), i);
         let (n, cd) = (b as i64, c as i64);
-        let copy = MaskRows { dst: g.dc, dst_ld: cd, src: dout_c.0, src_ld: dout_c.1, mask: Addr::NULL, rows: n, width: cd };
+        let copy = MaskRows { dst: dc, dst_ld: cd, src: dout_c.0, src_ld: dout_c.1, mask: Addr::NULL, rows: n, width: cd };
         l.launch(&args::MASK_ROWS, b * c, copy)?;
+        let dp = match self.gain(d.woff().g2x) {
+            Addr::NULL => dgi_i,
+            gamma => {
+                let da = self.rows(back.da.gi, gw, i);
+                norm::backward(l, (b, gw), gamma, self.rows(saved.raw.gi, gw, i), dgi_i, (da, self.rows(back.dyx.gi, gw, i)))?;
+                da
+            }
+        };
         let wct = View::new(self.x.w.at(d.woff().wc), gw).t();
-        l.gemm(gemm(b, c, gw, View::new(dgi_i.0, dgi_i.1 as usize), wct, View::new(g.dc, c), true))?;
-        self.attend_backward(l, i, bufs, g, carry)
+        l.gemm(gemm(b, c, gw, View::new(dp.0, dp.1 as usize), wct, View::new(dc, c), true))?;
+        self.attend_backward(l, i, saved, back)
     }
 
     /// `dst (B·T, H)` = each step's `s_{i-1}` from the output rows `out`, times `mask`.

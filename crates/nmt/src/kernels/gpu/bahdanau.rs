@@ -17,7 +17,7 @@ use candle_core::Result;
 
 use super::args::{self, FillRows, MaskRows};
 use super::attention::{At, Back, BackAddr, Saved};
-use super::cell::{gemm, sum_rows, Step, StepGrads};
+use super::cell::{gemm, sum_rows, Step, StepGrads, NO_ROWS};
 use super::{Addr, Launch, View};
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.
@@ -39,15 +39,14 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     l.launch(&args::FILL_ROWS, bt * g, FillRows { dst: sv.gh, src: x.w.at(o.bh), src_ld: width(g), rows, width: width(g), group: rows })?;
     let copy = MaskRows { dst: sv.gi, dst_ld: width(g), src: x.seq, src_ld: width(g), mask: Addr::NULL, rows, width: width(g) };
     l.launch(&args::MASK_ROWS, bt * g, copy)?;
-    let cell = at.cell(o.u, x.mask);
+    let cell = at.cell(o.u, x.mask, Addr::NULL);
     for i in 0..t {
         let hp = at.prev(op, i);
         let c_i = at.rows(op.at(h), ow, i);
         at.attend(l, hp, i, (&sv, ep, c_i))?;
-        let gi_i = at.rows(sv.gi, g, i);
-        at.context_input(l, c_i, gi_i)?;
+        at.context_input(l, i, c_i, &sv)?;
         let cp = at.prev_cell(sv.q, zp, i);
-        let st = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp, cp };
+        let st = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp, cp, a: NO_ROWS };
         cell.forward(l, st, at.rows(op, ow, i), hubp)?;
     }
     Ok((out, saved))
@@ -60,17 +59,20 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     let (b, t, h, c, a, g) = (d.batch, d.tgt_len, d.hidden, d.ctx, d.att, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
     let back = Back::zeros(l, d)?;
-    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, carry_c, dq, buf } = back.addrs(l, d);
+    let ba = back.addrs(l, d);
+    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, carry_c, dq, buf, .. } = ba;
     let sv = saved.addrs(l);
-    let cell = at.cell(o.u, x.mask);
+    let cell = at.cell(o.u, x.mask, Addr::NULL);
     let zeros = l.zeros(b * h)?;
     let zp = l.addr(&zeros);
     for i in (0..t).rev() {
-        let (gi, gh, q, hp, cp) = (at.rows(sv.gi, g, i), at.rows(sv.gh, g, i), at.rows(sv.q, h, i), at.prev(out, i), at.prev_cell(sv.q, zp, i));
-        let st = Step { t: i, gi, gh, q, hp, cp };
-        let grads = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dghp, g, i), carry, carry_c, dq, buf };
+        let (gi, gh, q, hp, cp) =
+            (at.rows(sv.gi, g, i), at.rows(sv.gh, g, i), at.rows(sv.q, h, i), at.prev(out, i), at.prev_cell(sv.q, zp, i));
+        let st = Step { t: i, gi, gh, q, hp, cp, a: NO_ROWS };
+        let (da, dyx) = (NO_ROWS, NO_ROWS);
+        let grads = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dghp, g, i), carry, carry_c, dq, buf, da, dyx };
         cell.backward(l, st, at.rows(dout, ow, i), grads)?;
-        at.context_backward(l, i, (dout, grads.dgi), (&sv, dwsp), ag, carry)?;
+        at.context_backward(l, i, (dout, grads.dgi), &sv, &ba)?;
     }
     // S_prev (B·T, H), undropped for W_a, then masked for U.
     let sprev = l.zeros(bt * h)?;

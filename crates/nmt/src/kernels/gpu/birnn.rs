@@ -1,11 +1,12 @@
 //! The bidirectional RNN layer (Bahdanau et al. 2014, §3.2: `h_j = [→h_j; ←h_j]`) on a
 //! [`Launch`]: the GPU twin of `kernels::birnn` for the GRU in either form and the LSTM, with
-//! recurrent dropout and padding, without layer normalisation (that layer stays composed on a
-//! GPU).
+//! recurrent dropout and padding, and for the reset-after GRU with layer normalisation
+//! (Marian's `s2s`: `LN(h U)·γ_h + b_h`, `norm.rs`).
 //!
 //! Shapes as in `kernels::birnn`: `gi (B·S, 2G)` = `[x W_f + b_f | x W_b + b_b]` with
-//! `G = 3H` (the LSTM: `4H`), `u (2, H, G)`, `bh (2, G)`, each sentence's length, an optional
-//! recurrent-dropout mask `(2, B, H)`; output `(B, S, 2H)`. Per direction and step, the GRU
+//! `G = 3H` (the LSTM: `4H`), `u (2, H, G)`, `bh (2, G)` (with layer normalisation `(2, 2G)`,
+//! each direction's `[b_h | γ_h]`), each sentence's length, an optional recurrent-dropout mask
+//! `(2, B, H)`; output `(B, S, 2H)`. Per direction and step, the GRU
 //! (`rnn_cell.rs`'s equations; the LSTM's step is `lstm.rs`'s, the same pattern):
 //! - forward: `GH_t += HU_{t−1} U` on cuBLAS (paper form: `[h U_rz]`, the reset kernel
 //!   `q = r ⊙ hu`, then `q U_n`), then `nmt_gru_gates_fwd`;
@@ -18,11 +19,12 @@
 use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, FillRows};
-pub use super::direction::Dims;
 use super::cell::sum_rows;
-use super::direction::{Carries, Dir};
+pub use super::direction::Dims;
+use super::direction::{Carries, Dir, Own};
 use super::op::GpuOp;
 use super::{Addr, Launch};
+use crate::config::{CellKind, GruForm};
 use crate::kernels::rnn_op::RnnSpec;
 
 /// The op's inputs on the launcher: `gi`, `u`, `bh` as above, the lengths (`i64`, `B`) and
@@ -37,10 +39,12 @@ pub struct Inputs {
 }
 
 /// What the forward pass keeps per direction: `GH (B, S, G)` and `Q (B, S, H)`: the paper
-/// form's `r ⊙ hu`, the LSTM's cell states (where `kernels::birnn` keeps them too).
+/// form's `r ⊙ hu`, the LSTM's cell states (where `kernels::birnn` keeps them too); with
+/// layer normalisation the raw products `A (B, S, G)` (one element without).
 pub struct Saved<F> {
     pub gh: [F; 2],
     pub q: [F; 2],
+    pub a: [F; 2],
 }
 
 /// The gradients of `(gi, u, bh)`.
@@ -54,7 +58,26 @@ pub struct Grads<F> {
 fn dir(d: Dims, x: &Inputs, dir: usize) -> Dir {
     let (b, h, g) = (d.batch, d.hidden, d.g());
     let mask = if x.mask == Addr::NULL { Addr::NULL } else { x.mask.at(dir * b * h) };
-    Dir::new(d, (dir, 2, dir == 1), x.u.at(dir * h * g), mask, x.lens)
+    let gamma = if d.norm { x.bh.at(dir * 2 * g + g) } else { Addr::NULL };
+    Dir::new(d, (dir, 2, dir == 1), x.u.at(dir * h * g), (mask, x.lens), gamma)
+}
+
+/// The width of a direction's row of `bh`: `b_h`, or `[b_h | γ_h]`.
+fn bias_width(d: Dims) -> usize {
+    if d.norm {
+        2 * d.g()
+    } else {
+        d.g()
+    }
+}
+
+/// Elements of a normalisation buffer `(B, S, G)`, one without layer normalisation.
+fn normed_len(d: Dims) -> usize {
+    if d.norm {
+        d.batch * d.len * d.g()
+    } else {
+        1
+    }
 }
 
 /// The forward pass: the annotations `(B, S, 2H)` and what the backward pass needs.
@@ -64,23 +87,24 @@ pub fn forward<L: Launch>(l: &L, d: Dims, x: Inputs) -> Result<(L::Floats, Saved
     let (zeros, hub) = (l.zeros(b * h)?, l.zeros(b * h)?);
     let (o, z0, hu) = (l.addr(&out), l.addr(&zeros), l.addr(&hub));
     let (rows, width) = ((b * s) as i64, g as i64);
-    let run = |k: usize| -> Result<(L::Floats, L::Floats)> {
-        let (gh, q) = (l.zeros(b * s * g)?, l.zeros(d.q_len())?);
-        let (ghp, qp) = (l.addr(&gh), l.addr(&q));
-        let fill = FillRows { dst: ghp, src: x.bh.at(k * g), src_ld: width, rows, width, group: rows };
+    let run = |k: usize| -> Result<[L::Floats; 3]> {
+        let (gh, q, a) = (l.zeros(b * s * g)?, l.zeros(d.q_len())?, l.zeros(normed_len(d))?);
+        let own = Own { gh: l.addr(&gh), q: l.addr(&q), a: if d.norm { l.addr(&a) } else { Addr::NULL } };
+        let fill = FillRows { dst: own.gh, src: x.bh.at(k * bias_width(d)), src_ld: width, rows, width, group: rows };
         l.launch(&args::FILL_ROWS, b * s * g, fill)?;
-        dir(d, &x, k).forward(l, x.gi, (ghp, qp), o, ((z0, h as i64), z0, hu))?;
-        Ok((gh, q))
+        dir(d, &x, k).forward(l, x.gi, own, o, ((z0, h as i64), z0, hu))?;
+        Ok([gh, q, a])
     };
-    let ((gf, qf), (gb, qb)) = (run(0)?, run(1)?);
-    Ok((out, Saved { gh: [gf, gb], q: [qf, qb] }))
+    let ([gf, qf, af], [gb, qb, ab]) = (run(0)?, run(1)?);
+    Ok((out, Saved { gh: [gf, gb], q: [qf, qb], a: [af, ab] }))
 }
 
 /// The backward pass from the forward pass's output `out (B, S, 2H)`, what it kept and the
 /// output's gradient `dout (B, S, 2H)`.
 pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, out: Addr, dout: Addr) -> Result<Grads<L::Floats>> {
     let (b, s, h, g) = (d.batch, d.len, d.hidden, d.g());
-    let (dgi, du, dbh) = (l.zeros(b * s * 2 * g)?, l.zeros(2 * h * g)?, l.zeros(2 * g)?);
+    let (bw, nl) = (bias_width(d), normed_len(d));
+    let (dgi, du, dbh) = (l.zeros(b * s * 2 * g)?, l.zeros(2 * h * g)?, l.zeros(2 * bw)?);
     let (zeros, ones) = (l.zeros(b * h)?, l.upload(&vec![1.0; b * s])?);
     let (dq, buf, hprev) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * s * h)?);
     // Every address once, before the loops (on a GPU a lookup is driver calls: `cuda.rs`).
@@ -89,27 +113,37 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
         let r = dir(d, &x, k);
         // The gradients reaching the states before the current step: zero after the last.
         let (dgh, carry, carry_c) = (l.zeros(b * s * g)?, l.zeros(b * h)?, l.zeros(b * h)?);
-        let (dghp, ghp, qp) = (l.addr(&dgh), l.addr(&saved.gh[k]), l.addr(&saved.q[k]));
-        let c = Carries { carry: l.addr(&carry), carry_c: l.addr(&carry_c), dq: l.addr(&dq), buf: l.addr(&buf) };
-        r.backward(l, (x.gi, dgip), (ghp, qp, dghp), (out, dout), ((z0, h as i64), z0), c)?;
-        r.u_grad(l, (out, (Addr::NULL, 0)), (hpp, qp, dghp), l.addr(&du).at(k * h * g))?;
-        sum_rows(l, b * s, g, dghp, l.addr(&dbh).at(k * g), l.addr(&ones))?;
+        let (da, dyx) = (l.zeros(nl)?, l.zeros(nl)?);
+        let normed = |f: &L::Floats| if d.norm { l.addr(f) } else { Addr::NULL };
+        let (dghp, qp, one) = (l.addr(&dgh), l.addr(&saved.q[k]), l.addr(&ones));
+        let own = Own { gh: l.addr(&saved.gh[k]), q: qp, a: normed(&saved.a[k]) };
+        let (dap, dyxp) = (normed(&da), normed(&dyx));
+        let c = Carries { carry: l.addr(&carry), carry_c: l.addr(&carry_c), dq: l.addr(&dq), buf: l.addr(&buf), da: dap, dyx: dyxp };
+        r.backward(l, (x.gi, dgip), (own, dghp), (out, dout), ((z0, h as i64), z0), c)?;
+        // With layer normalisation `U` was multiplied into the raw product: its gradient is `dA`.
+        let dprod = if d.norm { dap } else { dghp };
+        r.u_grad(l, (out, (Addr::NULL, 0)), (hpp, qp, dprod), l.addr(&du).at(k * h * g))?;
+        sum_rows(l, b * s, g, dghp, l.addr(&dbh).at(k * bw), one)?;
+        if d.norm {
+            sum_rows(l, b * s, g, dyxp, l.addr(&dbh).at(k * bw + g), one)?;
+        }
     }
     Ok(Grads { dgi, du, dbh })
 }
 
 /// Runs both directions of a GRU or an LSTM over `gi (B·S, 2G)` with `u (2, H, G)` and
-/// `bh (2, G)` (`kernels::birnn::birnn_sequence`'s contract, without layer normalisation);
-/// returns `(B, S, 2H)`. `f32` only.
+/// `bh (2, G)`, or for the reset-after GRU with layer normalisation `(2, 2G)`
+/// (`kernels::birnn::birnn_sequence`'s contract); returns `(B, S, 2H)`. `f32` only.
 pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -> Result<Tensor> {
     let hidden = u.dim(1)?;
     let g = spec.kind.gates() * hidden;
-    let fit = u.dims() == [2, hidden, g] && bh.dims() == [2, g];
+    let norm = spec.kind == CellKind::Gru(GruForm::ResetAfter) && bh.dims() == [2, 2 * g];
+    let fit = u.dims() == [2, hidden, g] && (bh.dims() == [2, g] || norm);
     let dims = spec.dims("gpu birnn_sequence", gi, hidden, false, 2, fit)?;
     if [gi.dtype(), u.dtype(), bh.dtype()] != [DType::F32; 3] {
         bail!("gpu birnn_sequence: f32 only, got {:?}", gi.dtype());
     }
-    let d = Dims { batch: dims.batch, len: dims.len, hidden, kind: spec.kind };
+    let d = Dims { batch: dims.batch, len: dims.len, hidden, kind: spec.kind, norm };
     super::op::apply(BiGru { d, lens: dims.lens.iter().map(|&l| l as i64).collect(), mask: dims.mask }, gi, u, bh)
 }
 

@@ -11,7 +11,7 @@
 use candle_core::Result;
 
 use super::args::{self, AddMasked, GatesBwd, GatesFwd, GradRows, MaskRows, ResetBwd, ResetFwd, StepRows};
-use super::{Addr, Gemm, Launch, View};
+use super::{norm, Addr, Gemm, Launch, View};
 use crate::config::GruForm;
 
 /// `B` rows at `.0` with leading dimension `.1` (elements).
@@ -70,8 +70,10 @@ pub(super) fn carry_through_u<L: Launch>(
 }
 
 /// The cell of one direction or decoder: its form, sizes, `U`, the recurrent-dropout mask
-/// `(B, H)` on the state entering `U` (or [`Addr::NULL`]) and the sentence lengths (a step
-/// `t ≥ lens[b]` carries row `b`'s state forward and its gradient back).
+/// `(B, H)` on the state entering `U` (or [`Addr::NULL`]), the sentence lengths (a step
+/// `t ≥ lens[b]` carries row `b`'s state forward and its gradient back) and, with layer
+/// normalisation (the reset-after form only), the gain `γ_h (G)` of `LN(hu U)·γ_h + b_h`
+/// (`norm.rs`; [`Addr::NULL`] without).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Cell {
     pub form: GruForm,
@@ -80,12 +82,14 @@ pub(super) struct Cell {
     pub u: Addr,
     pub mask: Addr,
     pub lens: Addr,
+    pub gamma: Addr,
 }
 
 /// One step's rows: its position `t`, the input and recurrent pre-activations `gi`, `gh`
 /// (`gh` holds `b_h` before the forward step), the paper form's `q`, the previous state; for
 /// an LSTM (`lstm.rs`) `q` is where its new cell states go and `cp` holds the previous ones
-/// ([`NO_ROWS`] for a GRU).
+/// ([`NO_ROWS`] for a GRU); with layer normalisation `a` holds the raw product `hu U`
+/// (`norm.rs`; [`NO_ROWS`] without).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Step {
     pub t: usize,
@@ -94,6 +98,7 @@ pub(super) struct Step {
     pub q: Rows,
     pub hp: Rows,
     pub cp: Rows,
+    pub a: Rows,
 }
 
 /// No rows: a GRU step's `cp`.
@@ -102,7 +107,9 @@ pub(super) const NO_ROWS: Rows = (Addr::NULL, 0);
 /// The backward step's gradient rows: `dgi`, `dgh` (written), and `B × H` contiguous buffers:
 /// `carry` (in: the gradient reaching the new state from later steps; out: the one reaching
 /// the previous state), the LSTM's `carry_c` (the same for its cell state; unused by a GRU),
-/// scratch `dq` (a GRU's) and `buf`.
+/// scratch `dq` (a GRU's) and `buf`; with layer normalisation the rows `da` and `dyx` where
+/// `norm.rs` writes the raw product's gradient (which then reaches `U` and the carry) and
+/// `dgh ⊙ x̂` ([`NO_ROWS`] without).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct StepGrads {
     pub dgi: Rows,
@@ -111,6 +118,8 @@ pub(super) struct StepGrads {
     pub carry_c: Addr,
     pub dq: Addr,
     pub buf: Addr,
+    pub da: Rows,
+    pub dyx: Rows,
 }
 
 impl Cell {
@@ -132,6 +141,10 @@ impl Cell {
         let (hu, hu_ld) = masked_state(l, (b, h), self.mask, s.hp, hub)?;
         let (huv, ghv) = (View::new(hu, hu_ld as usize), View::new(s.gh.0, s.gh.1 as usize));
         match self.form {
+            GruForm::ResetAfter if self.gamma != Addr::NULL => {
+                l.gemm(gemm(b, g, h, huv, View::new(self.u, g), View::new(s.a.0, s.a.1 as usize), false))?;
+                norm::forward(l, (b, g), self.gamma, s.a, s.gh)?;
+            }
             GruForm::ResetAfter => l.gemm(gemm(b, g, h, huv, View::new(self.u, g), ghv, true))?,
             GruForm::Paper => {
                 l.gemm(gemm(b, 2 * h, h, huv, View::new(self.u, g), ghv, true))?;
@@ -171,6 +184,10 @@ impl Cell {
         let through_u = |dg: View, k: usize, ut: View| carry_through_u(l, (b, h), self.mask, (dg, k, ut), (d.carry, d.buf));
         let dgv = View::new(d.dgh.0, d.dgh.1 as usize);
         match self.form {
+            GruForm::ResetAfter if self.gamma != Addr::NULL => {
+                norm::backward(l, (b, g), self.gamma, s.a, d.dgh, (d.da, d.dyx))?;
+                through_u(View::new(d.da.0, d.da.1 as usize), g, View::new(self.u, g).t())
+            }
             GruForm::ResetAfter => through_u(dgv, g, View::new(self.u, g).t()),
             GruForm::Paper => {
                 let dn = View::new(d.dgh.0.at(2 * h), d.dgh.1 as usize);
@@ -185,7 +202,7 @@ impl Cell {
 
     /// `dU (H, G)` at `du` from all `n` steps' rows: `H_prevᵀ dGH` (the paper form:
     /// `[H_prevᵀ dGH_rz | Qᵀ dGH_n]`), with `hprev (n, H)` the masked previous states, `q`
-    /// `(n, H)` and `dgh (n, G)` contiguous.
+    /// `(n, H)` and `dgh (n, G)` contiguous (with layer normalisation: the `da` rows).
     pub fn u_grad<L: Launch>(&self, l: &L, n: usize, hprev: Addr, q: Addr, dgh: Addr, du: Addr) -> Result<()> {
         let (h, g) = (self.hidden, self.g());
         let (hpt, dgv) = (View::new(hprev, h).t(), View::new(dgh, g));

@@ -1,6 +1,6 @@
 //! The conditional GRU's decoder loop (Sennrich et al. 2017, §2.3; Nematus' and Marian's
-//! `s2s`) on a [`Launch`]: the GPU twin of `kernels::cgru_decoder` without layer
-//! normalisation, on the layout of `attention.rs`. Per step `i`, forward:
+//! `s2s`) on a [`Launch`]: the GPU twin of `kernels::cgru_decoder`, on the layout of
+//! `attention.rs`. Per step `i`, forward:
 //! ```text
 //! s'_i = GRU₁(gie_i, GH1_i, s_{i-1})        cell.rs, U₁ (GH1 starts as b_h1; dropout on s_{i-1})
 //! WS_i = s'_i W_a (+ b_a)   α_i, c_i         cuBLAS, then attention.cu's kernels
@@ -12,6 +12,12 @@
 //! `dWS_i W_aᵀ`; GRU₁'s step (its output's own gradient zero) writes `dgie_i` and turns the
 //! carry into the gradient of `s_{i-1}`. Then one product per weight over all `B·T` rows:
 //! `dW_a = S'ᵀ dWS`, `dW_c = Cᵀ dGI`, `dU₂` from `S'`, `dU₁` from the masked `S_prev`, and the sums.
+//!
+//! With layer normalisation (Marian's `s2s`, `AttnDims::norm`) the four products `s U₁`, `s'
+//! W_a`, `c W_c`, `s' U₂` are normalised before their biases (`norm.rs`; `b_a` is then the
+//! keys', and `WS` starts at zero); their raw products are kept, the backward pass turns each
+//! `dy` into the product's gradient `da`, which the carry and the weight products read in
+//! place of `dy`, and the gains' gradients are the sums of `dy ⊙ x̂`.
 use candle_core::Result;
 
 use super::args::{self, FillRows};
@@ -30,20 +36,25 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     // Every address once, before the loop (on a GPU a lookup is driver calls: `cuda.rs`).
     let (op, sv, ep, hubp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub));
     let rows = bt as i64;
-    for (dst, bias, w) in [(sv.ws, o.ba, d.att), (sv.gh, o.bh, g), (sv.gh1, o.bh1, g), (sv.gi, o.b2, g)] {
+    // The biases the rows start from (`WS` from zero with layer normalisation: `b_a` is the keys').
+    let mut biases = vec![(sv.gh, o.bh, g), (sv.gh1, o.bh1, g), (sv.gi, o.b2, g)];
+    if !d.norm {
+        biases.push((sv.ws, o.ba, d.att));
+    }
+    for (dst, bias, w) in biases {
         l.launch(&args::FILL_ROWS, bt * w, FillRows { dst, src: x.w.at(bias), src_ld: w as i64, rows, width: w as i64, group: rows })?;
     }
-    let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
+    let (cell1, cell2) = (at.cell(o.u1, x.mask, at.gain(o.g1h)), at.cell(o.u, Addr::NULL, at.gain(o.g2h)));
     for i in 0..t {
         let sp_i = at.rows(sv.sp, h, i);
-        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(op, i), cp: NO_ROWS };
+        let (gh1, q1, a1) = (at.rows(sv.gh1, g, i), at.rows(sv.q1, h, i), at.normed(sv.raw.gh1, g, i));
+        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: gh1, q: q1, hp: at.prev(op, i), cp: NO_ROWS, a: a1 };
         cell1.forward(l, st1, sp_i, hubp)?;
         let c_i = at.rows(op.at(h), ow, i);
         at.attend(l, sp_i, i, (&sv, ep, c_i))?;
-        let gi_i = at.rows(sv.gi, g, i);
-        at.context_input(l, c_i, gi_i)?;
-        let st2 = Step { t: i, gi: gi_i, gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i, cp: NO_ROWS };
-        cell2.forward(l, st2, at.rows(op, ow, i), hubp)?;
+        at.context_input(l, i, c_i, &sv)?;
+        let (gi, gh, q, a) = (at.rows(sv.gi, g, i), at.rows(sv.gh, g, i), at.rows(sv.q, h, i), at.normed(sv.raw.gh, g, i));
+        cell2.forward(l, Step { t: i, gi, gh, q, hp: sp_i, cp: NO_ROWS, a }, at.rows(op, ow, i), hubp)?;
     }
     Ok((out, saved))
 }
@@ -55,31 +66,45 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     let (b, t, h, c, a, g) = (d.batch, d.tgt_len, d.hidden, d.ctx, d.att, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
     let back = Back::zeros(l, d)?;
-    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, carry_c, dq, buf } = back.addrs(l, d);
+    let ba = back.addrs(l, d);
+    let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, carry_c, dq, buf, da, dyx } = ba;
     // GRU₂'s input gradient, GRU₁'s recurrent one, and GRU₁'s output gradient (none: zeros).
     let (dgi, dgh1, zeros) = (l.zeros(bt * g)?, l.zeros(bt * g)?, l.zeros(b * h)?);
     let [dgip, dgh1p, zp] = [&dgi, &dgh1, &zeros].map(|f| l.addr(f));
     let sv = saved.addrs(l);
-    let (cell1, cell2) = (at.cell(o.u1, x.mask), at.cell(o.u, Addr::NULL));
+    let (cell1, cell2) = (at.cell(o.u1, x.mask, at.gain(o.g1h)), at.cell(o.u, Addr::NULL, at.gain(o.g2h)));
     for i in (0..t).rev() {
         let sp_i = at.rows(sv.sp, h, i);
-        let st2 = Step { t: i, gi: at.rows(sv.gi, g, i), gh: at.rows(sv.gh, g, i), q: at.rows(sv.q, h, i), hp: sp_i, cp: NO_ROWS };
-        let grads2 = StepGrads { dgi: at.rows(dgip, g, i), dgh: at.rows(dghp, g, i), carry, carry_c, dq, buf };
+        let (gi, gh, q, a2) = (at.rows(sv.gi, g, i), at.rows(sv.gh, g, i), at.rows(sv.q, h, i), at.normed(sv.raw.gh, g, i));
+        let st2 = Step { t: i, gi, gh, q, hp: sp_i, cp: NO_ROWS, a: a2 };
+        let (dgi_i, dgh_i, da2, dyx2) = (at.rows(dgip, g, i), at.rows(dghp, g, i), at.normed(da.gh, g, i), at.normed(dyx.gh, g, i));
+        let grads2 = StepGrads { dgi: dgi_i, dgh: dgh_i, carry, carry_c, dq, buf, da: da2, dyx: dyx2 };
         cell2.backward(l, st2, at.rows(dout, ow, i), grads2)?;
-        at.context_backward(l, i, (dout, grads2.dgi), (&sv, dwsp), ag, carry)?;
-        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: at.rows(sv.gh1, g, i), q: at.rows(sv.q1, h, i), hp: at.prev(out, i), cp: NO_ROWS };
-        let grads1 = StepGrads { dgi: at.rows(dseqp, g, i), dgh: at.rows(dgh1p, g, i), carry, carry_c, dq, buf };
+        at.context_backward(l, i, (dout, grads2.dgi), &sv, &ba)?;
+        let (gh1, q1, a1) = (at.rows(sv.gh1, g, i), at.rows(sv.q1, h, i), at.normed(sv.raw.gh1, g, i));
+        let st1 = Step { t: i, gi: at.rows(x.seq, g, i), gh: gh1, q: q1, hp: at.prev(out, i), cp: NO_ROWS, a: a1 };
+        let (dgi1, dgh1_i, da1, dyx1) = (at.rows(dseqp, g, i), at.rows(dgh1p, g, i), at.normed(da.gh1, g, i), at.normed(dyx.gh1, g, i));
+        let grads1 = StepGrads { dgi: dgi1, dgh: dgh1_i, carry, carry_c, dq, buf, da: da1, dyx: dyx1 };
         cell1.backward(l, st1, (zp, h as i64), grads1)?;
     }
-    l.gemm(gemm(h, a, bt, View::new(sv.sp, h).t(), View::new(dwsp, a), View::new(dwp.at(o.wa), a), false))?;
-    l.gemm(gemm(c, g, bt, View::new(out.at(h), ow).t(), View::new(dgip, g), View::new(dwp.at(o.wc), g), false))?;
-    cell2.u_grad(l, bt, (sv.sp, sv.q), dghp, dwp.at(o.u))?;
+    // The products' gradients: `dy` itself, or with layer normalisation the raw product's `da`.
+    let prod = |dy: Addr, da: Addr| if d.norm { da } else { dy };
+    let (dws_p, dgi_p) = (prod(dwsp, da.ws), prod(dgip, da.gi));
+    l.gemm(gemm(h, a, bt, View::new(sv.sp, h).t(), View::new(dws_p, a), View::new(dwp.at(o.wa), a), false))?;
+    l.gemm(gemm(c, g, bt, View::new(out.at(h), ow).t(), View::new(dgi_p, g), View::new(dwp.at(o.wc), g), false))?;
+    cell2.u_grad(l, bt, (sv.sp, sv.q), prod(dghp, da.gh), dwp.at(o.u))?;
     let sprev = l.zeros(bt * h)?;
     at.prev_states(l, out, x.mask, l.addr(&sprev))?;
-    cell1.u_grad(l, bt, (l.addr(&sprev), sv.q1), dgh1p, dwp.at(o.u1))?;
+    cell1.u_grad(l, bt, (l.addr(&sprev), sv.q1), prod(dgh1p, da.gh1), dwp.at(o.u1))?;
     let ones = l.upload(&vec![1.0; bt])?;
     let one = l.addr(&ones);
-    for (src, w, dst) in [(dwsp, a, o.ba), (dghp, g, o.bh), (dgh1p, g, o.bh1), (dgip, g, o.b2)] {
+    let mut sums = vec![(dghp, g, o.bh), (dgh1p, g, o.bh1), (dgip, g, o.b2)];
+    match d.norm {
+        // The gains' gradients; `b_a`'s comes through the keys, outside the loop.
+        true => sums.extend([(dyx.gh1, g, o.g1h), (dyx.gi, g, o.g2x), (dyx.gh, g, o.g2h), (dyx.ws, a, o.gw)]),
+        false => sums.push((dwsp, a, o.ba)),
+    }
+    for (src, w, dst) in sums {
         sum_rows(l, bt, w, src, dwp.at(dst), one)?;
     }
     sum_rows(l, b, a, ag.dv, dwp.at(o.va), one)?;

@@ -8,12 +8,13 @@ use super::args::{self, MaskRows};
 use super::attention::{At, Inputs, Saved};
 use super::op::GpuOp;
 use super::{Addr, Launch};
-use crate::config::CellKind;
+use crate::config::{CellKind, GruForm};
 use crate::kernels::attn_decoder::AttnDims;
 
-/// Runs the decoder loop of `d` (the CPU op's sizes: a GRU, or for Bahdanau's step an LSTM,
-/// without layer normalisation; its `output` and `start` are the caller's, before and after
-/// the loop); see `attention.rs`.
+/// Runs the decoder loop of `d` (the CPU op's sizes: a GRU, or for Bahdanau's step an LSTM;
+/// layer normalisation for the conditional GRU in the reset-after form, `w` then ending with
+/// the loop's gains; its `output` and `start` are the caller's, before and after the loop);
+/// see `attention.rs`.
 /// Returns `(B·T, H + C)`, each step's `[s_i; c_i]`.
 pub fn attention_loop(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Result<Tensor> {
     checked(seq, enc, w, &d)?;
@@ -39,9 +40,12 @@ fn checked(seq: &Tensor, enc: &Tensor, w: &Tensor, d: &AttnDims) -> Result<()> {
     if d.kind == CellKind::Lstm && d.conditional {
         bail!("gpu attention_loop: the conditional GRU's cells are GRUs, not {:?}", d.kind);
     }
+    // Marian's placement (`config/checks.rs`): the reset-after form's `h U` is one row.
+    if d.norm && !(d.conditional && d.kind == CellKind::Gru(GruForm::ResetAfter)) {
+        bail!("gpu attention_loop: layer normalisation is the conditional GRU's in the reset-after form, not {:?}", d.kind);
+    }
     let (bt, g) = (d.batch * d.tgt_len, d.g());
-    let ok = !d.norm
-        && seq.elem_count() == bt * g + d.batch * d.hidden
+    let ok = seq.elem_count() == bt * g + d.batch * d.hidden
         && enc.dims() == [d.batch, d.src_len, d.enc_w()]
         && w.elem_count() == d.woff().end
         && d.lens.len() == d.batch

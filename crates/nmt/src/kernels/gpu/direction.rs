@@ -6,7 +6,9 @@
 //! Shapes: `B` sentences of `S` positions, `H` units, gate width `G` (`3H`, the LSTM `4H`).
 //! A direction owns column block `k` of `cols` blocks: of `gi (B, S, cols·G)` and of the
 //! output `(B, S, cols·H)`. It keeps `GH (B, S, G)` (`h U + ghb` per step) and `Q (B, S, H)`
-//! (the paper form's `r ⊙ hu`, the LSTM's cell states), as the CPU ops do.
+//! (the paper form's `r ⊙ hu`, the LSTM's cell states), as the CPU ops do; with layer
+//! normalisation (the reset-after GRU's `LN(h U)·γ_h + b_h`, `norm.rs`) also the raw products
+//! `A (B, S, G)`, and its backward pass their gradients `dA` and `dGH ⊙ x̂` (`dYX`).
 use candle_core::Result;
 
 use super::args::{self, PrevStates};
@@ -15,13 +17,15 @@ use super::recurrent::Recurrent;
 use super::{Addr, Launch};
 use crate::config::{CellKind, GruForm};
 
-/// A layer's sizes and cell.
+/// A layer's sizes and cell, and whether its `h U` is layer-normalised (the bidirectional
+/// op's reset-after GRU: `bh` rows `[b_h | γ_h]`, `birnn.rs`).
 #[derive(Clone, Copy, Debug)]
 pub struct Dims {
     pub batch: usize,
     pub len: usize,
     pub hidden: usize,
     pub kind: CellKind,
+    pub norm: bool,
 }
 
 impl Dims {
@@ -39,32 +43,54 @@ impl Dims {
     }
 }
 
+/// A direction's own buffers, `(B, S, ·)`: `GH`, `Q` and with layer normalisation `A` (else
+/// [`Addr::NULL`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Own {
+    pub gh: Addr,
+    pub q: Addr,
+    pub a: Addr,
+}
+
 /// One direction: where it reads and writes, and its cell (`U`, the recurrent-dropout mask
-/// `(B, H)` or [`Addr::NULL`], the lengths).
+/// `(B, H)` or [`Addr::NULL`], the lengths, layer normalisation's gain).
 pub(super) struct Dir {
     d: Dims,
     k: usize,
     cols: usize,
     reverse: bool,
     cell: Recurrent,
+    normed: bool,
 }
 
 /// The backward loop's `B × H` buffers: the gradients reaching the previous states (`carry`,
 /// and the LSTM's `carry_c`; zero before the last step, the gradient of `h_0` after the
-/// first), scratch `dq` and `buf`.
+/// first), scratch `dq` and `buf`; with layer normalisation the `(B, S, G)` buffers `da` and
+/// `dyx` (else [`Addr::NULL`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Carries {
     pub carry: Addr,
     pub carry_c: Addr,
     pub dq: Addr,
     pub buf: Addr,
+    pub da: Addr,
+    pub dyx: Addr,
 }
 
 impl Dir {
-    /// Column block `k` of `cols`, right to left when `reverse`, with `U (H, G)` at `u`.
-    pub fn new(d: Dims, (k, cols, reverse): (usize, usize, bool), u: Addr, mask: Addr, lens: Addr) -> Dir {
-        let cell = Recurrent::new(d.kind, (d.batch, d.hidden), u, mask, lens);
-        Dir { d, k, cols, reverse, cell }
+    /// Column block `k` of `cols`, right to left when `reverse`, with `U (H, G)` at `u` and
+    /// layer normalisation's `γ_h (G)` at `gamma` ([`Addr::NULL`] without).
+    pub fn new(d: Dims, (k, cols, reverse): (usize, usize, bool), u: Addr, (mask, lens): (Addr, Addr), gamma: Addr) -> Dir {
+        let cell = Recurrent::new(d.kind, (d.batch, d.hidden), u, (mask, lens), gamma);
+        Dir { d, k, cols, reverse, cell, normed: gamma != Addr::NULL }
+    }
+
+    /// Step `t`'s rows of one of the normalisation's buffers `(B, S, G)`, or [`NO_ROWS`].
+    fn normed_rows(&self, buf: Addr, t: usize) -> Rows {
+        match self.normed {
+            true => self.own(buf, t, self.d.g()),
+            false => NO_ROWS,
+        }
     }
 
     /// The position of the `step`-th step processed.
@@ -89,50 +115,45 @@ impl Dir {
     /// Step `step`'s rows: `gi`, `GH`, `Q`, the previous states (the output of the step
     /// before, or `h0`) and the LSTM's previous cell states (`Q`'s rows of the step before,
     /// or `c_0 = 0`: `zeros`, `B × H`).
-    fn step(&self, gi: Addr, (gh, q): (Addr, Addr), out: Addr, (h0, zeros): (Rows, Addr), step: usize) -> Step {
+    fn step(&self, gi: Addr, o: Own, out: Addr, (h0, zeros): (Rows, Addr), step: usize) -> Step {
+        let Own { gh, q, a } = o;
         let (g, h, t) = (self.d.g(), self.d.hidden, self.pos(step));
         let (hp, cp) = match step {
             0 => (h0, (zeros, h as i64)),
             _ => (self.block(out, self.pos(step - 1), h), self.own(q, self.pos(step - 1), h)),
         };
         let cp = if matches!(self.cell, Recurrent::Lstm(_)) { cp } else { NO_ROWS };
-        Step { t, gi: self.block(gi, t, g), gh: self.own(gh, t, g), q: self.own(q, t, h), hp, cp }
+        Step { t, gi: self.block(gi, t, g), gh: self.own(gh, t, g), q: self.own(q, t, h), hp, cp, a: self.normed_rows(a, t) }
     }
 
     /// The forward loop into `out`: `GH` holds `ghb` on entry; `h0` the initial states,
     /// `zeros` and `hub` `B × H` (zeros, scratch).
-    pub fn forward<L: Launch>(
-        &self,
-        l: &L,
-        gi: Addr,
-        (gh, q): (Addr, Addr),
-        out: Addr,
-        (h0, zeros, hub): (Rows, Addr, Addr),
-    ) -> Result<()> {
+    pub fn forward<L: Launch>(&self, l: &L, gi: Addr, own: Own, out: Addr, (h0, zeros, hub): (Rows, Addr, Addr)) -> Result<()> {
         for step in 0..self.d.len {
-            let st = self.step(gi, (gh, q), out, (h0, zeros), step);
+            let st = self.step(gi, own, out, (h0, zeros), step);
             self.cell.forward(l, st, self.block(out, st.t, self.d.hidden), hub)?;
         }
         Ok(())
     }
 
     /// The backward loop from the output `out` and its gradient `dout`: writes this
-    /// direction's block of `dgi` and its own `dgh (B, S, G)`; leaves the gradient of `h0` in
-    /// `c.carry`.
+    /// direction's block of `dgi` and its own `dgh (B, S, G)` (and `c.da`, `c.dyx` with layer
+    /// normalisation); leaves the gradient of `h0` in `c.carry`.
     pub fn backward<L: Launch>(
         &self,
         l: &L,
         (gi, dgi): (Addr, Addr),
-        (gh, q, dgh): (Addr, Addr, Addr),
+        (own, dgh): (Own, Addr),
         (out, dout): (Addr, Addr),
         (h0, zeros): (Rows, Addr),
         c: Carries,
     ) -> Result<()> {
         let (g, h) = (self.d.g(), self.d.hidden);
         for step in (0..self.d.len).rev() {
-            let st = self.step(gi, (gh, q), out, (h0, zeros), step);
+            let st = self.step(gi, own, out, (h0, zeros), step);
             let (dgi_t, dgh_t, dout_t) = (self.block(dgi, st.t, g), self.own(dgh, st.t, g), self.block(dout, st.t, h));
-            let grads = StepGrads { dgi: dgi_t, dgh: dgh_t, carry: c.carry, carry_c: c.carry_c, dq: c.dq, buf: c.buf };
+            let (da, dyx) = (self.normed_rows(c.da, st.t), self.normed_rows(c.dyx, st.t));
+            let grads = StepGrads { dgi: dgi_t, dgh: dgh_t, carry: c.carry, carry_c: c.carry_c, dq: c.dq, buf: c.buf, da, dyx };
             self.cell.backward(l, st, dout_t, grads)?;
         }
         Ok(())
@@ -140,7 +161,8 @@ impl Dir {
 
     /// `dU (H, G)` at `du`: the previous states entering `U` laid out in `hprev (B·S, H)`
     /// (from the output `out` and the initial states `h0`, rows at [`Addr::NULL`] for zeros,
-    /// times the mask), then `H_prevᵀ dGH` (the GRU's paper form: and `Qᵀ dGH_n`).
+    /// times the mask), then `H_prevᵀ dGH` (the GRU's paper form: and `Qᵀ dGH_n`; with layer
+    /// normalisation the caller passes `dA` for `dGH`).
     pub fn u_grad<L: Launch>(&self, l: &L, (out, h0): (Addr, Rows), (hprev, q, dgh): (Addr, Addr, Addr), du: Addr) -> Result<()> {
         let (b, s, h) = (self.d.batch, self.d.len, self.d.hidden);
         let a = PrevStates {

@@ -7,6 +7,7 @@
 //! - `cell.rs`: one GRU step (either form, recurrent dropout, padding) and `dU`;
 //! - `lstm.rs`: one LSTM step (recurrent dropout, padding) and `dU`;
 //! - `recurrent.rs`: either cell, chosen once from the layer's cell kind;
+//! - `norm.rs`: layer normalisation of a product's rows (Marian's `s2s`);
 //! - `direction.rs`: one direction's loops through time, shared by `birnn.rs`, the
 //!   bidirectional GRU or LSTM encoder layer (the op `birnn_sequence`), and `sequence.rs`, one
 //!   direction with each sentence's initial state (the op `rnn_sequence`);
@@ -49,6 +50,7 @@ mod decoder_op;
 mod direction;
 pub(crate) mod emulated;
 mod lstm;
+mod norm;
 mod op;
 mod recurrent;
 pub mod sequence;

@@ -265,3 +265,59 @@ NMT_KERNEL void nmt_lstm_gates_bwd(const NmtLstmBwd a) {
   a.carry_c[i] = dc * fg;
   a.carry[i] = 0.0f;
 }
+
+// Layer normalisation of a product's rows (model/layer_norm.rs, Ba et al. 2016; the equations
+// and the order of the sums are kernels/norm_rows.rs's, eps is Marian's 1e-9): one thread per
+// row, so that the host emulation stays exact. Marian's gLayerNormalization reduces a row
+// across a thread block, which is faster for wide rows; this is the form the emulation can
+// check. Forward: y += LN(a) * gamma, y holding the bias (LN's shift) on entry.
+NMT_INLINE void nmt_ln_stats(const float* a, int64_t k, float* mu, float* inv) {
+  float s = 0.0f, v = 0.0f;
+  for (int64_t j = 0; j < k; j++) s += a[j];
+  float m = s / (float)k;
+  for (int64_t j = 0; j < k; j++) v += (a[j] - m) * (a[j] - m);
+  *mu = m;
+  *inv = 1.0f / (float)sqrt((double)(v / (float)k) + 1e-9);
+}
+
+typedef struct { const float* a; int64_t a_ld; const float* gamma; float* y; int64_t y_ld; int64_t rows; int64_t width; } NmtLnFwd;
+NMT_KERNEL void nmt_ln_fwd(const NmtLnFwd p) {
+  int64_t r = nmt_index();
+  if (r >= p.rows) return;
+  const float* a = p.a + r * p.a_ld;
+  float* y = p.y + r * p.y_ld;
+  float mu, inv;
+  nmt_ln_stats(a, p.width, &mu, &inv);
+  for (int64_t j = 0; j < p.width; j++) y[j] += (a[j] - mu) * inv * p.gamma[j];
+}
+
+// Backward, from dy (the gradient of y): with g = dy * gamma and x^ = (a - mu) / sigma,
+// da = (g - mean(g) - x^ mean(g x^)) / sigma, and dyx = dy * x^, which the caller sums over
+// all rows into the gain's gradient (the shift's is the sum of dy).
+typedef struct {
+  const float* a; int64_t a_ld; const float* gamma; const float* dy; int64_t dy_ld;
+  float* da; int64_t da_ld; float* dyx; int64_t dyx_ld; int64_t rows; int64_t width;
+} NmtLnBwd;
+NMT_KERNEL void nmt_ln_bwd(const NmtLnBwd p) {
+  int64_t r = nmt_index();
+  if (r >= p.rows) return;
+  const float* a = p.a + r * p.a_ld;
+  const float* dy = p.dy + r * p.dy_ld;
+  float* da = p.da + r * p.da_ld;
+  float* dyx = p.dyx + r * p.dyx_ld;
+  float mu, inv;
+  nmt_ln_stats(a, p.width, &mu, &inv);
+  float mg = 0.0f, mgx = 0.0f;
+  for (int64_t j = 0; j < p.width; j++) {
+    float xh = (a[j] - mu) * inv, g = dy[j] * p.gamma[j];
+    dyx[j] = dy[j] * xh;
+    mg += g;
+    mgx += g * xh;
+  }
+  mg /= (float)p.width;
+  mgx /= (float)p.width;
+  for (int64_t j = 0; j < p.width; j++) {
+    float xh = (a[j] - mu) * inv;
+    da[j] = (dy[j] * p.gamma[j] - mg - xh * mgx) * inv;
+  }
+}

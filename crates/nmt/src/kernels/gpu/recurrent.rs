@@ -23,10 +23,11 @@ pub(super) enum Recurrent {
 impl Recurrent {
     /// The cell of `kind` for `rows × hidden` states with `U` at `u`, the recurrent-dropout
     /// mask `(B, H)` (or [`Addr::NULL`]) and the lengths (a step `t ≥ lens[b]` carries row
-    /// `b`'s states forward and their gradients back).
-    pub fn new(kind: CellKind, (rows, hidden): (usize, usize), u: Addr, mask: Addr, lens: Addr) -> Self {
+    /// `b`'s states forward and their gradients back); `gamma`, a reset-after GRU's layer
+    /// normalisation gain on `h U` (or [`Addr::NULL`]; `cell.rs`).
+    pub fn new(kind: CellKind, (rows, hidden): (usize, usize), u: Addr, (mask, lens): (Addr, Addr), gamma: Addr) -> Self {
         match kind {
-            CellKind::Gru(form) => Recurrent::Gru(Cell { form, rows, hidden, u, mask, lens }),
+            CellKind::Gru(form) => Recurrent::Gru(Cell { form, rows, hidden, u, mask, lens, gamma }),
             CellKind::Lstm => Recurrent::Lstm(Lstm { rows, hidden, u, mask, lens }),
         }
     }

@@ -13,7 +13,7 @@
 use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, FillRows, MaskRows, SumSteps};
-use super::direction::{Carries, Dims, Dir};
+use super::direction::{Carries, Dims, Dir, Own};
 use super::op::GpuOp;
 use super::{Addr, Launch};
 use crate::kernels::rnn_op::RnnSpec;
@@ -28,7 +28,7 @@ pub fn rnn_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, spec:
     if [gi.dtype(), u.dtype(), rows.dtype()] != [DType::F32; 3] {
         bail!("gpu rnn_sequence: f32 only, got {:?}", gi.dtype());
     }
-    let d = Dims { batch: dims.batch, len: dims.len, hidden, kind: spec.kind };
+    let d = Dims { batch: dims.batch, len: dims.len, hidden, kind: spec.kind, norm: false };
     let lens = dims.lens.iter().map(|&l| l as i64).collect();
     super::op::apply(Sequence { d, reverse, lens, mask: dims.mask }, gi, u, rows)
 }
@@ -54,7 +54,7 @@ impl Sequence {
         let lens = l.upload_ints(&self.lens)?;
         let mask = self.mask.as_deref().map(|m| l.upload(m)).transpose()?;
         let m = mask.as_ref().map_or(Addr::NULL, |m| l.addr(m));
-        Ok((Dir::new(self.d, (0, 1, self.reverse), u, m, l.ints_addr(&lens)), lens, mask))
+        Ok((Dir::new(self.d, (0, 1, self.reverse), u, (m, l.ints_addr(&lens)), Addr::NULL), lens, mask))
     }
 }
 
@@ -74,7 +74,8 @@ impl GpuOp for Sequence {
         let (gi64, ld, si) = (g as i64, (g + h) as i64, s as i64);
         let fill = FillRows { dst: ghp, src: rows, src_ld: ld, rows: b as i64 * si, width: gi64, group: si };
         l.launch(&args::FILL_ROWS, b * s * g, fill)?;
-        dir.forward(l, gi, (ghp, l.addr(&q)), l.addr(&out), ((rows.at(g), ld), l.addr(&zeros), l.addr(&hub)))?;
+        let own = Own { gh: ghp, q: l.addr(&q), a: Addr::NULL };
+        dir.forward(l, gi, own, l.addr(&out), ((rows.at(g), ld), l.addr(&zeros), l.addr(&hub)))?;
         Ok((out, Saved { gh, q }))
     }
 
@@ -85,9 +86,10 @@ impl GpuOp for Sequence {
         let (zeros, carry, carry_c) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?);
         let (dq, buf, hprev) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * s * h)?);
         let (dghp, qp, drp, cp) = (l.addr(&dgh), l.addr(&sv.q), l.addr(&drows), l.addr(&carry));
-        let c = Carries { carry: cp, carry_c: l.addr(&carry_c), dq: l.addr(&dq), buf: l.addr(&buf) };
-        let h0 = (rows.at(g), (g + h) as i64);
-        dir.backward(l, (gi, l.addr(&dgi)), (l.addr(&sv.gh), qp, dghp), (out, dout), (h0, l.addr(&zeros)), c)?;
+        let (da, dyx) = (Addr::NULL, Addr::NULL);
+        let c = Carries { carry: cp, carry_c: l.addr(&carry_c), dq: l.addr(&dq), buf: l.addr(&buf), da, dyx };
+        let (h0, own) = ((rows.at(g), (g + h) as i64), Own { gh: l.addr(&sv.gh), q: qp, a: Addr::NULL });
+        dir.backward(l, (gi, l.addr(&dgi)), (own, dghp), (out, dout), (h0, l.addr(&zeros)), c)?;
         dir.u_grad(l, (out, h0), (l.addr(&hprev), qp, dghp), l.addr(&du))?;
         let (bi, gi64, hi) = (b as i64, g as i64, h as i64);
         let sum = SumSteps { dst: drp, dst_ld: gi64 + hi, src: dghp, batch: bi, len: s as i64, width: gi64 };

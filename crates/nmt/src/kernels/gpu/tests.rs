@@ -33,15 +33,20 @@ fn run(gpu: bool, vars: &[Var; 3], w: &Tensor, spec: RnnSpec<'_>) -> Vec<Vec<f32
     all
 }
 
+/// The bidirectional op (`birnn.rs`) against `kernels::birnn`: both GRU forms, the LSTM and
+/// the layer-normalised reset-after GRU (`bh` rows `[b_h | γ_h]`), with and without recurrent
+/// dropout, padded sentences; the annotations and the gradients of `gi`, `u` and `bh`.
 #[test]
 fn emulated_gpu_birnn_equals_the_cpu_op() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(57);
     let (b, s, h) = (3usize, 6usize, 5usize);
     let lens = [6usize, 4, 1];
-    for kind in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
+    let (paper, reset_after) = (CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter));
+    for (kind, norm) in [(paper, false), (reset_after, false), (CellKind::Lstm, false), (reset_after, true)] {
         let g = kind.gates() * h;
         for dropout in [false, true] {
-            let vars = [random(&mut rng, &[b * s, 2 * g], 1.0), random(&mut rng, &[2, h, g], 0.5), random(&mut rng, &[2, g], 0.5)];
+            let bw = if norm { 2 * g } else { g };
+            let vars = [random(&mut rng, &[b * s, 2 * g], 1.0), random(&mut rng, &[2, h, g], 0.5), random(&mut rng, &[2, bw], 0.5)];
             let w =
                 Tensor::from_vec((0..b * s * 2 * h).map(|_| rng.gen_range(-1f32..1.0)).collect::<Vec<_>>(), (b, s, 2 * h), &Device::Cpu)
                     .unwrap();
@@ -51,7 +56,10 @@ fn emulated_gpu_birnn_equals_the_cpu_op() {
             for (k, (a, e)) in got.iter().zip(&want).enumerate() {
                 assert_eq!(a.len(), e.len());
                 for (i, (x, y)) in a.iter().zip(e).enumerate() {
-                    assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{kind:?} dropout {dropout}: tensor {k} [{i}]: gpu {x}, cpu {y}");
+                    assert!(
+                        (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                        "{kind:?} norm {norm} dropout {dropout}: tensor {k} [{i}]: gpu {x}, cpu {y}"
+                    );
                 }
             }
         }
