@@ -134,11 +134,6 @@ impl AttentionDecoder {
         gpu_step::LoopWeights { att: &self.att, cell: &self.rnn, wc: &self.c, first: None }
     }
 
-    /// Whether the search's GPU step runs this decoder (a GRU; `gpu_decoder::has_gpu_step`).
-    pub(crate) fn has_gpu_step(&self) -> bool {
-        gpu_decoder::has_gpu_step(&self.rnn) && gpu_decoder::has_gpu_cell(&self.rnn)
-    }
-
     /// The copy mixture's `α (B·T, S)` when asked, recomputed on composed ops from the
     /// teacher-forced `[s; c]` and `s_0`.
     fn forced_alpha(&self, x: &ForcedIn, state_ctx: &Tensor, s0: &Tensor) -> Result<Option<Tensor>> {

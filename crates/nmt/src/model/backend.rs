@@ -24,8 +24,8 @@ pub enum Backend {
     FusedF32,
     /// An `f32` model on a GPU: the layers that have GPU kernels (`kernels::gpu`: the
     /// recurrent encoders, RNNenc's and the seq2seq decoders' recurrences, the decoders' upper
-    /// layers, the RNNsearch decoders' loops, GRU or LSTM; not gated feedback, not layer
-    /// normalisation) run them, the others their composed candle ops; search runs candle's search. `impl = "composed"` on a GPU is [`Backend::Composed`] throughout.
+    /// layers, the RNNsearch decoders' loops, GRU or LSTM, layer-normalised or not; not gated
+    /// feedback) run them, the others their composed candle ops; search runs candle's search. `impl = "composed"` on a GPU is [`Backend::Composed`] throughout.
     Gpu,
 }
 

@@ -14,7 +14,7 @@
 //!
 //! - [`ConditionalDecoder::step`]: the composed candle step (the candle search, the GPU);
 //! - [`ConditionalDecoder::forward`]: teacher forcing, in one kernel (`kernels::cgru_decoder`
-//!   through `kernels::attn_op`), its GPU twin (`gpu_decoder.rs`, without layer
+//!   through `kernels::attn_op`), its GPU twin (`gpu_decoder.rs`, with or without layer
 //!   normalisation) or step by step on composed ops (the reference twin);
 //! - [`HostConditional::step`](super::conditional_host::HostConditional::step): one search
 //!   step for `R` rows on host slices (`conditional_host.rs`).
@@ -127,10 +127,10 @@ impl ForcedDecoder for ConditionalDecoder {
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 
-    /// Both cells are GRUs (`new` refuses the LSTM), with or without layer normalisation: the
-    /// loop and the search's step run either (`kernels/gpu/conditional.rs`).
+    /// Always: both cells are GRUs (`new` refuses the LSTM), and the loop and the search's
+    /// step run them with or without layer normalisation (`kernels/gpu/conditional.rs`).
     fn has_gpu_kernels(&self) -> bool {
-        gpu_decoder::has_gpu_step(&self.rnn1) && gpu_decoder::has_gpu_step(&self.rnn2)
+        true
     }
 
     /// The GPU form (`gpu_decoder.rs`).

@@ -10,22 +10,15 @@ use super::attention_memory::ForcedIn;
 use super::decoder::shift_outputs;
 use super::gpu_step::LoopWeights;
 use super::rnn::Rnn;
-use crate::config::{CellKind, OutputState};
+use crate::config::OutputState;
 use crate::error::Result;
 use crate::kernels::attn_decoder::AttnDims;
 use crate::kernels::gpu;
 
-/// Whether the GPU's loop runs Bahdanau's decoder cell `rnn`: a GRU or an LSTM (layer
-/// normalisation is the conditional GRU's, `config/checks.rs`).
+/// Whether the GPU's loop and search step run Bahdanau's decoder cell `rnn`: a GRU or an
+/// LSTM (layer normalisation is the conditional GRU's, `config/checks.rs`).
 pub(crate) fn has_gpu_cell(rnn: &Rnn) -> bool {
     rnn.norm().is_none()
-}
-
-/// Whether the search's GPU step (`gpu_step.rs`) can step `rnn`'s cell: a GRU. The step's
-/// state is `s_{i-1}` alone, so an LSTM decoder, whose search state also carries its cell
-/// state, steps on composed ops.
-pub(crate) fn has_gpu_step(rnn: &Rnn) -> bool {
-    matches!(rnn.kind(), CellKind::Gru(_))
 }
 
 /// Teacher forcing through the GPU loop from `s_0`: `[s; c] (B·T, H + C)` as `x.output` says,
@@ -80,8 +73,8 @@ mod tests {
     }
 
     /// The search's GPU step (`StepMemory::step`, `kernels::gpu::attention_step` run
-    /// emulated) against each decoder's composed step, both GRU forms (and the conditional
-    /// GRU layer-normalised), on rows gathered as a
+    /// emulated) against each decoder's composed step, both GRU forms (Bahdanau's also with an
+    /// LSTM, the conditional GRU also layer-normalised), on rows gathered as a
     /// beam gathers them (`Encoded::select`: repeated sentences of different lengths): `s_i`,
     /// `c_i` and `α_i`.
     #[test]
@@ -99,6 +92,7 @@ mod tests {
         let src_mask = Tensor::from_vec(mask, (b, s), &Device::Cpu).unwrap();
         let ann = random(&mut rng, &[b, s, 2 * h], 1.0);
         let (ey, prev) = (random(&mut rng, &[rows.len(), m], 1.0), random(&mut rng, &[rows.len(), h], 1.0));
+        let prev2 = random(&mut rng, &[rows.len(), 2 * h], 1.0);
         let ey = ey.as_tensor().unsqueeze(1).unwrap();
         // The rows of a memory with the GPU step's part, and the same rows without it.
         let gathered = |mut mem: AttentionMemory, gpu: StepMemory| -> (AttentionMemory, StepMemory) {
@@ -109,11 +103,18 @@ mod tests {
             let gpu = sel.gpu.take().unwrap();
             (sel, gpu)
         };
+        let (paper, reset_after) = (CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter));
         for (conditional, norm) in [(false, false), (true, false), (true, true)] {
-            let forms = if norm { vec![GruForm::ResetAfter] } else { vec![GruForm::Paper, GruForm::ResetAfter] };
-            for form in forms {
+            let kinds = match (conditional, norm) {
+                (false, _) => vec![paper, reset_after, CellKind::Lstm],
+                (true, false) => vec![paper, reset_after],
+                (true, true) => vec![reset_after],
+            };
+            for form in kinds {
+                // An LSTM's state is `[s; m]`.
+                let prev = if form == CellKind::Lstm { &prev2 } else { &prev };
                 let params = Params::fresh(5, 0.4, false, candle_core::DType::F32, &Device::Cpu);
-                let dims = DecoderDims { emb: m, enc: h, hidden: h, kind: CellKind::Gru(form) };
+                let dims = DecoderDims { emb: m, enc: h, hidden: h, kind: form };
                 let pb = params.builder();
                 let run = |step: &dyn Fn(&AttentionMemory, &Tensor) -> StepOut, mem: AttentionMemory, gpu: StepMemory, gi: Tensor| {
                     let (sel, gpu) = gathered(mem, gpu);

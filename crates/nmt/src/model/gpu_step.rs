@@ -66,8 +66,7 @@ pub(crate) struct LoopDims {
 impl LoopDims {
     /// The CPU op's sizes for `b` sentences of `t` target and `s` source positions; `output`
     /// and `start` are the callers' (the loop ignores them), no dropout. The loop itself refuses
-    /// the conditional GRU with LSTM cells (`kernels::gpu::attention_loop`); the search's step
-    /// is built for GRUs only (`gpu_decoder::has_gpu_step`).
+    /// the conditional GRU with LSTM cells (`kernels::gpu::attention_loop`).
     pub(crate) fn at(self, b: usize, t: usize, s: usize, lens: &[usize]) -> AttnDims {
         let LoopDims { hidden, ctx, att, kind, conditional, norm } = self;
         let (output, start, lens) = (OutputState::Current, StartState::FirstBackward, lens.to_vec());
@@ -104,15 +103,25 @@ impl StepMemory {
     }
 
     /// One decoder step on the GPU (`kernels::gpu::attention_step`) for the memory's rows
-    /// from `gi = E y_{i-1} W + b (R, G)` and `s_{i-1} (R, H)`: `s_i (R, H)`, `c_i (R, C)`,
-    /// `α_i (R, S)`, as the decoder's composed `step` gives them.
+    /// from `gi = E y_{i-1} W + b (R, G)` and the state `(R, H)` (an LSTM's `[s_{i-1};
+    /// m_{i-1}] (R, 2H)`): the new state, `c_i (R, C)`, `α_i (R, S)`, as the decoder's composed
+    /// `step` gives them.
     pub(crate) fn step(&self, gi: &Tensor, s: &Tensor) -> Result<[Tensor; 3]> {
         let (r, src_len, _) = self.enc.dims3()?;
-        let (h, c) = (self.dims.hidden, self.dims.ctx);
-        let seq = Tensor::cat(&[gi.flatten_all()?, s.flatten_all()?], 0)?;
+        let (h, c, lstm) = (self.dims.hidden, self.dims.ctx, self.dims.kind == CellKind::Lstm);
+        // `[h; m]` row by row becomes `[h…; m…]`, as the step reads it.
+        let states = match lstm {
+            true => vec![s.narrow(1, 0, h)?.flatten_all()?, s.narrow(1, h, h)?.flatten_all()?],
+            false => vec![s.flatten_all()?],
+        };
+        let seq = Tensor::cat(&[&[gi.flatten_all()?], &states[..]].concat(), 0)?;
         let out = gpu::attention_step(&seq, &self.enc, &self.w, self.dims.at(r, 1, src_len, &self.lens))?;
         // Contiguous: candle's CUDA product refuses a narrowed view (`tests/gpu_layouts.rs`).
         let part = |at: usize, w: usize| out.narrow(1, at, w)?.contiguous();
-        Ok([part(0, h)?, part(h, c)?, part(h + c, src_len)?])
+        let state = match lstm {
+            true => Tensor::cat(&[part(0, h)?, part(h + c + src_len, h)?], 1)?,
+            false => part(0, h)?,
+        };
+        Ok([state, part(h, c)?, part(h + c, src_len)?])
     }
 }

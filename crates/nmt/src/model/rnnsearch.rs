@@ -113,7 +113,7 @@ impl Architecture for Rnnsearch {
         let init = self.upper.stack_start(&self.dec.init_state(&ann, src)?)?;
         let mut mem = self.dec.memory(&ann, src.mask)?;
         // On a GPU the search steps the first decoder layer with the GPU's kernels.
-        if backend == Backend::Gpu && self.dec.has_gpu_step() {
+        if backend == Backend::Gpu && self.dec.has_gpu_kernels() {
             mem.gpu = Some(StepMemory::new(self.dec.loop_weights(), &ann, &mem.uh, src.lens)?);
         }
         Ok(Encoded { memory: Memory::Attention(mem), init })
@@ -197,10 +197,9 @@ impl Decoder {
         }
     }
 
-    /// Whether the search's GPU step runs the first layer (`gpu_step.rs`).
-    fn has_gpu_step(&self) -> bool {
+    fn has_gpu_kernels(&self) -> bool {
         match self {
-            Decoder::Bahdanau(d) => d.has_gpu_step(),
+            Decoder::Bahdanau(d) => d.has_gpu_kernels(),
             Decoder::Conditional(d) => d.has_gpu_kernels(),
         }
     }

@@ -27,7 +27,8 @@ use crate::config::{CellKind, GruForm};
 use crate::kernels::attn_decoder::AttnDims;
 
 /// The inputs' addresses and the uploaded lengths (`lens` of the source; `all` = `T` per
-/// sentence: every target step is live) and mask.
+/// sentence: every target step is live) and mask; an LSTM's initial cell states `m_0 (B, H)`
+/// where the caller gives them (the search's step), else [`Addr::NULL`] for zeros.
 #[derive(Clone, Copy)]
 pub(super) struct Inputs {
     pub seq: Addr,
@@ -36,6 +37,7 @@ pub(super) struct Inputs {
     pub lens: Addr,
     pub all: Addr,
     pub mask: Addr,
+    pub m0: Addr,
 }
 
 /// What the forward pass keeps, `(B, T, ·)` each: the queries `WS`, the (second) cell's `GI`,
@@ -221,11 +223,12 @@ impl At<'_> {
             false => NO_ROWS,
         }
     }
-    /// The LSTM's cell states before step `i`: `Q`'s rows of step `i − 1`, or `c_0 = 0`
-    /// (`zeros`, `B × H`); nothing for a GRU.
+    /// The LSTM's cell states before step `i`: `Q`'s rows of step `i − 1`, or `m_0` (the
+    /// inputs', or zero: `zeros`, `B × H`); nothing for a GRU.
     pub fn prev_cell(&self, q: Addr, zeros: Addr, i: usize) -> Rows {
         match (self.d.kind, i) {
             (CellKind::Gru(_), _) => NO_ROWS,
+            (CellKind::Lstm, 0) if self.x.m0 != Addr::NULL => (self.x.m0, self.d.hidden as i64),
             (CellKind::Lstm, 0) => (zeros, self.d.hidden as i64),
             (CellKind::Lstm, _) => self.rows(q, self.d.hidden, i - 1),
         }

@@ -17,26 +17,28 @@ use crate::kernels::attn_decoder::AttnDims;
 /// see `attention.rs`.
 /// Returns `(B·T, H + C)`, each step's `[s_i; c_i]`.
 pub fn attention_loop(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Result<Tensor> {
-    checked(seq, enc, w, &d)?;
-    super::op::apply(AttnOp { d }, seq, enc, w)
+    checked(seq, enc, w, &d, false)?;
+    super::op::apply(AttnOp { d, m0: false }, seq, enc, w)
 }
 
 /// One step of the loop for `R = d.batch` rows (`d.tgt_len` = 1): from `seq = [gie (R, G);
-/// s_{i-1} (R, H)]`, each row's `enc (R, S, C + A)` and `w` as for [`attention_loop`],
-/// `(R, H + C + S)`: each row's `[s_i; c_i; α_i]`. Outside the autodiff graph. On a GPU the
-/// step is the loop's launches (7 for Bahdanau's reset-after GRU, 9 for the conditional GRU,
-/// and the bias rows) and two copies, where the composed step launches one kernel per op.
+/// s_{i-1} (R, H)]` (an LSTM: `[gie; s_{i-1}; m_{i-1}]`, its cell states after its outputs),
+/// each row's `enc (R, S, C + A)` and `w` as for [`attention_loop`], `(R, H + C + S)`: each
+/// row's `[s_i; c_i; α_i]` (an LSTM: `[s_i; c_i; α_i; m_i]`). Outside the autodiff graph. On
+/// a GPU the step is the loop's launches (7 for Bahdanau's reset-after GRU, 9 for the
+/// conditional GRU, and the bias rows) and two copies (an LSTM: three), where the composed
+/// step launches one kernel per op.
 pub fn attention_step(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Result<Tensor> {
-    // The step starts from `s_{i-1}` alone: an LSTM's cell state has no place in it.
-    if d.tgt_len != 1 || d.state_mask.is_some() || d.kind == CellKind::Lstm {
-        bail!("gpu attention_step: one GRU step without dropout, not {d:?}");
+    if d.tgt_len != 1 || d.state_mask.is_some() {
+        bail!("gpu attention_step: one step without dropout, not {d:?}");
     }
-    checked(seq, enc, w, &d)?;
-    super::op::apply_no_bwd(StepOp(AttnOp { d }), seq, enc, w)
+    let m0 = d.kind == CellKind::Lstm;
+    checked(seq, enc, w, &d, m0)?;
+    super::op::apply_no_bwd(StepOp(AttnOp { d, m0 }), seq, enc, w)
 }
 
-/// Checks the inputs against `d`.
-fn checked(seq: &Tensor, enc: &Tensor, w: &Tensor, d: &AttnDims) -> Result<()> {
+/// Checks the inputs against `d`; `m0`: `seq` ends with an LSTM's initial cell states.
+fn checked(seq: &Tensor, enc: &Tensor, w: &Tensor, d: &AttnDims, m0: bool) -> Result<()> {
     if d.kind == CellKind::Lstm && d.conditional {
         bail!("gpu attention_loop: the conditional GRU's cells are GRUs, not {:?}", d.kind);
     }
@@ -45,7 +47,8 @@ fn checked(seq: &Tensor, enc: &Tensor, w: &Tensor, d: &AttnDims) -> Result<()> {
         bail!("gpu attention_loop: layer normalisation is the conditional GRU's in the reset-after form, not {:?}", d.kind);
     }
     let (bt, g) = (d.batch * d.tgt_len, d.g());
-    let ok = seq.elem_count() == bt * g + d.batch * d.hidden
+    let states = if m0 { 2 } else { 1 };
+    let ok = seq.elem_count() == bt * g + states * d.batch * d.hidden
         && enc.dims() == [d.batch, d.src_len, d.enc_w()]
         && w.elem_count() == d.woff().end
         && d.lens.len() == d.batch
@@ -66,6 +69,8 @@ type Uploaded<L> = ([<L as Launch>::Ints; 2], Option<<L as Launch>::Floats>);
 /// The loop as a [`GpuOp`] of `(seq, enc, w)`.
 struct AttnOp {
     d: AttnDims,
+    /// Whether `seq` ends with the LSTM's `m_0 (B, H)` (else it starts from zero).
+    m0: bool,
 }
 
 impl AttnOp {
@@ -77,7 +82,8 @@ impl AttnOp {
         let all = l.upload_ints(&vec![d.tgt_len as i64; d.batch])?;
         let mask = d.state_mask.as_deref().map(|m| l.upload(m)).transpose()?;
         let m = mask.as_ref().map_or(Addr::NULL, |m| l.addr(m));
-        let x = Inputs { seq, enc, w, lens: l.ints_addr(&lens), all: l.ints_addr(&all), mask: m };
+        let m0 = if self.m0 { seq.at(d.batch * (d.tgt_len * d.g() + d.hidden)) } else { Addr::NULL };
+        let x = Inputs { seq, enc, w, lens: l.ints_addr(&lens), all: l.ints_addr(&all), mask: m, m0 };
         Ok((At { d, x }, ([lens, all], mask)))
     }
 }
@@ -107,27 +113,38 @@ impl GpuOp for AttnOp {
     }
 }
 
-/// [`attention_step`]: the loop's forward pass over one step, its output and weights copied
-/// side by side.
+/// [`attention_step`]: the loop's forward pass over one step, its output, weights and (an
+/// LSTM's) cell states copied side by side.
 struct StepOp(AttnOp);
+
+impl StepOp {
+    /// The width of a row of the result.
+    fn width(&self) -> usize {
+        let d = &self.0.d;
+        d.out_w() + d.src_len + if self.0.m0 { d.hidden } else { 0 }
+    }
+}
 
 impl GpuOp for StepOp {
     const NAME: &'static str = "gpu-attention-step";
     type Saved<F: Send + Sync + 'static> = ();
 
     fn out_shape(&self) -> Shape {
-        let d = &self.0.d;
-        Shape::from((d.batch, d.out_w() + d.src_len))
+        Shape::from((self.0.d.batch, self.width()))
     }
 
     fn forward<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, ())> {
         let (out, saved) = self.0.forward(l, x)?;
         let d = &self.0.d;
-        let (r, ow, s) = (d.batch, d.out_w(), d.src_len);
-        let res = l.zeros(r * (ow + s))?;
+        let (r, ow, s, rw) = (d.batch, d.out_w(), d.src_len, self.width());
+        let res = l.zeros(r * rw)?;
         let dst = l.addr(&res);
-        for (at, src, width) in [(0, l.addr(&out), ow), (ow, l.addr(&saved.alpha), s)] {
-            let (dst_ld, rows, width) = ((ow + s) as i64, r as i64, width as i64);
+        let mut parts = vec![(0, l.addr(&out), ow), (ow, l.addr(&saved.alpha), s)];
+        if self.0.m0 {
+            parts.push((ow + s, l.addr(&saved.q), d.hidden));
+        }
+        for (at, src, width) in parts {
+            let (dst_ld, rows, width) = (rw as i64, r as i64, width as i64);
             let a = MaskRows { dst: dst.at(at), dst_ld, src, src_ld: width, mask: Addr::NULL, rows, width };
             l.launch(&args::MASK_ROWS, r * width as usize, a)?;
         }
