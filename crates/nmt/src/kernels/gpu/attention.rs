@@ -71,7 +71,8 @@ impl<F> Raw<F> {
     fn zeros<L: Launch<Floats = F>>(l: &L, d: &AttnDims) -> Result<Self> {
         let bt = d.batch * d.tgt_len;
         let n = |len: usize| if d.norm { bt * len } else { 1 };
-        Ok(Raw { ws: l.zeros(n(d.att))?, gi: l.zeros(n(d.g()))?, gh1: l.zeros(n(d.g()))?, gh: l.zeros(n(d.g()))? })
+        // Every row is written (a product, `norm.rs`'s kernels) before it is read.
+        Ok(Raw { ws: l.scratch(n(d.att))?, gi: l.scratch(n(d.g()))?, gh1: l.scratch(n(d.g()))?, gh: l.scratch(n(d.g()))? })
     }
 
     fn addrs<L: Launch<Floats = F>>(&self, l: &L) -> Raw<Addr> {
@@ -89,14 +90,16 @@ impl<F> Saved<F> {
         let [gh1, q1, sp] = [d.conditional, d.conditional && paper, d.conditional];
         let n = |used: bool, len: usize| if used { len } else { 1 };
         Ok(Saved {
-            ws: l.zeros(bt * d.att)?,
-            gi: l.zeros(bt * g)?,
-            gh: l.zeros(bt * g)?,
-            q: l.zeros(n(q, bt * h))?,
-            alpha: l.zeros(bt * d.src_len)?,
-            gh1: l.zeros(n(gh1, bt * g))?,
-            q1: l.zeros(n(q1, bt * h))?,
-            sp: l.zeros(n(sp, bt * h))?,
+            // `WS` accumulates the normalised query onto zero with layer normalisation; every
+            // other buffer is written (a bias row, a copy, a kernel's output) before it is read.
+            ws: if d.norm { l.zeros(bt * d.att)? } else { l.scratch(bt * d.att)? },
+            gi: l.scratch(bt * g)?,
+            gh: l.scratch(bt * g)?,
+            q: l.scratch(n(q, bt * h))?,
+            alpha: l.scratch(bt * d.src_len)?,
+            gh1: l.scratch(n(gh1, bt * g))?,
+            q1: l.scratch(n(q1, bt * h))?,
+            sp: l.scratch(n(sp, bt * h))?,
             raw: Raw::zeros(l, d)?,
         })
     }

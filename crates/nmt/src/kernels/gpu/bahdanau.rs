@@ -19,15 +19,18 @@ use super::args::{self, FillRows, MaskRows};
 use super::attention::{At, Back, BackAddr, Saved};
 use super::cell::{gemm, sum_rows, Step, StepGrads, NO_ROWS};
 use super::{Addr, Launch, View};
+use crate::config::CellKind;
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.
 pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved<L::Floats>)> {
     let (d, x) = (at.d, at.x);
     let (b, t, s, h, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
-    let out = l.zeros(bt * ow)?;
+    let out = l.scratch(bt * ow)?;
     let saved = Saved::zeros(l, at)?;
-    let (e, hub, zeros) = (l.zeros(b * s)?, l.zeros(b * h)?, l.zeros(b * h)?);
+    // `m_0 = 0`, the LSTM's (a GRU reads no cell state).
+    let zeros = if d.kind == CellKind::Lstm { l.zeros(b * h)? } else { l.scratch(1)? };
+    let (e, hub) = (l.scratch(b * s)?, l.scratch(b * h)?);
     // Every address once, before the loop (on a GPU a lookup is driver calls: `cuda.rs`).
     let (op, sv, ep, hubp, zp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub), l.addr(&zeros));
     let (rows, width) = (bt as i64, |w: usize| w as i64);
@@ -75,7 +78,7 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
         at.context_backward(l, i, (dout, grads.dgi), &sv, &ba)?;
     }
     // S_prev (B·T, H), undropped for W_a, then masked for U.
-    let sprev = l.zeros(bt * h)?;
+    let sprev = l.scratch(bt * h)?;
     let sp = l.addr(&sprev);
     at.prev_states(l, out, Addr::NULL, sp)?;
     l.gemm(gemm(h, a, bt, View::new(sp, h).t(), View::new(dwsp, a), View::new(dwp.at(o.wa), a), false))?;

@@ -83,12 +83,14 @@ fn normed_len(d: Dims) -> usize {
 /// The forward pass: the annotations `(B, S, 2H)` and what the backward pass needs.
 pub fn forward<L: Launch>(l: &L, d: Dims, x: Inputs) -> Result<(L::Floats, Saved<L::Floats>)> {
     let (b, s, h, g) = (d.batch, d.len, d.hidden, d.g());
-    let out = l.zeros(b * s * 2 * h)?;
-    let (zeros, hub) = (l.zeros(b * h)?, l.zeros(b * h)?);
+    // Written before they are read (`Launch::scratch`): each direction writes its block of
+    // every position, its `GH` rows start as `b_h`, `Q` and `A` are kernels' and products'.
+    let out = l.scratch(b * s * 2 * h)?;
+    let (zeros, hub) = (l.zeros(b * h)?, l.scratch(b * h)?);
     let (o, z0, hu) = (l.addr(&out), l.addr(&zeros), l.addr(&hub));
     let (rows, width) = ((b * s) as i64, g as i64);
     let run = |k: usize| -> Result<[L::Floats; 3]> {
-        let (gh, q, a) = (l.zeros(b * s * g)?, l.zeros(d.q_len())?, l.zeros(normed_len(d))?);
+        let (gh, q, a) = (l.scratch(b * s * g)?, l.scratch(d.q_len())?, l.scratch(normed_len(d))?);
         let own = Own { gh: l.addr(&gh), q: l.addr(&q), a: if d.norm { l.addr(&a) } else { Addr::NULL } };
         let fill = FillRows { dst: own.gh, src: x.bh.at(k * bias_width(d)), src_ld: width, rows, width, group: rows };
         l.launch(&args::FILL_ROWS, b * s * g, fill)?;

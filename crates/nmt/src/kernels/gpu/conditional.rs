@@ -30,9 +30,9 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     let (d, x) = (at.d, at.x);
     let (b, t, s, h, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
-    let out = l.zeros(bt * ow)?;
+    let out = l.scratch(bt * ow)?;
     let saved = Saved::zeros(l, at)?;
-    let (e, hub) = (l.zeros(b * s)?, l.zeros(b * h)?);
+    let (e, hub) = (l.scratch(b * s)?, l.scratch(b * h)?);
     // Every address once, before the loop (on a GPU a lookup is driver calls: `cuda.rs`).
     let (op, sv, ep, hubp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub));
     let rows = bt as i64;
@@ -93,7 +93,7 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     l.gemm(gemm(h, a, bt, View::new(sv.sp, h).t(), View::new(dws_p, a), View::new(dwp.at(o.wa), a), false))?;
     l.gemm(gemm(c, g, bt, View::new(out.at(h), ow).t(), View::new(dgi_p, g), View::new(dwp.at(o.wc), g), false))?;
     cell2.u_grad(l, bt, (sv.sp, sv.q), prod(dghp, da.gh), dwp.at(o.u))?;
-    let sprev = l.zeros(bt * h)?;
+    let sprev = l.scratch(bt * h)?;
     at.prev_states(l, out, x.mask, l.addr(&sprev))?;
     cell1.u_grad(l, bt, (l.addr(&sprev), sv.q1), prod(dgh1p, da.gh1), dwp.at(o.u1))?;
     let ones = l.upload(&vec![1.0; bt])?;

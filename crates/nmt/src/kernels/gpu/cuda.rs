@@ -74,6 +74,12 @@ impl Launch for Cuda {
         self.dev.alloc_zeros::<f32>(n.max(1))
     }
 
+    fn scratch(&self, n: usize) -> Result<CudaSlice<f32>> {
+        // SAFETY: every bit pattern is an `f32`, and the callers write each element before
+        // they read it (the emulation fills the same buffers with NaN to check that).
+        unsafe { self.dev.alloc::<f32>(n.max(1)) }
+    }
+
     fn upload(&self, x: &[f32]) -> Result<CudaSlice<f32>> {
         self.dev.clone_htod(x)
     }

@@ -137,7 +137,7 @@ impl GpuOp for StepOp {
         let (out, saved) = self.0.forward(l, x)?;
         let d = &self.0.d;
         let (r, ow, s, rw) = (d.batch, d.out_w(), d.src_len, self.width());
-        let res = l.zeros(r * rw)?;
+        let res = l.scratch(r * rw)?;
         let dst = l.addr(&res);
         let mut parts = vec![(0, l.addr(&out), ow), (ow, l.addr(&saved.alpha), s)];
         if self.0.m0 {

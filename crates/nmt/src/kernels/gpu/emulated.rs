@@ -87,6 +87,10 @@ impl Launch for Emulated {
         Ok(HostBuf::from_vec(vec![0.0; n]))
     }
 
+    fn scratch(&self, n: usize) -> Result<HostBuf<f32>> {
+        Ok(HostBuf::from_vec(vec![f32::NAN; n]))
+    }
+
     fn upload(&self, x: &[f32]) -> Result<HostBuf<f32>> {
         Ok(HostBuf::from_vec(x.to_vec()))
     }

@@ -148,8 +148,12 @@ pub trait Launch {
     type Floats: Send + Sync + 'static;
     /// A buffer of `i64`s (the sentence lengths).
     type Ints;
-    /// `n` zeros.
+    /// `n` zeros (on the GPU an allocation and a memset launch).
     fn zeros(&self, n: usize) -> Result<Self::Floats>;
+    /// `n` values the caller writes before it reads any: on the GPU uninitialised (no memset
+    /// launch), on the host NaN, so that a kernel or product that reads one before it is
+    /// written fails the emulated tests.
+    fn scratch(&self, n: usize) -> Result<Self::Floats>;
     /// A copy of host data.
     fn upload(&self, x: &[f32]) -> Result<Self::Floats>;
     /// A copy of host integers.

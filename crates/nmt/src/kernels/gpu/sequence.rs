@@ -69,8 +69,9 @@ impl GpuOp for Sequence {
     fn forward<L: Launch>(&self, l: &L, [gi, u, rows]: [Addr; 3]) -> Result<(L::Floats, Saved<L::Floats>)> {
         let (b, s, h, g) = (self.d.batch, self.d.len, self.d.hidden, self.d.g());
         let (dir, _lens, _mask) = self.dir(l, u)?;
-        let (out, gh, q) = (l.zeros(b * s * h)?, l.zeros(b * s * g)?, l.zeros(self.d.q_len())?);
-        let (zeros, hub, ghp) = (l.zeros(b * h)?, l.zeros(b * h)?, l.addr(&gh));
+        // Written before they are read (`Launch::scratch`), as in `birnn.rs`.
+        let (out, gh, q) = (l.scratch(b * s * h)?, l.scratch(b * s * g)?, l.scratch(self.d.q_len())?);
+        let (zeros, hub, ghp) = (l.zeros(b * h)?, l.scratch(b * h)?, l.addr(&gh));
         let (gi64, ld, si) = (g as i64, (g + h) as i64, s as i64);
         let fill = FillRows { dst: ghp, src: rows, src_ld: ld, rows: b as i64 * si, width: gi64, group: si };
         l.launch(&args::FILL_ROWS, b * s * g, fill)?;
