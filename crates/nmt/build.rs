@@ -1,5 +1,5 @@
 //! Compiles the GPU kernels of `src/kernels/gpu/` (`recurrence.cu`, `attention.cu`,
-//! `search.cu`, `update.cu`) twice:
+//! `search.cu`, `update.cu`, `feedback.cu`) twice:
 //! - for the host, always (the `cc` crate and the host's C compiler, with `emulate.h`): the
 //!   CPU tests run the very same kernels thread by thread (`kernels/gpu/emulated.rs`), so that
 //!   their arithmetic is checked on every machine, GPU or not;
@@ -14,7 +14,7 @@ use std::process::Command;
 
 fn main() {
     let dir = PathBuf::from("src/kernels/gpu");
-    for f in ["recurrence.cu", "attention.cu", "search.cu", "update.cu", "common.h", "emulate.h", "emulate.c"] {
+    for f in ["recurrence.cu", "attention.cu", "search.cu", "update.cu", "feedback.cu", "common.h", "emulate.h", "emulate.c"] {
         println!("cargo:rerun-if-changed={}", dir.join(f).display());
     }
     // C, not C++: Rust's linking already needs a C compiler, a C++ one may be missing.
@@ -28,7 +28,7 @@ fn main() {
             Err(_) => "nvcc".into(),
         });
         let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-        for name in ["recurrence", "attention", "search", "update"] {
+        for name in ["recurrence", "attention", "search", "update", "feedback"] {
             let out = out_dir.join(format!("{name}.ptx"));
             let src = dir.join(format!("{name}.cu"));
             let status = Command::new(&nvcc)

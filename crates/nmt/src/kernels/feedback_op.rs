@@ -86,7 +86,7 @@ pub fn feedback_host(s1: &[f32], h0: &[f32], params: &[f32], spec: FeedbackSpec<
 }
 
 /// A call's [`Dims`] for inputs of `(B, T, n)` and `params` weights, if they fit the spec.
-fn dims((batch, len, hidden): (usize, usize, usize), params: usize, spec: &FeedbackSpec<'_>) -> Result<Dims> {
+pub(crate) fn dims((batch, len, hidden): (usize, usize, usize), params: usize, spec: &FeedbackSpec<'_>) -> Result<Dims> {
     let ups = spec.layers.saturating_sub(1);
     let fits = ups >= 1
         && spec.dropout.len() == ups

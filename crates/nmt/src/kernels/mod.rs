@@ -12,7 +12,7 @@ pub mod deep_output;
 pub mod dense;
 mod feedback_backward;
 pub mod feedback_op;
-mod feedback_step;
+pub(crate) mod feedback_step;
 pub mod gemm;
 pub mod gpu;
 pub mod gru_cell;

@@ -9,6 +9,7 @@
 use candle_core::{DType, Device, Result, Tensor};
 
 use crate::config::Impl;
+use crate::kernels::feedback_op::{self, FeedbackSpec};
 use crate::kernels::rnn_op::{self, RnnSpec};
 use crate::kernels::{gpu, linear};
 
@@ -24,8 +25,8 @@ pub enum Backend {
     FusedF32,
     /// An `f32` model on a GPU: the layers that have GPU kernels (`kernels::gpu`: the
     /// recurrent encoders, RNNenc's and the seq2seq decoders' recurrences, the decoders' upper
-    /// layers, the RNNsearch decoders' loops, GRU or LSTM, layer-normalised or not; not gated
-    /// feedback) run them, the others their composed candle ops; search runs candle's search. `impl = "composed"` on a GPU is [`Backend::Composed`] throughout.
+    /// layers and gated-feedback stacks, the RNNsearch decoders' loops, GRU or LSTM,
+    /// layer-normalised or not) run them, the others their composed candle ops; search runs candle's search. `impl = "composed"` on a GPU is [`Backend::Composed`] throughout.
     Gpu,
 }
 
@@ -63,6 +64,15 @@ impl Backend {
         match self.gpu() {
             true => Ok(x.matmul(w)?.broadcast_add(b)?),
             false => linear::linear(x, w, b),
+        }
+    }
+
+    /// The gated-feedback stack over the first layer's outputs (`kernels::feedback_op`'s
+    /// contract): the fused CPU op, or on a GPU its twin (`kernels::gpu::feedback_sequence`).
+    pub(crate) fn feedback_sequence(self, s1: &Tensor, h0: &Tensor, params: &Tensor, spec: FeedbackSpec<'_>) -> Result<Tensor> {
+        match self.gpu() {
+            true => gpu::feedback_sequence(s1, h0, params, spec),
+            false => feedback_op::feedback_sequence(s1, h0, params, spec),
         }
     }
 

@@ -224,8 +224,8 @@ impl RnnEncoder {
         let out = match self.feedback_stack() {
             Some(stack) => {
                 let zeros = Tensor::zeros((out.dim(0)?, out.dim(2)?), out.dtype(), out.device())?;
-                match backend.fused() {
-                    true => stack.run_fused(&out, &zeros, &masks[1..])?,
+                match backend.fused() || backend.gpu() {
+                    true => stack.run_fused(&out, &zeros, &masks[1..], backend)?,
                     false => stack.run(&out, &zeros, &masks[1..])?,
                 }
             }

@@ -10,12 +10,13 @@
 //! `w_g (n, L)`, `u_g (L·n, L)`, `u_other ((L−1)·n, n)`, layer after layer.
 use candle_core::Tensor;
 
+use super::backend::Backend;
 use super::feedback::FeedbackStack;
 use super::regularizer::LayerMasks;
 use super::rnn::Rnn;
 use crate::config::CellKind;
 use crate::error::{Error, Result};
-use crate::kernels::feedback_op::{feedback_host, feedback_sequence, FeedbackSpec, LayerDropout};
+use crate::kernels::feedback_op::{feedback_host, FeedbackSpec, LayerDropout};
 
 impl FeedbackStack<'_> {
     /// The upper layers' weights as the kernel's flat vector (`cat` sends each weight its own
@@ -36,15 +37,15 @@ impl FeedbackStack<'_> {
     }
 
     /// The fused form of [`FeedbackStack::run`]: the same inputs and masks, the stack as one
-    /// op (`kernels::feedback_op::feedback_sequence`).
-    pub fn run_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks]) -> Result<Tensor> {
+    /// op (`kernels::feedback_op::feedback_sequence`, or on a GPU its twin: `backend`).
+    pub fn run_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks], backend: Backend) -> Result<Tensor> {
         let dropout: Vec<LayerDropout<'_>> = (0..self.layers.len())
             .map(|k| {
                 masks.get(k).map_or_else(LayerDropout::default, |m| LayerDropout { input: m.input.as_deref(), state: m.state.as_deref() })
             })
             .collect();
         let spec = FeedbackSpec { kind: self.kind()?, layers: self.layers.len() + 1, residual: self.residual, dropout: &dropout };
-        Ok(feedback_sequence(s1, h0, &self.flat_params()?, spec)?)
+        Ok(backend.feedback_sequence(s1, h0, &self.flat_params()?, spec)?)
     }
 }
 

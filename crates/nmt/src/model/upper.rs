@@ -78,8 +78,8 @@ impl UpperLayers {
         };
         let masks = stack_masks(dropout, shape);
         if let Some(stack) = self.feedback_stack() {
-            return match backend.fused() {
-                true => stack.run_fused(s1, h0, &masks),
+            return match backend.fused() || backend.gpu() {
+                true => stack.run_fused(s1, h0, &masks, backend),
                 false => stack.run(s1, h0, &masks),
             };
         }

@@ -135,18 +135,25 @@ pub fn shipped_configs(vocab: usize) -> Vec<(String, nmt::config::Config)> {
     out
 }
 
-/// `configs` (from [`shipped_configs`]) and two variants no shipped recipe has, whose layers
-/// have GPU forms of their own (`kernels/gpu/`): RNNsearch with LSTMs (the bidirectional
-/// encoder and Bahdanau's decoder loop, `lstm.rs`), `rnnsearch-small` with `model.cell =
-/// "lstm"`; and Marian's layer-normalised `s2s` (the conditional GRU's loop, `norm.rs`),
-/// `rnnsearch-s2s` with `model.layer_norm = true` (and the reset-after GRU it needs).
+/// `configs` (from [`shipped_configs`]) and variants no shipped recipe has, whose layers have
+/// GPU forms of their own (`kernels/gpu/`): RNNsearch with LSTMs (the bidirectional encoder
+/// and Bahdanau's decoder loop, `lstm.rs`), `rnnsearch-small` with `model.cell = "lstm"`;
+/// Marian's layer-normalised `s2s` (the conditional GRU's loop, `norm.rs`), `rnnsearch-s2s`
+/// with `model.layer_norm = true` (and the reset-after GRU it needs); and gated-feedback
+/// stacks (`feedback.rs`), the decoder's (`rnnsearch-small`) and RNNenc's encoder's
+/// (`rnnenc-small`), three layers each.
 pub fn with_gpu_variants(mut configs: Vec<(String, nmt::config::Config)>) -> Vec<(String, nmt::config::Config)> {
     let find = |name: &str| configs.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("configs/{name}.toml")).1.clone();
     let (mut lstm, mut normed) = (find("rnnsearch-small"), find("rnnsearch-s2s"));
+    let (mut fb_dec, mut fb_enc) = (find("rnnsearch-small"), find("rnnenc-small"));
     lstm.model.cell = nmt::config::Cell::Lstm;
     normed.model.layer_norm = true;
     normed.model.gru = nmt::config::GruForm::ResetAfter;
+    (fb_dec.model.dec_layers, fb_dec.model.stack) = (3, nmt::config::StackKind::GatedFeedback);
+    (fb_enc.model.enc_layers, fb_enc.model.dec_layers, fb_enc.model.stack) = (3, 3, nmt::config::StackKind::GatedFeedback);
     configs.push(("rnnsearch-small with model.cell = lstm".into(), lstm));
     configs.push(("rnnsearch-s2s with model.layer_norm = true, gru = reset-after".into(), normed));
+    configs.push(("rnnsearch-small with dec_layers = 3, stack = gated-feedback".into(), fb_dec));
+    configs.push(("rnnenc-small with enc_layers = dec_layers = 3, stack = gated-feedback".into(), fb_enc));
     configs
 }

@@ -84,6 +84,27 @@ kernels! {
 }
 
 kernels! {
+    Feedback:
+    FB_SIGMOID = nmt_fb_sigmoid, FbSigmoid { x: Addr, n: i64 }
+    FB_ADD_ROWS = nmt_fb_add_rows, FbAddRows { dst: Addr, dst_ld: i64, src: Addr, src_ld: i64, mask: Addr, rows: i64, width: i64 }
+    FB_SOURCES = nmt_fb_sources, FbSources { p: FbStep, v: Addr }
+    FB_CELL_FWD = nmt_fb_cell_fwd, FbCellFwd {
+        gi: Addr, gh: Addr, rsum: Addr, bh: Addr, hprev: Addr, hprev_ld: i64, cprev: Addr, c: Addr, x: Addr, x_ld: i64,
+        residual: i64, h: Addr, h_ld: i64, xout: Addr, xout_ld: i64, cand: Addr, batch: i64, hidden: i64, kind: i64,
+    }
+    FB_CELL_BWD = nmt_fb_cell_bwd, FbCellBwd {
+        gi: Addr, gh: Addr, cand: Addr, rsum: Addr, bh: Addr, hprev: Addr, hprev_ld: i64, cprev: Addr, c: Addr, dh: Addr,
+        dc: Addr, dgi: Addr, drs: Addr, dr: Addr, dhprev: Addr, batch: i64, hidden: i64, kind: i64,
+    }
+    FB_GATE_BWD = nmt_fb_gate_bwd, FbGateBwd { p: FbStep, dv: Addr, dgp: Addr }
+    FB_SOURCES_BWD = nmt_fb_sources_bwd, FbSourcesBwd { p: FbStep, dv: Addr, dr: Addr, dhu: Addr, ds: Addr, dgi: Addr }
+    FB_DGH = nmt_fb_dgh, FbDgh { dgi: Addr, dgh: Addr, batch: i64, hidden: i64, gates: i64 }
+    FB_STATE_BWD = nmt_fb_state_bwd, FbStateBwd {
+        ds: Addr, dhprev: Addr, dhu: Addr, mask: Addr, own: i64, batch: i64, layers: i64, hidden: i64,
+    }
+}
+
+kernels! {
     Update:
     UPDATE = nmt_update, Update {
         out: Addr, p: Addr, g: Addr, mv: Addr, n: i64, adam: i64, scale: f64, lr: f64, beta: f64, beta2: f64, eps: f64,
@@ -114,6 +135,29 @@ pub struct GradRows {
     pub dgh: Addr,
     pub dgh_ld: i64,
 }
+
+/// What `feedback.cu`'s step kernels share (`NmtFbStep`): the step's `gi`, `GH`, gates `g`,
+/// masked own state `hu` and sources `S`, contiguous, the layer's own source index and the
+/// sizes; `kind` is [`FB_PAPER`], [`FB_RESET_AFTER`] or [`FB_LSTM`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct FbStep {
+    pub gi: Addr,
+    pub gh: Addr,
+    pub g: Addr,
+    pub hu: Addr,
+    pub s: Addr,
+    pub own: i64,
+    pub batch: i64,
+    pub layers: i64,
+    pub hidden: i64,
+    pub kind: i64,
+}
+
+/// The cell codes of `feedback.cu`.
+pub const FB_PAPER: i64 = 0;
+pub const FB_RESET_AFTER: i64 = 1;
+pub const FB_LSTM: i64 = 2;
 
 /// The form codes of `recurrence.cu` (`NMT_PAPER`, `NMT_RESET_AFTER`).
 pub const PAPER: i64 = 0;

@@ -21,6 +21,7 @@ fn ptx(m: Module) -> (&'static str, &'static str) {
         Module::Attention => ("nmt_attention", include_str!(concat!(env!("OUT_DIR"), "/attention.ptx"))),
         Module::Search => ("nmt_search", include_str!(concat!(env!("OUT_DIR"), "/search.ptx"))),
         Module::Update => ("nmt_update", include_str!(concat!(env!("OUT_DIR"), "/update.ptx"))),
+        Module::Feedback => ("nmt_feedback", include_str!(concat!(env!("OUT_DIR"), "/feedback.ptx"))),
     }
 }
 

@@ -14,3 +14,4 @@ void nmt_emu_index(unsigned block, unsigned thread, unsigned block_dim, unsigned
 #include "attention.cu"
 #include "search.cu"
 #include "update.cu"
+#include "feedback.cu"

@@ -8,6 +8,8 @@
 //! - `lstm.rs`: one LSTM step (recurrent dropout, padding) and `dU`;
 //! - `recurrent.rs`: either cell, chosen once from the layer's cell kind;
 //! - `norm.rs`: layer normalisation of a product's rows (Marian's `s2s`);
+//! - `feedback.rs`, `feedback_backward.rs`: the gated-feedback stack, `feedback_op.rs` the op
+//!   (`feedback_sequence`);
 //! - `direction.rs`: one direction's loops through time, shared by `birnn.rs`, the
 //!   bidirectional GRU or LSTM encoder layer (the op `birnn_sequence`), and `sequence.rs`, one
 //!   direction with each sentence's initial state (the op `rnn_sequence`);
@@ -49,6 +51,9 @@ pub(crate) mod cuda;
 mod decoder_op;
 mod direction;
 pub(crate) mod emulated;
+mod feedback;
+mod feedback_backward;
+mod feedback_op;
 mod lstm;
 mod norm;
 mod op;
@@ -59,6 +64,7 @@ pub mod update;
 
 pub use birnn::birnn_sequence;
 pub use decoder_op::{attention_loop, attention_step};
+pub use feedback_op::feedback_sequence;
 pub use sequence::rnn_sequence;
 
 use candle_core::Result;
@@ -122,6 +128,8 @@ pub enum Module {
     Search,
     /// `update.cu`: the optimiser's update.
     Update,
+    /// `feedback.cu`: the gated-feedback stack.
+    Feedback,
 }
 
 /// A kernel taking the argument struct `A` (`args.rs`): its module, its PTX name and the

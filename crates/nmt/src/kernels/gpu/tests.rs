@@ -149,3 +149,51 @@ fn emulated_gpu_update_equals_the_cpu_update() {
         }
     }
 }
+
+/// The gated-feedback stack (`feedback.rs`) against `kernels::feedback_op`: both GRU forms and
+/// the LSTM, three layers (two upper), with and without dropout (input and state masks) and
+/// residual connections; the top outputs and the gradients of `s1`, `h0` and every weight.
+#[test]
+fn emulated_gpu_feedback_stack_equals_the_cpu_op() {
+    use crate::kernels::feedback_op::{self, FeedbackSpec, LayerDropout};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(59);
+    let (b, t, n, layers) = (3usize, 4usize, 5usize, 3usize);
+    let keep = |rng: &mut rand_chacha::ChaCha8Rng, len: usize| -> Vec<f32> {
+        (0..len).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect()
+    };
+    for kind in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm] {
+        for (dropout, residual) in [(false, false), (true, false), (false, true), (true, true)] {
+            let plen = (layers - 1) * feedback_op::param_len(kind, n, layers);
+            let vars = [random(&mut rng, &[b, t, n], 1.0), random(&mut rng, &[b, n], 1.0), random(&mut rng, &[plen], 0.4)];
+            let w =
+                Tensor::from_vec((0..b * t * n).map(|_| rng.gen_range(-1f32..1.0)).collect::<Vec<_>>(), (b, t, n), &Device::Cpu).unwrap();
+            let masks: Vec<(Vec<f32>, Vec<f32>)> = (0..layers - 1).map(|_| (keep(&mut rng, b * t * n), keep(&mut rng, b * n))).collect();
+            let drop: Vec<LayerDropout<'_>> = masks
+                .iter()
+                .map(|(i, s)| if dropout { LayerDropout { input: Some(&i[..]), state: Some(&s[..]) } } else { LayerDropout::default() })
+                .collect();
+            let spec = FeedbackSpec { kind, layers, residual, dropout: &drop };
+            let run = |gpu: bool| -> Vec<Vec<f32>> {
+                let [s1, h0, p] = &vars;
+                let out = match gpu {
+                    true => super::feedback_sequence(s1.as_tensor(), h0.as_tensor(), p.as_tensor(), spec.clone()).unwrap(),
+                    false => feedback_op::feedback_sequence(s1.as_tensor(), h0.as_tensor(), p.as_tensor(), spec.clone()).unwrap(),
+                };
+                let grads = (&out * &w).unwrap().sum_all().unwrap().backward().unwrap();
+                let mut all = vec![out.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
+                for v in &vars {
+                    all.push(grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap());
+                }
+                all
+            };
+            let (want, got) = (run(false), run(true));
+            for (k, (a, e)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(a.len(), e.len());
+                for (i, (x, y)) in a.iter().zip(e).enumerate() {
+                    let ok = (x - y).abs() <= 1e-5 * (1.0 + y.abs());
+                    assert!(ok, "{kind:?} dropout {dropout} residual {residual}: tensor {k} [{i}]: gpu {x}, cpu {y}");
+                }
+            }
+        }
+    }
+}
