@@ -107,28 +107,27 @@ impl Stack {
     }
 }
 
-/// `dst` rows `=` `src` rows (times `mask`, contiguous `(rows, width)`, where given).
-pub(super) fn copy_rows<L: Launch>(
-    l: &L,
-    (dst, dst_ld): (Addr, usize),
-    (src, src_ld): (Addr, usize),
-    mask: Addr,
-    (rows, width): (usize, usize),
-) -> Result<()> {
-    let (dst_ld, src_ld, r, w) = (dst_ld as i64, src_ld as i64, rows as i64, width as i64);
-    l.launch(&args::MASK_ROWS, rows * width, MaskRows { dst, dst_ld, src, src_ld, mask, rows: r, width: w })
+/// How [`put_rows`] puts its rows: `dst = src` or `dst += src`.
+#[derive(Clone, Copy)]
+pub(super) enum Put {
+    Copy,
+    Add,
 }
 
-/// `dst` rows `+=` `src` rows (times `mask`, where given).
-pub(super) fn add_rows<L: Launch>(
+/// `dst` rows `=` (or `+=`) `src` rows, times `mask` (contiguous `(rows, width)`) where given.
+pub(super) fn put_rows<L: Launch>(
     l: &L,
+    put: Put,
     (dst, dst_ld): (Addr, usize),
     (src, src_ld): (Addr, usize),
     mask: Addr,
     (rows, width): (usize, usize),
 ) -> Result<()> {
-    let (dst_ld, src_ld, r, w) = (dst_ld as i64, src_ld as i64, rows as i64, width as i64);
-    l.launch(&args::FB_ADD_ROWS, rows * width, FbAddRows { dst, dst_ld, src, src_ld, mask, rows: r, width: w })
+    let (dst_ld, src_ld, r, w, n) = (dst_ld as i64, src_ld as i64, rows as i64, width as i64, rows * width);
+    match put {
+        Put::Copy => l.launch(&args::MASK_ROWS, n, MaskRows { dst, dst_ld, src, src_ld, mask, rows: r, width: w }),
+        Put::Add => l.launch(&args::FB_ADD_ROWS, n, FbAddRows { dst, dst_ld, src, src_ld, mask, rows: r, width: w }),
+    }
 }
 
 /// Each of `rows` rows of `dst (rows, width)` a copy of the one row `src (width)`.
@@ -171,7 +170,7 @@ pub(super) fn forward<L: Launch>(op: &Stack, l: &L, [s1, h0, p]: [Addr; 3]) -> R
         [&sv.s, &sv.c, &sv.xin, &sv.gi, &sv.gh, &sv.g, &sv.v, &sv.rsum, &sv.cand].map(|f| l.addr(f));
     let (xc, hup, topp) = (l.addr(&xcur), l.addr(&hu), l.addr(&top));
     for i in 0..nl {
-        copy_rows(l, (sp.at(i * n), ln), (h0, n), Addr::NULL, (b, n))?;
+        put_rows(l, Put::Copy, (sp.at(i * n), ln), (h0, n), Addr::NULL, (b, n))?;
     }
     let residual = op.d.residual as i64;
     for t in 0..tl {
@@ -181,7 +180,7 @@ pub(super) fn forward<L: Launch>(op: &Stack, l: &L, [s1, h0, p]: [Addr; 3]) -> R
             let (x, x_ld) = if k == 0 { (s1.at(t * n), tl * n) } else { (xc, n) };
             let input_mask = masks.input[k].as_ref().map_or(Addr::NULL, |m| l.addr(m).at(t * b * n));
             let (xin, gi, gh, gg) = (xinp.at(i * b * n), gip.at(i * b * g), ghp.at(i * b * g), gp.at(i * b * nl));
-            copy_rows(l, (xin, n), (x, x_ld), input_mask, (b, n))?;
+            put_rows(l, Put::Copy, (xin, n), (x, x_ld), input_mask, (b, n))?;
             // gi = x W + b;  g = σ(x W_g + S U_g).
             fill_rows(l, gi, w.at(o.b), (b, g))?;
             l.gemm(gemm(b, g, n, View::new(xin, n), View::new(w.at(o.w), g), View::new(gi, g), true))?;
@@ -189,7 +188,7 @@ pub(super) fn forward<L: Launch>(op: &Stack, l: &L, [s1, h0, p]: [Addr; 3]) -> R
             l.gemm(gemm(b, nl, ln, View::new(s_t, ln), View::new(w.at(o.ug), nl), View::new(gg, nl), true))?;
             l.launch(&args::FB_SIGMOID, b * nl, FbSigmoid { x: gg, n: (b * nl) as i64 })?;
             // GH = (m ⊙ h) U + b_h.
-            copy_rows(l, (hup, n), (s_t.at(own * n), ln), addr_or_null(l, masks.state[k].as_ref()), (b, n))?;
+            put_rows(l, Put::Copy, (hup, n), (s_t.at(own * n), ln), addr_or_null(l, masks.state[k].as_ref()), (b, n))?;
             fill_rows(l, gh, w.at(o.bh), (b, g))?;
             l.gemm(gemm(b, g, n, View::new(hup, n), View::new(w.at(o.u), g), View::new(gh, g), true))?;
             // V, then R = V [U_c; U_other].
@@ -225,7 +224,7 @@ pub(super) fn forward<L: Launch>(op: &Stack, l: &L, [s1, h0, p]: [Addr; 3]) -> R
             };
             l.launch(&args::FB_CELL_FWD, b * n, cell)?;
         }
-        copy_rows(l, (s_next, ln), (s1.at(t * n), tl * n), Addr::NULL, (b, n))?;
+        put_rows(l, Put::Copy, (s_next, ln), (s1.at(t * n), tl * n), Addr::NULL, (b, n))?;
     }
     Ok((top, sv))
 }

@@ -8,7 +8,7 @@ use candle_core::Result;
 
 use super::args::{self, FbCellBwd, FbDgh, FbGateBwd, FbSourcesBwd, FbStateBwd};
 use super::cell::gemm;
-use super::feedback::{add_col_sums, add_rows, addr_or_null, copy_rows, fill_rows, Saved, Stack, Sz};
+use super::feedback::{add_col_sums, addr_or_null, fill_rows, put_rows, Put, Saved, Stack, Sz};
 use super::{Addr, Launch, View};
 use crate::config::CellKind;
 
@@ -45,7 +45,7 @@ pub(super) fn backward<L: Launch>(
         let s_t = sp.at(t * b * ln);
         fill_rows(l, ds_cur, zr, (b, ln))?;
         let mut cur = 0;
-        copy_rows(l, (d_o[cur], n), (dtop.at(t * n), tl * n), Addr::NULL, rows)?;
+        put_rows(l, Put::Copy, (d_o[cur], n), (dtop.at(t * n), tl * n), Addr::NULL, rows)?;
         for k in (0..ups).rev() {
             let (i, own, (w, o), (gw, _)) = (t * ups + k, k + 1, op.layer(p, k), op.layer(dpp, k));
             let (gi, gh, gg, v) = (gip.at(i * b * g), ghp.at(i * b * g), gp.at(i * b * nl), vp.at(i * b * ln));
@@ -55,8 +55,8 @@ pub(super) fn backward<L: Launch>(
                 addr_or_null(l, masks.state[k].as_ref()),
             );
             // dh = d_o + dS_{t+1}'s block of this layer.
-            copy_rows(l, (dhp, n), (d_o[cur], n), Addr::NULL, rows)?;
-            add_rows(l, (dhp, n), (ds_next.at(own * n), ln), Addr::NULL, rows)?;
+            put_rows(l, Put::Copy, (dhp, n), (d_o[cur], n), Addr::NULL, rows)?;
+            put_rows(l, Put::Add, (dhp, n), (ds_next.at(own * n), ln), Addr::NULL, rows)?;
             let (cprev, c) =
                 if lstm { (cp.at((t * ups + k) * b * n), cp.at(((t + 1) * ups + k) * b * n)) } else { (Addr::NULL, Addr::NULL) };
             let cell = FbCellBwd {
@@ -88,7 +88,7 @@ pub(super) fn backward<L: Launch>(
             l.gemm(gemm(b, n, n, drv, View::new(w.at(o.u + 2 * n), g).t(), View::new(dvp, ln), false))?;
             l.gemm(gemm(b, uo_rows, n, drv, View::new(w.at(o.uo), n).t(), View::new(dvp.at(n), ln), false))?;
             // V's sources and gates.
-            copy_rows(l, (hup, n), (s_t.at(own * n), ln), state_mask, rows)?;
+            put_rows(l, Put::Copy, (hup, n), (s_t.at(own * n), ln), state_mask, rows)?;
             let st = op.step((gi, gh, gg), hup, s_t, own);
             l.launch(&args::FB_GATE_BWD, b * nl, FbGateBwd { p: st, dv: dvp, dgp: dgpp })?;
             l.launch(&args::FB_SOURCES_BWD, b * n, FbSourcesBwd { p: st, dv: dvp, dr: drp, dhu: dhup, ds: ds_cur, dgi: dgip })?;
@@ -115,16 +115,16 @@ pub(super) fn backward<L: Launch>(
             match k {
                 0 => {
                     let dst = (s1g.at(t * n), tl * n);
-                    add_rows(l, dst, (dxp, n), input_mask, rows)?;
+                    put_rows(l, Put::Add, dst, (dxp, n), input_mask, rows)?;
                     if op.d.residual {
-                        add_rows(l, dst, (d_o[cur], n), Addr::NULL, rows)?;
+                        put_rows(l, Put::Add, dst, (d_o[cur], n), Addr::NULL, rows)?;
                     }
                 }
                 _ => {
                     let next = 1 - cur;
-                    copy_rows(l, (d_o[next], n), (dxp, n), input_mask, rows)?;
+                    put_rows(l, Put::Copy, (d_o[next], n), (dxp, n), input_mask, rows)?;
                     if op.d.residual {
-                        add_rows(l, (d_o[next], n), (d_o[cur], n), Addr::NULL, rows)?;
+                        put_rows(l, Put::Add, (d_o[next], n), (d_o[cur], n), Addr::NULL, rows)?;
                     }
                     cur = next;
                 }
@@ -132,12 +132,12 @@ pub(super) fn backward<L: Launch>(
         }
         // Block 0 of S_t is the first layer's output at t − 1, or h0.
         let dst = if t > 0 { (s1g.at((t - 1) * n), tl * n) } else { (h0g, n) };
-        add_rows(l, dst, (ds_cur, ln), Addr::NULL, rows)?;
+        put_rows(l, Put::Add, dst, (ds_cur, ln), Addr::NULL, rows)?;
         std::mem::swap(&mut ds_next, &mut ds_cur);
     }
     // Every upper layer started from h0.
     for i in 1..nl {
-        add_rows(l, (h0g, n), (ds_next.at(i * n), ln), Addr::NULL, rows)?;
+        put_rows(l, Put::Add, (h0g, n), (ds_next.at(i * n), ln), Addr::NULL, rows)?;
     }
     Ok([ds1, dh0, dp])
 }
