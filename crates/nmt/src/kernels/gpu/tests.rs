@@ -25,7 +25,12 @@ fn run(gpu: bool, vars: &[Var; 3], w: &Tensor, spec: RnnSpec<'_>) -> Vec<Vec<f32
         true => super::birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap(),
         false => crate::kernels::birnn::birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap(),
     };
-    let grads = (&out * w).unwrap().sum_all().unwrap().backward().unwrap();
+    out_and_grads(&out, w, vars)
+}
+
+/// `out` and the gradients of `vars` under the loss `Σ out ⊙ w`, flat.
+fn out_and_grads(out: &Tensor, w: &Tensor, vars: &[Var]) -> Vec<Vec<f32>> {
+    let grads = (out * w).unwrap().sum_all().unwrap().backward().unwrap();
     let mut all = vec![out.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
     for v in vars {
         all.push(grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap());
@@ -90,12 +95,7 @@ fn emulated_gpu_rnn_sequence_equals_the_cpu_op() {
                     true => super::rnn_sequence(gi, u, rows, reverse, spec).unwrap(),
                     false => crate::kernels::rnn_op::rnn_sequence(gi, u, rows, reverse, spec).unwrap(),
                 };
-                let grads = (&out * &w).unwrap().sum_all().unwrap().backward().unwrap();
-                let mut all = vec![out.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
-                for v in &vars {
-                    all.push(grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap());
-                }
-                all
+                out_and_grads(&out, &w, &vars)
             };
             let (want, got) = (run(false), run(true));
             for (k, (a, e)) in got.iter().zip(&want).enumerate() {
@@ -179,12 +179,7 @@ fn emulated_gpu_feedback_stack_equals_the_cpu_op() {
                     true => super::feedback_sequence(s1.as_tensor(), h0.as_tensor(), p.as_tensor(), spec.clone()).unwrap(),
                     false => feedback_op::feedback_sequence(s1.as_tensor(), h0.as_tensor(), p.as_tensor(), spec.clone()).unwrap(),
                 };
-                let grads = (&out * &w).unwrap().sum_all().unwrap().backward().unwrap();
-                let mut all = vec![out.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
-                for v in &vars {
-                    all.push(grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap());
-                }
-                all
+                out_and_grads(&out, &w, &vars)
             };
             let (want, got) = (run(false), run(true));
             for (k, (a, e)) in got.iter().zip(&want).enumerate() {
