@@ -141,6 +141,7 @@ pub(super) fn add_col_sums<L: Launch>(l: &L, (rows, w): (usize, usize), src: Add
     l.gemm(gemm(1, w, rows, View::new(ones, rows), View::new(src, w), View::new(dst, w), true))
 }
 
+/// The address of an optional buffer (a mask), or [`Addr::NULL`].
 pub(super) fn addr_or_null<L: Launch>(l: &L, f: Option<&L::Floats>) -> Addr {
     f.map_or(Addr::NULL, |f| l.addr(f))
 }
