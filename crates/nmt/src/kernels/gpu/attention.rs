@@ -68,7 +68,7 @@ pub(super) struct Raw<F> {
 }
 
 impl<F> Raw<F> {
-    fn zeros<L: Launch<Floats = F>>(l: &L, d: &AttnDims) -> Result<Self> {
+    fn scratch<L: Launch<Floats = F>>(l: &L, d: &AttnDims) -> Result<Self> {
         let bt = d.batch * d.tgt_len;
         let n = |len: usize| if d.norm { bt * len } else { 1 };
         // Every row is written (a product, `norm.rs`'s kernels) before it is read.
@@ -81,8 +81,9 @@ impl<F> Raw<F> {
 }
 
 impl<F> Saved<F> {
-    /// Zeroed buffers for `d` (one element where a buffer is not used).
-    pub(super) fn zeros<L: Launch<Floats = F>>(l: &L, at: &At<'_>) -> Result<Self> {
+    /// The buffers for `d` (one element where a buffer is not used), zeroed only where a
+    /// launch adds to them.
+    pub(super) fn new<L: Launch<Floats = F>>(l: &L, at: &At<'_>) -> Result<Self> {
         let d = at.d;
         let (bt, h, g) = (d.batch * d.tgt_len, d.hidden, d.g());
         let paper = d.kind == CellKind::Gru(GruForm::Paper);
@@ -100,7 +101,7 @@ impl<F> Saved<F> {
             gh1: l.scratch(n(gh1, bt * g))?,
             q1: l.scratch(n(q1, bt * h))?,
             sp: l.scratch(n(sp, bt * h))?,
-            raw: Raw::zeros(l, d)?,
+            raw: Raw::scratch(l, d)?,
         })
     }
 }
@@ -165,7 +166,7 @@ impl<F: Send + Sync + 'static> Back<F> {
             dgh: l.zeros(bt * g)?,
             dws: l.zeros(bt * a)?,
             scratch: [l.zeros(b * a)?, l.zeros(b * d.ctx)?, l.zeros(b * d.src_len)?, l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * h)?],
-            norm: [Raw::zeros(l, d)?, Raw::zeros(l, d)?],
+            norm: [Raw::scratch(l, d)?, Raw::scratch(l, d)?],
         })
     }
 
@@ -185,8 +186,8 @@ impl<F: Send + Sync + 'static> Back<F> {
 }
 
 /// Where step `i`'s rows are, and the launches both loops share: the loop's sizes (the CPU
-/// op's, `kernels::attn_decoder`: its `lens`, `state_mask`, `conditional`, cell and weight
-/// offsets; no layer normalisation) and its inputs.
+/// op's, `kernels::attn_decoder`: its `lens`, `state_mask`, `conditional`, cell, layer
+/// normalisation and weight offsets) and its inputs.
 pub(super) struct At<'a> {
     pub d: &'a AttnDims,
     pub x: Inputs,
@@ -249,14 +250,7 @@ impl At<'_> {
         let (n, sl, cd, ad) = self.sizes();
         let (ws_i, alpha_i, v) = (self.rows(saved.ws, a, i), self.rows(saved.alpha, s, i), x.w.at(d.woff().va));
         let (qv, wa) = (View::new(query.0, query.1 as usize), View::new(x.w.at(d.woff().wa), a));
-        match self.gain(d.woff().gw) {
-            Addr::NULL => l.gemm(gemm(b, a, h, qv, wa, View::new(ws_i.0, ws_i.1 as usize), true))?,
-            gw => {
-                let raw = self.rows(saved.raw.ws, a, i);
-                l.gemm(gemm(b, a, h, qv, wa, View::new(raw.0, raw.1 as usize), false))?;
-                norm::forward(l, (b, a), gw, raw, ws_i)?;
-            }
-        }
+        norm::product(l, (b, a, h), (qv, wa), self.gain(d.woff().gw), self.normed(saved.raw.ws, a, i), ws_i)?;
         let sc = AttScores { enc: x.enc, ws: ws_i.0, ws_ld: ws_i.1, v, lens: x.lens, e, batch: n, src_len: sl, ctx: cd, att: ad };
         l.launch(&args::ATT_SCORES, b * s, sc)?;
         let sm = AttSoftmax { e, lens: x.lens, alpha: alpha_i.0, alpha_ld: alpha_i.1, batch: n, src_len: sl };
@@ -286,14 +280,8 @@ impl At<'_> {
         let (dws, dws_ld, dv) = (dws_i.0, dws_i.1, g.dv);
         let qb = AttQueryBwd { enc, ws, ws_ld, v, de, lens, dws, dws_ld, dv, batch: n, src_len: sl, ctx: cd, att: ad };
         l.launch(&args::ATT_QUERY_BWD, b * a, qb)?;
-        let dq = match self.gain(d.woff().gw) {
-            Addr::NULL => dws_i,
-            gw => {
-                let da = self.rows(back.da.ws, a, i);
-                norm::backward(l, (b, a), gw, self.rows(saved.raw.ws, a, i), dws_i, (da, self.rows(back.dyx.ws, a, i)))?;
-                da
-            }
-        };
+        let grads = (self.normed(back.da.ws, a, i), self.normed(back.dyx.ws, a, i));
+        let dq = norm::product_grad(l, (b, a), self.gain(d.woff().gw), self.normed(saved.raw.ws, a, i), dws_i, grads)?;
         let wat = View::new(x.w.at(d.woff().wa), a).t();
         l.gemm(gemm(b, h, a, View::new(dq.0, dq.1 as usize), wat, View::new(back.carry, h), true))
     }
@@ -304,14 +292,7 @@ impl At<'_> {
         let (d, wc) = (self.d, self.x.w.at(self.d.woff().wc));
         let (b, g) = (d.batch, d.g());
         let (civ, wcv, gi_i) = (View::new(c_i.0, c_i.1 as usize), View::new(wc, g), self.rows(saved.gi, g, i));
-        match self.gain(d.woff().g2x) {
-            Addr::NULL => l.gemm(gemm(b, g, d.ctx, civ, wcv, View::new(gi_i.0, gi_i.1 as usize), true)),
-            gamma => {
-                let raw = self.rows(saved.raw.gi, g, i);
-                l.gemm(gemm(b, g, d.ctx, civ, wcv, View::new(raw.0, raw.1 as usize), false))?;
-                norm::forward(l, (b, g), gamma, raw, gi_i)
-            }
-        }
+        norm::product(l, (b, g, d.ctx), (civ, wcv), self.gain(d.woff().g2x), self.normed(saved.raw.gi, g, i), gi_i)
     }
 
     /// Back from step `i`'s context: `dc = dout_c + dGI_i W_cᵀ` (`dout` the output's
@@ -331,14 +312,8 @@ impl At<'_> {
         let (n, cd) = (b as i64, c as i64);
         let copy = MaskRows { dst: dc, dst_ld: cd, src: dout_c.0, src_ld: dout_c.1, mask: Addr::NULL, rows: n, width: cd };
         l.launch(&args::MASK_ROWS, b * c, copy)?;
-        let dp = match self.gain(d.woff().g2x) {
-            Addr::NULL => dgi_i,
-            gamma => {
-                let da = self.rows(back.da.gi, gw, i);
-                norm::backward(l, (b, gw), gamma, self.rows(saved.raw.gi, gw, i), dgi_i, (da, self.rows(back.dyx.gi, gw, i)))?;
-                da
-            }
-        };
+        let grads = (self.normed(back.da.gi, gw, i), self.normed(back.dyx.gi, gw, i));
+        let dp = norm::product_grad(l, (b, gw), self.gain(d.woff().g2x), self.normed(saved.raw.gi, gw, i), dgi_i, grads)?;
         let wct = View::new(self.x.w.at(d.woff().wc), gw).t();
         l.gemm(gemm(b, c, gw, View::new(dp.0, dp.1 as usize), wct, View::new(dc, c), true))?;
         self.attend_backward(l, i, saved, back)

@@ -27,7 +27,7 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     let (b, t, s, h, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
     let out = l.scratch(bt * ow)?;
-    let saved = Saved::zeros(l, at)?;
+    let saved = Saved::new(l, at)?;
     // `m_0 = 0`, the LSTM's (a GRU reads no cell state).
     let zeros = if d.kind == CellKind::Lstm { l.zeros(b * h)? } else { l.scratch(1)? };
     let (e, hub) = (l.scratch(b * s)?, l.scratch(b * h)?);
@@ -66,7 +66,8 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     let BackAddr { dseq: dseqp, dw: dwp, dgh: dghp, dws: dwsp, ag, carry, carry_c, dq, buf, .. } = ba;
     let sv = saved.addrs(l);
     let cell = at.cell(o.u, x.mask, Addr::NULL);
-    let zeros = l.zeros(b * h)?;
+    // `m_0 = 0`, the LSTM's, as in the forward pass.
+    let zeros = if d.kind == CellKind::Lstm { l.zeros(b * h)? } else { l.scratch(1)? };
     let zp = l.addr(&zeros);
     for i in (0..t).rev() {
         let (gi, gh, q, hp, cp) =

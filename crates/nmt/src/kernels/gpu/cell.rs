@@ -141,11 +141,7 @@ impl Cell {
         let (hu, hu_ld) = masked_state(l, (b, h), self.mask, s.hp, hub)?;
         let (huv, ghv) = (View::new(hu, hu_ld as usize), View::new(s.gh.0, s.gh.1 as usize));
         match self.form {
-            GruForm::ResetAfter if self.gamma != Addr::NULL => {
-                l.gemm(gemm(b, g, h, huv, View::new(self.u, g), View::new(s.a.0, s.a.1 as usize), false))?;
-                norm::forward(l, (b, g), self.gamma, s.a, s.gh)?;
-            }
-            GruForm::ResetAfter => l.gemm(gemm(b, g, h, huv, View::new(self.u, g), ghv, true))?,
+            GruForm::ResetAfter => norm::product(l, (b, g, h), (huv, View::new(self.u, g)), self.gamma, s.a, s.gh)?,
             GruForm::Paper => {
                 l.gemm(gemm(b, 2 * h, h, huv, View::new(self.u, g), ghv, true))?;
                 let (gi, gh, q) = (s.gi, s.gh, s.q);
@@ -184,11 +180,10 @@ impl Cell {
         let through_u = |dg: View, k: usize, ut: View| carry_through_u(l, (b, h), self.mask, (dg, k, ut), (d.carry, d.buf));
         let dgv = View::new(d.dgh.0, d.dgh.1 as usize);
         match self.form {
-            GruForm::ResetAfter if self.gamma != Addr::NULL => {
-                norm::backward(l, (b, g), self.gamma, s.a, d.dgh, (d.da, d.dyx))?;
-                through_u(View::new(d.da.0, d.da.1 as usize), g, View::new(self.u, g).t())
+            GruForm::ResetAfter => {
+                let dp = norm::product_grad(l, (b, g), self.gamma, s.a, d.dgh, (d.da, d.dyx))?;
+                through_u(View::new(dp.0, dp.1 as usize), g, View::new(self.u, g).t())
             }
-            GruForm::ResetAfter => through_u(dgv, g, View::new(self.u, g).t()),
             GruForm::Paper => {
                 let dn = View::new(d.dgh.0.at(2 * h), d.dgh.1 as usize);
                 l.gemm(gemm(b, h, h, dn, View::new(self.u.at(2 * h), g).t(), View::new(d.dq, h), false))?;

@@ -31,7 +31,7 @@ pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved
     let (b, t, s, h, g) = (d.batch, d.tgt_len, d.src_len, d.hidden, d.g());
     let (o, ow, bt) = (d.woff(), d.out_w(), b * t);
     let out = l.scratch(bt * ow)?;
-    let saved = Saved::zeros(l, at)?;
+    let saved = Saved::new(l, at)?;
     let (e, hub) = (l.scratch(b * s)?, l.scratch(b * h)?);
     // Every address once, before the loop (on a GPU a lookup is driver calls: `cuda.rs`).
     let (op, sv, ep, hubp) = (l.addr(&out), saved.addrs(l), l.addr(&e), l.addr(&hub));

@@ -60,7 +60,6 @@ pub(super) struct Dir {
     cols: usize,
     reverse: bool,
     cell: Recurrent,
-    normed: bool,
 }
 
 /// The backward loop's `B × H` buffers: the gradients reaching the previous states (`carry`,
@@ -82,12 +81,12 @@ impl Dir {
     /// layer normalisation's `γ_h (G)` at `gamma` ([`Addr::NULL`] without).
     pub fn new(d: Dims, (k, cols, reverse): (usize, usize, bool), u: Addr, (mask, lens): (Addr, Addr), gamma: Addr) -> Dir {
         let cell = Recurrent::new(d.kind, (d.batch, d.hidden), u, (mask, lens), gamma);
-        Dir { d, k, cols, reverse, cell, normed: gamma != Addr::NULL }
+        Dir { d, k, cols, reverse, cell }
     }
 
     /// Step `t`'s rows of one of the normalisation's buffers `(B, S, G)`, or [`NO_ROWS`].
     fn normed_rows(&self, buf: Addr, t: usize) -> Rows {
-        match self.normed {
+        match self.cell.normed() {
             true => self.own(buf, t, self.d.g()),
             false => NO_ROWS,
         }

@@ -40,6 +40,11 @@ impl Recurrent {
         }
     }
 
+    /// Whether its `h U` is layer-normalised (a reset-after GRU's, `cell.rs`).
+    pub fn normed(&self) -> bool {
+        matches!(self, Recurrent::Gru(c) if c.gamma != Addr::NULL)
+    }
+
     /// One step forward into `out` (rows); `hub` is `B × H` scratch.
     pub fn forward<L: Launch>(&self, l: &L, s: Step, out: Rows, hub: Addr) -> Result<()> {
         match self {
