@@ -63,7 +63,7 @@ fn main() {
         n,
         ms(500, || matmul(&mut c, 0, n, Mat::new(&a, m, k), Mat::new(&ut, k, n), true, 1)),
     );
-    // Search logits: t·W_p row-major against zᵀ = W_pᵀ·tᵀ (what kernels::projection does, per vocabulary block).
+    // Search logits: t·W_p row-major against zᵀ = W_pᵀ·tᵀ (what kernels::cpu::projection does, per vocabulary block).
     for m in [32, 160] {
         let (k, n) = (256, 8000);
         let (t, w) = (vec![0.01f32; m * k], vec![0.02f32; k * n]);

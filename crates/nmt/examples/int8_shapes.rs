@@ -9,10 +9,10 @@ use std::time::Instant;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 
+use nmt::kernels::cpu::projection::Projection;
 use nmt::kernels::gemm::{matmul, Mat};
 use nmt::kernels::int8::{block, QActs, QWeights};
 use nmt::kernels::int8_linear::QLinear;
-use nmt::kernels::projection::Projection;
 
 fn data(len: usize, seed: u64) -> Vec<f32> {
     let mut x = seed | 1;

@@ -226,11 +226,11 @@ pub fn load_bytes(bytes: &[u8], path: &Path, dtype: DType, device: &Device) -> R
 /// serde_json for the config types without naming each.
 mod erased {
     pub trait Json {
-        fn to_json(&self) -> crate::Result<String>;
+        fn to_json(&self) -> crate::error::Result<String>;
     }
     impl<T: serde::Serialize> Json for T {
-        fn to_json(&self) -> crate::Result<String> {
-            serde_json::to_string(self).map_err(|e| crate::Error::Input(e.to_string()))
+        fn to_json(&self) -> crate::error::Result<String> {
+            serde_json::to_string(self).map_err(|e| crate::error::Error::Input(e.to_string()))
         }
     }
 }

@@ -131,7 +131,10 @@ pub fn dequantize_tensors(tensors: &mut BTreeMap<String, Tensor>) -> Result<()> 
         };
         if q.dtype() != DType::U8 || scales.len() != slices {
             let (n, dt) = (q.elem_count(), q.dtype());
-            return Err(crate::Error::Input(format!("{name}: {n} {dt:?} values of {cols} columns for {} int8 scales", scales.len())));
+            return Err(crate::error::Error::Input(format!(
+                "{name}: {n} {dt:?} values of {cols} columns for {} int8 scales",
+                scales.len()
+            )));
         }
         let bytes = q.flatten_all()?.to_vec1::<u8>()?;
         let w = dequantized(bytes.iter().map(|&b| (b as i16 - 128) as i8), &scales, cols, axis);

@@ -62,7 +62,7 @@ pub fn score_pairs(models: &[&Seq2Seq], meta: &ModelMeta, pairs: &[(String, Stri
         }
     }
     let Some(mut out) = per_model.pop() else {
-        return Err(crate::Error::Input("no model to score with".into()));
+        return Err(crate::error::Error::Input("no model to score with".into()));
     };
     if per_model.is_empty() {
         return Ok(out);
@@ -70,7 +70,7 @@ pub fn score_pairs(models: &[&Seq2Seq], meta: &ModelMeta, pairs: &[(String, Stri
     let ln_m = (models.len() as f64).ln();
     for (i, pair) in out.iter_mut().enumerate() {
         if per_model.iter().any(|p| p[i].tokens.len() != pair.tokens.len()) {
-            return Err(crate::Error::Input(format!("pair {}: the ensemble's models segment the target differently", i + 1)));
+            return Err(crate::error::Error::Input(format!("pair {}: the ensemble's models segment the target differently", i + 1)));
         }
         for (j, tok) in pair.tokens.iter_mut().enumerate() {
             let xs: Vec<f64> = per_model.iter().map(|p| p[i].tokens[j]).chain(std::iter::once(*tok)).collect();
@@ -106,7 +106,7 @@ fn score_one(model: &Seq2Seq, meta: &ModelMeta, pairs: &[(String, String)], batc
         // translation is not cropped, so a pair beyond it is refused.
         let (longest, limit) = (src.len().max(tgt.len()) - 1, meta.search.max_source_len);
         if longest > limit {
-            return Err(crate::Error::Input(format!(
+            return Err(crate::error::Error::Input(format!(
                 "pair {}: {longest} tokens on one side; pairs longer than {limit} tokens (search.max_source_len) are not scored",
                 examples.len() + 1
             )));

@@ -48,7 +48,7 @@ impl Translator {
     /// source ids (and a copy model's extended ids must mean the same words for all).
     pub fn load_ensemble(paths: &[&Path], device: &Device) -> Result<Self> {
         let Some((first, rest)) = paths.split_first() else {
-            return Err(crate::Error::Input("no model to load".into()));
+            return Err(crate::error::Error::Input("no model to load".into()));
         };
         let lead = model_file::load(first, DType::F32, device)?;
         let (src, tgt) = (lead.meta.src.to_json()?, lead.meta.tgt.to_json()?);
@@ -57,7 +57,7 @@ impl Translator {
             let m = model_file::load(p, DType::F32, device)?;
             for (side, a, b) in [("source", &src, m.meta.src.to_json()?), ("target", &tgt, m.meta.tgt.to_json()?)] {
                 if *a != b {
-                    return Err(crate::Error::Input(format!(
+                    return Err(crate::error::Error::Input(format!(
                         "{} and {} have different {side} vocabularies; an ensemble's models must share both",
                         first.display(),
                         p.display()

@@ -3,7 +3,7 @@
 //! and every parameter's gradient within 10 % in norm (cosine ≥ 0.995), for Bahdanau's decoder
 //! and the conditional decoder of the shipped recipe, and that decoder with layer normalisation
 //! (whose backward passes recompute the normalised products as the forward pass multiplied
-//! them, `kernels::attn_op`). Measured (2026-11-26, Zen 4): loss 2e-5,
+//! them, `kernels::cpu::attention_op`). Measured (2026-11-26, Zen 4): loss 2e-5,
 //! gradients 2–7 % (the largest where a gradient's terms cancel), cosine ≥ 0.9977. Whether that
 //! costs learning is measured by dev BLEU, not here (docs/PERF.md). A separate test binary (its own process) because
 //! the precision is process-wide (`kernels/precision.rs`).
@@ -18,8 +18,8 @@ use std::sync::Mutex;
 use candle_core::{DType, Device, Tensor, Var};
 use nmt::config::{ArchName, Precision};
 use nmt::data::batch::{Batch, Example};
+use nmt::kernels::cpu::proj_nll::{proj_nll, ProjWeight};
 use nmt::kernels::precision::{bf16_available, set_training_products};
-use nmt::kernels::proj_nll::{proj_nll, ProjWeight};
 use nmt::model::{BatchTensors, Seq2Seq};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

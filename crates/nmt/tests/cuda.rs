@@ -179,7 +179,7 @@ fn gpu_searches_every_shipped_recipe_as_the_cpu() {
 
 /// Three training updates (loss, backward, clipping, Adam) of the shipped recipe on the GPU,
 /// where the optimiser's moments live on the device and its update is one kernel per parameter
-/// (`kernels::gpu::update`), against the same updates on the CPU (the in-place update): every
+/// (`kernels::gpu::optim_step`), against the same updates on the CPU (the in-place update): every
 /// weight within 1e-4 of its tensor's largest.
 #[test]
 fn gpu_updates_the_weights_as_the_cpu() {

@@ -260,7 +260,7 @@ fn copy_fused_equals_composed() {
 }
 
 /// The gated-feedback stacks, the decoder's and (under RNNenc) the encoder's, as the kernel
-/// (`kernels::feedback_op`) inside the fused model against the composed model: fused equals
+/// (`kernels::cpu::feedback_op`) inside the fused model against the composed model: fused equals
 /// composed, dropout drawn alike, both cells, both architectures.
 #[test]
 fn gated_feedback_fused_equals_composed() {
@@ -279,7 +279,7 @@ fn gated_feedback_fused_equals_composed() {
     }
 }
 
-/// The conditional GRU decoder's kernel (`kernels::cgru_decoder`) inside the fused model
+/// The conditional GRU decoder's kernel (`kernels::cpu::conditional`) inside the fused model
 /// against the composed model: both GRU forms, both output states, dropout, a stack above it
 /// and the copy mixture.
 #[test]
@@ -312,7 +312,7 @@ fn conditional_fused_equals_composed() {
     }
 }
 
-/// The decoder's start summaries inside the fused op (`attn_op.rs` with `kernels::start_pool`)
+/// The decoder's start summaries inside the fused op (`attention_op.rs` with `kernels::cpu::start_pool`)
 /// against the composed `DecoderStart::output`, both decoders, padded sentences.
 #[test]
 fn decoder_start_fused_equals_composed() {
@@ -365,8 +365,8 @@ fn tanh_output_fused_equals_composed() {
     }
 }
 
-/// Layer normalisation (Marian's `s2s`) inside the fused model — `kernels::birnn` with each
-/// direction's `γ_h`, `kernels::cgru_decoder`'s four normalised products and `kernels::attn_op`'s
+/// Layer normalisation (Marian's `s2s`) inside the fused model — `kernels::cpu::birnn` with each
+/// direction's `γ_h`, `kernels::cpu::conditional`'s four normalised products and `kernels::cpu::attention_op`'s
 /// start state and keys, their backward passes — against the composed model: both output
 /// states, both start states, tied embeddings, dropout and label smoothing, every parameter
 /// (gains and shifts included) away from its initial value.

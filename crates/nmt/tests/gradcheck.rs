@@ -145,7 +145,7 @@ fn grconv_gradients_match_finite_differences() {
 }
 
 /// The gated-feedback stacks (Chung et al. 2015), their composed form and their kernel
-/// (`kernels::feedback_op`), three decoder layers and three encoder layers (RNNenc's; RNNsearch's
+/// (`kernels::cpu::feedback_op`), three decoder layers and three encoder layers (RNNenc's; RNNsearch's
 /// stays plain), both GRU forms and the LSTM, with unit and recurrent dropout and residual
 /// connections, on a padded batch: the global gates and the other layers' `U^{i→j}` get
 /// their gradients.
@@ -167,7 +167,7 @@ fn gated_feedback_gradients_match_finite_differences() {
     }
 }
 
-/// The conditional GRU decoder (`model.decoder = "conditional"`; `kernels::cgru_decoder`),
+/// The conditional GRU decoder (`model.decoder = "conditional"`; `kernels::cpu::conditional`),
 /// both GRU forms, both implementations, with unit and recurrent dropout, and a stack above it
 /// (the copy mixture over its attention: `fused_model.rs`, fused = composed).
 #[test]
@@ -187,7 +187,7 @@ fn conditional_decoder_gradients_match_finite_differences() {
     }
 }
 
-/// The decoder's start summaries (`model.decoder_start`: `kernels::start_pool`): the mean of
+/// The decoder's start summaries (`model.decoder_start`: `kernels::cpu::start_pool`): the mean of
 /// the annotations and the forward RNN's last state, under both decoders and implementations,
 /// on the padded batch (lengths 5, 3, 2).
 #[test]
@@ -229,8 +229,8 @@ fn tanh_output_gradients_match_finite_differences() {
 /// Layer normalisation (`model.layer_norm`, Marian's `s2s` placement: every GRU product, the
 /// attention's, the start state's and the deep output's), on the conditional decoder with the
 /// reset-after cell, the mean start and the tanh output, with unit and recurrent dropout: the
-/// composed form and the fused one (`kernels::birnn`, `kernels::cgru_decoder` and
-/// `kernels::attn_op` with their layer-normalisation backward passes).
+/// composed form and the fused one (`kernels::cpu::birnn`, `kernels::cpu::conditional` and
+/// `kernels::cpu::attention_op` with their layer-normalisation backward passes).
 #[test]
 fn layer_norm_gradients_match_finite_differences() {
     let rates = DropoutRates { units: 0.3, recurrent: 0.3, ..DropoutRates::default() };

@@ -4,7 +4,8 @@ mod common;
 
 use candle_core::{DType, Device, Tensor, Var, D};
 use nmt::config::{CellKind, GruForm, OutputState};
-use nmt::kernels::{attn_decoder, attn_op, math, maxout, rnn_op};
+use nmt::kernels::cpu::{attention_op, bahdanau, maxout, rnn_sequence};
+use nmt::kernels::math;
 use nmt::model::gru::{cell_step, Recurrent};
 use nmt::model::lstm::lstm_step;
 use rand::{Rng, SeedableRng};
@@ -127,11 +128,11 @@ fn gru_case(dtype: DType, form: CellKind, reverse: bool, dropout: bool, tol: f64
     let u = rand_var(&[h, g], 0.5, dtype, &mut rng);
     let rows = rand_var(&[b, g + h], 0.5, dtype, &mut rng);
     let mask = dropout.then(|| state_mask(b * h, 31));
-    let spec = rnn_op::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+    let spec = rnn_sequence::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
     let drop = mask.as_ref().map(|m| mask_tensor(m, b, h, dtype));
     let err = compare(
         &[&gi, &u, &rows],
-        || rnn_op::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap(),
+        || rnn_sequence::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap(),
         || gru_seq_composed(form, gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, &LENS, drop.as_ref()),
         1,
     );
@@ -190,9 +191,9 @@ fn fused_gru_gradient_matches_finite_differences() {
             let rows = rand_var(&[b, g + h], 0.7, DType::F64, &mut rng);
             let probe = rand_var(&[b, s, h], 1.0, DType::F64, &mut rng);
             let mask = dropout.then(|| state_mask(b * h, 37));
-            let spec = rnn_op::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+            let spec = rnn_sequence::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
             let f = || {
-                let y = rnn_op::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
+                let y = rnn_sequence::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
                 (y * probe.as_tensor()).unwrap().sum_all().unwrap()
             };
             let worst = finite_differences(&[&gi, &u, &rows], f, 29);
@@ -206,7 +207,7 @@ struct AttnCase {
     gie: Var,
     ann: Var,
     w: Var,
-    dims: attn_decoder::AttnDims,
+    dims: bahdanau::AttnDims,
 }
 
 fn attn_case(dtype: DType, kind: CellKind, output: OutputState, dropout: bool) -> AttnCase {
@@ -214,7 +215,7 @@ fn attn_case(dtype: DType, kind: CellKind, output: OutputState, dropout: bool) -
     let (b, t, s, h, c, a) = (3, 4, 5, 6, 7, 5);
     let state_mask = dropout.then(|| state_mask(b * h, 41));
     let lens = vec![5, 3, 1];
-    let dims = attn_decoder::AttnDims {
+    let dims = bahdanau::AttnDims {
         batch: b,
         tgt_len: t,
         src_len: s,
@@ -279,7 +280,7 @@ fn attn_composed(k: &AttnCase) -> Tensor {
 }
 
 fn attn_fused(k: &AttnCase) -> Tensor {
-    attn_op::attention_decoder(k.gie.as_tensor(), k.ann.as_tensor(), k.w.as_tensor(), k.dims.clone()).unwrap()
+    attention_op::attention_decoder(k.gie.as_tensor(), k.ann.as_tensor(), k.w.as_tensor(), k.dims.clone()).unwrap()
 }
 
 /// Cell, output state and recurrent dropout.
@@ -339,7 +340,7 @@ fn fused_maxout_matches_reshape_max() {
 #[test]
 fn fused_deep_output_matches_composed_ops() {
     use nmt::config::OutputLayer;
-    use nmt::kernels::deep_output::deep_output;
+    use nmt::kernels::cpu::deep_output::deep_output;
     for layer in [OutputLayer::Maxout, OutputLayer::Tanh] {
         for (dtype, tol, masked) in
             [(DType::F64, 1e-12, false), (DType::F32, 3e-5, false), (DType::F64, 1e-12, true), (DType::F32, 3e-5, true)]
@@ -419,7 +420,7 @@ fn smoothed_nll(logits: &Tensor, targets: &Tensor, eps: f64) -> Tensor {
 
 #[test]
 fn fused_projection_nll_and_linear_match_composed_ops() {
-    use nmt::kernels::{linear, proj_nll};
+    use nmt::kernels::cpu::{linear, proj_nll};
     for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 3e-5)] {
         let mut rng = ChaCha8Rng::seed_from_u64(17);
         let (n, k, v) = (21, 9, 37);
@@ -448,7 +449,7 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
 /// repeated ids so that the scatter adds.
 #[test]
 fn fused_embedding_matches_index_select_times_mask() {
-    use nmt::kernels::lookup::lookup_op;
+    use nmt::kernels::cpu::lookup::lookup_op;
     for (dtype, masked) in [(DType::F64, false), (DType::F64, true), (DType::F32, true)] {
         let mut rng = ChaCha8Rng::seed_from_u64(31);
         let (v, m) = (11, 6);
@@ -475,7 +476,7 @@ fn fused_embedding_matches_index_select_times_mask() {
 /// The tied layout: the op reads `E (V, K)` as `Wᵀ` and returns `dE` in that layout.
 #[test]
 fn fused_projection_nll_reads_transposed_weights() {
-    use nmt::kernels::proj_nll::{proj_nll, ProjWeight};
+    use nmt::kernels::cpu::proj_nll::{proj_nll, ProjWeight};
     for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 3e-5)] {
         let mut rng = ChaCha8Rng::seed_from_u64(29);
         let (n, k, v) = (13, 7, 31);
@@ -500,7 +501,7 @@ fn fused_projection_nll_reads_transposed_weights() {
 
 #[test]
 fn fused_bidirectional_gru_matches_composed_ops() {
-    use nmt::kernels::birnn::birnn_sequence;
+    use nmt::kernels::cpu::birnn::birnn_sequence;
     let lens = [7, 2, 5, 1];
     for form in KINDS {
         for dropout in [false, true] {
@@ -522,7 +523,7 @@ fn fused_bidirectional_gru_matches_composed_ops() {
                     };
                     Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
                 };
-                let spec = rnn_op::RnnSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
+                let spec = rnn_sequence::RnnSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
                 let fused = || birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
                 let err = compare(&[&gi, &u, &bh], fused, composed, 12);
                 eprintln!("bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err:.2e}");

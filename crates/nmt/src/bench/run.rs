@@ -56,13 +56,13 @@ pub struct BenchOptions {
 /// The preset's model config with `opts.overrides` applied, checked as `nmt train` checks it.
 fn model_config(opts: &BenchOptions) -> Result<ModelConfig> {
     if let Some(o) = opts.overrides.iter().find(|o| !o.trim_start().starts_with("model.")) {
-        return Err(crate::Error::Config(format!("bench --set {o:?}: only model.* keys change what is timed")));
+        return Err(crate::error::Error::Config(format!("bench --set {o:?}: only model.* keys change what is timed")));
     }
     let text = format!("[model]\npreset = {:?}\n", opts.preset);
     let cfg = crate::config::Config::from_toml_str(&text, &opts.overrides)?.model;
     // The batch's words need ids past the four specials (`fit_vocab`).
     if cfg.src_vocab.min(cfg.tgt_vocab) <= 4 {
-        return Err(crate::Error::Config("bench: model.src_vocab and model.tgt_vocab must exceed the 4 special tokens".into()));
+        return Err(crate::error::Error::Config("bench: model.src_vocab and model.tgt_vocab must exceed the 4 special tokens".into()));
     }
     Ok(cfg)
 }
@@ -149,7 +149,7 @@ fn without_eos(model: &Seq2Seq) -> Result<Seq2Seq> {
     let mut tensors: std::collections::BTreeMap<String, Tensor> =
         model.params.named_vars().into_iter().map(|(k, v)| Ok((k, v.as_tensor().copy()?))).collect::<Result<_>>()?;
     let Some(b_g) = tensors.get_mut(OUTPUT_BIAS) else {
-        return Err(crate::Error::Config("bench: the model has no output bias".into()));
+        return Err(crate::error::Error::Config("bench: the model has no output bias".into()));
     };
     let mut bias = b_g.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?;
     bias[nmt_data::EOS as usize] = -1e9;
@@ -192,15 +192,17 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
     }
     let dev = opts.device.clone();
     if opts.batch == 0 || !opts.batch.is_multiple_of(BATCH) {
-        return Err(crate::Error::Config(format!("bench --batch {}: a multiple of the reference's {BATCH} sentences", opts.batch)));
+        return Err(crate::error::Error::Config(format!("bench --batch {}: a multiple of the reference's {BATCH} sentences", opts.batch)));
     }
     let sentences = opts.batch;
     let reference = opts.preset == "bench-rnnsearch";
     if !reference && opts.data.is_some() {
-        return Err(crate::Error::Config("bench --data holds the reference's weights: it needs the preset bench-rnnsearch".into()));
+        return Err(crate::error::Error::Config("bench --data holds the reference's weights: it needs the preset bench-rnnsearch".into()));
     }
     if reference && !opts.overrides.is_empty() {
-        return Err(crate::Error::Config("bench --set changes the model: the reference's model (bench-rnnsearch) has fixed sizes".into()));
+        return Err(crate::error::Error::Config(
+            "bench --set changes the model: the reference's model (bench-rnnsearch) has fixed sizes".into(),
+        ));
     }
     let mut model = if reference {
         reference::model(opts.data.as_deref(), &dev)?
@@ -245,7 +247,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
                 Ok(())
             })?;
             if tokens != sentences * TGT_LEN {
-                return Err(crate::Error::Input(format!("bench {name}: {tokens} output tokens, expected {}", sentences * TGT_LEN)));
+                return Err(crate::error::Error::Input(format!("bench {name}: {tokens} output tokens, expected {}", sentences * TGT_LEN)));
             }
             let kernel = if opts.int8 { json!(crate::kernels::int8::kernel_name()) } else { json!(null) };
             out.push(with(json!({"bench": name, "int8": opts.int8, "int8_kernel": kernel, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(sentences as f64 / (ms / 1e3), 1)})));

@@ -62,7 +62,7 @@ impl DecoderKind {
 }
 
 /// What RNNsearch's decoder starts from (the `model.decoder_start` key):
-/// `s_0 = tanh(p W_s + b_s)` for a summary `p` of the annotations (`kernels/start_pool.rs`).
+/// `s_0 = tanh(p W_s + b_s)` for a summary `p` of the annotations (`kernels/cpu/start_pool.rs`).
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum StartState {

@@ -176,7 +176,7 @@ pub struct ModelConfig {
     /// at `t − 1` through global reset gates. Needs such a stack of at least 2 layers.
     /// RNNsearch's bidirectional encoder stays plain (feedback there closes a cycle,
     /// `model/encoder.rs`). Fused training runs the stacks as one kernel
-    /// (`kernels/feedback_op.rs`); search steps the decoder's (`HostFeedback`) and runs the
+    /// (`kernels/cpu/feedback_op.rs`); search steps the decoder's (`HostFeedback`) and runs the
     /// encoder's with the same kernel (`model/feedback.rs`, `feedback_fused.rs`).
     pub stack: StackKind,
     /// Read the source backwards (Sutskever et al. 2014): each sentence's tokens, before its

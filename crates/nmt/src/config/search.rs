@@ -76,7 +76,7 @@ pub struct SearchRequest {
 impl SearchRequest {
     /// `defaults` with this request's changes; counts must be at least 1 and the ratio and
     /// exponent finite and not negative.
-    pub fn apply(&self, defaults: SearchConfig) -> crate::Result<SearchConfig> {
+    pub fn apply(&self, defaults: SearchConfig) -> crate::error::Result<SearchConfig> {
         let mut s = defaults;
         s.beam_size = self.beam_size.unwrap_or(s.beam_size);
         s.n_best = self.n_best.unwrap_or(1);
@@ -88,15 +88,18 @@ impl SearchRequest {
         s.shortlist = self.shortlist.unwrap_or(s.shortlist);
         s.int8 = self.int8.unwrap_or(s.int8);
         if s.beam_size == 0 || s.n_best == 0 || s.batch_size == 0 || s.max_source_len == 0 {
-            return Err(crate::Error::Input("beam size, n-best, batch size and maximum length must be at least 1".into()));
+            return Err(crate::error::Error::Input("beam size, n-best, batch size and maximum length must be at least 1".into()));
         }
         s.beam_size = s.beam_size.max(s.n_best);
         if s.beam_size > MAX_BEAM {
-            return Err(crate::Error::Input(format!("beam size {} (or n-best {}) is above the maximum {MAX_BEAM}", s.beam_size, s.n_best)));
+            return Err(crate::error::Error::Input(format!(
+                "beam size {} (or n-best {}) is above the maximum {MAX_BEAM}",
+                s.beam_size, s.n_best
+            )));
         }
         for (name, v) in [("normalize", s.normalize), ("max_len_ratio", s.max_len_ratio)] {
             if !v.is_finite() || v < 0.0 {
-                return Err(crate::Error::Input(format!("{name} must be a finite number ≥ 0, not {v}")));
+                return Err(crate::error::Error::Input(format!("{name} must be a finite number ≥ 0, not {v}")));
             }
         }
         Ok(s)

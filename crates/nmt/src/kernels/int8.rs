@@ -1,6 +1,6 @@
 //! int8 products for search (`SearchConfig::int8`, Marian's `--gemm-type packed8`): the output
 //! projection `z = G t + b` of a step, whose `K_y × l` weights are read every step (through
-//! `kernels::projection`), and the step's other products `x W` (through `kernels/int8_linear.rs`).
+//! `kernels::cpu::projection`), and the step's other products `x W` (through `kernels/int8_linear.rs`).
 //!
 //! - Weights are quantised once, symmetrically per output row to **7 bits**
 //!   (`q = round(w / s)`, `s = max|w| / 63`), with `f32` scales.
@@ -30,7 +30,7 @@
 //!   0.14–0.18 / 0.55–0.56 / 3.23–3.94 ms. That scaling pass transposed rten's row-major `(n, V)`
 //!   sums, and on the bench's batch the library's search ran about 8 % below ours (docs/PERF.md,
 //!   "Five rounds against PyTorch's fastest"). Since 2026-11-27 the projection folds its blocks
-//!   row-major (`kernels/row_best.rs`), so every product here scales in place, row by row.
+//!   row-major (`kernels/cpu/row_best.rs`), so every product here scales in place, row by row.
 //!   (Multiplying `W` as rten's left operand would have given the column-major layout instead,
 //!   but AVX2's `vpmaddubsw` pair sum saturates with unsigned weights: `2 · 191 · 127 > 32 767`.)
 //!

@@ -16,7 +16,7 @@ use super::regularizer::Dropout;
 use super::rnn::HostBatch;
 use crate::config::ModelConfig;
 use crate::error::Result;
-use crate::kernels::row_best::RowBest;
+use crate::kernels::cpu::row_best::RowBest;
 
 /// A teacher-forced batch, embedded: what an architecture's `forward` reads.
 pub struct Forced<'a> {

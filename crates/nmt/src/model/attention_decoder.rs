@@ -8,7 +8,7 @@
 //! - [`AttentionDecoder::step`]: the composed candle step `(batch, ·)` (the candle search, the
 //!   GPU);
 //! - [`AttentionDecoder::forward`]: teacher forcing over every target step, in one kernel
-//!   (`kernels::attn_decoder`), its GPU twin (`gpu_decoder.rs`, a GRU or an LSTM) or step by step on
+//!   (`kernels::cpu::bahdanau`), its GPU twin (`gpu_decoder.rs`, a GRU or an LSTM) or step by step on
 //!   composed ops (autodiff's reference twin);
 //! - [`HostAttention::step`]: one search step for `R` live rows on host slices, with the deep
 //!   output's input terms folded into the same GEMMs.
@@ -27,12 +27,13 @@ use super::rnn::Rnn;
 use super::{gpu_decoder, gpu_step};
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState, StartState};
 use crate::error::Result;
-use crate::kernels::attn_decoder::{attend_row, AttnScratch};
-use crate::kernels::dense::{hcat, host, Dense};
+use crate::kernels::cpu::bahdanau::{attend_row, AttnScratch};
+use crate::kernels::cpu::gru_cell::{reset_row, update_row};
+use crate::kernels::cpu::{attention_op, linear, lstm_cell};
 use crate::kernels::gemm::Mat;
-use crate::kernels::gru_cell::{reset_row, update_row};
 use crate::kernels::math::simd_dispatch;
-use crate::kernels::{attn_op, linear, lstm_cell, profile};
+use crate::kernels::profile;
+use crate::model::dense::{hcat, host, Dense};
 
 /// RNNsearch's decoder.
 #[derive(Clone, Debug)]
@@ -95,7 +96,7 @@ impl ForcedDecoder for AttentionDecoder {
         forced_steps(x, s0, init, |i, s| self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, s, mask), |s| self.rnn.output(s))
     }
 
-    /// The fused form (`kernels::attn_decoder`: `s_0`, `U_a h_j` and all steps in one op); the
+    /// The fused form (`kernels::cpu::bahdanau`: `s_0`, `U_a h_j` and all steps in one op); the
     /// copy mixture's `α` is recomputed from the first layer's `s_{i-1}` on composed ops.
     fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let (b, t, m) = x.ey.dims3()?;
@@ -108,7 +109,7 @@ impl ForcedDecoder for AttentionDecoder {
             .iter()
             .map(|p| p.flatten_all())
             .collect::<candle_core::Result<Vec<_>>>()?;
-        let state_ctx = attn_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
+        let state_ctx = attention_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
         // The op computes `s_0` inside; the layers above and the copy's `α` read it as a tensor.
         let s0 = self.start_output(x.ann, x.src)?;
         let alpha = self.forced_alpha(x, &state_ctx, &s0)?;
@@ -210,7 +211,7 @@ impl HostAttention {
         })
     }
 
-    /// The step's products in int8 (`kernels::dense::Dense`).
+    /// The step's products in int8 (`model::dense::Dense`).
     pub fn quantize(&mut self) {
         for d in [&mut self.s_cat, &mut self.u] {
             d.quantize();
@@ -234,7 +235,7 @@ impl HostAttention {
     /// E y · [W | O_y] + c_i · [C | O_c]   (R, G + 2l)           the cell's inputs, t~'s terms
     /// ```
     /// the last from the word table and `Σ_j α_ij (h_j · [C | O_c])` (`precomputed.rs`);
-    /// then the training kernels' cell row arithmetic (`kernels::rnn_cell`, `lstm_cell`).
+    /// then the training kernels' cell row arithmetic (`kernels::cpu::rnn_cell`, `lstm_cell`).
     pub fn step(&self, m: &HostAttnMemory, lens: &[usize], x: &HostStepIn<'_>, out: &HostOutput, want_alpha: bool) -> HostStepOut {
         let (n, a, l2, threads) = (self.keys.b_s.len(), self.keys.v_a.len(), out.b.len(), x.threads);
         let (r_n, sw, g) = (x.sent.len(), x.width, self.kind.gates() * n);
@@ -254,7 +255,7 @@ impl HostAttention {
         let w2 = g + l2;
         let mut g2 = self.words.rows(x.ey, x.y, threads);
         self.context.add_rows(&mut g2, w2, &alpha, x.sent, lens, &m.ctx_terms);
-        // The cell, with the training kernels' row arithmetic (`kernels::rnn_cell`): the
+        // The cell, with the training kernels' row arithmetic (`kernels::cpu::rnn_cell`): the
         // input terms are g2's first G columns, the recurrent ones g1's block after W_a.
         let rec = self.rec;
         let hh_n = match self.kind {

@@ -3,7 +3,7 @@
 //! of a batch, in the candle form and the host form; and their composed teacher forcing
 //! ([`forced_steps`], [`ForcedIn`], [`AttnForced`]) and the teacher-forced `forward` that picks
 //! the fused or composed form ([`ForcedDecoder`]). `p` summarises the annotations as
-//! `model.decoder_start` says (`kernels/start_pool.rs`): `←h_1`, the backward half of the first
+//! `model.decoder_start` says (`kernels/cpu/start_pool.rs`): `←h_1`, the backward half of the first
 //! annotation, which has read the whole sentence (Bahdanau et al. 2014, appendix A.2.2); `→h_len`;
 //! or their mean over the sentence (Nematus, Marian's `s2s`). With layer normalisation
 //! (`layer_norm.rs`) `s_0 = tanh(LN(p W_s)·γ_s + b_s)`, and the memory's keys are the
@@ -20,10 +20,10 @@ use super::precomputed::ContextTerms;
 use super::regularizer::{state_tensor, Dropout, Side, Site};
 use crate::config::{CellKind, OutputState, StartState};
 use crate::error::Result;
-use crate::kernels::attn_decoder::AttnDims;
-use crate::kernels::dense::{affine, host, tanh_in_place};
+use crate::kernels::cpu::bahdanau::AttnDims;
+use crate::kernels::cpu::start_pool;
 use crate::kernels::gemm::{matmul, Mat};
-use crate::kernels::start_pool;
+use crate::model::dense::{affine, host, tanh_in_place};
 
 /// `W_s (P, n)` and `b_s (n)`, registered as the decoder's `w_s`, `b_s`; `P` is `n_enc`, or
 /// `2n_enc` for the mean; layer normalisation's `γ_s (n)` as `ln_s`.
@@ -109,7 +109,7 @@ impl HostStart {
 
     /// The memory of a batch and `s_0 (B, n)`, from `ann (B, S, 2n)` of sentences of true
     /// lengths `lens`: `(B, S, 2n + A)` holding `[h_j ; U_a h_j]` at each position (the layout
-    /// `kernels::attn_decoder::attend_row` reads) and the decoder's `context` terms of each
+    /// `kernels::cpu::bahdanau::attend_row` reads) and the decoder's `context` terms of each
     /// position ([`ContextTerms::per_position`]).
     pub fn memory(
         &self,
@@ -126,7 +126,7 @@ impl HostStart {
             row[..2 * n].copy_from_slice(h);
         }
         // p: ←h_1, the backward direction's state at each sentence's first position, or another
-        // summary (`kernels::start_pool`).
+        // summary (`kernels::cpu::start_pool`).
         let p = match self.kind {
             StartState::FirstBackward => (0..b).flat_map(|r| ann[r * s * 2 * n + n..r * s * 2 * n + 2 * n].iter().copied()).collect(),
             kind => start_pool::pool(kind, ann, s, 2 * n, lens),
@@ -230,7 +230,7 @@ pub struct ForcedIn<'a> {
 }
 
 impl ForcedIn<'_> {
-    /// The fused op's sizes (`kernels::attn_decoder`) for this batch and a decoder of `hidden`
+    /// The fused op's sizes (`kernels::cpu::bahdanau`) for this batch and a decoder of `hidden`
     /// units, attention of `att` and first cell `kind`, started by `start`, with recurrent
     /// dropout's `state_mask`: Bahdanau's step without layer normalisation (the conditional GRU
     /// sets `conditional` and `norm`).

@@ -9,9 +9,10 @@
 use candle_core::{DType, Device, Result, Tensor};
 
 use crate::config::Impl;
-use crate::kernels::feedback_op::{self, FeedbackSpec};
-use crate::kernels::rnn_op::{self, RnnSpec};
-use crate::kernels::{gpu, linear};
+use crate::kernels::cpu::feedback_op::{self, FeedbackSpec};
+use crate::kernels::cpu::linear;
+use crate::kernels::cpu::rnn_sequence::{self, RnnSpec};
+use crate::kernels::gpu;
 
 /// The form that runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +49,7 @@ impl Backend {
     }
 
     /// Whether search runs on the host snapshot (`model/snapshot.rs`) and the optimiser updates in
-    /// place (`kernels::optim_step`).
+    /// place (`kernels::cpu::optim_step`).
     pub fn host(self) -> bool {
         matches!(self, Backend::FusedF32)
     }
@@ -59,7 +60,7 @@ impl Backend {
     }
 
     /// `x (n, k) W (k, m) + b (m)`, the fused forms' input projections: the CPU op
-    /// (`kernels::linear`), or on a GPU candle's product (cuBLAS) and add.
+    /// (`kernels::cpu::linear`), or on a GPU candle's product (cuBLAS) and add.
     pub(crate) fn linear(self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
         match self.gpu() {
             true => Ok(x.matmul(w)?.broadcast_add(b)?),
@@ -67,21 +68,21 @@ impl Backend {
         }
     }
 
-    /// The gated-feedback stack over the first layer's outputs (`kernels::feedback_op`'s
-    /// contract): the fused CPU op, or on a GPU its twin (`kernels::gpu::feedback_sequence`).
+    /// The gated-feedback stack over the first layer's outputs (`kernels::cpu::feedback_op`'s
+    /// contract): the fused CPU op, or on a GPU its twin (`kernels::gpu::feedback_op::feedback_sequence`).
     pub(crate) fn feedback_sequence(self, s1: &Tensor, h0: &Tensor, params: &Tensor, spec: FeedbackSpec<'_>) -> Result<Tensor> {
         match self.gpu() {
-            true => gpu::feedback_sequence(s1, h0, params, spec),
+            true => gpu::feedback_op::feedback_sequence(s1, h0, params, spec),
             false => feedback_op::feedback_sequence(s1, h0, params, spec),
         }
     }
 
-    /// One recurrent direction with each sentence's `[ghb; h_0]` (`kernels::rnn_op`'s
-    /// contract): the fused CPU op, or on a GPU its twin (`kernels::gpu::rnn_sequence`).
+    /// One recurrent direction with each sentence's `[ghb; h_0]` (`kernels::cpu::rnn_sequence`'s
+    /// contract): the fused CPU op, or on a GPU its twin (`kernels::gpu::rnn_sequence::rnn_sequence`).
     pub(crate) fn rnn_sequence(self, gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, spec: RnnSpec<'_>) -> Result<Tensor> {
         match self.gpu() {
-            true => gpu::rnn_sequence(gi, u, rows, reverse, spec),
-            false => rnn_op::rnn_sequence(gi, u, rows, reverse, spec),
+            true => gpu::rnn_sequence::rnn_sequence(gi, u, rows, reverse, spec),
+            false => rnn_sequence::rnn_sequence(gi, u, rows, reverse, spec),
         }
     }
 

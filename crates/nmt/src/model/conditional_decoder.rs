@@ -13,8 +13,8 @@
 //! Recurrent dropout masks `s_{i-1}` where it enters `U₁`.
 //!
 //! - [`ConditionalDecoder::step`]: the composed candle step (the candle search, the GPU);
-//! - [`ConditionalDecoder::forward`]: teacher forcing, in one kernel (`kernels::cgru_decoder`
-//!   through `kernels::attn_op`), its GPU twin (`gpu_decoder.rs`, with or without layer
+//! - [`ConditionalDecoder::forward`]: teacher forcing, in one kernel (`kernels::cpu::conditional`
+//!   through `kernels::cpu::attention_op`), its GPU twin (`gpu_decoder.rs`, with or without layer
 //!   normalisation) or step by step on composed ops (the reference twin);
 //! - [`HostConditional::step`](super::conditional_host::HostConditional::step): one search
 //!   step for `R` rows on host slices (`conditional_host.rs`).
@@ -30,8 +30,8 @@ use super::rnn::Rnn;
 use super::{gpu_decoder, gpu_step};
 use crate::config::{CellKind, OutputState, StartState};
 use crate::error::{Error, Result};
-use crate::kernels::attn_decoder::AttnDims;
-use crate::kernels::{attn_op, linear, norm_rows};
+use crate::kernels::cpu::bahdanau::AttnDims;
+use crate::kernels::cpu::{attention_op, linear, norm_rows};
 
 /// The conditional GRU decoder: `decoder.gru.*` (GRU₁, input `E y`), `decoder.gru2.*` (GRU₂,
 /// input `c`), `decoder.attention.*`, `decoder.w_s`, `decoder.b_s`.
@@ -94,7 +94,7 @@ impl ForcedDecoder for ConditionalDecoder {
         forced_steps(x, s0.clone(), s0, |i, s| self.step(&mem, &gi.narrow(1, i, 1)?.squeeze(1)?, s, mask), |s| Ok(s.clone()))
     }
 
-    /// The fused form: `s_0`, `U_a h_j` and all steps in one op (`kernels::cgru_decoder`).
+    /// The fused form: `s_0`, `U_a h_j` and all steps in one op (`kernels::cpu::conditional`).
     /// The copy mixture's `α` is recomputed on composed ops: `s'_i` from the op's `s_{i-1}`
     /// rows in one batched GRU₁ step, then the weights.
     fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
@@ -121,7 +121,7 @@ impl ForcedDecoder for ConditionalDecoder {
         parts.extend([&att.u_a, &self.start.w_s, &self.start.b_s]);
         parts.extend(gains.iter().flat_map(|g| g.1));
         let packed = parts.iter().map(|p| p.flatten_all()).collect::<candle_core::Result<Vec<_>>>()?;
-        let state_ctx = attn_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
+        let state_ctx = attention_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
         let s0 = self.start.output(x.ann, x.src)?;
         let alpha = self.forced_alpha(x, &state_ctx, &s0, &gie, state_mask)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })

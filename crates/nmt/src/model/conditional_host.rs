@@ -8,9 +8,9 @@ use super::precomputed::{ContextTerms, WordTerms};
 use super::rnn::Rnn;
 use crate::config::{GruForm, OutputState};
 use crate::error::{Error, Result};
-use crate::kernels::dense::{hcat, host, Dense};
+use crate::kernels::cpu::norm_rows::NormedBlock;
 use crate::kernels::gemm::fill_rows;
-use crate::kernels::norm_rows::NormedBlock;
+use crate::model::dense::{hcat, host, Dense};
 
 /// A GRU's weights as the host step multiplies them: `U_rec (n, rec)` (the paper form's
 /// `U_rz`, `rec = 2n`; the reset-after form's whole `U`, `rec = 3n`), its bias (`b_h`, or
@@ -39,10 +39,10 @@ impl HostCell {
     /// The new states `(R, n)` from the input terms (row `r` of `gi` at `gi.0[r · gi.1 ..]`,
     /// `3n` wide), the recurrent terms `h U_rec + b` (row `r` of `gh` at `gh.0[r · gh.1 + gh.2 ..]`)
     /// and the previous states `h (R, n)`; the training kernels' row arithmetic
-    /// (`kernels::rnn_cell`).
+    /// (`kernels::cpu::rnn_cell`).
     fn step(&self, gi: (&[f32], usize), gh: (&[f32], usize, usize), h: &[f32], threads: usize) -> Vec<f32> {
+        use crate::kernels::cpu::gru_cell::{reset_row, update_row};
         use crate::kernels::gemm::Mat;
-        use crate::kernels::gru_cell::{reset_row, update_row};
         use crate::kernels::math::simd_dispatch;
         let n = self.b_rec.len() / if self.form == GruForm::Paper { 2 } else { 3 };
         let r_n = h.len() / n;

@@ -24,9 +24,9 @@ use candle_core::{DType, Tensor, D};
 use super::attention::logsumexp_last;
 use super::params::{Init, ParamBuilder};
 use crate::error::Result;
-use crate::kernels::dense::host;
-use crate::kernels::projection::Projection;
-use crate::kernels::row_best::RowBest;
+use crate::kernels::cpu::projection::Projection;
+use crate::kernels::cpu::row_best::RowBest;
+use crate::model::dense::host;
 
 /// Smallest probability a copy model's `log` sees: a target neither the vocabulary nor the
 /// source can produce (an `<unk>` the source lacks under `g → 0`) stays finite.

@@ -1,14 +1,14 @@
 //! The word embeddings `E[y]` of both sides (RNNsearch appendix A.2: `E x_j`, `E y_{i-1}`), with
 //! their dropout (word and unit dropout combined into one mask, `regularizer.rs`).
 //!
-//! One lookup, two forms: the fused op (`kernels::lookup`, which scatters the gradient straight
+//! One lookup, two forms: the fused op (`kernels::cpu::lookup`, which scatters the gradient straight
 //! into one `(V, m)` buffer) or the composed `E.index_select(ids) ⊙ mask`, as [`Backend`] says.
 use candle_core::Tensor;
 
 use super::backend::Backend;
 use super::regularizer::times_mask;
 use crate::error::Result;
-use crate::kernels::lookup;
+use crate::kernels::cpu::lookup;
 
 /// Rows `ids (B, L)` u32 of `table (V, m)`, each times its row of `mask (B·L, m)` when given
 /// → `(B, L, m)`.

@@ -30,7 +30,8 @@ use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks,
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::{Error, Result};
-use crate::kernels::{birnn, gpu, rnn_op};
+use crate::kernels::cpu::{birnn, rnn_sequence};
+use crate::kernels::gpu;
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
 pub(crate) fn cell_name(kind: CellKind) -> &'static str {
@@ -137,11 +138,11 @@ impl BiRnnEncoder {
         Ok(input)
     }
 
-    /// The fused form (`kernels::birnn`): both directions' input projections are one GEMM.
+    /// The fused form (`kernels::cpu::birnn`): both directions' input projections are one GEMM.
     /// With layer normalisation each direction's half is normalised on composed ops
     /// (`LN(x W)·γ_x + b`, over the whole sequence at once) and the op is given each
     /// direction's `[b_h | γ_h]`. On a GPU (`backend`): the GPU form instead
-    /// (`kernels::gpu::birnn_sequence`), the input projections on candle's ops (cuBLAS; the
+    /// (`kernels::gpu::birnn::birnn_sequence`), the input projections on candle's ops (cuBLAS; the
     /// normalisation of `x W` composed).
     fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks], backend: Backend) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
@@ -170,8 +171,9 @@ impl BiRnnEncoder {
                 }
             };
             let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
-            let spec = rnn_op::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
-            let out = if backend.gpu() { gpu::birnn_sequence(&gi, &u, &bh, spec)? } else { birnn::birnn_sequence(&gi, &u, &bh, spec)? };
+            let spec = rnn_sequence::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
+            let out =
+                if backend.gpu() { gpu::birnn::birnn_sequence(&gi, &u, &bh, spec)? } else { birnn::birnn_sequence(&gi, &u, &bh, spec)? };
             ann = if k > 0 && self.residual { (out + ann)? } else { out };
         }
         Ok(ann)
@@ -247,7 +249,7 @@ impl RnnEncoder {
         Ok(input)
     }
 
-    /// The fused form of the first `masks.len()` layers (`kernels::rnn_op`, lengths inside the
+    /// The fused form of the first `masks.len()` layers (`kernels::cpu::rnn_sequence`, lengths inside the
     /// op; on a GPU its twin, [`Backend::rnn_sequence`]): `(B, S, n)`.
     fn forward_fused(&self, x: &Tensor, lens: &[usize], masks: &[LayerMasks], backend: Backend) -> Result<Tensor> {
         let (b, s, m) = x.dims3()?;
@@ -261,7 +263,7 @@ impl RnnEncoder {
             let (w, bias) = g.input_weights();
             let gi = backend.linear(&input, w, bias)?.reshape((b, s, gw))?;
             let rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
-            let spec = rnn_op::RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref() };
+            let spec = rnn_sequence::RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref() };
             let out = backend.rnn_sequence(&gi, &g.u_cat()?, &rows, false, spec)?;
             hs = if k > 0 && self.residual { (out + hs)? } else { out };
         }

@@ -41,9 +41,9 @@ use super::regularizer::LayerMasks;
 use super::rnn::Rnn;
 use crate::config::{CellKind, GruForm};
 use crate::error::Result;
-use crate::kernels::dense::{affine, host};
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
 use crate::kernels::math::FastMath;
+use crate::model::dense::{affine, host};
 
 /// The feedback weights of one upper layer `j` of an `L`-layer decoder.
 #[derive(Clone, Debug)]

@@ -1,12 +1,12 @@
 //! The gated-feedback stack's kernel forms (`feedback.rs` holds the equations and the composed
 //! reference twin): [`FeedbackStack::run_fused`] for fused training, one op over the whole
-//! sequence with a hand-written backward pass (`kernels/feedback_op.rs`), and
+//! sequence with a hand-written backward pass (`kernels/cpu/feedback_op.rs`), and
 //! [`HostFeedbackStack`], the same kernel's forward pass on host slices for the encoder that
 //! search runs (`HostModel::encode`, `snapshot.rs`). A decoder's stack in search steps with
 //! [`super::feedback::layer_step`] instead: search advances one target position at a time.
 //!
 //! Both hand the kernel every upper layer's weights as one flat vector, in the order of
-//! `kernels::feedback_op::param_len`'s layout: `W (n, G)`, `b (G)`, `U (n, G)`, `b_h (G)`,
+//! `kernels::cpu::feedback_op::param_len`'s layout: `W (n, G)`, `b (G)`, `U (n, G)`, `b_h (G)`,
 //! `w_g (n, L)`, `u_g (L·n, L)`, `u_other ((L−1)·n, n)`, layer after layer.
 use candle_core::Tensor;
 
@@ -16,7 +16,7 @@ use super::regularizer::LayerMasks;
 use super::rnn::Rnn;
 use crate::config::CellKind;
 use crate::error::{Error, Result};
-use crate::kernels::feedback_op::{feedback_host, FeedbackSpec, LayerDropout};
+use crate::kernels::cpu::feedback_op::{feedback_host, FeedbackSpec, LayerDropout};
 
 impl FeedbackStack<'_> {
     /// The upper layers' weights as the kernel's flat vector (`cat` sends each weight its own
@@ -37,7 +37,7 @@ impl FeedbackStack<'_> {
     }
 
     /// The fused form of [`FeedbackStack::run`]: the same inputs and masks, the stack as one
-    /// op (`kernels::feedback_op::feedback_sequence`, or on a GPU its twin: `backend`).
+    /// op (`kernels::cpu::feedback_op::feedback_sequence`, or on a GPU its twin: `backend`).
     pub fn run_fused(&self, s1: &Tensor, h0: &Tensor, masks: &[LayerMasks], backend: Backend) -> Result<Tensor> {
         let dropout: Vec<LayerDropout<'_>> = (0..self.layers.len())
             .map(|k| {

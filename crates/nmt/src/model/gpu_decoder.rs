@@ -1,4 +1,4 @@
-//! The GPU form of either RNNsearch decoder's teacher forcing (`kernels::gpu::attention_loop`:
+//! The GPU form of either RNNsearch decoder's teacher forcing (`kernels::gpu::attention_op::attention_loop`:
 //! Bahdanau's step with a GRU or an LSTM, and the conditional GRU, also layer-normalised).
 //! What does not depend on the previous step runs before the loop on candle's ops, so on
 //! cuBLAS as a few large products: `E y W + b` for every target position, `s_0`
@@ -12,7 +12,7 @@ use super::gpu_step::LoopWeights;
 use super::rnn::Rnn;
 use crate::config::OutputState;
 use crate::error::Result;
-use crate::kernels::attn_decoder::AttnDims;
+use crate::kernels::cpu::bahdanau::AttnDims;
 use crate::kernels::gpu;
 
 /// Whether the GPU's loop and search step run Bahdanau's decoder cell `rnn`: a GRU or an
@@ -35,7 +35,7 @@ pub(crate) fn forced_loop(x: &ForcedIn, w: LoopWeights<'_>, s0: &Tensor, state_m
     let enc = Tensor::cat(&[x.ann, &keys], 2)?;
     let seq = Tensor::cat(&[gie.flatten_all()?, s0.flatten_all()?], 0)?;
     let spec = w.dims(c)?.at(b, t, s, x.src.lens);
-    let out = gpu::attention_loop(&seq, &enc, &w.packed()?, AttnDims { state_mask, ..spec })?;
+    let out = gpu::attention_op::attention_loop(&seq, &enc, &w.packed()?, AttnDims { state_mask, ..spec })?;
     let state_ctx = match x.output {
         OutputState::Current => out,
         OutputState::Previous => {
@@ -61,7 +61,7 @@ mod tests {
     }
 
     /// RNNsearch's decoders (`attention_decoder.rs`, `conditional_decoder.rs`): their GPU form
-    /// (`kernels::gpu::attention_loop`, run emulated) against their fused CPU form, in both GRU
+    /// (`kernels::gpu::attention_op::attention_loop`, run emulated) against their fused CPU form, in both GRU
     /// forms (Bahdanau's also with an LSTM, the conditional GRU's also layer-normalised), both
     /// output states, with and without recurrent dropout: the outputs `[s; c]`, `s_0`, and
     /// the gradients of every parameter, the embedded targets and the annotations.
@@ -72,7 +72,7 @@ mod tests {
         }
     }
 
-    /// The search's GPU step (`StepMemory::step`, `kernels::gpu::attention_step` run
+    /// The search's GPU step (`StepMemory::step`, `kernels::gpu::attention_op::attention_step` run
     /// emulated) against each decoder's composed step, both GRU forms (Bahdanau's also with an
     /// LSTM, the conditional GRU also layer-normalised), on rows gathered as a
     /// beam gathers them (`Encoded::select`: repeated sentences of different lengths): `s_i`,

@@ -1,4 +1,4 @@
-//! What the GPU's RNNsearch decoder loop (`kernels::gpu::attention_loop`) reads of a decoder,
+//! What the GPU's RNNsearch decoder loop (`kernels::gpu::attention_op::attention_loop`) reads of a decoder,
 //! shared by teacher forcing (`gpu_decoder.rs`) and the search: the packed weights, the sizes,
 //! and [`StepMemory`], the search's per-batch memory and its GPU step. On a GPU the candle
 //! search (`search/candle.rs`) steps the first decoder layer here: the loop's launches for one
@@ -10,10 +10,10 @@ use super::attention::Attention;
 use super::rnn::Rnn;
 use crate::config::{CellKind, OutputState, StartState};
 use crate::error::{Error, Result};
-use crate::kernels::attn_decoder::AttnDims;
+use crate::kernels::cpu::bahdanau::AttnDims;
 use crate::kernels::gpu;
 
-/// A decoder's weights as the loop packs them (`kernels/gpu/attention.rs`).
+/// A decoder's weights as the loop packs them (`kernels/gpu/attention_kernels.rs`).
 pub(crate) struct LoopWeights<'a> {
     pub att: &'a Attention,
     /// The cell that reads the context: Bahdanau's only cell, the conditional GRU's second.
@@ -34,7 +34,7 @@ impl LoopWeights<'_> {
         Ok(LoopDims { hidden, ctx, att, kind, conditional, norm })
     }
 
-    /// The loop's packed weights (`kernels/gpu/attention.rs`'s `w`): with layer normalisation
+    /// The loop's packed weights (`kernels/gpu/attention_kernels.rs`'s `w`): with layer normalisation
     /// (the conditional GRU's) its gains follow, as `AttnDims::woff` places them.
     pub(crate) fn packed(&self) -> Result<Tensor> {
         let att = self.att;
@@ -66,7 +66,7 @@ pub(crate) struct LoopDims {
 impl LoopDims {
     /// The CPU op's sizes for `b` sentences of `t` target and `s` source positions; `output`
     /// and `start` are the callers' (the loop ignores them), no dropout. The loop itself refuses
-    /// the conditional GRU with LSTM cells (`kernels::gpu::attention_loop`).
+    /// the conditional GRU with LSTM cells (`kernels::gpu::attention_op::attention_loop`).
     pub(crate) fn at(self, b: usize, t: usize, s: usize, lens: &[usize]) -> AttnDims {
         let LoopDims { hidden, ctx, att, kind, conditional, norm } = self;
         let (output, start, lens) = (OutputState::Current, StartState::FirstBackward, lens.to_vec());
@@ -102,7 +102,7 @@ impl StepMemory {
         Ok(StepMemory { enc: self.enc.index_select(idx, 0)?, lens, w: self.w.clone(), dims: self.dims })
     }
 
-    /// One decoder step on the GPU (`kernels::gpu::attention_step`) for the memory's rows
+    /// One decoder step on the GPU (`kernels::gpu::attention_op::attention_step`) for the memory's rows
     /// from `gi = E y_{i-1} W + b (R, G)` and the state `(R, H)` (an LSTM's `[s_{i-1};
     /// m_{i-1}] (R, 2H)`): the new state, `c_i (R, C)`, `α_i (R, S)`, as the decoder's composed
     /// `step` gives them.
@@ -115,7 +115,7 @@ impl StepMemory {
             false => vec![s.flatten_all()?],
         };
         let seq = Tensor::cat(&[&[gi.flatten_all()?], &states[..]].concat(), 0)?;
-        let out = gpu::attention_step(&seq, &self.enc, &self.w, self.dims.at(r, 1, src_len, &self.lens))?;
+        let out = gpu::attention_op::attention_step(&seq, &self.enc, &self.w, self.dims.at(r, 1, src_len, &self.lens))?;
         // Contiguous: candle's CUDA product refuses a narrowed view (`tests/gpu_layouts.rs`).
         let part = |at: usize, w: usize| out.narrow(1, at, w)?.contiguous();
         let state = match lstm {

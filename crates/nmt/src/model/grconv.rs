@@ -27,8 +27,8 @@ use candle_core::{Tensor, D};
 use super::params::{Init, ParamBuilder};
 // Not candle_nn's softmax_last_dim: it has no backward in candle-nn 0.11.1 (tests/kernels.rs).
 use crate::error::Result;
-use crate::kernels::dense::host;
 use crate::kernels::gemm::{matmul, Mat};
+use crate::model::dense::host;
 
 /// grConv's weights.
 #[derive(Clone, Debug)]

@@ -113,7 +113,7 @@ pub struct Recurrent<'a> {
     pub norm: Option<&'a Tensor>,
 }
 
-/// One GRU step from composed candle ops, either form (`kernels/rnn_cell.rs` is its fused twin):
+/// One GRU step from composed candle ops, either form (`kernels/cpu/rnn_cell.rs` is its fused twin):
 /// `gi (batch, 3n)`, `h (batch, n)`. Under recurrent dropout `U` reads `hu = m ⊙ h`; the
 /// update `h~ + z ⊙ (h − h~)` keeps `h`.
 pub fn cell_step(form: GruForm, gi: &Tensor, h: &Tensor, rec: &Recurrent<'_>) -> Result<Tensor> {

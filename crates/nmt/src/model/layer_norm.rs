@@ -15,16 +15,16 @@
 //! does). A row is `(…, k)`; `γ` is `(k)`.
 //!
 //! Three forms, as every layer: the composed one ([`layer_norm`], differentiated by candle: the
-//! reference twin); the fused ones, with hand-written backward passes (`kernels::norm_rows`):
+//! reference twin); the fused ones, with hand-written backward passes (`kernels::cpu::norm_rows`):
 //! one op over a whole sequence's products ([`layer_norm_as`]) and the normalisations inside
-//! the recurrent kernels (`kernels::birnn`, `kernels::cgru_decoder`, `kernels::attn_op`); and
-//! the host search's, in place on its rows (`kernels::norm_rows::ln_rows`).
+//! the recurrent kernels (`kernels::cpu::birnn`, `kernels::cpu::conditional`, `kernels::cpu::attention_op`); and
+//! the host search's, in place on its rows (`kernels::cpu::norm_rows::ln_rows`).
 use candle_core::{Tensor, D};
 
 use super::backend::Backend;
 use crate::error::Result;
-use crate::kernels::norm_rows::layer_norm_op;
-pub use crate::kernels::norm_rows::{ln_rows, LN_EPS};
+use crate::kernels::cpu::norm_rows::layer_norm_op;
+pub use crate::kernels::cpu::norm_rows::{ln_rows, LN_EPS};
 
 /// `LN(x)·γ` over the last axis of `x (…, k)`, `γ (k)`; composed candle ops.
 pub fn layer_norm(x: &Tensor, gamma: &Tensor) -> Result<Tensor> {
@@ -34,7 +34,7 @@ pub fn layer_norm(x: &Tensor, gamma: &Tensor) -> Result<Tensor> {
     Ok(centred.broadcast_div(&sigma)?.broadcast_mul(gamma)?)
 }
 
-/// `LN(x)·γ` in the form `backend` says: one fused op (`kernels::norm_rows`) or composed.
+/// `LN(x)·γ` in the form `backend` says: one fused op (`kernels::cpu::norm_rows`) or composed.
 pub fn layer_norm_as(x: &Tensor, gamma: &Tensor, backend: Backend) -> Result<Tensor> {
     match backend.fused() {
         true => Ok(layer_norm_op(x, gamma)?),
@@ -60,7 +60,7 @@ mod tests {
     use super::*;
     use candle_core::{DType, Device};
 
-    /// The fused op (`kernels::norm_rows::layer_norm_op`) gives the composed form's values and
+    /// The fused op (`kernels::cpu::norm_rows::layer_norm_op`) gives the composed form's values and
     /// gradients (of `x` and `γ`), in f64, over more rows than one parallel task holds.
     #[test]
     fn fused_op_is_the_composed_form() {
@@ -74,7 +74,7 @@ mod tests {
             let x = candle_core::Var::from_vec(xs.clone(), (rows, k), &dev).unwrap();
             let g = candle_core::Var::from_vec(gs.clone(), k, &dev).unwrap();
             let y = match fused {
-                true => crate::kernels::norm_rows::layer_norm_op(x.as_tensor(), g.as_tensor()).unwrap(),
+                true => crate::kernels::cpu::norm_rows::layer_norm_op(x.as_tensor(), g.as_tensor()).unwrap(),
                 false => layer_norm(x.as_tensor(), g.as_tensor()).unwrap(),
             };
             let grads = (&y * &w).unwrap().sum_all().unwrap().backward().unwrap();

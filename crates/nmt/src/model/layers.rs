@@ -28,7 +28,7 @@ use super::rnnenc::{HostRnnenc, Rnnenc};
 use super::rnnsearch::{HostRnnsearch, Rnnsearch};
 use crate::config::ModelConfig;
 use crate::error::Result;
-use crate::kernels::row_best::RowBest;
+use crate::kernels::cpu::row_best::RowBest;
 
 /// The layers of a model's architecture (`model.arch`).
 #[derive(Clone, Debug)]

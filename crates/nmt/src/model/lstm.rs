@@ -1,4 +1,4 @@
-//! The LSTM cell from composed candle ops: the reference twin of `kernels/lstm_cell.rs`
+//! The LSTM cell from composed candle ops: the reference twin of `kernels/cpu/lstm_cell.rs`
 //! (Hochreiter & Schmidhuber 1997 with the forget gate of Gers et al. 2000; the lecture notes'
 //! LSTM, docs/MODELS.md#lstm; Sutskever et al. 2014's cell):
 //!

@@ -15,6 +15,7 @@ pub(crate) mod conditional_decoder;
 pub(crate) mod conditional_host;
 pub(crate) mod copy;
 pub(crate) mod decoder;
+pub mod dense;
 pub(crate) mod embedding;
 pub(crate) mod encoder;
 pub(crate) mod feedback;
@@ -39,6 +40,7 @@ pub(crate) mod summary_decoder;
 #[cfg(test)]
 mod twins;
 pub(crate) mod upper;
+pub(crate) mod upper_host;
 
 use candle_core::{DType, Device, Tensor};
 
@@ -104,7 +106,7 @@ impl Seq2Seq {
         };
         let unclaimed = params.unclaimed();
         if !unclaimed.is_empty() {
-            return Err(crate::Error::Config(format!(
+            return Err(crate::error::Error::Config(format!(
                 "the model file has tensors this configuration does not use: {}",
                 unclaimed.join(", ")
             )));
@@ -233,7 +235,7 @@ impl Seq2Seq {
             Layers::Rnnenc(a) => a.grconv(),
             Layers::Rnnsearch(_) => None,
         }) else {
-            return Err(crate::Error::Config("this model has no grConv encoder".into()));
+            return Err(crate::error::Error::Config("this model has no grConv encoder".into()));
         };
         let ids = Tensor::from_vec(ids.to_vec(), ids.len(), self.device())?;
         let x = self.src_emb.index_select(&ids, 0)?.unsqueeze(0)?;

@@ -19,13 +19,13 @@ use super::params::{Init, ParamBuilder};
 use super::regularizer::{times_mask, Dropout, Site};
 use crate::config::OutputLayer;
 use crate::error::Result;
-use crate::kernels::dense::{host, Dense};
+use crate::kernels::cpu::proj_nll::{self, ProjWeight};
+use crate::kernels::cpu::projection::Projection;
+use crate::kernels::cpu::row_best::RowBest;
+use crate::kernels::cpu::{deep_output, linear, maxout};
 use crate::kernels::math::tanh_f32;
 use crate::kernels::profile;
-use crate::kernels::proj_nll::{self, ProjWeight};
-use crate::kernels::projection::Projection;
-use crate::kernels::row_best::RowBest;
-use crate::kernels::{deep_output, linear, maxout};
+use crate::model::dense::{host, Dense};
 
 /// Shape of the deep output: decoder state `n`, embedding `m`, context, hidden units `l`, `K_y`,
 /// and the hidden layer's activation.
@@ -147,7 +147,7 @@ impl DeepOutput {
         let rows = ey.dim(0)?;
         let mask = dropout.and_then(|d| d.units_mask(Site::Maxout, rows * self.maxout));
         // With layer normalisation the hidden layer stays composed (three normalised products
-        // over all rows at once; `kernels::deep_output` has no normalisation).
+        // over all rows at once; `kernels::cpu::deep_output` has no normalisation).
         if backend.fused() && self.norm.is_none() {
             return match ctx {
                 Context::PerStep(state_ctx) => self.hidden_fused(state_ctx, ey, mask.as_deref()),
@@ -175,7 +175,7 @@ impl DeepOutput {
         }
     }
 
-    /// The fused form for RNNsearch (`kernels::deep_output`, one op, no concatenation of
+    /// The fused form for RNNsearch (`kernels::cpu::deep_output`, one op, no concatenation of
     /// activations).
     fn hidden_fused(&self, state_ctx: &Tensor, emb: &Tensor, mask: Option<&[f32]>) -> Result<Tensor> {
         let wb = Tensor::cat(&[&self.o_h, &self.o_c, &self.o_y, &self.b.unsqueeze(0)?], 0)?;
@@ -203,7 +203,7 @@ impl DeepOutput {
 
     /// Teacher forcing's `−log p(y) (rows)` from `t (rows, l)` and the `targets (rows)` u32,
     /// label-smoothed by `eps`: the fused projection, log-softmax and NLL
-    /// (`kernels::proj_nll`, which never materialises the `(rows, K_y)` gradient twice) or the
+    /// (`kernels::cpu::proj_nll`, which never materialises the `(rows, K_y)` gradient twice) or the
     /// composed `logsumexp(G t + b_G) − (G t + b_G)_y`.
     pub fn nll(&self, t: &Tensor, targets: &Tensor, eps: f64, backend: Backend) -> Result<Tensor> {
         if backend.fused() {
@@ -338,8 +338,8 @@ impl BatchShortlist {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::dense::affine;
     use crate::model::attention::logsumexp_last;
+    use crate::model::dense::affine;
     use crate::model::twins::{assert_close, randn, random_layer, values};
 
     /// The host form scores as the composed layer: `t~ = O_h s + O_y E y + O_c c + b`,

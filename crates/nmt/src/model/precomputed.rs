@@ -20,8 +20,8 @@
 //!
 //! Shapes: `K_y` target words, `m` embedding, `B` sentences padded to `S` positions, `2n` the
 //! annotations, `R` live rows, `w` a term's width (`G + 2l`).
-use crate::kernels::dense::{gather_rows, Dense};
 use crate::kernels::gemm::{matmul, Mat};
+use crate::model::dense::{gather_rows, Dense};
 
 /// The largest word table kept (64 MiB, 8 000 words × 2 048 terms of `f32`). The shipped
 /// recipe's conditional decoder (8 000 words, 256 units: `G + 2l` = 768 + 512) needs 41 MB; the

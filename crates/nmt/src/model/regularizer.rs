@@ -8,7 +8,7 @@
 //!   model learns not to lean on any single word.
 //! - Recurrent dropout (Gal & Ghahramani 2016, Nematus' `dropout_hidden`): one mask per
 //!   sentence and GRU layer, the same at every time step, on the state where it enters the
-//!   recurrent matrix `U` (`kernels/rnn_cell.rs`).
+//!   recurrent matrix `U` (`kernels/cpu/rnn_cell.rs`).
 //! - Label smoothing ε (Szegedy et al. 2016): see `Regularizer::label_smoothing`.
 //!
 //! Each mask is drawn at a [`Site`] (the source embeddings, layer `k`'s input or its states in

@@ -11,11 +11,11 @@ use super::lstm::{lstm_step, Lstm};
 use super::params::ParamBuilder;
 use crate::config::CellKind;
 use crate::error::Result;
-use crate::kernels::birnn;
-use crate::kernels::dense::{hcat, host, Dense};
+use crate::kernels::cpu::birnn;
+use crate::kernels::cpu::norm_rows::ln_rows;
+use crate::kernels::cpu::rnn_sequence::{self, RnnDims};
 use crate::kernels::gemm::fill_rows;
-use crate::kernels::norm_rows::ln_rows;
-use crate::kernels::rnn_op::{self, RnnDims};
+use crate::model::dense::{hcat, host, Dense};
 
 /// The state a layer of cell `kind` starts from, given its `h_0 (batch, n)`: `h_0`, or the
 /// LSTM's `[h_0; 0]`.
@@ -43,7 +43,9 @@ impl Rnn {
     pub fn new(input: usize, hidden: usize, kind: CellKind, norm: bool, pb: &ParamBuilder) -> Result<Self> {
         Ok(match kind {
             CellKind::Gru(form) => Rnn::Gru(Gru::new(input, hidden, form, norm, pb)?),
-            CellKind::Lstm if norm => return Err(crate::Error::Config("layer normalisation is defined for the GRU, not the LSTM".into())),
+            CellKind::Lstm if norm => {
+                return Err(crate::error::Error::Config("layer normalisation is defined for the GRU, not the LSTM".into()))
+            }
             CellKind::Lstm => Rnn::Lstm(Lstm::new(input, hidden, pb)?),
         })
     }
@@ -154,7 +156,7 @@ impl Rnn {
 }
 
 /// The host form of one layer (or two directions' layers side by side), in the training
-/// kernels' layout (`kernels::rnn_op`, `kernels::birnn`),
+/// kernels' layout (`kernels::cpu::rnn_sequence`, `kernels::cpu::birnn`),
 /// so the search runs the very code that trains: `k` directions (2 for RNNsearch's
 /// bidirectional encoder, 1 for RNNenc's encoder and the decoder's upper layers), `W (m, k·G)` and `b (k·G)` side by side,
 /// `U (k, n, G)` packed `[U_r | U_z | U_n]` (LSTM: `[U_i | U_f | U_g | U_o]`), recurrent biases
@@ -221,8 +223,8 @@ impl HostBatch<'_> {
 }
 
 /// A stack of host layers over `x (B, S, in)`, bottom up, by the training kernels' own forward
-/// pass (`kernels::birnn` for `dirs = 2`, both directions at once, one per thread;
-/// `kernels::rnn_op` for 1): each sentence's state carried through its padding. Upper layers read
+/// pass (`kernels::cpu::birnn` for `dirs = 2`, both directions at once, one per thread;
+/// `kernels::cpu::rnn_sequence` for 1): each sentence's state carried through its padding. Upper layers read
 /// the one below and, with `residual`, add it (`encoder.rs`). Outputs `(B, S, dirs·n)`.
 pub fn host_stack(layers: &[HostRnn], x: &[f32], at: &HostBatch<'_>, dirs: usize, residual: bool, threads: usize) -> Vec<f32> {
     let (b, s, n) = (at.batch, at.len, at.hidden);
@@ -232,7 +234,7 @@ pub fn host_stack(layers: &[HostRnn], x: &[f32], at: &HostBatch<'_>, dirs: usize
         let dims = at.dims(dirs);
         let gi = layer.input_terms(&out, b * s, threads);
         let h = if dirs == 2 {
-            // Each direction's `[b_h | γ_h]` with layer normalisation (`kernels::birnn`).
+            // Each direction's `[b_h | γ_h]` with layer normalisation (`kernels::cpu::birnn`).
             let bh: Vec<f32> = match layer.norm.is_empty() {
                 true => layer.bh.clone(),
                 false => layer.bh.chunks(g).zip(&layer.norm).flat_map(|(b, (_, gh))| b.iter().chain(gh).copied()).collect(),
@@ -241,7 +243,7 @@ pub fn host_stack(layers: &[HostRnn], x: &[f32], at: &HostBatch<'_>, dirs: usize
         } else {
             let mut row = layer.bh.clone();
             row.resize(g + n, 0.0); // [b_h; h_0 = 0]
-            rnn_op::forward(&dims, &gi, &layer.u, &fill_rows(&row, b), layer.norm.first().map(|(_, gh)| &gh[..])).0
+            rnn_sequence::forward(&dims, &gi, &layer.u, &fill_rows(&row, b), layer.norm.first().map(|(_, gh)| &gh[..])).0
         };
         out = if k > 0 && residual { h.iter().zip(&out).map(|(a, b)| a + b).collect() } else { h };
     }

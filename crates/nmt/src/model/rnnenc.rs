@@ -20,7 +20,8 @@ use super::params::ParamBuilder;
 use super::regularizer::Dropout;
 use super::rnn::{host_stack, HostBatch, HostRnn};
 use super::summary_decoder::{HostSummary, SummaryDecoder};
-use super::upper::{HostUpper, UpperLayers};
+use super::upper::UpperLayers;
+use super::upper_host::HostUpper;
 use crate::config::{EncoderKind, ModelConfig};
 use crate::error::{Error, Result};
 

@@ -27,10 +27,11 @@ use super::output::{Context, DeepOutput, HostOutput, OutputDims};
 use super::params::ParamBuilder;
 use super::regularizer::Dropout;
 use super::rnn::{host_stack, HostBatch, HostRnn};
-use super::upper::{HostUpper, UpperLayers};
+use super::upper::UpperLayers;
+use super::upper_host::HostUpper;
 use crate::config::{DecoderKind, ModelConfig, OutputState, StackKind};
 use crate::error::{Error, Result};
-use crate::kernels::row_best::RowBest;
+use crate::kernels::cpu::row_best::RowBest;
 
 /// RNNsearch's layers, named as in the model file (`encoder.*`, `decoder.*`, `copy.*`,
 /// `output.*`).

@@ -9,7 +9,7 @@
 //!
 //! Matrices stay `(in, out)` row-major (the per-step products `x W` read them as they are),
 //! and the output projection is pre-transposed for column-major scores
-//! (`kernels/projection.rs`). What makes this faster than the candle search
+//! (`kernels/cpu/projection.rs`). What makes this faster than the candle search
 //! (docs/PERF-HISTORY.md, "Translation speed on real data"): no per-op tensor allocation or
 //! graph bookkeeping; scores never normalised in full (the normaliser and a thresholded top-k
 //! read them once); only live hypotheses computed; the encoder directions on a thread each.
@@ -26,8 +26,8 @@ use super::rnn::HostBatch;
 use super::{Backend, Seq2Seq};
 use crate::config::{Impl, ModelConfig};
 use crate::error::{Error, Result};
-use crate::kernels::dense::{gather_rows, host};
-use crate::kernels::row_best::RowBest;
+use crate::kernels::cpu::row_best::RowBest;
+use crate::model::dense::{gather_rows, host};
 
 /// Everything search needs, on the host.
 pub struct HostModel {
@@ -61,9 +61,9 @@ impl HostModel {
     /// to the candle search for anything else (see [`HostModel::supports`]).
     ///
     /// With `int8`, the step's products multiply in int8 (`kernels/int8.rs`,
-    /// `kernels::dense::Dense`): the output projection, the decoder's and the deep output's, and
+    /// `model::dense::Dense`): the output projection, the decoder's and the deep output's, and
     /// the recurrent layers' input products. `f32` stay: the recurrent products inside the
-    /// training kernels that run the encoder (`kernels::birnn`, `kernels::rnn_op`), the
+    /// training kernels that run the encoder (`kernels::cpu::birnn`, `kernels::cpu::rnn_sequence`), the
     /// encoder-side attention `U_a h` and summaries (once per batch), grConv, the gated-feedback
     /// step and the copy gate. The word tables (`precomputed.rs`) are built once, after that
     /// choice, from the products the step would use.
@@ -104,7 +104,7 @@ impl HostModel {
     /// Encodes `src (B, S)` ids with true lengths `lens`, a copy model's extended ids
     /// `src_ext (B, S)` (empty otherwise) and the batch's `shortlist` (sorted target ids).
     /// Fails only if a gated-feedback encoder's snapshot does not fit the batch
-    /// (`kernels::feedback_op::feedback_host`).
+    /// (`kernels::cpu::feedback_op::feedback_host`).
     pub fn encode(&self, src: &[u32], lens: &[usize], src_ext: Vec<u32>, shortlist: Option<&[u32]>, threads: usize) -> Result<HostEncoded> {
         let cfg = &self.cfg;
         let b = lens.len();

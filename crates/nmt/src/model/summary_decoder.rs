@@ -7,7 +7,7 @@
 //!
 //! - [`SummaryDecoder::step`]: the composed candle step (the candle search, the GPU);
 //! - [`SummaryDecoder::forward`]: teacher forcing over every target step, in one kernel
-//!   (`kernels::rnn_op`, `C c` as each sentence's recurrent term) or step by step on composed
+//!   (`kernels::cpu::rnn_sequence`, `C c` as each sentence's recurrent term) or step by step on composed
 //!   ops (autodiff's reference twin);
 //! - [`HostSummary::step`]: one search step for `R` live rows on host slices.
 use candle_core::{Tensor, D};
@@ -23,11 +23,11 @@ use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::state_output as rnn_state_output;
 use crate::config::{CellKind, GruForm, OutputState};
 use crate::error::Result;
-use crate::kernels::dense::{affine, host, tanh_in_place, Dense};
+use crate::kernels::cpu::gru_cell::update_row;
+use crate::kernels::cpu::{lstm_cell, rnn_sequence};
 use crate::kernels::gemm::Mat;
-use crate::kernels::gru_cell::update_row;
 use crate::kernels::math::simd_dispatch;
-use crate::kernels::{lstm_cell, rnn_op};
+use crate::model::dense::{affine, host, tanh_in_place, Dense};
 
 /// RNNenc's decoder, with the summary-vector bridge `c = tanh(V h^(T))`. Its GRU is the
 /// paper's (reset over `U' h' + C c`), whatever `model.gru`; or an LSTM.
@@ -144,7 +144,7 @@ impl SummaryDecoder {
         Ok(Tensor::stack(&outs, 1)?)
     }
 
-    /// The fused form (`kernels::rnn_op`, `C c` as each sentence's recurrent term; on a GPU
+    /// The fused form (`kernels::cpu::rnn_sequence`, `C c` as each sentence's recurrent term; on a GPU
     /// its twin, [`Backend::rnn_sequence`]).
     fn forward_fused(&self, ey: &Tensor, c: &Tensor, h0: &Tensor, state_mask: Option<&[f32]>, backend: Backend) -> Result<Tensor> {
         let (b, t, m) = ey.dims3()?;
@@ -157,7 +157,7 @@ impl SummaryDecoder {
             CellKind::Lstm => CellKind::Lstm,
         };
         let lens = vec![t; b];
-        Ok(backend.rnn_sequence(&gie, &self.u, &rows, false, rnn_op::RnnSpec { kind, lens: &lens, state_mask })?)
+        Ok(backend.rnn_sequence(&gie, &self.u, &rows, false, rnn_sequence::RnnSpec { kind, lens: &lens, state_mask })?)
     }
 
     /// The per-sentence recurrent term `C c (+ b_h)` `(batch, G)`: the paper's decoder
@@ -204,7 +204,7 @@ impl HostSummary {
         })
     }
 
-    /// The step's products in int8 (`kernels::dense::Dense`).
+    /// The step's products in int8 (`model::dense::Dense`).
     pub fn quantize(&mut self) {
         self.words.quantize();
         self.u.quantize();
@@ -229,7 +229,7 @@ impl HostSummary {
     /// One step for the `R` live rows of `x`, reading each sentence's `gate_ctx (B, G)` and
     /// `out_ctx (B, 2l)` ([`Self::memory`]): `gi = E y W' + b`, `hc = h' U' + C c`, then
     /// `r, z = σ(gi + hc)`, `h~ = tanh(gi_n + r ⊙ hc_n)` (the reset-after row arithmetic of
-    /// `kernels::rnn_cell`, or the LSTM's gates on `gi + hc`), and the deep output's
+    /// `kernels::cpu::rnn_cell`, or the LSTM's gates on `gi + hc`), and the deep output's
     /// pre-activation `b_o + O_c c [+ O_h s] + O_y E y` `(R, 2l)`.
     pub fn step(&self, gate_ctx: &[f32], out_ctx: &[f32], x: &HostStepIn<'_>, out: &HostOutput) -> HostStepOut {
         let (n, l2, threads) = (self.b_v.len(), out.b.len(), x.threads);

@@ -55,7 +55,8 @@ pub fn assert_close(what: &str, a: &[f32], b: &[f32], tol: f32) {
 /// stack does: from random states before the step and a random new first-layer state, the
 /// upper layers' new states and the top output.
 pub fn check_upper_step(kind: crate::config::CellKind, stack: super::encoder::Stack, seed: u64) {
-    use super::upper::{HostUpper, UpperLayers};
+    use super::upper::UpperLayers;
+    use super::upper_host::HostUpper;
     let (n, r) = (4, 5);
     let w = if kind == crate::config::CellKind::Lstm { 2 * n } else { n };
     let upper = random_layer(seed, |pb| UpperLayers::new(n, kind, stack, pb));

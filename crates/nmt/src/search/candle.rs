@@ -9,8 +9,8 @@ use nmt_data::batch::Batch;
 
 use super::scorer::{best_of_full, Pick, Rows, Scored, ScoredFull, Scorer};
 use crate::error::Result;
-use crate::kernels::gpu::top_k;
-use crate::kernels::row_best::RowBest;
+use crate::kernels::cpu::row_best::RowBest;
+use crate::kernels::gpu::row_best;
 use crate::model::decoder::Encoded;
 use crate::model::{BatchTensors, Seq2Seq};
 
@@ -50,14 +50,14 @@ impl Seq2Seq {
 }
 
 /// Each row's `want[r]` best tokens of `lp (R, V)` outside `skip`, picked on `lp`'s device
-/// (`kernels::gpu::top_k`): `best_of_full`'s lists, with `(R, 2k)` numbers brought to the host.
+/// (`kernels::gpu::row_best`): `best_of_full`'s lists, with `(R, 2k)` numbers brought to the host.
 fn device_best(lp: &Tensor, want: &[usize], skip: &[u32]) -> Result<RowBest> {
     let k = want.iter().copied().max().unwrap_or(0).min(lp.dim(1)?);
     let r_n = want.len();
     if k == 0 {
         return Ok(RowBest { lse: vec![0.0; r_n], top: vec![Vec::new(); r_n] });
     }
-    let picked = top_k::row_top_k(lp, k, skip)?.flatten_all()?.to_vec1::<f32>()?;
+    let picked = row_best::row_top_k(lp, k, skip)?.flatten_all()?.to_vec1::<f32>()?;
     let top = picked
         .chunks_exact(2 * k)
         .zip(want)
@@ -148,7 +148,7 @@ mod tests {
     use candle_core::{Device, Tensor};
     use rand::{Rng, SeedableRng};
 
-    use crate::kernels::gpu::top_k;
+    use crate::kernels::gpu::row_best;
 
     /// The search's pick on the device (`top_k.rs`, run emulated) against the host's
     /// (`search::scorer::best_of_full`): the same lists, on rows with many equal values, −∞
@@ -162,7 +162,7 @@ mod tests {
                 .map(|_| if rng.gen_bool(0.2) { f32::NEG_INFINITY } else { (rng.gen_range(-80.0f32..0.0)).round() / 8.0 })
                 .collect();
             let t = Tensor::from_vec(lp.clone(), (r, v), &Device::Cpu).unwrap();
-            let got = top_k::row_top_k(&t, k, &skip).unwrap().to_vec2::<f32>().unwrap();
+            let got = row_best::row_top_k(&t, k, &skip).unwrap().to_vec2::<f32>().unwrap();
             let want = crate::search::scorer::best_of_full(&lp, v, &vec![k; r], &skip);
             for (row, list) in got.iter().zip(&want.top) {
                 let (vals, cols) = row.split_at(k);

@@ -45,7 +45,7 @@ impl<'a, S: Scorer> Ensemble<'a, S> {
     /// An ensemble of `members` (at least one).
     pub fn new(members: Vec<&'a S>) -> Result<Self> {
         if members.is_empty() {
-            return Err(crate::Error::Input("an ensemble needs at least one model".into()));
+            return Err(crate::error::Error::Input("an ensemble needs at least one model".into()));
         }
         Ok(Ensemble { members })
     }

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::scorer::{Pick, Rows, Scored, ScoredFull, Scorer};
 use crate::error::Result;
-use crate::kernels::row_best::RowBest;
+use crate::kernels::cpu::row_best::RowBest;
 use crate::model::decoder::HostEncoded;
 use crate::model::snapshot::{HostModel, LiveRows};
 

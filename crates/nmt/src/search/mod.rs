@@ -52,7 +52,7 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
     /// A searcher for `models` (at least one).
     pub fn new(models: Vec<M>) -> Result<Self> {
         if models.is_empty() {
-            return Err(crate::Error::Input("a search needs at least one model".into()));
+            return Err(crate::error::Error::Input("a search needs at least one model".into()));
         }
         Ok(Searcher { models, hosts: OnceLock::new(), hosts_int8: OnceLock::new(), shortlist: None })
     }
@@ -75,11 +75,11 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
             return Ok(None);
         }
         let Some(sl) = &self.shortlist else {
-            return Err(crate::Error::Input("the model file has no lexical shortlist: add one with `nmt shortlist`".into()));
+            return Err(crate::error::Error::Input("the model file has no lexical shortlist: add one with `nmt shortlist`".into()));
         };
         if self.models().iter().any(|m| m.cfg.copy()) {
             // A copy model exists to emit source words, which a shortlist would cut.
-            return Err(crate::Error::Input("a lexical shortlist does not apply to copy models".into()));
+            return Err(crate::error::Error::Input("a lexical shortlist does not apply to copy models".into()));
         }
         let c = sl.candidates(&batch.src);
         Ok(Some(c))
@@ -123,7 +123,7 @@ impl<M: Borrow<Seq2Seq>> Searcher<M> {
     /// row order. Alignments are over the lead model's reading order.
     pub fn search_batch(&self, batch: &Batch, opts: &SearchOptions) -> Result<Vec<Vec<Hypothesis>>> {
         if self.models().iter().any(|m| m.cfg.copy()) && batch.src_ext.is_empty() {
-            return Err(crate::Error::Input("a copy model needs each source's extended ids".into()));
+            return Err(crate::error::Error::Input("a copy model needs each source's extended ids".into()));
         }
         let shortlist = self.batch_shortlist(batch, opts)?;
         let shortlist = shortlist.as_deref();

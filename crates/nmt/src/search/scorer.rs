@@ -12,7 +12,7 @@ use nmt_data::batch::Batch;
 use nmt_data::{BOS, PAD, UNK};
 
 use crate::error::Result;
-use crate::kernels::row_best::{Fold, RowBest};
+use crate::kernels::cpu::row_best::{Fold, RowBest};
 
 /// The live rows of a step: each row's previous word `y (R)` and its sentence in the batch.
 #[derive(Clone, Copy, Debug)]

@@ -3,7 +3,9 @@ pub mod average;
 pub mod checkpoint;
 pub mod collective;
 pub mod log;
+mod milestone;
 pub mod optim;
+pub mod options;
 pub mod progress;
 mod setup;
 mod train_data;
@@ -12,5 +14,6 @@ mod update;
 pub mod validate;
 
 pub use collective::{Collective, Single};
+pub use options::{StopReason, TrainOptions, TrainSummary};
 pub use progress::{Progress, StepInfo};
-pub use trainer::{train, TrainOptions, TrainSummary};
+pub use trainer::train;

@@ -5,9 +5,9 @@
 //!   `E[g²] ← ρ E[g²] + (1−ρ) g²`, `Δ = −sqrt(E[Δ²] + ε) / sqrt(E[g²] + ε) · g`,
 //!   `E[Δ²] ← ρ E[Δ²] + (1−ρ) Δ²`, `θ ← θ + lr·Δ`.
 //!
-//! Parameters on the CPU in f32 ([`Backend::host`]) are updated in place by `kernels::optim_step` (one pass, no
+//! Parameters on the CPU in f32 ([`Backend::host`]) are updated in place by `kernels::cpu::optim_step` (one pass, no
 //! temporaries; the clipping scale is applied inside it); `f32` parameters on a GPU
-//! ([`Backend::gpu`]) by one kernel each (`kernels::gpu::update`, the same arithmetic). Any
+//! ([`Backend::gpu`]) by one kernel each (`kernels::gpu::optim_step`, the same arithmetic). Any
 //! other parameter runs the same arithmetic as composed candle ops, the kernels' reference twin. Either way the moments are
 //! saved as tensors named after their parameter (`opt.first.NAME`), so the training-state file
 //! holds them and a resumed run continues bit for bit.
@@ -18,14 +18,14 @@ use candle_core::{DType, Tensor, Var};
 
 use crate::config::{Impl, Optimizer as Kind, TrainConfig};
 use crate::error::{Error, Result};
-use crate::kernels::optim_step::{sum_squares, update_in_place, Rule};
+use crate::kernels::cpu::optim_step::{sum_squares, update_in_place, Rule};
 use crate::model::Backend;
 
 /// A parameter's two moments: Adam's `(m, v)`, Adadelta's `(E[g²], E[Δ²])`.
 enum Moments {
     /// Host buffers, updated in place (CPU f32 parameters).
     Host(Vec<f32>, Vec<f32>),
-    /// `[m; v]` flat on the GPU, replaced by the update's kernel (`kernels::gpu::update`; an
+    /// `[m; v]` flat on the GPU, replaced by the update's kernel (`kernels::gpu::optim_step`; an
     /// `f32` parameter on a GPU with `impl = "fused"`).
     Device(Tensor),
     /// Tensors, replaced by composed ops each update.
@@ -127,7 +127,7 @@ impl Optimizer {
                 Moments::Host(m, v) => update_in_place(var.as_tensor(), g, (m, v), rule, scale)?,
                 Moments::Device(mv) => {
                     let n = var.elem_count();
-                    let out = crate::kernels::gpu::update::update(var.as_tensor(), &g.detach(), mv, rule, scale)?;
+                    let out = crate::kernels::gpu::optim_step::update(var.as_tensor(), &g.detach(), mv, rule, scale)?;
                     var.set(&out.narrow(0, 0, n)?.reshape(var.shape())?)?;
                     *mv = out.narrow(0, n, 2 * n)?;
                 }

@@ -64,7 +64,7 @@ pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: 
 /// Sets the precision of the large products (`train.precision`) for this process, and says so
 /// when the CPU cannot run the one asked for (bf16 without AVX512_BF16), or when some of them
 /// stay f32: with `model.layer_norm` the normalised whole-sequence products (the input
-/// projections and the deep output's, multiplied by candle before `kernels::norm_rows`).
+/// projections and the deep output's, multiplied by candle before `kernels::cpu::norm_rows`).
 pub(super) fn set_precision(cfg: &crate::config::TrainConfig, model: &crate::model::Seq2Seq, ui: &mut dyn super::progress::Progress) {
     if crate::kernels::precision::set_training_products(cfg.precision) != cfg.precision {
         ui.on_message("train.precision = \"bf16\": this CPU has no AVX512_BF16, so the products run in f32");

@@ -10,75 +10,25 @@
 //! With several ranks (`TrainOptions::collective`, under `mpirun`) each rank trains on its rows
 //! of every batch, the gradients summed (`collective`, `step`); rank 0 alone validates, logs and
 //! writes files. All ranks share the model directory: a resume reads the checkpoint on each.
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use candle_core::Device;
 use nmt_data::batch::RowShare;
 use nmt_data::read_parallel;
 
-use super::average;
 use super::checkpoint::{self, TrainProgress};
-use super::collective::{agree_on, broadcast_decision, broadcast_params, Collective, Control, Decision, Single};
-use super::log::{JsonlLog, TrainRecord, ValidRecord};
+use super::collective::{agree_on, broadcast_params, Control};
+use super::log::{JsonlLog, TrainRecord};
+use super::milestone::{average_snapshots, validate};
+use super::options::{LoopEnv, StopReason, TrainOptions, TrainSummary};
 use super::progress::{Progress, StepInfo};
 use super::setup::{check_vocabularies, check_writable, resume, set_precision, start, write_config, Run};
 use super::train_data::{DataSource, TrainData};
 use super::update::{Share, Updater};
-use super::validate::{dev_bleu, dev_loss, DevSet};
+use super::validate::DevSet;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::regularizer::{DropoutRates, Regularizer};
-use crate::model_file;
-
-/// How to run, besides the config.
-pub struct TrainOptions {
-    pub model_dir: PathBuf,
-    pub device: Device,
-    /// Set by a Ctrl-C handler: save a checkpoint and return.
-    pub stop: Arc<AtomicBool>,
-    /// The ranks of a data-parallel run ([`Single`] for one process).
-    pub collective: Box<dyn Collective>,
-    /// A prepared corpus (`nmt prepare`) to train on instead of the config's text.
-    pub data: Option<PathBuf>,
-}
-
-impl TrainOptions {
-    /// One process.
-    pub fn new(model_dir: PathBuf, device: Device, stop: Arc<AtomicBool>) -> Self {
-        TrainOptions { model_dir, device, stop, collective: Box::new(Single), data: None }
-    }
-
-    fn is_root(&self) -> bool {
-        self.collective.rank() == 0
-    }
-}
-
-/// Why training stopped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    MaxSteps,
-    MaxEpochs,
-    MaxMinutes,
-    Patience,
-    Interrupted,
-}
-
-/// The outcome of [`train`].
-#[derive(Clone, Debug)]
-pub struct TrainSummary {
-    pub steps: u64,
-    pub best_bleu: Option<f64>,
-    pub best_step: u64,
-    pub best_model: PathBuf,
-    pub checkpoint: PathBuf,
-    pub reason: StopReason,
-    pub elapsed_s: f64,
-    /// Target tokens per second over this run's updates.
-    pub tok_per_s: f64,
-}
 
 /// Trains (or resumes) per `cfg`, writing into `opts.model_dir`.
 pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result<TrainSummary> {
@@ -162,18 +112,6 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
         elapsed_s: run.progress.elapsed_s,
         tok_per_s: reason.1,
     })
-}
-
-/// What the loop reads but never changes.
-struct LoopEnv<'a> {
-    cfg: &'a Config,
-    opts: &'a TrainOptions,
-    data: &'a TrainData,
-    dev: &'a DevSet,
-    log: &'a JsonlLog,
-    ckpt_path: &'a std::path::Path,
-    best_path: &'a std::path::Path,
-    snapshot_dir: &'a std::path::Path,
 }
 
 /// Loss and tokens since the last log line.
@@ -289,98 +227,6 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
     }
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     Ok((reason, run_tokens as f64 / secs))
-}
-
-/// Rank 0 validates and saves ([`validate_and_save`]); every rank follows its learning-rate
-/// scale and patience decision. Returns true when patience ran out.
-fn validate(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<bool> {
-    let out_of_patience = if env.opts.is_root() { validate_and_save(env, run, ui)? } else { false };
-    let decision = broadcast_decision(env.opts.collective.as_ref(), Decision { lr_scale: run.progress.lr_scale, out_of_patience })?;
-    run.progress.lr_scale = decision.lr_scale;
-    run.opt.set_lr_scale(decision.lr_scale);
-    Ok(decision.out_of_patience)
-}
-
-/// Dev loss, perplexity and BLEU; keeps the best model; decays the learning rate on a plateau;
-/// keeps the snapshot for averaging; writes the checkpoint. Returns true when patience ran out.
-fn validate_and_save(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<bool> {
-    let t = &env.cfg.train;
-    let began = Instant::now();
-    let loss = dev_loss(&run.model, env.dev)?;
-    // Issue 44, row 9: non-finite weights show here first; nothing of this update is saved.
-    if !loss.is_finite() {
-        let (step, best) = (run.progress.step, run.progress.best_step);
-        return Err(Error::Input(format!("dev loss {loss} at update {step}: training diverged; not saved (best: update {best})")));
-    }
-    let bleu = dev_bleu(&run.model, &run.meta, env.dev, t.valid_bleu_sentences, t.valid_beam_size)?;
-    let valid_s = began.elapsed().as_secs_f64();
-    let p = &mut run.progress;
-    let better = match p.best_bleu {
-        None => true,
-        Some(b) => bleu > b + 1e-9,
-    };
-    run.meta.step = p.step;
-    if better {
-        p.best_bleu = Some(bleu);
-        p.best_step = p.step;
-        p.bad_validations = 0;
-        p.lr_bad_validations = 0;
-        model_file::save(env.best_path, &run.model, &run.meta)?;
-    } else {
-        p.bad_validations += 1;
-        p.lr_bad_validations += 1;
-    }
-    let mut decayed = false;
-    if t.lr_decay < 1.0 && t.lr_patience > 0 && p.lr_bad_validations >= t.lr_patience {
-        p.lr_scale *= t.lr_decay;
-        p.lr_bad_validations = 0;
-        run.opt.set_lr_scale(p.lr_scale);
-        decayed = true;
-    }
-    let record = env.log.append(&ValidRecord {
-        step: p.step,
-        epoch: p.epoch,
-        dev_loss: loss,
-        dev_ppl: loss.exp(),
-        dev_bleu: bleu,
-        best: better,
-        elapsed_s: p.elapsed_s,
-        lr: t.lr * p.lr_scale,
-        valid_s,
-    })?;
-    ui.on_log(&record);
-    ui.on_message(&format!(
-        "update {}: dev loss {loss:.4}, ppl {:.2}, BLEU {bleu:.2}{} [validation {valid_s:.1} s]{}",
-        p.step,
-        loss.exp(),
-        if better { " (best, saved)" } else { "" },
-        if decayed { format!("; learning rate now {:.3e}", t.lr * p.lr_scale) } else { String::new() }
-    ));
-    let out_of_patience = t.patience > 0 && p.bad_validations >= t.patience;
-    if t.average_last > 0 {
-        average::keep_snapshot(env.snapshot_dir, &run.model, &run.meta, t.average_last)?;
-    }
-    checkpoint::save(env.ckpt_path, &run.model, &run.meta, &run.opt, &run.progress)?;
-    Ok(out_of_patience)
-}
-
-/// Writes the mean of the kept snapshots to `model.avg.safetensors` and reports its dev BLEU
-/// beside the best single model's, so the user can pick (`translate` uses `model.safetensors`).
-fn average_snapshots(env: &LoopEnv, run: &Run, ui: &mut dyn Progress) -> Result<()> {
-    let t = &env.cfg.train;
-    let files = average::snapshots(env.snapshot_dir)?;
-    let avg_path = env.opts.model_dir.join("model.avg.safetensors");
-    let mut avg = average::average(&files)?;
-    avg.model.set_impl(t.imp);
-    model_file::save(&avg_path, &avg.model, &avg.meta)?;
-    let bleu = dev_bleu(&avg.model, &run.meta, env.dev, t.valid_bleu_sentences, t.valid_beam_size)?;
-    ui.on_message(&format!(
-        "averaged the last {} snapshots into {}: dev BLEU {bleu:.2} (best single model {:.2})",
-        files.len(),
-        avg_path.display(),
-        run.progress.best_bleu.unwrap_or(0.0)
-    ));
-    Ok(())
 }
 
 /// How much of the run is done, by whichever limit is closest.

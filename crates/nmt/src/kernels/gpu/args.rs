@@ -2,27 +2,50 @@
 //! field (every field 8 bytes, so `repr(C)` lays them out as the C and CUDA compilers do: no
 //! padding), and the kernels themselves ([`Kernel`]: the source file, the PTX name and the
 //! host-compiled function).
-use super::{Addr, Kernel, KernelArgs, Module};
+use super::launch::Addr;
 
-/// Declares each struct and its kernel.
-macro_rules! kernels {
-    ($module:ident: $($konst:ident = $kernel:ident, $args:ident { $($field:ident : $ty:ty),* $(,)? })*) => {
+/// Declares argument structs that nest in others (`#[repr(C)]` mirrors with their layout).
+macro_rules! arg_structs {
+    ($($(#[$doc:meta])* $args:ident { $($field:ident : $ty:ty),* $(,)? })*) => {
         $(
+            $(#[$doc])*
             #[repr(C)]
             #[derive(Clone, Copy, Debug)]
             pub struct $args { $(pub $field: $ty),* }
+            impl $crate::kernels::gpu::launch::ArgStruct for $args {
+                const LAYOUT: $crate::kernels::gpu::launch::ArgLayout = $crate::kernels::gpu::launch::ArgLayout {
+                    name: stringify!($args),
+                    size: std::mem::size_of::<$args>(),
+                    fields: &[$((stringify!($field), std::mem::offset_of!($args, $field))),*],
+                };
+            }
+        )*
+    };
+}
+
+/// Declares each kernel of a module (a `.cu` file) and its argument struct. A new source's
+/// Rust wrapper declares its own kernels with it.
+macro_rules! kernels {
+    ($module:ident: $($konst:ident = $kernel:ident, $args:ident { $($field:ident : $ty:ty),* $(,)? })*) => {
+        $crate::kernels::gpu::args::arg_structs! { $($args { $($field: $ty),* })* }
+        $(
             #[cfg(feature = "cuda")]
             unsafe impl candle_core::cuda_backend::cudarc::driver::DeviceRepr for $args {}
-            impl KernelArgs for $args {}
+            impl $crate::kernels::gpu::launch::KernelArgs for $args {}
         )*
         extern "C" {
             $(fn $kernel(a: $args);)*
         }
         $(
-            pub const $konst: Kernel<$args> = Kernel { module: Module::$module, name: stringify!($kernel), host: $kernel };
+            pub const $konst: $crate::kernels::gpu::launch::Kernel<$args> = $crate::kernels::gpu::launch::Kernel {
+                module: $crate::kernels::gpu::launch::Module::$module,
+                name: stringify!($kernel),
+                host: $kernel,
+            };
         )*
     };
 }
+pub(crate) use arg_structs;
 
 kernels! {
     Recurrence:
@@ -111,47 +134,18 @@ kernels! {
     }
 }
 
-/// What every gate kernel reads of its step (`recurrence.cu`'s `NmtStepRows`, nested in the
-/// kernels' structs): the position `t` (row `b` is live when `t < lens[b]`) and the rows of
-/// `gi` and `gh`, `*_ld` elements apart.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct StepRows {
-    pub t: i64,
-    pub lens: Addr,
-    pub gi: Addr,
-    pub gi_ld: i64,
-    pub gh: Addr,
-    pub gh_ld: i64,
-}
-
-/// Where the backward gate kernels write the gradients of `gi`'s and `gh`'s pre-activations
-/// (`NmtGradRows`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct GradRows {
-    pub dgi: Addr,
-    pub dgi_ld: i64,
-    pub dgh: Addr,
-    pub dgh_ld: i64,
-}
-
-/// What `feedback.cu`'s step kernels share (`NmtFbStep`): the step's `gi`, `GH`, gates `g`,
-/// masked own state `hu` and sources `S`, contiguous, the layer's own source index and the
-/// sizes; `kind` is [`FB_PAPER`], [`FB_RESET_AFTER`] or [`FB_LSTM`].
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct FbStep {
-    pub gi: Addr,
-    pub gh: Addr,
-    pub g: Addr,
-    pub hu: Addr,
-    pub s: Addr,
-    pub own: i64,
-    pub batch: i64,
-    pub layers: i64,
-    pub hidden: i64,
-    pub kind: i64,
+arg_structs! {
+    /// What every gate kernel reads of its step (`recurrence.cu`'s `NmtStepRows`, nested in the
+    /// kernels' structs): the position `t` (row `b` is live when `t < lens[b]`) and the rows of
+    /// `gi` and `gh`, `*_ld` elements apart.
+    StepRows { t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64 }
+    /// Where the backward gate kernels write the gradients of `gi`'s and `gh`'s pre-activations
+    /// (`NmtGradRows`).
+    GradRows { dgi: Addr, dgi_ld: i64, dgh: Addr, dgh_ld: i64 }
+    /// What `feedback.cu`'s step kernels share (`NmtFbStep`): the step's `gi`, `GH`, gates `g`,
+    /// masked own state `hu` and sources `S`, contiguous, the layer's own source index and the
+    /// sizes; `kind` is [`FB_PAPER`], [`FB_RESET_AFTER`] or [`FB_LSTM`].
+    FbStep { gi: Addr, gh: Addr, g: Addr, hu: Addr, s: Addr, own: i64, batch: i64, layers: i64, hidden: i64, kind: i64 }
 }
 
 /// The cell codes of `feedback.cu`.

@@ -1,7 +1,7 @@
 // Additive attention's per-step kernels for the GPU (Bahdanau et al. 2015, appendix A.1.2;
-// kernels/gpu/attention.rs runs them between cuBLAS products; Marian's gAtt/gAttBack are the
-// model). The CPU's twin is kernels/attn_decoder.rs (`attention_weights`, `attend_row`) and
-// kernels/attn_backward.rs (`attend_backward`). Compiled twice, as recurrence.cu is (its
+// kernels/gpu/attention_kernels.rs runs them between cuBLAS products; Marian's gAtt/gAttBack are the
+// model). The CPU's twin is kernels/cpu/bahdanau.rs (`attention_weights`, `attend_row`) and
+// kernels/cpu/bahdanau_backward.rs (`attend_backward`). Compiled twice, as recurrence.cu is (its
 // header says how); every kernel is one thread per output element, reading what the kernels
 // before it wrote, so the host's thread-by-thread emulation is exact.
 //

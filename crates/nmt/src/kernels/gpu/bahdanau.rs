@@ -1,24 +1,24 @@
 //! Bahdanau's decoder loop (Bahdanau et al. 2015, appendix A.2.2) on a [`Launch`]: the GPU twin
-//! of `kernels::attn_decoder::forward` and `kernels::attn_backward::backward`, on the layout of
-//! `attention.rs`. Per step `i`, forward:
+//! of `kernels::cpu::bahdanau::forward` and `kernels::cpu::bahdanau_backward::backward`, on the layout of
+//! `attention_kernels.rs`. Per step `i`, forward:
 //! ```text
 //! WS_i = s_{i-1} W_a (+ b_a, filled once)   α_i, c_i      cuBLAS, then attention.cu's kernels
 //! GI_i = gie_i + c_i W_c                                  cuBLAS (GI starts as a copy of gie)
-//! s_i  = GRU(GI_i, GH_i, s_{i-1})                         cell.rs (GH starts as b_h)
+//! s_i  = GRU(GI_i, GH_i, s_{i-1})                         gru_cell.rs (GH starts as b_h)
 //! ```
-//! or, with an LSTM (`lstm.rs`), `s_i, m_i = LSTM(GI_i, GH_i, s_{i-1}, m_{i-1})` from
+//! or, with an LSTM (`lstm_cell.rs`), `s_i, m_i = LSTM(GI_i, GH_i, s_{i-1}, m_{i-1})` from
 //! `m_0 = 0`, its cell states `m_i` kept in `Q` (the CPU op's layout).
 //! and backward, from the carry (the gradient reaching `s_i` from later steps): the cell's
 //! step (`dGI_i`, `dGH_i`, the carry through `U`), `dc = dout_c + dGI_i W_cᵀ` (cuBLAS), the
 //! attention's kernels and `carry += dWS_i W_aᵀ` (the LSTM's cell state has a carry of its own). After the loop each weight gradient is one
-//! product over all `B·T` rows: `dW_a = S_prevᵀ dWS`, `dW_c = Cᵀ dGI`, `dU` (`cell.rs`, from
+//! product over all `B·T` rows: `dW_a = S_prevᵀ dWS`, `dW_c = Cᵀ dGI`, `dU` (`gru_cell.rs`, from
 //! the masked `S_prev`), and the bias and `v_a` sums.
 use candle_core::Result;
 
 use super::args::{self, FillRows, MaskRows};
-use super::attention::{At, Back, BackAddr, Saved};
-use super::cell::{gemm, sum_rows, Step, StepGrads, NO_ROWS};
-use super::{Addr, Launch, View};
+use super::attention_kernels::{At, Back, BackAddr, Saved};
+use super::gru_cell::{gemm, sum_rows, Step, StepGrads, NO_ROWS};
+use super::launch::{Addr, Launch, View};
 use crate::config::CellKind;
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.

@@ -1,13 +1,13 @@
 //! The bidirectional RNN layer (Bahdanau et al. 2014, §3.2: `h_j = [→h_j; ←h_j]`) on a
-//! [`Launch`]: the GPU twin of `kernels::birnn` for the GRU in either form and the LSTM, with
+//! [`Launch`]: the GPU twin of `kernels::cpu::birnn` for the GRU in either form and the LSTM, with
 //! recurrent dropout and padding, and for the reset-after GRU with layer normalisation
-//! (Marian's `s2s`: `LN(h U)·γ_h + b_h`, `norm.rs`).
+//! (Marian's `s2s`: `LN(h U)·γ_h + b_h`, `norm_rows.rs`).
 //!
-//! Shapes as in `kernels::birnn`: `gi (B·S, 2G)` = `[x W_f + b_f | x W_b + b_b]` with
+//! Shapes as in `kernels::cpu::birnn`: `gi (B·S, 2G)` = `[x W_f + b_f | x W_b + b_b]` with
 //! `G = 3H` (the LSTM: `4H`), `u (2, H, G)`, `bh (2, G)` (with layer normalisation `(2, 2G)`,
 //! each direction's `[b_h | γ_h]`), each sentence's length, an optional recurrent-dropout mask
 //! `(2, B, H)`; output `(B, S, 2H)`. Per direction and step, the GRU
-//! (`rnn_cell.rs`'s equations; the LSTM's step is `lstm.rs`'s, the same pattern):
+//! (`rnn_cell.rs`'s equations; the LSTM's step is `lstm_cell.rs`'s, the same pattern):
 //! - forward: `GH_t += HU_{t−1} U` on cuBLAS (paper form: `[h U_rz]`, the reset kernel
 //!   `q = r ⊙ hu`, then `q U_n`), then `nmt_gru_gates_fwd`;
 //! - backward: `nmt_gru_gates_bwd`, then the carry's `dGH_t Uᵀ` (paper form: `dq = dGH_n U_nᵀ`,
@@ -19,13 +19,13 @@
 use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, FillRows};
-use super::cell::sum_rows;
 pub use super::direction::Dims;
 use super::direction::{Carries, Dir, Own};
-use super::op::GpuOp;
-use super::{Addr, Launch};
+use super::gru_cell::sum_rows;
+use super::launch::{Addr, Launch};
 use crate::config::{CellKind, GruForm};
-use crate::kernels::rnn_op::RnnSpec;
+use crate::kernels::cpu::rnn_sequence::RnnSpec;
+use crate::kernels::fused_op::FusedOp;
 
 /// The op's inputs on the launcher: `gi`, `u`, `bh` as above, the lengths (`i64`, `B`) and
 /// the mask (or [`Addr::NULL`]).
@@ -39,7 +39,7 @@ pub struct Inputs {
 }
 
 /// What the forward pass keeps per direction: `GH (B, S, G)` and `Q (B, S, H)`: the paper
-/// form's `r ⊙ hu`, the LSTM's cell states (where `kernels::birnn` keeps them too); with
+/// form's `r ⊙ hu`, the LSTM's cell states (where `kernels::cpu::birnn` keeps them too); with
 /// layer normalisation the raw products `A (B, S, G)` (one element without).
 pub struct Saved<F> {
     pub gh: [F; 2],
@@ -135,7 +135,7 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
 
 /// Runs both directions of a GRU or an LSTM over `gi (B·S, 2G)` with `u (2, H, G)` and
 /// `bh (2, G)`, or for the reset-after GRU with layer normalisation `(2, 2G)`
-/// (`kernels::birnn::birnn_sequence`'s contract); returns `(B, S, 2H)`. `f32` only.
+/// (`kernels::cpu::birnn::birnn_sequence`'s contract); returns `(B, S, 2H)`. `f32` only.
 pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -> Result<Tensor> {
     let hidden = u.dim(1)?;
     let g = spec.kind.gates() * hidden;
@@ -166,20 +166,20 @@ impl BiGru {
     }
 }
 
-impl GpuOp for BiGru {
+impl<L: Launch> FusedOp<L> for BiGru {
     const NAME: &'static str = "gpu-bidirectional-gru";
-    type Saved<F: Send + Sync + 'static> = Saved<F>;
+    type Saved = Saved<L::Floats>;
 
     fn out_shape(&self) -> Shape {
         Shape::from((self.d.batch, self.d.len, 2 * self.d.hidden))
     }
 
-    fn forward<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, Saved<L::Floats>)> {
+    fn forward(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, Saved<L::Floats>)> {
         let (x, _lens, _mask) = self.inputs(l, x)?;
         forward(l, self.d, x)
     }
 
-    fn backward<L: Launch>(&self, l: &L, x: [Addr; 3], saved: Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]> {
+    fn backward(&self, l: &L, x: [Addr; 3], saved: Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]> {
         let (x, _lens, _mask) = self.inputs(l, x)?;
         let g = backward(l, self.d, x, &saved, out, dout)?;
         Ok([g.dgi, g.du, g.dbh])

@@ -1,11 +1,11 @@
 //! The conditional GRU's decoder loop (Sennrich et al. 2017, §2.3; Nematus' and Marian's
-//! `s2s`) on a [`Launch`]: the GPU twin of `kernels::cgru_decoder`, on the layout of
-//! `attention.rs`. Per step `i`, forward:
+//! `s2s`) on a [`Launch`]: the GPU twin of `kernels::cpu::conditional`, on the layout of
+//! `attention_kernels.rs`. Per step `i`, forward:
 //! ```text
-//! s'_i = GRU₁(gie_i, GH1_i, s_{i-1})        cell.rs, U₁ (GH1 starts as b_h1; dropout on s_{i-1})
+//! s'_i = GRU₁(gie_i, GH1_i, s_{i-1})        gru_cell.rs, U₁ (GH1 starts as b_h1; dropout on s_{i-1})
 //! WS_i = s'_i W_a (+ b_a)   α_i, c_i         cuBLAS, then attention.cu's kernels
 //! GI_i = c_i W_c (+ b₂)                      cuBLAS
-//! s_i  = GRU₂(GI_i, GH_i, s'_i)              cell.rs, U₂ (GH starts as b_h2; no dropout)
+//! s_i  = GRU₂(GI_i, GH_i, s'_i)              gru_cell.rs, U₂ (GH starts as b_h2; no dropout)
 //! ```
 //! Backward, step `i` back in time, the carry holding the gradient reaching `s_i`: GRU₂'s step
 //! turns it into the gradient of `s'_i`; `dc = dout_c + dGI_i W_cᵀ` through the attention adds
@@ -14,16 +14,16 @@
 //! `dW_a = S'ᵀ dWS`, `dW_c = Cᵀ dGI`, `dU₂` from `S'`, `dU₁` from the masked `S_prev`, and the sums.
 //!
 //! With layer normalisation (Marian's `s2s`, `AttnDims::norm`) the four products `s U₁`, `s'
-//! W_a`, `c W_c`, `s' U₂` are normalised before their biases (`norm.rs`; `b_a` is then the
+//! W_a`, `c W_c`, `s' U₂` are normalised before their biases (`norm_rows.rs`; `b_a` is then the
 //! keys', and `WS` starts at zero); their raw products are kept, the backward pass turns each
 //! `dy` into the product's gradient `da`, which the carry and the weight products read in
 //! place of `dy`, and the gains' gradients are the sums of `dy ⊙ x̂`.
 use candle_core::Result;
 
 use super::args::{self, FillRows};
-use super::attention::{At, Back, BackAddr, Saved};
-use super::cell::{gemm, sum_rows, Step, StepGrads, NO_ROWS};
-use super::{Addr, Launch, View};
+use super::attention_kernels::{At, Back, BackAddr, Saved};
+use super::gru_cell::{gemm, sum_rows, Step, StepGrads, NO_ROWS};
+use super::launch::{Addr, Launch, View};
 
 /// The forward pass: `(B·T, H + C)` and what the backward pass needs.
 pub(super) fn forward<L: Launch>(l: &L, at: &At<'_>) -> Result<(L::Floats, Saved<L::Floats>)> {

@@ -12,18 +12,8 @@ use candle_core::cuda_backend::CudaDevice;
 use candle_core::op::BackpropOp;
 use candle_core::{bail, CudaStorage, Layout, Result, Storage, Tensor};
 
-use super::{Addr, Gemm, Kernel, KernelArgs, Launch, Module, BLOCK};
-
-/// Each module's name (candle's cache key) and PTX.
-fn ptx(m: Module) -> (&'static str, &'static str) {
-    match m {
-        Module::Recurrence => ("nmt_recurrence", include_str!(concat!(env!("OUT_DIR"), "/recurrence.ptx"))),
-        Module::Attention => ("nmt_attention", include_str!(concat!(env!("OUT_DIR"), "/attention.ptx"))),
-        Module::Search => ("nmt_search", include_str!(concat!(env!("OUT_DIR"), "/search.ptx"))),
-        Module::Update => ("nmt_update", include_str!(concat!(env!("OUT_DIR"), "/update.ptx"))),
-        Module::Feedback => ("nmt_feedback", include_str!(concat!(env!("OUT_DIR"), "/feedback.ptx"))),
-    }
-}
+use super::launch::{Addr, Gemm, Kernel, KernelArgs, Launch, Module, BLOCK};
+use crate::kernels::fused_op::Device;
 
 fn cuda_err(e: impl std::error::Error + Send + Sync + 'static) -> candle_core::Error {
     candle_core::Error::Cuda(Box::new(e))
@@ -67,8 +57,12 @@ impl Cuda {
     }
 }
 
-impl Launch for Cuda {
+impl Device for Cuda {
+    type In<'a> = Addr;
     type Floats = CudaSlice<f32>;
+}
+
+impl Launch for Cuda {
     type Ints = CudaSlice<i64>;
 
     fn zeros(&self, n: usize) -> Result<CudaSlice<f32>> {
@@ -135,8 +129,7 @@ impl Launch for Cuda {
         if threads == 0 {
             return Ok(());
         }
-        let (module, ptx) = ptx(k.module);
-        let func = self.dev.get_or_load_custom_func(k.name, module, ptx)?;
+        let func = self.dev.get_or_load_custom_func(k.name, k.module.name(), k.module.ptx())?;
         let grid = u32::try_from(threads.div_ceil(BLOCK)).map_err(|_| candle_core::Error::Msg("grid too large".into()))?;
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK as u32, 1, 1), shared_mem_bytes: 0 };
         let mut b = func.builder();

@@ -1,20 +1,20 @@
 //! One direction of a recurrent layer on a [`Launch`]: the loops through time that the
-//! bidirectional op (`birnn.rs`, the GPU twin of `kernels::birnn`) and the one-direction op
-//! (`sequence.rs`, the twin of `kernels::rnn_op`) share. A step is `recurrent.rs`'s: a GRU's
-//! (`cell.rs`) or an LSTM's (`lstm.rs`).
+//! bidirectional op (`birnn.rs`, the GPU twin of `kernels::cpu::birnn`) and the one-direction op
+//! (`rnn_sequence.rs`, the twin of `kernels::cpu::rnn_sequence`) share. A step is `rnn_cell.rs`'s: a GRU's
+//! (`gru_cell.rs`) or an LSTM's (`lstm_cell.rs`).
 //!
 //! Shapes: `B` sentences of `S` positions, `H` units, gate width `G` (`3H`, the LSTM `4H`).
 //! A direction owns column block `k` of `cols` blocks: of `gi (B, S, cols·G)` and of the
 //! output `(B, S, cols·H)`. It keeps `GH (B, S, G)` (`h U + ghb` per step) and `Q (B, S, H)`
 //! (the paper form's `r ⊙ hu`, the LSTM's cell states), as the CPU ops do; with layer
-//! normalisation (the reset-after GRU's `LN(h U)·γ_h + b_h`, `norm.rs`) also the raw products
+//! normalisation (the reset-after GRU's `LN(h U)·γ_h + b_h`, `norm_rows.rs`) also the raw products
 //! `A (B, S, G)`, and its backward pass their gradients `dA` and `dGH ⊙ x̂` (`dYX`).
 use candle_core::Result;
 
 use super::args::{self, PrevStates};
-use super::cell::{Rows, Step, StepGrads, NO_ROWS};
-use super::recurrent::Recurrent;
-use super::{Addr, Launch};
+use super::gru_cell::{Rows, Step, StepGrads, NO_ROWS};
+use super::launch::{Addr, Launch};
+use super::rnn_cell::Recurrent;
 use crate::config::{CellKind, GruForm};
 
 /// A layer's sizes and cell, and whether its `h U` is layer-normalised (the bidirectional

@@ -1,4 +1,5 @@
-// The GPU kernels compiled for the host (build.rs), with the thread index they read.
+// The thread index the GPU kernels read, for the host (build.rs includes this file, then every
+// `.cu` source of this folder, in one translation unit).
 #include "emulate.h"
 
 _Thread_local nmt_dim3 threadIdx, blockIdx, blockDim, gridDim;
@@ -9,9 +10,3 @@ void nmt_emu_index(unsigned block, unsigned thread, unsigned block_dim, unsigned
   blockDim.x = block_dim;
   gridDim.x = grid_dim;
 }
-
-#include "recurrence.cu"
-#include "attention.cu"
-#include "search.cu"
-#include "update.cu"
-#include "feedback.cu"

@@ -2,15 +2,66 @@
 //! (build.rs), each kernel called once per thread index of the grid the GPU would launch, and
 //! our GEMM (`kernels::gemm`) where the GPU calls cuBLAS. Exact for `recurrence.cu`'s kernels,
 //! which are elementwise (no shared memory, no synchronisation between threads). For tests:
-//! the CPU's production path is `kernels::birnn`.
+//! the CPU's production path is `kernels::cpu::birnn`.
 use candle_core::Result;
 
-use super::{Addr, Gemm, Kernel, KernelArgs, Launch, View, BLOCK};
+use std::any::TypeId;
+use std::ffi::{c_char, CStr};
+use std::sync::Mutex;
+
+use super::launch::{Addr, ArgLayout, ArgStruct, Gemm, Kernel, KernelArgs, Launch, View, BLOCK};
+use crate::kernels::fused_op::Device;
 use crate::kernels::gemm::{matmul, Mat};
 
 extern "C" {
     /// Sets the thread index the next kernel call reads (`emulate.c`).
     fn nmt_emu_index(block: u32, thread: u32, block_dim: u32, grid_dim: u32);
+    /// The C compiler's layout of every argument struct: one row per field (build.rs).
+    static nmt_layouts: CRow;
+    static nmt_layouts_len: usize;
+}
+
+/// A row of `nmt_layouts`: struct `Nmt{name}`'s field `field` at `offset`, the struct's size.
+#[repr(C)]
+struct CRow {
+    name: *const c_char,
+    field: *const c_char,
+    offset: usize,
+    size: usize,
+}
+
+/// `l`'s C twin's fields, in order, as `(field, offset, struct size)`.
+fn c_layout(l: &ArgLayout) -> Vec<(&'static str, usize, usize)> {
+    // SAFETY: build.rs writes `nmt_layouts_len` rows of static strings into `nmt_layouts`.
+    let rows = unsafe { std::slice::from_raw_parts(std::ptr::addr_of!(nmt_layouts), nmt_layouts_len) };
+    let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap_or("");
+    rows.iter().filter(|r| text(r.name) == l.name).map(|r| (text(r.field), r.offset, r.size)).collect()
+}
+
+/// Whether Rust lays out `l` as the C compiler lays out its twin: same fields in the same
+/// order at the same offsets, same size. A mirror that drifted from its `.cu` source would
+/// hand a kernel garbage on both devices.
+pub fn check_layout(l: &ArgLayout) -> Result<()> {
+    let c = c_layout(l);
+    let rust: Vec<_> = l.fields.iter().map(|&(f, o)| (f, o, l.size)).collect();
+    if c != rust {
+        candle_core::bail!("argument struct {}: Rust's layout {rust:?} is not the C struct Nmt{}'s {c:?}", l.name, l.name);
+    }
+    Ok(())
+}
+
+/// Checks `A`'s layout the first time a kernel of it runs in this process.
+fn check_once<A: ArgStruct>() -> Result<()> {
+    static CHECKED: Mutex<Vec<TypeId>> = Mutex::new(Vec::new());
+    let id = TypeId::of::<A>();
+    if CHECKED.lock().map(|c| c.contains(&id)).unwrap_or(false) {
+        return Ok(());
+    }
+    check_layout(&A::LAYOUT)?;
+    if let Ok(mut c) = CHECKED.lock() {
+        c.push(id);
+    }
+    Ok(())
 }
 
 /// The host as a [`Launch`].
@@ -79,8 +130,12 @@ unsafe fn mat<'a>(v: View, rows: usize, cols: usize) -> Mat<'a, f32> {
     }
 }
 
-impl Launch for Emulated {
+impl Device for Emulated {
+    type In<'a> = Addr;
     type Floats = HostBuf<f32>;
+}
+
+impl Launch for Emulated {
     type Ints = HostBuf<i64>;
 
     fn zeros(&self, n: usize) -> Result<HostBuf<f32>> {
@@ -122,6 +177,7 @@ impl Launch for Emulated {
     }
 
     fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()> {
+        check_once::<A>()?;
         let grid = threads.div_ceil(BLOCK);
         for block in 0..grid {
             for thread in 0..BLOCK {

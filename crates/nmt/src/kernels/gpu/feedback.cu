@@ -1,6 +1,6 @@
 // The gated-feedback stack's per-step kernels for the GPU (Chung et al. 2015, eq. 12-15;
-// kernels/gpu/feedback.rs runs them between cuBLAS products). The CPU's twin is
-// kernels/feedback_step.rs (forward) and kernels/feedback_backward.rs (backward), whose
+// kernels/gpu/feedback_forward.rs runs them between cuBLAS products). The CPU's twin is
+// kernels/cpu/feedback_forward.rs (forward) and kernels/cpu/feedback_backward.rs (backward), whose
 // equations these are, for one upper layer at one step:
 //   g = s(x W_g + S U_g)                                   (B, L)  the global reset gates
 //   V = [g_own rho' (m h) | g_i rho' S_i, i != own]          (B, L n)

@@ -1,15 +1,15 @@
-//! The backward pass of the gated-feedback stack on a [`Launch`] (`feedback.rs` has the
+//! The backward pass of the gated-feedback stack on a [`Launch`] (`feedback_forward.rs` has the
 //! forward pass): back through time, the upper layers top-down within a step, as
-//! `kernels/feedback_backward.rs` (the CPU's twin) goes, product by product. The carry between
+//! `kernels/cpu/feedback_backward.rs` (the CPU's twin) goes, product by product. The carry between
 //! steps is `dS (B, L·n)` (two buffers, swapped each step) and the LSTM's cell-state
 //! gradients; the weight gradients add up step by step (products and column sums that
 //! accumulate).
 use candle_core::Result;
 
 use super::args::{self, FbCellBwd, FbDgh, FbGateBwd, FbSourcesBwd, FbStateBwd};
-use super::cell::gemm;
-use super::feedback::{add_col_sums, addr_or_null, fill_rows, put_rows, Put, Saved, Stack, Sz};
-use super::{Addr, Launch, View};
+use super::feedback_forward::{add_col_sums, addr_or_null, fill_rows, put_rows, Put, Saved, Stack, Sz};
+use super::gru_cell::gemm;
+use super::launch::{Addr, Launch, View};
 use crate::config::CellKind;
 
 /// The gradients of `(s1, h0, params)` from the top outputs' gradient `dtop (B, T, n)`.

@@ -1,15 +1,15 @@
 //! The gated-feedback stack's GPU twin as a candle op (`op.rs`'s plumbing): the forward pass
-//! is `feedback.rs`, the backward pass `feedback_backward.rs`.
+//! is `feedback_forward.rs`, the backward pass `feedback_backward.rs`.
 use candle_core::{bail, DType, Result, Shape, Tensor};
 
-use super::feedback::{forward, Saved, Stack};
 use super::feedback_backward::backward;
-use super::op::GpuOp;
-use super::{Addr, Launch};
-use crate::kernels::feedback_op::{self, FeedbackSpec};
+use super::feedback_forward::{forward, Saved, Stack};
+use super::launch::{Addr, Launch};
+use crate::kernels::cpu::feedback_op::{self, FeedbackSpec};
+use crate::kernels::fused_op::FusedOp;
 
 /// Runs the stack over `s1 (B, T, n)` from `h0 (B, n)` with the flat weights `params`
-/// (`kernels::feedback_op::feedback_sequence`'s contract); returns the top outputs `(B, T, n)`.
+/// (`kernels::cpu::feedback_op::feedback_sequence`'s contract); returns the top outputs `(B, T, n)`.
 /// `f32` only.
 pub fn feedback_sequence(s1: &Tensor, h0: &Tensor, params: &Tensor, spec: FeedbackSpec<'_>) -> Result<Tensor> {
     let (batch, len, hidden) = s1.dims3()?;
@@ -23,20 +23,20 @@ pub fn feedback_sequence(s1: &Tensor, h0: &Tensor, params: &Tensor, spec: Feedba
     super::op::apply(Stack { d }, s1, h0, params)
 }
 
-impl GpuOp for Stack {
+impl<L: Launch> FusedOp<L> for Stack {
     const NAME: &'static str = "gpu-feedback-stack";
-    type Saved<F: Send + Sync + 'static> = Saved<F>;
+    type Saved = Saved<L::Floats>;
 
     fn out_shape(&self) -> Shape {
         let z = self.sz();
         Shape::from((z.b, z.t, z.n))
     }
 
-    fn forward<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, Saved<L::Floats>)> {
+    fn forward(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, Saved<L::Floats>)> {
         forward(self, l, x)
     }
 
-    fn backward<L: Launch>(&self, l: &L, x: [Addr; 3], sv: Saved<L::Floats>, _out: Addr, dtop: Addr) -> Result<[L::Floats; 3]> {
+    fn backward(&self, l: &L, x: [Addr; 3], sv: Saved<L::Floats>, _out: Addr, dtop: Addr) -> Result<[L::Floats; 3]> {
         backward(self, l, x, &sv, dtop)
     }
 }

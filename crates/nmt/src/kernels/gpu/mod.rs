@@ -1,24 +1,27 @@
-//! The GPU's fused recurrent kernels (issue 57, item 2), written once and run in two places:
-//! on an NVIDIA GPU (`cuda.rs`: nvcc's PTX and cuBLAS on candle's stream) and on the host
-//! (`emulated.rs`: the same `recurrence.cu` and `attention.cu` compiled by the host's C
-//! compiler and run thread index by thread index, our GEMM for cuBLAS), so that every CPU test
-//! checks the arithmetic and the orchestration the GPU runs.
+//! The GPU twins of the CPU ops (issue 57), written once and run in two places: on an NVIDIA
+//! GPU (`cuda.rs`: nvcc's PTX and cuBLAS on candle's stream) and on the host (`emulated.rs`:
+//! the same CUDA sources compiled by the host's C compiler and run thread index by thread
+//! index, our GEMM for cuBLAS), so that every CPU test checks the arithmetic and the
+//! orchestration the GPU runs.
 //!
-//! - `cell.rs`: one GRU step (either form, recurrent dropout, padding) and `dU`;
-//! - `lstm.rs`: one LSTM step (recurrent dropout, padding) and `dU`;
-//! - `recurrent.rs`: either cell, chosen once from the layer's cell kind;
-//! - `norm.rs`: layer normalisation of a product's rows (Marian's `s2s`);
-//! - `feedback.rs`, `feedback_backward.rs`: the gated-feedback stack, `feedback_op.rs` the op
-//!   (`feedback_sequence`);
-//! - `direction.rs`: one direction's loops through time, shared by `birnn.rs`, the
-//!   bidirectional GRU or LSTM encoder layer (the op `birnn_sequence`), and `sequence.rs`, one
-//!   direction with each sentence's initial state (the op `rnn_sequence`);
-//! - `attention.rs`: what the RNNsearch decoders' loops share (layout, the attention's
-//!   launches); `bahdanau.rs` and `conditional.rs` are the two loops, `decoder_op.rs` the op
-//!   (`attention_loop`);
-//! - `op.rs`: a [`Launch`]-generic op as a differentiable candle op on the CPU or the GPU;
-//! - `top_k.rs`: each row's best tokens for the candle search, picked on the device;
-//! - `update.rs`: the optimiser's update of a parameter, one kernel.
+//! **Same stem, same op, other device**: `gpu/X.rs` is the twin of `kernels/cpu/X.rs` and is
+//! tested against it. The twins: `rnn_cell.rs` (either cell, chosen once from its kind) with
+//! `gru_cell.rs` and `lstm_cell.rs`; `norm_rows.rs` (layer normalisation of a product's rows);
+//! `rnn_sequence.rs` (one direction, the op `rnn_sequence`) and `birnn.rs` (the bidirectional
+//! layer, `birnn_sequence`); `bahdanau.rs` and `conditional.rs` (the two RNNsearch decoder
+//! loops) under `attention_op.rs` (the ops `attention_loop`, `attention_step`);
+//! `feedback_forward.rs`, `feedback_backward.rs` under `feedback_op.rs` (`feedback_sequence`);
+//! `optim_step.rs` (the optimiser's update); `row_best.rs` (each row's best tokens); `op.rs`
+//! (the candle plumbing of [`crate::kernels::fused_op::FusedOp`] on this device).
+//!
+//! GPU-only files, each with a name no other file has: `launch.rs` (the room's vocabulary:
+//! [`launch::Launch`], [`launch::Kernel`], addresses and products), `args.rs` (the kernels'
+//! argument structs, mirrored from `common.h`), `direction.rs` (the loops through time that
+//! `birnn.rs` and `rnn_sequence.rs` share), `attention_kernels.rs` (the decoder loops' layout
+//! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `tests.rs`.
+//! The CUDA sources are every `.cu` file of this folder (build.rs finds them), with
+//! `common.h` (argument structs, cell codes, shared device functions) and, for the host,
+//! `emulate.h`/`emulate.c`.
 //!
 //! **Design: Marian's** (`gGRUFastForward`/`gGRUFastBackward`, `gAtt`/`gAttBack` in its
 //! `tensors/gpu/tensor_operators.cu`), not cuDNN's: what does not depend on the previous step
@@ -38,140 +41,32 @@
 //! Bahdanau decoder step is 7 forward, a conditional GRU step 9 (docs/GPU.md). The per-step
 //! launches are what a CUDA graph can later capture (not done yet).
 //!
-//! The host form is not a second implementation of the maths: it is the same source, a
-//! test harness for it. Production CPU runs use `kernels::birnn` and `kernels::attn_op`.
+//! The host form is not a second implementation of the maths: it is the same source. Training
+//! on the CPU runs the CPU ops (`kernels::cpu`); the emulation runs in the tests and in one
+//! production place, the composed search's pick of each row's best tokens on a CPU tensor
+//! (`row_best.rs`, called by `search/candle.rs`).
 pub(crate) mod args;
-pub mod attention;
+pub mod attention_kernels;
+pub mod attention_op;
 mod bahdanau;
 pub mod birnn;
-mod cell;
 mod conditional;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
-mod decoder_op;
 mod direction;
 pub(crate) mod emulated;
-mod feedback;
 mod feedback_backward;
-mod feedback_op;
-mod lstm;
-mod norm;
+mod feedback_forward;
+pub mod feedback_op;
+mod gru_cell;
+pub mod launch;
+mod lstm_cell;
+mod norm_rows;
 mod op;
-mod recurrent;
-pub mod sequence;
-pub mod top_k;
-pub mod update;
-
-pub use birnn::birnn_sequence;
-pub use decoder_op::{attention_loop, attention_step};
-pub use feedback_op::feedback_sequence;
-pub use sequence::rnn_sequence;
-
-use candle_core::Result;
-
-/// A device address of `f32` (or `i64`) data: a CUDA device pointer, or under emulation a
-/// host pointer. The kernels receive addresses as their pointer arguments on both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(transparent)]
-pub struct Addr(pub u64);
-
-impl Addr {
-    /// No buffer (a kernel's optional mask).
-    pub const NULL: Addr = Addr(0);
-
-    /// The address `elems` `f32`s further on.
-    pub fn at(self, elems: usize) -> Addr {
-        Addr(self.0 + 4 * elems as u64)
-    }
-}
-
-/// A row-major view for [`Gemm`]: `rows × cols` with leading dimension `ld`, transposed
-/// (stored `cols × rows`) when `t`.
-#[derive(Clone, Copy, Debug)]
-pub struct View {
-    pub addr: Addr,
-    pub ld: usize,
-    pub t: bool,
-}
-
-impl View {
-    /// A matrix stored row-major with leading dimension `ld`.
-    pub fn new(addr: Addr, ld: usize) -> View {
-        View { addr, ld, t: false }
-    }
-    /// The same matrix used transposed.
-    pub fn t(self) -> View {
-        View { t: !self.t, ..self }
-    }
-}
-
-/// `C (m × n) = beta·C + op(A) (m × k) · op(B) (k × n)`, row-major, `beta` 0 or 1.
-#[derive(Clone, Copy, Debug)]
-pub struct Gemm {
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-    pub a: View,
-    pub b: View,
-    pub c: View,
-    pub accumulate: bool,
-}
-
-/// The source file (and PTX module) a kernel is in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Module {
-    /// `recurrence.cu`: the GRU's gates.
-    Recurrence,
-    /// `attention.cu`: additive attention.
-    Attention,
-    /// `search.cu`: the search's pick.
-    Search,
-    /// `update.cu`: the optimiser's update.
-    Update,
-    /// `feedback.cu`: the gated-feedback stack.
-    Feedback,
-}
-
-/// A kernel taking the argument struct `A` (`args.rs`): its module, its PTX name and the
-/// host-compiled function of the same source.
-pub struct Kernel<A> {
-    pub module: Module,
-    pub name: &'static str,
-    pub host: unsafe extern "C" fn(A),
-}
-
-/// What a kernel's argument struct must be: plain data, and on the GPU a kernel parameter.
-#[cfg(feature = "cuda")]
-pub trait KernelArgs: Copy + 'static + candle_core::cuda_backend::cudarc::driver::DeviceRepr {}
-/// What a kernel's argument struct must be: plain data.
-#[cfg(not(feature = "cuda"))]
-pub trait KernelArgs: Copy + 'static {}
-
-/// Threads per block of every launch: the kernels are elementwise, one thread per element.
-pub const BLOCK: usize = 256;
-
-/// Where the kernels run: buffers, products and launches on one stream, in order.
-pub trait Launch {
-    /// A buffer of `f32`s the launcher owns.
-    type Floats: Send + Sync + 'static;
-    /// A buffer of `i64`s (the sentence lengths).
-    type Ints;
-    /// `n` zeros (on the GPU an allocation and a memset launch).
-    fn zeros(&self, n: usize) -> Result<Self::Floats>;
-    /// `n` values the caller writes before it reads any: on the GPU uninitialised (no memset
-    /// launch), on the host NaN, so that a kernel or product that reads one before it is
-    /// written fails the emulated tests.
-    fn scratch(&self, n: usize) -> Result<Self::Floats>;
-    /// A copy of host data.
-    fn upload(&self, x: &[f32]) -> Result<Self::Floats>;
-    /// A copy of host integers.
-    fn upload_ints(&self, x: &[i64]) -> Result<Self::Ints>;
-    fn addr(&self, b: &Self::Floats) -> Addr;
-    fn ints_addr(&self, b: &Self::Ints) -> Addr;
-    fn gemm(&self, g: Gemm) -> Result<()>;
-    /// Runs `k` on `threads` thread indices (blocks of [`BLOCK`]).
-    fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()>;
-}
+pub mod optim_step;
+mod rnn_cell;
+pub mod rnn_sequence;
+pub mod row_best;
 
 #[cfg(test)]
 mod tests;

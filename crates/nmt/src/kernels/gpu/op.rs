@@ -1,6 +1,6 @@
-//! The candle plumbing of every GPU op of three inputs (`birnn.rs`, `decoder_op.rs`,
-//! `update.rs`): a [`GpuOp`] states its
-//! forward and backward passes once, on any [`Launch`]; [`apply`] wraps it as a
+//! The candle plumbing of every GPU op ([`FusedOp`] on a [`Launch`]; the CPU's twin is
+//! `kernels/cpu/op.rs`): an op states its forward and backward passes once, for every
+//! launcher; [`apply`] wraps it as a
 //! differentiable `CustomOp3` that runs on the GPU for a CUDA tensor (`cuda.rs`) and emulated
 //! for a CPU tensor (`emulated.rs`), which is how the CPU tests check it against the fused CPU
 //! ops. What the forward pass keeps stays on the device for the backward pass; a second
@@ -11,32 +11,33 @@ use std::sync::Mutex;
 use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 
 use super::emulated::{Emulated, HostBuf};
-use super::{Addr, Launch};
+use super::launch::{Addr, Launch};
+use crate::kernels::fused_op::FusedOp;
 use crate::kernels::storage::{cpu_slice, with_slices};
 
-/// A forward pass's output and what it keeps, on launcher `L`.
-pub(super) type Forward<L, S> = (<L as Launch>::Floats, S);
+/// An op of every launcher this build has: the emulation, and with `--features cuda` the GPU.
+#[cfg(not(feature = "cuda"))]
+pub(super) trait LaunchOp: FusedOp<Emulated> {}
+#[cfg(not(feature = "cuda"))]
+impl<O: FusedOp<Emulated>> LaunchOp for O {}
+/// An op of every launcher this build has: the emulation, and with `--features cuda` the GPU.
+#[cfg(feature = "cuda")]
+pub(super) trait LaunchOp: FusedOp<Emulated> + FusedOp<super::cuda::Cuda> {}
+#[cfg(feature = "cuda")]
+impl<O: FusedOp<Emulated> + FusedOp<super::cuda::Cuda>> LaunchOp for O {}
 
-/// A GPU op of three contiguous `f32` inputs.
-pub(super) trait GpuOp: Send + Sync + 'static {
-    const NAME: &'static str;
-    /// What the forward pass keeps, in the launcher's buffers `F`.
-    type Saved<F: Send + Sync + 'static>: Send + Sync + 'static;
-    fn out_shape(&self) -> Shape;
-    /// The output and what the backward pass needs, from the inputs' addresses.
-    fn forward<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<Forward<L, Self::Saved<L::Floats>>>;
-    /// The inputs' gradients from what the forward pass kept, its output and its gradient.
-    fn backward<L: Launch>(&self, l: &L, x: [Addr; 3], saved: Self::Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]>;
+fn name<O: LaunchOp>() -> &'static str {
+    <O as FusedOp<Emulated>>::NAME
 }
 
 /// Runs `op` on `(a, b, c)`, made contiguous.
-pub(super) fn apply<O: GpuOp>(op: O, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
+pub(super) fn apply<O: LaunchOp>(op: O, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
     a.contiguous()?.apply_op3(&b.contiguous()?, &c.contiguous()?, Wrapped { op, saved: Mutex::new(None) })
 }
 
 /// Runs `op` on `(a, b, c)`, made contiguous, outside the autodiff graph (its `backward` is
 /// never called: the optimiser's update).
-pub(super) fn apply_no_bwd<O: GpuOp>(op: O, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
+pub(super) fn apply_no_bwd<O: LaunchOp>(op: O, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
     a.contiguous()?.apply_op3_no_bwd(&b.contiguous()?, &c.contiguous()?, &Wrapped { op, saved: Mutex::new(None) })
 }
 
@@ -46,17 +47,23 @@ struct Wrapped<O> {
     saved: Mutex<Option<Box<dyn Any + Send + Sync>>>,
 }
 
-impl<O: GpuOp> Wrapped<O> {
-    fn keep<L: Launch>(&self, s: O::Saved<L::Floats>) {
+impl<O: LaunchOp> Wrapped<O> {
+    fn keep<L: Launch>(&self, s: <O as FusedOp<L>>::Saved)
+    where
+        O: FusedOp<L>,
+    {
         if let Ok(mut slot) = self.saved.lock() {
             *slot = Some(Box::new(s));
         }
     }
 
     /// What the forward pass kept on launcher `L`, or the forward pass again.
-    fn saved<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<O::Saved<L::Floats>> {
+    fn saved<L: Launch>(&self, l: &L, x: [Addr; 3]) -> Result<<O as FusedOp<L>>::Saved>
+    where
+        O: FusedOp<L>,
+    {
         let boxed = self.saved.lock().ok().and_then(|mut s| s.take());
-        match boxed.and_then(|b| b.downcast::<O::Saved<L::Floats>>().ok()) {
+        match boxed.and_then(|b| b.downcast::<<O as FusedOp<L>>::Saved>().ok()) {
             Some(s) => Ok(*s),
             None => Ok(self.op.forward(l, x)?.1),
         }
@@ -85,14 +92,14 @@ impl<O: GpuOp> Wrapped<O> {
         let ts = t.map(|x| x.contiguous());
         let [a, b, c, out, dout] = match ts {
             [Ok(a), Ok(b), Ok(c), Ok(d), Ok(e)] => [a, b, c, d, e],
-            _ => bail!("{}: could not make the backward inputs contiguous", O::NAME),
+            _ => bail!("{}: could not make the backward inputs contiguous", name::<O>()),
         };
         let guards = [&a, &b, &c, &out, &dout].map(|x| x.storage_and_layout());
-        let Storage::Cuda(first) = &*guards[0].0 else { bail!("{}: a CUDA tensor expected", O::NAME) };
+        let Storage::Cuda(first) = &*guards[0].0 else { bail!("{}: a CUDA tensor expected", name::<O>()) };
         let l = Cuda::new(&first.device);
         let mut addrs = [Addr::NULL; 5];
         for (a, (s, lay)) in addrs.iter_mut().zip(&guards) {
-            let Storage::Cuda(s) = &**s else { bail!("{}: a CUDA tensor expected", O::NAME) };
+            let Storage::Cuda(s) = &**s else { bail!("{}: a CUDA tensor expected", name::<O>()) };
             *a = l.input(s, lay)?;
         }
         let x = [addrs[0], addrs[1], addrs[2]];
@@ -102,9 +109,9 @@ impl<O: GpuOp> Wrapped<O> {
     }
 }
 
-impl<O: GpuOp> CustomOp3 for Wrapped<O> {
+impl<O: LaunchOp> CustomOp3 for Wrapped<O> {
     fn name(&self) -> &'static str {
-        O::NAME
+        name::<O>()
     }
 
     fn cpu_fwd(
@@ -120,7 +127,7 @@ impl<O: GpuOp> CustomOp3 for Wrapped<O> {
         let [a, b, c] = [cpu_slice::<f32>(s1, l1)?, cpu_slice(s2, l2)?, cpu_slice(s3, l3)?].map(HostBuf::from_slice);
         let (out, saved) = self.op.forward(&l, [l.addr(&a), l.addr(&b), l.addr(&c)])?;
         self.keep::<Emulated>(saved);
-        Ok((CpuStorage::F32(out.to_vec()), self.op.out_shape()))
+        Ok((CpuStorage::F32(out.to_vec()), <O as FusedOp<Emulated>>::out_shape(&self.op)))
     }
 
     #[cfg(feature = "cuda")]
@@ -136,7 +143,7 @@ impl<O: GpuOp> CustomOp3 for Wrapped<O> {
         let l = super::cuda::Cuda::new(&s1.device);
         let (out, saved) = self.op.forward(&l, [l.input(s1, l1)?, l.input(s2, l2)?, l.input(s3, l3)?])?;
         self.keep::<super::cuda::Cuda>(saved);
-        Ok((l.storage(out), self.op.out_shape()))
+        Ok((l.storage(out), <O as FusedOp<Emulated>>::out_shape(&self.op)))
     }
 
     fn bwd(
@@ -152,7 +159,7 @@ impl<O: GpuOp> CustomOp3 for Wrapped<O> {
             candle_core::Device::Cpu => self.backward_host(t)?,
             #[cfg(feature = "cuda")]
             candle_core::Device::Cuda(_) => self.backward_cuda(t)?,
-            other => bail!("{}: no backward pass on {:?}", O::NAME, other.location()),
+            other => bail!("{}: no backward pass on {:?}", name::<O>(), other.location()),
         };
         Ok((Some(da), Some(db), Some(dc)))
     }

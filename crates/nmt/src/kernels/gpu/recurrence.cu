@@ -33,7 +33,7 @@ NMT_KERNEL void nmt_fill_rows(const NmtFillRows a) {
 }
 
 // dst[b][j] = sum over t of src[b][t][j], src (batch, len, width) contiguous, dst rows dst_ld
-// apart: each sentence's recurrent term's gradient (sequence.rs). In step order, as the CPU
+// apart: each sentence's recurrent term's gradient (rnn_sequence.rs). In step order, as the CPU
 // op sums.
 typedef struct { float* dst; int64_t dst_ld; const float* src; int64_t batch; int64_t len; int64_t width; } NmtSumSteps;
 NMT_KERNEL void nmt_sum_steps(const NmtSumSteps a) {
@@ -267,7 +267,7 @@ NMT_KERNEL void nmt_lstm_gates_bwd(const NmtLstmBwd a) {
 }
 
 // Layer normalisation of a product's rows (model/layer_norm.rs, Ba et al. 2016; the equations
-// and the order of the sums are kernels/norm_rows.rs's, eps is Marian's 1e-9): one thread per
+// and the order of the sums are kernels/cpu/norm_rows.rs's, eps is Marian's 1e-9): one thread per
 // row, so that the host emulation stays exact. Marian's gLayerNormalization reduces a row
 // across a thread block, which is faster for wide rows; this is the form the emulation can
 // check. Forward: y += LN(a) * gamma, y holding the bias (LN's shift) on entry.

@@ -1,4 +1,4 @@
-// The search's kernels for the GPU (kernels/gpu/top_k.rs runs them): each row's best tokens,
+// The search's kernels for the GPU (kernels/gpu/row_best.rs runs them): each row's best tokens,
 // picked on the device so that a step brings (R, 2k) numbers to the host, not the whole
 // distribution (R, V). Compiled twice, as recurrence.cu is (its header says how); one thread
 // per row, so the host's thread-by-thread emulation is exact.
@@ -7,7 +7,7 @@
 typedef struct { const float* lp; int64_t width; int64_t rows; int64_t k; const int64_t* skip; int64_t n_skip; float* out; } NmtRowTopK;
 // out (rows, 2k): per row its k best values of lp (rows, width), best first, equal values in
 // column order, then their columns (as floats); columns in `skip` and values at -inf are never
-// chosen, and slots left over hold -inf and -1. The same lists as kernels/row_best.rs's
+// chosen, and slots left over hold -inf and -1. The same lists as kernels/cpu/row_best.rs's
 // Fold::rows: a value enters when it beats the row's threshold, the k-th best so far.
 NMT_KERNEL void nmt_row_top_k(const NmtRowTopK a) {
   int64_t r = nmt_index();

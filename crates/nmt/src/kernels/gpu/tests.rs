@@ -1,6 +1,6 @@
-//! The GPU kernels, run emulated on the host, against the CPU's fused ops (`kernels::birnn`,
-//! `kernels::rnn_op`)
-//! and in-place update (`kernels::optim_step`); the decoders' GPU form is tested beside its
+//! The GPU kernels, run emulated on the host, against the CPU's fused ops (`kernels::cpu::birnn`,
+//! `kernels::cpu::rnn_sequence`)
+//! and in-place update (`kernels::cpu::optim_step`); the decoders' GPU form is tested beside its
 //! wiring (`model/gpu_decoder.rs`), the search's pick beside its use (`search/candle.rs`):
 //! the same annotations and the same gradients, for both GRU forms and the LSTM, with and without recurrent
 //! dropout, with padded sentences of every length. A wrong index, leading dimension, transpose
@@ -9,7 +9,7 @@ use candle_core::{Device, Tensor, Var};
 use rand::{Rng, SeedableRng};
 
 use crate::config::{CellKind, GruForm};
-use crate::kernels::rnn_op::RnnSpec;
+use crate::kernels::cpu::rnn_sequence::RnnSpec;
 
 fn random(rng: &mut impl Rng, shape: &[usize], scale: f32) -> Var {
     let n: usize = shape.iter().product();
@@ -22,8 +22,8 @@ fn random(rng: &mut impl Rng, shape: &[usize], scale: f32) -> Var {
 fn run(gpu: bool, vars: &[Var; 3], w: &Tensor, spec: RnnSpec<'_>) -> Vec<Vec<f32>> {
     let [gi, u, bh] = vars;
     let out = match gpu {
-        true => super::birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap(),
-        false => crate::kernels::birnn::birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap(),
+        true => super::birnn::birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap(),
+        false => crate::kernels::cpu::birnn::birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap(),
     };
     out_and_grads(&out, w, vars)
 }
@@ -38,7 +38,7 @@ fn out_and_grads(out: &Tensor, w: &Tensor, vars: &[Var]) -> Vec<Vec<f32>> {
     all
 }
 
-/// The bidirectional op (`birnn.rs`) against `kernels::birnn`: both GRU forms, the LSTM and
+/// The bidirectional op (`birnn.rs`) against `kernels::cpu::birnn`: both GRU forms, the LSTM and
 /// the layer-normalised reset-after GRU (`bh` rows `[b_h | γ_h]`), with and without recurrent
 /// dropout, padded sentences; the annotations and the gradients of `gi`, `u` and `bh`.
 #[test]
@@ -71,7 +71,7 @@ fn emulated_gpu_birnn_equals_the_cpu_op() {
     }
 }
 
-/// The one-direction op (`sequence.rs`) against `kernels::rnn_op`: each sentence's own
+/// The one-direction op (`rnn_sequence.rs`) against `kernels::cpu::rnn_sequence`: each sentence's own
 /// recurrent term and initial state, both directions of travel, both GRU forms and the LSTM,
 /// with and without recurrent dropout, padded sentences; the states and the gradients of
 /// `gi`, `u` and `rows` within 1e-5.
@@ -92,8 +92,8 @@ fn emulated_gpu_rnn_sequence_equals_the_cpu_op() {
             let run = |gpu: bool| -> Vec<Vec<f32>> {
                 let (gi, u, rows) = (gi.as_tensor(), u.as_tensor(), rows.as_tensor());
                 let out = match gpu {
-                    true => super::rnn_sequence(gi, u, rows, reverse, spec).unwrap(),
-                    false => crate::kernels::rnn_op::rnn_sequence(gi, u, rows, reverse, spec).unwrap(),
+                    true => super::rnn_sequence::rnn_sequence(gi, u, rows, reverse, spec).unwrap(),
+                    false => crate::kernels::cpu::rnn_sequence::rnn_sequence(gi, u, rows, reverse, spec).unwrap(),
                 };
                 out_and_grads(&out, &w, &vars)
             };
@@ -115,15 +115,15 @@ fn emulated_gpu_rnn_sequence_equals_the_cpu_op() {
 fn emulated_gpu_birnn_refuses_mismatched_weights() {
     let t = |shape: &[usize]| Tensor::zeros(shape, candle_core::DType::F32, &Device::Cpu).unwrap();
     let spec = RnnSpec { kind: CellKind::Lstm, lens: &[2], state_mask: None };
-    assert!(super::birnn_sequence(&t(&[2, 12]), &t(&[2, 2, 6]), &t(&[2, 6]), spec).is_err());
+    assert!(super::birnn::birnn_sequence(&t(&[2, 12]), &t(&[2, 2, 6]), &t(&[2, 6]), spec).is_err());
 }
 
-/// The optimiser's GPU update (`update.rs`, run emulated) against the CPU's in-place update
-/// (`kernels::optim_step`): the same parameters and moments after three Adam updates (bias
+/// The optimiser's GPU update (`optim_step.rs`, run emulated) against the CPU's in-place update
+/// (`kernels::cpu::optim_step`): the same parameters and moments after three Adam updates (bias
 /// corrections of steps 1–3) and three Adadelta updates, with a clipping factor.
 #[test]
 fn emulated_gpu_update_equals_the_cpu_update() {
-    use crate::kernels::optim_step::{update_in_place, Rule};
+    use crate::kernels::cpu::optim_step::{update_in_place, Rule};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(60);
     let n = 700;
     let mut draw = |s: f32| (0..n).map(|_| rng.gen_range(-s..s)).collect::<Vec<f32>>();
@@ -138,7 +138,7 @@ fn emulated_gpu_update_equals_the_cpu_update() {
         for (k, g) in grads.iter().enumerate() {
             let (rule, g) = (rules(k as u64 + 1)[which], Tensor::from_vec(g.clone(), n, &Device::Cpu).unwrap());
             update_in_place(&cpu, &g, (&mut m, &mut v), rule, 0.7).unwrap();
-            let out = super::update::update(&gpu, &g, &mv, rule, 0.7).unwrap();
+            let out = super::optim_step::update(&gpu, &g, &mv, rule, 0.7).unwrap();
             gpu = out.narrow(0, 0, n).unwrap();
             mv = out.narrow(0, n, 2 * n).unwrap();
         }
@@ -150,12 +150,12 @@ fn emulated_gpu_update_equals_the_cpu_update() {
     }
 }
 
-/// The gated-feedback stack (`feedback.rs`) against `kernels::feedback_op`: both GRU forms and
+/// The gated-feedback stack (`feedback_forward.rs`) against `kernels::cpu::feedback_op`: both GRU forms and
 /// the LSTM, three layers (two upper), with and without dropout (input and state masks) and
 /// residual connections; the top outputs and the gradients of `s1`, `h0` and every weight.
 #[test]
 fn emulated_gpu_feedback_stack_equals_the_cpu_op() {
-    use crate::kernels::feedback_op::{self, FeedbackSpec, LayerDropout};
+    use crate::kernels::cpu::feedback_op::{self, FeedbackSpec, LayerDropout};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(59);
     let (b, t, n, layers) = (3usize, 4usize, 5usize, 3usize);
     let keep = |rng: &mut rand_chacha::ChaCha8Rng, len: usize| -> Vec<f32> {
@@ -176,7 +176,7 @@ fn emulated_gpu_feedback_stack_equals_the_cpu_op() {
             let run = |gpu: bool| -> Vec<Vec<f32>> {
                 let [s1, h0, p] = &vars;
                 let out = match gpu {
-                    true => super::feedback_sequence(s1.as_tensor(), h0.as_tensor(), p.as_tensor(), spec.clone()).unwrap(),
+                    true => super::feedback_op::feedback_sequence(s1.as_tensor(), h0.as_tensor(), p.as_tensor(), spec.clone()).unwrap(),
                     false => feedback_op::feedback_sequence(s1.as_tensor(), h0.as_tensor(), p.as_tensor(), spec.clone()).unwrap(),
                 };
                 out_and_grads(&out, &w, &vars)
@@ -190,5 +190,24 @@ fn emulated_gpu_feedback_stack_equals_the_cpu_op() {
                 }
             }
         }
+    }
+}
+
+/// The Rust mirrors of the nested argument structs have their C twins' layouts (the kernels'
+/// own structs are checked as each first runs, `emulated::check_layout`), and the check
+/// refuses a mirror that drifted: fields swapped, a field dropped, or no C twin at all.
+#[test]
+fn argument_structs_match_their_c_layouts() {
+    use super::args::{FbStep, GradRows, StepRows};
+    use super::emulated::check_layout;
+    use super::launch::{ArgLayout, ArgStruct};
+    for l in [&StepRows::LAYOUT, &GradRows::LAYOUT, &FbStep::LAYOUT, &super::args::FillRows::LAYOUT] {
+        check_layout(l).unwrap();
+    }
+    let swapped = ArgLayout { name: "GradRows", size: 32, fields: &[("dgi", 0), ("dgh", 8), ("dgi_ld", 16), ("dgh_ld", 24)] };
+    let short = ArgLayout { name: "GradRows", size: 24, fields: &[("dgi", 0), ("dgi_ld", 8), ("dgh", 16)] };
+    let unknown = ArgLayout { name: "NoSuchStruct", size: 8, fields: &[("x", 0)] };
+    for bad in [swapped, short, unknown] {
+        assert!(check_layout(&bad).is_err(), "{bad:?} passed");
     }
 }

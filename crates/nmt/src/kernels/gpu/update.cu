@@ -1,5 +1,5 @@
-// The optimiser's update for the GPU (kernels/gpu/update.rs runs it): one kernel per parameter
-// in place of the composed update's 14 candle ops. The arithmetic is kernels/optim_step.rs's,
+// The optimiser's update for the GPU (kernels/gpu/optim_step.rs runs it): one kernel per parameter
+// in place of the composed update's 14 candle ops. The arithmetic is kernels/cpu/optim_step.rs's,
 // in the same order: Adam (Kingma & Ba 2015) with the bias corrections folded into lr and eps
 // by the host, or Adadelta (Zeiler 2012). Compiled twice, as recurrence.cu is (its header says
 // how); elementwise, so the host's thread-by-thread emulation is exact.
