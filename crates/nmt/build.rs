@@ -32,8 +32,9 @@ fn main() {
         .collect();
     stems.sort();
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let sources: Vec<String> =
-        stems.iter().map(|s| std::fs::read_to_string(dir.join(format!("{s}.cu"))).expect("a readable .cu file")).collect();
+    // The argument structs are typedef'd in the sources and in the header they share.
+    let files = stems.iter().map(|s| format!("{s}.cu")).chain(["common.h".to_owned()]);
+    let sources: Vec<String> = files.map(|f| std::fs::read_to_string(dir.join(f)).expect("a readable kernel source")).collect();
     let mut c =
         String::from("// Written by build.rs: the GPU kernels compiled for the host.\n#include <stddef.h>\n#include \"emulate.c\"\n");
     for s in &stems {

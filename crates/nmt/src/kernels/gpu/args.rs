@@ -52,7 +52,8 @@ kernels! {
     FILL_ROWS = nmt_fill_rows, FillRows { dst: Addr, src: Addr, src_ld: i64, rows: i64, width: i64, group: i64 }
     SUM_STEPS = nmt_sum_steps, SumSteps { dst: Addr, dst_ld: i64, src: Addr, batch: i64, len: i64, width: i64 }
     MASK_ROWS = nmt_mask_rows, MaskRows { dst: Addr, dst_ld: i64, src: Addr, src_ld: i64, mask: Addr, rows: i64, width: i64 }
-    ADD_MASKED = nmt_add_masked, AddMasked { dst: Addr, src: Addr, mask: Addr, n: i64 }
+    ADD_ROWS = nmt_add_rows, AddRows { dst: Addr, dst_ld: i64, src: Addr, src_ld: i64, mask: Addr, rows: i64, width: i64 }
+    SIGMOID_ALL = nmt_sigmoid_all, SigmoidAll { x: Addr, n: i64 }
     PREV_STATES = nmt_prev_states, PrevStates {
         dst: Addr, out: Addr, out_ld: i64, init: Addr, init_ld: i64, mask: Addr, batch: i64, len: i64, hidden: i64, reverse: i64,
     }
@@ -108,20 +109,17 @@ kernels! {
 
 kernels! {
     Feedback:
-    FB_SIGMOID = nmt_fb_sigmoid, FbSigmoid { x: Addr, n: i64 }
-    FB_ADD_ROWS = nmt_fb_add_rows, FbAddRows { dst: Addr, dst_ld: i64, src: Addr, src_ld: i64, mask: Addr, rows: i64, width: i64 }
     FB_SOURCES = nmt_fb_sources, FbSources { p: FbStep, v: Addr }
     FB_CELL_FWD = nmt_fb_cell_fwd, FbCellFwd {
-        gi: Addr, gh: Addr, rsum: Addr, bh: Addr, hprev: Addr, hprev_ld: i64, cprev: Addr, c: Addr, x: Addr, x_ld: i64,
+        rows: StepRows, rsum: Addr, bh: Addr, hprev: Addr, hprev_ld: i64, cprev: Addr, c: Addr, x: Addr, x_ld: i64,
         residual: i64, h: Addr, h_ld: i64, xout: Addr, xout_ld: i64, cand: Addr, batch: i64, hidden: i64, kind: i64,
     }
     FB_CELL_BWD = nmt_fb_cell_bwd, FbCellBwd {
-        gi: Addr, gh: Addr, cand: Addr, rsum: Addr, bh: Addr, hprev: Addr, hprev_ld: i64, cprev: Addr, c: Addr, dh: Addr,
-        dc: Addr, dgi: Addr, drs: Addr, dr: Addr, dhprev: Addr, batch: i64, hidden: i64, kind: i64,
+        rows: StepRows, cand: Addr, rsum: Addr, bh: Addr, hprev: Addr, hprev_ld: i64, cprev: Addr, c: Addr, dh: Addr,
+        dc: Addr, dg: GradRows, drs: Addr, dr: Addr, dhprev: Addr, batch: i64, hidden: i64, kind: i64,
     }
     FB_GATE_BWD = nmt_fb_gate_bwd, FbGateBwd { p: FbStep, dv: Addr, dgp: Addr }
-    FB_SOURCES_BWD = nmt_fb_sources_bwd, FbSourcesBwd { p: FbStep, dv: Addr, dr: Addr, dhu: Addr, ds: Addr, dgi: Addr }
-    FB_DGH = nmt_fb_dgh, FbDgh { dgi: Addr, dgh: Addr, batch: i64, hidden: i64, gates: i64 }
+    FB_SOURCES_BWD = nmt_fb_sources_bwd, FbSourcesBwd { p: FbStep, dv: Addr, dr: Addr, dhu: Addr, ds: Addr, dg: GradRows }
     FB_STATE_BWD = nmt_fb_state_bwd, FbStateBwd {
         ds: Addr, dhprev: Addr, dhu: Addr, mask: Addr, own: i64, batch: i64, layers: i64, hidden: i64,
     }
@@ -135,24 +133,21 @@ kernels! {
 }
 
 arg_structs! {
-    /// What every gate kernel reads of its step (`recurrence.cu`'s `NmtStepRows`, nested in the
+    /// What every cell kernel reads of its step (`common.h`'s `NmtStepRows`, nested in the
     /// kernels' structs): the position `t` (row `b` is live when `t < lens[b]`) and the rows of
     /// `gi` and `gh`, `*_ld` elements apart.
     StepRows { t: i64, lens: Addr, gi: Addr, gi_ld: i64, gh: Addr, gh_ld: i64 }
     /// Where the backward gate kernels write the gradients of `gi`'s and `gh`'s pre-activations
     /// (`NmtGradRows`).
     GradRows { dgi: Addr, dgi_ld: i64, dgh: Addr, dgh_ld: i64 }
-    /// What `feedback.cu`'s step kernels share (`NmtFbStep`): the step's `gi`, `GH`, gates `g`,
-    /// masked own state `hu` and sources `S`, contiguous, the layer's own source index and the
-    /// sizes; `kind` is [`FB_PAPER`], [`FB_RESET_AFTER`] or [`FB_LSTM`].
-    FbStep { gi: Addr, gh: Addr, g: Addr, hu: Addr, s: Addr, own: i64, batch: i64, layers: i64, hidden: i64, kind: i64 }
+    /// What `feedback.cu`'s step kernels share (`NmtFbStep`): the step's rows of `gi` and `GH`,
+    /// its gates `g`, masked own state `hu` and sources `S`, contiguous, the layer's own source
+    /// index and the sizes; `kind` is a cell code ([`PAPER`], [`RESET_AFTER`], [`LSTM`]).
+    FbStep { rows: StepRows, g: Addr, hu: Addr, s: Addr, own: i64, batch: i64, layers: i64, hidden: i64, kind: i64 }
 }
 
-/// The cell codes of `feedback.cu`.
-pub const FB_PAPER: i64 = 0;
-pub const FB_RESET_AFTER: i64 = 1;
-pub const FB_LSTM: i64 = 2;
-
-/// The form codes of `recurrence.cu` (`NMT_PAPER`, `NMT_RESET_AFTER`).
+/// The cells' codes (`common.h`'s `NMT_PAPER`, `NMT_RESET_AFTER`, `NMT_LSTM`): the gate kernels'
+/// `form`, the gated-feedback kernels' `kind`.
 pub const PAPER: i64 = 0;
 pub const RESET_AFTER: i64 = 1;
+pub const LSTM: i64 = 2;

@@ -1,4 +1,4 @@
-// What nvcc provides and the host's C compiler does not, for running recurrence.cu's kernels on
+// What nvcc provides and the host's C compiler does not, for running this folder's kernels on
 // the host, one thread index after another (kernels/gpu/emulated.rs sets the index through
 // nmt_emu_index before each call). Only what elementwise kernels use: no shared memory, no
 // __syncthreads, so the emulation is exact.

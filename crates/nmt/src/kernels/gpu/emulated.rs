@@ -1,8 +1,10 @@
-//! The GPU kernels run on the host: `recurrence.cu` compiled by the host's C compiler
-//! (build.rs), each kernel called once per thread index of the grid the GPU would launch, and
-//! our GEMM (`kernels::gemm`) where the GPU calls cuBLAS. Exact for `recurrence.cu`'s kernels,
-//! which are elementwise (no shared memory, no synchronisation between threads). For tests:
-//! the CPU's production path is `kernels::cpu::birnn`.
+//! The GPU kernels run on the host: every `.cu` source of this folder compiled by the host's C
+//! compiler (build.rs), each kernel called once per thread index of the grid the GPU would
+//! launch, and our GEMM (`kernels::gemm`) where the GPU calls cuBLAS. Exact, since every kernel
+//! is elementwise or one thread per row (no shared memory, no synchronisation between
+//! threads). The tests run it against the CPU ops; production runs it in one place, the
+//! composed search's pick of each row's best tokens on a CPU tensor (`row_best.rs`). Before a
+//! kernel first runs, its argument struct's Rust layout is checked against the C compiler's.
 use candle_core::Result;
 
 use std::any::TypeId;

@@ -12,46 +12,26 @@
 //
 // Layout: the sources S (B, L n), rows `L n` apart; own = the layer's own source index
 // (k + 1 for upper layer k); V's block 0 is the own source, blocks 1.. the others in layer
-// order. `kind`: 0 the paper's GRU, 1 the reset-after GRU, 2 the LSTM; G = 3n (the LSTM 4n).
+// order. `kind`: common.h's cell code (NMT_PAPER, NMT_RESET_AFTER, NMT_LSTM); G = 3n (the LSTM
+// 4n). The step's gi and GH rows are common.h's NmtStepRows, the gates' gradients its
+// NmtGradRows; the stack has no padding (every row is live), so their `t` and `lens` are unused.
+// The masked copies and sums between the kernels are recurrence.cu's nmt_mask_rows and
+// nmt_add_rows, the global gates' logistic its nmt_sigmoid_all.
 #include "common.h"
-
-#define NMT_FB_PAPER 0
-#define NMT_FB_RESET_AFTER 1
-#define NMT_FB_LSTM 2
 
 // The source index of V's block `blk`.
 NMT_INLINE int64_t nmt_fb_source(int64_t blk, int64_t own) { return blk == 0 ? own : (blk - 1 < own ? blk - 1 : blk); }
 
-// x[i] = s(x[i]), n elements.
-typedef struct { float* x; int64_t n; } NmtFbSigmoid;
-NMT_KERNEL void nmt_fb_sigmoid(const NmtFbSigmoid a) {
-  int64_t i = nmt_index();
-  if (i >= a.n) return;
-  a.x[i] = nmt_sigmoid(a.x[i]);
-}
-
-// dst[r][j] += src[r][j] (times mask[r][j], contiguous (rows, width), where given).
-typedef struct { float* dst; int64_t dst_ld; const float* src; int64_t src_ld; const float* mask; int64_t rows; int64_t width; } NmtFbAddRows;
-NMT_KERNEL void nmt_fb_add_rows(const NmtFbAddRows a) {
-  int64_t i = nmt_index();
-  if (i >= a.rows * a.width) return;
-  int64_t r = i / a.width, j = i % a.width;
-  float x = a.src[r * a.src_ld + j];
-  a.dst[r * a.dst_ld + j] += a.mask ? x * a.mask[i] : x;
-}
-
 // What the step kernels share: the step's rows (contiguous) and sizes.
 typedef struct {
-  const float* gi; const float* gh; const float* g; const float* hu; const float* s;
+  NmtStepRows rows; const float* g; const float* hu; const float* s;
   int64_t own; int64_t batch; int64_t layers; int64_t hidden; int64_t kind;
 } NmtFbStep;
 
-NMT_INLINE int64_t nmt_fb_gates(const NmtFbStep* p) { return (p->kind == NMT_FB_LSTM ? 4 : 3) * p->hidden; }
-
 // rho' of row r, unit j: the paper GRU's reset gate, else 1.
 NMT_INLINE float nmt_fb_rho_before(const NmtFbStep* p, int64_t r, int64_t j) {
-  int64_t g = nmt_fb_gates(p);
-  return p->kind == NMT_FB_PAPER ? nmt_sigmoid(p->gi[r * g + j] + p->gh[r * g + j]) : 1.0f;
+  const NmtStepRows* s = &p->rows;
+  return p->kind == NMT_PAPER ? nmt_sigmoid(s->gi[r * s->gi_ld + j] + s->gh[r * s->gh_ld + j]) : 1.0f;
 }
 
 // Source `i`'s value at (r, j): the masked own state for the own source, else S's block.
@@ -75,20 +55,20 @@ NMT_KERNEL void nmt_fb_sources(const NmtFbSources a) {
 // h~ into cand, and the next layer's input h' (+ x with residual connections) into xout,
 // which may be x itself.
 typedef struct {
-  const float* gi; const float* gh; const float* rsum; const float* bh; const float* hprev; int64_t hprev_ld;
+  NmtStepRows rows; const float* rsum; const float* bh; const float* hprev; int64_t hprev_ld;
   const float* cprev; float* c; const float* x; int64_t x_ld; int64_t residual; float* h; int64_t h_ld;
   float* xout; int64_t xout_ld; float* cand; int64_t batch; int64_t hidden; int64_t kind;
 } NmtFbCellFwd;
 NMT_KERNEL void nmt_fb_cell_fwd(const NmtFbCellFwd a) {
   int64_t n = a.hidden, idx = nmt_index();
   if (idx >= a.batch * n) return;
-  int64_t r = idx / n, j = idx % n, g = (a.kind == NMT_FB_LSTM ? 4 : 3) * n;
-  const float* gi = a.gi + r * g;
-  const float* gh = a.gh + r * g;
-  float rho = a.kind == NMT_FB_RESET_AFTER ? nmt_sigmoid(gi[j] + gh[j]) : 1.0f;
+  int64_t r = idx / n, j = idx % n;
+  const float* gi = a.rows.gi + r * a.rows.gi_ld;
+  const float* gh = a.rows.gh + r * a.rows.gh_ld;
+  float rho = a.kind == NMT_RESET_AFTER ? nmt_sigmoid(gi[j] + gh[j]) : 1.0f;
   float cd = tanhf(gi[2 * n + j] + rho * (a.rsum[idx] + a.bh[2 * n + j]));
   float h;
-  if (a.kind == NMT_FB_LSTM) {
+  if (a.kind == NMT_LSTM) {
     float c = nmt_sigmoid(gi[n + j] + gh[n + j]) * a.cprev[idx] + nmt_sigmoid(gi[j] + gh[j]) * cd;
     a.c[idx] = c;
     h = nmt_sigmoid(gi[3 * n + j] + gh[3 * n + j]) * tanhf(c);
@@ -104,40 +84,43 @@ NMT_KERNEL void nmt_fb_cell_fwd(const NmtFbCellFwd a) {
 
 // The cell's step back; one thread per (r, j), from dh (the gradient reaching h') and the
 // LSTM's carry dc (turned into the gradient reaching c). Writes the gates' pre-activation
-// gradients dgi (all blocks but the GRU's reset gate, which nmt_fb_sources_bwd writes), the
+// gradients dg.dgi (all blocks but the GRU's reset gate, which nmt_fb_sources_bwd writes) and
+// dg.dgh, the same without the candidate's block (GH feeds every gate but the candidate), the
 // gradient reaching R (drs), the reset-after gate's gradient (dr; zero otherwise) and the
 // one reaching hprev through the update (dhprev; zero for the LSTM).
 typedef struct {
-  const float* gi; const float* gh; const float* cand; const float* rsum; const float* bh; const float* hprev;
-  int64_t hprev_ld; const float* cprev; const float* c; const float* dh; float* dc; float* dgi; float* drs; float* dr;
+  NmtStepRows rows; const float* cand; const float* rsum; const float* bh; const float* hprev;
+  int64_t hprev_ld; const float* cprev; const float* c; const float* dh; float* dc; NmtGradRows dg; float* drs; float* dr;
   float* dhprev; int64_t batch; int64_t hidden; int64_t kind;
 } NmtFbCellBwd;
 NMT_KERNEL void nmt_fb_cell_bwd(const NmtFbCellBwd a) {
   int64_t n = a.hidden, idx = nmt_index();
   if (idx >= a.batch * n) return;
-  int64_t r = idx / n, j = idx % n, g = (a.kind == NMT_FB_LSTM ? 4 : 3) * n;
-  const float* gi = a.gi + r * g;
-  const float* gh = a.gh + r * g;
-  float* dgi = a.dgi + r * g;
+  int64_t r = idx / n, j = idx % n;
+  const float* gi = a.rows.gi + r * a.rows.gi_ld;
+  const float* gh = a.rows.gh + r * a.rows.gh_ld;
+  float* dgi = a.dg.dgi + r * a.dg.dgi_ld;
+  float* dgh = a.dg.dgh + r * a.dg.dgh_ld;
   float cd = a.cand[idx], dh = a.dh[idx], dpre;
-  if (a.kind == NMT_FB_LSTM) {
+  if (a.kind == NMT_LSTM) {
     float ig = nmt_sigmoid(gi[j] + gh[j]), fg = nmt_sigmoid(gi[n + j] + gh[n + j]);
     float og = nmt_sigmoid(gi[3 * n + j] + gh[3 * n + j]), tc = tanhf(a.c[idx]);
     float dct = a.dc[idx] + dh * og * (1.0f - tc * tc);
     a.dc[idx] = dct * fg;
-    dgi[j] = dct * cd * ig * (1.0f - ig);
-    dgi[n + j] = dct * a.cprev[idx] * fg * (1.0f - fg);
-    dgi[3 * n + j] = dh * tc * og * (1.0f - og);
+    dgi[j] = dgh[j] = dct * cd * ig * (1.0f - ig);
+    dgi[n + j] = dgh[n + j] = dct * a.cprev[idx] * fg * (1.0f - fg);
+    dgi[3 * n + j] = dgh[3 * n + j] = dh * tc * og * (1.0f - og);
     dpre = dct * ig * (1.0f - cd * cd);
     a.dhprev[idx] = 0.0f;
   } else {
     float z = nmt_sigmoid(gi[n + j] + gh[n + j]);
     a.dhprev[idx] = dh * z;
-    dgi[n + j] = dh * (a.hprev[r * a.hprev_ld + j] - cd) * z * (1.0f - z);
+    dgi[n + j] = dgh[n + j] = dh * (a.hprev[r * a.hprev_ld + j] - cd) * z * (1.0f - z);
     dpre = dh * (1.0f - z) * (1.0f - cd * cd);
   }
   dgi[2 * n + j] = dpre;
-  if (a.kind == NMT_FB_RESET_AFTER) {
+  dgh[2 * n + j] = 0.0f;
+  if (a.kind == NMT_RESET_AFTER) {
     a.drs[idx] = dpre * nmt_sigmoid(gi[j] + gh[j]);
     a.dr[idx] = dpre * (a.rsum[idx] + a.bh[2 * n + j]);
   } else {
@@ -162,40 +145,31 @@ NMT_KERNEL void nmt_fb_gate_bwd(const NmtFbGateBwd a) {
 }
 
 // From dV, one thread per (r, j): the gradient of the masked own state (dhu, written), the
-// other sources' (ds += …), and for a GRU the reset gate's pre-activation gradient into dgi
-// (the paper's reset gate reaches V; the reset-after one arrives as dr).
-typedef struct { NmtFbStep p; const float* dv; const float* dr; float* dhu; float* ds; float* dgi; } NmtFbSourcesBwd;
+// other sources' (ds += …), and for a GRU the reset gate's pre-activation gradient into dg's
+// dgi and dgh (the paper's reset gate reaches V; the reset-after one arrives as dr).
+typedef struct { NmtFbStep p; const float* dv; const float* dr; float* dhu; float* ds; NmtGradRows dg; } NmtFbSourcesBwd;
 NMT_KERNEL void nmt_fb_sources_bwd(const NmtFbSourcesBwd a) {
   const NmtFbStep* p = &a.p;
   int64_t n = p->hidden, l = p->layers, idx = nmt_index();
   if (idx >= p->batch * n) return;
-  int64_t r = idx / n, j = idx % n, g = nmt_fb_gates(p);
+  int64_t r = idx / n, j = idx % n;
   float rho = nmt_fb_rho_before(p, r, j), dr = a.dr[idx];
   const float* dv = a.dv + r * l * n;
   for (int64_t blk = 0; blk < l; blk++) {
     int64_t i = nmt_fb_source(blk, p->own);
     float gate = p->g[r * l + i], dvj = dv[blk * n + j];
-    if (p->kind == NMT_FB_PAPER) dr += dvj * gate * nmt_fb_src(p, i, r, j);
+    if (p->kind == NMT_PAPER) dr += dvj * gate * nmt_fb_src(p, i, r, j);
     if (blk == 0) {
       a.dhu[idx] = dvj * gate * rho;
     } else {
       a.ds[r * l * n + i * n + j] += dvj * gate * rho;
     }
   }
-  if (p->kind != NMT_FB_LSTM) {
-    float rr = nmt_sigmoid(p->gi[r * g + j] + p->gh[r * g + j]);
-    a.dgi[r * g + j] = dr * rr * (1.0f - rr);
+  if (p->kind != NMT_LSTM) {
+    const NmtStepRows* s = &p->rows;
+    float rr = nmt_sigmoid(s->gi[r * s->gi_ld + j] + s->gh[r * s->gh_ld + j]);
+    a.dg.dgi[r * a.dg.dgi_ld + j] = a.dg.dgh[r * a.dg.dgh_ld + j] = dr * rr * (1.0f - rr);
   }
-}
-
-// dgh = dgi without the candidate's block (GH feeds every gate but the candidate); one thread
-// per (r, q).
-typedef struct { const float* dgi; float* dgh; int64_t batch; int64_t hidden; int64_t gates; } NmtFbDgh;
-NMT_KERNEL void nmt_fb_dgh(const NmtFbDgh a) {
-  int64_t idx = nmt_index();
-  if (idx >= a.batch * a.gates) return;
-  int64_t q = idx % a.gates;
-  a.dgh[idx] = q >= 2 * a.hidden && q < 3 * a.hidden ? 0.0f : a.dgi[idx];
 }
 
 // ds's own block += dhprev + dhu (times the state mask, where given); one thread per (r, j).

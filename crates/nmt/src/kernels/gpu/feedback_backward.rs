@@ -6,9 +6,9 @@
 //! accumulate).
 use candle_core::Result;
 
-use super::args::{self, FbCellBwd, FbDgh, FbGateBwd, FbSourcesBwd, FbStateBwd};
+use super::args::{self, FbCellBwd, FbGateBwd, FbSourcesBwd, FbStateBwd};
 use super::feedback_forward::{add_col_sums, addr_or_null, fill_rows, put_rows, Put, Saved, Stack, Sz};
-use super::gru_cell::gemm;
+use super::gru_cell::{gemm, grad_rows};
 use super::launch::{Addr, Launch, View};
 use crate::config::CellKind;
 
@@ -59,9 +59,11 @@ pub(super) fn backward<L: Launch>(
             put_rows(l, Put::Add, (dhp, n), (ds_next.at(own * n), ln), Addr::NULL, rows)?;
             let (cprev, c) =
                 if lstm { (cp.at((t * ups + k) * b * n), cp.at(((t + 1) * ups + k) * b * n)) } else { (Addr::NULL, Addr::NULL) };
+            // The gates' gradients, and GH's: the same without the candidate's block (GH = (m ⊙ h)
+            // U + b_h feeds every gate but the candidate), written by the cell and sources kernels.
+            let grads = grad_rows((dgip, g as i64), (dghp, g as i64));
             let cell = FbCellBwd {
-                gi,
-                gh,
+                rows: op.rows(gi, gh),
                 cand: cdp.at(i * b * n),
                 rsum: rp.at(i * b * n),
                 bh: w.at(o.bh),
@@ -71,7 +73,7 @@ pub(super) fn backward<L: Launch>(
                 c,
                 dh: dhp,
                 dc: if lstm { dcp.at(k * b * n) } else { Addr::NULL },
-                dgi: dgip,
+                dg: grads,
                 drs: drsp,
                 dr: drp,
                 dhprev: dhpp,
@@ -91,10 +93,8 @@ pub(super) fn backward<L: Launch>(
             put_rows(l, Put::Copy, (hup, n), (s_t.at(own * n), ln), state_mask, rows)?;
             let st = op.step((gi, gh, gg), hup, s_t, own);
             l.launch(&args::FB_GATE_BWD, b * nl, FbGateBwd { p: st, dv: dvp, dgp: dgpp })?;
-            l.launch(&args::FB_SOURCES_BWD, b * n, FbSourcesBwd { p: st, dv: dvp, dr: drp, dhu: dhup, ds: ds_cur, dgi: dgip })?;
-            // GH = (m ⊙ h) U + b_h feeds every gate but the candidate.
-            let (bi, ni, gi64) = (b as i64, n as i64, g as i64);
-            l.launch(&args::FB_DGH, b * g, FbDgh { dgi: dgip, dgh: dghp, batch: bi, hidden: ni, gates: gi64 })?;
+            l.launch(&args::FB_SOURCES_BWD, b * n, FbSourcesBwd { p: st, dv: dvp, dr: drp, dhu: dhup, ds: ds_cur, dg: grads })?;
+            let (bi, ni) = (b as i64, n as i64);
             l.gemm(gemm(b, n, g, View::new(dghp, g), View::new(w.at(o.u), g).t(), View::new(dhup, n), true))?;
             l.gemm(gemm(n, g, b, View::new(hup, n).t(), View::new(dghp, g), View::new(gw.at(o.u), g), true))?;
             add_col_sums(l, (b, g), dghp, gw.at(o.bh), one)?;

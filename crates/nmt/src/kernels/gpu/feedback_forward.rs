@@ -7,15 +7,15 @@
 //! As on the CPU, the layers read each other at `t − 1`, so each step runs the upper layers
 //! bottom-up, and the weight gradients add up step by step as the CPU's do. Per step
 //! and upper layer: the products on cuBLAS (`x W`, `x W_g + S U_g`, `(m ⊙ h) U`, `V [U_c;
-//! U_other]`) and three kernels of `feedback.cu` (the gates' sigmoid, `V`, the cell); back,
-//! five kernels and the products of `kernels/cpu/feedback_backward.rs`, whose order of operations
+//! U_other]`) and `recurrence.cu`'s `nmt_sigmoid_all` for the gates and two kernels of `feedback.cu` (`V`, the cell); back,
+//! four kernels (the cell and the sources write the gates' gradients and `GH`'s together) and the products of `kernels/cpu/feedback_backward.rs`, whose order of operations
 //! this follows. The forward pass keeps what the CPU's keeps (`kernels::cpu::feedback_forward::Saved`):
 //! the sources `S_0 … S_T (B, L·n)`, the LSTM's cell states, and per step and layer the masked
 //! input, `gi`, `GH`, `g`, `V`, `R` and `h~`.
 use candle_core::Result;
 
-use super::args::{self, FbAddRows, FbCellFwd, FbSigmoid, FbSources, FbStep, FillRows, MaskRows};
-use super::gru_cell::gemm;
+use super::args::{self, AddRows, FbCellFwd, FbSources, FbStep, FillRows, MaskRows, SigmoidAll, StepRows};
+use super::gru_cell::{gemm, step_rows};
 use super::launch::{Addr, Launch, View};
 use crate::config::{CellKind, GruForm};
 use crate::kernels::cpu::feedback_forward::{Dims, LayerOffsets};
@@ -72,9 +72,9 @@ impl Stack {
 
     pub(super) fn kind(&self) -> i64 {
         match self.d.kind {
-            CellKind::Gru(GruForm::Paper) => args::FB_PAPER,
-            CellKind::Gru(GruForm::ResetAfter) => args::FB_RESET_AFTER,
-            CellKind::Lstm => args::FB_LSTM,
+            CellKind::Gru(GruForm::Paper) => args::PAPER,
+            CellKind::Gru(GruForm::ResetAfter) => args::RESET_AFTER,
+            CellKind::Lstm => args::LSTM,
         }
     }
 
@@ -103,7 +103,14 @@ impl Stack {
     /// The step kernels' shared fields.
     pub(super) fn step(&self, (gi, gh, g): (Addr, Addr, Addr), hu: Addr, s: Addr, own: usize) -> FbStep {
         let z = self.sz();
-        FbStep { gi, gh, g, hu, s, own: own as i64, batch: z.b as i64, layers: z.l as i64, hidden: z.n as i64, kind: self.kind() }
+        let rows = self.rows(gi, gh);
+        FbStep { rows, g, hu, s, own: own as i64, batch: z.b as i64, layers: z.l as i64, hidden: z.n as i64, kind: self.kind() }
+    }
+
+    /// A step's contiguous rows of `gi` and `GH` (every row live: no lengths).
+    pub(super) fn rows(&self, gi: Addr, gh: Addr) -> StepRows {
+        let g = self.sz().g as i64;
+        step_rows((0, Addr::NULL), (gi, g), (gh, g))
     }
 }
 
@@ -126,7 +133,7 @@ pub(super) fn put_rows<L: Launch>(
     let (dst_ld, src_ld, r, w, n) = (dst_ld as i64, src_ld as i64, rows as i64, width as i64, rows * width);
     match put {
         Put::Copy => l.launch(&args::MASK_ROWS, n, MaskRows { dst, dst_ld, src, src_ld, mask, rows: r, width: w }),
-        Put::Add => l.launch(&args::FB_ADD_ROWS, n, FbAddRows { dst, dst_ld, src, src_ld, mask, rows: r, width: w }),
+        Put::Add => l.launch(&args::ADD_ROWS, n, AddRows { dst, dst_ld, src, src_ld, mask, rows: r, width: w }),
     }
 }
 
@@ -187,7 +194,7 @@ pub(super) fn forward<L: Launch>(op: &Stack, l: &L, [s1, h0, p]: [Addr; 3]) -> R
             l.gemm(gemm(b, g, n, View::new(xin, n), View::new(w.at(o.w), g), View::new(gi, g), true))?;
             l.gemm(gemm(b, nl, n, View::new(xin, n), View::new(w.at(o.wg), nl), View::new(gg, nl), false))?;
             l.gemm(gemm(b, nl, ln, View::new(s_t, ln), View::new(w.at(o.ug), nl), View::new(gg, nl), true))?;
-            l.launch(&args::FB_SIGMOID, b * nl, FbSigmoid { x: gg, n: (b * nl) as i64 })?;
+            l.launch(&args::SIGMOID_ALL, b * nl, SigmoidAll { x: gg, n: (b * nl) as i64 })?;
             // GH = (m ⊙ h) U + b_h.
             put_rows(l, Put::Copy, (hup, n), (s_t.at(own * n), ln), addr_or_null(l, masks.state[k].as_ref()), (b, n))?;
             fill_rows(l, gh, w.at(o.bh), (b, g))?;
@@ -203,8 +210,7 @@ pub(super) fn forward<L: Launch>(op: &Stack, l: &L, [s1, h0, p]: [Addr; 3]) -> R
             let (xout, xout_ld) = if k + 1 == ups { (topp.at(t * n), tl * n) } else { (xc, n) };
             let (x_ld, h_ld, hprev) = (x_ld as i64, ln as i64, s_t.at(own * n));
             let cell = FbCellFwd {
-                gi,
-                gh,
+                rows: op.rows(gi, gh),
                 rsum,
                 bh: w.at(o.bh),
                 hprev,

@@ -10,7 +10,7 @@
 //! their own leading dimension ([`Rows`]).
 use candle_core::Result;
 
-use super::args::{self, AddMasked, GatesBwd, GatesFwd, GradRows, MaskRows, ResetBwd, ResetFwd, StepRows};
+use super::args::{self, AddRows, GatesBwd, GatesFwd, GradRows, MaskRows, ResetBwd, ResetFwd, StepRows};
 use super::launch::{Addr, Gemm, Launch, View};
 use super::norm_rows;
 use crate::config::GruForm;
@@ -65,7 +65,8 @@ pub(super) fn carry_through_u<L: Launch>(
         Addr::NULL => l.gemm(gemm(b, h, k, dg, ut, View::new(carry, h), true)),
         m => {
             l.gemm(gemm(b, h, k, dg, ut, View::new(buf, h), false))?;
-            l.launch(&args::ADD_MASKED, b * h, AddMasked { dst: carry, src: buf, mask: m, n: (b * h) as i64 })
+            let (rows, width, ld) = (b as i64, h as i64, h as i64);
+            l.launch(&args::ADD_ROWS, b * h, AddRows { dst: carry, dst_ld: ld, src: buf, src_ld: ld, mask: m, rows, width })
         }
     }
 }

@@ -20,9 +20,6 @@
 //   h' = n + z (h - n)
 #include "common.h"
 
-#define NMT_PAPER 0
-#define NMT_RESET_AFTER 1
-
 // dst (rows, width), contiguous: row r a copy of src's row r / group (src's rows `src_ld`
 // apart). group = rows: every row the one row of src; group = S: one row per sentence.
 typedef struct { float* dst; const float* src; int64_t src_ld; int64_t rows; int64_t width; int64_t group; } NmtFillRows;
@@ -56,12 +53,23 @@ NMT_KERNEL void nmt_mask_rows(const NmtMaskRows a) {
   a.dst[r * a.dst_ld + j] = a.mask ? x * a.mask[i] : x;
 }
 
-// dst[i] += src[i] * mask[i] (or + src[i] without a mask), n elements, all contiguous.
-typedef struct { float* dst; const float* src; const float* mask; int64_t n; } NmtAddMasked;
-NMT_KERNEL void nmt_add_masked(const NmtAddMasked a) {
+// dst[r][j] += src[r][j] (times mask[r][j], contiguous (rows, width), where given): the
+// carry's part that skips U under recurrent dropout, the gated-feedback stack's sums.
+typedef struct { float* dst; int64_t dst_ld; const float* src; int64_t src_ld; const float* mask; int64_t rows; int64_t width; } NmtAddRows;
+NMT_KERNEL void nmt_add_rows(const NmtAddRows a) {
+  int64_t i = nmt_index();
+  if (i >= a.rows * a.width) return;
+  int64_t r = i / a.width, j = i % a.width;
+  float x = a.src[r * a.src_ld + j];
+  a.dst[r * a.dst_ld + j] += a.mask ? x * a.mask[i] : x;
+}
+
+// x[i] = s(x[i]), n elements: the gated-feedback stack's global reset gates.
+typedef struct { float* x; int64_t n; } NmtSigmoidAll;
+NMT_KERNEL void nmt_sigmoid_all(const NmtSigmoidAll a) {
   int64_t i = nmt_index();
   if (i >= a.n) return;
-  a.dst[i] += a.mask ? a.src[i] * a.mask[i] : a.src[i];
+  a.x[i] = nmt_sigmoid(a.x[i]);
 }
 
 // H_prev (B, S, H), contiguous: the state each step started from, times the recurrent-dropout
@@ -94,12 +102,6 @@ NMT_KERNEL void nmt_gru_reset_fwd(const NmtResetFwd a) {
   a.q[b * a.q_ld + j] = r * a.hu[b * a.hu_ld + j];
 }
 
-// What every gate kernel reads of its step: the position t (row b is live when t < lens[b])
-// and the rows of gi and gh (`*_ld` apart); and where the backward kernels write the gradients
-// of gi's and gh's pre-activations. Nested in the kernels' structs (8-byte fields, no padding:
-// args.rs's StepRows and GradRows).
-typedef struct { int64_t t; const int64_t* lens; const float* gi; int64_t gi_ld; const float* gh; int64_t gh_ld; } NmtStepRows;
-typedef struct { float* dgi; int64_t dgi_ld; float* dgh; int64_t dgh_ld; } NmtGradRows;
 
 // The new states from the pre-activations: gi (rows, 3H) and gh (rows, 3H) as above, the
 // previous states hp; a padded row copies hp.

@@ -4,7 +4,7 @@
 //! wiring (`model/gpu_decoder.rs`), the search's pick beside its use (`search/candle.rs`):
 //! the same annotations and the same gradients, for both GRU forms and the LSTM, with and without recurrent
 //! dropout, with padded sentences of every length. A wrong index, leading dimension, transpose
-//! or step order in `birnn.rs` or `recurrence.cu` fails here, on any machine.
+//! or step order in `birnn.rs` or a `.cu` source fails here, on any machine.
 use candle_core::{Device, Tensor, Var};
 use rand::{Rng, SeedableRng};
 
