@@ -1,6 +1,11 @@
 //! Fused CPU kernels (issue 4): the recurrences, the loss and the optimizer step written as
 //! candle custom ops with hand-written forward and backward passes. Each has a composed-op twin
 //! in the model code that it is tested against (values and gradients, f32 and f64).
+pub mod amx;
+pub mod amx_gemm;
+mod amx_model;
+#[cfg(test)]
+mod amx_tests;
 pub mod attn_backward;
 pub mod attn_decoder;
 pub mod attn_op;
@@ -8,6 +13,7 @@ pub mod bf16_gemm;
 mod bf16_pack;
 pub mod birnn;
 mod cgru_decoder;
+pub mod cpuid;
 pub mod deep_output;
 pub mod dense;
 mod feedback_backward;
