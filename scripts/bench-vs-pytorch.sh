@@ -22,7 +22,9 @@
 # NMT_MAX_CPU_ISA=avx2 runs both sides as on a CPU without AVX-512 (issue 56): nmt's kernels and
 # products (crates/nmt/src/kernels/isa.rs), and PyTorch's through ATEN_CPU_CAPABILITY=avx2 (its
 # kernels and TorchInductor's code), ONEDNN_MAX_CPU_ISA=AVX2 and MKL_ENABLE_INSTRUCTIONS=AVX2.
-# NMT_MAX_CPU_ISA=avx512 keeps AVX-512 and turns off the bf16 products on both sides. Each JSON
+# NMT_MAX_CPU_ISA=avx512 keeps AVX-512 and turns off the bf16 products on both sides;
+# avx512_bf16 keeps both off AMX's tiles (oneDNN's AVX512_CORE_BF16; nmt then runs bf16 only on
+# AMD, where it is faster than f32: crates/nmt/src/kernels/precision.rs). Each JSON
 # line says what its side ran ("cpu"), so the log shows that the cap held.
 #
 # Which kernels each side ran (issue 70) is printed before the rounds and again in the summary:
@@ -36,7 +38,7 @@ case "${NMT_MAX_CPU_ISA:-}" in
   "") ;;
   avx2|AVX2) export ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
   avx512|AVX512) export ATEN_CPU_CAPABILITY=avx512 ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI ;;
-  avx512_bf16|AVX512_BF16) ;;
+  avx512_bf16|AVX512_BF16) export ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 ;;
   amx|AMX) ;;
   *) echo "NMT_MAX_CPU_ISA=$NMT_MAX_CPU_ISA: expected avx2, avx512, avx512_bf16 or amx" >&2; exit 2 ;;
 esac
@@ -72,16 +74,19 @@ out=$(mktemp)
 kernels=$(mktemp)
 if [ "${KERNELS:-1}" = 1 ]; then
   echo "which kernels each side runs (one short run each)" >&2
-  precision=f32; [ "${BF16:-0}" = 1 ] && precision=bf16
-  "$nmt" bench --data "$data" --threads "$threads" --steps 1 --json --only train --precision "$precision" 2>/dev/null \
+  probe=(--precision f32); [ "${BF16:-0}" = 1 ] && probe=(--precision bf16); [ "${INT8:-0}" = 1 ] && probe+=(--int8)
+  # A failed probe leaves its line out; the rounds below still run (and fail loudly if nmt does).
+  { "$nmt" bench --data "$data" --threads "$threads" --steps 1 --json --only train,greedy "${probe[@]}" 2>/dev/null || true; } \
     | python3 -c 'import json, sys
 for l in sys.stdin:
-    j = json.loads(l)
+    j = json.loads(l) if l.startswith("{") else {}
     if j.get("bench") == "train":
-        print("nmt: %s CPU kernels; %s (train.precision %s)" % (j.get("cpu"), j.get("bf16_products"), j.get("precision")))' >> "$kernels"
+        print("nmt: %s CPU kernels; %s (train.precision %s)" % (j.get("cpu"), j.get("bf16_products"), j.get("precision")))
+    if j.get("bench") == "greedy" and j.get("int8_kernel"):
+        print("nmt: int8 search products on %s" % j["int8_kernel"])' >> "$kernels"
   # oneDNN prints one line per primitive run: "onednn_verbose,[v1,]primitive,exec,cpu,KIND,IMPL,…".
   # (Its lines go to stdout, which is why this run is apart from the timed ones.)
-  ONEDNN_VERBOSE=1 torch_ref 2 2>/dev/null \
+  { ONEDNN_VERBOSE=1 torch_ref 2 2>/dev/null || true; } \
     | awk -F, '/^onednn_verbose/ { for (i = 1; i < NF; i++) if ($i == "exec") { print $(i + 2), $(i + 3); break } }
                /^onednn_verbose.*isa:/ { sub(/.*isa:/, ""); print "isa:", $0 }' \
     | sort | uniq -c | sed 's/^ */pytorch oneDNN: /' >> "$kernels"
