@@ -1,5 +1,6 @@
 //! Intel AMX tiles from stable Rust (issue 70): the process's permission to use them, and the
-//! tile instructions as `asm!` (their intrinsics are nightly-only in Rust 1.94).
+//! tile instructions as `asm!` (their intrinsics are nightly-only in Rust 1.94): `ldtilecfg`,
+//! `tileloadd`, `tilezero`, `tdpbf16ps`, `tdpbssd`, `tdpbusd`, `tilestored`, `tilerelease`.
 //!
 //! **Enabling.** CPUID and XCR0 say whether the CPU and the OS support the tiles
 //! (`cpuid::amx_from`); Linux then wants one `arch_prctl(ARCH_REQ_XCOMP_PERM,
@@ -73,16 +74,16 @@ fn request() -> Result<(), std::io::Error> {
 pub trait TileOps {
     /// `tilezero C_ij`.
     fn zero_c(&mut self, i: usize, j: usize);
-    /// `tileloadd C_ij`: row `r` (16 f32) from `src + r·stride`.
+    /// `tileloadd C_ij`: row `r` (16 f32 or i32) from the bytes at `src + r·stride`.
     ///
     /// # Safety
     /// `src + r·stride .. + 64` is readable for every `r < 16`.
-    unsafe fn load_c(&mut self, i: usize, j: usize, src: *const f32, stride: usize);
+    unsafe fn load_c(&mut self, i: usize, j: usize, src: *const u8, stride: usize);
     /// `tilestored C_ij` to `dst + r·stride`.
     ///
     /// # Safety
     /// `dst + r·stride .. + 64` is writable for every `r < 16`, and no other thread uses it.
-    unsafe fn store_c(&mut self, i: usize, j: usize, dst: *mut f32, stride: usize);
+    unsafe fn store_c(&mut self, i: usize, j: usize, dst: *mut u8, stride: usize);
     /// `tileloadd A_i` (16 rows of 16 bf16 pairs, or 64 int8) from `src + r·stride`.
     ///
     /// # Safety
@@ -97,6 +98,8 @@ pub trait TileOps {
     fn dot_bf16(&mut self, i: usize, j: usize);
     /// `tdpbssd C_ij, A_i, B_j`: the same on signed bytes, four per lane, into i32.
     fn dot_i8(&mut self, i: usize, j: usize);
+    /// `tdpbusd C_ij, A_i, B_j`: unsigned bytes of A times signed bytes of B, into i32.
+    fn dot_u8i8(&mut self, i: usize, j: usize);
 }
 
 /// The hardware's tiles, configured (`ldtilecfg`) when made and released (`tilerelease`) when
@@ -230,13 +233,13 @@ impl TileOps for AmxTiles {
         // SAFETY: the tiles are configured (`new`); tilezero touches no memory.
         by_tile!(4 + 2 * i + j, |t| unsafe { std::arch::asm!(concat!("tilezero tmm", t!()), options(nomem, nostack)) })
     }
-    unsafe fn load_c(&mut self, i: usize, j: usize, src: *const f32, stride: usize) {
+    unsafe fn load_c(&mut self, i: usize, j: usize, src: *const u8, stride: usize) {
         by_tile!(
             4 + 2 * i + j,
             |t| std::arch::asm!(concat!("tileloadd tmm", t!(), ", [{p} + {s}*1]"), p = in(reg) src, s = in(reg) stride, options(nostack, readonly))
         )
     }
-    unsafe fn store_c(&mut self, i: usize, j: usize, dst: *mut f32, stride: usize) {
+    unsafe fn store_c(&mut self, i: usize, j: usize, dst: *mut u8, stride: usize) {
         by_tile!(
             4 + 2 * i + j,
             |t| std::arch::asm!(concat!("tilestored [{p} + {s}*1], tmm", t!()), p = in(reg) dst, s = in(reg) stride, options(nostack))
@@ -273,6 +276,17 @@ impl TileOps for AmxTiles {
                 (0, _) => std::arch::asm!("tdpbssd tmm5, tmm0, tmm3", options(nomem, nostack)),
                 (_, 0) => std::arch::asm!("tdpbssd tmm6, tmm1, tmm2", options(nomem, nostack)),
                 _ => std::arch::asm!("tdpbssd tmm7, tmm1, tmm3", options(nomem, nostack)),
+            }
+        }
+    }
+    fn dot_u8i8(&mut self, i: usize, j: usize) {
+        // SAFETY: as `dot_i8`.
+        unsafe {
+            match (i, j) {
+                (0, 0) => std::arch::asm!("tdpbusd tmm4, tmm0, tmm2", options(nomem, nostack)),
+                (0, _) => std::arch::asm!("tdpbusd tmm5, tmm0, tmm3", options(nomem, nostack)),
+                (_, 0) => std::arch::asm!("tdpbusd tmm6, tmm1, tmm2", options(nomem, nostack)),
+                _ => std::arch::asm!("tdpbusd tmm7, tmm1, tmm3", options(nomem, nostack)),
             }
         }
     }

@@ -1,5 +1,5 @@
 //! A software model of the AMX tile instructions (issue 70): `tileloadd`, `tilestored`,
-//! `tilezero`, `tdpbf16ps` and `tdpbssd` on 8 tiles of 16 rows × 64 bytes, in plain Rust, so
+//! `tilezero`, `tdpbf16ps`, `tdpbssd` and `tdpbusd` on 8 tiles of 16 rows × 64 bytes, in plain Rust, so
 //! that the tiling driver (`amx_gemm.rs`), its packing and its tails run and are tested on
 //! every CPU, not only on the Xeons that have the tiles.
 //!
@@ -9,7 +9,7 @@
 //! f32 addition rounded to nearest even (a product of two bf16 is exact in f32), with bf16
 //! inputs that are denormal read as zero and denormal sums flushed to zero, as the instruction
 //! does whatever MXCSR says. `tdpbssd` adds the four sign-extended byte products of a lane to
-//! an i32, wrapping. Whether the hardware rounds each addition or fuses a pair (the SDM allows
+//! an i32, wrapping; `tdpbusd` the same with A's bytes zero-extended. Whether the hardware rounds each addition or fuses a pair (the SDM allows
 //! an implementation its own intermediate precision) is a last-bit matter: the driver's tests
 //! compare within bf16's bound, never bit for bit against the hardware.
 use super::amx::{TileOps, ROWS, ROW_BYTES};
@@ -89,17 +89,23 @@ fn i8_step(c: [u8; 4], a: [u8; 4], b: [u8; 4]) -> [u8; 4] {
     i32::from_le_bytes(c).wrapping_add(dot).to_le_bytes()
 }
 
+/// One lane step of `tdpbusd`: A's bytes unsigned.
+fn u8i8_step(c: [u8; 4], a: [u8; 4], b: [u8; 4]) -> [u8; 4] {
+    let dot = (0..4).fold(0i32, |s, q| s.wrapping_add(a[q] as i32 * b[q] as i8 as i32));
+    i32::from_le_bytes(c).wrapping_add(dot).to_le_bytes()
+}
+
 impl TileOps for ModelTiles {
     fn zero_c(&mut self, i: usize, j: usize) {
         self.t[4 + 2 * i + j] = [[0; ROW_BYTES]; ROWS];
     }
-    unsafe fn load_c(&mut self, i: usize, j: usize, src: *const f32, stride: usize) {
-        self.load(4 + 2 * i + j, src.cast(), stride)
+    unsafe fn load_c(&mut self, i: usize, j: usize, src: *const u8, stride: usize) {
+        self.load(4 + 2 * i + j, src, stride)
     }
-    unsafe fn store_c(&mut self, i: usize, j: usize, dst: *mut f32, stride: usize) {
+    unsafe fn store_c(&mut self, i: usize, j: usize, dst: *mut u8, stride: usize) {
         let t = &self.t[4 + 2 * i + j];
         for (r, row) in t.iter().enumerate() {
-            std::ptr::copy_nonoverlapping(row.as_ptr(), dst.cast::<u8>().add(r * stride), ROW_BYTES);
+            std::ptr::copy_nonoverlapping(row.as_ptr(), dst.add(r * stride), ROW_BYTES);
         }
     }
     unsafe fn load_a(&mut self, i: usize, src: *const u32, stride: usize) {
@@ -113,6 +119,9 @@ impl TileOps for ModelTiles {
     }
     fn dot_i8(&mut self, i: usize, j: usize) {
         self.dot(4 + 2 * i + j, i, 2 + j, i8_step)
+    }
+    fn dot_u8i8(&mut self, i: usize, j: usize) {
+        self.dot(4 + 2 * i + j, i, 2 + j, u8i8_step)
     }
 }
 
@@ -148,9 +157,9 @@ mod tests {
                 unsafe {
                     t.load_a(i, a[i].as_ptr(), 64);
                     t.load_b(j, b[j].as_ptr(), 64);
-                    t.load_c(i, j, c0.as_ptr(), 160);
+                    t.load_c(i, j, c0.as_ptr().cast(), 160);
                     t.dot_bf16(i, j);
-                    t.store_c(i, j, out.as_mut_ptr().add(16 * j), 160);
+                    t.store_c(i, j, out.as_mut_ptr().add(16 * j).cast(), 160);
                 }
                 for m in 0..16 {
                     for n in 0..16 {
@@ -162,7 +171,7 @@ mod tests {
         }
         t.zero_c(1, 1);
         // SAFETY: as above.
-        unsafe { t.store_c(1, 1, out.as_mut_ptr(), 160) };
+        unsafe { t.store_c(1, 1, out.as_mut_ptr().cast(), 160) };
         assert!((0..16).all(|m| out[m * 40..m * 40 + 16].iter().all(|&x| x == 0.0)));
     }
 
@@ -194,6 +203,15 @@ mod tests {
         for n in 0..16 {
             // 1·2 + (−1)·3 + 127·n + (−128)·1
             assert_eq!(c[n], 2 - 3 + 127 * n as i32 - 128);
+        }
+        // tdpbusd reads A's bytes unsigned: 1·2 + 255·3 + 127·n + 128·1, added to the above.
+        // SAFETY: as above.
+        unsafe {
+            t.dot_u8i8(1, 0);
+            t.store_c(1, 0, c.as_mut_ptr().cast(), 64);
+        }
+        for n in 0..16 {
+            assert_eq!(c[n], (2 - 3 + 127 * n as i32 - 128) + (2 + 765 + 127 * n as i32 + 128));
         }
     }
 }

@@ -8,8 +8,9 @@
 //! patched `vendor/gemm-common` and `vendor/rten-gemm`, which read the same variable).
 //! `avx512` keeps AVX-512 and turns off the bf16 products; `avx512_bf16` keeps them off AMX's
 //! tiles (issue 70); `amx`, like no variable, caps nothing. Whether bf16 products run at all
-//! at a level is `precision::choose`'s decision (where they are faster than f32). PyTorch's `ATEN_CPU_CAPABILITY` and oneDNN's `ONEDNN_MAX_CPU_ISA` are
-//! the same kind of switch, and `scripts/bench-vs-pytorch.sh` sets them together with this one.
+//! at a level is `precision::choose`'s decision (where they are faster than f32). PyTorch's
+//! `ATEN_CPU_CAPABILITY` and oneDNN's `ONEDNN_MAX_CPU_ISA` are the same kind of switch, and
+//! `scripts/bench-vs-pytorch.sh` sets them together with this one.
 //!
 //! Not capped: glibc's `memcpy` and candle's own elementwise code (compiled for baseline
 //! x86-64, so the same on every CPU).

@@ -3,6 +3,7 @@
 //! in the model code that it is tested against (values and gradients, f32 and f64).
 pub mod amx;
 pub mod amx_gemm;
+pub mod amx_int8;
 mod amx_model;
 #[cfg(test)]
 mod amx_tests;
