@@ -151,12 +151,12 @@ mod tests {
         // C starts at 1 everywhere, read from a buffer with a wider row stride.
         let c0 = vec![1.0f32; 16 * 40];
         let mut out = vec![0f32; 16 * 40];
-        for i in 0..2 {
-            for j in 0..2 {
+        for (i, ai) in a.iter().enumerate() {
+            for (j, bj) in b.iter().enumerate() {
                 // SAFETY: each buffer holds 16 rows at its stride.
                 unsafe {
-                    t.load_a(i, a[i].as_ptr(), 64);
-                    t.load_b(j, b[j].as_ptr(), 64);
+                    t.load_a(i, ai.as_ptr(), 64);
+                    t.load_b(j, bj.as_ptr(), 64);
                     t.load_c(i, j, c0.as_ptr().cast(), 160);
                     t.dot_bf16(i, j);
                     t.store_c(i, j, out.as_mut_ptr().add(16 * j).cast(), 160);
@@ -200,9 +200,9 @@ mod tests {
             t.dot_i8(1, 0);
             t.store_c(1, 0, c.as_mut_ptr().cast(), 64);
         }
-        for n in 0..16 {
+        for (n, &x) in c.iter().enumerate().take(16) {
             // 1·2 + (−1)·3 + 127·n + (−128)·1
-            assert_eq!(c[n], 2 - 3 + 127 * n as i32 - 128);
+            assert_eq!(x, 2 - 3 + 127 * n as i32 - 128);
         }
         // tdpbusd reads A's bytes unsigned: 1·2 + 255·3 + 127·n + 128·1, added to the above.
         // SAFETY: as above.
@@ -210,8 +210,8 @@ mod tests {
             t.dot_u8i8(1, 0);
             t.store_c(1, 0, c.as_mut_ptr().cast(), 64);
         }
-        for n in 0..16 {
-            assert_eq!(c[n], (2 - 3 + 127 * n as i32 - 128) + (2 + 765 + 127 * n as i32 + 128));
+        for (n, &x) in c.iter().enumerate().take(16) {
+            assert_eq!(x, (2 - 3 + 127 * n as i32 - 128) + (2 + 765 + 127 * n as i32 + 128));
         }
     }
 }
