@@ -22,16 +22,25 @@
 # NMT_MAX_CPU_ISA=avx2 runs both sides as on a CPU without AVX-512 (issue 56): nmt's kernels and
 # products (crates/nmt/src/kernels/isa.rs), and PyTorch's through ATEN_CPU_CAPABILITY=avx2 (its
 # kernels and TorchInductor's code), ONEDNN_MAX_CPU_ISA=AVX2 and MKL_ENABLE_INSTRUCTIONS=AVX2.
-# NMT_MAX_CPU_ISA=avx512 keeps AVX-512 and turns off the bf16 products on both sides. Each JSON
+# NMT_MAX_CPU_ISA=avx512 keeps AVX-512 and turns off the bf16 products on both sides;
+# avx512_bf16 keeps both off AMX's tiles (oneDNN's AVX512_CORE_BF16; nmt then runs bf16 only on
+# AMD, where it is faster than f32: crates/nmt/src/kernels/precision.rs). Each JSON
 # line says what its side ran ("cpu"), so the log shows that the cap held.
+#
+# Which kernels each side ran (issue 70) is printed before the rounds and again in the summary:
+# nmt's CPU class and its bf16 decision ("bf16 products: AMX", "…: off, slower than f32 on this
+# CPU", from one short `nmt bench --only train`), and the oneDNN implementations behind
+# PyTorch's products (e.g. `matmul brg_matmul:avx10_1_512_amx`), from one short run of the
+# reference with ONEDNN_VERBOSE=1 (KERNELS=0 skips both).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 case "${NMT_MAX_CPU_ISA:-}" in
   "") ;;
   avx2|AVX2) export ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
   avx512|AVX512) export ATEN_CPU_CAPABILITY=avx512 ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI ;;
-  avx512_bf16|AVX512_BF16) ;;
-  *) echo "NMT_MAX_CPU_ISA=$NMT_MAX_CPU_ISA: expected avx2, avx512 or avx512_bf16" >&2; exit 2 ;;
+  avx512_bf16|AVX512_BF16) export ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 ;;
+  amx|AMX) ;;
+  *) echo "NMT_MAX_CPU_ISA=$NMT_MAX_CPU_ISA: expected avx2, avx512, avx512_bf16 or amx" >&2; exit 2 ;;
 esac
 rounds=${1:-5}
 threads=${2:-2}
@@ -51,7 +60,39 @@ fi
 cargo build --release -q -p nmt-cli
 nmt="${CARGO_TARGET_DIR:-$root/target}/release/nmt"
 export OMP_WAIT_POLICY=PASSIVE
+# The PyTorch side of a round, with STEPS=$1: the reference the switches above choose.
+torch_ref() {
+  if [ "${TUNED:-0}" = 1 ]; then
+    BF16="${BF16:-0}" BENCH_REF="$ref" BENCH_DATA="$data" THREADS="$threads" STEPS="$1" "$venv/bin/python" -W ignore "$root/scripts/pytorch-tuned-reference.py"
+  elif [ "${INT8:-0}" = 1 ]; then
+    BENCH_REF="$ref" BENCH_DATA="$data" THREADS="$threads" STEPS="$1" "$venv/bin/python" -W ignore "$root/scripts/pytorch-int8-reference.py"
+  else
+    BENCH_DATA="$data" THREADS="$threads" STEPS="$1" "$venv/bin/python" "$ref/pytorch_rnnsearch.py"
+  fi
+}
 out=$(mktemp)
+kernels=$(mktemp)
+if [ "${KERNELS:-1}" = 1 ]; then
+  echo "which kernels each side runs (one short run each)" >&2
+  probe=(--precision f32); [ "${BF16:-0}" = 1 ] && probe=(--precision bf16); [ "${INT8:-0}" = 1 ] && probe+=(--int8)
+  # A failed probe leaves its line out; the rounds below still run (and fail loudly if nmt does).
+  { "$nmt" bench --data "$data" --threads "$threads" --steps 1 --json --only train,greedy "${probe[@]}" 2>/dev/null || true; } \
+    | python3 -c 'import json, sys
+for l in sys.stdin:
+    j = json.loads(l) if l.startswith("{") else {}
+    if j.get("bench") == "train":
+        print("nmt: %s CPU kernels; %s (train.precision %s)" % (j.get("cpu"), j.get("bf16_products"), j.get("precision")))
+    if j.get("bench") == "greedy" and j.get("int8_kernel"):
+        print("nmt: int8 search products on %s" % j["int8_kernel"])' >> "$kernels"
+  # oneDNN prints one line per primitive run: "onednn_verbose,[v1,]primitive,exec,cpu,KIND,IMPL,…".
+  # (Its lines go to stdout, which is why this run is apart from the timed ones.)
+  { ONEDNN_VERBOSE=1 torch_ref 2 2>/dev/null || true; } \
+    | awk -F, '/^onednn_verbose/ { for (i = 1; i < NF; i++) if ($i == "exec") { print $(i + 2), $(i + 3); break } }
+               /^onednn_verbose.*isa:/ { sub(/.*isa:/, ""); print "isa:", $0 }' \
+    | sort | uniq -c | sed 's/^ */pytorch oneDNN: /' >> "$kernels"
+  grep -q "pytorch oneDNN" "$kernels" || echo "pytorch oneDNN: no primitive ran through oneDNN (ONEDNN_VERBOSE printed nothing)" >> "$kernels"
+  cat "$kernels" >&2
+fi
 for r in $(seq "$rounds"); do
   echo "round $r/$rounds" >&2
   if [ "${INT8:-0}" = 1 ]; then
@@ -62,15 +103,9 @@ for r in $(seq "$rounds"); do
       "$nmt" bench --data "$data" --threads "$threads" --steps "$steps" --json --only train --precision bf16 | sed "s/^/nmt-bf16 $r /" >> "$out"
     fi
   fi
-  if [ "${TUNED:-0}" = 1 ]; then
-    BF16="${BF16:-0}" BENCH_REF="$ref" BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" -W ignore "$root/scripts/pytorch-tuned-reference.py" | sed "s/^/torch $r /" >> "$out"
-  elif [ "${INT8:-0}" = 1 ]; then
-    BENCH_REF="$ref" BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" -W ignore "$root/scripts/pytorch-int8-reference.py" | sed "s/^/torch $r /" >> "$out"
-  else
-    BENCH_DATA="$data" THREADS="$threads" STEPS="$steps" "$venv/bin/python" "$ref/pytorch_rnnsearch.py" | sed "s/^/torch $r /" >> "$out"
-  fi
+  torch_ref "$steps" | sed "s/^/torch $r /" >> "$out"
 done
-python3 - "$out" "$rounds" <<'PY'
+python3 - "$out" "$rounds" "$kernels" <<'PY'
 import json, statistics, sys
 rows = [l.split(" ", 2) for l in open(sys.argv[1])]
 data = {}
@@ -91,6 +126,8 @@ benches = [("greedy", "sentences_per_s"), ("beam5", "sentences_per_s")]
 n, t = data[("nmt", 1, "greedy")], data[("torch", 1, "greedy")]
 print(f"nmt{' --int8' if n.get('int8') else ''} against {t['impl']}; loss0: nmt {n.get('loss0', '-')}  pytorch {t.get('loss0', '-')}")
 print(f"CPU kernels: nmt {n.get('cpu', '-')}; pytorch {t.get('cpu', 'not recorded (only the tuned reference records it)')}")
+for line in open(sys.argv[3]):
+    print(f"  {line.rstrip()}")
 if ("nmt", 1, "train") in data:
     benches.insert(0, ("train", "target_tokens_per_s"))
 for bench, key in benches:
@@ -114,4 +151,4 @@ if ("nmt-bf16", 1, "train") in data:
         print(f"  median ratio {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
         best("nmt-bf16", other, "train")
 PY
-rm -f "$out"
+rm -f "$out" "$kernels"

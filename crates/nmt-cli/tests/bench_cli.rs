@@ -79,11 +79,17 @@ fn the_instruction_set_cap_is_named_and_computes_the_same_step() {
     let (capped, full) = (train("avx2"), train(""));
     let detected = nmt::kernels::isa::detected();
     let want = match detected {
-        nmt::kernels::isa::CpuLevel::Avx512 | nmt::kernels::isa::CpuLevel::Avx512Bf16 => "AVX2 (NMT_MAX_CPU_ISA)",
+        nmt::kernels::isa::CpuLevel::Avx512 | nmt::kernels::isa::CpuLevel::Avx512Bf16 | nmt::kernels::isa::CpuLevel::Amx => {
+            "AVX2 (NMT_MAX_CPU_ISA)"
+        }
         other => other.name(),
     };
     assert_eq!(capped["cpu"], want, "detected {detected:?}");
     assert_eq!(full["cpu"], detected.name());
+    // Each train line says which kernels would run bf16 products there (issue 70): none under
+    // the AVX2 cap.
+    assert_eq!(full["bf16_products"], nmt::bf16_path().to_string());
+    assert!(capped["bf16_products"].as_str().is_some_and(|s| s.starts_with("bf16 products: off, no bf16 instructions")), "{capped}");
     for key in ["loss0", "loss_last"] {
         let (a, b) = (capped[key].as_f64().unwrap(), full[key].as_f64().unwrap());
         assert!((a - b).abs() < 1e-4 * b.abs(), "{key}: capped {a}, uncapped {b}");

@@ -10,7 +10,7 @@
 //! of the API: they are hidden from the documentation and may change with any commit. They
 //! stay reachable only because the crate's integration tests and examples (`crates/nmt/tests`,
 //! `crates/nmt/examples`) test and time the kernels directly; the binary reaches them through
-//! [`profile`], [`run_bench`], [`cpu_class`] and [`bf16_available`].
+//! [`profile`], [`run_bench`], [`cpu_class`], [`bf16_available`] and [`bf16_path`].
 pub mod config;
 pub mod convert;
 pub mod embed;
@@ -38,7 +38,7 @@ pub use candle_core;
 pub use config::{Arch, Config, DataConfig, Impl, ModelConfig, SearchConfig, TrainConfig};
 pub use error::{Error, Result};
 pub use kernels::isa::cpu_class;
-pub use kernels::precision::bf16_available;
+pub use kernels::precision::{bf16_available, bf16_path};
 pub use kernels::profile;
 pub use model::Seq2Seq;
 pub use model_file::{LoadedModel, ModelMeta};

@@ -89,7 +89,7 @@ static PRECISION: Mutex<()> = Mutex::new(());
 fn bf16_loss_and_gradients_are_close_to_f32() {
     let _one = PRECISION.lock().unwrap_or_else(|e| e.into_inner());
     if !bf16_available() {
-        eprintln!("NOT RUN: this CPU has no AVX512_BF16; the bf16 training step is untested here");
+        eprintln!("NOT RUN: {}; the bf16 training step is untested here", nmt::bf16_path());
         return;
     }
     for (conditional, layer_norm) in [(false, false), (true, false), (true, true)] {
@@ -111,7 +111,7 @@ fn bf16_loss_and_gradients_are_close_to_f32() {
 fn bf16_projection_gradients_are_close_to_f32_on_edge_shapes() {
     let _one = PRECISION.lock().unwrap_or_else(|e| e.into_inner());
     if !bf16_available() {
-        eprintln!("NOT RUN: this CPU has no AVX512_BF16; the bf16 projection is untested here");
+        eprintln!("NOT RUN: {}; the bf16 projection is untested here", nmt::bf16_path());
         return;
     }
     let dev = Device::Cpu;

@@ -8,7 +8,8 @@
 //! after a warm-up. It left Bahdanau's decoder (`configs/rnnsearch-small.toml`) behind at every
 //! horizon measured (2026-11-26): +13.0 greedy dev BLEU at 1 500 updates (25.57 against 12.53),
 //! +9.8 test BLEU in the demo's 10 minutes on one quiet host (25.38 against 15.62); with its
-//! large products in bf16 (`train.precision`, on CPUs with AVX512_BF16) 27.19 (2 103 updates
+//! large products in bf16 (`train.precision`, where bf16 is faster than f32: AMX, or AVX512_BF16
+//! on AMD Zen 4/5) 27.19 (2 103 updates
 //! where f32 made 1 573). Runs under 30 minutes leave out the recipe's unit dropout and its
 //! 1 000-verse checkpoint selection, which pay off only in longer runs (`SHORT_RUN`).
 use std::path::{Path, PathBuf};

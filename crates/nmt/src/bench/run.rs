@@ -254,8 +254,10 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         }
     }
     if want("train") {
-        // The precision in effect: f32 when bf16 was asked for on a CPU without AVX512_BF16.
+        // The precision in effect: f32 when bf16 was asked for where `bf16_path` is off (no
+        // AVX512_BF16, or bf16 slower than f32 on this CPU, issue 70); `bf16_products` says which.
         let precision = crate::kernels::precision::set_training_products(opts.precision);
+        let bf16_products = crate::kernels::precision::bf16_path().to_string();
         let mut adam = adam(&model, opts.imp)?;
         let mut last = 0f32;
         let mut phases: [Vec<f64>; 3] = Default::default();
@@ -282,7 +284,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         let [f, b, a] = &mut phases;
         let (fwd, bwd, opt) = (median(f), median(b), median(a));
         let mut v = with(json!({
-            "bench": "train", "precision": precision, "ms_median": round(ms, 2), "ms_min": round(mn, 2),
+            "bench": "train", "precision": precision, "bf16_products": bf16_products, "ms_median": round(ms, 2), "ms_min": round(mn, 2),
             "target_tokens_per_s": round((sentences * TGT_LEN) as f64 / (ms / 1e3), 1),
             "loss_last": round(last as f64, 6),
             "forward_ms": fwd, "backward_ms": bwd, "adam_ms": opt,

@@ -111,6 +111,12 @@ impl std::ops::Deref for Packed {
     }
 }
 
+impl std::ops::DerefMut for Packed {
+    fn deref_mut(&mut self) -> &mut [u32] {
+        &mut self.0
+    }
+}
+
 impl Drop for Packed {
     fn drop(&mut self) {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
@@ -127,7 +133,13 @@ impl Drop for Packed {
 /// # Panics
 /// When the view runs past its slice (a programming error of the caller, which checks shapes).
 pub(super) fn pack(v: PairView<'_>, width: usize, threads: usize) -> Packed {
-    let kp = pairs(v.k);
+    pack_to(v, width, pairs(v.k), threads)
+}
+
+/// [`pack`] with `kp ≥ ⌈k / 2⌉` pairs per panel, those past the view zero: AMX's tiles take
+/// `k` 16 pairs at a time (`amx_gemm.rs`).
+pub(super) fn pack_to(v: PairView<'_>, width: usize, kp: usize, threads: usize) -> Packed {
+    debug_assert!(kp >= pairs(v.k));
     let panels = v.outer.div_ceil(width);
     let len = panels * kp * width;
     let mut out = take(len);
@@ -141,11 +153,11 @@ pub(super) fn pack(v: PairView<'_>, width: usize, threads: usize) -> Packed {
     let parallel = threads > 1 && v.outer * v.k >= 1 << 16;
     #[cfg(target_arch = "x86_64")]
     if v.so == 1 && v.sk != 1 && available() {
-        pack_across(&v, width, &mut out, parallel);
+        pack_across(&v, width, kp, &mut out, parallel);
         return Packed(out);
     }
     let chunk = (kp * width).max(1);
-    let one = |(panel, dst): (usize, &mut [u32])| pack_panel(&v, panel, width, dst);
+    let one = |(panel, dst): (usize, &mut [u32])| pack_panel(&v, panel, width, kp, dst);
     if parallel {
         out.par_chunks_mut(chunk).enumerate().for_each(one);
     } else {
@@ -163,8 +175,8 @@ const ACROSS_PAIRS: usize = 16;
 /// panel by panel instead, each panel read a 12-column strip of every row (the projection's
 /// gradient: 960 rows 32 KB apart), and this path took 4.6 % of the bf16 step's cycles.
 #[cfg(target_arch = "x86_64")]
-fn pack_across(v: &PairView<'_>, width: usize, out: &mut [u32], parallel: bool) {
-    let (kp, panels) = (pairs(v.k), v.outer.div_ceil(width));
+fn pack_across(v: &PairView<'_>, width: usize, kp: usize, out: &mut [u32], parallel: bool) {
+    let panels = v.outer.div_ceil(width);
     debug_assert_eq!(out.len(), panels * kp * width);
     let base = SharedMut(out.as_mut_ptr());
     let block = |b: usize| {
@@ -182,18 +194,17 @@ fn pack_across(v: &PairView<'_>, width: usize, out: &mut [u32], parallel: bool) 
     }
 }
 
-fn pack_panel(v: &PairView<'_>, panel: usize, width: usize, dst: &mut [u32]) {
+fn pack_panel(v: &PairView<'_>, panel: usize, width: usize, kp: usize, dst: &mut [u32]) {
     #[cfg(target_arch = "x86_64")]
     if available() {
         // SAFETY: the CPU has AVX512F, AVX512BW and AVX512_BF16 (checked just above); `pack`
         // checked that the view lies inside its slice.
         unsafe {
             if v.sk == 1 {
-                return x86::adjacent(v, panel, width, dst);
+                return x86::adjacent(v, panel, width, kp, dst);
             }
         }
     }
-    let kp = pairs(v.k);
     for p in 0..kp {
         for w in 0..width {
             dst[p * width + w] = v.pair(panel * width + w, p);
@@ -211,8 +222,7 @@ mod x86 {
     /// registers so that each pair is stored as one row of the panel. (Storing the pairs one by
     /// one instead made this path 3 % of the bf16 training step's cycles.)
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-    pub(super) unsafe fn adjacent(v: &PairView<'_>, panel: usize, width: usize, dst: &mut [u32]) {
-        let kp = super::pairs(v.k);
+    pub(super) unsafe fn adjacent(v: &PairView<'_>, panel: usize, width: usize, kp: usize, dst: &mut [u32]) {
         let full = v.k / 32;
         for w0 in (0..width).step_by(16) {
             let lanes = (width - w0).min(16);
@@ -271,7 +281,7 @@ mod x86 {
 
     /// The outer index contiguous: the rows `2p` and `2p + 1` are loaded 16 outer indices at a
     /// time, converted together, and interleaved into pairs by one `vpermw`. Pairs `ps` of the
-    /// panel whose first element is at `dst`.
+    /// panel whose first element is at `dst`; pairs past the view's `k` are zeros.
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
     pub(super) unsafe fn across(v: &PairView<'_>, panel: usize, width: usize, dst: *mut u32, ps: std::ops::Range<usize>) {
         // Lane j of the result takes bf16 j (row 2p) low and bf16 16 + j (row 2p + 1) high.
@@ -281,7 +291,7 @@ mod x86 {
         let o0 = panel * width;
         for p in ps {
             let r0 = v.off + 2 * p * v.sk;
-            let has_r1 = 2 * p + 1 < v.k;
+            let (has_r0, has_r1) = (2 * p < v.k, 2 * p + 1 < v.k);
             for w0 in (0..width).step_by(16) {
                 let lanes = (width - w0).min(16);
                 let live = v.outer.saturating_sub(o0 + w0).min(lanes);
@@ -289,7 +299,7 @@ mod x86 {
                 let store: __mmask16 = ((1u32 << lanes) - 1) as u16;
                 // `wrapping_add`: a panel's padding lanes may lie past the slice; the mask keeps
                 // them from being read.
-                let a = _mm512_maskz_loadu_ps(load, v.data.as_ptr().wrapping_add(r0 + o0 + w0));
+                let a = if has_r0 { _mm512_maskz_loadu_ps(load, v.data.as_ptr().wrapping_add(r0 + o0 + w0)) } else { _mm512_setzero_ps() };
                 let b = if has_r1 {
                     _mm512_maskz_loadu_ps(load, v.data.as_ptr().wrapping_add(r0 + v.sk + o0 + w0))
                 } else {

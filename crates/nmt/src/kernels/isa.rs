@@ -6,9 +6,11 @@
 //! `simd_dispatch!`'s AVX2 path, f32 training products instead of bf16 ones, the `gemm`
 //! crate's AVX2+FMA kernels and rten-gemm's AVX2 int8 kernel, without VNNI (through the
 //! patched `vendor/gemm-common` and `vendor/rten-gemm`, which read the same variable).
-//! `avx512` keeps AVX-512 and turns off the bf16 products; `avx512_bf16`, like no variable,
-//! caps nothing. PyTorch's `ATEN_CPU_CAPABILITY` and oneDNN's `ONEDNN_MAX_CPU_ISA` are
-//! the same kind of switch, and `scripts/bench-vs-pytorch.sh` sets them together with this one.
+//! `avx512` keeps AVX-512 and turns off the bf16 products; `avx512_bf16` keeps them off AMX's
+//! tiles (issue 70); `amx`, like no variable, caps nothing. Whether bf16 products run at all
+//! at a level is `precision::choose`'s decision (where they are faster than f32). PyTorch's
+//! `ATEN_CPU_CAPABILITY` and oneDNN's `ONEDNN_MAX_CPU_ISA` are the same kind of switch, and
+//! `scripts/bench-vs-pytorch.sh` sets them together with this one.
 //!
 //! Not capped: glibc's `memcpy` and candle's own elementwise code (compiled for baseline
 //! x86-64, so the same on every CPU).
@@ -28,8 +30,11 @@ pub enum CpuLevel {
     Avx2 = 2,
     /// AVX-512 F, BW, DQ and VL (x86-64-v4).
     Avx512 = 3,
-    /// AVX-512 and AVX512_BF16: the bf16 training products as well.
+    /// AVX-512 and AVX512_BF16: `vdpbf16ps` for the bf16 training products.
     Avx512Bf16 = 4,
+    /// AVX512_BF16 and AMX-BF16 tiles that this process was granted (`amx::enable`): the bf16
+    /// products on tiles (`amx_gemm.rs`).
+    Amx = 5,
 }
 
 impl CpuLevel {
@@ -40,6 +45,7 @@ impl CpuLevel {
             CpuLevel::Avx2 => "AVX2",
             CpuLevel::Avx512 => "AVX-512",
             CpuLevel::Avx512Bf16 => "AVX-512 + BF16",
+            CpuLevel::Amx => "AVX-512 + AMX",
         }
     }
 
@@ -48,19 +54,21 @@ impl CpuLevel {
             2 => CpuLevel::Avx2,
             3 => CpuLevel::Avx512,
             4 => CpuLevel::Avx512Bf16,
+            5 => CpuLevel::Amx,
             _ => CpuLevel::Baseline,
         }
     }
 }
 
-/// A value of `NMT_MAX_CPU_ISA`: `avx2`, `avx512` or `avx512_bf16` (any case, spaces trimmed).
-/// The error names the accepted values.
+/// A value of `NMT_MAX_CPU_ISA`: `avx2`, `avx512`, `avx512_bf16` or `amx` (any case, spaces
+/// trimmed). The error names the accepted values.
 pub fn parse_cap(value: &str) -> Result<CpuLevel, String> {
     match value.trim().to_ascii_lowercase().as_str() {
         "avx2" => Ok(CpuLevel::Avx2),
         "avx512" => Ok(CpuLevel::Avx512),
         "avx512_bf16" => Ok(CpuLevel::Avx512Bf16),
-        other => Err(format!("{MAX_ISA_VAR}={other:?} is not one of avx2, avx512, avx512_bf16")),
+        "amx" => Ok(CpuLevel::Amx),
+        other => Err(format!("{MAX_ISA_VAR}={other:?} is not one of avx2, avx512, avx512_bf16, amx")),
     }
 }
 
@@ -76,15 +84,28 @@ pub fn cap_from_env() -> Result<Option<CpuLevel>, String> {
     }
 }
 
-/// What this CPU has, uncapped.
+/// What this CPU has, uncapped: [`Amx`](CpuLevel::Amx) where CPUID and the OS offer the tiles,
+/// unless the kernel refused them to this process ([`level`] asked).
 pub fn detected() -> CpuLevel {
+    let l = instruction_sets();
+    if l == CpuLevel::Amx && super::amx::refused() {
+        CpuLevel::Avx512Bf16
+    } else {
+        l
+    }
+}
+
+/// What CPUID and XCR0 report, before the kernel's permission for AMX tiles.
+fn instruction_sets() -> CpuLevel {
     #[cfg(target_arch = "x86_64")]
     {
         let v4 = std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512dq")
             && std::arch::is_x86_feature_detected!("avx512vl");
-        if v4 && super::bf16_pack::available() {
+        if v4 && super::bf16_pack::available() && super::cpuid::cpu().amx_bf16 {
+            CpuLevel::Amx
+        } else if v4 && super::bf16_pack::available() {
             CpuLevel::Avx512Bf16
         } else if v4 {
             CpuLevel::Avx512
@@ -102,13 +123,18 @@ pub fn detected() -> CpuLevel {
 
 /// The level the kernels run: [`detected`], capped by `NMT_MAX_CPU_ISA` (an invalid value caps
 /// nothing here; the binary refuses it first). Never above what the CPU has, so the `unsafe`
-/// calls of `simd_dispatch!` stay sound whatever the variable says.
+/// calls of `simd_dispatch!` stay sound whatever the variable says. At [`CpuLevel::Amx`] the
+/// first call asks the kernel for the tiles (`amx::enable`); a refusal, logged there, runs
+/// the level below.
 pub fn level() -> CpuLevel {
     static LEVEL: AtomicU8 = AtomicU8::new(0);
     match LEVEL.load(Ordering::Relaxed) {
         0 => {
-            let cap = cap_from_env().ok().flatten().unwrap_or(CpuLevel::Avx512Bf16);
-            let l = detected().min(cap);
+            let cap = cap_from_env().ok().flatten().unwrap_or(CpuLevel::Amx);
+            let mut l = instruction_sets().min(cap);
+            if l == CpuLevel::Amx && !super::amx::enable() {
+                l = CpuLevel::Avx512Bf16;
+            }
             LEVEL.store(l as u8, Ordering::Relaxed);
             l
         }
@@ -134,7 +160,7 @@ pub(crate) fn has_v3() -> bool {
 }
 
 /// The class of CPU kernels this process runs, as README's figures name the machines they were
-/// measured on: `"AVX-512 + BF16"` (the AVX-512 kernels and bf16 training products),
+/// measured on: `"AVX-512 + AMX"` (AMX tiles as well), `"AVX-512 + BF16"` (AVX512_BF16),
 /// `"AVX-512"`, `"AVX2"`, or `"baseline x86-64"`, followed by `" (NMT_MAX_CPU_ISA)"` when the
 /// variable capped it. Speed and the 10-minute demo's quality depend on it (an AVX2 CPU made
 /// about half the updates).
@@ -155,20 +181,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cap_accepts_the_three_levels_in_any_case_and_refuses_others() {
+    fn the_cap_accepts_the_four_levels_in_any_case_and_refuses_others() {
         assert_eq!(parse_cap("avx2"), Ok(CpuLevel::Avx2));
+        assert_eq!(parse_cap("AMX"), Ok(CpuLevel::Amx));
         assert_eq!(parse_cap(" AVX512 "), Ok(CpuLevel::Avx512));
         assert_eq!(parse_cap("avx512_BF16"), Ok(CpuLevel::Avx512Bf16));
         let e = parse_cap("avx-2").unwrap_err();
-        assert!(e.contains("avx2, avx512, avx512_bf16"), "{e}");
+        assert!(e.contains("avx2, avx512, avx512_bf16, amx"), "{e}");
     }
 
     #[test]
     fn levels_are_ordered_and_round_trip() {
-        for l in [CpuLevel::Baseline, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Avx512Bf16] {
+        for l in [CpuLevel::Baseline, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Avx512Bf16, CpuLevel::Amx] {
             assert_eq!(CpuLevel::from_u8(l as u8), l);
         }
-        assert!(CpuLevel::Avx2 < CpuLevel::Avx512 && CpuLevel::Avx512 < CpuLevel::Avx512Bf16);
+        assert!(CpuLevel::Avx2 < CpuLevel::Avx512 && CpuLevel::Avx512 < CpuLevel::Avx512Bf16 && CpuLevel::Avx512Bf16 < CpuLevel::Amx);
         assert!(level() <= detected());
     }
 }

@@ -61,17 +61,25 @@ pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: 
     Ok(Run { model, meta, opt, progress: TrainProgress::default() })
 }
 
-/// Sets the precision of the large products (`train.precision`) for this process, and says so
-/// when the CPU cannot run the one asked for (bf16 without AVX512_BF16), or when some of them
-/// stay f32: with `model.layer_norm` the normalised whole-sequence products (the input
-/// projections and the deep output's, multiplied by candle before `kernels::cpu::norm_rows`).
+/// Sets the precision of the large products (`train.precision`) for this process. With bf16
+/// asked for, says once which kernels run them or why they run in f32 (`precision::bf16_path`:
+/// off where bf16 is not faster than f32 on this CPU, issue 70), and which stay f32 anyway:
+/// with `model.layer_norm` the normalised whole-sequence products (the input projections and
+/// the deep output's, multiplied by candle before `kernels::cpu::norm_rows`).
 pub(super) fn set_precision(cfg: &crate::config::TrainConfig, model: &crate::model::Seq2Seq, ui: &mut dyn super::progress::Progress) {
-    if crate::kernels::precision::set_training_products(cfg.precision) != cfg.precision {
-        ui.on_message("train.precision = \"bf16\": this CPU has no AVX512_BF16, so the products run in f32");
-    } else if cfg.precision == crate::config::Precision::Bf16 && model.cfg.layer_norm {
-        ui.on_message(
-            "train.precision = \"bf16\": with model.layer_norm the normalised input projections and deep-output products run in f32",
-        );
+    let in_effect = crate::kernels::precision::set_training_products(cfg.precision);
+    if cfg.precision != crate::config::Precision::Bf16 {
+        return;
+    }
+    let path = crate::kernels::precision::bf16_path();
+    if in_effect != cfg.precision {
+        ui.on_message(&format!("train.precision = \"bf16\": {path}, so the products run in f32"));
+    } else if model.cfg.layer_norm {
+        ui.on_message(&format!(
+            "train.precision = \"bf16\": {path}; with model.layer_norm the normalised input projections and deep-output products run in f32"
+        ));
+    } else {
+        ui.on_message(&format!("train.precision = \"bf16\": {path}"));
     }
 }
 

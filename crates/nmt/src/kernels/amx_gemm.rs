@@ -1,0 +1,270 @@
+//! bf16 × bf16 → f32 GEMM on AMX tiles (`tdpbf16ps`, issue 70), for the training step's large
+//! products on Intel Xeons of the 4th generation on: `dst = (accumulate ? dst : 0) + a · b`
+//! with f32 operands rounded to bf16 and f32 sums, the contract of [`super::gemm::matmul`] and
+//! of `bf16_gemm::matmul_bf16`, whose packing it shares.
+//!
+//! **Layout.** A tile step takes 16 pairs of `k` (32 values). B is packed as `bf16_pack` packs
+//! it for `vdpbf16ps`, in panels of 16 columns with the pairs padded to a multiple of 16: each
+//! 16 pairs × 16 columns block (1 KB) is one `B_j` tile, rows 64 bytes apart, as `tdpbf16ps`
+//! wants its second operand (a k-pair per 32-bit lane). A is packed the same way in panels of
+//! 16 rows, then each 16 × 16 block is transposed in place, so that a tile row holds one row of
+//! A's 16 pairs, as the first operand wants. Rows and columns past the matrix, and pairs past
+//! `k`, are zeros: the tiles always run full, and only the stores mind the edges.
+//!
+//! **Tiling** (llama.cpp's `ggml-cpu/amx` shape): 2 × 2 blocks of C tiles (32 × 32 of C) in
+//! tiles 4–7, each step loading two A and two B tiles for four dot products. `k` is cut into
+//! blocks of [`KS`] steps (8 KB of each operand's panel, the four panels of a block in L1);
+//! the C tiles are stored between blocks and loaded again. Tiles that lie inside C load and
+//! store in place; an edge tile (rows past `m` or columns past `n`) goes through a 16 × 16
+//! scratch. Threads split the blocks' rows or columns, whichever has more, as `bf16_gemm` does;
+//! each task configures its own tiles (tile state belongs to a thread).
+//!
+//! The driver ([`drive`]) is written once, generic over [`TileOps`] and over the dot product
+//! ([`Kind`]: `tdpbf16ps` into f32 here, `tdpbusd` into i32 in `amx_int8.rs`): [`matmul_amx`]
+//! runs it on the hardware, [`matmul_model`] on `amx_model`'s software tiles, which is how
+//! every CPU tests it (`amx_tests.rs`). Weights are packed per product, as `bf16_gemm` packs
+//! them; packing them once per update is not done yet (docs/PERF.md, "Intel AMX").
+use rayon::prelude::*;
+
+use super::amx::{AmxTiles, TileOps, ROWS};
+use super::amx_model::ModelTiles;
+use super::bf16_pack::{pack_to, pairs, PairView, SharedMut};
+use super::gemm::Mat;
+
+/// 32-bit lanes of `k` per tile step (16 bf16 pairs, or 16 quads of bytes).
+const STEP: usize = 16;
+/// Tile steps per block of `k` (128 lanes: 256 bf16 or 512 bytes of each row).
+const KS: usize = 8;
+/// Bytes between packed tile rows.
+const PACKED_STRIDE: usize = 64;
+
+/// Whether this process runs the AMX product: AMX-BF16 present and granted (`amx::enable`).
+pub fn available() -> bool {
+    super::amx::enable()
+}
+
+/// [`super::gemm::matmul`]'s contract with the products in bf16 on AMX tiles; `threads > 1`
+/// splits the blocks over rayon.
+///
+/// # Panics
+/// Where [`available`] is false, on mismatched shapes or on views past their slices:
+/// programming errors of the kernels (the caller checks the level first), never reachable from
+/// user input.
+pub fn matmul_amx(dst: &mut [f32], dst_off: usize, dst_rs: usize, a: Mat<'_, f32>, b: Mat<'_, f32>, accumulate: bool, threads: usize) {
+    let new = || AmxTiles::new().expect("AMX product on a process without AMX tiles");
+    assert!(available(), "AMX product on a process without AMX tiles");
+    matmul_tiles(&new, dst, dst_off, dst_rs, a, b, accumulate, threads)
+}
+
+/// [`matmul_amx`] on the software model of the tiles: the same packing, blocks, steps and
+/// edges, on any CPU (slowly: for tests).
+pub fn matmul_model(dst: &mut [f32], dst_off: usize, dst_rs: usize, a: Mat<'_, f32>, b: Mat<'_, f32>, accumulate: bool, threads: usize) {
+    matmul_tiles(&ModelTiles::default, dst, dst_off, dst_rs, a, b, accumulate, threads)
+}
+
+/// The bf16 product over the tiles that `new` makes (one set per task): packing, then [`drive`].
+#[allow(clippy::too_many_arguments)]
+fn matmul_tiles<T: TileOps>(
+    new: &(dyn Fn() -> T + Sync),
+    dst: &mut [f32],
+    dst_off: usize,
+    dst_rs: usize,
+    a: Mat<'_, f32>,
+    b: Mat<'_, f32>,
+    accumulate: bool,
+    threads: usize,
+) {
+    assert_eq!(a.cols, b.rows, "AMX gemm: inner dimensions differ");
+    let (m, n, k) = (a.rows, b.cols, a.cols);
+    if m == 0 || n == 0 {
+        return;
+    }
+    // `k = 0` packs nothing, and `drive` zeroes or keeps `dst`.
+    let kp = pairs(k).next_multiple_of(STEP);
+    let mut pa = pack_to(PairView { data: a.data, off: a.off, outer: m, k, so: a.rs, sk: a.cs }, ROWS, kp, threads);
+    pa.chunks_exact_mut(STEP * ROWS).for_each(transpose16);
+    let pb = pack_to(PairView { data: b.data, off: b.off, outer: n, k, so: b.cs, sk: b.rs }, ROWS, kp, threads);
+    drive::<Bf16, T>(new, Operands { pa: &pa, pb: &pb, m, n, lanes: kp }, dst, dst_off, dst_rs, accumulate, threads, m * n * k);
+}
+
+/// What a product's tiles compute: the dot-product instruction and the type of its sums.
+pub(super) trait Kind {
+    /// f32 (`tdpbf16ps`) or i32 (`tdpbusd`).
+    type Acc: Copy + Default + Send + Sync;
+    /// `C_ij += A_i · B_j`.
+    fn dot<T: TileOps>(t: &mut T, i: usize, j: usize);
+}
+
+/// `tdpbf16ps`.
+struct Bf16;
+
+impl Kind for Bf16 {
+    type Acc = f32;
+    fn dot<T: TileOps>(t: &mut T, i: usize, j: usize) {
+        t.dot_bf16(i, j)
+    }
+}
+
+/// A product's packed operands: `pa` in panels of 16 rows of A, `pb` in panels of 16 columns
+/// of B, each panel `lanes` 32-bit lanes of `k` long (a multiple of 16) in 16 × 16 blocks, a
+/// block of `pa` an A tile (`[row][lane]`) and of `pb` a B tile (`[lane][column]`); zeros past
+/// the matrices.
+pub(super) struct Operands<'a> {
+    pub pa: &'a [u32],
+    pub pb: &'a [u32],
+    pub m: usize,
+    pub n: usize,
+    pub lanes: usize,
+}
+
+/// The tiling driver: `dst = (accumulate ? dst : 0) + A · B` over packed operands, `dst`
+/// `(m, n)` at row stride `dst_rs` from `dst_off`, on the tiles that `new` makes (one set per
+/// task). `work` (`m·n·k`) decides whether `threads > 1` is worth the split.
+///
+/// # Panics
+/// On a destination or packed operands too short for the shapes (programming errors of the
+/// callers above, never reachable from user input).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn drive<K: Kind, T: TileOps>(
+    new: &(dyn Fn() -> T + Sync),
+    ops: Operands<'_>,
+    dst: &mut [K::Acc],
+    dst_off: usize,
+    dst_rs: usize,
+    accumulate: bool,
+    threads: usize,
+    work: usize,
+) {
+    let (m, n, lanes) = (ops.m, ops.n, ops.lanes);
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(m == 1 || dst_rs >= n, "AMX gemm: destination rows overlap");
+    assert!(dst_off + (m - 1) * dst_rs + n <= dst.len(), "AMX gemm: destination out of bounds");
+    assert!(lanes % STEP == 0, "AMX gemm: panels of {lanes} lanes");
+    // A C tile row is 64 bytes: 16 sums of 4 bytes.
+    assert_eq!(std::mem::size_of::<K::Acc>() * ROWS, super::amx::ROW_BYTES, "AMX gemm: sums of another size");
+    let (mp, np) = (m.div_ceil(ROWS), n.div_ceil(ROWS));
+    assert!(ops.pa.len() >= mp * lanes * ROWS && ops.pb.len() >= np * lanes * ROWS, "AMX gemm: packed operands too short");
+    if lanes == 0 {
+        if !accumulate {
+            (0..m).for_each(|i| dst[dst_off + i * dst_rs..dst_off + i * dst_rs + n].fill(K::Acc::default()));
+        }
+        return;
+    }
+    let g = Grid { m, n, kp: lanes, rs: dst_rs, pa: ops.pa, pb: ops.pb, c: SharedMut(dst[dst_off..].as_mut_ptr()) };
+    let (mb, nb) = (m.div_ceil(2 * ROWS), n.div_ceil(2 * ROWS));
+    let rows_outer = mb >= nb;
+    let steps = lanes / STEP;
+    for (block, s0) in (0..steps).step_by(KS).enumerate() {
+        let s = s0..(s0 + KS).min(steps);
+        let load = accumulate || block > 0;
+        let task = |o: usize| {
+            let mut t = new();
+            if rows_outer {
+                (0..nb).for_each(|bj| g.block::<K, T>(&mut t, o, bj, s.clone(), load));
+            } else {
+                (0..mb).for_each(|bi| g.block::<K, T>(&mut t, bi, o, s.clone(), load));
+            }
+        };
+        let tasks = if rows_outer { mb } else { nb };
+        if threads > 1 && work >= 1 << 18 {
+            (0..tasks).into_par_iter().for_each(task);
+        } else {
+            (0..tasks).for_each(task);
+        }
+    }
+}
+
+/// The transpose of a 16 × 16 block of u32, in place: pair-major (`bf16_pack`'s panels) to
+/// row-major (an A tile).
+fn transpose16(b: &mut [u32]) {
+    for r in 0..ROWS {
+        for c in r + 1..ROWS {
+            b.swap(r * ROWS + c, c * ROWS + r);
+        }
+    }
+}
+
+/// One product's packed operands and its destination, shared by the tasks.
+struct Grid<'a, A> {
+    m: usize,
+    n: usize,
+    /// Lanes per packed panel, a multiple of [`STEP`].
+    kp: usize,
+    /// C's row stride, in elements.
+    rs: usize,
+    pa: &'a [u32],
+    pb: &'a [u32],
+    /// C's first element; each task writes only its own blocks.
+    c: SharedMut<A>,
+}
+
+impl<A: Copy + Default> Grid<'_, A> {
+    /// The 2 × 2 block `(bi, bj)` of C tiles over the tile steps `s`: its C tiles loaded from C
+    /// (`load`) or zeroed, the steps' dot products, the tiles stored back. Tiles past C's last
+    /// row or column panel are skipped; tiles across its edge go through a scratch.
+    fn block<K: Kind<Acc = A>, T: TileOps>(&self, t: &mut T, bi: usize, bj: usize, s: std::ops::Range<usize>, load: bool) {
+        let (mp, np) = (self.m.div_ceil(ROWS), self.n.div_ceil(ROWS));
+        let (ni, nj) = ((mp - 2 * bi).min(2), (np - 2 * bj).min(2));
+        let mut scratch = [[A::default(); ROWS * ROWS]; 4];
+        // Bytes between rows: C's (4-byte f32 or i32) and the scratch's.
+        let (c_stride, edge_stride) = (std::mem::size_of::<A>() * self.rs, std::mem::size_of::<A>() * ROWS);
+        for i in 0..ni {
+            for j in 0..nj {
+                let (r0, c0) = (ROWS * (2 * bi + i), ROWS * (2 * bj + j));
+                let (rows, cols) = ((self.m - r0).min(ROWS), (self.n - c0).min(ROWS));
+                let c = self.c.ptr().wrapping_add(r0 * self.rs + c0);
+                let edge = &mut scratch[2 * i + j];
+                // SAFETY: a whole tile (rows < 16 ≤ `m - r0`, 16 columns) lies inside C, asserted
+                // by `matmul_tiles`; an edge tile reads only its `rows × cols` from C and loads
+                // from the 16 × 16 scratch.
+                unsafe {
+                    match (load, rows == ROWS && cols == ROWS) {
+                        (false, _) => t.zero_c(i, j),
+                        (true, true) => t.load_c(i, j, c.cast(), c_stride),
+                        (true, false) => {
+                            for r in 0..rows {
+                                std::ptr::copy_nonoverlapping(c.add(r * self.rs), edge[r * ROWS..].as_mut_ptr(), cols);
+                            }
+                            t.load_c(i, j, edge.as_ptr().cast(), edge_stride);
+                        }
+                    }
+                }
+            }
+        }
+        for step in s {
+            let at = |p: &[u32], panel: usize| p[(panel * self.kp + step * STEP) * ROWS..].as_ptr();
+            // SAFETY: panel `panel < mp` (or `np`) holds `kp` pairs × 16 lanes, so 16 rows of
+            // 64 bytes from step `step < kp / 16` lie inside it.
+            unsafe {
+                (0..ni).for_each(|i| t.load_a(i, at(self.pa, 2 * bi + i), PACKED_STRIDE));
+                (0..nj).for_each(|j| t.load_b(j, at(self.pb, 2 * bj + j), PACKED_STRIDE));
+            }
+            for i in 0..ni {
+                for j in 0..nj {
+                    K::dot(t, i, j);
+                }
+            }
+        }
+        for i in 0..ni {
+            for j in 0..nj {
+                let (r0, c0) = (ROWS * (2 * bi + i), ROWS * (2 * bj + j));
+                let (rows, cols) = ((self.m - r0).min(ROWS), (self.n - c0).min(ROWS));
+                let c = self.c.ptr().wrapping_add(r0 * self.rs + c0);
+                let edge = &mut scratch[2 * i + j];
+                // SAFETY: as for the loads; this task alone writes this block.
+                unsafe {
+                    if rows == ROWS && cols == ROWS {
+                        t.store_c(i, j, c.cast(), c_stride);
+                    } else {
+                        t.store_c(i, j, edge.as_mut_ptr().cast(), edge_stride);
+                        for r in 0..rows {
+                            std::ptr::copy_nonoverlapping(edge[r * ROWS..].as_ptr(), c.add(r * self.rs), cols);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
