@@ -1,5 +1,6 @@
 //! `nmt bench`: a preset's training step, greedy and beam-5 search (bench-rnnsearch, the
 //! PyTorch reference's model, by default), and the GEMM rate.
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -76,13 +77,16 @@ pub fn run(a: BenchArgs) -> Result<()> {
     if a.precision == Precision::Bf16 && !nmt::bf16_available() {
         eprintln!("nmt bench: --precision bf16: this CPU has no AVX512_BF16, so the training step runs in f32");
     }
-    for v in run_bench(&opts)? {
-        if a.json {
-            println!("{v}");
+    // Each figure printed and flushed as soon as it is measured: a run killed later keeps it.
+    let mut out = std::io::stdout();
+    run_bench(&opts, &mut |v| {
+        let line = if a.json {
+            v.to_string()
         } else {
             let fields: Vec<String> = v.as_object().map(|o| o.iter().map(|(k, x)| format!("{k}={x}")).collect()).unwrap_or_default();
-            println!("{}", fields.join("  "));
-        }
-    }
+            fields.join("  ")
+        };
+        writeln!(out, "{line}").and_then(|()| out.flush()).map_err(|e| nmt::Error::io("standard output", e))
+    })?;
     Ok(())
 }
