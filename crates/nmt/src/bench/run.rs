@@ -277,7 +277,9 @@ pub fn run(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) -> Re
             }
             let kernel = if opts.int8 { json!(crate::kernels::int8::kernel_name()) } else { json!(null) };
             let search = if searcher.lead().backend().host() && opts.imp == Impl::Fused { "host" } else { "candle" };
-            emit(stamped(with(json!({"bench": name, "search": search, "int8": opts.int8, "int8_kernel": kernel, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(sentences as f64 / (ms / 1e3), 1)}))))?;
+            emit(stamped(with(
+                json!({"bench": name, "search": search, "int8": opts.int8, "int8_kernel": kernel, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(sentences as f64 / (ms / 1e3), 1)}),
+            )))?;
         }
     }
     if want("train") {
