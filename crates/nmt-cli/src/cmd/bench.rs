@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
+use nmt::bench::run::run_each;
 use nmt::config::{Impl, Precision};
-use nmt::{run_bench, BenchOptions};
+use nmt::BenchOptions;
 
 use super::common::ComputeArgs;
 
@@ -79,7 +80,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
     }
     // Each figure printed and flushed as soon as it is measured: a run killed later keeps it.
     let mut out = std::io::stdout();
-    run_bench(&opts, &mut |v| {
+    run_each(&opts, &mut |v| {
         let line = if a.json {
             v.to_string()
         } else {

@@ -203,10 +203,20 @@ fn stamped(mut v: Value) -> Value {
     v
 }
 
+/// Runs the selected measurements; one JSON object per measurement ([`run_each`], collected).
+pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    run_each(opts, &mut |v| {
+        out.push(v);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
 /// Runs the selected measurements, handing `emit` one JSON object per measurement as soon as it
 /// is measured (`nmt bench` prints and flushes each at once: a run killed at any point keeps
 /// every figure measured before it, `scripts/gpu-check.sh`). Searches, then `train`.
-pub fn run(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) -> Result<()> {
+pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) -> Result<()> {
     let threads = rayon::current_num_threads();
     let want = |k: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == k);
     // The model is f32: the form is decided by the implementation asked and the device.
