@@ -2,12 +2,13 @@
 # the steps and their limits, the deadline and the log. See gpu-check.sh's header for the
 # files it writes.
 #
-# Where the limits come from. No step of `run` has been timed on a GPU (the H200 of 2026-11-27
-# ran an older version of this script at 28b8633 and kept no timings of its steps): every GPU
+# Where the limits come from. No step of `run` has been timed on a GPU (the H200 of 2026-11-27,
+# at 28b8633, ran the GPU tests and `nmt translate --gpu`, not this script): every GPU
 # limit below is a guess, written as such, and the deadline rule, not the limits' sum, is what
-# keeps the run inside its command. The CPU limits are about 5x what the 2-core build machine's
-# measured rates give (docs/PERF-TRAIN.md: bench-rnnsearch trains ~7 500 target tokens/s at batch
-# 32 on 2 threads, 0.13 s a step; beam 5 of the batch, 200-280 sentences/s, 0.15 s a search).
+# keeps the run inside its command. The CPU limits are 5x or more what the 2-core build
+# machine's measured rates give (docs/PERF.md, the table of PyTorch's settings: bench-rnnsearch
+# trains 4 500-5 300 target tokens/s at batch 32 on 2 threads, 0.2 s a step; beam 5 of the batch
+# at 1.75x PyTorch's 73-77 sentences/s, 0.25 s a search).
 # `timeout -k 10`: a step is sent SIGTERM at its limit and SIGKILL 10 s later (nmt train traps
 # the first SIGTERM to save its state).
 
@@ -195,7 +196,7 @@ run_gpu() {
     nmt_bench "nmt-search-b$b" 60 "a guess" "nmt bench$gl --only greedy,beam5, batch $b" "${g[@]}" --batch "$b" --only greedy,beam5 --steps "$steps_n"
   done
   for b in 32 128; do
-    nmt_bench "cpu-beam5-b$b" 60 "over 10x the 2-core machine's rate (0.15 s a search at batch 32)" "nmt bench --only beam5 on $cores CPU threads, batch $b" \
+    nmt_bench "cpu-beam5-b$b" 60 "over 5x the 2-core machine's rate (0.25 s a search at batch 32)" "nmt bench --only beam5 on $cores CPU threads, batch $b" \
       --batch "$b" --only beam5 --threads "$cores" --steps "$steps_n"
   done
   step text ratios-search 20 "Python over a few lines" "ratios: nmt's searches over beam 5 on the CPU" "$py" gpu-check-ratios.py search "$run"
@@ -220,9 +221,9 @@ run_gpu() {
   local m=$run/s2s/model.safetensors
   if [ -f "$m" ]; then
     zcat data/bible-en-es/test.en.gz > "$run/test.en"
-    step text translate-gpu 90 "a guess; the H200 took 50-52 s at 28b8633 (docs/GPU.md)" "nmt translate$gl -b 5 of the 2 000 test verses" \
+    step text translate-gpu 90 "a guess; the H200 took 49.8-51.7 s at 28b8633, another model (docs/GPU.md)" "nmt translate$gl -b 5 of the 2 000 test verses" \
       ./nmt translate "${g[@]}" -m "$m" -b 5 --batch-size 256 --stats -i "$run/test.en" -o "$run/test.gpu.es"
-    step text translate-cpu 90 "the H200 machine's 16 threads took 17.5 s at 28b8633 (docs/GPU.md)" "nmt translate -b 5 of the 2 000 test verses, $cores CPU threads" \
+    step text translate-cpu 90 "the H200 machine's 16 threads took 17.5 s at 28b8633, another model (docs/GPU.md)" "nmt translate -b 5 of the 2 000 test verses, $cores CPU threads" \
       ./nmt translate -m "$m" -b 5 --threads "$cores" --stats -i "$run/test.en" -o "$run/test.cpu.es"
     compare_outputs compare-translations "$run/test.gpu.es" "$run/test.cpu.es"
   else
@@ -234,7 +235,7 @@ run_cpu() {
   local t
   for t in 1 2 4 8 16; do
     [ "$t" -le "$cores" ] || continue
-    nmt_bench "cpu-scaling-t$t" 60 "about 5x the 2-core rates at 1 thread" "CPU scaling: nmt bench --only train,beam5, $t threads" \
+    nmt_bench "cpu-scaling-t$t" 60 "about 5x the 2-core rates, at 1 thread" "CPU scaling: nmt bench --only train,beam5, $t threads" \
       --only train,beam5 --threads "$t" --steps 10
   done
   # 2 threads and all cores, once each (the same on a 2-core machine).
@@ -242,7 +243,7 @@ run_cpu() {
   pair=$(printf '%s\n' 2 "$cores" | sort -un)
   # Which batch a user with all these cores should train with: the step at 4x the sentences.
   for t in $pair; do
-    nmt_bench "cpu-train-b128-t$t" 60 "about 5x the 2-core rate (4 batches a step)" "CPU: nmt bench --only train, batch 128, $t threads" \
+    nmt_bench "cpu-train-b128-t$t" 60 "over 5x the 2-core rate (4 batches a step)" "CPU: nmt bench --only train, batch 128, $t threads" \
       --only train --batch 128 --threads "$t" --steps 5
   done
   # PyTorch's fastest CPU form, not its eager defaults; the first compilation takes minutes
