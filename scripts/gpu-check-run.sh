@@ -105,17 +105,27 @@ preflight() {
   py=${PYTHON:-python3}
   command -v "$py" > /dev/null || fail_preflight "no $py (the run unpacks the binaries and runs PyTorch with it)"
   timeout -k 1 5 true || fail_preflight "this timeout has no -k"
+  # One import of PyTorch (seconds each) for all it tells: the CUDA 13 libraries the binaries
+  # load (libcublas.so.13, ...: PyTorch's wheels carry them), the devices it sees, its versions.
   have_torch=0
-  if "$py" -c 'import torch, numpy' 2> "$run/steps/00-import-torch.txt"; then
+  local info
+  if info=$("$py" - 2> "$run/steps/00-import-torch.txt" <<'PY'
+import os, torch, numpy
+d = os.path.dirname(os.path.dirname(torch.__file__))
+libs = [os.path.join(d, "nvidia", x, "lib") for x in ("cu13", "cublas", "cuda_runtime", "curand", "cuda_nvrtc")]
+print(":".join(p for p in libs if os.path.isdir(p)))
+print(torch.cuda.device_count() if torch.cuda.is_available() else 0)
+print("PyTorch", torch.__version__, "CUDA", torch.version.cuda, "numpy", numpy.__version__)
+PY
+  ); then
     have_torch=1
-  elif [ -z "$rehearsal" ] && [ "$mode" = run ]; then
-    fail_preflight "$py -c 'import torch, numpy': $(tail -1 "$run/steps/00-import-torch.txt")"
-  fi
-  if [ "$have_torch" = 1 ]; then
-    # The CUDA 13 libraries the binary loads (libcublas.so.13, ...): PyTorch's wheels carry them.
     local libs
-    libs=$("$py" -c 'import os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print(":".join(os.path.join(d, "nvidia", x, "lib") for x in ("cu13", "cublas", "cuda_runtime", "curand", "cuda_nvrtc") if os.path.isdir(os.path.join(d, "nvidia", x, "lib"))))' 2> /dev/null)
+    libs=$(sed -n 1p <<< "$info")
+    torch_devices=$(sed -n 2p <<< "$info")
+    torch_version=$(sed -n 3p <<< "$info")
     export LD_LIBRARY_PATH=${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  elif [ -z "$rehearsal" ] && [ "$mode" = run ]; then
+    fail_preflight "$py: import torch, numpy: $(tail -1 "$run/steps/00-import-torch.txt")"
   fi
   local exe missing
   for exe in nmt cuda_test; do
@@ -136,8 +146,7 @@ preflight() {
     command -v nvidia-smi > /dev/null || fail_preflight "no nvidia-smi: no NVIDIA driver on this machine?"
     nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader > "$run/steps/00-nvidia-smi.txt" 2>&1 ||
       fail_preflight "nvidia-smi: $(tail -1 "$run/steps/00-nvidia-smi.txt")"
-    "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() and torch.cuda.device_count() > 0 else 1)' ||
-      fail_preflight "PyTorch sees no CUDA device (torch.cuda.is_available() is false)"
+    [ "${torch_devices:-0}" -gt 0 ] || fail_preflight "PyTorch sees no CUDA device (torch.cuda.is_available() is false)"
   fi
   say "preflight passed: binaries unpacked, ldd finds every library; GPU: $(cat "$run/steps/00-nvidia-smi.txt" 2> /dev/null || echo none)"
 }
@@ -299,7 +308,7 @@ start_run() {
   preflight
   cores=$(nproc)
   say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $cores cores; flags: $(grep -o -w -e avx512f -e avx512_bf16 -e avx512_vnni -e avx2 /proc/cpuinfo | sort -u | tr '\n' ' ')"
-  [ "$have_torch" != 1 ] || say "$("$py" -c 'import torch, numpy; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda, "numpy", numpy.__version__)' 2>&1)"
+  [ "$have_torch" != 1 ] || say "$torch_version; CUDA devices PyTorch sees: $torch_devices"
   # The JIT cache: candle's kernels are PTX, compiled by the driver at their first load; kept
   # beside the pack so that a second run on the same machine finds them (4 GiB: the driver's
   # largest size, a setting, not a measured need).
