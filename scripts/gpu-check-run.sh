@@ -226,8 +226,8 @@ run_gpu() {
   minutes=$(awk -v s="$train_s" 'BEGIN { print s / 60 }')
   step text train-s2s $((train_s + 60)) "$train_s s of training, and 60 s (a guess) for the vocabularies and saving" \
     "nmt train$gl -c configs/rnnsearch-s2s.toml for $train_s s" \
-    ./nmt train "${g[@]}" -c configs/rnnsearch-s2s.toml -m "$run/s2s" --set train.max_minutes="$minutes" --set train.valid_every=500 --quiet
-  local m=$run/s2s/model.safetensors
+    ./nmt train "${g[@]}" -c configs/rnnsearch-s2s.toml -m "$models/${run##*/}" --set train.max_minutes="$minutes" --set train.valid_every=500 --quiet
+  local m=$models/${run##*/}/model.safetensors
   if [ -f "$m" ]; then
     zcat data/bible-en-es/test.en.gz > "$run/test.en"
     step text translate-gpu 90 "a guess; the H200 took 49.8-51.7 s at 28b8633, another model (docs/GPU.md)" "nmt translate$gl -b 5 of the 2 000 test verses" \
@@ -268,11 +268,11 @@ run_cpu() {
     limit=90
   done
   # The CPU issue's search scaling (its target: all cores >= 7x the 2-thread rate), on 500
-  # verses, with the model `run` trained into the same OUT (or GPU_CHECK_MODEL).
+  # verses, with the model the last `run` of this pack trained (or GPU_CHECK_MODEL).
   local m=${GPU_CHECK_MODEL:-}
   if [ -z "$m" ]; then
     local f
-    for f in "$out"/run-*/s2s/model.safetensors; do [ -f "$f" ] && m=$f; done # the last: the newest
+    for f in "$models"/run-*/model.safetensors; do [ -f "$f" ] && m=$f; done # the last: the newest
   fi
   if [ -f "$m" ]; then
     zcat data/bible-en-es/test.en.gz | head -500 > "$run/test500.en"
@@ -282,7 +282,7 @@ run_cpu() {
     done
     if [ "$cores" -gt 2 ]; then compare_outputs compare-threads "$run/test500.t2.es" "$run/test500.t$cores.es"; fi
   else
-    not_run translate500 "no model: run \`run\` into the same OUT first, or set GPU_CHECK_MODEL"
+    not_run translate500 "no model in $models: run \`run\` from this pack first, or set GPU_CHECK_MODEL"
   fi
 }
 
@@ -298,6 +298,10 @@ start_run() {
   run=$out/$mode-$(date -u +%Y%m%d-%H%M%S)
   mkdir -p "$run/figures" "$run/steps" || { echo "gpu-check: cannot write $run" >&2; exit 2; }
   log=$run/log.txt
+  # The trained model (161 MB of files for the s2s recipe: du -sh of a rehearsal's, 2026-11-28)
+  # stays beside the pack, out of OUT, whose files travel back: `run-cpu` on the same machine
+  # finds it there.
+  models=$dir/models
   n=0
   rehearsal=
   [ -f "$dir/REHEARSAL" ] && rehearsal=$(cat "$dir/REHEARSAL")

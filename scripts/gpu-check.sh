@@ -15,7 +15,8 @@
 # (each figure one JSON line with its Unix time "at", written and flushed by the process that
 # measured it, the moment it is measured: a kill at any second keeps every figure measured
 # before it), steps/NN-STEP.txt (each step's other output, written by the step itself) and
-# steps.txt (each step's outcome). They begin with a preflight and stop with one line
+# steps.txt (each step's outcome); the model `run` trains goes to DIR/models (not OUT: 161 MB),
+# where `run-cpu` finds it for its 500 verses. They begin with a preflight and stop with one line
 # (PREFLIGHT FAILED: ...) if anything the steps need is missing. Then the steps, in order
 # (gpu-check-run.sh has the lists, and each step's limit with where it comes from), under a
 # global deadline of GPU_CHECK_DEADLINE seconds from the start (default 540, leaving 60 of a
