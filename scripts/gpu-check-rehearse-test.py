@@ -2,7 +2,7 @@
 """The rehearsal of scripts/gpu-check.sh's run half, checked without a GPU (issue 69, item 2).
 CI runs it (.ci/run); exit 0: passed, 1: failed, 3: could not run here (a tool is missing).
 
-  scripts/gpu-check-rehearse-test.py [--deadline S] [--keep DIR]
+  scripts/gpu-check-rehearse-test.py [--deadline S] [--keep DIR] [--kill-at S]
 
 1. The ratio script (gpu-check-ratios.py) on made-up figures: nmt's and PyTorch's loss0 that
    agree give a ratio and exit 0; a loss0 that differs gives LOSS0 DIFFERS and exit 1.
@@ -199,10 +199,13 @@ def whole_run(pack, out, deadline, tmp):
     return run, figures, took
 
 
-def killed_run(pack, out, deadline, tmp, whole, took):
+def killed_run(pack, out, deadline, tmp, whole, took, kill_at=None):
     watcher = Watcher(out)
     watcher.start()
-    kill_at = random.uniform(2.0, max(3.0, took - 1.0))
+    how = "--kill-at"
+    if kill_at is None:
+        kill_at = random.uniform(2.0, max(3.0, took - 1.0))
+        how = f"drawn from 2 to {max(3.0, took - 1.0):.0f} s: the whole run took {took:.0f}"
     with open(os.path.join(tmp, "killed.out"), "w") as stdout:
         p = start(pack, out, deadline, stdout)
         time.sleep(kill_at)
@@ -212,7 +215,7 @@ def killed_run(pack, out, deadline, tmp, whole, took):
     watcher.stop.set()
     watcher.join()
     seen = dict(watcher.seen)  # every line seen before the kill
-    print(f"killed the run with SIGKILL after {kill_at:.1f} s (drawn from 2 to {max(3.0, took - 1.0):.0f} s: the whole run took {took:.0f})", flush=True)
+    print(f"killed the run with SIGKILL after {kill_at:.1f} s ({how})", flush=True)
     run, files = figure_files(out)
     if not check(run is not None, "the killed run left its run folder"):
         return
@@ -245,6 +248,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--deadline", type=int, default=100)
     ap.add_argument("--keep", help="keep the pack and the runs' folders here")
+    ap.add_argument("--kill-at", type=float, help="kill at this second instead of a random one")
     a = ap.parse_args()
     if a.deadline < 30:
         sys.exit("--deadline: at least 30 s (the rehearsal's steps have 30-second limits)")
@@ -263,7 +267,7 @@ def main():
             sys.exit(1)
         run, whole, took = whole_run(pack, os.path.join(tmp, "whole"), a.deadline, tmp)
         if run is not None:
-            killed_run(pack, os.path.join(tmp, "killed"), a.deadline, tmp, whole, took)
+            killed_run(pack, os.path.join(tmp, "killed"), a.deadline, tmp, whole, took, a.kill_at)
     finally:
         if not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)
