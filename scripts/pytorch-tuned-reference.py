@@ -13,12 +13,14 @@ Same weights, batch, loops and timing as the reference (three untimed warm-up ca
 include the compilation; the first compilation of the loss takes minutes, later runs read
 TorchInductor's cache). Prints the reference's JSON lines (`train`, `greedy`, `beam5`) with
 `"impl": "pytorch-<version>-compiled[-bf16]"`.
-Env: as the reference (THREADS, STEPS, BENCH_DATA), plus BENCH_REF (its folder) and BF16.
+Env: as the reference (THREADS, STEPS, BENCH_DATA), plus BENCH_REF (its folder) and BF16. Each
+line has "at", the Unix time it was measured at (scripts/gpu-check.sh keeps figures by it).
 """
 import contextlib
 import json
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -75,12 +77,12 @@ def main():
     impl = f"pytorch-{torch.__version__}-compiled" + ("-bf16" if BF16 else "")
     base = {"impl": impl, "threads": ref.THREADS, "loss0": round(loss0, 6), "cpu": cpu_capability()}
     ms, mn = ref.timed(step, ref.N_STEPS)
-    print(json.dumps({**base, "bench": "train", "ms_median": round(ms, 2), "ms_min": round(mn, 2),
+    print(json.dumps({**base, "at": round(time.time(), 3), "bench": "train", "ms_median": round(ms, 2), "ms_min": round(mn, 2),
                       "target_tokens_per_s": round(B * T / (ms / 1e3), 1)}), flush=True)
     ms, mn = ref.timed(lambda: search(ref.greedy), ref.N_STEPS)
-    print(json.dumps({**base, "bench": "greedy", "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(B / (ms / 1e3), 1)}), flush=True)
+    print(json.dumps({**base, "at": round(time.time(), 3), "bench": "greedy", "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(B / (ms / 1e3), 1)}), flush=True)
     ms, mn = ref.timed(lambda: search(ref.beam), ref.N_STEPS)
-    print(json.dumps({**base, "bench": "beam5", "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(B / (ms / 1e3), 1)}), flush=True)
+    print(json.dumps({**base, "at": round(time.time(), 3), "bench": "beam5", "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(B / (ms / 1e3), 1)}), flush=True)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ Every form starts from init.bin and prints its first loss (loss0) so that all co
 model; bf16 forms agree to about 1e-2. One JSON line per measurement, with "form" and "batch".
 A batch of 128 is the reference's 32 sentences repeated, as `nmt bench --batch 128`.
 Env: BENCH_DATA (gen_data.py's output), STEPS (timed repetitions, default 20), BATCHES
-(default "32,128"), FORMS (comma-separated subset). Without CUDA it runs the eager and cuDNN
+(default "32,128"), FORMS (comma-separated subset), SEARCHES (default "greedy,beam5"; empty for
+none). Each line is printed and flushed as soon as it is measured, with "at" (Unix seconds), so
+that a run killed later keeps it (scripts/gpu-check.sh). Without CUDA it runs the eager and cuDNN
 forms on the CPU (to check the script) and skips the graphs.
 """
 import json
@@ -35,7 +37,11 @@ DEV = "cuda" if CUDA else "cpu"
 torch.set_default_device(DEV)
 STEPS = int(os.environ.get("STEPS", "20"))
 BATCHES = [int(b) for b in os.environ.get("BATCHES", "32,128").split(",")]
-FORMS = os.environ.get("FORMS", "eager,eager-bf16,cudnn-bf16,graph,graph-bf16").split(",")
+FORMS = [f for f in os.environ.get("FORMS", "eager,eager-bf16,cudnn-bf16,graph,graph-bf16").split(",") if f]
+SEARCHES = [s for s in os.environ.get("SEARCHES", "greedy,beam5").split(",") if s]
+for _s in SEARCHES:
+    if _s not in ("greedy", "beam5"):
+        sys.exit(f"SEARCHES: {_s!r} is not greedy or beam5")
 
 
 def sync():
@@ -149,6 +155,10 @@ def search_form(name, copies):
             "sentences_per_s": round(B * copies / (ms / 1e3), 1)}
 
 
+def emit(row):
+    print(json.dumps({**row, "at": round(time.time(), 3)}), flush=True)
+
+
 def main():
     base = {"impl": f"pytorch-{torch.__version__}", "device": torch.cuda.get_device_name() if CUDA else "cpu"}
     for b in BATCHES:
@@ -156,11 +166,11 @@ def main():
             sys.exit(f"BATCHES: {b} is not a multiple of {B}")
         for form in FORMS:
             if form.startswith("graph") and not CUDA:
-                print(json.dumps({**base, "form": form, "batch": b, "bench": "train", "skipped": "no CUDA device"}))
+                emit({**base, "form": form, "batch": b, "bench": "train", "skipped": "no CUDA device"})
                 continue
-            print(json.dumps({**base, "form": form, "batch": b, **train_form(form, b // B)}), flush=True)
-        for name in ("greedy", "beam5"):
-            print(json.dumps({**base, "form": "eager", "batch": b, **search_form(name, b // B)}), flush=True)
+            emit({**base, "form": form, "batch": b, **train_form(form, b // B)})
+        for name in SEARCHES:
+            emit({**base, "form": "eager", "batch": b, **search_form(name, b // B)})
 
 
 if __name__ == "__main__":

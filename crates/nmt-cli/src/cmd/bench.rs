@@ -1,11 +1,13 @@
 //! `nmt bench`: a preset's training step, greedy and beam-5 search (bench-rnnsearch, the
 //! PyTorch reference's model, by default), and the GEMM rate.
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
+use nmt::bench::run::run_each;
 use nmt::config::{Impl, Precision};
-use nmt::{run_bench, BenchOptions};
+use nmt::BenchOptions;
 
 use super::common::ComputeArgs;
 
@@ -81,13 +83,16 @@ pub fn run(a: BenchArgs) -> Result<()> {
         let f32_note = if nmt::bf16_available() { "" } else { ", so the training step runs in f32" };
         eprintln!("nmt bench: --precision bf16: {path}{f32_note}");
     }
-    for v in run_bench(&opts)? {
-        if a.json {
-            println!("{v}");
+    // Each figure printed and flushed as soon as it is measured: a run killed later keeps it.
+    let mut out = std::io::stdout();
+    run_each(&opts, &mut |v| {
+        let line = if a.json {
+            v.to_string()
         } else {
             let fields: Vec<String> = v.as_object().map(|o| o.iter().map(|(k, x)| format!("{k}={x}")).collect()).unwrap_or_default();
-            println!("{}", fields.join("  "));
-        }
-    }
+            fields.join("  ")
+        };
+        writeln!(out, "{line}").and_then(|()| out.flush()).map_err(|e| nmt::Error::io("standard output", e))
+    })?;
     Ok(())
 }

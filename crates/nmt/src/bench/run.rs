@@ -7,7 +7,9 @@
 //! What is timed is the code users run: `Seq2Seq::loss`, its backward pass and the training
 //! `Optimizer` (as `nmt train` calls them, `train.impl` = `--impl`), and the search's
 //! `Searcher::search_batch` (as `nmt translate` calls it per batch: the host search, or with
-//! `--impl composed` the candle search). The reference decodes 30 steps with no early stop; so that ours does the same
+//! `--impl composed` the candle search; on a GPU the candle search with the GPU's kernels, or
+//! with `--impl composed` on composed candle ops only). Each figure's `impl` says which ran
+//! (`nmt-fused`, `nmt-gpu-kernels`, `nmt-composed`), a search's `search` which search. The reference decodes 30 steps with no early stop; so that ours does the same
 //! work, the search runs on a copy of the model whose `</s>` can never win (its output bias
 //! set to −10⁹) with an output limit of 30 tokens.
 use std::path::PathBuf;
@@ -20,7 +22,7 @@ use super::reference::{self, BATCH, SRC_LEN, TGT_LEN};
 use crate::config::{Arch, Impl, ModelConfig, Optimizer as OptimizerKind, Precision, SearchConfig, TrainConfig};
 use crate::error::Result;
 use crate::kernels::gemm::{matmul, Mat};
-use crate::model::{BatchTensors, Seq2Seq, OUTPUT_BIAS};
+use crate::model::{Backend, BatchTensors, Seq2Seq, OUTPUT_BIAS};
 use crate::search::{SearchOptions, Searcher};
 use crate::train::optim::Optimizer;
 
@@ -31,7 +33,8 @@ pub struct BenchOptions {
     pub data: Option<PathBuf>,
     /// Timed repetitions (after 3 untimed warm-up runs), as the reference's `STEPS`.
     pub steps: usize,
-    /// `Fused` (what `nmt train`/`translate` run by default) or `Ops` (composed candle ops).
+    /// `Fused` (what `nmt train`/`translate` run by default) or `Composed` (candle ops only,
+    /// the search included).
     pub imp: Impl,
     /// Any of `train`, `greedy`, `beam5`, `gemm`.
     pub only: Vec<String>,
@@ -46,8 +49,9 @@ pub struct BenchOptions {
     pub int8: bool,
     /// The precision of the training step's large products (`train.precision`).
     pub precision: Precision,
-    /// Where the model runs: the CPU, or a CUDA GPU (the composed path, timed after the
-    /// device's queue is drained, `Device::synchronize`).
+    /// Where the model runs: the CPU, or a CUDA GPU (the GPU's kernels, or with `imp` composed
+    /// candle ops only; a training step is timed after the device's queue is drained,
+    /// `Device::synchronize`).
     pub device: Device,
     /// Sentences per batch: a multiple of the reference's 32 (its batch, repeated).
     pub batch: usize,
@@ -154,7 +158,11 @@ fn without_eos(model: &Seq2Seq) -> Result<Seq2Seq> {
     let mut bias = b_g.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?;
     bias[nmt_data::EOS as usize] = -1e9;
     *b_g = Tensor::new(bias, b_g.device())?.to_dtype(b_g.dtype())?;
-    Seq2Seq::build(&model.cfg, crate::model::params::Params::from_tensors(tensors, model.dtype(), model.device()))
+    let mut copy = Seq2Seq::build(&model.cfg, crate::model::params::Params::from_tensors(tensors, model.dtype(), model.device()))?;
+    // `build` sets `Impl::Fused`: the copy runs in the form the timed model runs in, so that
+    // `--impl composed` on a GPU searches without the GPU's kernels too.
+    copy.set_impl(model.backend().imp());
+    Ok(copy)
 }
 
 /// Searches the reference's source batch with beam `k` for 30 steps, by the code `nmt
@@ -174,21 +182,50 @@ fn search(searcher: &Searcher, opts: &BenchOptions, batch: &nmt_data::Batch, k: 
     Ok(hyps.iter().flatten().map(|h| h.tokens.len()).sum())
 }
 
-/// Runs the selected measurements; one JSON object per measurement.
+/// What ran, for the output's `impl`: the fused CPU kernels (and the host search), the GPU's
+/// kernels where a layer has them (`kernels::gpu`, with the candle search, its decoder step and
+/// its pick on the device), or composed candle ops only (on a GPU, the pick on the host).
+fn impl_label(backend: Backend) -> &'static str {
+    match backend {
+        Backend::FusedF32 | Backend::FusedF64 => "nmt-fused",
+        Backend::Gpu => "nmt-gpu-kernels",
+        Backend::Composed => "nmt-composed",
+    }
+}
+
+/// `v` with `"at"`, the Unix time in seconds at which it was measured (the moment it is
+/// emitted), so that a log of figures can be checked against the time a run was killed.
+fn stamped(mut v: Value) -> Value {
+    let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    if let Some(o) = v.as_object_mut() {
+        o.insert("at".into(), json!(round(at, 3)));
+    }
+    v
+}
+
+/// Runs the selected measurements; one JSON object per measurement ([`run_each`], collected).
 pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    run_each(opts, &mut |v| {
+        out.push(v);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Runs the selected measurements, handing `emit` one JSON object per measurement as soon as it
+/// is measured (`nmt bench` prints and flushes each at once: a run killed at any point keeps
+/// every figure measured before it, `scripts/gpu-check.sh`). Searches, then `train`.
+pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) -> Result<()> {
     let threads = rayon::current_num_threads();
     let want = |k: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == k);
-    // A GPU runs the composed path whatever was asked (`model::backend`).
-    let imp_name = match (opts.imp, opts.device.is_cpu()) {
-        (Impl::Fused, true) => "nmt-fused",
-        _ => "nmt-composed",
-    };
-    let mut out = Vec::new();
+    // The model is f32: the form is decided by the implementation asked and the device.
+    let imp_name = impl_label(Backend::new(opts.imp, &opts.device, DType::F32));
     let mut gemm_peak = None;
     if want("gemm") && opts.device.is_cpu() {
         let (gflops, n) = gemm_rate(threads);
         gemm_peak = Some(gflops);
-        out.push(json!({"impl": imp_name, "threads": threads, "bench": "gemm", "n": n, "gflop_per_s": round(gflops, 1)}));
+        emit(stamped(json!({"impl": imp_name, "threads": threads, "bench": "gemm", "n": n, "gflop_per_s": round(gflops, 1)})))?;
     }
     let dev = opts.device.clone();
     if opts.batch == 0 || !opts.batch.is_multiple_of(BATCH) {
@@ -210,6 +247,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         Seq2Seq::fresh(&model_config(opts)?, 1234, DType::F32, &dev)?
     };
     model.set_impl(opts.imp);
+    debug_assert_eq!(impl_label(model.backend()), imp_name);
     let mut batch = reference::tiled(&reference::batch(opts.data.as_deref())?, sentences / BATCH);
     fit_vocab(&mut batch.src, model.cfg.src_vocab);
     fit_vocab(&mut batch.tgt_in, model.cfg.tgt_vocab);
@@ -250,7 +288,10 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
                 return Err(crate::error::Error::Input(format!("bench {name}: {tokens} output tokens, expected {}", sentences * TGT_LEN)));
             }
             let kernel = if opts.int8 { json!(crate::kernels::int8::kernel_name()) } else { json!(null) };
-            out.push(with(json!({"bench": name, "int8": opts.int8, "int8_kernel": kernel, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(sentences as f64 / (ms / 1e3), 1)})));
+            let search = if searcher.lead().backend().host() && opts.imp == Impl::Fused { "host" } else { "candle" };
+            emit(stamped(with(
+                json!({"bench": name, "search": search, "int8": opts.int8, "int8_kernel": kernel, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(sentences as f64 / (ms / 1e3), 1)}),
+            )))?;
         }
     }
     if want("train") {
@@ -311,12 +352,12 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Value>> {
         if let (Some(peak), Some(o), true) = (gemm_peak, v.as_object_mut(), reference) {
             o.insert("fraction_of_gemm_peak".into(), json!(round(gflops / peak, 3)));
         }
-        out.push(v);
+        emit(stamped(v))?;
     }
     if let Some(mb) = peak_rss_mb() {
-        out.push(json!({"impl": imp_name, "threads": threads, "bench": "memory", "peak_rss_mb": round(mb, 1)}));
+        emit(stamped(json!({"impl": imp_name, "threads": threads, "bench": "memory", "peak_rss_mb": round(mb, 1)})))?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// fp32 GEMM rate: the best of square products of a few sizes through [`matmul`].
@@ -337,4 +378,22 @@ fn gemm_rate(threads: usize) -> (f64, usize) {
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The search's copy of the model runs in the timed model's form: `Seq2Seq::build` sets
+    /// `Impl::Fused`, so `--impl composed` on a GPU searched with the GPU's kernels (issue 69).
+    #[test]
+    fn the_search_copy_keeps_the_models_form() {
+        let cfg = ModelConfig::preset("tiny").unwrap();
+        for (imp, want) in [(Impl::Composed, Backend::Composed), (Impl::Fused, Backend::FusedF32)] {
+            let mut m = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap();
+            m.set_impl(imp);
+            assert_eq!(without_eos(&m).unwrap().backend(), want, "{imp:?}");
+            assert_eq!(impl_label(want), if imp == Impl::Composed { "nmt-composed" } else { "nmt-fused" });
+        }
+    }
 }

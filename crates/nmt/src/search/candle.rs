@@ -120,9 +120,13 @@ impl Scorer for Seq2Seq {
 
     fn step(&self, enc: &ScorerEncoded, states: &Tensor, rows: &Rows<'_>, pick: &Pick<'_>) -> Result<Scored<Tensor>> {
         let (states, lp, alpha) = self.rows_step(enc, states, rows, pick.alpha)?;
-        // A shortlist renormalises on the host first.
+        // A shortlist renormalises on the host first; a model on a GPU without its kernels
+        // (`impl = "composed"`, the baseline they are measured against) picks on the host too,
+        // as before the device's pick existed.
+        let composed_on_gpu = !self.device().is_cpu() && !self.backend().gpu();
         let best = match enc.shortlist {
             Some(_) => best_of_full(&Self::full(enc, &lp)?, lp.dim(1)?, pick.want, pick.skip),
+            None if composed_on_gpu => best_of_full(&Self::full(enc, &lp)?, lp.dim(1)?, pick.want, pick.skip),
             None => device_best(&lp, pick.want, pick.skip)?,
         };
         Ok(Scored { states, best, alpha })

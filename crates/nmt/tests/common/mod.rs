@@ -113,11 +113,32 @@ pub fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
     a.iter().zip(&b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
 }
 
+/// The repository's root, where `configs/` and `data/` are: `NMT_REPO_ROOT` when set, else the
+/// first of the working directory and its parents that holds both. Not the build machine's
+/// path (`CARGO_MANIFEST_DIR` is fixed at compile time): `scripts/gpu-check.sh` runs the GPU
+/// test's binary on another machine, from the pack, which has `configs/` and `data/` of its own.
+pub fn repo_root() -> std::path::PathBuf {
+    let holds_both = |d: &std::path::Path| d.join("configs").is_dir() && d.join("data").is_dir();
+    if let Some(root) = std::env::var_os("NMT_REPO_ROOT") {
+        let root = std::path::PathBuf::from(root);
+        assert!(holds_both(&root), "NMT_REPO_ROOT={}: no configs/ and data/ there", root.display());
+        return root;
+    }
+    let cwd = std::env::current_dir().expect("the working directory");
+    match cwd.ancestors().find(|d| holds_both(d)) {
+        Some(root) => root.to_path_buf(),
+        None => panic!(
+            "no configs/ and data/ in {} or above it: run the test inside the repository (or the GPU pack), or set NMT_REPO_ROOT",
+            cwd.display()
+        ),
+    }
+}
+
 /// Every shipped config (`configs/*.toml`), its model shrunk to test size (vocabularies of
 /// `vocab`, every width 8, attention 6) with everything else as shipped: layers, cells,
 /// decoder, layer normalisation, dropout, the recipe's training options. Sorted by name.
 pub fn shipped_configs(vocab: usize) -> Vec<(String, nmt::config::Config)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let dir = repo_root().join("configs");
     let mut out: Vec<(String, nmt::config::Config)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

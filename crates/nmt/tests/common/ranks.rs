@@ -119,7 +119,8 @@ impl Collective for InProcess {
 
 /// `data_parallel.toml` (`crates/nmt-cli/tests/mpi.rs`'s recipe), `steps` updates.
 pub fn config(steps: u64) -> Config {
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/bible-en-es");
+    let data = super::repo_root().join("data/bible-en-es");
+    let data = data.to_str().expect("a UTF-8 path to data/");
     let text = include_str!("data_parallel.toml").replace("DATA", data).replace("STEPS", &steps.to_string());
     Config::from_toml_str(&text, &[]).unwrap()
 }

@@ -1,0 +1,333 @@
+# The run half of scripts/gpu-check.sh (sourced by it for `run` and `run-cpu`): the preflight,
+# the steps and their limits, the deadline and the log. See gpu-check.sh's header for the
+# files it writes.
+#
+# Where the limits come from. No step of `run` has been timed on a GPU (the H200 of 2026-11-27,
+# at 28b8633, ran the GPU tests and `nmt translate --gpu`, not this script): every GPU
+# limit below is a guess, written as such, and the deadline rule, not the limits' sum, is what
+# keeps the run inside its command. The CPU limits are 5x or more what the 2-core build
+# machine's measured rates give (docs/PERF.md, the table of PyTorch's settings: bench-rnnsearch
+# trains 4 500-5 300 target tokens/s at batch 32 on 2 threads, 0.2 s a step; beam 5 of the batch
+# at 1.75x PyTorch's 73-77 sentences/s, 0.25 s a search).
+# `timeout -k 10`: a step is sent SIGTERM at its limit and SIGKILL 10 s later (nmt train traps
+# the first SIGTERM to save its state).
+
+deadline=${GPU_CHECK_DEADLINE:-540}
+steps_n=${GPU_CHECK_STEPS:-20}
+train_s=${GPU_CHECK_TRAIN_SECONDS:-90}
+rehearsal_limit=${GPU_CHECK_REHEARSAL_LIMIT:-30}
+grace=10
+
+el() { echo $(($(date +%s) - t0)); }
+epoch() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(epoch)" 'BEGIN { printf "%.1f", b - a }'; }
+# One line to the log (written at once, by this shell) and to stdout.
+say() {
+  local l
+  l=$(printf '[%4s s] %s' "$(el)" "$*")
+  printf '%s\n' "$l" >> "$log"
+  printf '%s\n' "$l"
+}
+fail_preflight() {
+  say "PREFLIGHT FAILED: $*"
+  exit 3
+}
+# A figure line of the script's own (a step's outcome, a comparison), JSON, with "at".
+figure() { printf '{"step": "%s", %s, "at": %s}\n' "$1" "$2" "$(epoch)" >> "$run/figures/$1.jsonl"; }
+
+# step KIND SLUG LIMIT BASIS WHAT CMD...: runs CMD under `timeout -k $grace LIMIT`, unless that
+# could pass the deadline (then logs SKIPPED). KIND fig: CMD's stdout is figure lines, appended
+# to figures/NN-SLUG.jsonl by CMD itself as it writes them (no pipe between them), its stderr
+# to steps/NN-SLUG.txt. KIND text: CMD's stdout and stderr to steps/NN-SLUG.txt, and this
+# script adds one figure line: the exit status and seconds. Sets `outcome` (ok, failed,
+# timed-out, skipped), `id` and `started` (the epoch CMD started at).
+step() {
+  local kind=$1 slug=$2 limit=$3 basis=$4 what=$5
+  shift 5
+  n=$((n + 1))
+  id=$(printf '%02d-%s' "$n" "$slug")
+  # The rehearsal runs the CPU forms, whose times are not the GPU's: one short limit for all.
+  if [ -n "$rehearsal" ] && ((limit > rehearsal_limit)); then
+    basis="the rehearsal's limit; in a real run $limit s: $basis"
+    limit=$rehearsal_limit
+  fi
+  local e
+  e=$(el)
+  if ((e + limit + grace > deadline)); then
+    say "SKIPPED $id: $what: its limit ($limit s, +$grace s to kill) would pass the deadline ($e of $deadline s used)"
+    echo "$id skipped" >> "$run/steps.txt"
+    outcome=skipped
+    return 0
+  fi
+  say "START $id: $what (limit $limit s: $basis)"
+  local fig=$run/figures/$id.jsonl txt=$run/steps/$id.txt rc
+  started=$(epoch)
+  if [ "$kind" = fig ]; then
+    timeout -k "$grace" "$limit" "$@" >> "$fig" 2>> "$txt"
+  else
+    timeout -k "$grace" "$limit" "$@" >> "$txt" 2>&1
+  fi
+  rc=$?
+  local secs
+  secs=$(since "$started")
+  [ "$kind" = fig ] || figure "$id" "\"exit\": $rc, \"s\": $secs"
+  case $rc in
+    0) outcome=ok ;;
+    124 | 137) outcome=timed-out ;;
+    *) outcome=failed ;;
+  esac
+  say "END $id: $outcome (exit $rc) after $secs s; $(cat "$fig" 2> /dev/null | wc -l) figure line(s)"
+  # For reading: the figures and the output's end, copied after the fact (the files are whole).
+  if [ -s "$fig" ]; then sed 's/^/    | /' "$fig" | tee -a "$log"; fi
+  if [ -s "$txt" ]; then tail -n 8 "$txt" | sed 's/^/    > /' | tee -a "$log"; fi
+  echo "$id $outcome" >> "$run/steps.txt"
+}
+not_run() {
+  n=$((n + 1))
+  say "NOT RUN $(printf '%02d-%s' "$n" "$1"): $2"
+  echo "$(printf '%02d-%s' "$n" "$1") not-run" >> "$run/steps.txt"
+}
+
+# The PyTorch step SLUG (FORMS, SEARCHES: pytorch_gpu_forms.py's forms and searches).
+torch_step() {
+  local slug=$1 limit=$2 basis=$3 what=$4 forms=$5 searches=$6
+  if [ "$have_torch" != 1 ]; then not_run "$slug" "$what: no PyTorch here (rehearsal)"; return; fi
+  step fig "$slug" "$limit" "$basis" "$what" env BENCH_DATA="$BENCH_DATA" STEPS="$steps_n" FORMS="$forms" SEARCHES="$searches" "$py" bench/pytorch_gpu_forms.py
+}
+
+nmt_bench() { # SLUG LIMIT BASIS WHAT ARGS...
+  local slug=$1 limit=$2 basis=$3 what=$4
+  shift 4
+  step fig "$slug" "$limit" "$basis" "$what" ./nmt bench --data "$BENCH_DATA" --json "$@"
+}
+
+preflight() {
+  py=${PYTHON:-python3}
+  command -v "$py" > /dev/null || fail_preflight "no $py (the run unpacks the binaries and runs PyTorch with it)"
+  timeout -k 1 5 true || fail_preflight "this timeout has no -k"
+  # One import of PyTorch (seconds each) for all it tells: the CUDA 13 libraries the binaries
+  # load (libcublas.so.13, ...: PyTorch's wheels carry them), the devices it sees, its versions.
+  have_torch=0
+  local info
+  if info=$("$py" - 2> "$run/steps/00-import-torch.txt" <<'PY'
+import os, torch, numpy
+d = os.path.dirname(os.path.dirname(torch.__file__))
+libs = [os.path.join(d, "nvidia", x, "lib") for x in ("cu13", "cublas", "cuda_runtime", "curand", "cuda_nvrtc")]
+print(":".join(p for p in libs if os.path.isdir(p)))
+print(torch.cuda.device_count() if torch.cuda.is_available() else 0)
+print("PyTorch", torch.__version__, "CUDA", torch.version.cuda, "numpy", numpy.__version__)
+PY
+  ); then
+    have_torch=1
+    local libs
+    libs=$(sed -n 1p <<< "$info")
+    torch_devices=$(sed -n 2p <<< "$info")
+    torch_version=$(sed -n 3p <<< "$info")
+    export LD_LIBRARY_PATH=${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  elif [ -z "$rehearsal" ] && [ "$mode" = run ]; then
+    fail_preflight "$py: import torch, numpy: $(tail -1 "$run/steps/00-import-torch.txt")"
+  fi
+  local exe missing
+  for exe in nmt cuda_test; do
+    [ -x "$exe" ] || "$py" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1] + ".xz"), open(sys.argv[1], "wb"))' "$exe" ||
+      fail_preflight "could not unpack $exe.xz"
+    chmod +x "$exe"
+  done
+  missing=
+  for exe in nmt cuda_test; do
+    local m
+    m=$(ldd "./$exe" 2>&1 | awk '/not found/ {printf "%s ", $1}')
+    [ -z "$m" ] || missing+="./$exe: $m(not found); "
+  done
+  [ -z "$missing" ] || fail_preflight "ldd: ${missing}LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  if [ -n "$rehearsal" ] || [ "$mode" = run-cpu ]; then
+    say "preflight: ${rehearsal:+rehearsal, }$mode: no nvidia-smi or CUDA device asked for (PyTorch here: $([ "$have_torch" = 1 ] && echo yes || echo no))"
+  else
+    command -v nvidia-smi > /dev/null || fail_preflight "no nvidia-smi: no NVIDIA driver on this machine?"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader > "$run/steps/00-nvidia-smi.txt" 2>&1 ||
+      fail_preflight "nvidia-smi: $(tail -1 "$run/steps/00-nvidia-smi.txt")"
+    [ "${torch_devices:-0}" -gt 0 ] || fail_preflight "PyTorch sees no CUDA device (torch.cuda.is_available() is false)"
+  fi
+  say "preflight passed: binaries unpacked, ldd finds every library; GPU: $(cat "$run/steps/00-nvidia-smi.txt" 2> /dev/null || echo none)"
+}
+
+# The first GPU process's time to its first result: the JIT of candle's PTX, unless
+# CUDA_CACHE_PATH already holds it.
+first_result() {
+  local f=$run/figures/$id.jsonl at
+  at=$(head -1 "$f" 2> /dev/null | "$py" -c 'import json, sys; print(json.loads(sys.stdin.readline())["at"])' 2> /dev/null)
+  if [ -n "$at" ]; then
+    say "time to first result: $(awk -v a="$started" -v b="$at" 'BEGIN { printf "%.1f", b - a }') s from the start of the first GPU process to its first figure (JIT cache: CUDA_CACHE_PATH=$CUDA_CACHE_PATH, CUDA_CACHE_MAXSIZE=$CUDA_CACHE_MAXSIZE, $cache_mb MB held before this run)"
+  else
+    say "time to first result: none (the first GPU process wrote no figure)"
+  fi
+}
+
+gpu_tests() {
+  local names name
+  names=$(./cuda_test --list 2> "$run/steps/00-test-list.txt" | sed -n 's/: test$//p')
+  [ -n "$names" ] || { not_run test-list "the GPU test binary lists no test: $(tail -1 "$run/steps/00-test-list.txt")"; return; }
+  say "GPU tests, each its own process: $(echo "$names" | tr '\n' ' ')"
+  for name in $names; do
+    step text "test-$name" 120 "a guess: unmeasured on a GPU" "GPU test $name" \
+      env NMT_REQUIRE_GPU=1 NMT_REPO_ROOT="$dir" ./cuda_test --exact "$name" --nocapture --test-threads 1
+    # An asynchronous fault is reported at a later call: again with each launch waited for.
+    if [ "$outcome" = failed ] || [ "$outcome" = timed-out ]; then
+      step text "test-$name-blocking" 120 "a guess, as above" "GPU test $name again, CUDA_LAUNCH_BLOCKING=1" \
+        env CUDA_LAUNCH_BLOCKING=1 NMT_REQUIRE_GPU=1 NMT_REPO_ROOT="$dir" ./cuda_test --exact "$name" --nocapture --test-threads 1
+    fi
+  done
+}
+
+compare_outputs() { # SLUG A B
+  if [ -f "$2" ] && [ -f "$3" ]; then
+    local same=false
+    cmp -s "$2" "$3" && same=true
+    n=$((n + 1))
+    figure "$(printf '%02d-%s' "$n" "$1")" "\"identical\": $same, \"a\": \"$(basename "$2")\", \"b\": \"$(basename "$3")\""
+    say "compare $(basename "$2") and $(basename "$3"): $([ $same = true ] && echo byte-identical || echo DIFFER)"
+  else
+    not_run "$1" "no two outputs to compare"
+  fi
+}
+
+run_gpu() {
+  local g=("${gpu[@]}") b
+  local gl=${g[*]:+ ${g[*]}}
+  nmt_bench nmt-train-b32 120 "a guess; the first GPU process, with the JIT of candle's PTX" "nmt bench$gl --only train, batch 32" \
+    "${g[@]}" --batch 32 --only train --steps "$steps_n"
+  first_result
+  nmt_bench nmt-train-b128 60 "a guess" "nmt bench$gl --only train, batch 128" "${g[@]}" --batch 128 --only train --steps "$steps_n"
+  torch_step torch-train 120 "a guess; from the H200's rates of 2026-11-27 the timed steps are seconds, the rest is start-up" \
+    "PyTorch's CUDA-graph and eager training step, batch 32 and 128" graph,eager ""
+  step text ratios-train 20 "Python over a few lines" "ratios: nmt's training step over PyTorch's (loss0 checked)" "$py" gpu-check-ratios.py train "$run"
+  for b in 32 128; do
+    nmt_bench "nmt-search-b$b" 60 "a guess" "nmt bench$gl --only greedy,beam5, batch $b" "${g[@]}" --batch "$b" --only greedy,beam5 --steps "$steps_n"
+  done
+  for b in 32 128; do
+    nmt_bench "cpu-beam5-b$b" 60 "over 5x the 2-core machine's rate (0.25 s a search at batch 32)" "nmt bench --only beam5 on $cores CPU threads, batch $b" \
+      --batch "$b" --only beam5 --threads "$cores" --steps "$steps_n"
+  done
+  step text ratios-search 20 "Python over a few lines" "ratios: nmt's searches over beam 5 on the CPU" "$py" gpu-check-ratios.py search "$run"
+  gpu_tests
+  say "the headline is done; what follows runs while the deadline allows"
+  for b in 32 128; do
+    nmt_bench "composed-train-b$b" 60 "a guess" "nmt bench$gl --impl composed --only train, batch $b" "${g[@]}" --impl composed --batch "$b" --only train --steps "$steps_n"
+  done
+  for b in 32 128; do
+    nmt_bench "composed-search-b$b" 90 "a guess" "nmt bench$gl --impl composed --only greedy,beam5, batch $b" \
+      "${g[@]}" --impl composed --batch "$b" --only greedy,beam5 --steps "$steps_n"
+  done
+  step text ratios-composed 20 "Python over a few lines" "ratios: the GPU kernels over composed candle ops" "$py" gpu-check-ratios.py composed "$run"
+  torch_step torch-other 150 "a guess; 3 forms and 2 searches at 2 batches" "PyTorch's bf16 and cuDNN forms and its eager searches" \
+    eager-bf16,cudnn-bf16,graph-bf16 greedy,beam5
+  step text ratios-train-all 20 "Python over a few lines" "ratios: nmt's training step over every PyTorch form" "$py" gpu-check-ratios.py train "$run"
+  local minutes
+  minutes=$(awk -v s="$train_s" 'BEGIN { print s / 60 }')
+  step text train-s2s $((train_s + 60)) "$train_s s of training, and 60 s (a guess) for the vocabularies and saving" \
+    "nmt train$gl -c configs/rnnsearch-s2s.toml for $train_s s" \
+    ./nmt train "${g[@]}" -c configs/rnnsearch-s2s.toml -m "$models/${run##*/}" --set train.max_minutes="$minutes" --set train.valid_every=500 --quiet
+  local m=$models/${run##*/}/model.safetensors
+  if [ -f "$m" ]; then
+    zcat data/bible-en-es/test.en.gz > "$run/test.en"
+    step text translate-gpu 90 "a guess; the H200 took 49.8-51.7 s at 28b8633, another model (docs/GPU.md)" "nmt translate$gl -b 5 of the 2 000 test verses" \
+      ./nmt translate "${g[@]}" -m "$m" -b 5 --batch-size 256 --stats -i "$run/test.en" -o "$run/test.gpu.es"
+    step text translate-cpu 90 "the H200 machine's 16 threads took 17.5 s at 28b8633, another model (docs/GPU.md)" "nmt translate -b 5 of the 2 000 test verses, $cores CPU threads" \
+      ./nmt translate -m "$m" -b 5 --threads "$cores" --stats -i "$run/test.en" -o "$run/test.cpu.es"
+    compare_outputs compare-translations "$run/test.gpu.es" "$run/test.cpu.es"
+  else
+    not_run translate "the 2 000 verses: no model (nmt train was skipped or failed)"
+  fi
+}
+
+run_cpu() {
+  local t
+  for t in 1 2 4 8 16; do
+    [ "$t" -le "$cores" ] || continue
+    nmt_bench "cpu-scaling-t$t" 60 "about 5x the 2-core rates, at 1 thread" "CPU scaling: nmt bench --only train,beam5, $t threads" \
+      --only train,beam5 --threads "$t" --steps 10
+  done
+  # 2 threads and all cores, once each (the same on a 2-core machine).
+  local pair
+  pair=$(printf '%s\n' 2 "$cores" | sort -un)
+  # Which batch a user with all these cores should train with: the step at 4x the sentences.
+  for t in $pair; do
+    nmt_bench "cpu-train-b128-t$t" 60 "over 5x the 2-core rate (4 batches a step)" "CPU: nmt bench --only train, batch 128, $t threads" \
+      --only train --batch 128 --threads "$t" --steps 5
+  done
+  # PyTorch's fastest CPU form, not its eager defaults; the first compilation takes minutes
+  # (TorchInductor caches it for the second), hence the longer first limit.
+  local limit=180
+  for t in $pair; do
+    if [ "$have_torch" = 1 ]; then
+      step fig "torch-compiled-t$t" "$limit" "a guess; the first compilation takes minutes" "CPU: PyTorch compiled, $t threads" \
+        env CUDA_VISIBLE_DEVICES= BENCH_REF=bench BENCH_DATA="$BENCH_DATA" THREADS="$t" STEPS=10 "$py" bench/pytorch-tuned-reference.py
+    else
+      not_run "torch-compiled-t$t" "no PyTorch here"
+    fi
+    limit=90
+  done
+  # The CPU issue's search scaling (its target: all cores >= 7x the 2-thread rate), on 500
+  # verses, with the model the last `run` of this pack trained (or GPU_CHECK_MODEL).
+  local m=${GPU_CHECK_MODEL:-}
+  if [ -z "$m" ]; then
+    local f
+    for f in "$models"/run-*/model.safetensors; do [ -f "$f" ] && m=$f; done # the last: the newest
+  fi
+  if [ -f "$m" ]; then
+    zcat data/bible-en-es/test.en.gz | head -500 > "$run/test500.en"
+    for t in $pair; do
+      step text "translate500-t$t" 90 "a guess: 2 000 verses took 15.6 s on 2 threads with rnnsearch-small (docs/PERF.md)" "beam 5 of 500 test verses, $t CPU threads" \
+        ./nmt translate -m "$m" -b 5 --threads "$t" --stats -i "$run/test500.en" -o "$run/test500.t$t.es"
+    done
+    if [ "$cores" -gt 2 ]; then compare_outputs compare-threads "$run/test500.t2.es" "$run/test500.t$cores.es"; fi
+  else
+    not_run translate500 "no model in $models: run \`run\` from this pack first, or set GPU_CHECK_MODEL"
+  fi
+}
+
+start_run() {
+  mode=$1
+  out=$2
+  dir=$3
+  t0=$(date +%s)
+  [[ $deadline =~ ^[0-9]+$ ]] || { echo "GPU_CHECK_DEADLINE=$deadline: a whole number of seconds" >&2; exit 2; }
+  [[ $steps_n =~ ^[1-9][0-9]*$ ]] || { echo "GPU_CHECK_STEPS=$steps_n: a positive whole number" >&2; exit 2; }
+  [[ $train_s =~ ^[1-9][0-9]*$ ]] || { echo "GPU_CHECK_TRAIN_SECONDS=$train_s: a positive whole number" >&2; exit 2; }
+  [[ $rehearsal_limit =~ ^[1-9][0-9]*$ ]] || { echo "GPU_CHECK_REHEARSAL_LIMIT=$rehearsal_limit: a positive whole number" >&2; exit 2; }
+  run=$out/$mode-$(date -u +%Y%m%d-%H%M%S)
+  mkdir -p "$run/figures" "$run/steps" || { echo "gpu-check: cannot write $run" >&2; exit 2; }
+  log=$run/log.txt
+  # The trained model (161 MB of files for the s2s recipe: du -sh of a rehearsal's, 2026-11-28)
+  # stays beside the pack, out of OUT, whose files travel back: `run-cpu` on the same machine
+  # finds it there.
+  models=$dir/models
+  n=0
+  rehearsal=
+  [ -f "$dir/REHEARSAL" ] && rehearsal=$(cat "$dir/REHEARSAL")
+  cd "$dir" || exit 2
+  say "gpu-check $mode, $(date -u '+%F %T') UTC, deadline $deadline s, $steps_n timed steps; run folder $run"
+  sed 's/^/  pack: /' COMMIT | tee -a "$log"
+  [ -z "$rehearsal" ] || say "REHEARSAL: $rehearsal"
+  preflight
+  cores=$(nproc)
+  say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $cores cores; flags: $(grep -o -w -e avx512f -e avx512_bf16 -e avx512_vnni -e avx2 /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  [ "$have_torch" != 1 ] || say "$torch_version; CUDA devices PyTorch sees: $torch_devices"
+  # The JIT cache: candle's kernels are PTX, compiled by the driver at their first load; kept
+  # beside the pack so that a second run on the same machine finds them (4 GiB: the driver's
+  # largest size, a setting, not a measured need).
+  export CUDA_CACHE_PATH=${CUDA_CACHE_PATH:-$dir/cuda-cache} CUDA_CACHE_MAXSIZE=${CUDA_CACHE_MAXSIZE:-4294967296}
+  cache_mb=$(du -sm "$CUDA_CACHE_PATH" 2> /dev/null | cut -f1)
+  say "JIT cache: CUDA_CACHE_PATH=$CUDA_CACHE_PATH (${cache_mb:-0} MB held), CUDA_CACHE_MAXSIZE=$CUDA_CACHE_MAXSIZE; NVIDIA_TF32_OVERRIDE=${NVIDIA_TF32_OVERRIDE:-unset}"
+  cache_mb=${cache_mb:-0}
+  export BENCH_DATA=$run/bench-data NMT_LOG=warn
+  gpu=(--gpu)
+  [ -z "$rehearsal" ] || gpu=()
+  step text gen-data 60 "pure Python, 5.7 M random draws: a guess" "the reference's weights and batch (bench/gen_data.py)" "$py" bench/gen_data.py
+  case $mode in
+    run) run_gpu ;;
+    run-cpu) run_cpu ;;
+  esac
+  say "done: $(awk '{print $2}' "$run/steps.txt" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}')$(el) s of $deadline"
+  say "log: $log"
+}
