@@ -119,7 +119,7 @@ pub fn rnn_sequence(gi: &Tensor, u: &Tensor, rows: &Tensor, reverse: bool, spec:
 
 /// Rows per parallel chunk: one chunk per thread. Smaller chunks would let a free core steal
 /// work from a busy one, but the per-step GEMMs lose a quarter of their speed going from 16
-/// rows to 8 (measured: 75 → 57 GFLOP/s for `(m, 256)·(256, 768)` on one thread).
+/// rows to 8 (measured: 75 → 57 GFLOP/s for `(m, 256)·(256, 768)` on one thread; no log kept).
 pub(crate) fn chunk_rows(batch: usize) -> usize {
     let chunks = rayon::current_num_threads().min(batch).max(1);
     batch.div_ceil(chunks).max(1)

@@ -132,6 +132,41 @@ unsafe fn mat<'a>(v: View, rows: usize, cols: usize) -> Mat<'a, f32> {
     }
 }
 
+/// A view's stored `(rows, cols)` for its use as `rows × cols`.
+fn stored(v: View, rows: usize, cols: usize) -> (usize, usize) {
+    if v.t {
+        (cols, rows)
+    } else {
+        (rows, cols)
+    }
+}
+
+/// The byte range a view of `rows × cols` (as used) spans.
+fn span(v: View, rows: usize, cols: usize) -> std::ops::Range<u64> {
+    let (sr, sc) = stored(v, rows, cols);
+    v.addr.0..v.addr.0 + 4 * extent(sr, sc, v.ld) as u64
+}
+
+/// What cuBLAS refuses or leaves undefined, refused here too, so that an orchestration the
+/// emulation accepts runs on the GPU: a leading dimension below the stored row's width (cuBLAS's
+/// `lda >= max(1, rows)` in its column-major terms) and an output that overlaps an input.
+fn cublas_rules(g: &Gemm) -> Result<()> {
+    for (name, v, r, c) in [("A", g.a, g.m, g.k), ("B", g.b, g.k, g.n), ("C", g.c, g.m, g.n)] {
+        let (_, sc) = stored(v, r, c);
+        if v.ld < sc.max(1) {
+            candle_core::bail!("gemm: {name}'s leading dimension {} is below its stored width {sc} (cuBLAS refuses it)", v.ld);
+        }
+    }
+    let c = span(g.c, g.m, g.n);
+    for (name, v, r, k) in [("A", g.a, g.m, g.k), ("B", g.b, g.k, g.n)] {
+        let x = span(v, r, k);
+        if k > 0 && x.start < c.end && c.start < x.end {
+            candle_core::bail!("gemm: the output overlaps {name} (undefined in cuBLAS)");
+        }
+    }
+    Ok(())
+}
+
 impl Device for Emulated {
     type In<'a> = Addr;
     type Floats = HostBuf<f32>;
@@ -168,8 +203,9 @@ impl Launch for Emulated {
         if g.m == 0 || g.n == 0 {
             return Ok(());
         }
-        // SAFETY: the orchestration (`birnn.rs`) passes views inside buffers it owns or was
-        // given, and never makes `c` overlap `a` or `b` (they are distinct buffers).
+        cublas_rules(&g)?;
+        // SAFETY: the orchestration passes views inside buffers it owns or was given, and
+        // `cublas_rules` refused an output that overlaps an input.
         unsafe {
             let (a, b) = (mat(g.a, g.m, g.k), mat(g.b, g.k, g.n));
             let c = std::slice::from_raw_parts_mut(g.c.addr.0 as *mut f32, extent(g.m, g.n, g.c.ld));

@@ -211,3 +211,23 @@ fn argument_structs_match_their_c_layouts() {
         assert!(check_layout(&bad).is_err(), "{bad:?} passed");
     }
 }
+
+/// The emulated product refuses what cuBLAS refuses: a leading dimension below the stored row's
+/// width, and an output that overlaps an input; the same product with honest views runs.
+#[test]
+fn emulated_gemm_refuses_what_cublas_refuses() {
+    use super::emulated::Emulated;
+    use super::launch::{Gemm, Launch, View};
+    let l = Emulated;
+    let (a, b, c) = (l.upload(&[1.0; 6]).unwrap(), l.upload(&[1.0; 6]).unwrap(), l.zeros(4).unwrap());
+    let [pa, pb, pc] = [&a, &b, &c].map(|x| l.addr(x));
+    // C (2 × 2) = A (2 × 3) · B (3 × 2).
+    let g = Gemm { m: 2, n: 2, k: 3, a: View::new(pa, 3), b: View::new(pb, 2), c: View::new(pc, 2), accumulate: false };
+    l.gemm(g).unwrap();
+    assert_eq!(c.to_vec(), vec![3.0; 4]);
+    assert!(l.gemm(Gemm { a: View::new(pa, 2), ..g }).is_err(), "A's ld 2 below its 3 columns");
+    assert!(l.gemm(Gemm { c: View::new(pc, 1), ..g }).is_err(), "C's ld 1 below its 2 columns");
+    assert!(l.gemm(Gemm { b: View::new(pb, 3).t(), ..g }).is_ok(), "B stored 2 × 3, ld 3");
+    assert!(l.gemm(Gemm { b: View::new(pb, 2).t(), ..g }).is_err(), "B stored 2 × 3, ld 2");
+    assert!(l.gemm(Gemm { c: View::new(pa.at(2), 2), ..g }).is_err(), "C overlaps A");
+}
