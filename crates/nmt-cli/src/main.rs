@@ -84,7 +84,7 @@ fn main() -> std::process::ExitCode {
         .init();
     // A misspelt cap would silently run the full instruction sets: refuse it before any kernel
     // reads it (the library ignores what it cannot parse).
-    let result = match nmt::kernels::isa::cap_from_env() {
+    let result = match nmt::cpu_cap_from_env() {
         Err(e) => Err(anyhow::anyhow!(e)),
         Ok(_) => run(cli.command),
     };

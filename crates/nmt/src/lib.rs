@@ -9,8 +9,9 @@
 //! `kernels` (the fused CPU ops) and `bench` (the speed harness behind `nmt bench`) are not part
 //! of the API: they are hidden from the documentation and may change with any commit. They
 //! stay reachable only because the crate's integration tests and examples (`crates/nmt/tests`,
-//! `crates/nmt/examples`) test and time the kernels directly; the binary reaches them through
-//! [`profile`], [`run_bench`], [`cpu_class`], [`bf16_available`] and [`bf16_path`].
+//! `crates/nmt/examples`) test and time the kernels directly; the binary reaches them only
+//! through the names re-exported here: [`profile`], [`run_bench_each`], [`BenchOptions`],
+//! [`cpu_class`], [`cpu_cap_from_env`], [`bf16_available`] and [`bf16_path`].
 pub mod config;
 pub mod convert;
 pub mod embed;
@@ -32,12 +33,12 @@ pub mod bench;
 #[doc(hidden)]
 pub mod kernels;
 
-pub use bench::run::{run as run_bench, BenchOptions};
+pub use bench::run::{run as run_bench, run_each as run_bench_each, BenchOptions};
 /// The tensor library, re-exported so that users (and the CLI) use the same version.
 pub use candle_core;
 pub use config::{Arch, Config, DataConfig, Impl, ModelConfig, SearchConfig, TrainConfig};
 pub use error::{Error, Result};
-pub use kernels::isa::cpu_class;
+pub use kernels::isa::{cap_from_env as cpu_cap_from_env, cpu_class};
 pub use kernels::precision::{bf16_available, bf16_path};
 pub use kernels::profile;
 pub use model::Seq2Seq;

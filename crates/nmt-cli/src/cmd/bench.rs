@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use nmt::bench::run::run_each;
 use nmt::config::{Impl, Precision};
+use nmt::run_bench_each as run_each;
 use nmt::BenchOptions;
 
 use super::common::ComputeArgs;
