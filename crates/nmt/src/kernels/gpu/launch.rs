@@ -89,6 +89,44 @@ pub trait KernelArgs: ArgStruct {}
 /// Threads per block of every launch: the kernels are elementwise, one thread per element.
 pub const BLOCK: usize = 256;
 
+/// Host data an op reads (lengths, token ids, dropout masks): host values the op uploads when
+/// it runs (the candle path: `op.rs` makes the launcher inside the op), or a buffer already on
+/// the device. A recorded training step (`recording.rs`) stages its inputs into the bucket's
+/// buffers before each replay and hands the ops [`Staged::Device`], so that nothing is
+/// uploaded inside the replayed region, where a CUDA graph would bake the first step's values.
+#[derive(Clone, Debug)]
+pub enum Staged<T> {
+    Host(Vec<T>),
+    Device(Addr),
+}
+
+impl Staged<f32> {
+    /// The data's address, and the buffer that holds it when it was uploaded here (the caller
+    /// keeps it alive while the launches that read it run).
+    pub fn addr<L: Launch>(&self, l: &L) -> Result<(Addr, Option<L::Floats>)> {
+        match self {
+            Staged::Host(v) => {
+                let b = l.upload(v)?;
+                Ok((l.addr(&b), Some(b)))
+            }
+            Staged::Device(a) => Ok((*a, None)),
+        }
+    }
+}
+
+impl Staged<i64> {
+    /// As for `f32` data, for integers (`Launch::upload_ints`).
+    pub fn addr<L: Launch>(&self, l: &L) -> Result<(Addr, Option<L::Ints>)> {
+        match self {
+            Staged::Host(v) => {
+                let b = l.upload_ints(v)?;
+                Ok((l.ints_addr(&b), Some(b)))
+            }
+            Staged::Device(a) => Ok((*a, None)),
+        }
+    }
+}
+
 /// Where the kernels run: buffers, products and launches on one stream, in order.
 /// A launcher is a [`Device`] whose ops read device addresses; its `Floats` are the buffers of
 /// `f32`s it owns.
