@@ -6,7 +6,7 @@ use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, MaskRows};
 use super::attention_kernels::{At, Inputs, Saved};
-use super::launch::{Addr, Launch};
+use super::launch::{Addr, Launch, Staged};
 use crate::config::{CellKind, GruForm};
 use crate::kernels::cpu::bahdanau::AttnDims;
 use crate::kernels::fused_op::Device;
@@ -19,7 +19,7 @@ use crate::kernels::fused_op::FusedOp;
 /// Returns `(B·T, H + C)`, each step's `[s_i; c_i]`.
 pub fn attention_loop(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Result<Tensor> {
     checked(seq, enc, w, &d, false)?;
-    super::op::apply(AttnOp { d, m0: false }, seq, enc, w)
+    super::op::apply(AttnOp::host(d, false), seq, enc, w)
 }
 
 /// One step of the loop for `R = d.batch` rows (`d.tgt_len` = 1): from `seq = [gie (R, G);
@@ -35,7 +35,7 @@ pub fn attention_step(seq: &Tensor, enc: &Tensor, w: &Tensor, d: AttnDims) -> Re
     }
     let m0 = d.kind == CellKind::Lstm;
     checked(seq, enc, w, &d, m0)?;
-    super::op::apply_no_bwd(StepOp(AttnOp { d, m0 }), seq, enc, w)
+    super::op::apply_no_bwd(StepOp(AttnOp::host(d, m0)), seq, enc, w)
 }
 
 /// Checks the inputs against `d`; `m0`: `seq` ends with an LSTM's initial cell states.
@@ -64,28 +64,44 @@ fn checked(seq: &Tensor, enc: &Tensor, w: &Tensor, d: &AttnDims, m0: bool) -> Re
     Ok(())
 }
 
-/// The host data uploaded for a call: the lengths (source, target) and the mask.
-type Uploaded<L> = ([<L as Launch>::Ints; 2], Option<<L as Device>::Floats>);
+/// The buffers uploaded for one pass (the source lengths, the target lengths, the mask), kept
+/// while its launches run.
+type Uploaded<L> = (Option<<L as Launch>::Ints>, Option<<L as Launch>::Ints>, Option<<L as Device>::Floats>);
 
-/// The loop as a [`GpuOp`] of `(seq, enc, w)`.
-struct AttnOp {
-    d: AttnDims,
+/// The loop as a [`FusedOp`] of `(seq, enc, w)`, with the source lengths `(B)`, the target
+/// lengths (`T` for every row: the loop's `all`) and the recurrent dropout mask `(B, H)` from
+/// the host, or already on the device (a recorded step's: `recording.rs`).
+pub(crate) struct AttnOp {
+    pub d: AttnDims,
     /// Whether `seq` ends with the LSTM's `m_0 (B, H)` (else it starts from zero).
-    m0: bool,
+    pub m0: bool,
+    pub lens: Staged<i64>,
+    pub all: Staged<i64>,
+    pub mask: Option<Staged<f32>>,
 }
 
 impl AttnOp {
-    /// The loop's view of the inputs, with the lengths and mask uploaded (the buffers must
+    /// The loop over `d`'s host lengths and mask, uploaded when it runs.
+    fn host(d: AttnDims, m0: bool) -> Self {
+        let lens = Staged::Host(d.lens.iter().map(|&n| n as i64).collect());
+        let all = Staged::Host(vec![d.tgt_len as i64; d.batch]);
+        let mask = d.state_mask.clone().map(Staged::Host);
+        AttnOp { d, m0, lens, all, mask }
+    }
+
+    /// The loop's view of the inputs, with what came from the host uploaded (the buffers must
     /// outlive the launches).
     fn at<L: Launch>(&self, l: &L, [seq, enc, w]: [Addr; 3]) -> Result<(At<'_>, Uploaded<L>)> {
         let d = &self.d;
-        let lens = l.upload_ints(&d.lens.iter().map(|&n| n as i64).collect::<Vec<_>>())?;
-        let all = l.upload_ints(&vec![d.tgt_len as i64; d.batch])?;
-        let mask = d.state_mask.as_deref().map(|m| l.upload(m)).transpose()?;
-        let m = mask.as_ref().map_or(Addr::NULL, |m| l.addr(m));
+        let (lens, held_lens) = self.lens.addr(l)?;
+        let (all, held_all) = self.all.addr(l)?;
+        let (mask, held_mask) = match &self.mask {
+            Some(m) => m.addr(l)?,
+            None => (Addr::NULL, None),
+        };
         let m0 = if self.m0 { seq.at(d.batch * (d.tgt_len * d.g() + d.hidden)) } else { Addr::NULL };
-        let x = Inputs { seq, enc, w, lens: l.ints_addr(&lens), all: l.ints_addr(&all), mask: m, m0 };
-        Ok((At { d, x }, ([lens, all], mask)))
+        let x = Inputs { seq, enc, w, lens, all, mask, m0 };
+        Ok((At { d, x }, (held_lens, held_all, held_mask)))
     }
 }
 

@@ -22,10 +22,10 @@ use super::args::{self, FillRows};
 pub use super::direction::Dims;
 use super::direction::{Carries, Dir, Own};
 use super::gru_cell::sum_rows;
-use super::launch::{Addr, Launch};
+use super::launch::{Addr, Launch, Staged};
 use crate::config::{CellKind, GruForm};
 use crate::kernels::cpu::rnn_sequence::RnnSpec;
-use crate::kernels::fused_op::FusedOp;
+use crate::kernels::fused_op::{Device, FusedOp};
 
 /// The op's inputs on the launcher: `gi`, `u`, `bh` as above, the lengths (`i64`, `B`) and
 /// the mask (or [`Addr::NULL`]).
@@ -107,7 +107,9 @@ pub fn backward<L: Launch>(l: &L, d: Dims, x: Inputs, saved: &Saved<L::Floats>, 
     let (b, s, h, g) = (d.batch, d.len, d.hidden, d.g());
     let (bw, nl) = (bias_width(d), normed_len(d));
     let (dgi, du, dbh) = (l.zeros(b * s * 2 * g)?, l.zeros(2 * h * g)?, l.zeros(2 * bw)?);
-    let (zeros, ones) = (l.zeros(b * h)?, l.upload(&vec![1.0; b * s])?);
+    let (zeros, ones) = (l.zeros(b * h)?, l.scratch(b * s)?);
+    // Written, not uploaded: a recorded step must not copy from the host (`recording.rs`).
+    l.fill(l.addr(&ones), b * s, 1.0)?;
     let (dq, buf, hprev) = (l.zeros(b * h)?, l.zeros(b * h)?, l.zeros(b * s * h)?);
     // Every address once, before the loops (on a GPU a lookup is driver calls: `cuda.rs`).
     let (dgip, z0, hpp) = (l.addr(&dgi), l.addr(&zeros), l.addr(&hprev));
@@ -146,23 +148,31 @@ pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -
         bail!("gpu birnn_sequence: f32 only, got {:?}", gi.dtype());
     }
     let d = Dims { batch: dims.batch, len: dims.len, hidden, kind: spec.kind, norm };
-    super::op::apply(BiGru { d, lens: dims.lens.iter().map(|&l| l as i64).collect(), mask: dims.mask }, gi, u, bh)
+    let lens = Staged::Host(dims.lens.iter().map(|&l| l as i64).collect());
+    super::op::apply(BiGru { d, lens, mask: dims.mask.map(Staged::Host) }, gi, u, bh)
 }
 
-/// [`forward`] and [`backward`] as a [`GpuOp`] of `(gi, u, bh)`, with the host's lengths and mask.
-struct BiGru {
-    d: Dims,
-    lens: Vec<i64>,
-    mask: Option<Vec<f32>>,
+/// [`forward`] and [`backward`] as a [`FusedOp`] of `(gi, u, bh)`, with the lengths `(B)` and
+/// the recurrent dropout mask `(2, B, H)` from the host or already on the device (a recorded
+/// step's: `recording.rs`).
+pub(crate) struct BiGru {
+    pub d: Dims,
+    pub lens: Staged<i64>,
+    pub mask: Option<Staged<f32>>,
 }
+
+/// The buffers uploaded for one pass (kept while its launches run).
+type Held<L> = (Option<<L as Launch>::Ints>, Option<<L as Device>::Floats>);
 
 impl BiGru {
-    /// The inputs with the lengths and mask uploaded (the buffers must outlive the launches).
-    fn inputs<L: Launch>(&self, l: &L, [gi, u, bh]: [Addr; 3]) -> Result<(Inputs, L::Ints, Option<L::Floats>)> {
-        let lens = l.upload_ints(&self.lens)?;
-        let mask = self.mask.as_deref().map(|m| l.upload(m)).transpose()?;
-        let m = mask.as_ref().map_or(Addr::NULL, |m| l.addr(m));
-        Ok((Inputs { gi, u, bh, lens: l.ints_addr(&lens), mask: m }, lens, mask))
+    /// The inputs' addresses, with the lengths and mask uploaded when they came from the host.
+    fn inputs<L: Launch>(&self, l: &L, [gi, u, bh]: [Addr; 3]) -> Result<(Inputs, Held<L>)> {
+        let (lens, held_lens) = self.lens.addr(l)?;
+        let (mask, held_mask) = match &self.mask {
+            Some(m) => m.addr(l)?,
+            None => (Addr::NULL, None),
+        };
+        Ok((Inputs { gi, u, bh, lens, mask }, (held_lens, held_mask)))
     }
 }
 
@@ -175,12 +185,12 @@ impl<L: Launch> FusedOp<L> for BiGru {
     }
 
     fn forward(&self, l: &L, x: [Addr; 3]) -> Result<(L::Floats, Saved<L::Floats>)> {
-        let (x, _lens, _mask) = self.inputs(l, x)?;
+        let (x, _held) = self.inputs(l, x)?;
         forward(l, self.d, x)
     }
 
     fn backward(&self, l: &L, x: [Addr; 3], saved: Saved<L::Floats>, out: Addr, dout: Addr) -> Result<[L::Floats; 3]> {
-        let (x, _lens, _mask) = self.inputs(l, x)?;
+        let (x, _held) = self.inputs(l, x)?;
         let g = backward(l, self.d, x, &saved, out, dout)?;
         Ok([g.dgi, g.du, g.dbh])
     }

@@ -7,7 +7,7 @@
 //! transpose; so [`Launch::gemm`] calls `sgemm(op_B, op_A, n, m, k, B, A, C)` with each
 //! operand's own leading dimension.
 use candle_core::cuda_backend::cudarc::cublas::sys as cublas;
-use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::cudarc::driver::{self, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::CudaDevice;
 use candle_core::op::BackpropOp;
 use candle_core::{bail, CudaStorage, Layout, Result, Storage, Tensor};
@@ -123,6 +123,33 @@ impl Launch for Cuda {
             bail!("cublasSgemm failed: {status:?} ({g:?})");
         }
         Ok(())
+    }
+
+    fn fill(&self, dst: Addr, n: usize, value: f32) -> Result<()> {
+        let stream = self.dev.cuda_stream();
+        // SAFETY: the caller names `n` values of a live device buffer; on candle's stream.
+        unsafe { driver::sys::cuMemsetD32Async(dst.0, value.to_bits(), n, stream.cu_stream()) }.result().map_err(cuda_err)
+    }
+
+    fn write(&self, dst: Addr, x: &[f32]) -> Result<()> {
+        let stream = self.dev.cuda_stream();
+        // SAFETY: `dst` holds `x.len()` values; a pageable source is copied before the call returns.
+        unsafe { driver::result::memcpy_htod_async(dst.0, x, stream.cu_stream()) }.map_err(cuda_err)
+    }
+
+    fn write_ints(&self, dst: Addr, x: &[i64]) -> Result<()> {
+        let stream = self.dev.cuda_stream();
+        // SAFETY: as for `write`.
+        unsafe { driver::result::memcpy_htod_async(dst.0, x, stream.cu_stream()) }.map_err(cuda_err)
+    }
+
+    fn read(&self, src: Addr, n: usize) -> Result<Vec<f32>> {
+        let stream = self.dev.cuda_stream();
+        let mut out = vec![0f32; n];
+        // SAFETY: `src` holds `n` values; the stream is synchronised before `out` is read.
+        unsafe { driver::result::memcpy_dtoh_async(&mut out, src.0, stream.cu_stream()) }.map_err(cuda_err)?;
+        stream.synchronize().map_err(cuda_err)?;
+        Ok(out)
     }
 
     fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()> {

@@ -214,6 +214,31 @@ impl Launch for Emulated {
         Ok(())
     }
 
+    const POISONS_SCRATCH: bool = true;
+
+    fn fill(&self, dst: Addr, n: usize, value: f32) -> Result<()> {
+        // SAFETY: the caller names `n` values of a live buffer; launches are synchronous here.
+        unsafe { std::slice::from_raw_parts_mut(dst.0 as *mut f32, n) }.fill(value);
+        Ok(())
+    }
+
+    fn write(&self, dst: Addr, x: &[f32]) -> Result<()> {
+        // SAFETY: as for `fill`, `x.len()` values.
+        unsafe { std::slice::from_raw_parts_mut(dst.0 as *mut f32, x.len()) }.copy_from_slice(x);
+        Ok(())
+    }
+
+    fn write_ints(&self, dst: Addr, x: &[i64]) -> Result<()> {
+        // SAFETY: as for `fill`, `x.len()` integers.
+        unsafe { std::slice::from_raw_parts_mut(dst.0 as *mut i64, x.len()) }.copy_from_slice(x);
+        Ok(())
+    }
+
+    fn read(&self, src: Addr, n: usize) -> Result<Vec<f32>> {
+        // SAFETY: as for `fill`.
+        Ok(unsafe { std::slice::from_raw_parts(src.0 as *const f32, n) }.to_vec())
+    }
+
     fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()> {
         check_once::<A>()?;
         let grid = threads.div_ceil(BLOCK);

@@ -20,6 +20,11 @@ impl Addr {
     pub fn at(self, elems: usize) -> Addr {
         Addr(self.0 + 4 * elems as u64)
     }
+
+    /// The address `elems` `i64`s (or `f64`s) further on.
+    pub fn at_i64(self, elems: usize) -> Addr {
+        Addr(self.0 + 8 * elems as u64)
+    }
 }
 
 /// A row-major view for [`Gemm`]: `rows × cols` with leading dimension `ld`, transposed
@@ -148,4 +153,17 @@ pub trait Launch: for<'a> Device<In<'a> = Addr> {
     fn gemm(&self, g: Gemm) -> Result<()>;
     /// Runs `k` on `threads` thread indices (blocks of [`BLOCK`]).
     fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()>;
+    /// Sets `n` values at `dst` to `value` (on the GPU a memset launch, which a CUDA graph can
+    /// hold, as it cannot hold an allocation).
+    fn fill(&self, dst: Addr, n: usize, value: f32) -> Result<()>;
+    /// Copies host data into a buffer that exists (a recorded step's inputs, staged before its
+    /// replay: `recording.rs`).
+    fn write(&self, dst: Addr, x: &[f32]) -> Result<()>;
+    /// As [`Launch::write`], for integers.
+    fn write_ints(&self, dst: Addr, x: &[i64]) -> Result<()>;
+    /// Copies `n` values back to the host, after every launch before it has run.
+    fn read(&self, src: Addr, n: usize) -> Result<Vec<f32>>;
+    /// Whether a replayed step's scratch buffers are refilled with NaN before each replay: the
+    /// emulation's check that no kernel reads a value the step did not write (`scratch`).
+    const POISONS_SCRATCH: bool = false;
 }

@@ -64,6 +64,9 @@ mod lstm_cell;
 mod norm_rows;
 mod op;
 pub mod optim_step;
+pub mod recording;
+#[cfg(test)]
+mod recording_tests;
 mod rnn_cell;
 pub mod rnn_sequence;
 pub mod row_best;
