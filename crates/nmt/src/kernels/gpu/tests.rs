@@ -150,6 +150,47 @@ fn emulated_gpu_update_equals_the_cpu_update() {
     }
 }
 
+/// The device-side update of a parameter arena (`optim_step::DeviceUpdate`: the update count,
+/// the gradient norm, warm-up, clipping or normalising, Adam's bias corrections all computed on
+/// the device) against the host's (`train/optim.rs`'s rule, `kernels::cpu::optim_step`'s update)
+/// over five updates with gradients of norms above and below the clip.
+#[test]
+fn device_update_scalars_equal_the_hosts() {
+    use super::emulated::{Emulated, HostBuf};
+    use super::launch::Launch;
+    use super::optim_step::{DeviceUpdate, UpdateConfig};
+    use crate::kernels::cpu::optim_step::{update_in_place, Rule};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(61);
+    let n = 9000;
+    let p0: Vec<f32> = (0..n).map(|_| rng.gen_range(-1f32..1.0)).collect();
+    let grads: Vec<Vec<f32>> = [0.5f32, 0.001, 0.02, 0.3, 0.0005].iter().map(|&s| (0..n).map(|_| rng.gen_range(-s..s)).collect()).collect();
+    for normalize in [false, true] {
+        let cfg = UpdateConfig { adam: true, beta: 0.9, beta2: 0.98, eps: 1e-8, warmup: 3, clip: 1.0, normalize };
+        let l = Emulated;
+        let (p, m, v, g) = (HostBuf::from_slice(&p0), l.zeros(n).unwrap(), l.zeros(n).unwrap(), l.zeros(n).unwrap());
+        let dev = DeviceUpdate::new(&l, cfg, n, 2e-3).unwrap();
+        let cpu = Tensor::from_vec(p0.clone(), n, &Device::Cpu).unwrap();
+        let (mut hm, mut hv) = (vec![0f32; n], vec![0f32; n]);
+        for (k, gk) in grads.iter().enumerate() {
+            let step = k as u64 + 1;
+            l.write(l.addr(&g), gk).unwrap();
+            dev.step(&l, l.addr(&p), [l.addr(&m), l.addr(&v)], l.addr(&g)).unwrap();
+            let norm = gk.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt();
+            let got = dev.norm(&l).unwrap();
+            assert!((got - norm).abs() <= 1e-12 * norm, "update {step}: norm {got} against {norm}");
+            let scale = if norm > cfg.clip || (normalize && norm > 0.0) { cfg.clip / norm } else { 1.0 };
+            let lr = 2e-3 * (step as f64 / 3.0).min(1.0);
+            let rule = Rule::Adam { lr, beta1: cfg.beta, beta2: cfg.beta2, eps: cfg.eps, step };
+            update_in_place(&cpu, &Tensor::from_vec(gk.clone(), n, &Device::Cpu).unwrap(), (&mut hm, &mut hv), rule, scale).unwrap();
+        }
+        let want = [cpu.to_vec1::<f32>().unwrap(), hm, hv].concat();
+        let got = [p.to_vec(), m.to_vec(), v.to_vec()].concat();
+        for (i, (a, e)) in got.iter().zip(&want).enumerate() {
+            assert!((a - e).abs() <= 1e-6 * (1.0 + e.abs()), "normalize {normalize}: [{i}] device {a}, host {e}");
+        }
+    }
+}
+
 /// The gated-feedback stack (`feedback_forward.rs`) against `kernels::cpu::feedback_op`: both GRU forms and
 /// the LSTM, three layers (two upper), with and without dropout (input and state masks) and
 /// residual connections; the top outputs and the gradients of `s1`, `h0` and every weight.
