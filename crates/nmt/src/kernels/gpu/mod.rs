@@ -67,6 +67,7 @@ pub mod optim_step;
 pub mod recording;
 #[cfg(test)]
 mod recording_tests;
+pub mod replay_check;
 mod rnn_cell;
 pub mod rnn_sequence;
 pub mod row_best;
