@@ -270,3 +270,46 @@ fn two_ranks_sharing_the_gpu_end_with_the_weights_of_one() {
     // weights by more than 1e-3, checked in `two_ranks_against_one`).
     assert!(diff <= 1e-6, "2 ranks differ from 1 by {diff}");
 }
+
+/// A recorded training step (`kernels::gpu::replay_check`: a bidirectional GRU layer forward and
+/// backward with recurrent dropout and padded sentences, Adam with its scalars on the device),
+/// its first update run eagerly while recorded, then replayed for three new batches: as the
+/// tape's eager launches, and as a captured CUDA graph (`kernels::gpu::cuda::Cuda::capture`).
+/// Both must leave fresh eager steps' bits after every update; a graph replayed over stale
+/// inputs must not.
+#[test]
+fn gpu_graph_replays_equal_fresh_steps() {
+    let Some(dev) = gpu() else { return };
+    graph_replays(&dev);
+}
+
+#[cfg(feature = "cuda")]
+fn graph_replays(dev: &Device) {
+    use nmt::kernels::gpu::cuda::{Cuda, Graph};
+    use nmt::kernels::gpu::recording::Recording;
+    use nmt::kernels::gpu::replay_check::{batches, eager, first_difference, replayed, Staging};
+    let Device::Cuda(cd) = dev else { panic!("not a CUDA device: {dev:?}") };
+    let l = Cuda::new(cd);
+    let bs = batches();
+    let want = eager(&l, &bs).unwrap();
+    let taped = replayed(&l, &bs, Staging::Each, &|rec: &Recording<'_, Cuda>, _| rec.replay()).unwrap();
+    assert_eq!(first_difference(&want, &taped), None, "the tape's replay differs from fresh steps");
+    let on_graph = |staging: Staging| {
+        let graph: std::cell::OnceCell<Graph> = std::cell::OnceCell::new();
+        replayed(&l, &bs, staging, &|rec: &Recording<'_, Cuda>, _| {
+            if graph.get().is_none() {
+                let _ = graph.set(l.capture(rec)?);
+            }
+            graph.get().expect("captured").launch()
+        })
+        .unwrap()
+    };
+    assert_eq!(first_difference(&want, &on_graph(Staging::Each)), None, "the CUDA graph differs from fresh steps");
+    assert_eq!(first_difference(&want, &on_graph(Staging::Stale)), Some(1), "a graph over stale inputs went unnoticed");
+}
+
+/// Without `--features cuda` there is no device to reach here (`gpu()` returned `None`).
+#[cfg(not(feature = "cuda"))]
+fn graph_replays(dev: &Device) {
+    panic!("a CUDA device {dev:?} in a build without the cuda feature");
+}

@@ -57,6 +57,40 @@ impl Cuda {
     }
 }
 
+/// A recorded step (`recording.rs`) captured as a CUDA graph: instantiated once per bucket,
+/// then launched once per update after the bucket's inputs are staged.
+pub struct Graph(driver::CudaGraph);
+
+impl Graph {
+    /// Runs the step: one launch of the whole graph on the stream it was captured on.
+    pub fn launch(&self) -> Result<()> {
+        self.0.launch().map_err(cuda_err)
+    }
+}
+
+impl Cuda {
+    /// Captures `rec`'s step: its tape replayed once on candle's stream while that stream
+    /// captures (nothing runs), then instantiated. Candle's device stream is a stream of its
+    /// own (per thread, `CU_STREAM_PER_THREAD`, never the legacy stream, which cannot capture),
+    /// and capturing on it keeps cuBLAS's handle and the module cache the eager step used;
+    /// thread-local mode, since only this thread enqueues there while capturing. The tape holds
+    /// products, launches and memsets only (`recording.rs` refuses uploads, reads and
+    /// allocations in the step), which stream capture accepts. Unconfirmed until a GPU runs
+    /// `tests/cuda.rs`'s `gpu_graph_replays_equal_fresh_steps`.
+    pub fn capture(&self, rec: &super::recording::Recording<'_, Cuda>) -> Result<Graph> {
+        let stream = self.dev.cuda_stream();
+        stream.begin_capture(driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(cuda_err)?;
+        let taped = rec.replay();
+        // The capture is ended whatever the replay returned, so the stream is usable again.
+        let graph = stream.end_capture(driver::sys::CUgraphInstantiate_flags(0)).map_err(cuda_err);
+        taped?;
+        match graph? {
+            Some(g) => Ok(Graph(g)),
+            None => bail!("stream capture of a recorded step returned no graph"),
+        }
+    }
+}
+
 impl Device for Cuda {
     type In<'a> = Addr;
     type Floats = CudaSlice<f32>;

@@ -52,7 +52,7 @@ mod bahdanau;
 pub mod birnn;
 mod conditional;
 #[cfg(feature = "cuda")]
-pub(crate) mod cuda;
+pub mod cuda;
 mod direction;
 pub(crate) mod emulated;
 mod feedback_backward;
