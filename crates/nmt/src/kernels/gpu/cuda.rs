@@ -12,7 +12,7 @@ use candle_core::cuda_backend::CudaDevice;
 use candle_core::op::BackpropOp;
 use candle_core::{bail, CudaStorage, Layout, Result, Storage, Tensor};
 
-use super::launch::{Addr, Gemm, Kernel, KernelArgs, Launch, Module, BLOCK};
+use super::launch::{Addr, Gemm, Kernel, KernelArgs, Launch, BLOCK};
 use crate::kernels::fused_op::Device;
 
 fn cuda_err(e: impl std::error::Error + Send + Sync + 'static) -> candle_core::Error {

@@ -18,7 +18,9 @@
 //! [`launch::Launch`], [`launch::Kernel`], addresses and products), `args.rs` (the kernels'
 //! argument structs, mirrored from `common.h`), `direction.rs` (the loops through time that
 //! `birnn.rs` and `rnn_sequence.rs` share), `attention_kernels.rs` (the decoder loops' layout
-//! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `tests.rs`.
+//! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `recording.rs` (a
+//! launcher that records a training step and replays it, as a CUDA graph does), `replay_check.rs`
+//! (a step to check replays with, on any launcher), `tests.rs` and `recording_tests.rs`.
 //! The CUDA sources are every `.cu` file of this folder (build.rs finds them), with
 //! `common.h` (argument structs, cell codes, shared device functions) and, for the host,
 //! `emulate.h`/`emulate.c`.
@@ -39,7 +41,8 @@
 //! from its ops; docs/GPU.md, "Reading"). Here a reset-after GRU step is 2 launches each way
 //! (a product and a gate kernel), a paper-form step 4, and recurrent dropout adds one; a
 //! Bahdanau decoder step is 7 forward, a conditional GRU step 9 (docs/GPU.md). The per-step
-//! launches are what a CUDA graph can later capture (not done yet).
+//! launches are what a CUDA graph captures: `recording.rs` records them over a bucket's buffers
+//! and `cuda.rs` captures the recording (docs/GPU.md, "The training step as a CUDA graph").
 //!
 //! The host form is not a second implementation of the maths: it is the same source. Training
 //! on the CPU runs the CPU ops (`kernels::cpu`); the emulation runs in the tests and in one
