@@ -1,0 +1,152 @@
+//! The output side's GPU ops, run emulated on the host, against their CPU twins: the embedding
+//! lookup (`lookup.rs`, `x_r = E[id_r] ⊙ m_r`, `E (V, m)`), the deep output (`deep_output.rs`,
+//! Bahdanau et al. 2014 A.2.2, `t (N, l)` from `sc (N, K1)`, `ey (N, K2)`, `wb (K1+K2+1, w)`)
+//! and the projection's loss (`proj_nll.rs`, `nll (N)` from `x (N, K)`, `W (K, V)` or tied
+//! `Wᵀ (V, K)`, `b (V)`): the outputs and every input's gradient, under the loss `Σ out ⊙ w`.
+//!
+//! The lookup is checked for bit equality: it gathers and adds in the CPU op's order. The
+//! other two are held to 1e-5 of each tensor's largest magnitude: their products run on a
+//! different GEMM call (the emulation's one-thread `matmul` where the CPU op calls
+//! `matmul_wide`, free to block the sums differently) and their `exp`/`tanh` are libm's where
+//! the CPU's are its own polynomials (`kernels::math`, within a few ulp), so each element may
+//! differ by a few ulp times the few dozen terms summed here (about 1e-6 of the tensor's scale);
+//! a wrong index, transpose or order is off by the data's own scale (0.3 here).
+use candle_core::{Device, Tensor, Var};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+
+use crate::config::OutputLayer;
+use crate::kernels::cpu::proj_nll::ProjWeight;
+
+/// An `N(0, 0.3²)` variable of `shape`.
+fn normal(rng: &mut ChaCha8Rng, shape: &[usize]) -> Var {
+    let d = Normal::new(0.0f32, 0.3).unwrap();
+    let v: Vec<f32> = (0..shape.iter().product()).map(|_| d.sample(rng)).collect();
+    Var::from_tensor(&Tensor::from_vec(v, shape, &Device::Cpu).unwrap()).unwrap()
+}
+
+/// Inverted dropout's mask of `len` values: 0 or `1 / 0.7`.
+fn keep_mask(rng: &mut ChaCha8Rng, len: usize) -> Vec<f32> {
+    (0..len).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect()
+}
+
+/// `out` and the gradients of `vars` under the loss `Σ out ⊙ w`, flat.
+fn out_and_grads(out: &Tensor, w: &Tensor, vars: &[&Var]) -> Vec<Vec<f32>> {
+    let grads = (out * w).unwrap().sum_all().unwrap().backward().unwrap();
+    let mut all = vec![out.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
+    for v in vars {
+        all.push(grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap());
+    }
+    all
+}
+
+/// The largest difference of each tensor pair relative to the CPU tensor's largest magnitude,
+/// after checking it is within `bound`; printed with `what`.
+fn max_rel(what: &str, got: &[Vec<f32>], want: &[Vec<f32>], bound: f32) -> Vec<f32> {
+    assert_eq!(got.len(), want.len(), "{what}: tensor count");
+    let mut worst = Vec::new();
+    for (k, (a, e)) in got.iter().zip(want).enumerate() {
+        assert_eq!(a.len(), e.len(), "{what}: tensor {k}'s length");
+        let scale = e.iter().fold(0f32, |m, x| m.max(x.abs())).max(f32::MIN_POSITIVE);
+        let (i, d) = a.iter().zip(e).map(|(x, y)| (x - y).abs()).enumerate().fold((0, 0f32), |m, (i, d)| if d > m.1 { (i, d) } else { m });
+        let rel = d / scale;
+        assert!(rel <= bound, "{what}: tensor {k} [{i}]: gpu {}, cpu {} ({rel:e} of the scale {scale})", a[i], e[i]);
+        let bits = a.iter().zip(e).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+        println!("{what}: tensor {k}: max relative difference {rel:e}, {bits} of {} elements not bit-equal", a.len());
+        worst.push(rel);
+    }
+    worst
+}
+
+fn weights(rng: &mut ChaCha8Rng, shape: &[usize]) -> Tensor {
+    let n = shape.iter().product();
+    Tensor::from_vec((0..n).map(|_| rng.gen_range(-1f32..1.0)).collect::<Vec<_>>(), shape, &Device::Cpu).unwrap()
+}
+
+/// The lookup (`lookup.rs`) against `kernels::cpu::lookup`: repeated ids (their gradients added
+/// in row order), with and without the mask; the rows and the table's gradient bit for bit.
+#[test]
+fn emulated_gpu_lookup_equals_the_cpu_op() {
+    let mut rng = ChaCha8Rng::seed_from_u64(69);
+    let (vocab, dim) = (7usize, 5usize);
+    let ids = [3u32, 0, 3, 6, 1, 3, 0, 2, 6];
+    for masked in [false, true] {
+        let table = normal(&mut rng, &[vocab, dim]);
+        let mask = keep_mask(&mut rng, ids.len() * dim);
+        let mask = masked.then_some(&mask[..]);
+        let w = weights(&mut rng, &[ids.len(), dim]);
+        let run = |gpu: bool| {
+            let out = match gpu {
+                true => super::lookup::lookup_op(table.as_tensor(), &ids, mask).unwrap(),
+                false => crate::kernels::cpu::lookup::lookup_op(table.as_tensor(), &ids, mask).unwrap(),
+            };
+            out_and_grads(&out, &w, &[&table])
+        };
+        let worst = max_rel(&format!("lookup masked {masked}"), &run(true), &run(false), 0.0);
+        assert!(worst.iter().all(|&r| r == 0.0));
+    }
+}
+
+/// A lookup's ids or mask that do not fit its table are refused with an error.
+#[test]
+fn emulated_gpu_lookup_refuses_ids_out_of_range() {
+    let table = Tensor::zeros((4, 3), candle_core::DType::F32, &Device::Cpu).unwrap();
+    assert!(super::lookup::lookup_op(&table, &[4], None).is_err());
+    assert!(super::lookup::lookup_op(&table, &[1, 2], Some(&[1.0; 5])).is_err());
+}
+
+/// The deep output (`deep_output.rs`) against `kernels::cpu::deep_output`: maxout and tanh, with
+/// and without the mask; `t` and the gradients of `sc`, `ey` and `wb` within 1e-5.
+#[test]
+fn emulated_gpu_deep_output_equals_the_cpu_op() {
+    let mut rng = ChaCha8Rng::seed_from_u64(70);
+    let (n, k1, k2, units) = (6usize, 5usize, 4usize, 3usize);
+    for layer in [OutputLayer::Maxout, OutputLayer::Tanh] {
+        let w = if layer == OutputLayer::Maxout { 2 * units } else { units };
+        for masked in [false, true] {
+            let [sc, ey, wb] = [[n, k1], [n, k2], [k1 + k2 + 1, w]].map(|s| normal(&mut rng, &s));
+            let mask = keep_mask(&mut rng, n * units);
+            let mask = masked.then_some(&mask[..]);
+            let lw = weights(&mut rng, &[n, units]);
+            let run = |gpu: bool| {
+                let (a, b, c) = (sc.as_tensor(), ey.as_tensor(), wb.as_tensor());
+                let out = match gpu {
+                    true => super::deep_output::deep_output(a, b, c, layer, mask).unwrap(),
+                    false => crate::kernels::cpu::deep_output::deep_output(a, b, c, layer, mask).unwrap(),
+                };
+                out_and_grads(&out, &lw, &[&sc, &ey, &wb])
+            };
+            max_rel(&format!("deep output {layer:?} masked {masked}"), &run(true), &run(false), 1e-5);
+        }
+    }
+}
+
+/// The projection's loss (`proj_nll.rs`) against `kernels::cpu::proj_nll`: untied `W (K, V)` and
+/// tied `Wᵀ (V, K)`, label smoothing 0 and 0.1, a vocabulary of 16-lane chunks and a tail; the
+/// NLL and the gradients of `x`, `W` and `b` within 1e-5. (The CPU op takes no padding id: every
+/// target is a word, so there are no padded targets to test.)
+#[test]
+fn emulated_gpu_proj_nll_equals_the_cpu_op() {
+    let mut rng = ChaCha8Rng::seed_from_u64(71);
+    let (n, k, v) = (7usize, 6usize, 37usize);
+    for tied in [false, true] {
+        for smoothing in [0.0, 0.1] {
+            let x = normal(&mut rng, &[n, k]);
+            let w = normal(&mut rng, &(if tied { [v, k] } else { [k, v] }));
+            let b = normal(&mut rng, &[v]);
+            let targets: Vec<u32> = (0..n).map(|_| rng.gen_range(0..v as u32)).collect();
+            let lw = weights(&mut rng, &[n]);
+            let run = |gpu: bool| {
+                let pw = if tied { ProjWeight::Vk(w.as_tensor()) } else { ProjWeight::Kv(w.as_tensor()) };
+                let (xt, bt) = (x.as_tensor(), b.as_tensor());
+                let out = match gpu {
+                    true => super::proj_nll::proj_nll(xt, pw, bt, &targets, smoothing).unwrap(),
+                    false => crate::kernels::cpu::proj_nll::proj_nll(xt, pw, bt, &targets, smoothing).unwrap(),
+                };
+                out_and_grads(&out, &lw, &[&x, &w, &b])
+            };
+            max_rel(&format!("proj_nll tied {tied} smoothing {smoothing}"), &run(true), &run(false), 1e-5);
+        }
+    }
+}
