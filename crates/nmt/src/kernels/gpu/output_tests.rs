@@ -16,8 +16,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
+use super::emulated::{Emulated, HostBuf};
+use super::launch::{Addr, Gemm, Kernel, KernelArgs, Launch, Staged};
 use crate::config::OutputLayer;
 use crate::kernels::cpu::proj_nll::ProjWeight;
+use crate::kernels::fused_op::FusedOp;
 
 /// An `N(0, 0.3²)` variable of `shape`.
 fn normal(rng: &mut ChaCha8Rng, shape: &[usize]) -> Var {
@@ -149,4 +152,88 @@ fn emulated_gpu_proj_nll_equals_the_cpu_op() {
             max_rel(&format!("proj_nll tied {tied} smoothing {smoothing}"), &run(true), &run(false), 1e-5);
         }
     }
+}
+
+/// A launcher that refuses to upload: the emulation, less `upload` and `upload_ints`.
+struct NoUpload;
+
+impl crate::kernels::fused_op::Device for NoUpload {
+    type In<'a> = Addr;
+    type Floats = HostBuf<f32>;
+}
+
+impl Launch for NoUpload {
+    type Ints = HostBuf<i64>;
+    fn zeros(&self, n: usize) -> candle_core::Result<HostBuf<f32>> {
+        Emulated.zeros(n)
+    }
+    fn scratch(&self, n: usize) -> candle_core::Result<HostBuf<f32>> {
+        Emulated.scratch(n)
+    }
+    fn upload(&self, _: &[f32]) -> candle_core::Result<HostBuf<f32>> {
+        candle_core::bail!("an upload inside the op")
+    }
+    fn upload_ints(&self, _: &[i64]) -> candle_core::Result<HostBuf<i64>> {
+        candle_core::bail!("an upload of integers inside the op")
+    }
+    fn addr(&self, b: &HostBuf<f32>) -> Addr {
+        Emulated.addr(b)
+    }
+    fn ints_addr(&self, b: &HostBuf<i64>) -> Addr {
+        Emulated.ints_addr(b)
+    }
+    fn gemm(&self, g: Gemm) -> candle_core::Result<()> {
+        Emulated.gemm(g)
+    }
+    fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> candle_core::Result<()> {
+        Emulated.launch(k, threads, a)
+    }
+}
+
+/// `op`'s forward and backward passes on `l`, driven with addresses: the output and the three
+/// inputs' gradients under the output gradient `dout`.
+fn passes<L: Launch<Floats = HostBuf<f32>>, O: FusedOp<L>>(l: &L, op: &O, inputs: &[Vec<f32>; 3], dout: &[f32]) -> Vec<Vec<f32>> {
+    let bufs = inputs.each_ref().map(|v| HostBuf::from_slice(v));
+    let x = bufs.each_ref().map(|b| l.addr(b));
+    let (out, saved) = op.forward(l, x).unwrap();
+    let g = HostBuf::from_slice(dout);
+    let grads = op.backward(l, x, saved, l.addr(&out), l.addr(&g)).unwrap();
+    [out.to_vec()].into_iter().chain(grads.iter().map(HostBuf::to_vec)).collect()
+}
+
+/// The three ops driven as a recorded step drives them: ids, targets and masks handed as
+/// [`Staged::Device`] buffers staged beforehand, on a launcher that refuses every upload; the
+/// same outputs and gradients, bit for bit, as with [`Staged::Host`] values uploaded by the op.
+#[test]
+fn staged_device_data_is_not_uploaded_again() {
+    use super::deep_output::DeepOutput;
+    use super::lookup::Lookup;
+    use super::proj_nll::ProjNll;
+    let mut rng = ChaCha8Rng::seed_from_u64(72);
+    let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.gen_range(-0.6f32..0.6)).collect() };
+    let (n, k1, k2, units, vocab) = (5usize, 4usize, 3usize, 3usize, 21usize);
+    let ids: Vec<i64> = vec![2, 7, 2, 20, 0];
+    let mask: Vec<f32> = draw(n * units).iter().map(|&x| if x < -0.2 { 0.0 } else { 1.0 / 0.7 }).collect();
+    let (ids_dev, mask_dev) = (Emulated.upload_ints(&ids).unwrap(), Emulated.upload(&mask).unwrap());
+    let (ids_at, mask_at) = (Staged::Device(Emulated.ints_addr(&ids_dev)), Staged::Device(Emulated.addr(&mask_dev)));
+    let host = |v: &Vec<f32>| Some(Staged::Host(v.clone()));
+
+    let table = [draw(vocab * units), vec![0.0], vec![0.0]];
+    let dout = draw(n * units);
+    let lookup = |i, m| Lookup::new(i, m, n, (vocab, units));
+    let want = passes(&Emulated, &lookup(Staged::Host(ids.clone()), host(&mask)), &table, &dout);
+    assert_eq!(passes(&NoUpload, &lookup(ids_at.clone(), Some(mask_at.clone())), &table, &dout), want, "lookup");
+
+    let deep = [draw(n * k1), draw(n * k2), draw((k1 + k2 + 1) * units)];
+    let deep_op = |m| DeepOutput::new(n, (k1, k2, units), OutputLayer::Tanh, m);
+    let want = passes(&Emulated, &deep_op(host(&mask)), &deep, &dout);
+    assert_eq!(passes(&NoUpload, &deep_op(Some(mask_at.clone())), &deep, &dout), want, "deep output");
+
+    let proj = [draw(n * k1), draw(vocab * k1), draw(vocab)];
+    let dnll = draw(n);
+    let proj_op = |t| ProjNll::new(t, (n, k1, vocab), 0.1, true);
+    let want = passes(&Emulated, &proj_op(Staged::Host(ids.clone())), &proj, &dnll);
+    assert_eq!(passes(&NoUpload, &proj_op(ids_at), &proj, &dnll), want, "proj_nll");
+    // The refusing launcher does refuse: host values fail on it.
+    assert!(FusedOp::<NoUpload>::forward(&lookup(Staged::Host(ids.clone()), None), &NoUpload, [Addr::NULL; 3]).is_err());
 }
