@@ -11,8 +11,11 @@
 //! layer, `birnn_sequence`); `bahdanau.rs` and `conditional.rs` (the two RNNsearch decoder
 //! loops) under `attention_op.rs` (the ops `attention_loop`, `attention_step`);
 //! `feedback_forward.rs`, `feedback_backward.rs` under `feedback_op.rs` (`feedback_sequence`);
-//! `optim_step.rs` (the optimiser's update); `row_best.rs` (each row's best tokens); `op.rs`
-//! (the candle plumbing of [`crate::kernels::fused_op::FusedOp`] on this device).
+//! `optim_step.rs` (the optimiser's update); `row_best.rs` (each row's best tokens); the
+//! output side of a training step: `lookup.rs` (the embedding lookup with its dropout mask),
+//! `deep_output.rs` (the deep output's maxout or tanh layer) and `proj_nll.rs` (the vocabulary
+//! projection and its label-smoothed loss); `op.rs` (the candle plumbing of
+//! [`crate::kernels::fused_op::FusedOp`] on this device).
 //!
 //! GPU-only files, each with a name no other file has: `launch.rs` (the room's vocabulary:
 //! [`launch::Launch`], [`launch::Kernel`], addresses and products), `args.rs` (the kernels'
@@ -20,7 +23,8 @@
 //! `birnn.rs` and `rnn_sequence.rs` share), `attention_kernels.rs` (the decoder loops' layout
 //! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `recording.rs` (a
 //! launcher that records a training step and replays it, as a CUDA graph does), `replay_check.rs`
-//! (a step to check replays with, on any launcher), `tests.rs` and `recording_tests.rs`.
+//! (a step to check replays with, on any launcher), `tests.rs`, `recording_tests.rs` and
+//! `output_tests.rs` (the output side's twins against their CPU ops).
 //! The CUDA sources are every `.cu` file of this folder (build.rs finds them), with
 //! `common.h` (argument structs, cell codes, shared device functions) and, for the host,
 //! `emulate.h`/`emulate.c`.
@@ -56,6 +60,7 @@ pub mod birnn;
 mod conditional;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod deep_output;
 mod direction;
 pub(crate) mod emulated;
 mod feedback_backward;
@@ -63,10 +68,12 @@ mod feedback_forward;
 pub mod feedback_op;
 mod gru_cell;
 pub mod launch;
+pub mod lookup;
 mod lstm_cell;
 mod norm_rows;
 mod op;
 pub mod optim_step;
+pub mod proj_nll;
 pub mod recording;
 #[cfg(test)]
 mod recording_tests;
@@ -75,5 +82,7 @@ mod rnn_cell;
 pub mod rnn_sequence;
 pub mod row_best;
 
+#[cfg(test)]
+mod output_tests;
 #[cfg(test)]
 mod tests;
