@@ -46,6 +46,7 @@ macro_rules! kernels {
     };
 }
 pub(crate) use arg_structs;
+pub(crate) use kernels;
 
 kernels! {
     Recurrence:

@@ -49,6 +49,7 @@ pub(crate) mod args;
 pub mod attention_kernels;
 pub mod attention_op;
 mod bahdanau;
+pub mod bf16;
 pub mod birnn;
 mod conditional;
 #[cfg(feature = "cuda")]
@@ -60,6 +61,7 @@ mod feedback_forward;
 pub mod feedback_op;
 mod gru_cell;
 pub mod launch;
+pub mod linear;
 mod lstm_cell;
 mod norm_rows;
 mod op;
