@@ -211,6 +211,12 @@ run_gpu() {
   step text ratios-search 20 "Python over a few lines" "ratios: nmt's searches over beam 5 on the CPU" "$py" gpu-check-ratios.py search "$run"
   gpu_tests
   say "the headline is done; what follows runs while the deadline allows"
+  # The f32 headline's step with bf16 products (the GPU twin of the linear op on cuBLAS's bf16
+  # GEMM, docs/GPU.md "bf16 products"): its speed has never been measured on a GPU.
+  for b in 32 128; do
+    nmt_bench "bf16-train-b$b" 60 "a guess, as the f32 step's" "nmt bench$gl --precision bf16 --only train, batch $b" \
+      "${g[@]}" --precision bf16 --batch "$b" --only train --steps "$steps_n"
+  done
   for b in 32 128; do
     nmt_bench "composed-train-b$b" 60 "a guess" "nmt bench$gl --impl composed --only train, batch $b" "${g[@]}" --impl composed --batch "$b" --only train --steps "$steps_n"
   done

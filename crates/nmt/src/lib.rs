@@ -39,7 +39,7 @@ pub use candle_core;
 pub use config::{Arch, Config, DataConfig, Impl, ModelConfig, SearchConfig, TrainConfig};
 pub use error::{Error, Result};
 pub use kernels::isa::{cap_from_env as cpu_cap_from_env, cpu_class};
-pub use kernels::precision::{bf16_available, bf16_path};
+pub use kernels::precision::{bf16_available, bf16_path, GPU_BF16_PRODUCTS};
 pub use kernels::profile;
 pub use model::Seq2Seq;
 pub use model_file::{LoadedModel, ModelMeta};

@@ -76,7 +76,10 @@ pub fn run(a: BenchArgs) -> Result<()> {
         device,
         batch: a.batch,
     };
-    if a.precision == Precision::Bf16 {
+    if a.precision == Precision::Bf16 && opts.device.is_cuda() && opts.imp == Impl::Fused {
+        // The GPU form: its input projections on cuBLAS in bf16, whatever this CPU has.
+        eprintln!("nmt bench: --precision bf16: {}", nmt::GPU_BF16_PRODUCTS);
+    } else if a.precision == Precision::Bf16 {
         // Which kernels run the products, or why the step runs in f32 (issue 70); the train
         // line's `bf16_products` says the same.
         let path = nmt::bf16_path();

@@ -110,6 +110,30 @@ pub fn training_products() -> Precision {
     }
 }
 
+/// Whether the GPU's large products run in bf16 ([`set_gpu_products`]).
+static GPU_BF16: AtomicBool = AtomicBool::new(false);
+
+/// The line training and `nmt bench` print for bf16 on a GPU: what runs in bf16 there.
+pub const GPU_BF16_PRODUCTS: &str = "bf16 products: cuBLAS, bf16 operands and f32 sums (the GPU's input projections)";
+
+/// Sets the precision of the GPU's large products (`kernels::gpu::linear`: the input
+/// projections, forward and backward; docs/GPU.md, "bf16 products") and returns it: always in
+/// effect, since cuBLAS multiplies bf16 on every GPU the build targets (compute capability 8.0
+/// on; the build's default is 9.0). Separate from [`set_training_products`], which asks the CPU.
+pub fn set_gpu_products(p: Precision) -> Precision {
+    GPU_BF16.store(p == Precision::Bf16, Ordering::Relaxed);
+    p
+}
+
+/// The precision in effect for the GPU's large products.
+pub fn gpu_products() -> Precision {
+    if GPU_BF16.load(Ordering::Relaxed) {
+        Precision::Bf16
+    } else {
+        Precision::F32
+    }
+}
+
 /// [`matmul`] for a large product of the training step: in bf16 when that is set and `T` is
 /// f32 (on [`bf16_path`]'s kernels), in `T` otherwise.
 pub fn matmul_wide<T: Real>(dst: &mut [T], dst_off: usize, dst_rs: usize, a: Mat<'_, T>, b: Mat<'_, T>, accumulate: bool, threads: usize) {

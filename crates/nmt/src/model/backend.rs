@@ -13,6 +13,7 @@ use crate::kernels::cpu::feedback_op::{self, FeedbackSpec};
 use crate::kernels::cpu::linear;
 use crate::kernels::cpu::rnn_sequence::{self, RnnSpec};
 use crate::kernels::gpu;
+use crate::kernels::precision::{self, Precision};
 
 /// The form that runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,11 +61,15 @@ impl Backend {
     }
 
     /// `x (n, k) W (k, m) + b (m)`, the fused forms' input projections: the CPU op
-    /// (`kernels::cpu::linear`), or on a GPU candle's product (cuBLAS) and add.
+    /// (`kernels::cpu::linear`, its products in bf16 under `train.precision = "bf16"` where the
+    /// CPU has a fast bf16 path); on a GPU candle's product (cuBLAS) and add, or with the GPU's
+    /// products in bf16 (`precision::gpu_products`) the GPU twin (`kernels::gpu::linear`), its
+    /// three products in bf16 with f32 sums.
     pub(crate) fn linear(self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-        match self.gpu() {
-            true => Ok(x.matmul(w)?.broadcast_add(b)?),
-            false => linear::linear(x, w, b),
+        match (self.gpu(), precision::gpu_products()) {
+            (true, Precision::Bf16) => gpu::linear::linear_in(x, w, b, Precision::Bf16),
+            (true, Precision::F32) => Ok(x.matmul(w)?.broadcast_add(b)?),
+            (false, _) => linear::linear(x, w, b),
         }
     }
 

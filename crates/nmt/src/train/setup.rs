@@ -65,10 +65,20 @@ pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: 
 /// asked for, says once which kernels run them or why they run in f32 (`precision::bf16_path`:
 /// off where bf16 is not faster than f32 on this CPU, issue 70), and which stay f32 anyway:
 /// with `model.layer_norm` the normalised whole-sequence products (the input projections and
-/// the deep output's, multiplied by candle before `kernels::cpu::norm_rows`).
+/// the deep output's, multiplied by candle before `kernels::cpu::norm_rows`). A model in its
+/// GPU form (`Backend::Gpu`) runs its input projections' products in bf16 on cuBLAS instead
+/// (`precision::set_gpu_products`, docs/GPU.md "bf16 products"), whatever the CPU has.
 pub(super) fn set_precision(cfg: &crate::config::TrainConfig, model: &crate::model::Seq2Seq, ui: &mut dyn super::progress::Progress) {
+    use crate::kernels::precision::{set_gpu_products, GPU_BF16_PRODUCTS};
+    let gpu = model.backend().gpu();
+    set_gpu_products(if gpu { cfg.precision } else { crate::config::Precision::F32 });
     let in_effect = crate::kernels::precision::set_training_products(cfg.precision);
     if cfg.precision != crate::config::Precision::Bf16 {
+        return;
+    }
+    if gpu {
+        let ln = if model.cfg.layer_norm { "; with model.layer_norm the normalised input projections run in f32" } else { "" };
+        ui.on_message(&format!("train.precision = \"bf16\": {GPU_BF16_PRODUCTS}{ln}"));
         return;
     }
     let path = crate::kernels::precision::bf16_path();

@@ -186,6 +186,47 @@ impl Launch for Cuda {
         Ok(out)
     }
 
+    fn gemm_bf16(&self, g: Gemm) -> Result<()> {
+        use std::ffi::c_void;
+        if g.m == 0 || g.n == 0 {
+            return Ok(());
+        }
+        // As `gemm` (the module doc's transposition), with bf16 A and B, f32 C and f32 sums.
+        let op = |t: bool| if t { cublas::cublasOperation_t::CUBLAS_OP_T } else { cublas::cublasOperation_t::CUBLAS_OP_N };
+        let (alpha, beta) = (1f32, if g.accumulate { 1f32 } else { 0f32 });
+        let int = |x: usize| i32::try_from(x).map_err(|_| candle_core::Error::Msg(format!("gemm dimension {x} over i32")));
+        let (bf16, f32) = (cublas::cudaDataType::CUDA_R_16BF, cublas::cudaDataType::CUDA_R_32F);
+        let blas = self.dev.cublas_handle();
+        // SAFETY: as for `gemm`; A and B hold bf16 values (the caller's contract).
+        let status = unsafe {
+            cublas::cublasGemmEx(
+                *blas.handle(),
+                op(g.b.t),
+                op(g.a.t),
+                int(g.n)?,
+                int(g.m)?,
+                int(g.k)?,
+                (&alpha as *const f32).cast::<c_void>(),
+                g.b.addr.0 as *const c_void,
+                bf16,
+                int(g.b.ld)?,
+                g.a.addr.0 as *const c_void,
+                bf16,
+                int(g.a.ld)?,
+                (&beta as *const f32).cast::<c_void>(),
+                g.c.addr.0 as *mut c_void,
+                f32,
+                int(g.c.ld)?,
+                cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                cublas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        };
+        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            bail!("cublasGemmEx (bf16) failed: {status:?} ({g:?})");
+        }
+        Ok(())
+    }
+
     fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()> {
         if threads == 0 {
             return Ok(());

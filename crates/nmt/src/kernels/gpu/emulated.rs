@@ -239,6 +239,30 @@ impl Launch for Emulated {
         Ok(unsafe { std::slice::from_raw_parts(src.0 as *const f32, n) }.to_vec())
     }
 
+    fn gemm_bf16(&self, g: Gemm) -> Result<()> {
+        if g.m == 0 || g.n == 0 {
+            return Ok(());
+        }
+        let c = span(g.c, g.m, g.n);
+        let [a, b] = [(g.a, g.m, g.k), (g.b, g.k, g.n)].map(|(v, r, c)| (v, stored(v, r, c)));
+        for (name, (v, (sr, sc))) in [("A", a), ("B", b)] {
+            let x = v.addr.0..v.addr.0 + 2 * extent(sr, sc, v.ld) as u64;
+            if x.start < c.end && c.start < x.end {
+                candle_core::bail!("gemm_bf16: the output overlaps {name} (undefined in cuBLAS)");
+            }
+        }
+        // Each operand widened to f32 with its own leading dimension, so that `gemm` checks
+        // cuBLAS's rules on the same numbers; a bf16 is the upper half of an f32, so the
+        // product multiplies exactly the values the GPU's `cublasGemmEx` reads.
+        // SAFETY: the views lie inside live buffers of bf16 values (the caller's contract).
+        let widen = |(v, (sr, sc)): (View, (usize, usize))| {
+            let bits = unsafe { std::slice::from_raw_parts(v.addr.0 as *const u16, extent(sr, sc, v.ld)) };
+            HostBuf::from_vec(bits.iter().map(|&h| f32::from_bits(u32::from(h) << 16)).collect())
+        };
+        let (wa, wb) = (widen(a), widen(b));
+        self.gemm(Gemm { a: View { addr: self.addr(&wa), ..g.a }, b: View { addr: self.addr(&wb), ..g.b }, ..g })
+    }
+
     fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()> {
         check_once::<A>()?;
         let grid = threads.div_ceil(BLOCK);

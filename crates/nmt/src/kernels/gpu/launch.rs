@@ -151,6 +151,12 @@ pub trait Launch: for<'a> Device<In<'a> = Addr> {
     fn addr(&self, b: &Self::Floats) -> Addr;
     fn ints_addr(&self, b: &Self::Ints) -> Addr;
     fn gemm(&self, g: Gemm) -> Result<()>;
+    /// `g` with A and B in bf16 and C in `f32`, the sums in `f32`: each operand element is the
+    /// 16 bits `bf16.cu`'s rounding writes (addresses in bytes, `ld` in elements, as for `f32`).
+    /// On the GPU `cublasGemmEx` (`CUDA_R_16BF` inputs, `CUBLAS_COMPUTE_32F`); under emulation
+    /// the values widened to `f32` (exact) and the `f32` product. `bf16::gemm_in` rounds `f32`
+    /// operands into it.
+    fn gemm_bf16(&self, g: Gemm) -> Result<()>;
     /// Runs `k` on `threads` thread indices (blocks of [`BLOCK`]).
     fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()>;
     /// Sets `n` values at `dst` to `value` (on the GPU a memset launch, which a CUDA graph can

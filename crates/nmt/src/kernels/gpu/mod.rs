@@ -56,6 +56,7 @@ pub(crate) mod args;
 pub mod attention_kernels;
 pub mod attention_op;
 mod bahdanau;
+pub mod bf16;
 pub mod birnn;
 mod conditional;
 #[cfg(feature = "cuda")]
@@ -68,6 +69,7 @@ mod feedback_forward;
 pub mod feedback_op;
 mod gru_cell;
 pub mod launch;
+pub mod linear;
 pub mod lookup;
 mod lstm_cell;
 mod norm_rows;

@@ -17,7 +17,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use super::emulated::{Emulated, HostBuf};
-use super::launch::{Addr, Gemm, Kernel, KernelArgs, Launch, Staged};
+use super::launch::{Launch, Staged};
+use super::recording::{Recording, Slot};
 use crate::config::OutputLayer;
 use crate::kernels::cpu::proj_nll::ProjWeight;
 use crate::kernels::fused_op::FusedOp;
@@ -154,42 +155,6 @@ fn emulated_gpu_proj_nll_equals_the_cpu_op() {
     }
 }
 
-/// A launcher that refuses to upload: the emulation, less `upload` and `upload_ints`.
-struct NoUpload;
-
-impl crate::kernels::fused_op::Device for NoUpload {
-    type In<'a> = Addr;
-    type Floats = HostBuf<f32>;
-}
-
-impl Launch for NoUpload {
-    type Ints = HostBuf<i64>;
-    fn zeros(&self, n: usize) -> candle_core::Result<HostBuf<f32>> {
-        Emulated.zeros(n)
-    }
-    fn scratch(&self, n: usize) -> candle_core::Result<HostBuf<f32>> {
-        Emulated.scratch(n)
-    }
-    fn upload(&self, _: &[f32]) -> candle_core::Result<HostBuf<f32>> {
-        candle_core::bail!("an upload inside the op")
-    }
-    fn upload_ints(&self, _: &[i64]) -> candle_core::Result<HostBuf<i64>> {
-        candle_core::bail!("an upload of integers inside the op")
-    }
-    fn addr(&self, b: &HostBuf<f32>) -> Addr {
-        Emulated.addr(b)
-    }
-    fn ints_addr(&self, b: &HostBuf<i64>) -> Addr {
-        Emulated.ints_addr(b)
-    }
-    fn gemm(&self, g: Gemm) -> candle_core::Result<()> {
-        Emulated.gemm(g)
-    }
-    fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> candle_core::Result<()> {
-        Emulated.launch(k, threads, a)
-    }
-}
-
 /// `op`'s forward and backward passes on `l`, driven with addresses: the output and the three
 /// inputs' gradients under the output gradient `dout`.
 fn passes<L: Launch<Floats = HostBuf<f32>>, O: FusedOp<L>>(l: &L, op: &O, inputs: &[Vec<f32>; 3], dout: &[f32]) -> Vec<Vec<f32>> {
@@ -201,8 +166,32 @@ fn passes<L: Launch<Floats = HostBuf<f32>>, O: FusedOp<L>>(l: &L, op: &O, inputs
     [out.to_vec()].into_iter().chain(grads.iter().map(HostBuf::to_vec)).collect()
 }
 
+/// `op`'s passes as [`passes`], inside a recorded step (`recording.rs`), which refuses every
+/// upload: the inputs and `dout` staged into the bucket's buffers first.
+fn recorded<O: for<'a> FusedOp<Recording<'a, Emulated>>>(
+    op: &O,
+    inputs: &[Vec<f32>; 3],
+    dout: &[f32],
+) -> candle_core::Result<Vec<Vec<f32>>> {
+    let inner = Emulated;
+    let rec = Recording::new(&inner);
+    let staged = |v: &[f32]| -> candle_core::Result<Slot> {
+        let s = rec.buffer(v.len())?;
+        rec.stage(s, v)?;
+        Ok(s)
+    };
+    let (bufs, g) = ([staged(&inputs[0])?, staged(&inputs[1])?, staged(&inputs[2])?], staged(dout)?);
+    let x = bufs.map(|b| b.addr);
+    let (out, grads) = rec.record(|r| {
+        let (out, saved) = op.forward(r, x)?;
+        let grads = op.backward(r, x, saved, out.addr, g.addr)?;
+        Ok((out, grads))
+    })?;
+    [out].into_iter().chain(grads).map(|s| inner.read(s.addr, s.len)).collect()
+}
+
 /// The three ops driven as a recorded step drives them: ids, targets and masks handed as
-/// [`Staged::Device`] buffers staged beforehand, on a launcher that refuses every upload; the
+/// [`Staged::Device`] buffers staged beforehand, inside a recording, which refuses every upload; the
 /// same outputs and gradients, bit for bit, as with [`Staged::Host`] values uploaded by the op.
 #[test]
 fn staged_device_data_is_not_uploaded_again() {
@@ -222,18 +211,19 @@ fn staged_device_data_is_not_uploaded_again() {
     let dout = draw(n * units);
     let lookup = |i, m| Lookup::new(i, m, n, (vocab, units));
     let want = passes(&Emulated, &lookup(Staged::Host(ids.clone()), host(&mask)), &table, &dout);
-    assert_eq!(passes(&NoUpload, &lookup(ids_at.clone(), Some(mask_at.clone())), &table, &dout), want, "lookup");
+    assert_eq!(recorded(&lookup(ids_at.clone(), Some(mask_at.clone())), &table, &dout).unwrap(), want, "lookup");
 
     let deep = [draw(n * k1), draw(n * k2), draw((k1 + k2 + 1) * units)];
     let deep_op = |m| DeepOutput::new(n, (k1, k2, units), OutputLayer::Tanh, m);
     let want = passes(&Emulated, &deep_op(host(&mask)), &deep, &dout);
-    assert_eq!(passes(&NoUpload, &deep_op(Some(mask_at.clone())), &deep, &dout), want, "deep output");
+    assert_eq!(recorded(&deep_op(Some(mask_at.clone())), &deep, &dout).unwrap(), want, "deep output");
 
     let proj = [draw(n * k1), draw(vocab * k1), draw(vocab)];
     let dnll = draw(n);
     let proj_op = |t| ProjNll::new(t, (n, k1, vocab), 0.1, true);
     let want = passes(&Emulated, &proj_op(Staged::Host(ids.clone())), &proj, &dnll);
-    assert_eq!(passes(&NoUpload, &proj_op(ids_at), &proj, &dnll), want, "proj_nll");
-    // The refusing launcher does refuse: host values fail on it.
-    assert!(FusedOp::<NoUpload>::forward(&lookup(Staged::Host(ids.clone()), None), &NoUpload, [Addr::NULL; 3]).is_err());
+    assert_eq!(recorded(&proj_op(ids_at), &proj, &dnll).unwrap(), want, "proj_nll");
+    // The recording does refuse: host values fail inside it.
+    let err = recorded(&lookup(Staged::Host(ids.clone()), None), &table, &dout).unwrap_err();
+    assert!(err.to_string().contains("upload inside a recorded step"), "{err}");
 }

@@ -42,6 +42,7 @@ pub struct Slot {
 enum Entry<L> {
     Launch(Box<dyn Fn(&L) -> Result<()>>),
     Gemm(Gemm),
+    GemmBf16(Gemm),
     Fill(Addr, usize, f32),
 }
 
@@ -163,6 +164,7 @@ impl<'l, L: Launch> Recording<'l, L> {
             match e {
                 Entry::Launch(f) => f(self.inner)?,
                 Entry::Gemm(g) => self.inner.gemm(*g)?,
+                Entry::GemmBf16(g) => self.inner.gemm_bf16(*g)?,
                 &Entry::Fill(a, n, v) => self.inner.fill(a, n, v)?,
             }
         }
@@ -230,6 +232,10 @@ impl<L: Launch> Launch for Recording<'_, L> {
 
     fn gemm(&self, g: Gemm) -> Result<()> {
         self.run(|| Entry::Gemm(g), || self.inner.gemm(g))
+    }
+
+    fn gemm_bf16(&self, g: Gemm) -> Result<()> {
+        self.run(|| Entry::GemmBf16(g), || self.inner.gemm_bf16(g))
     }
 
     fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()> {
