@@ -36,7 +36,7 @@ pub fn lookup_op(table: &Tensor, ids: &[u32], mask: Option<&[f32]>) -> Result<Te
 
 /// A one-element tensor on `like`'s device: the input an op of fewer than three tensors passes
 /// for the others (`op::apply` wraps three), whose gradient is a zero.
-pub(super) fn placeholder(like: &Tensor) -> Result<Tensor> {
+fn placeholder(like: &Tensor) -> Result<Tensor> {
     Tensor::zeros(1, DType::F32, like.device())
 }
 
@@ -63,7 +63,8 @@ pub(crate) struct Lookup {
 
 impl Lookup {
     /// The lookup of `rows` ids (host values, or `rows` `i64`s on the device) in a table of
-    /// `vocab × dim`, masked by `mask (rows, dim)` when given.
+    /// `vocab × dim`, masked by `mask (rows, dim)` when given. Ids on the device are the
+    /// caller's to check (below `vocab`): the kernels read them unchecked.
     pub(crate) fn new(ids: Staged<i64>, mask: Option<Staged<f32>>, rows: usize, (vocab, dim): (usize, usize)) -> Lookup {
         Lookup { ids, mask, rows, vocab, dim }
     }

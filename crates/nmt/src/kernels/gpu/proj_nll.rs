@@ -63,7 +63,8 @@ pub(crate) struct Probs<F> {
 impl ProjNll {
     /// The loss of `n` rows of `x (n, k)` over a vocabulary of `v`, for `targets` (host values, or
     /// `n` `i64`s on the device), label-smoothed by `smoothing`; `transposed`: the weight input is
-    /// `Wᵀ (v, k)`.
+    /// `Wᵀ (v, k)`. Targets on the device are the caller's to check (below `v`): the kernels
+    /// read them unchecked.
     pub(crate) fn new(targets: Staged<i64>, (n, k, v): (usize, usize, usize), smoothing: f64, transposed: bool) -> ProjNll {
         ProjNll { n, k, v, targets, smoothing, transposed }
     }
