@@ -25,6 +25,11 @@ pub(crate) mod gpu_step;
 pub mod grconv;
 pub mod gru;
 pub(crate) mod inputs;
+pub(crate) mod launch_arena;
+pub mod launch_bucket;
+pub mod launch_step;
+#[cfg(test)]
+mod launch_tests;
 pub(crate) mod layer_norm;
 pub(crate) mod layers;
 pub mod lstm;
@@ -247,6 +252,25 @@ impl Seq2Seq {
                 Ok(v.into_iter().map(|r| [r[0], r[1], r[2]]).collect())
             })
             .collect()
+    }
+
+    /// This model's RNNsearch layers, if it is one (the recorded GPU step reads them).
+    pub(crate) fn rnnsearch(&self) -> Option<&rnnsearch::Rnnsearch> {
+        match &self.net {
+            Layers::Rnnsearch(a) => Some(a),
+            Layers::Rnnenc(_) => None,
+        }
+    }
+
+    /// A model of the same configuration whose parameters are `f(name, parameter)`: packing
+    /// one built of another model's gradients packs those gradients (`launch_arena.rs`).
+    pub(crate) fn with_params(&self, f: impl Fn(&str, &Tensor) -> Result<Tensor>) -> Result<Seq2Seq> {
+        let mut map = std::collections::BTreeMap::new();
+        for (name, v) in self.params.named_vars() {
+            let t = f(&name, v.as_tensor())?;
+            map.insert(name, t);
+        }
+        Seq2Seq::build(&self.cfg, Params::from_tensors(map, self.dtype(), self.device()))
     }
 
     /// Whether the model has attention weights to report (RNNsearch).

@@ -37,13 +37,13 @@ use crate::kernels::cpu::row_best::RowBest;
 /// `output.*`).
 #[derive(Clone, Debug)]
 pub struct Rnnsearch {
-    enc: BiRnnEncoder,
-    dec: Decoder,
+    pub(crate) enc: BiRnnEncoder,
+    pub(crate) dec: Decoder,
     /// The decoder's layers above the first (`model.dec_layers − 1`; usually none).
-    upper: UpperLayers,
+    pub(crate) upper: UpperLayers,
     /// The copy mixture's gate (`model.copy`).
-    copy: Option<CopyGate>,
-    out: DeepOutput,
+    pub(crate) copy: Option<CopyGate>,
+    pub(crate) out: DeepOutput,
 }
 
 impl Rnnsearch {
@@ -163,7 +163,7 @@ impl Architecture for Rnnsearch {
 
 /// RNNsearch's decoder (`model.decoder`): the layer the architecture calls, either way.
 #[derive(Clone, Debug)]
-enum Decoder {
+pub(crate) enum Decoder {
     Bahdanau(AttentionDecoder),
     Conditional(ConditionalDecoder),
 }

@@ -132,6 +132,7 @@ kernels! {
         p_out: Addr, m_out: Addr, v_out: Addr, p: Addr, m: Addr, v: Addr, g: Addr, scal: Addr, n: i64, adam: i64, beta: f64, beta2: f64,
     }
     SQ_PARTIAL = nmt_sq_partial, SqPartial { part: Addr, g: Addr, n: i64, chunk: i64 }
+    WEIGHTED_SUM = nmt_weighted_sum, WeightedSum { out: Addr, x: Addr, w: Addr, n: i64 }
     STEP_SCALARS = nmt_step_scalars, StepScalars {
         state: Addr, part: Addr, scal: Addr, parts: i64, adam: i64, warmup: i64, normalize: i64, beta: f64, beta2: f64, eps: f64, clip: f64,
     }

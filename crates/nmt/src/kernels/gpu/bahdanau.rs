@@ -88,7 +88,9 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
         at.prev_states(l, out, x.mask, sp)?;
     }
     cell.u_grad(l, bt, (sp, sv.q), dghp, dwp.at(o.u))?;
-    let ones = l.upload(&vec![1.0; bt])?;
+    // Written, not uploaded: a recorded step copies nothing from the host (`recording.rs`).
+    let ones = l.scratch(bt)?;
+    l.fill(l.addr(&ones), bt, 1.0)?;
     let one = l.addr(&ones);
     sum_rows(l, bt, a, dwsp, dwp.at(o.ba), one)?;
     sum_rows(l, bt, g, dghp, dwp.at(o.bh), one)?;

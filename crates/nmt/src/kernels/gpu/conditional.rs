@@ -96,7 +96,9 @@ pub(super) fn backward<L: Launch>(l: &L, at: &At<'_>, saved: &Saved<L::Floats>, 
     let sprev = l.scratch(bt * h)?;
     at.prev_states(l, out, x.mask, l.addr(&sprev))?;
     cell1.u_grad(l, bt, (l.addr(&sprev), sv.q1), prod(dgh1p, da.gh1), dwp.at(o.u1))?;
-    let ones = l.upload(&vec![1.0; bt])?;
+    // Written, not uploaded: a recorded step copies nothing from the host (`recording.rs`).
+    let ones = l.scratch(bt)?;
+    l.fill(l.addr(&ones), bt, 1.0)?;
     let one = l.addr(&ones);
     let mut sums = vec![(dghp, g, o.bh), (dgh1p, g, o.bh1), (dgip, g, o.b2)];
     match d.norm {

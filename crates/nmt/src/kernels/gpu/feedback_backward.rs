@@ -32,7 +32,9 @@ pub(super) fn backward<L: Launch>(
     let (dh, drs, dr, dhprev, dhu, dxin, hu) = (bn()?, bn()?, bn()?, bn()?, bn()?, bn()?, bn()?);
     let (dgi, dgh, dv, dgp) = (l.scratch(b * g)?, l.scratch(b * g)?, l.scratch(b * ln)?, l.scratch(b * nl)?);
     let d_o = [bn()?, bn()?];
-    let ones = l.upload(&vec![1.0; b])?;
+    // Written, not uploaded: a recorded step copies nothing from the host (`recording.rs`).
+    let ones = l.scratch(b)?;
+    l.fill(l.addr(&ones), b, 1.0)?;
     let [s1g, h0g, dpp, dcp, zr, one] = [&ds1, &dh0, &dp, &dc, &zero_row, &ones].map(|f| l.addr(f));
     let [dhp, drsp, drp, dhpp, dhup, dxp, hup] = [&dh, &drs, &dr, &dhprev, &dhu, &dxin, &hu].map(|f| l.addr(f));
     let [dgip, dghp, dvp, dgpp] = [&dgi, &dgh, &dv, &dgp].map(|f| l.addr(f));

@@ -83,6 +83,7 @@ pub mod replay_check;
 mod rnn_cell;
 pub mod rnn_sequence;
 pub mod row_best;
+pub mod start_pool;
 
 #[cfg(test)]
 mod output_tests;

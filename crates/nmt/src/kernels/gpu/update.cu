@@ -103,3 +103,13 @@ NMT_KERNEL void nmt_step_scalars(const NmtStepScalars a) {
     a.scal[1] = (float)a.eps;
   }
 }
+
+typedef struct { float* out; const float* x; const float* w; int64_t n; } NmtWeightedSum;
+// One thread: out[0] = sum of x[i] w[i] in order, in double, rounded once. A training step's
+// loss, Σ_r nll_r · mask_r / tokens, kept on the device and read after the step.
+NMT_KERNEL void nmt_weighted_sum(const NmtWeightedSum a) {
+  if (nmt_index() != 0) return;
+  double s = 0.0;
+  for (int64_t i = 0; i < a.n; ++i) s += (double)a.x[i] * (double)a.w[i];
+  a.out[0] = (float)s;
+}

@@ -1,0 +1,140 @@
+//! The parameters of an RNNsearch model as the recorded GPU training step reads them
+//! (`launch_step.rs`): one flat arena of `f32`, each region a [`Slot`] in the layout its op takes,
+//! so that the optimiser's update is one launch over all of them and no op needs a copy of its
+//! weights:
+//!
+//! ```text
+//! src_emb (K_x, m)          enc_w (m, 2G) = [W→ | W←]    enc_b (2G)     enc_u (2, H, G) = [U→; U←]
+//! enc_bh (2, G)             start_w (P, H), start_b (H)  keys (C, A) = U_a
+//! dec_w (m, G), dec_b (G)   the first decoder cell's input weights (reads E y)
+//! loop                      the decoder loop's packed weights (`gpu_step::LoopWeights::packed`)
+//! out_wb (n + C + m + 1, w) = [O_h; O_c; O_y; b]     proj (l, K_y) = G and proj_b (K_y)
+//! tgt_emb (K_y, m)          (tied embeddings: the projection reads it as Eᵀ, no `proj` slot)
+//! ```
+//!
+//! [`pack`] builds the slots from a model's tensors by the same expressions the model's own
+//! layers use (`u_cat`, `bias_h`, `packed`), so packing a model built from the gradients of
+//! another packs its gradients alike (the tests compare the step's gradients with the composed
+//! model's that way). A position that is no parameter (the paper GRU's `b_h`, zeros made by
+//! `bias_h`) is found by packing a model of NaNs: [`frozen`] marks it, and the step zeroes its
+//! gradient so that the update leaves it alone.
+use candle_core::{DType, Tensor};
+
+use super::rnnsearch::{Decoder, Rnnsearch};
+use super::Seq2Seq;
+use crate::config::OutputState;
+use crate::error::{Error, Result};
+use crate::kernels::cpu::proj_nll::ProjWeight;
+
+/// The arena's regions, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    SrcEmb,
+    EncW,
+    EncB,
+    EncU,
+    EncBh,
+    StartW,
+    StartB,
+    Keys,
+    DecW,
+    DecB,
+    Loop,
+    OutWb,
+    Proj,
+    ProjB,
+    TgtEmb,
+}
+
+/// Where each slot lies in the arena: `(slot, offset, length)`.
+#[derive(Clone, Debug)]
+pub(crate) struct Layout {
+    pub regions: Vec<(Slot, usize, usize)>,
+    pub len: usize,
+}
+
+impl Layout {
+    /// The offset of `s`; a slot the model lacks (`Proj` when tied) is an error.
+    pub fn at(&self, s: Slot) -> Result<usize> {
+        self.regions.iter().find(|r| r.0 == s).map(|r| r.1).ok_or_else(|| Error::Config(format!("no {s:?} in this model's arena")))
+    }
+}
+
+/// The RNNsearch of `model`, refusing what the recorded step does not run: it runs one encoder
+/// layer without layer normalisation, one decoder layer reading `s_i`, no copy mixture.
+pub(crate) fn supported(model: &Seq2Seq) -> Result<&Rnnsearch> {
+    let cfg = &model.cfg;
+    let Some(net) = model.rnnsearch() else { return Err(Error::Config("the recorded GPU step runs RNNsearch only".into())) };
+    let refuse = |what: &str| Err(Error::Config(format!("the recorded GPU step does not run {what} yet")));
+    if cfg.layer_norm {
+        return refuse("layer normalisation");
+    }
+    if net.enc.layers.len() != 1 || !net.upper.is_empty() {
+        return refuse("stacked layers");
+    }
+    if net.copy.is_some() {
+        return refuse("the copy mixture");
+    }
+    if cfg.output_state != OutputState::Current {
+        return refuse("a deep output on s_{i-1}");
+    }
+    if model.dtype() != DType::F32 {
+        return refuse("a model that is not f32");
+    }
+    Ok(net)
+}
+
+/// The slots of `net` with the embeddings `src`, `tgt`, in arena order, flat.
+fn pack(net: &Rnnsearch, src: &Tensor, tgt: &Tensor) -> Result<Vec<(Slot, Tensor)>> {
+    let enc = &net.enc.layers[0];
+    let (wf, bf) = enc.fwd.input_weights();
+    let (wb, bb) = enc.bwd.input_weights();
+    let (start, keys, first, weights) = match &net.dec {
+        Decoder::Bahdanau(d) => (&d.start, &d.att.u_a, &d.rnn, d.loop_weights()),
+        Decoder::Conditional(d) => (&d.start, &d.att.u_a, &d.rnn1, d.loop_weights()),
+    };
+    let (dw, db) = first.input_weights();
+    let out = &net.out;
+    let mut slots = vec![
+        (Slot::SrcEmb, src.clone()),
+        (Slot::EncW, Tensor::cat(&[wf, wb], 1)?),
+        (Slot::EncB, Tensor::cat(&[bf, bb], 0)?),
+        (Slot::EncU, Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?),
+        (Slot::EncBh, Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?),
+        (Slot::StartW, start.w_s.clone()),
+        (Slot::StartB, start.b_s.clone()),
+        (Slot::Keys, keys.clone()),
+        (Slot::DecW, dw.clone()),
+        (Slot::DecB, db.clone()),
+        (Slot::Loop, weights.packed()?),
+        (Slot::OutWb, Tensor::cat(&[&out.o_h, &out.o_c, &out.o_y, &out.b.unsqueeze(0)?], 0)?),
+    ];
+    if let ProjWeight::Kv(g) = out.projection() {
+        slots.push((Slot::Proj, g.clone()));
+    }
+    slots.push((Slot::ProjB, out.b_g.clone()));
+    slots.push((Slot::TgtEmb, tgt.clone()));
+    slots.into_iter().map(|(s, t)| Ok((s, t.flatten_all()?))).collect()
+}
+
+/// The arena of `model` (flat `f32`) and its layout.
+pub(crate) fn pack_model(model: &Seq2Seq) -> Result<(Vec<f32>, Layout)> {
+    let net = supported(model)?;
+    let (src, tgt) = model.embeddings();
+    let mut regions = Vec::new();
+    let mut flat = Vec::new();
+    for (s, t) in pack(net, src, tgt)? {
+        let v = t.to_vec1::<f32>()?;
+        regions.push((s, flat.len(), v.len()));
+        flat.extend(v);
+    }
+    let len = flat.len();
+    Ok((flat, Layout { regions, len }))
+}
+
+/// 1 where the arena holds a parameter, 0 where it holds a constant of the packing (the paper
+/// GRU's zero `b_h`): `model`'s arena with every parameter NaN.
+pub(crate) fn frozen(model: &Seq2Seq) -> Result<Vec<f32>> {
+    let nan = model.with_params(|_, t| Ok((t.ones_like()? * f64::NAN)?))?;
+    Ok(pack_model(&nan)?.0.iter().map(|x| if x.is_nan() { 1.0 } else { 0.0 }).collect())
+}

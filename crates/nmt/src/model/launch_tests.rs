@@ -1,0 +1,172 @@
+//! The recorded GPU training step (`launch_step.rs`, run emulated: the GPU's kernels compiled for
+//! the host) against the composed model, its reference twin: the same loss and the same gradient
+//! of every parameter, with the same dropout masks and label smoothing. Then the acceptance of
+//! issue 69: for `bench-rnnsearch` and `configs/rnnsearch-s2s.toml`, a step recorded once and
+//! replayed for three new batches of its bucket leaves, after every update, a fresh eager
+//! step's parameters, loss and gradient norm, bit for bit.
+use candle_core::{DType, Device, Tensor};
+use nmt_data::{Batch, Example};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::launch_arena::{pack_model, Layout};
+use super::launch_bucket::{host_batch, uploaded, Bucket, MaskSizes};
+use super::launch_step::LaunchStep;
+use super::regularizer::{DropoutRates, Regularizer};
+use super::{BatchTensors, Seq2Seq};
+use crate::config::{Config, Impl, ModelConfig, WeightInit};
+use crate::kernels::gpu::emulated::{Emulated, HostBuf};
+use crate::kernels::gpu::optim_step::UpdateConfig;
+
+type Step = LaunchStep<HostBuf<f32>, HostBuf<i64>>;
+
+/// A batch of `b` sentence pairs padded to `(s, t)`, random ids below the vocabularies, the
+/// first pair of full length (so the padding is the batch's own).
+fn batch(rng: &mut ChaCha8Rng, cfg: &ModelConfig, (b, s, t): (usize, usize, usize)) -> Batch {
+    let ids = |rng: &mut ChaCha8Rng, v: usize, n: usize| (0..n).map(|_| rng.gen_range(4..v as u32)).collect::<Vec<_>>();
+    let examples: Vec<Example> = (0..b)
+        .map(|k| {
+            let (ls, lt) = if k == 0 { (s, t) } else { (rng.gen_range(1..=s), rng.gen_range(1..=t)) };
+            Example { src: ids(rng, cfg.src_vocab, ls), tgt: ids(rng, cfg.tgt_vocab, lt) }
+        })
+        .collect();
+    Batch::from_examples(&examples.iter().collect::<Vec<_>>(), (0..b).collect())
+}
+
+fn sizes(cfg: &ModelConfig) -> MaskSizes {
+    MaskSizes { emb: cfg.emb_dim, hidden: cfg.hidden_dim, units: cfg.maxout_dim }
+}
+
+fn rates(cfg: &ModelConfig) -> DropoutRates {
+    DropoutRates { units: cfg.dropout, src_words: 0.0, tgt_words: 0.0, recurrent: cfg.recurrent_dropout }
+}
+
+const NO_UPDATE: UpdateConfig = UpdateConfig { adam: true, beta: 0.9, beta2: 0.98, eps: 1e-9, warmup: 0, clip: 0.0, normalize: false };
+
+/// Each slot's largest difference against its largest entry.
+fn per_slot(layout: &Layout, want: &[f32], got: &[f32]) -> Vec<(String, f64)> {
+    layout
+        .regions
+        .iter()
+        .map(|&(s, at, len)| {
+            let (w, g) = (&want[at..at + len], &got[at..at + len]);
+            let scale = w.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-20);
+            let diff = w.iter().zip(g).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            (format!("{s:?}"), f64::from(diff / scale))
+        })
+        .collect()
+}
+
+/// The composed model's loss and its gradients packed as the step's arena.
+fn composed(model: &Seq2Seq, b: &Batch, smoothing: f64) -> (f32, Vec<f32>) {
+    let bt = BatchTensors::new(b, DType::F32, &Device::Cpu).unwrap();
+    let mut reg = Regularizer::new(rates(&model.cfg), smoothing, 5, 1);
+    let loss = model.loss(&bt, Some(&mut reg)).unwrap().mean;
+    let grads = loss.backward().unwrap();
+    let named: std::collections::BTreeMap<String, Tensor> =
+        model.params.named_vars().into_iter().map(|(n, v)| (n, grads.get(v.as_tensor()).unwrap().clone())).collect();
+    let packed = model.with_params(|name, _| Ok(named[name].clone())).unwrap();
+    (loss.to_scalar::<f32>().unwrap(), pack_model(&packed).unwrap().0)
+}
+
+/// Small models of both shipped decoders: Bahdanau's with the reset-after GRU, its first
+/// backward state as the start and separate embeddings (`bench-rnnsearch`'s form), and the
+/// conditional GRU in the paper's form from the annotations' mean with tied embeddings, unit
+/// and recurrent dropout and label smoothing (`rnnsearch-s2s`'s form). N(0, 0.3²) weights, as
+/// `tests/gpu_layouts.rs`: at 0.01 every state is near zero and a wrong index hides.
+#[test]
+fn launch_step_equals_the_composed_loss_and_gradients() {
+    let s2s = Config::from_file(&repo().join("configs/rnnsearch-s2s.toml"), &[]).unwrap().model;
+    let bench = ModelConfig::preset("bench-rnnsearch").unwrap();
+    for (base, smoothing) in [(bench, 0.0), (s2s, 0.1)] {
+        let cfg = ModelConfig {
+            emb_dim: 6,
+            hidden_dim: 5,
+            maxout_dim: if base.tie_target_embeddings { 6 } else { 4 },
+            src_vocab: 23,
+            tgt_vocab: 19,
+            init: WeightInit::Paper,
+            init_std: 0.3,
+            ..base.clone()
+        };
+        let mut model = Seq2Seq::fresh(&cfg, 11, DType::F32, &Device::Cpu).unwrap();
+        model.set_impl(Impl::Composed);
+        let b = batch(&mut ChaCha8Rng::seed_from_u64(3), &cfg, (3, 5, 4));
+        let (want_loss, want) = composed(&model, &b, smoothing);
+        let l = Emulated;
+        let step = Step::new(&l, &model, NO_UPDATE, 0.0, smoothing).unwrap();
+        let mut reg = Regularizer::new(rates(&cfg), smoothing, 5, 1);
+        step.run(&l, &uploaded(&host_batch(&b, sizes(&cfg), Some(&mut reg.dropout))), false).unwrap();
+        let (loss, _) = step.loss_and_norm(&l).unwrap();
+        let what = format!("{:?} tied {}", cfg.arch, cfg.tie_target_embeddings);
+        assert!((loss - want_loss).abs() <= 1e-5 * want_loss.abs(), "{what}: loss {loss} against {want_loss}");
+        for (slot, rel) in per_slot(step.layout(), &want, &step.grads(&l).unwrap()) {
+            assert!(rel <= 1e-4, "{what}: {slot}'s gradient differs by {rel:.2e} of its scale");
+        }
+    }
+}
+
+fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The recipe's own model and optimiser for the replay check: its sizes, dropout, label
+/// smoothing, Adam with its warm-up and clipping.
+fn recipe(name: &str) -> (ModelConfig, UpdateConfig, f64, f64) {
+    let t = match name {
+        "bench-rnnsearch" => crate::config::TrainConfig { warmup: 4, ..Default::default() },
+        path => Config::from_file(&repo().join(path), &[]).unwrap().train,
+    };
+    let model = match name {
+        "bench-rnnsearch" => ModelConfig::preset(name).unwrap(),
+        path => Config::from_file(&repo().join(path), &[]).unwrap().model,
+    };
+    let cfg = UpdateConfig {
+        adam: true,
+        beta: t.adam_betas.0,
+        beta2: t.adam_betas.1,
+        eps: t.adam_eps,
+        warmup: t.warmup as usize,
+        clip: t.clip_norm,
+        normalize: t.normalize_updates,
+    };
+    (model, cfg, t.lr, t.label_smoothing)
+}
+
+/// Issue 69's acceptance: the step of `bench-rnnsearch` and of `configs/rnnsearch-s2s.toml` (at
+/// their own sizes: 256 units, 8 000 words), recorded on its bucket's first batch, then replayed
+/// for three more batches of the bucket (other ids, lengths and dropout masks), equals fresh
+/// eager steps after every update, bit for bit: the parameters, the loss and the norm.
+#[test]
+fn replayed_training_steps_equal_fresh_steps_bit_for_bit() {
+    for name in ["bench-rnnsearch", "configs/rnnsearch-s2s.toml"] {
+        let (cfg, opt, lr, smoothing) = recipe(name);
+        let model = Seq2Seq::fresh(&cfg, 7, DType::F32, &Device::Cpu).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(69);
+        let batches: Vec<_> = (0..4u64)
+            .map(|k| {
+                let b = batch(&mut rng, &cfg, (3, 6, 5));
+                let mut reg = Regularizer::new(rates(&cfg), smoothing, 1, k + 1);
+                host_batch(&b, sizes(&cfg), Some(&mut reg.dropout))
+            })
+            .collect();
+        let l = Emulated;
+        let (eager, replayed) = (Step::new(&l, &model, opt, lr, smoothing).unwrap(), Step::new(&l, &model, opt, lr, smoothing).unwrap());
+        let bucket = Bucket::new(&l, &batches[0]).unwrap();
+        let mut moved = false;
+        for (k, x) in batches.iter().enumerate() {
+            eager.run(&l, &uploaded(x), true).unwrap();
+            bucket.stage(x).unwrap();
+            bucket.step(&replayed, true).unwrap();
+            let (want, got) = (eager.params(&l).unwrap(), replayed.params(&l).unwrap());
+            let same = want.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{name}: update {k}: the replayed step's parameters differ from the fresh step's");
+            let ((wl, wn), (gl, gn)) = (eager.loss_and_norm(&l).unwrap(), replayed.loss_and_norm(&l).unwrap());
+            assert_eq!((wl.to_bits(), wn.to_bits()), (gl.to_bits(), gn.to_bits()), "{name}: update {k}: loss, norm");
+            assert!(wl.is_finite() && wn > 0.0, "{name}: update {k}: loss {wl}, norm {wn}");
+            moved |= k > 0 && want != pack_model(&model).unwrap().0;
+        }
+        assert!(moved, "{name}: the updates left the parameters where they were");
+        assert!(bucket.recording().tape_len() > 100, "{name}: a step of {} operations", bucket.recording().tape_len());
+    }
+}
