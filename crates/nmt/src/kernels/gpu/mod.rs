@@ -11,12 +11,14 @@
 //! layer, `birnn_sequence`); `bahdanau.rs` and `conditional.rs` (the two RNNsearch decoder
 //! loops) under `attention_op.rs` (the ops `attention_loop`, `attention_step`);
 //! `feedback_forward.rs`, `feedback_backward.rs` under `feedback_op.rs` (`feedback_sequence`);
-//! `optim_step.rs` (the optimiser's update); `row_best.rs` (each row's best tokens); `op.rs`
-//! (the candle plumbing of [`crate::kernels::fused_op::FusedOp`] on this device).
+//! `optim_step.rs` (the optimiser's update); `row_best.rs` (each row's best tokens); `linear.rs`
+//! (`x W + b`, the input projections under bf16 products); `op.rs` (the candle plumbing of
+//! [`crate::kernels::fused_op::FusedOp`] on this device).
 //!
 //! GPU-only files, each with a name no other file has: `launch.rs` (the room's vocabulary:
 //! [`launch::Launch`], [`launch::Kernel`], addresses and products), `args.rs` (the kernels'
-//! argument structs, mirrored from `common.h`), `direction.rs` (the loops through time that
+//! argument structs, mirrored from `common.h`), `bf16.rs` (products in bf16: the operands'
+//! rounding kernel, `bf16.cu`, before `Launch::gemm_bf16`), `direction.rs` (the loops through time that
 //! `birnn.rs` and `rnn_sequence.rs` share), `attention_kernels.rs` (the decoder loops' layout
 //! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `tests.rs`.
 //! The CUDA sources are every `.cu` file of this folder (build.rs finds them), with
