@@ -296,17 +296,9 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
     }
     if want("train") {
         // The precision in effect: f32 when bf16 was asked for where `bf16_path` is off (no
-        // AVX512_BF16, or bf16 slower than f32 on this CPU, issue 70); `bf16_products` says which.
-        // A model in its GPU form runs its input projections in bf16 on cuBLAS whatever the CPU
-        // has (`precision::set_gpu_products`).
-        let gpu = model.backend().gpu();
-        crate::kernels::precision::set_gpu_products(if gpu { opts.precision } else { Precision::F32 });
-        let mut precision = crate::kernels::precision::set_training_products(opts.precision);
-        let mut bf16_products = crate::kernels::precision::bf16_path().to_string();
-        if gpu {
-            precision = opts.precision;
-            bf16_products = crate::kernels::precision::GPU_BF16_PRODUCTS.to_string();
-        }
+        // AVX512_BF16, or bf16 slower than f32 on this CPU, issue 70), but bf16 on a GPU
+        // whatever the CPU has; `bf16_products` says which kernels.
+        let (precision, bf16_products) = crate::kernels::precision::set_step_products(opts.precision, model.backend().gpu());
         let mut adam = adam(&model, opts.imp)?;
         let mut last = 0f32;
         let mut phases: [Vec<f64>; 3] = Default::default();

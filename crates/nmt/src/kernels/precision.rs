@@ -134,6 +134,18 @@ pub fn gpu_products() -> Precision {
     }
 }
 
+/// Sets the precision of a training step's large products for a model in its GPU form (`gpu`:
+/// [`set_gpu_products`]) or on the CPU ([`set_training_products`]; the GPU's off), and returns
+/// the one in effect with the line that says which kernels run them in bf16.
+pub fn set_step_products(p: Precision, gpu: bool) -> (Precision, String) {
+    set_gpu_products(if gpu { p } else { Precision::F32 });
+    let cpu = set_training_products(p);
+    match gpu {
+        true => (p, GPU_BF16_PRODUCTS.to_string()),
+        false => (cpu, bf16_path().to_string()),
+    }
+}
+
 /// [`matmul`] for a large product of the training step: in bf16 when that is set and `T` is
 /// f32 (on [`bf16_path`]'s kernels), in `T` otherwise.
 pub fn matmul_wide<T: Real>(dst: &mut [T], dst_off: usize, dst_rs: usize, a: Mat<'_, T>, b: Mat<'_, T>, accumulate: bool, threads: usize) {

@@ -69,19 +69,16 @@ pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: 
 /// GPU form (`Backend::Gpu`) runs its input projections' products in bf16 on cuBLAS instead
 /// (`precision::set_gpu_products`, docs/GPU.md "bf16 products"), whatever the CPU has.
 pub(super) fn set_precision(cfg: &crate::config::TrainConfig, model: &crate::model::Seq2Seq, ui: &mut dyn super::progress::Progress) {
-    use crate::kernels::precision::{set_gpu_products, GPU_BF16_PRODUCTS};
     let gpu = model.backend().gpu();
-    set_gpu_products(if gpu { cfg.precision } else { crate::config::Precision::F32 });
-    let in_effect = crate::kernels::precision::set_training_products(cfg.precision);
+    let (in_effect, path) = crate::kernels::precision::set_step_products(cfg.precision, gpu);
     if cfg.precision != crate::config::Precision::Bf16 {
         return;
     }
     if gpu {
         let ln = if model.cfg.layer_norm { "; with model.layer_norm the normalised input projections run in f32" } else { "" };
-        ui.on_message(&format!("train.precision = \"bf16\": {GPU_BF16_PRODUCTS}{ln}"));
+        ui.on_message(&format!("train.precision = \"bf16\": {path}{ln}"));
         return;
     }
-    let path = crate::kernels::precision::bf16_path();
     if in_effect != cfg.precision {
         ui.on_message(&format!("train.precision = \"bf16\": {path}, so the products run in f32"));
     } else if model.cfg.layer_norm {

@@ -1,6 +1,7 @@
 //! The kernels on an NVIDIA GPU: the `.cu` sources as PTX (compiled by nvcc in build.rs, loaded
-//! once per device by candle's module cache) and cuBLAS's `sgemm`, both on candle's stream, so
-//! they run in order with the candle ops around them. Built with `--features cuda` only.
+//! once per device by candle's module cache) and cuBLAS's `sgemm` (`cublasGemmEx` with bf16
+//! operands for the bf16 products), both on candle's stream, so they run in order with the
+//! candle ops around them. Built with `--features cuda` only.
 //!
 //! Row-major products on column-major cuBLAS: `C = op(A)·op(B)` row-major is
 //! `Cᵀ = op(B)ᵀ·op(A)ᵀ` column-major, and a row-major matrix read column-major is its

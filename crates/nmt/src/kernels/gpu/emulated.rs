@@ -1,6 +1,7 @@
 //! The GPU kernels run on the host: every `.cu` source of this folder compiled by the host's C
 //! compiler (build.rs), each kernel called once per thread index of the grid the GPU would
-//! launch, and our GEMM (`kernels::gemm`) where the GPU calls cuBLAS. Exact, since every kernel
+//! launch, and our GEMM (`kernels::gemm`) where the GPU calls cuBLAS (on the bf16 values
+//! widened to `f32` for a bf16 product). Exact, since every kernel
 //! is elementwise or one thread per row (no shared memory, no synchronisation between
 //! threads). The tests run it against the CPU ops; production runs it in one place, the
 //! composed search's pick of each row's best tokens on a CPU tensor (`row_best.rs`). Before a
@@ -254,8 +255,8 @@ impl Launch for Emulated {
         // Each operand widened to f32 with its own leading dimension, so that `gemm` checks
         // cuBLAS's rules on the same numbers; a bf16 is the upper half of an f32, so the
         // product multiplies exactly the values the GPU's `cublasGemmEx` reads.
-        // SAFETY: the views lie inside live buffers of bf16 values (the caller's contract).
         let widen = |(v, (sr, sc)): (View, (usize, usize))| {
+            // SAFETY: the views lie inside live buffers of bf16 values (the caller's contract).
             let bits = unsafe { std::slice::from_raw_parts(v.addr.0 as *const u16, extent(sr, sc, v.ld)) };
             HostBuf::from_vec(bits.iter().map(|&h| f32::from_bits(u32::from(h) << 16)).collect())
         };

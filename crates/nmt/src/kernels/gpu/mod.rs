@@ -12,14 +12,17 @@
 //! loops) under `attention_op.rs` (the ops `attention_loop`, `attention_step`);
 //! `feedback_forward.rs`, `feedback_backward.rs` under `feedback_op.rs` (`feedback_sequence`);
 //! `optim_step.rs` (the optimiser's update); `row_best.rs` (each row's best tokens); the
-//! output side of a training step: `lookup.rs` (the embedding lookup with its dropout mask),
-//! `deep_output.rs` (the deep output's maxout or tanh layer) and `proj_nll.rs` (the vocabulary
-//! projection and its label-smoothed loss); `op.rs` (the candle plumbing of
+//! input and output sides of a training step: `linear.rs` (`x W + b`, the input projections,
+//! in bf16 under bf16 products), `lookup.rs` (the embedding lookup with its dropout mask),
+//! `start_pool.rs` (the decoder's start state), `deep_output.rs` (the deep output's maxout or
+//! tanh layer) and `proj_nll.rs` (the vocabulary projection and its label-smoothed loss);
+//! `op.rs` (the candle plumbing of
 //! [`crate::kernels::fused_op::FusedOp`] on this device).
 //!
 //! GPU-only files, each with a name no other file has: `launch.rs` (the room's vocabulary:
 //! [`launch::Launch`], [`launch::Kernel`], addresses and products), `args.rs` (the kernels'
-//! argument structs, mirrored from `common.h`), `direction.rs` (the loops through time that
+//! argument structs, mirrored from `common.h`), `bf16.rs` (products in bf16: the operands'
+//! rounding kernel, `bf16.cu`, before `Launch::gemm_bf16`), `direction.rs` (the loops through time that
 //! `birnn.rs` and `rnn_sequence.rs` share), `attention_kernels.rs` (the decoder loops' layout
 //! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `recording.rs` (a
 //! launcher that records a training step and replays it, as a CUDA graph does), `replay_check.rs`
