@@ -3,5 +3,6 @@
 //! (`bench/pytorch/`): its weights and batch load into an ordinary [`crate::model::Seq2Seq`]
 //! ([`reference`]), and the harness ([`run`]) times that model's loss, backward pass and
 //! optimiser step, and the host search, exactly as training and translation call them.
+mod graph;
 pub mod reference;
 pub mod run;

@@ -113,7 +113,7 @@ pub fn peak_rss_mb() -> Option<f64> {
 }
 
 /// Median and minimum milliseconds of `reps` timed runs after 3 warm-up runs.
-fn timed(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
+pub(super) fn timed(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
     let mut ms = Vec::with_capacity(reps);
     for it in 0..3 + reps {
         let t0 = Instant::now();
@@ -126,7 +126,7 @@ fn timed(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
     Ok((ms[ms.len() / 2], ms[0]))
 }
 
-fn round(x: f64, digits: i32) -> f64 {
+pub(super) fn round(x: f64, digits: i32) -> f64 {
     let s = 10f64.powi(digits);
     (x * s).round() / s
 }
@@ -353,6 +353,7 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
             o.insert("fraction_of_gemm_peak".into(), json!(round(gflops / peak, 3)));
         }
         emit(stamped(v))?;
+        super::graph::train_forms(&model, &batch, opts.steps, &base, &mut |v| emit(stamped(v)))?;
     }
     if let Some(mb) = peak_rss_mb() {
         emit(stamped(json!({"impl": imp_name, "threads": threads, "bench": "memory", "peak_rss_mb": round(mb, 1)})))?;

@@ -77,8 +77,8 @@ pub struct LaunchStep<F, I> {
     sizes: Sizes,
     layout: Layout,
     smoothing: f64,
-    bufs: [F; 6],
-    /// `[θ, m, v, g, frozen, loss]`.
+    /// `[θ, m, v, g, frozen, loss]`: kept alive here, used through `at`.
+    _bufs: [F; 6],
     at: [Addr; 6],
     opt: DeviceUpdate<F, I>,
 }
@@ -118,10 +118,11 @@ impl<F, I> LaunchStep<F, I> {
         let bufs = [l.upload(&flat)?, l.zeros(n)?, l.zeros(n)?, l.zeros(n)?, l.upload(&frozen)?, l.zeros(1)?];
         let at = [0, 1, 2, 3, 4, 5].map(|k| l.addr(&bufs[k]));
         let opt = DeviceUpdate::new(l, cfg, n, lr)?;
-        Ok(LaunchStep { sizes, layout, smoothing, bufs, at, opt })
+        Ok(LaunchStep { sizes, layout, smoothing, _bufs: bufs, at, opt })
     }
 
     /// The arena's layout (the tests unpack the gradients by it).
+    #[cfg(test)]
     pub(crate) fn layout(&self) -> &Layout {
         &self.layout
     }

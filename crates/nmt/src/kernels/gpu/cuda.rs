@@ -47,6 +47,11 @@ impl Cuda {
         Addr(ptr)
     }
 
+    /// Waits for every launch queued on the stream (a bench's step ends when its kernels have run).
+    pub fn synchronize(&self) -> Result<()> {
+        self.dev.cuda_stream().synchronize().map_err(cuda_err)
+    }
+
     /// A buffer as candle storage.
     pub fn storage(&self, b: CudaSlice<f32>) -> CudaStorage {
         CudaStorage::wrap_cuda_slice(b, self.dev.clone())
