@@ -313,3 +313,110 @@ fn graph_replays(dev: &Device) {
 fn graph_replays(dev: &Device) {
     panic!("a CUDA device {dev:?} in a build without the cuda feature");
 }
+
+/// The model's training step as launches (`nmt::model::launch_step`) on the GPU, for
+/// `bench-rnnsearch` and `configs/rnnsearch-s2s.toml` at their own sizes from N(0, 0.3²)
+/// weights: the loss and every gradient against the composed model on the CPU with the same
+/// dropout masks (1e-4 of each slot's largest entry); then four updates of new batches, eagerly,
+/// replayed from the recorded tape and replayed as a captured CUDA graph: the same bits after
+/// every update.
+#[test]
+fn gpu_launch_step_equals_the_cpu_and_replays_as_a_graph() {
+    let Some(dev) = gpu() else { return };
+    launch_step_on(&dev);
+}
+
+#[cfg(feature = "cuda")]
+fn launch_step_on(dev: &Device) {
+    use nmt::kernels::gpu::cuda::Cuda;
+    use nmt::kernels::gpu::optim_step::UpdateConfig;
+    use nmt::model::launch_bucket::{host_batch, uploaded, Bucket, MaskSizes};
+    use nmt::model::launch_step::{packed_gradients, LaunchStep};
+    use rand::{Rng, SeedableRng};
+    let Device::Cuda(cd) = dev else { panic!("not a CUDA device: {dev:?}") };
+    let l = Cuda::new(cd);
+    for name in ["bench-rnnsearch", "configs/rnnsearch-s2s.toml"] {
+        let (cfg, train) = match name {
+            "bench-rnnsearch" => (ModelConfig::preset(name).unwrap(), nmt::config::TrainConfig { warmup: 4, ..Default::default() }),
+            path => {
+                let c = nmt::config::Config::from_file(&common::repo_root().join(path), &[]).unwrap();
+                (c.model, c.train)
+            }
+        };
+        let cfg = at_test_scale(&cfg);
+        let mut model = Seq2Seq::fresh(&cfg, 7, DType::F32, &Device::Cpu).unwrap();
+        model.set_impl(Impl::Composed);
+        let rates = DropoutRates { units: cfg.dropout, src_words: 0.0, tgt_words: 0.0, recurrent: cfg.recurrent_dropout };
+        let smoothing = train.label_smoothing;
+        let (b1, b2) = train.adam_betas;
+        let (eps, warmup, clip, normalize) = (train.adam_eps, train.warmup as usize, train.clip_norm, train.normalize_updates);
+        let opt = UpdateConfig { adam: true, beta: b1, beta2: b2, eps, warmup, clip, normalize };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(69);
+        let (b, s, t) = (16, 20, 18);
+        let batches: Vec<Batch> = (0..4)
+            .map(|_| {
+                let ex: Vec<Example> = (0..b)
+                    .map(|k| {
+                        let (ls, lt) = if k == 0 { (s, t) } else { (rng.gen_range(1..=s), rng.gen_range(1..=t)) };
+                        let ids = |rng: &mut rand_chacha::ChaCha8Rng, v: usize, n| (0..n).map(|_| rng.gen_range(4..v as u32)).collect();
+                        Example { src: ids(&mut rng, cfg.src_vocab, ls), tgt: ids(&mut rng, cfg.tgt_vocab, lt) }
+                    })
+                    .collect();
+                Batch::from_examples(&ex.iter().collect::<Vec<_>>(), (0..b).collect())
+            })
+            .collect();
+        let z = MaskSizes { emb: cfg.emb_dim, hidden: cfg.hidden_dim, units: cfg.maxout_dim };
+        let xs: Vec<_> = batches
+            .iter()
+            .enumerate()
+            .map(|(k, bt)| host_batch(bt, z, Some(&mut Regularizer::new(rates, smoothing, 1, k as u64 + 1).dropout)))
+            .collect();
+        // The loss and the gradients against the CPU.
+        let step = LaunchStep::new(&l, &model, opt, train.lr, smoothing).unwrap();
+        step.run(&l, &uploaded(&xs[0]), false).unwrap();
+        let bt = BatchTensors::new(&batches[0], DType::F32, &Device::Cpu).unwrap();
+        let loss = model.loss(&bt, Some(&mut Regularizer::new(rates, smoothing, 1, 1))).unwrap().mean;
+        let (want, slots) = packed_gradients(&model, &loss.backward().unwrap()).unwrap();
+        let (want_loss, (got_loss, _)) = (loss.to_scalar::<f32>().unwrap(), step.loss_and_norm(&l).unwrap());
+        eprintln!("{name}: GPU loss {got_loss}, CPU {want_loss}");
+        assert!((got_loss - want_loss).abs() <= 1e-4 * want_loss.abs(), "{name}: loss {got_loss} against {want_loss}");
+        let got = step.grads(&l).unwrap();
+        for (slot, at, len) in &slots {
+            let (w, g) = (&want[*at..at + len], &got[*at..at + len]);
+            let scale = w.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-20);
+            let diff = w.iter().zip(g).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            eprintln!("{name}: {slot}: {:.2e} of its scale", diff / scale);
+            assert!(diff <= 1e-4 * scale, "{name}: {slot}'s gradient differs by {:.2e} of its scale", diff / scale);
+        }
+        // Eager, tape and graph: the same bits after every update.
+        let new = || LaunchStep::new(&l, &model, opt, train.lr, smoothing).unwrap();
+        let (eager, taped, graphed) = (new(), new(), new());
+        let (tape, graph) = (Bucket::new(&l, &xs[0]).unwrap(), Bucket::new(&l, &xs[0]).unwrap());
+        let mut captured = None;
+        for (k, x) in xs.iter().enumerate() {
+            eager.run(&l, &uploaded(x), true).unwrap();
+            tape.stage(x).unwrap();
+            tape.step(&taped, true).unwrap();
+            graph.stage(x).unwrap();
+            match &captured {
+                None => {
+                    graph.step(&graphed, true).unwrap();
+                    captured = Some(l.capture(graph.recording()).unwrap());
+                }
+                Some(g) => g.launch().unwrap(),
+            }
+            let want = eager.params(&l).unwrap();
+            for (form, s) in [("tape", &taped), ("graph", &graphed)] {
+                let same = want.iter().zip(&s.params(&l).unwrap()).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{name}: update {k}: the {form}'s parameters differ from the eager step's");
+                assert_eq!(eager.loss_and_norm(&l).unwrap(), s.loss_and_norm(&l).unwrap(), "{name}: update {k}: {form}'s loss, norm");
+            }
+        }
+    }
+}
+
+/// Without `--features cuda` there is no device to reach here (`gpu()` returned `None`).
+#[cfg(not(feature = "cuda"))]
+fn launch_step_on(dev: &Device) {
+    panic!("a CUDA device {dev:?} in a build without the cuda feature");
+}

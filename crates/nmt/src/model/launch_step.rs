@@ -121,12 +121,6 @@ impl<F, I> LaunchStep<F, I> {
         Ok(LaunchStep { sizes, layout, smoothing, _bufs: bufs, at, opt })
     }
 
-    /// The arena's layout (the tests unpack the gradients by it).
-    #[cfg(test)]
-    pub(crate) fn layout(&self) -> &Layout {
-        &self.layout
-    }
-
     /// The parameters, after the step.
     pub fn params(&self, l: &impl Launch) -> Result<Vec<f32>> {
         l.read(self.at[0], self.layout.len)
@@ -298,6 +292,30 @@ impl<F, I> LaunchStep<F, I> {
     fn put<L: Launch>(&self, l: &L, s: Slot, from: &L::Floats, len: usize) -> Result<()> {
         copy_rows(l, (self.grad(s)?, len), (l.addr(from), len), 1, len)
     }
+}
+
+/// The arena of `model`'s gradients `grads` (a parameter without one: zeros), laid out as
+/// [`LaunchStep::grads`] lays them out, and each slot's `(name, offset, length)`: how the tests,
+/// on the CPU and on a GPU, compare the step with the composed model.
+#[doc(hidden)]
+pub fn packed_gradients(
+    model: &Seq2Seq,
+    grads: &candle_core::backprop::GradStore,
+) -> crate::error::Result<(Vec<f32>, Vec<(String, usize, usize)>)> {
+    let mut named = std::collections::BTreeMap::new();
+    for (name, v) in model.params.named_vars() {
+        let g = match grads.get(v.as_tensor()) {
+            Some(g) => g.clone(),
+            None => v.as_tensor().zeros_like()?,
+        };
+        named.insert(name, g);
+    }
+    let packed = model.with_params(|name, t| match named.get(name) {
+        Some(g) => Ok(g.clone()),
+        None => Ok(t.zeros_like()?),
+    })?;
+    let (flat, layout) = pack_model(&packed)?;
+    Ok((flat, layout.regions.iter().map(|&(s, at, len)| (format!("{s:?}"), at, len)).collect()))
 }
 
 /// `dst[r][..width] = src[r][..width]` for `rows` rows, each side `(address, row stride)`.
