@@ -2,8 +2,9 @@
 """The ratios of a `gpu-check.sh` run, from the figure lines its steps wrote (RUN/figures/*.jsonl,
 one file a step, named NN-SLUG.jsonl; one JSON object a line).
 
-  gpu-check-ratios.py train RUN      nmt's training step (nmt-train-bNN) over PyTorch's forms
-                                     (torch-*), batch 32 and 128; loss0 checked first
+  gpu-check-ratios.py train RUN      nmt's training step (nmt-train-bNN: candle's step, the
+                                     recorded step's launches and its CUDA graph) over PyTorch's
+                                     forms (torch-*), batch 32 and 128; loss0 checked first
   gpu-check-ratios.py search RUN     nmt's greedy and beam-5 search (nmt-search-bNN) over beam 5 on
                                      the machine's CPU threads (cpu-beam5-bNN)
   gpu-check-ratios.py composed RUN   the GPU kernels (nmt-train-bNN, nmt-search-bNN) over composed
@@ -72,16 +73,19 @@ def train(figs, check):
         if not ours:
             print(f"batch {b:3}: no nmt training figure")
             continue
-        o = ours[0]
-        print(f"batch {b:3}: nmt ({o.get('impl')}) {o['target_tokens_per_s']:10.1f} target tokens/s, loss0 {o.get('loss0')}")
         forms = pick(torch, "train", b)
         if not forms:
             print(f"batch {b:3}: no PyTorch training figure")
-        for t in forms:
-            bound = BF16_BOUND if "bf16" in t.get("form", "") else F32_BOUND
-            if check.loss0(f"batch {b} nmt against PyTorch {t.get('form')}", o, t, bound):
-                r = o["target_tokens_per_s"] / t["target_tokens_per_s"]
-                print(f"batch {b:3}: over PyTorch {t.get('form'):10} {t['target_tokens_per_s']:10.1f}: {r:.2f}x (loss0 {t.get('loss0')})")
+        # nmt's forms: candle's step, then the recorded step's launches and its CUDA graph
+        # (bench/graph.rs), each over every PyTorch form.
+        for o in ours:
+            ours_form = o.get("form", "candle")
+            print(f"batch {b:3}: nmt ({o.get('impl')}, {ours_form}) {o['target_tokens_per_s']:10.1f} target tokens/s, loss0 {o.get('loss0')}")
+            for t in forms:
+                bound = BF16_BOUND if "bf16" in t.get("form", "") else F32_BOUND
+                if check.loss0(f"batch {b} nmt {ours_form} against PyTorch {t.get('form')}", o, t, bound):
+                    r = o["target_tokens_per_s"] / t["target_tokens_per_s"]
+                    print(f"batch {b:3}: {ours_form:10} over PyTorch {t.get('form'):10} {t['target_tokens_per_s']:10.1f}: {r:.2f}x (loss0 {t.get('loss0')})")
 
 
 def search(figs, check):

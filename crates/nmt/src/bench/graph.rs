@@ -16,7 +16,7 @@ use crate::model::Seq2Seq;
 /// last loss. A model the recorded step does not run gets one object saying why.
 #[cfg(feature = "cuda")]
 pub fn train_forms(model: &Seq2Seq, batch: &Batch, steps: usize, base: &Value, emit: &mut dyn FnMut(Value) -> Result<()>) -> Result<()> {
-    use super::run::{round, timed};
+    use super::timing::{round, timed};
     use crate::kernels::gpu::cuda::Cuda;
     use crate::kernels::gpu::optim_step::UpdateConfig;
     use crate::model::launch_bucket::{host_batch, uploaded, Bucket, MaskSizes};

@@ -6,3 +6,4 @@
 mod graph;
 pub mod reference;
 pub mod run;
+mod timing;

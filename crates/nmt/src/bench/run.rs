@@ -19,6 +19,7 @@ use candle_core::{DType, Device, Tensor};
 use serde_json::{json, Value};
 
 use super::reference::{self, BATCH, SRC_LEN, TGT_LEN};
+use super::timing::{round, timed};
 use crate::config::{Arch, Impl, ModelConfig, Optimizer as OptimizerKind, Precision, SearchConfig, TrainConfig};
 use crate::error::Result;
 use crate::kernels::gemm::{matmul, Mat};
@@ -110,25 +111,6 @@ pub fn peak_rss_mb() -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
-}
-
-/// Median and minimum milliseconds of `reps` timed runs after 3 warm-up runs.
-pub(super) fn timed(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
-    let mut ms = Vec::with_capacity(reps);
-    for it in 0..3 + reps {
-        let t0 = Instant::now();
-        f()?;
-        if it >= 3 {
-            ms.push(t0.elapsed().as_secs_f64() * 1e3);
-        }
-    }
-    ms.sort_by(f64::total_cmp);
-    Ok((ms[ms.len() / 2], ms[0]))
-}
-
-pub(super) fn round(x: f64, digits: i32) -> f64 {
-    let s = 10f64.powi(digits);
-    (x * s).round() / s
 }
 
 /// The training optimiser with PyTorch's Adam defaults (lr 1e-3, β = (0.9, 0.999), ε = 1e-8)
