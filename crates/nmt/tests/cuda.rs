@@ -369,7 +369,7 @@ fn launch_step_on(dev: &Device) {
         let xs: Vec<_> = batches
             .iter()
             .enumerate()
-            .map(|(k, bt)| host_batch(bt, z, Some(&mut Regularizer::new(rates, smoothing, 1, k as u64 + 1).dropout)))
+            .map(|(k, bt)| host_batch(bt, z, Some(&mut nmt::model::regularizer::Dropout::new(rates, 1, k as u64 + 1))))
             .collect();
         // The loss and the gradients against the CPU.
         let step = LaunchStep::new(&l, &model, opt, train.lr, smoothing).unwrap();
