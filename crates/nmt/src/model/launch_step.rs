@@ -294,14 +294,14 @@ impl<F, I> LaunchStep<F, I> {
     }
 }
 
+/// A slot of the arena: its name, offset and length.
+pub type SlotSpan = (String, usize, usize);
+
 /// The arena of `model`'s gradients `grads` (a parameter without one: zeros), laid out as
 /// [`LaunchStep::grads`] lays them out, and each slot's `(name, offset, length)`: how the tests,
 /// on the CPU and on a GPU, compare the step with the composed model.
 #[doc(hidden)]
-pub fn packed_gradients(
-    model: &Seq2Seq,
-    grads: &candle_core::backprop::GradStore,
-) -> crate::error::Result<(Vec<f32>, Vec<(String, usize, usize)>)> {
+pub fn packed_gradients(model: &Seq2Seq, grads: &candle_core::backprop::GradStore) -> crate::error::Result<(Vec<f32>, Vec<SlotSpan>)> {
     let mut named = std::collections::BTreeMap::new();
     for (name, v) in model.params.named_vars() {
         let g = match grads.get(v.as_tensor()) {

@@ -38,9 +38,12 @@ pub struct Slot {
     pub len: usize,
 }
 
+/// A recorded kernel launch: the kernel and its arguments, as they were.
+type Launched<L> = Box<dyn Fn(&L) -> Result<()>>;
+
 /// One recorded operation, replayed on the inner launcher.
 enum Entry<L> {
-    Launch(Box<dyn Fn(&L) -> Result<()>>),
+    Launch(Launched<L>),
     Gemm(Gemm),
     GemmBf16(Gemm),
     Fill(Addr, usize, f32),
