@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU kernels' host build (crates/nmt/src/kernels/gpu/*.cu through emulate.c) under
-# AddressSanitizer, running the emulated GPU tests (issue 69, item 4): a kernel that reads or
+# AddressSanitizer, running the emulated GPU tests and the recorded training step (issue 69): a kernel that reads or
 # writes outside the buffers its launch names fails here, on any machine, where on a GPU it would
 # corrupt memory silently or fault asynchronously.
 #
@@ -27,7 +27,7 @@ runner_var="CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_RUNNER"
 export "$runner_var"="env LD_PRELOAD=$asan_rt"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
 export CARGO_TARGET_DIR="$root/target/asan"
-cargo test --release --target "$target" -p nmt --lib -- kernels::gpu model::gpu_decoder search::candle 2>&1 | tee "$CARGO_TARGET_DIR.log" | tail -25
+cargo test --release --target "$target" -p nmt --lib -- kernels::gpu model::gpu_decoder model::launch_tests search::candle 2>&1 | tee "$CARGO_TARGET_DIR.log" | tail -25
 if grep -q "ERROR: AddressSanitizer" "$CARGO_TARGET_DIR.log"; then
   echo "ASAN: the emulated GPU kernels accessed memory outside their buffers" >&2
   exit 1

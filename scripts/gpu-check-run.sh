@@ -194,7 +194,7 @@ compare_outputs() { # SLUG A B
 run_gpu() {
   local g=("${gpu[@]}") b
   local gl=${g[*]:+ ${g[*]}}
-  nmt_bench nmt-train-b32 120 "a guess; the first GPU process, with the JIT of candle's PTX" "nmt bench$gl --only train, batch 32" \
+  nmt_bench nmt-train-b32 120 "a guess; the first GPU process, with the JIT of candle's PTX; candle's step, then the recorded step's launches and its CUDA graph, each figure flushed as measured" "nmt bench$gl --only train, batch 32" \
     "${g[@]}" --batch 32 --only train --steps "$steps_n"
   first_result
   nmt_bench nmt-train-b128 60 "a guess" "nmt bench$gl --only train, batch 128" "${g[@]}" --batch 128 --only train --steps "$steps_n"

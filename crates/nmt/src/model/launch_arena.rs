@@ -132,9 +132,65 @@ pub(crate) fn pack_model(model: &Seq2Seq) -> Result<(Vec<f32>, Layout)> {
     Ok((flat, Layout { regions, len }))
 }
 
-/// 1 where the arena holds a parameter, 0 where it holds a constant of the packing (the paper
-/// GRU's zero `b_h`): `model`'s arena with every parameter NaN.
+/// For each arena position, the parameter element it holds: its index in the parameters laid
+/// end to end (`named_vars` order, each row-major), or `None` for a constant of the packing (the
+/// paper GRU's zero `b_h`). Found by packing a model whose every element holds its index + 1 in
+/// `f64` (exact to 2^53), so it follows the packing wherever the layers' expressions put it.
+pub(crate) fn positions(model: &Seq2Seq) -> Result<Vec<Option<usize>>> {
+    supported(model)?;
+    let mut starts = std::collections::BTreeMap::new();
+    let mut total = 0usize;
+    for (name, v) in model.params.named_vars() {
+        starts.insert(name, total);
+        total += v.elem_count();
+    }
+    let dev = model.device().clone();
+    let indexed = model.with_params_in(DType::F64, |name, t| {
+        let start = starts.get(name).copied().unwrap_or(0) as f64 + 1.0;
+        Ok(Tensor::arange(start, start + t.elem_count() as f64, &dev)?.reshape(t.shape())?)
+    })?;
+    let Some(net) = indexed.rnnsearch() else { return Err(Error::Config("the recorded GPU step runs RNNsearch only".into())) };
+    let (src, tgt) = indexed.embeddings();
+    let mut out = Vec::new();
+    for (_, t) in pack(net, src, tgt)? {
+        out.extend(t.to_vec1::<f64>()?.into_iter().map(|x| if x >= 1.0 { Some(x as usize - 1) } else { None }));
+    }
+    Ok(out)
+}
+
+/// 1 where the arena holds a parameter, 0 where it holds a constant of the packing: the step
+/// zeroes the constants' gradients, so the update leaves them alone.
 pub(crate) fn frozen(model: &Seq2Seq) -> Result<Vec<f32>> {
-    let nan = model.with_params(|_, t| Ok((t.ones_like()? * f64::NAN)?))?;
-    Ok(pack_model(&nan)?.0.iter().map(|x| if x.is_nan() { 1.0 } else { 0.0 }).collect())
+    Ok(positions(model)?.iter().map(|p| if p.is_some() { 1.0 } else { 0.0 }).collect())
+}
+
+/// Writes an arena's parameters back into `model` (the inverse of [`pack_model`]): every
+/// parameter element must appear in the arena exactly once, or it is an error (an element held
+/// twice would be updated twice, apart).
+pub(crate) fn unpack(model: &Seq2Seq, arena: &[f32]) -> Result<()> {
+    let pos = positions(model)?;
+    if pos.len() != arena.len() {
+        return Err(Error::Config(format!("an arena of {} values for a model whose arena holds {}", arena.len(), pos.len())));
+    }
+    let vars = model.params.named_vars();
+    let total: usize = vars.iter().map(|(_, v)| v.elem_count()).sum();
+    let (mut flat, mut seen) = (vec![0f32; total], vec![false; total]);
+    for (&p, &x) in pos.iter().zip(arena) {
+        if let Some(i) = p {
+            if std::mem::replace(&mut seen[i], true) {
+                return Err(Error::Config(format!("parameter element {i} appears twice in the arena")));
+            }
+            flat[i] = x;
+        }
+    }
+    if let Some(i) = seen.iter().position(|s| !s) {
+        return Err(Error::Config(format!("parameter element {i} is missing from the arena")));
+    }
+    let mut at = 0;
+    for (_, v) in vars {
+        let n = v.elem_count();
+        v.set(&Tensor::from_vec(flat[at..at + n].to_vec(), v.shape(), v.device())?)?;
+        at += n;
+    }
+    Ok(())
 }

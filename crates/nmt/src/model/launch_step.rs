@@ -17,7 +17,7 @@
 use candle_core::Result;
 
 use super::gpu_step::LoopDims;
-use super::launch_arena::{frozen, pack_model, supported, Layout, Slot};
+use super::launch_arena::{frozen, pack_model, supported, unpack, Layout, Slot};
 use super::rnnsearch::Decoder;
 use super::Seq2Seq;
 use crate::config::{CellKind, OutputLayer, Precision, StartState};
@@ -124,6 +124,11 @@ impl<F, I> LaunchStep<F, I> {
     /// The parameters, after the step.
     pub fn params(&self, l: &impl Launch) -> Result<Vec<f32>> {
         l.read(self.at[0], self.layout.len)
+    }
+
+    /// Writes the step's parameters back into `model` (before a validation or a checkpoint).
+    pub fn write_back(&self, l: &impl Launch, model: &Seq2Seq) -> crate::error::Result<()> {
+        unpack(model, &self.params(l)?)
     }
 
     /// The last step's gradients.

@@ -103,6 +103,26 @@ fn launch_step_equals_the_composed_loss_and_gradients() {
     }
 }
 
+/// The packing is a bijection on the parameters: an arena written back into another model of the
+/// same configuration makes it the first, element for element, for both decoders' forms (the
+/// paper GRU's zero `b_h` is a constant of the packing, no parameter).
+#[test]
+fn an_arena_written_back_is_the_model() {
+    let s2s = Config::from_file(&repo().join("configs/rnnsearch-s2s.toml"), &[]).unwrap().model;
+    for base in [ModelConfig::preset("bench-rnnsearch").unwrap(), s2s] {
+        let cfg = ModelConfig { emb_dim: 6, hidden_dim: 5, maxout_dim: 6, src_vocab: 23, tgt_vocab: 19, ..base };
+        let (a, b) =
+            (Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap(), Seq2Seq::fresh(&cfg, 2, DType::F32, &Device::Cpu).unwrap());
+        let l = Emulated;
+        let step = Step::new(&l, &a, NO_UPDATE, 0.0, 0.0).unwrap();
+        step.write_back(&l, &b).unwrap();
+        for ((name, va), (_, vb)) in a.params.named_vars().iter().zip(b.params.named_vars()) {
+            let (x, y) = (va.flatten_all().unwrap().to_vec1::<f32>().unwrap(), vb.flatten_all().unwrap().to_vec1::<f32>().unwrap());
+            assert_eq!(x, y, "{:?}: {name}", cfg.arch);
+        }
+    }
+}
+
 fn repo() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

@@ -265,12 +265,17 @@ impl Seq2Seq {
     /// A model of the same configuration whose parameters are `f(name, parameter)`: packing
     /// one built of another model's gradients packs those gradients (`launch_arena.rs`).
     pub(crate) fn with_params(&self, f: impl Fn(&str, &Tensor) -> Result<Tensor>) -> Result<Seq2Seq> {
+        self.with_params_in(self.dtype(), f)
+    }
+
+    /// [`Seq2Seq::with_params`] with parameters of `dtype`.
+    pub(crate) fn with_params_in(&self, dtype: DType, f: impl Fn(&str, &Tensor) -> Result<Tensor>) -> Result<Seq2Seq> {
         let mut map = std::collections::BTreeMap::new();
         for (name, v) in self.params.named_vars() {
             let t = f(&name, v.as_tensor())?;
             map.insert(name, t);
         }
-        Seq2Seq::build(&self.cfg, Params::from_tensors(map, self.dtype(), self.device()))
+        Seq2Seq::build(&self.cfg, Params::from_tensors(map, dtype, self.device()))
     }
 
     /// Whether the model has attention weights to report (RNNsearch).
