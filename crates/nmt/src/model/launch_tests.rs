@@ -75,7 +75,8 @@ fn composed(model: &Seq2Seq, b: &Batch, smoothing: f64) -> (f32, Vec<f32>, Vec<(
 fn launch_step_equals_the_composed_loss_and_gradients() {
     let s2s = Config::from_file(&repo().join("configs/rnnsearch-s2s.toml"), &[]).unwrap().model;
     let bench = ModelConfig::preset("bench-rnnsearch").unwrap();
-    for (base, smoothing) in [(bench, 0.0), (s2s, 0.1)] {
+    let lstm = ModelConfig { cell: crate::config::Cell::Lstm, ..bench.clone() };
+    for (base, smoothing) in [(bench, 0.0), (s2s, 0.1), (lstm, 0.1)] {
         let cfg = ModelConfig {
             emb_dim: 6,
             hidden_dim: 5,
@@ -120,6 +121,30 @@ fn an_arena_written_back_is_the_model() {
             let (x, y) = (va.flatten_all().unwrap().to_vec1::<f32>().unwrap(), vb.flatten_all().unwrap().to_vec1::<f32>().unwrap());
             assert_eq!(x, y, "{:?}: {name}", cfg.arch);
         }
+    }
+}
+
+/// What the recorded step does not run is refused with a clear error, not run wrong: layer
+/// normalisation, stacked decoders, RNNenc.
+#[test]
+fn the_recorded_step_refuses_what_it_does_not_run() {
+    let base = ModelConfig {
+        emb_dim: 6,
+        hidden_dim: 5,
+        maxout_dim: 4,
+        src_vocab: 23,
+        tgt_vocab: 19,
+        ..ModelConfig::preset("bench-rnnsearch").unwrap()
+    };
+    let refused = [
+        ("layer normalisation", ModelConfig { layer_norm: true, gru: crate::config::GruForm::ResetAfter, ..base.clone() }),
+        ("stacked layers", ModelConfig { dec_layers: 2, ..base.clone() }),
+        ("RNNsearch only", ModelConfig { arch: crate::config::Arch::rnnenc(), ..base.clone() }),
+    ];
+    for (what, cfg) in refused {
+        let Ok(model) = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu) else { continue };
+        let err = Step::new(&Emulated, &model, NO_UPDATE, 0.0, 0.0).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains(what) || err.contains("does not run"), "{what}: {err:?}");
     }
 }
 
