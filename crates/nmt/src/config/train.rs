@@ -64,6 +64,9 @@ pub struct TrainConfig {
     /// a CPU's batch of 80 sentences, so one recipe names both (Marian and OpenNMT-py leave it
     /// to a per-machine flag). `None`: `batch` everywhere. [`TrainConfig::batch_on`].
     pub gpu_batch: Option<BatchConfig>,
+    /// On a GPU, run each update as RNNsearch's recorded step replayed as a CUDA graph
+    /// (`train/graph.rs`) instead of candle's ops. Off until a GPU run confirms it (docs/GPU.md).
+    pub cuda_graph: bool,
     /// Validate (dev perplexity + BLEU), checkpoint and keep the best model every N updates.
     pub valid_every: u64,
     /// Log training loss every N updates.
@@ -141,6 +144,7 @@ impl Default for TrainConfig {
             normalize_updates: false,
             batch: BatchConfig { max_tokens: 2000, max_sentences: 80 },
             gpu_batch: None,
+            cuda_graph: false,
             valid_every: 500,
             log_every: 50,
             patience: 10,

@@ -164,10 +164,10 @@ pub(crate) fn frozen(model: &Seq2Seq) -> Result<Vec<f32>> {
     Ok(positions(model)?.iter().map(|p| if p.is_some() { 1.0 } else { 0.0 }).collect())
 }
 
-/// Writes an arena's parameters back into `model` (the inverse of [`pack_model`]): every
-/// parameter element must appear in the arena exactly once, or it is an error (an element held
-/// twice would be updated twice, apart).
-pub(crate) fn unpack(model: &Seq2Seq, arena: &[f32]) -> Result<()> {
+/// An arena's values as one tensor per parameter of `model`, by name (the inverse of
+/// [`pack_model`]): every parameter element must appear in the arena exactly once, or it is an
+/// error (an element held twice would be updated twice, apart).
+pub(crate) fn unpack_named(model: &Seq2Seq, arena: &[f32]) -> Result<Vec<(String, Tensor)>> {
     let pos = positions(model)?;
     if pos.len() != arena.len() {
         return Err(Error::Config(format!("an arena of {} values for a model whose arena holds {}", arena.len(), pos.len())));
@@ -187,10 +187,30 @@ pub(crate) fn unpack(model: &Seq2Seq, arena: &[f32]) -> Result<()> {
         return Err(Error::Config(format!("parameter element {i} is missing from the arena")));
     }
     let mut at = 0;
-    for (_, v) in vars {
+    let mut out = Vec::with_capacity(vars.len());
+    for (name, v) in vars {
         let n = v.elem_count();
-        v.set(&Tensor::from_vec(flat[at..at + n].to_vec(), v.shape(), v.device())?)?;
+        out.push((name, Tensor::from_vec(flat[at..at + n].to_vec(), v.shape(), v.device())?));
         at += n;
     }
+    Ok(out)
+}
+
+/// Writes an arena's parameters back into `model` ([`unpack_named`]).
+pub(crate) fn unpack(model: &Seq2Seq, arena: &[f32]) -> Result<()> {
+    let named = unpack_named(model, arena)?;
+    for ((_, v), (_, t)) in model.params.named_vars().iter().zip(named) {
+        v.set(&t)?;
+    }
     Ok(())
+}
+
+/// The arena of per-parameter tensors `named` (a parameter's moments, its gradients), laid out as
+/// `model`'s parameters are.
+pub(crate) fn pack_named(model: &Seq2Seq, named: &std::collections::BTreeMap<String, Tensor>) -> Result<Vec<f32>> {
+    let like = model.with_params(|name, t| match named.get(name) {
+        Some(x) => Ok(x.to_dtype(t.dtype())?.reshape(t.shape())?),
+        None => Err(Error::Config(format!("no {name} to pack"))),
+    })?;
+    Ok(pack_model(&like)?.0)
 }

@@ -131,6 +131,22 @@ impl<F, I> LaunchStep<F, I> {
         unpack(model, &self.params(l)?)
     }
 
+    /// The optimiser's moments `(m, v)`, each laid out as the parameters.
+    pub fn moments(&self, l: &impl Launch) -> Result<(Vec<f32>, Vec<f32>)> {
+        Ok((l.read(self.at[1], self.layout.len)?, l.read(self.at[2], self.layout.len)?))
+    }
+
+    /// Sets the optimiser's moments (laid out as the parameters) and its count of updates
+    /// applied: a resumed run's state, between steps.
+    pub fn set_state(&self, l: &impl Launch, (m, v): (&[f32], &[f32]), count: u64) -> Result<()> {
+        if m.len() != self.layout.len || v.len() != self.layout.len {
+            candle_core::bail!("moments of {} and {} values for an arena of {}", m.len(), v.len(), self.layout.len);
+        }
+        l.write(self.at[1], m)?;
+        l.write(self.at[2], v)?;
+        self.opt.set_count(l, count)
+    }
+
     /// The last step's gradients.
     pub fn grads(&self, l: &impl Launch) -> Result<Vec<f32>> {
         l.read(self.at[3], self.layout.len)

@@ -2,6 +2,7 @@
 pub mod average;
 pub mod checkpoint;
 pub mod collective;
+mod graph;
 pub mod log;
 mod milestone;
 pub mod optim;

@@ -94,6 +94,11 @@ impl Optimizer {
         Ok(norm)
     }
 
+    /// The factor on the configured learning rate.
+    pub fn lr_scale(&self) -> f64 {
+        self.lr_scale
+    }
+
     /// Sets the factor on the configured learning rate (decay on a dev-BLEU plateau).
     pub fn set_lr_scale(&mut self, scale: f64) {
         self.lr_scale = scale;

@@ -18,6 +18,7 @@ use nmt_data::read_parallel;
 
 use super::checkpoint::{self, TrainProgress};
 use super::collective::{agree_on, broadcast_params, Control};
+use super::graph::{launcher, GraphLauncher, GraphUpdater};
 use super::log::{JsonlLog, TrainRecord};
 use super::milestone::{average_snapshots, validate};
 use super::options::{LoopEnv, StopReason, TrainOptions, TrainSummary};
@@ -140,6 +141,9 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
     // Stop flags agreed by all ranks after each update (one process: its own flags). Only
     // rank 0's clock counts, so every rank stops at the same update.
     let mut agreed = Control { out_of_time: t.max_minutes > 0.0 && elapsed_before >= t.max_minutes * 60.0, ..Control::default() };
+    // `train.cuda_graph`: each update replays the recorded step (`graph.rs`).
+    let graph_l = launcher(t, &run.model, single)?;
+    let mut graph = graph_l.as_ref().map(|l| GraphUpdater::new(l, &run.model, &run.opt, t)).transpose()?;
     let reason = 'outer: loop {
         if t.max_epochs > 0 && run.progress.epoch >= t.max_epochs {
             break StopReason::MaxEpochs;
@@ -173,8 +177,14 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             let reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step);
             let local =
                 Control { interrupted: env.opts.stop.load(Ordering::SeqCst), out_of_time: root && out_of_time(), ..Control::default() };
-            let mut updater = Updater { model: &run.model, opt: &mut run.opt, vars: &vars, collective: env.opts.collective.as_ref() };
-            let done = updater.update(&part, Share { rows: share, tokens }, reg, run.progress.step + 1, local)?;
+            let done = match graph.as_mut() {
+                Some(g) => g.update(&part, reg, tokens, local)?,
+                None => {
+                    let mut updater =
+                        Updater { model: &run.model, opt: &mut run.opt, vars: &vars, collective: env.opts.collective.as_ref() };
+                    updater.update(&part, Share { rows: share, tokens }, reg, run.progress.step + 1, local)?
+                }
+            };
             agreed = done.control;
             run.progress.step += 1;
             run.progress.batch_in_epoch += 1;
@@ -209,8 +219,12 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             if step.is_multiple_of(t.valid_every.max(1)) {
                 run.progress.elapsed_s = elapsed();
                 validated_at = step;
+                sync(&graph, run)?;
                 if validate(env, run, ui)? {
                     break 'outer StopReason::Patience;
+                }
+                if let Some(g) = &graph {
+                    g.set_lr(t, &run.opt)?;
                 }
             }
         }
@@ -218,6 +232,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
         run.progress.batch_in_epoch = 0;
     };
     run.progress.elapsed_s = elapsed();
+    sync(&graph, run)?;
     if reason == StopReason::Interrupted && root {
         run.meta.step = run.progress.step;
         checkpoint::save(env.ckpt_path, &run.model, &run.meta, &run.opt, &run.progress)?;
@@ -227,6 +242,15 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
     }
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     Ok((reason, run_tokens as f64 / secs))
+}
+
+/// With `train.cuda_graph`, the device's parameters and moments written into `run` (before a
+/// validation or a checkpoint reads them).
+fn sync(graph: &Option<GraphUpdater<'_, GraphLauncher>>, run: &mut Run) -> Result<()> {
+    match graph {
+        Some(g) => g.sync(&run.model, &mut run.opt),
+        None => Ok(()),
+    }
 }
 
 /// How much of the run is done, by whichever limit is closest.

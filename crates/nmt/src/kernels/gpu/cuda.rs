@@ -97,6 +97,16 @@ impl Cuda {
     }
 }
 
+impl super::recording::Replay for Cuda {
+    type Graph = Graph;
+    fn capture(&self, rec: &super::recording::Recording<'_, Self>) -> Result<Graph> {
+        Cuda::capture(self, rec)
+    }
+    fn replay(&self, _: &super::recording::Recording<'_, Self>, g: &Graph) -> Result<()> {
+        g.launch()
+    }
+}
+
 impl Device for Cuda {
     type In<'a> = Addr;
     type Floats = CudaSlice<f32>;

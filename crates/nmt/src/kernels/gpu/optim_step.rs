@@ -139,6 +139,11 @@ impl<F, I> DeviceUpdate<F, I> {
         l.write_ints(self.at[0].at_i64(1), &[lr.to_bits() as i64])
     }
 
+    /// Sets the count of updates applied so far (a resumed run's), between steps.
+    pub fn set_count(&self, l: &impl Launch, k: u64) -> Result<()> {
+        l.write_ints(self.at[0], &[k as i64])
+    }
+
     /// The last update's gradient norm (before clipping), after the step.
     pub fn norm(&self, l: &impl Launch) -> Result<f64> {
         let v = l.read(self.at[0].at_i64(2), 2)?;

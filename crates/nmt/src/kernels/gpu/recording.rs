@@ -30,6 +30,27 @@ use candle_core::{bail, Result};
 use super::launch::{Addr, Gemm, Kernel, KernelArgs, Launch};
 use crate::kernels::fused_op::Device;
 
+/// A launcher that can replay a recorded step in its fastest form: on a GPU a CUDA graph
+/// captured once from the recording (`cuda.rs`), under the emulation the tape itself.
+pub trait Replay: Launch + Sized {
+    /// What a capture gives: a graph, or nothing (the tape is replayed).
+    type Graph;
+    /// Captures `rec`'s step.
+    fn capture(&self, rec: &Recording<'_, Self>) -> Result<Self::Graph>;
+    /// Runs the step captured as `g` from `rec`.
+    fn replay(&self, rec: &Recording<'_, Self>, g: &Self::Graph) -> Result<()>;
+}
+
+impl Replay for super::emulated::Emulated {
+    type Graph = ();
+    fn capture(&self, _: &Recording<'_, Self>) -> Result<()> {
+        Ok(())
+    }
+    fn replay(&self, rec: &Recording<'_, Self>, _: &()) -> Result<()> {
+        rec.replay()
+    }
+}
+
 /// A buffer of the bucket: its address and length. The recording owns the memory; an op's
 /// handle neither frees it nor outlives the recording's use of it.
 #[derive(Clone, Copy, Debug)]
