@@ -21,8 +21,8 @@ use crate::kernels::gpu::optim_step::UpdateConfig;
 type Step = LaunchStep<HostBuf<f32>, HostBuf<i64>>;
 
 /// A batch of `b` sentence pairs padded to `(s, t)`, random ids below the vocabularies, the
-/// first pair of full length (so the padding is the batch's own).
-fn batch(rng: &mut ChaCha8Rng, cfg: &ModelConfig, (b, s, t): (usize, usize, usize)) -> Batch {
+/// first pair of full length (so the padding is the batch's own). Also `train/graph.rs`'s tests'.
+pub(crate) fn batch(rng: &mut ChaCha8Rng, cfg: &ModelConfig, (b, s, t): (usize, usize, usize)) -> Batch {
     let ids = |rng: &mut ChaCha8Rng, v: usize, n: usize| (0..n).map(|_| rng.gen_range(4..v as u32)).collect::<Vec<_>>();
     let examples: Vec<Example> = (0..b)
         .map(|k| {

@@ -29,7 +29,7 @@ pub(crate) mod launch_arena;
 pub mod launch_bucket;
 pub mod launch_step;
 #[cfg(test)]
-mod launch_tests;
+pub(crate) mod launch_tests;
 pub(crate) mod layer_norm;
 pub(crate) mod layers;
 pub mod lstm;

@@ -161,27 +161,16 @@ impl<'l, L: Replay> GraphUpdater<'l, L> {
 #[cfg(test)]
 mod tests {
     use candle_core::{DType, Device};
-    use nmt_data::{Batch, Example};
-    use rand::{Rng, SeedableRng};
+    use nmt_data::Batch;
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
     use crate::config::{Config, Impl, ModelConfig, WeightInit};
     use crate::kernels::gpu::emulated::Emulated;
+    use crate::model::launch_tests::batch;
     use crate::model::regularizer::DropoutRates;
     use crate::model::BatchTensors;
-
-    /// A batch of `b` pairs padded to `(s, t)` (its first pair at full length).
-    fn batch(rng: &mut ChaCha8Rng, cfg: &ModelConfig, (b, s, t): (usize, usize, usize)) -> Batch {
-        let ids = |rng: &mut ChaCha8Rng, v: usize, n: usize| (0..n).map(|_| rng.gen_range(4..v as u32)).collect::<Vec<_>>();
-        let ex: Vec<Example> = (0..b)
-            .map(|k| {
-                let (ls, lt) = if k == 0 { (s, t) } else { (rng.gen_range(1..=s), rng.gen_range(1..=t)) };
-                Example { src: ids(rng, cfg.src_vocab, ls), tgt: ids(rng, cfg.tgt_vocab, lt) }
-            })
-            .collect();
-        Batch::from_examples(&ex.iter().collect::<Vec<_>>(), (0..b).collect())
-    }
 
     /// The recipe's model at test size, its training settings (a short warm-up) and batches of
     /// two shapes, alternating, so that buckets are recorded and replayed.
