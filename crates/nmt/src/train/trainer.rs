@@ -35,6 +35,10 @@ use crate::model::regularizer::{DropoutRates, Regularizer};
 pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result<TrainSummary> {
     let dir = &opts.model_dir;
     let c = opts.collective.as_ref();
+    // Said before the corpus is read; the model's own checks follow once it is built (`graph.rs`).
+    if cfg.train.cuda_graph && !(opts.device.is_cuda() && cfg!(feature = "cuda")) {
+        return Err(Error::Config("train.cuda_graph needs a GPU: `nmt train --gpu`, built with --features cuda".into()));
+    }
     if opts.is_root() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         check_writable(dir)?;
