@@ -17,7 +17,6 @@ use std::sync::Mutex;
 
 use candle_core::{DType, Device, Tensor, Var};
 use nmt::config::{ArchName, Precision};
-use nmt::data::batch::{Batch, Example};
 use nmt::kernels::cpu::proj_nll::{proj_nll, ProjWeight};
 use nmt::kernels::precision::{bf16_available, set_training_products};
 use nmt::model::{BatchTensors, Seq2Seq};
@@ -45,19 +44,7 @@ fn compare(conditional: bool, layer_norm: bool) -> (f64, f64, f64) {
         cfg.layer_norm = true;
     }
     let model = Seq2Seq::fresh(&cfg, 3, DType::F32, &dev).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let examples: Vec<Example> = (0..24)
-        .map(|_| {
-            let (ls, lt) = (rng.gen_range(3..20), rng.gen_range(3..20));
-            let mut src: Vec<u32> = (0..ls).map(|_| rng.gen_range(4..300)).collect();
-            let mut tgt: Vec<u32> = (0..lt).map(|_| rng.gen_range(4..300)).collect();
-            src.push(3);
-            tgt.push(3);
-            Example { src, tgt }
-        })
-        .collect();
-    let rows: Vec<&Example> = examples.iter().collect();
-    let batch = Batch::from_examples(&rows, (0..rows.len()).collect());
+    let batch = common::random_batch(24, 300, 3..20, 5);
     let bt = BatchTensors::new(&batch, DType::F32, &dev).unwrap();
     let run = |p: Precision| {
         assert_eq!(set_training_products(p), p);

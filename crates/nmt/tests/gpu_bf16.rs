@@ -10,7 +10,6 @@ use std::sync::Mutex;
 use candle_core::cpu_backend::cuda_layouts::checked;
 use candle_core::{DType, Device, Tensor, Var};
 use nmt::config::{ArchName, Precision};
-use nmt::data::batch::{Batch, Example};
 use nmt::kernels::precision::{bf16_available, set_gpu_products, set_training_products};
 use nmt::model::{BatchTensors, Seq2Seq};
 use rand::{Rng, SeedableRng};
@@ -106,19 +105,7 @@ fn gpu_linear_in_bf16_is_the_cpu_linear_in_bf16_up_to_the_order_of_the_sums() {
 fn the_gpu_form_runs_its_input_projections_in_bf16() {
     let _one = PRECISION.lock().unwrap_or_else(|e| e.into_inner());
     set_training_products(Precision::F32);
-    let mut rng = ChaCha8Rng::seed_from_u64(72);
-    let examples: Vec<Example> = (0..12)
-        .map(|_| {
-            let (ls, lt) = (rng.gen_range(3..12), rng.gen_range(3..12));
-            let mut src: Vec<u32> = (0..ls).map(|_| rng.gen_range(4..200)).collect();
-            let mut tgt: Vec<u32> = (0..lt).map(|_| rng.gen_range(4..200)).collect();
-            src.push(3);
-            tgt.push(3);
-            Example { src, tgt }
-        })
-        .collect();
-    let rows: Vec<&Example> = examples.iter().collect();
-    let batch = Batch::from_examples(&rows, (0..rows.len()).collect());
+    let batch = common::random_batch(12, 200, 3..12, 72);
     let bt = BatchTensors::new(&batch, DType::F32, &Device::Cpu).unwrap();
     for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
         let mut cfg = common::small_config(arch, 200, 48, 64);

@@ -12,10 +12,11 @@ use crate::error::Result;
 use crate::model::Seq2Seq;
 
 /// Times `steps` updates of each form on `model`'s GPU and hands `emit` one JSON object per
-/// form: `base` with the form, the milliseconds per update, target tokens per second and the
-/// last loss. A model the recorded step does not run gets one object saying why.
+/// form (which `run.rs` completes with the run's common fields): the form, the milliseconds per
+/// update, target tokens per second and the last loss. A model the recorded step does not run
+/// gets one object saying why.
 #[cfg(feature = "cuda")]
-pub fn train_forms(model: &Seq2Seq, batch: &Batch, steps: usize, base: &Value, emit: &mut dyn FnMut(Value) -> Result<()>) -> Result<()> {
+pub fn train_forms(model: &Seq2Seq, batch: &Batch, steps: usize, emit: &mut dyn FnMut(Value) -> Result<()>) -> Result<()> {
     use super::timing::{round, timed};
     use crate::kernels::gpu::cuda::Cuda;
     use crate::kernels::gpu::optim_step::UpdateConfig;
@@ -23,13 +24,6 @@ pub fn train_forms(model: &Seq2Seq, batch: &Batch, steps: usize, base: &Value, e
     use crate::model::launch_step::LaunchStep;
     use serde_json::json;
     let candle_core::Device::Cuda(cd) = model.device() else { return Ok(()) };
-    let with = |extra: Value| {
-        let mut v = base.clone();
-        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
-            o.extend(e.clone());
-        }
-        v
-    };
     let l = Cuda::new(cd);
     // PyTorch's Adam defaults and no clipping, as `run.rs`'s optimiser.
     let opt = UpdateConfig { adam: true, beta: 0.9, beta2: 0.999, eps: 1e-8, warmup: 0, clip: 0.0, normalize: false };
@@ -38,7 +32,7 @@ pub fn train_forms(model: &Seq2Seq, batch: &Batch, steps: usize, base: &Value, e
     let tokens = (batch.size * batch.tgt_len) as f64;
     let eager = match LaunchStep::new(&l, model, opt, 1e-3, 0.0) {
         Ok(s) => s,
-        Err(e) => return emit(with(json!({"bench": "train", "form": "launches", "skipped": e.to_string()}))),
+        Err(e) => return emit(json!({"bench": "train", "form": "launches", "skipped": e.to_string()})),
     };
     let up = uploaded(&x);
     let (ms, mn) = timed(steps, || {
@@ -47,7 +41,7 @@ pub fn train_forms(model: &Seq2Seq, batch: &Batch, steps: usize, base: &Value, e
     })?;
     let (loss, _) = eager.loss_and_norm(&l)?;
     let v = json!({"bench": "train", "form": "launches", "precision": "f32", "ms_median": round(ms, 2), "ms_min": round(mn, 2), "target_tokens_per_s": round(tokens / (ms / 1e3), 1), "loss_last": round(f64::from(loss), 6)});
-    emit(with(v))?;
+    emit(v)?;
     let replayed = LaunchStep::new(&l, model, opt, 1e-3, 0.0)?;
     let bucket = Bucket::new(&l, &x)?;
     bucket.stage(&x)?;
@@ -61,11 +55,11 @@ pub fn train_forms(model: &Seq2Seq, batch: &Batch, steps: usize, base: &Value, e
     let (loss, _) = replayed.loss_and_norm(&l)?;
     let ops = bucket.recording().tape_len();
     let v = json!({"bench": "train", "form": "cuda-graph", "precision": "f32", "graph_operations": ops, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "target_tokens_per_s": round(tokens / (ms / 1e3), 1), "loss_last": round(f64::from(loss), 6)});
-    emit(with(v))
+    emit(v)
 }
 
 /// Without the `cuda` feature there is no GPU to time.
 #[cfg(not(feature = "cuda"))]
-pub fn train_forms(_: &Seq2Seq, _: &Batch, _: usize, _: &Value, _: &mut dyn FnMut(Value) -> Result<()>) -> Result<()> {
+pub fn train_forms(_: &Seq2Seq, _: &Batch, _: usize, _: &mut dyn FnMut(Value) -> Result<()>) -> Result<()> {
     Ok(())
 }

@@ -16,8 +16,8 @@
 //! layers use (`u_cat`, `bias_h`, `packed`), so packing a model built from the gradients of
 //! another packs its gradients alike (the tests compare the step's gradients with the composed
 //! model's that way). A position that is no parameter (the paper GRU's `b_h`, zeros made by
-//! `bias_h`) is found by packing a model of NaNs: [`frozen`] marks it, and the step zeroes its
-//! gradient so that the update leaves it alone.
+//! `bias_h`) is found by packing a model of indices ([`positions`], which also gives the inverse,
+//! [`unpack`]); the step zeroes its gradient so that the update leaves it alone.
 use candle_core::{DType, Tensor};
 
 use super::rnnsearch::{Decoder, Rnnsearch};
@@ -158,17 +158,10 @@ pub(crate) fn positions(model: &Seq2Seq) -> Result<Vec<Option<usize>>> {
     Ok(out)
 }
 
-/// 1 where the arena holds a parameter, 0 where it holds a constant of the packing: the step
-/// zeroes the constants' gradients, so the update leaves them alone.
-pub(crate) fn frozen(model: &Seq2Seq) -> Result<Vec<f32>> {
-    Ok(positions(model)?.iter().map(|p| if p.is_some() { 1.0 } else { 0.0 }).collect())
-}
-
 /// An arena's values as one tensor per parameter of `model`, by name (the inverse of
-/// [`pack_model`]): every parameter element must appear in the arena exactly once, or it is an
-/// error (an element held twice would be updated twice, apart).
-pub(crate) fn unpack_named(model: &Seq2Seq, arena: &[f32]) -> Result<Vec<(String, Tensor)>> {
-    let pos = positions(model)?;
+/// [`pack_model`]), `pos` its [`positions`]: every parameter element must appear in the arena
+/// exactly once, or it is an error (an element held twice would be updated twice, apart).
+pub(crate) fn unpack_named(model: &Seq2Seq, pos: &[Option<usize>], arena: &[f32]) -> Result<Vec<(String, Tensor)>> {
     if pos.len() != arena.len() {
         return Err(Error::Config(format!("an arena of {} values for a model whose arena holds {}", arena.len(), pos.len())));
     }
@@ -197,8 +190,8 @@ pub(crate) fn unpack_named(model: &Seq2Seq, arena: &[f32]) -> Result<Vec<(String
 }
 
 /// Writes an arena's parameters back into `model` ([`unpack_named`]).
-pub(crate) fn unpack(model: &Seq2Seq, arena: &[f32]) -> Result<()> {
-    let named = unpack_named(model, arena)?;
+pub(crate) fn unpack(model: &Seq2Seq, pos: &[Option<usize>], arena: &[f32]) -> Result<()> {
+    let named = unpack_named(model, pos, arena)?;
     for ((_, v), (_, t)) in model.params.named_vars().iter().zip(named) {
         v.set(&t)?;
     }

@@ -17,7 +17,7 @@
 use candle_core::Result;
 
 use super::gpu_step::LoopDims;
-use super::launch_arena::{frozen, pack_model, supported, unpack, Layout, Slot};
+use super::launch_arena::{pack_model, pack_named, positions, supported, unpack, unpack_named, Layout, Slot};
 use super::rnnsearch::Decoder;
 use super::Seq2Seq;
 use crate::config::{CellKind, OutputLayer, Precision, StartState};
@@ -76,6 +76,8 @@ struct Sizes {
 pub struct LaunchStep<F, I> {
     sizes: Sizes,
     layout: Layout,
+    /// Each arena value's parameter element (`launch_arena::positions`), for writing back.
+    positions: Vec<Option<usize>>,
     smoothing: f64,
     /// `[θ, m, v, g, frozen, loss]`: kept alive here, used through `at`.
     _bufs: [F; 6],
@@ -100,7 +102,9 @@ impl<F, I> LaunchStep<F, I> {
             Decoder::Conditional(d) => (d.loop_weights().dims(2 * mc.hidden_dim)?, d.start.kind, d.att.u_a.dim(1)?),
         };
         let (flat, layout) = pack_model(model)?;
-        let frozen = frozen(model)?;
+        // Each arena value's parameter element: the constants of the packing keep a zero gradient.
+        let positions = positions(model)?;
+        let frozen: Vec<f32> = positions.iter().map(|p| if p.is_some() { 1.0 } else { 0.0 }).collect();
         let n = layout.len;
         let sizes = Sizes {
             emb: mc.emb_dim,
@@ -118,7 +122,7 @@ impl<F, I> LaunchStep<F, I> {
         let bufs = [l.upload(&flat)?, l.zeros(n)?, l.zeros(n)?, l.zeros(n)?, l.upload(&frozen)?, l.zeros(1)?];
         let at = [0, 1, 2, 3, 4, 5].map(|k| l.addr(&bufs[k]));
         let opt = DeviceUpdate::new(l, cfg, n, lr)?;
-        Ok(LaunchStep { sizes, layout, smoothing, _bufs: bufs, at, opt })
+        Ok(LaunchStep { sizes, layout, positions, smoothing, _bufs: bufs, at, opt })
     }
 
     /// The parameters, after the step.
@@ -128,7 +132,12 @@ impl<F, I> LaunchStep<F, I> {
 
     /// Writes the step's parameters back into `model` (before a validation or a checkpoint).
     pub fn write_back(&self, l: &impl Launch, model: &Seq2Seq) -> crate::error::Result<()> {
-        unpack(model, &self.params(l)?)
+        unpack(model, &self.positions, &self.params(l)?)
+    }
+
+    /// An arena laid out as the parameters (the moments) as one tensor per parameter, by name.
+    pub fn unpacked(&self, model: &Seq2Seq, arena: &[f32]) -> crate::error::Result<Vec<(String, candle_core::Tensor)>> {
+        unpack_named(model, &self.positions, arena)
     }
 
     /// The optimiser's moments `(m, v)`, each laid out as the parameters.
@@ -331,12 +340,8 @@ pub fn packed_gradients(model: &Seq2Seq, grads: &candle_core::backprop::GradStor
         };
         named.insert(name, g);
     }
-    let packed = model.with_params(|name, t| match named.get(name) {
-        Some(g) => Ok(g.clone()),
-        None => Ok(t.zeros_like()?),
-    })?;
-    let (flat, layout) = pack_model(&packed)?;
-    Ok((flat, layout.regions.iter().map(|&(s, at, len)| (format!("{s:?}"), at, len)).collect()))
+    let (_, layout) = pack_model(model)?;
+    Ok((pack_named(model, &named)?, layout.regions.iter().map(|&(s, at, len)| (format!("{s:?}"), at, len)).collect()))
 }
 
 /// `dst[r][..width] = src[r][..width]` for `rows` rows, each side `(address, row stride)`.

@@ -22,7 +22,7 @@ use crate::config::{Optimizer as Kind, TrainConfig};
 use crate::error::{Error, Result};
 use crate::kernels::gpu::optim_step::UpdateConfig;
 use crate::kernels::gpu::recording::Replay;
-use crate::model::launch_arena::{pack_named, unpack_named};
+use crate::model::launch_arena::pack_named;
 use crate::model::launch_bucket::{host_batch, Bucket, MaskSizes};
 use crate::model::launch_step::LaunchStep;
 use crate::model::regularizer::Regularizer;
@@ -145,7 +145,7 @@ impl<'l, L: Replay> GraphUpdater<'l, L> {
         let (m, v) = self.step.moments(self.l)?;
         let mut state = BTreeMap::new();
         for (which, arena) in [("first", &m), ("second", &v)] {
-            for (name, t) in unpack_named(model, arena)? {
+            for (name, t) in self.step.unpacked(model, arena)? {
                 state.insert(format!("opt.{which}.{name}"), t);
             }
         }

@@ -4,7 +4,7 @@ pub mod ranks;
 pub mod weights;
 use candle_core::{DType, Tensor};
 use nmt::config::{Arch, ArchName, EncoderKind, ModelConfig};
-use nmt::data::batch::Example;
+use nmt::data::batch::{Batch, Example};
 use nmt::data::EOS;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -25,6 +25,24 @@ pub fn reversal_examples(n: usize, words: u32, lens: std::ops::RangeInclusive<us
             Example { src, tgt }
         })
         .collect()
+}
+
+/// A batch of `n` pairs of random ids below `vocab`, each side's length drawn from `lens` (then
+/// `</s>`): data for comparing two forms of one model's loss.
+pub fn random_batch(n: usize, vocab: u32, lens: std::ops::Range<usize>, seed: u64) -> Batch {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let examples: Vec<Example> = (0..n)
+        .map(|_| {
+            let (ls, lt) = (rng.gen_range(lens.clone()), rng.gen_range(lens.clone()));
+            let mut src: Vec<u32> = (0..ls).map(|_| rng.gen_range(FIRST..vocab)).collect();
+            let mut tgt: Vec<u32> = (0..lt).map(|_| rng.gen_range(FIRST..vocab)).collect();
+            src.push(EOS);
+            tgt.push(EOS);
+            Example { src, tgt }
+        })
+        .collect();
+    let rows: Vec<&Example> = examples.iter().collect();
+    Batch::from_examples(&rows, (0..rows.len()).collect())
 }
 
 /// A small model for the toy tasks and gradient checks.

@@ -59,17 +59,36 @@ pub enum ProjWeight<'a> {
 
 /// Per-row NLL `(N,)` of `targets` under `softmax(x W + b)`, label-smoothed by `smoothing` (ε).
 pub fn proj_nll(x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], smoothing: f64) -> Result<Tensor> {
-    let (n, k) = x.dims2()?;
-    let (transposed, wt) = match w {
-        ProjWeight::Kv(w) => (false, w),
-        ProjWeight::Vk(w) => (true, w),
-    };
-    let (k2, v) = if transposed { (wt.dim(1)?, wt.dim(0)?) } else { wt.dims2()? };
-    if k != k2 || b.dims1()? != v || targets.len() != n || targets.iter().any(|&t| t as usize >= v) {
-        candle_core::bail!("proj_nll: x {:?}, w {:?}, b {:?}, {} targets do not fit", x.dims(), wt.dims(), b.dims(), targets.len());
-    }
+    let Fitted { n, k, v, transposed, w: wt } = w.fitted("proj_nll", x, b, targets)?;
     let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed };
     apply(op, x, wt, b)
+}
+
+/// The sizes of `proj_nll`'s inputs, checked, and the stored weight.
+pub struct Fitted<'a> {
+    pub n: usize,
+    pub k: usize,
+    pub v: usize,
+    /// Whether the weight is stored `(V, K)`.
+    pub transposed: bool,
+    pub w: &'a Tensor,
+}
+
+impl<'a> ProjWeight<'a> {
+    /// The sizes of `x (N, K)` under this weight with bias `b (V)` and `N` targets below `V`,
+    /// or an error naming `op` (the CPU op and its GPU twin check alike).
+    pub fn fitted(self, op: &str, x: &Tensor, b: &Tensor, targets: &[u32]) -> Result<Fitted<'a>> {
+        let (n, k) = x.dims2()?;
+        let (transposed, w) = match self {
+            ProjWeight::Kv(w) => (false, w),
+            ProjWeight::Vk(w) => (true, w),
+        };
+        let (k2, v) = if transposed { (w.dim(1)?, w.dim(0)?) } else { w.dims2()? };
+        if k != k2 || b.dims1()? != v || targets.len() != n || targets.iter().any(|&t| t as usize >= v) {
+            candle_core::bail!("{op}: x {:?}, w {:?}, b {:?}, {} targets do not fit", x.dims(), w.dims(), b.dims(), targets.len());
+        }
+        Ok(Fitted { n, k, v, transposed, w })
+    }
 }
 
 /// Unnormalised probabilities `exp(z − max)` `(N, V)` and each row's `1 / Σ`, kept between

@@ -16,7 +16,7 @@ use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, kernels, SumSteps};
 use super::launch::{Addr, Gemm, Launch, Staged, View};
-use crate::kernels::cpu::proj_nll::ProjWeight;
+use crate::kernels::cpu::proj_nll::{Fitted, ProjWeight};
 use crate::kernels::fused_op::FusedOp;
 
 kernels! {
@@ -28,15 +28,9 @@ kernels! {
 /// Per-row NLL `(N,)` of `targets` under `softmax(x W + b)`, label-smoothed by `smoothing` (ε),
 /// all `f32`: the signature of `kernels::cpu::proj_nll::proj_nll`.
 pub fn proj_nll(x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], smoothing: f64) -> Result<Tensor> {
-    let (n, k) = x.dims2()?;
-    let (transposed, wt) = match w {
-        ProjWeight::Kv(w) => (false, w),
-        ProjWeight::Vk(w) => (true, w),
-    };
-    let (k2, v) = if transposed { (wt.dim(1)?, wt.dim(0)?) } else { wt.dims2()? };
-    let f32s = [x.dtype(), wt.dtype(), b.dtype()] == [DType::F32; 3];
-    if !f32s || k != k2 || b.dims1()? != v || targets.len() != n || targets.iter().any(|&t| t as usize >= v) {
-        bail!("gpu proj_nll: x {:?}, w {:?}, b {:?}, {} targets do not fit, or are not f32", x.dims(), wt.dims(), b.dims(), targets.len());
+    let Fitted { n, k, v, transposed, w: wt } = w.fitted("gpu proj_nll", x, b, targets)?;
+    if [x.dtype(), wt.dtype(), b.dtype()] != [DType::F32; 3] {
+        bail!("gpu proj_nll: f32 only, got {:?}, {:?}, {:?}", x.dtype(), wt.dtype(), b.dtype());
     }
     let targets = Staged::Host(targets.iter().map(|&t| i64::from(t)).collect());
     super::op::apply(ProjNll::new(targets, (n, k, v), smoothing, transposed), x, wt, b)

@@ -62,6 +62,14 @@ pub struct Slot {
 /// A recorded kernel launch: the kernel and its arguments, as they were.
 type Launched<L> = Box<dyn Fn(&L) -> Result<()>>;
 
+/// Refuses `n` values staged into `dst` of another length: a replay reads all of `dst`.
+fn fits(dst: Slot, n: usize) -> Result<()> {
+    if n != dst.len {
+        bail!("{n} values staged into a bucket buffer of {}", dst.len);
+    }
+    Ok(())
+}
+
 /// One recorded operation, replayed on the inner launcher.
 enum Entry<L> {
     Launch(Launched<L>),
@@ -130,14 +138,17 @@ impl<'l, L: Launch> Recording<'l, L> {
         Ok(Slot { addr, len: n })
     }
 
-    /// Writes a step's host inputs into a bucket buffer, outside the recorded region.
+    /// Writes a step's host inputs into a bucket buffer of the same length, outside the
+    /// recorded region.
     pub fn stage(&self, dst: Slot, x: &[f32]) -> Result<()> {
-        self.write(dst.addr, &x[..x.len().min(dst.len)])
+        fits(dst, x.len())?;
+        self.write(dst.addr, x)
     }
 
     /// As [`Recording::stage`], for integers.
     pub fn stage_ints(&self, dst: Slot, x: &[i64]) -> Result<()> {
-        self.write_ints(dst.addr, &x[..x.len().min(dst.len)])
+        fits(dst, x.len())?;
+        self.write_ints(dst.addr, x)
     }
 
     fn alloc(&self, n: usize, nan: bool) -> Result<Slot> {
