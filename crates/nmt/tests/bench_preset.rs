@@ -127,6 +127,7 @@ fn bench_harness_runs_the_real_model() {
         precision: Default::default(),
         device: candle_core::Device::Cpu,
         batch: 32,
+        candidates: None,
     };
     let out = run(&opts).unwrap();
     let get = |b: &str| out.iter().find(|v| v["bench"] == b).unwrap_or_else(|| panic!("no {b} line"));
@@ -155,6 +156,7 @@ fn bench_overrides_change_the_timed_model() {
         precision: Default::default(),
         device: candle_core::Device::Cpu,
         batch: 32,
+        candidates: None,
     };
     let loss0 = |o: &BenchOptions| run(o).unwrap()[0]["loss0"].as_f64().unwrap();
     // Larger initial weights move the untrained loss away from ln 32 (tiny's vocabulary):

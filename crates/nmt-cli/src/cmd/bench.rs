@@ -53,6 +53,13 @@ pub struct BenchArgs {
     /// the GPU comparison's two sizes).
     #[arg(long, default_value_t = 32)]
     batch: usize,
+    /// Time the training step with the softmax over the batch's candidate words
+    /// (`train.candidates`) and K "frequent" ids added (the bench's first K word ids).
+    #[arg(long, value_name = "K")]
+    candidates: Option<usize>,
+    /// With `--candidates`: N ids drawn uniformly added too (`train.candidates.sampled`).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "candidates")]
+    candidates_sampled: usize,
     #[command(flatten)]
     compute: ComputeArgs,
 }
@@ -75,6 +82,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         precision: a.precision,
         device,
         batch: a.batch,
+        candidates: a.candidates.map(|frequent| nmt::config::CandidatesConfig { frequent, sampled: a.candidates_sampled }),
     };
     if a.precision == Precision::Bf16 && opts.device.is_cuda() && opts.imp == Impl::Fused {
         // The GPU form: its input projections on cuBLAS in bf16, whatever this CPU has.

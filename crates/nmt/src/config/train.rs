@@ -105,6 +105,42 @@ pub struct TrainConfig {
     pub shortlist: bool,
     /// The precision of the large products: `f32` or `bf16` (`kernels/precision.rs`).
     pub precision: Precision,
+    /// The training softmax over each batch's candidate words (`model/candidates.rs`; Jean
+    /// et al. 2015); `None`: the full softmax. Validation, search and scoring always use the
+    /// full softmax. `false` (`--set train.candidates=false`) turns off a config's list,
+    /// `true` is the default list.
+    #[serde(deserialize_with = "candidates_switch")]
+    pub candidates: Option<CandidatesConfig>,
+}
+
+/// `train.candidates` as a table, or `true`/`false` for the default list or none.
+fn candidates_switch<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<CandidatesConfig>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Switch {
+        On(bool),
+        Table(CandidatesConfig),
+    }
+    Ok(match Switch::deserialize(d)? {
+        Switch::On(on) => on.then(CandidatesConfig::default),
+        Switch::Table(c) => Some(c),
+    })
+}
+
+/// `train.candidates`: `V′` = the batch's target ids, the `frequent` most frequent target
+/// types, `<unk>`, `</s>`, and `sampled` ids drawn uniformly (`model/candidates.rs`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CandidatesConfig {
+    pub frequent: usize,
+    pub sampled: usize,
+}
+
+impl Default for CandidatesConfig {
+    /// GroundHog's practice of adding the most frequent words; 500 of 8 000 here.
+    fn default() -> Self {
+        CandidatesConfig { frequent: 500, sampled: 0 }
+    }
 }
 
 impl TrainConfig {
@@ -163,6 +199,7 @@ impl Default for TrainConfig {
             average_last: 0,
             shortlist: true,
             precision: Precision::F32,
+            candidates: None,
         }
     }
 }
@@ -231,5 +268,23 @@ mod tests {
         assert_eq!(plain.batch_for(true).max_tokens, plain.batch.max_tokens);
         let back: crate::config::Config = toml::from_str(&toml::to_string(&cfg).unwrap()).unwrap();
         assert_eq!(back.train.gpu_batch.map(|b| b.max_sentences), Some(256));
+    }
+
+    /// `train.candidates` as a table, `true` or `false`, from a file or `--set`, and back
+    /// through the model file's config.
+    #[test]
+    fn candidates_take_a_table_or_a_switch() {
+        let parse = |o: &[&str]| {
+            let o: Vec<String> = o.iter().map(|s| s.to_string()).collect();
+            crate::config::Config::from_toml_str("", &o).map(|c| c.train.candidates)
+        };
+        assert_eq!(parse(&[]).unwrap(), None);
+        assert_eq!(parse(&["train.candidates=true"]).unwrap(), Some(CandidatesConfig::default()));
+        assert_eq!(parse(&["train.candidates=false"]).unwrap(), None);
+        assert_eq!(parse(&["train.candidates.frequent=100"]).unwrap(), Some(CandidatesConfig { frequent: 100, sampled: 0 }));
+        assert!(parse(&["train.candidates.often=100"]).is_err());
+        let cfg = crate::config::Config::from_toml_str("[train]\ncandidates = { frequent = 7, sampled = 3 }\n", &[]).unwrap();
+        let back: crate::config::Config = toml::from_str(&toml::to_string(&cfg).unwrap()).unwrap();
+        assert_eq!(back.train.candidates, Some(CandidatesConfig { frequent: 7, sampled: 3 }));
     }
 }

@@ -29,6 +29,8 @@ pub struct Forced<'a> {
     pub(crate) ey_rows: Tensor,
     /// Label smoothing (0 outside training).
     pub(crate) eps: f64,
+    /// The training softmax's candidate list (`None` outside training: the full softmax).
+    pub(crate) cands: Option<&'a super::candidates::Candidates>,
 }
 
 /// What every architecture offers the loss and the searches.

@@ -11,6 +11,7 @@ pub mod attention;
 pub(crate) mod attention_decoder;
 pub(crate) mod attention_memory;
 pub(crate) mod backend;
+pub mod candidates;
 pub(crate) mod conditional_decoder;
 pub(crate) mod conditional_host;
 pub(crate) mod copy;
@@ -159,8 +160,10 @@ impl Seq2Seq {
     /// (`regularizer::Site`) and runs its fused or composed form as [`Backend`] says; the
     /// composed forms are the reference twin (`tests/fused_model.rs`).
     fn token_nll(&self, batch: &BatchTensors, reg: Option<&mut Regularizer>) -> Result<Tensor> {
-        let eps = reg.as_ref().map_or(0.0, |r| r.label_smoothing);
-        let mut dropout = reg.map(|r| &mut r.dropout);
+        let (eps, cands, mut dropout) = match reg {
+            Some(r) => (r.label_smoothing, r.candidates.as_ref(), Some(&mut r.dropout)),
+            None => (0.0, None, None),
+        };
         let (b, t) = batch.tgt_in.dims2()?;
         let m = self.cfg.emb_dim;
         let lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
@@ -171,7 +174,7 @@ impl Seq2Seq {
         let tgt_mask = dropout.as_deref_mut().and_then(|d| d.target_mask(b * t, m));
         let ey = embedding::lookup(&self.tgt_emb, &tgt_in, tgt_mask, self.backend)?;
         let ey_rows = ey.reshape((b * t, m))?;
-        let f = Forced { batch, x, src: Source { mask: &batch.src_mask, lens: &lens }, ey, ey_rows, eps };
+        let f = Forced { batch, x, src: Source { mask: &batch.src_mask, lens: &lens }, ey, ey_rows, eps, cands };
         self.net.forward(&self.cfg, &f, dropout, self.backend)
     }
 

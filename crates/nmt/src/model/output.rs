@@ -14,6 +14,7 @@ use candle_core::{Tensor, D};
 
 use super::attention::logsumexp_last;
 use super::backend::Backend;
+use super::candidates::Candidates;
 use super::layer_norm::maybe_norm_as;
 use super::params::{Init, ParamBuilder};
 use super::regularizer::{times_mask, Dropout, Site};
@@ -202,29 +203,53 @@ impl DeepOutput {
     }
 
     /// Teacher forcing's `−log p(y) (rows)` from `t (rows, l)` and the `targets (rows)` u32,
-    /// label-smoothed by `eps`: the fused projection, log-softmax and NLL
-    /// (`kernels::cpu::proj_nll`, which never materialises the `(rows, K_y)` gradient twice) or the
-    /// composed `logsumexp(G t + b_G) − (G t + b_G)_y`.
-    pub fn nll(&self, t: &Tensor, targets: &Tensor, eps: f64, backend: Backend) -> Result<Tensor> {
+    /// label-smoothed by `eps`, normalised over the vocabulary or over the training step's
+    /// candidate list `cands` (`candidates.rs`: `V′`'s columns gathered, targets remapped): the
+    /// fused projection, log-softmax and NLL (`kernels::cpu::proj_nll`, which never
+    /// materialises the `(rows, K_y)` gradient twice) or the composed
+    /// `logsumexp(G t + b_G) − (G t + b_G)_y`.
+    pub fn nll(&self, t: &Tensor, targets: &Tensor, eps: f64, cands: Option<&Candidates>, backend: Backend) -> Result<Tensor> {
+        if let Some(c) = cands {
+            let ids = c.ids_tensor(t.device())?;
+            let targets = c.remap(&targets.to_vec1::<u32>()?)?;
+            let b = self.b_g.index_select(&ids, 0)?;
+            // `E′ (|V′|, l)`: rows of `E`, contiguous, read as `G′ᵀ` with no copy; or `G′ (l, |V′|)`.
+            let w = match &self.tied {
+                Some(e) => e.index_select(&ids, 0)?,
+                None => self.g.index_select(&ids, 1)?,
+            };
+            return match (&self.tied, backend.fused()) {
+                (Some(_), true) => Ok(proj_nll::proj_nll(t, ProjWeight::Vk(&w), &b, &targets, eps)?),
+                (None, true) => Ok(proj_nll::proj_nll(t, ProjWeight::Kv(&w), &b, &targets, eps)?),
+                (tied, false) => {
+                    let targets = Tensor::from_vec(targets, t.dim(0)?, t.device())?;
+                    let g = if tied.is_some() { w.t()? } else { w };
+                    composed_nll(&t.matmul(&g)?.broadcast_add(&b)?, &targets, eps)
+                }
+            };
+        }
         if backend.fused() {
             return Ok(proj_nll::proj_nll(t, self.projection(), &self.b_g, &targets.to_vec1::<u32>()?, eps)?);
         }
-        let logits = self.logits(t)?;
-        // log p(y) = logit_y − logsumexp(logits): no (rows, K_y) log-softmax tensor is built.
-        let picked = logits.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
-        let lse = logsumexp_last(&logits)?.squeeze(D::Minus1)?;
-        if eps > 0.0 {
-            // Cross-entropy against (1−ε)·onehot + ε/K_y: lse − (1−ε) z_y − ε mean(z).
-            let mean = logits.mean(D::Minus1)?;
-            return Ok(((lse - (picked * (1.0 - eps))?)? - (mean * eps)?)?);
-        }
-        Ok((lse - picked)?)
+        composed_nll(&self.logits(t)?, targets, eps)
     }
 
     /// Unnormalised scores `G t + b_G`: `(rows, l)` → `(rows, K_y)`.
     pub fn logits(&self, t: &Tensor) -> Result<Tensor> {
         Ok(t.matmul(&self.g)?.broadcast_add(&self.b_g)?)
     }
+}
+
+/// `−log p(y)` per row of `logits (rows, V)`, label-smoothed by `eps` (the composed twin of
+/// `proj_nll`): `lse − (1−ε) z_y − ε mean(z)`; no `(rows, V)` log-softmax tensor is built.
+fn composed_nll(logits: &Tensor, targets: &Tensor, eps: f64) -> Result<Tensor> {
+    let picked = logits.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
+    let lse = logsumexp_last(logits)?.squeeze(D::Minus1)?;
+    if eps > 0.0 {
+        let mean = logits.mean(D::Minus1)?;
+        return Ok(((lse - (picked * (1.0 - eps))?)? - (mean * eps)?)?);
+    }
+    Ok((lse - picked)?)
 }
 
 /// The host form of [`DeepOutput`]: `O_h (n, w)`, `O_y (m, w)`, `O_c (ctx, w)`, `b (w)`,

@@ -19,6 +19,8 @@
 use candle_core::Tensor;
 use nmt_data::batch::RowShare;
 use rand::{RngCore, SeedableRng};
+
+use super::candidates::Candidates;
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
@@ -247,17 +249,27 @@ pub fn stack_masks(mut dropout: Option<&mut Dropout>, shape: StackShape) -> Vec<
         .collect()
 }
 
-/// Dropout plus label smoothing: everything the training loss does that evaluation does not.
+/// Dropout, label smoothing and the candidate softmax: everything the training loss does that
+/// evaluation does not.
 pub struct Regularizer {
     pub(crate) dropout: Dropout,
     /// ε of label smoothing: the loss per token is `(1−ε)·(−log p_y) + ε·mean_k(−log p_k)`,
     /// i.e. cross-entropy against `(1−ε)·onehot + ε/K_y`, minus a constant.
     pub(crate) label_smoothing: f64,
+    /// The batch's candidate list `V′` (`train.candidates`, `candidates.rs`): the softmax is
+    /// normalised over it. Only here, so no evaluation path can see it.
+    pub(crate) candidates: Option<Candidates>,
 }
 
 impl Regularizer {
     pub fn new(rates: DropoutRates, label_smoothing: f64, seed: u64, step: u64) -> Self {
-        Regularizer { dropout: Dropout::new(rates, seed, step), label_smoothing }
+        Regularizer { dropout: Dropout::new(rates, seed, step), label_smoothing, candidates: None }
+    }
+
+    /// The training softmax over `candidates` instead of the whole vocabulary.
+    pub fn with_candidates(mut self, candidates: Option<Candidates>) -> Self {
+        self.candidates = candidates;
+        self
     }
 
     /// The masks of a data-parallel rank's rows ([`Dropout::with_share`]).

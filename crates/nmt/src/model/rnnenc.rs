@@ -77,7 +77,7 @@ impl Architecture for Rnnenc {
         }
         let states = shift_outputs(&cur, &self.upper.start_output(&h0)?, cfg.output_state)?;
         let hidden = self.out.forward(Context::PerSentence { states: &states, c: &c }, &f.ey_rows, dropout, backend)?;
-        Ok((self.out.nll(&hidden, &f.batch.tgt_out, f.eps, backend)? * &f.batch.tgt_mask)?)
+        Ok((self.out.nll(&hidden, &f.batch.tgt_out, f.eps, f.cands, backend)? * &f.batch.tgt_mask)?)
     }
 
     fn encode(&self, x: &Tensor, src: Source<'_>, backend: Backend) -> Result<Encoded> {

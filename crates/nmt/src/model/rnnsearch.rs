@@ -106,7 +106,7 @@ impl Architecture for Rnnsearch {
             let g = gate.gate(&state_ctx.narrow(1, 0, n)?, &state_ctx.narrow(1, n, 2 * n)?, &f.ey_rows)?;
             return copy_nll(f.batch, &self.out.logits(&hidden)?, &alpha, &g, f.eps);
         }
-        Ok((self.out.nll(&hidden, &f.batch.tgt_out, f.eps, backend)? * &f.batch.tgt_mask)?)
+        Ok((self.out.nll(&hidden, &f.batch.tgt_out, f.eps, f.cands, backend)? * &f.batch.tgt_mask)?)
     }
 
     fn encode(&self, x: &Tensor, src: Source<'_>, backend: Backend) -> Result<Encoded> {

@@ -41,6 +41,9 @@ pub struct TrainRecord {
     pub tok_per_s: f64,
     pub grad_norm: f64,
     pub elapsed_s: f64,
+    /// The mean size of the candidate lists `|V′|` since the last line (`train.candidates`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<f64>,
 }
 
 /// A validation line.

@@ -29,6 +29,7 @@ use super::update::{Share, Updater};
 use super::validate::DevSet;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::model::candidates::{self, Candidates};
 use crate::model::regularizer::{DropoutRates, Regularizer};
 
 /// Trains (or resumes) per `cfg`, writing into `opts.model_dir`.
@@ -38,6 +39,9 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     // Said before the corpus is read; the model's own checks follow once it is built (`graph.rs`).
     if cfg.train.cuda_graph && !(opts.device.is_cuda() && cfg!(feature = "cuda")) {
         return Err(Error::Config("train.cuda_graph needs a GPU: `nmt train --gpu`, built with --features cuda".into()));
+    }
+    if let Some(why) = candidates_refused(cfg) {
+        return Err(Error::Config(why));
     }
     if opts.is_root() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -119,6 +123,20 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     })
 }
 
+/// Why `train.candidates` cannot run with this config, said before the corpus is read: a copy
+/// model's loss mixes the softmax with attention over extended ids (`copy.rs`), and the
+/// recorded GPU step (`train.cuda_graph`) has no candidate form yet.
+fn candidates_refused(cfg: &Config) -> Option<String> {
+    cfg.train.candidates?;
+    if cfg.model.copy() {
+        return Some("train.candidates with model.copy: the copy mixture normalises over the whole vocabulary".into());
+    }
+    if cfg.train.cuda_graph {
+        return Some("train.candidates with train.cuda_graph: the recorded GPU step has no candidate softmax yet".into());
+    }
+    None
+}
+
 /// Loss and tokens since the last log line.
 #[derive(Default)]
 struct Window {
@@ -126,6 +144,8 @@ struct Window {
     tokens: usize,
     grad_norm: f64,
     updates: u64,
+    /// The sizes `|V′|` of the candidate lists, summed.
+    candidates: usize,
     started: Option<Instant>,
 }
 
@@ -147,6 +167,20 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
     let mut agreed = Control { out_of_time: t.max_minutes > 0.0 && elapsed_before >= t.max_minutes * 60.0, ..Control::default() };
     // `train.cuda_graph`: each update replays the recorded step (`graph.rs`).
     let graph_l = launcher(t, &run.model, single)?;
+    let cand_spec = match &t.candidates {
+        Some(c) => {
+            let prepared = env.data.prepared();
+            let pairs = prepared.manifest().pairs as usize;
+            let spec = candidates::spec(c, pairs, run.meta.config.tgt_vocab, |i| Ok(prepared.pair(i)?.tgt))?;
+            ui.on_message(&format!(
+                "candidate softmax in training: each batch's targets, the {} most frequent types, {} drawn (model/candidates.rs)",
+                spec.frequent.len(),
+                spec.sampled
+            ));
+            Some(spec)
+        }
+        None => None,
+    };
     let mut graph = graph_l.as_ref().map(|l| GraphUpdater::new(l, &run.model, &run.opt, t)).transpose()?;
     let reason = 'outer: loop {
         if t.max_epochs > 0 && run.progress.epoch >= t.max_epochs {
@@ -178,7 +212,9 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
             let part = env.data.batch(ids, share, &run.meta.config)?;
             let tokens = env.data.target_tokens(ids);
             win.started.get_or_insert_with(Instant::now);
-            let reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step);
+            let cands = cand_spec.as_ref().map(|s| Candidates::for_batch(&part.tgt_out, s, t.seed, run.progress.step)).transpose()?;
+            win.candidates += cands.as_ref().map_or(0, Candidates::len);
+            let reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step).with_candidates(cands);
             let local =
                 Control { interrupted: env.opts.stop.load(Ordering::SeqCst), out_of_time: root && out_of_time(), ..Control::default() };
             let done = match graph.as_mut() {
@@ -215,6 +251,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
                     tok_per_s: info.tok_per_s,
                     grad_norm: win.grad_norm / win.updates.max(1) as f64,
                     elapsed_s: info.elapsed_s,
+                    candidates: cand_spec.as_ref().map(|_| win.candidates as f64 / win.updates.max(1) as f64),
                 })?;
                 ui.on_log(&record);
                 ui.on_step(&info);
