@@ -6,13 +6,13 @@
 //! binary take turns (`TURN`).
 mod common;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use candle_core::{DType, Device, Tensor};
 use nmt::config::{ArchName, Impl, Precision};
 use nmt::data::batch::Batch;
 use nmt::kernels::precision::{bf16_available, set_training_products};
-use nmt::model::candidates::Candidates;
+use nmt::model::candidates::{CandidateSpec, Candidates};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, Seq2Seq};
 
@@ -67,12 +67,18 @@ fn the_whole_vocabulary_as_candidates_is_the_full_softmax_bit_for_bit() {
         assert_eq!(set_training_products(precision), precision);
         for tied in [false, true] {
             let (model, bt) = setup(tied, DType::F32);
-            let all = Candidates::from_ids((0..VOCAB as u32).collect(), VOCAB).unwrap();
             let (lf, gf) = run(&model, &bt, None);
-            let (lc, gc) = run(&model, &bt, Some(all));
-            assert_eq!(bits(&lf), bits(&lc), "{precision:?} tied {tied}: the loss");
-            for ((name, a), (_, b)) in gf.iter().zip(&gc) {
-                assert_eq!(bits(a), bits(b), "{precision:?} tied {tied}: the gradient of {name}");
+            // V′ = V given, and drawn: every word outside the targets drawn, with weight one.
+            let all = Candidates::from_ids((0..VOCAB as u32).collect(), VOCAB).unwrap();
+            let spec = CandidateSpec { frequent: Arc::new(vec![]), sampled: VOCAB, vocab: VOCAB };
+            let drawn = Candidates::for_batch(&targets(&common::random_batch(5, VOCAB as u32, 2..7, 3)), &spec, 1, 2).unwrap();
+            assert!(drawn.log_weights().is_some());
+            for (how, cands) in [("given", all), ("drawn", drawn)] {
+                let (lc, gc) = run(&model, &bt, Some(cands));
+                assert_eq!(bits(&lf), bits(&lc), "{precision:?} tied {tied} {how}: the loss");
+                for ((name, a), (_, b)) in gf.iter().zip(&gc) {
+                    assert_eq!(bits(a), bits(b), "{precision:?} tied {tied} {how}: the gradient of {name}");
+                }
             }
         }
     }

@@ -212,7 +212,12 @@ impl DeepOutput {
         if let Some(c) = cands {
             let ids = c.ids_tensor(t.device())?;
             let targets = c.remap(&targets.to_vec1::<u32>()?)?;
-            let b = self.b_g.index_select(&ids, 0)?;
+            let mut b = self.b_g.index_select(&ids, 0)?;
+            if let Some(lw) = c.log_weights() {
+                // The draws' importance weights `−log Q(k)` (`Candidates::for_batch`): a constant
+                // added to their logits, through the bias the op reads.
+                b = (b + Tensor::from_slice(lw, lw.len(), t.device())?.to_dtype(t.dtype())?)?;
+            }
             // `E′ (|V′|, l)`: rows of `E`, contiguous, read as `G′ᵀ` with no copy; or `G′ (l, |V′|)`.
             let w = match &self.tied {
                 Some(e) => e.index_select(&ids, 0)?,
