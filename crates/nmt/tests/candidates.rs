@@ -12,9 +12,8 @@ use candle_core::{DType, Device, Tensor};
 use nmt::config::{ArchName, Impl, Precision};
 use nmt::data::batch::Batch;
 use nmt::kernels::precision::{bf16_available, set_training_products};
-use nmt::model::candidates::{CandidateSpec, Candidates};
 use nmt::model::regularizer::{DropoutRates, Regularizer};
-use nmt::model::{BatchTensors, Seq2Seq};
+use nmt::model::{BatchTensors, CandidateSpec, Candidates, Seq2Seq};
 
 static TURN: Mutex<()> = Mutex::new(());
 
@@ -43,7 +42,12 @@ fn run(model: &Seq2Seq, bt: &BatchTensors, cands: Option<Candidates>) -> (Tensor
     let mut reg = Regularizer::new(rates, 0.1, 9, 4).with_candidates(cands);
     let loss = model.loss(bt, Some(&mut reg)).unwrap().mean;
     let grads = loss.backward().unwrap();
-    let g = model.params.named_vars().into_iter().map(|(name, v)| (name, grads.get(v.as_tensor()).cloned().unwrap_or_else(|| v.zeros_like().unwrap()))).collect();
+    let g = model
+        .params
+        .named_vars()
+        .into_iter()
+        .map(|(name, v)| (name, grads.get(v.as_tensor()).cloned().unwrap_or_else(|| v.zeros_like().unwrap())))
+        .collect();
     (loss, g)
 }
 
@@ -111,7 +115,10 @@ fn a_strict_list_gives_the_composed_twins_loss_and_gradients() {
             assert!(worst < bound, "{dtype:?} tied {tied}: {worst:e}");
             // A strict list is a different loss: a smaller normaliser.
             let (lfull, gfull) = run(&model, &bt, None);
-            let (a, b) = (lc.to_dtype(DType::F64).unwrap().to_scalar::<f64>().unwrap(), lfull.to_dtype(DType::F64).unwrap().to_scalar::<f64>().unwrap());
+            let (a, b) = (
+                lc.to_dtype(DType::F64).unwrap().to_scalar::<f64>().unwrap(),
+                lfull.to_dtype(DType::F64).unwrap().to_scalar::<f64>().unwrap(),
+            );
             assert!(a < b - 1e-3, "candidates {a} against the full softmax {b}");
             // The output bias outside V′ gets no gradient (its words were not in the softmax).
             let (_, gb) = gc.iter().find(|(n, _)| n.ends_with("b_g")).expect("the output bias");

@@ -288,6 +288,9 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
         // whatever the CPU has; `bf16_products` says which kernels.
         let (precision, bf16_products) = crate::kernels::precision::set_step_products(opts.precision, model.backend().gpu());
         let mut adam = adam(&model, opts.imp)?;
+        if opts.candidates.is_some() && model.cfg.copy() {
+            return Err(crate::error::Error::Config("bench --candidates: a copy model normalises over the whole vocabulary".into()));
+        }
         let cands = opts.candidates.map(|c| Candidates::first_words(&batch.tgt_out, &c, model.cfg.tgt_vocab)).transpose()?;
         let mut last = 0f32;
         let mut phases: [Vec<f64>; 3] = Default::default();

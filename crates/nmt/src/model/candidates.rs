@@ -166,7 +166,13 @@ impl Candidates {
 /// (`target(i)` reads pair `i`'s target ids), ties to the smaller id; `<pad>` and `<s>` never
 /// count. A full pass over a corpus of millions of pairs would cost more than the list is
 /// worth: the ranks of the few hundred most frequent types settle long before that.
-pub fn frequent_types(pairs: usize, vocab: usize, k: usize, cap: usize, mut target: impl FnMut(usize) -> Result<Vec<u32>>) -> Result<Vec<u32>> {
+pub fn frequent_types(
+    pairs: usize,
+    vocab: usize,
+    k: usize,
+    cap: usize,
+    mut target: impl FnMut(usize) -> Result<Vec<u32>>,
+) -> Result<Vec<u32>> {
     let mut count = vec![0u64; vocab];
     let stride = pairs.div_ceil(cap.max(1)).max(1);
     for i in (0..pairs).step_by(stride) {
