@@ -165,7 +165,9 @@ impl Candidates {
 /// The `k` most frequent target ids over up to `cap` pairs spread evenly through the corpus
 /// (`target(i)` reads pair `i`'s target ids), ties to the smaller id; `<pad>` and `<s>` never
 /// count. A full pass over a corpus of millions of pairs would cost more than the list is
-/// worth: the ranks of the few hundred most frequent types settle long before that.
+/// worth; that 200 000 pairs rank the frequent types as the whole corpus would is assumed, not
+/// measured (the bundled corpus has 25 190, all counted). The ranking is the one
+/// `nmt_data::shortlist` makes of its frequent targets, written here without its IBM Model 1.
 pub fn frequent_types(
     pairs: usize,
     vocab: usize,
