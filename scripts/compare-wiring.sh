@@ -3,7 +3,8 @@
 # nothing (issue "One wiring per architecture"): BEFORE and AFTER are two `nmt` binaries.
 #
 #   scripts/compare-wiring.sh BEFORE AFTER [UPDATES=200] [VERSES=300] [THREADS=2]
-#   env: OUT (runs/compare-wiring), the folder it writes and empties first
+#   env: OUT (runs/compare-wiring), the folder it writes and empties first;
+#        SET, more `--set key=value` for every training (e.g. SET="--set train.precision=bf16")
 #
 # For each variant (rnnsearch-small, rnnenc-small, lstm-seq2seq-small, grconv-small, rnnsearch
 # with the copy mixture, rnnsearch with a 2-layer gated-feedback decoder, rnnsearch with the
@@ -38,7 +39,7 @@ variants=(
 )
 for v in "${variants[@]}"; do
   name=${v%%:*}
-  read -r -a args <<< "${v#*:}"
+  read -r -a args <<< "${v#*:} ${SET:-}"
   for side in before after; do
     bin=$before; [ "$side" = after ] && bin=$after
     NMT_LOG=error "$bin" train -c "$root/${args[0]}" "${args[@]:1}" -m "$out/$name.$side" --quiet --threads "$threads" \

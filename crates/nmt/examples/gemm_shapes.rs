@@ -3,7 +3,9 @@
 //!
 //! `cargo run --release -p nmt --example gemm_shapes` (RAYON_NUM_THREADS sets the pool size);
 //! `… --example gemm_shapes -- bf16 [ROUNDS]`: the bf16 products (`kernels/bf16_gemm.rs`) against
-//! f32 on the training step's large shapes, alternated, packing and conversion included (issue 42).
+//! f32 on the training step's large shapes, alternated, packing and conversion included (issue 42);
+//! `… -- amx [ROUNDS]`: the AMX tiles (`kernels/amx_gemm.rs`) against f32 on every product shape
+//! of the demo's recipe, and at the small `m` of short batches (issue 76).
 use nmt::kernels::gemm::{matmul, transpose, Mat};
 use std::time::Instant;
 
@@ -21,8 +23,10 @@ fn report(name: &str, m: usize, k: usize, n: usize, t: f64) {
 }
 
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some("bf16") {
-        return bf16();
+    match std::env::args().nth(1).as_deref() {
+        Some("bf16") => return bf16(),
+        Some("amx") => return amx(),
+        _ => {}
     }
     let threads = rayon::current_num_threads();
     println!("threads: {threads}");
@@ -121,6 +125,64 @@ fn bf16() {
             fm / hm
         );
     }
+}
+
+/// The products `matmul_wide` runs in the demo's recipe (rnnsearch-small, conditional decoder,
+/// tied embeddings: emb 256, bi-GRU 256 per direction, context 512, attention 256, maxout 256,
+/// 8 000 words), at `n` batch rows: a full batch of 2 000 tokens, the bench's 960, and the short
+/// batches at an epoch's end or the start state's products (one row per sentence).
+#[cfg(target_arch = "x86_64")]
+fn amx() {
+    use nmt::kernels::amx_gemm::{available, matmul_amx};
+    if !available() {
+        eprintln!("gemm_shapes amx: no AMX tiles here (or NMT_MAX_CPU_ISA caps them)");
+        std::process::exit(1);
+    }
+    let rounds: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let threads = rayon::current_num_threads();
+    println!("threads: {threads}; fastest ms per product of {rounds} alternations, f32 then AMX");
+    // (name, k, n) of a product `(rows × k)·(k × n)` over the batch's rows, and (name, m, n) of
+    // a weight gradient `(m × rows)·(rows × n)`.
+    let forward = [
+        ("input proj x·W (3 gates)", 256, 768),
+        ("context proj c·W", 512, 768),
+        ("annotations h·U_a", 512, 256),
+        ("deep output [s;c]·W_o", 768, 512),
+        ("projection t·Eᵀ", 256, 8000),
+        ("candidates t·E'ᵀ", 256, 2000),
+        ("projection dx dz·E", 8000, 256),
+        ("input proj dx dG·Wᵀ", 768, 256),
+    ];
+    let grads = [("dW input xᵀ·dG", 256, 768), ("dW context cᵀ·dG", 512, 768), ("dE dzᵀ·t", 8000, 256)];
+    let mut rows_cases: Vec<(String, usize, usize, usize, bool)> = vec![];
+    for rows in [2000, 960, 256, 80, 32, 16] {
+        for &(name, k, n) in &forward {
+            rows_cases.push((name.to_string(), rows, k, n, false));
+        }
+        for &(name, m, n) in &grads {
+            rows_cases.push((name.to_string(), m, rows, n, true));
+        }
+    }
+    for (name, m, k, n, at) in rows_cases {
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 104729) % 1000) as f32 * 1e-3 - 0.5).collect();
+        let am = if at { Mat::new(&a, k, m).t() } else { Mat::new(&a, m, k) };
+        let bm = Mat::new(&b, k, n);
+        let mut c = vec![0f32; m * n];
+        let reps = (1e9 / (2.0 * (m * k * n) as f64)).ceil() as usize;
+        let (mut f, mut h) = (vec![], vec![]);
+        for _ in 0..rounds {
+            f.push(ms(reps, || matmul(&mut c, 0, n, am, bm, false, threads)));
+            h.push(ms(reps, || matmul_amx(&mut c, 0, n, am, bm, false, threads)));
+        }
+        let (fm, hm) = (f.iter().cloned().fold(f64::MAX, f64::min), h.iter().cloned().fold(f64::MAX, f64::min));
+        println!("{name:<26} ({m:>4}×{k:>4})·({k:>4}×{n:>4})  f32 {fm:8.3} ms  AMX {hm:8.3} ms  ×{:.2}", fm / hm);
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn amx() {
+    eprintln!("gemm_shapes amx: x86-64 only");
 }
 
 #[cfg(not(target_arch = "x86_64"))]

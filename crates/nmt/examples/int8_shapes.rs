@@ -3,7 +3,8 @@
 //! Times `Projection::best` (scores, normaliser and best tokens), the products alone on one
 //! thread (`kernels/int8.rs`: rten-gemm's u8 × i8 → i32 on prepacked weights, then the scaling
 //! to `f32`), and candle's quantised matmul (`QMatMul`, GGML `Q8_0`: int8 blocks of 32 with `f16`
-//! scales), the other library that does int8 products, at the same shape.
+//! scales), the other library that does int8 products, at the same shape. Where AMX-INT8 runs
+//! (issue 76), the projection's products on rten-gemm against the tiles, by rows per step.
 use std::time::Instant;
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
@@ -76,6 +77,22 @@ fn main() {
             let f = time(50, || matmul(&mut y, 0, cols, Mat::new(&x, r, k), Mat::new(&w, k, cols), true, threads));
             let i = time(50, || q.mul_add(&mut y, 0, cols, Mat::new(&x, r, k), threads));
             println!("{name:<24} ({r:>3}×{k})·({k}×{cols}): f32 {f:.3} ms, int8 {i:.3} ms ({threads} threads)");
+        }
+    }
+    // The projection's products, rten-gemm's `vpdpbusd` against AMX's `tdpbusd` (both exact),
+    // on rayon's threads, alternated: where the tiles pay (`amx_int8::MIN_ROWS`).
+    if let Some(tiles) = nmt::kernels::amx_int8::I8Tiles::for_search() {
+        let rten = QWeights::with_tiles(&wt, vocab, l, None);
+        let amx = QWeights::with_tiles(&wt, vocab, l, Some(tiles));
+        for n in [8, 16, 32, 80, 160, 400] {
+            let t = data(n * l, 11 + n as u64);
+            let mut z = vec![0f32; vocab * n];
+            let (mut r, mut a) = (f64::MAX, f64::MAX);
+            for _ in 0..5 {
+                r = r.min(time(20, || block(&rten, 0, vocab, &QActs::new(&t, n, &rten), &mut z, vocab)));
+                a = a.min(time(20, || block(&amx, 0, vocab, &QActs::new(&t, n, &amx), &mut z, vocab)));
+            }
+            println!("projection int8 n = {n:>3} ({threads} threads, fastest of 5): rten-gemm {r:.3} ms, AMX {a:.3} ms, ×{:.2}", r / a);
         }
     }
 }

@@ -150,7 +150,8 @@ fn matmul_wide_follows_the_precision_setting() {
     // The kernel that this CPU's path runs (issue 70): AMX tiles or `vdpbf16ps`.
     let chosen = if bf16_path() == Bf16Path::Amx { nmt::kernels::amx_gemm::matmul_amx } else { matmul_bf16 };
     let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let (m, k, n) = (20, 50, 40);
+    // Every dimension at least `amx_gemm::MIN_DIM`, so that the tiles run it on AMX.
+    let (m, k, n) = (70, 80, 96);
     let a: Vec<f32> = (0..m * k).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
     let b: Vec<f32> = (0..k * n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
     let run = |f: &dyn Fn(&mut [f32])| {
@@ -170,6 +171,15 @@ fn matmul_wide_follows_the_precision_setting() {
     matmul_wide(&mut w, 0, n, Mat::new(&a64, m, k), Mat::new(&b64, k, n), false, 1);
     matmul(&mut p, 0, n, Mat::new(&a64, m, k), Mat::new(&b64, k, n), false, 1);
     assert_eq!(w, p);
+    // On AMX a product with a dimension under `MIN_DIM` stays f32 (issue 76: the tiles are
+    // slower there); the `vdpbf16ps` path takes every product.
+    let small = nmt::kernels::amx_gemm::MIN_DIM - 1;
+    let (sa, sb) = (Mat::new(&a, small, k), Mat::new(&b, k, n));
+    let mut want = vec![0f32; small * n];
+    matmul(&mut want, 0, n, sa, sb, false, 1);
+    let mut got = vec![0f32; small * n];
+    matmul_wide(&mut got, 0, n, sa, sb, false, 1);
+    assert_eq!(got == want, bf16_path() == Bf16Path::Amx, "{} rows in bf16 on {}", small, bf16_path());
     assert_eq!(set_training_products(Precision::F32), Precision::F32);
     assert_eq!(run(&|c| matmul_wide(c, 0, n, Mat::new(&a, m, k), Mat::new(&b, k, n), false, 1)), f32_c);
 }

@@ -103,7 +103,9 @@ fn bf16_projection_gradients_are_close_to_f32_on_edge_shapes() {
     }
     let dev = Device::Cpu;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    for (n, k, v) in [(1, 5, 7), (13, 33, 45), (37, 16, 100), (24, 64, 33), (61, 40, 301)] {
+    // The last shape's products have every dimension at least `amx_gemm::MIN_DIM`: on AMX the
+    // smaller ones run f32 (issue 76), and their gradients then equal f32's.
+    for (n, k, v) in [(1, 5, 7), (13, 33, 45), (37, 16, 100), (24, 64, 33), (61, 40, 301), (70, 64, 130)] {
         for tied in [false, true] {
             let mut r = |len: usize, s: f32| -> Vec<f32> { (0..len).map(|_| rng.gen_range(-s..s)).collect() };
             let x = Var::from_vec(r(n * k, 1.0), (n, k), &dev).unwrap();
@@ -126,7 +128,8 @@ fn bf16_projection_gradients_are_close_to_f32_on_edge_shapes() {
                 assert!(rel < 2e-2, "n {n} k {k} v {v} tied {tied}: {name} differs by {rel:e}");
             }
             let rel = norm(&(&f32s[1] - &bf16s[1]).unwrap()) / norm(&f32s[1]);
-            assert!(rel > 1e-6, "n {n} k {k} v {v} tied {tied}: the bf16 gradient equals f32's");
+            let in_bf16 = nmt::bf16_path() != nmt::kernels::precision::Bf16Path::Amx || nmt::kernels::amx_gemm::pays(k, n, v);
+            assert_eq!(rel > 1e-6, in_bf16, "n {n} k {k} v {v} tied {tied}: dW in bf16 {in_bf16}, relative difference {rel:e}");
         }
     }
 }

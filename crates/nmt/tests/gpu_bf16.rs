@@ -49,7 +49,13 @@ fn gpu_linear_in_bf16_is_the_cpu_linear_in_bf16_up_to_the_order_of_the_sums() {
     assert_eq!(set_training_products(Precision::Bf16), Precision::Bf16);
     let mut rng = ChaCha8Rng::seed_from_u64(71);
     let mut worst = 0f64;
-    for (n, k, m) in [(1, 1, 1), (13, 33, 45), (37, 16, 100), (61, 300, 130)] {
+    for (n, k, m) in [(1, 1, 1), (13, 33, 45), (37, 16, 100), (61, 300, 130), (70, 96, 130)] {
+        // On AMX the CPU keeps products with a dimension under `amx_gemm::MIN_DIM` in f32
+        // (issue 76): there is no CPU bf16 product to compare with at those shapes.
+        if nmt::bf16_path() == nmt::kernels::precision::Bf16Path::Amx && !nmt::kernels::amx_gemm::pays(n, k, m) {
+            eprintln!("({n}, {k}, {m}): the CPU runs it in f32 on AMX; not compared");
+            continue;
+        }
         let vars = [random(&mut rng, &[n, k]), random(&mut rng, &[k, m]), random(&mut rng, &[m])];
         let r = random(&mut rng, &[n, m]).as_tensor().clone();
         let [x, w, b] = vars.each_ref().map(|v| v.as_tensor());

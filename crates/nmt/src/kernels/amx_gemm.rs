@@ -11,13 +11,14 @@
 //! A's 16 pairs, as the first operand wants. Rows and columns past the matrix, and pairs past
 //! `k`, are zeros: the tiles always run full, and only the stores mind the edges.
 //!
-//! **Tiling** (llama.cpp's `ggml-cpu/amx` shape): 2 × 2 blocks of C tiles (32 × 32 of C) in
-//! tiles 4–7, each step loading two A and two B tiles for four dot products. `k` is cut into
-//! blocks of [`KS`] steps (8 KB of each operand's panel, the four panels of a block in L1);
-//! the C tiles are stored between blocks and loaded again. Tiles that lie inside C load and
-//! store in place; an edge tile (rows past `m` or columns past `n`) goes through a 16 × 16
-//! scratch. Threads split the blocks' rows or columns, whichever has more, as `bf16_gemm` does;
-//! each task configures its own tiles (tile state belongs to a thread).
+//! **Tiling** (llama.cpp's `ggml-cpu/amx` shape, issue 76): 2 × 2 blocks of C tiles (32 × 32
+//! of C) in tiles 4–7, each held in the tiles over all of `k`: loaded (or zeroed) once, stored
+//! once. Each tile step loads two A and two B tiles for four dot products, the loads
+//! interleaved with the dot products that read them. Tiles that lie inside C load and store in
+//! place; an edge tile (rows past `m` or columns past `n`) goes through a 16 × 16 scratch, made
+//! once per task. Threads split the blocks' rows or columns, whichever has more, as `bf16_gemm`
+//! does; a thread configures its tiles once, at its first product (`amx::AmxTiles`).
+//! Packed panels start on 64-byte lines (`bf16_pack::Packed`), so a tile row is one line.
 //!
 //! The driver ([`drive`]) is written once, generic over [`TileOps`] and over the dot product
 //! ([`Kind`]: `tdpbf16ps` into f32 here, `tdpbusd` into i32 in `amx_int8.rs`): [`matmul_amx`]
@@ -27,20 +28,36 @@
 use rayon::prelude::*;
 
 use super::amx::{AmxTiles, TileOps, ROWS};
-use super::amx_model::ModelTiles;
+use super::amx_model::{ModelTiles, Order};
 use super::bf16_pack::{pack_to, pairs, PairView, SharedMut};
 use super::gemm::Mat;
 
 /// 32-bit lanes of `k` per tile step (16 bf16 pairs, or 16 quads of bytes).
 const STEP: usize = 16;
-/// Tile steps per block of `k` (128 lanes: 256 bf16 or 512 bytes of each row).
-const KS: usize = 8;
+/// Column blocks (32 columns each) per task when the tasks split C's columns: the strip's B
+/// panels (16 KB each at `k` = 256) stay in L2 while every row of blocks passes them.
+const STRIP: usize = 4;
 /// Bytes between packed tile rows.
 const PACKED_STRIDE: usize = 64;
 
-/// Whether this process runs the AMX product: AMX-BF16 present and granted (`amx::enable`).
+/// Whether this process runs the AMX product: AMX-BF16 present and granted (`amx::enable`),
+/// and the kernels' level at `amx` (`isa::level`, which `NMT_MAX_CPU_ISA` caps).
 pub fn available() -> bool {
-    super::amx::enable()
+    super::isa::level() == super::isa::CpuLevel::Amx
+}
+
+/// The smallest `m`, `k` and `n` at which the tiles run a training product: below it the
+/// product fills few tiles (at 16 or 32 rows a block computes mostly padding, and a `k` of 16
+/// or 32 is one or two tile steps for a whole packing), and f32 is as fast or faster.
+/// Measured on the recipe's products (`examples/gemm_shapes.rs amx`, Emerald Rapids, 2
+/// threads, 2026-11-29, docs/logs/amx-2026-11-29/gemm-amx-2t.txt): at 16 batch rows the tiles
+/// ran 0.45–1.20× f32, at 32 rows 0.74–1.57×, at 80 rows 1.03–2.18×, from 256 rows 1.19–3.30×.
+pub const MIN_DIM: usize = 64;
+
+/// Whether the tiles run a product of these dimensions ([`MIN_DIM`]); where not,
+/// `precision::matmul_wide` keeps it in f32.
+pub fn pays(m: usize, k: usize, n: usize) -> bool {
+    m.min(k).min(n) >= MIN_DIM
 }
 
 /// [`super::gemm::matmul`]'s contract with the products in bf16 on AMX tiles; `threads > 1`
@@ -57,9 +74,25 @@ pub fn matmul_amx(dst: &mut [f32], dst_off: usize, dst_rs: usize, a: Mat<'_, f32
 }
 
 /// [`matmul_amx`] on the software model of the tiles: the same packing, blocks, steps and
-/// edges, on any CPU (slowly: for tests).
+/// edges, on any CPU (slowly: for tests), in the order of sums the hardware was measured to
+/// follow (`amx_model::Order::MEASURED`).
 pub fn matmul_model(dst: &mut [f32], dst_off: usize, dst_rs: usize, a: Mat<'_, f32>, b: Mat<'_, f32>, accumulate: bool, threads: usize) {
-    matmul_tiles(&ModelTiles::default, dst, dst_off, dst_rs, a, b, accumulate, threads)
+    matmul_model_in(Order::MEASURED, dst, dst_off, dst_rs, a, b, accumulate, threads)
+}
+
+/// [`matmul_model`] with `tdpbf16ps` adding in `order`.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_model_in(
+    order: Order,
+    dst: &mut [f32],
+    dst_off: usize,
+    dst_rs: usize,
+    a: Mat<'_, f32>,
+    b: Mat<'_, f32>,
+    accumulate: bool,
+    threads: usize,
+) {
+    matmul_tiles(&|| ModelTiles::with_order(order), dst, dst_off, dst_rs, a, b, accumulate, threads)
 }
 
 /// The bf16 product over the tiles that `new` makes (one set per task): packing, then [`drive`].
@@ -82,7 +115,11 @@ fn matmul_tiles<T: TileOps>(
     // `k = 0` packs nothing, and `drive` zeroes or keeps `dst`.
     let kp = pairs(k).next_multiple_of(STEP);
     let mut pa = pack_to(PairView { data: a.data, off: a.off, outer: m, k, so: a.rs, sk: a.cs }, ROWS, kp, threads);
-    pa.chunks_exact_mut(STEP * ROWS).for_each(transpose16);
+    if threads > 1 && m * k >= 1 << 16 {
+        pa.par_chunks_exact_mut(STEP * ROWS).for_each(transpose16);
+    } else {
+        pa.chunks_exact_mut(STEP * ROWS).for_each(transpose16);
+    }
     let pb = pack_to(PairView { data: b.data, off: b.off, outer: n, k, so: b.cs, sk: b.rs }, ROWS, kp, threads);
     drive::<Bf16, T>(new, Operands { pa: &pa, pb: &pb, m, n, lanes: kp }, dst, dst_off, dst_rs, accumulate, threads, m * n * k);
 }
@@ -154,25 +191,39 @@ pub(super) fn drive<K: Kind, T: TileOps>(
     }
     let g = Grid { m, n, kp: lanes, rs: dst_rs, pa: ops.pa, pb: ops.pb, c: SharedMut(dst[dst_off..].as_mut_ptr()) };
     let (mb, nb) = (m.div_ceil(2 * ROWS), n.div_ceil(2 * ROWS));
+    // Each task owns a strip of blocks along the dimension with more of them: one row of
+    // blocks, or [`STRIP`] columns of them. Within a task the blocks are visited row by row, so
+    // consecutive blocks write C in the same rows (C's pages stay in the TLB; walked down a
+    // column of blocks instead, the 960 × 256 × 8 000 product ran at 0.98× f32 against 1.54× at
+    // 2 000 rows). Each block's C tiles stay in the tiles over all of `k`, so C is read and
+    // written once per product.
     let rows_outer = mb >= nb;
-    let steps = lanes / STEP;
-    for (block, s0) in (0..steps).step_by(KS).enumerate() {
-        let s = s0..(s0 + KS).min(steps);
-        let load = accumulate || block > 0;
-        let task = |o: usize| {
-            let mut t = new();
-            if rows_outer {
-                (0..nb).for_each(|bj| g.block::<K, T>(&mut t, o, bj, s.clone(), load));
-            } else {
-                (0..mb).for_each(|bi| g.block::<K, T>(&mut t, bi, o, s.clone(), load));
-            }
-        };
-        let tasks = if rows_outer { mb } else { nb };
-        if threads > 1 && work >= 1 << 18 {
-            (0..tasks).into_par_iter().for_each(task);
+    let task = |o: usize| {
+        let mut t = new();
+        let mut edges = Edges::default();
+        if rows_outer {
+            (0..nb).for_each(|bj| g.block::<K, T>(&mut t, &mut edges, o, bj, accumulate));
         } else {
-            (0..tasks).for_each(task);
+            let strip = o * STRIP..((o + 1) * STRIP).min(nb);
+            (0..mb).for_each(|bi| strip.clone().for_each(|bj| g.block::<K, T>(&mut t, &mut edges, bi, bj, accumulate)));
         }
+    };
+    let tasks = if rows_outer { mb } else { nb.div_ceil(STRIP) };
+    if threads > 1 && work >= 1 << 18 {
+        (0..tasks).into_par_iter().for_each(task);
+    } else {
+        (0..tasks).for_each(task);
+    }
+}
+
+/// The four 16 × 16 scratch tiles through which a block's edge tiles (rows past `m` or columns
+/// past `n`) load and store: made once per task, not per block, and read only where the C
+/// tile's own rows were copied in.
+struct Edges<A>([[A; ROWS * ROWS]; 4]);
+
+impl<A: Copy + Default> Default for Edges<A> {
+    fn default() -> Self {
+        Edges([[A::default(); ROWS * ROWS]; 4])
     }
 }
 
@@ -201,13 +252,16 @@ struct Grid<'a, A> {
 }
 
 impl<A: Copy + Default> Grid<'_, A> {
-    /// The 2 × 2 block `(bi, bj)` of C tiles over the tile steps `s`: its C tiles loaded from C
-    /// (`load`) or zeroed, the steps' dot products, the tiles stored back. Tiles past C's last
-    /// row or column panel are skipped; tiles across its edge go through a scratch.
-    fn block<K: Kind<Acc = A>, T: TileOps>(&self, t: &mut T, bi: usize, bj: usize, s: std::ops::Range<usize>, load: bool) {
+    /// The 2 × 2 block `(bi, bj)` of C tiles over all of `k`: its C tiles loaded from C
+    /// (`load`) or zeroed, every tile step's dot products, the tiles stored back. Tiles past C's
+    /// last row or column panel are skipped; tiles across its edge go through `edges`.
+    ///
+    /// Within a step the loads are interleaved with the dot products (A₀ B₀ · C₀₀, B₁ · C₀₁,
+    /// A₁ · C₁₀ C₁₁), so each dot product waits only for the tiles it reads; each C tile sees
+    /// the steps in order of `k`, whatever the interleaving, so the sums are the same.
+    fn block<K: Kind<Acc = A>, T: TileOps>(&self, t: &mut T, edges: &mut Edges<A>, bi: usize, bj: usize, load: bool) {
         let (mp, np) = (self.m.div_ceil(ROWS), self.n.div_ceil(ROWS));
         let (ni, nj) = ((mp - 2 * bi).min(2), (np - 2 * bj).min(2));
-        let mut scratch = [[A::default(); ROWS * ROWS]; 4];
         // Bytes between rows: C's (4-byte f32 or i32) and the scratch's.
         let (c_stride, edge_stride) = (std::mem::size_of::<A>() * self.rs, std::mem::size_of::<A>() * ROWS);
         for i in 0..ni {
@@ -215,10 +269,11 @@ impl<A: Copy + Default> Grid<'_, A> {
                 let (r0, c0) = (ROWS * (2 * bi + i), ROWS * (2 * bj + j));
                 let (rows, cols) = ((self.m - r0).min(ROWS), (self.n - c0).min(ROWS));
                 let c = self.c.ptr().wrapping_add(r0 * self.rs + c0);
-                let edge = &mut scratch[2 * i + j];
+                let edge = &mut edges.0[2 * i + j];
                 // SAFETY: a whole tile (rows < 16 ≤ `m - r0`, 16 columns) lies inside C, asserted
-                // by `matmul_tiles`; an edge tile reads only its `rows × cols` from C and loads
-                // from the 16 × 16 scratch.
+                // by `drive`; an edge tile reads only its `rows × cols` from C and loads from the
+                // 16 × 16 scratch (whose other entries hold earlier sums: rows and columns of a
+                // tile are independent, and they are never stored to C).
                 unsafe {
                     match (load, rows == ROWS && cols == ROWS) {
                         (false, _) => t.zero_c(i, j),
@@ -233,17 +288,26 @@ impl<A: Copy + Default> Grid<'_, A> {
                 }
             }
         }
-        for step in s {
-            let at = |p: &[u32], panel: usize| p[(panel * self.kp + step * STEP) * ROWS..].as_ptr();
-            // SAFETY: panel `panel < mp` (or `np`) holds `kp` pairs × 16 lanes, so 16 rows of
-            // 64 bytes from step `step < kp / 16` lie inside it.
+        let (a0, b0) = (2 * bi * self.kp * ROWS, 2 * bj * self.kp * ROWS);
+        let panel = self.kp * ROWS;
+        for step in 0..self.kp / STEP {
+            let at = |p: &[u32], start: usize| p[start + step * STEP * ROWS..].as_ptr();
+            // SAFETY: panel `2·bi + i < mp` (or `2·bj + j < np`) holds `kp` lanes × 16, so 16
+            // rows of 64 bytes from step `step < kp / 16` lie inside it.
             unsafe {
-                (0..ni).for_each(|i| t.load_a(i, at(self.pa, 2 * bi + i), PACKED_STRIDE));
-                (0..nj).for_each(|j| t.load_b(j, at(self.pb, 2 * bj + j), PACKED_STRIDE));
-            }
-            for i in 0..ni {
-                for j in 0..nj {
-                    K::dot(t, i, j);
+                t.load_a(0, at(self.pa, a0), PACKED_STRIDE);
+                t.load_b(0, at(self.pb, b0), PACKED_STRIDE);
+                K::dot(t, 0, 0);
+                if nj == 2 {
+                    t.load_b(1, at(self.pb, b0 + panel), PACKED_STRIDE);
+                    K::dot(t, 0, 1);
+                }
+                if ni == 2 {
+                    t.load_a(1, at(self.pa, a0 + panel), PACKED_STRIDE);
+                    K::dot(t, 1, 0);
+                    if nj == 2 {
+                        K::dot(t, 1, 1);
+                    }
                 }
             }
         }
@@ -252,7 +316,7 @@ impl<A: Copy + Default> Grid<'_, A> {
                 let (r0, c0) = (ROWS * (2 * bi + i), ROWS * (2 * bj + j));
                 let (rows, cols) = ((self.m - r0).min(ROWS), (self.n - c0).min(ROWS));
                 let c = self.c.ptr().wrapping_add(r0 * self.rs + c0);
-                let edge = &mut scratch[2 * i + j];
+                let edge = &mut edges.0[2 * i + j];
                 // SAFETY: as for the loads; this task alone writes this block.
                 unsafe {
                     if rows == ROWS && cols == ROWS {

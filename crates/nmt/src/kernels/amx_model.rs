@@ -1,27 +1,57 @@
 //! A software model of the AMX tile instructions (issue 70): `tileloadd`, `tilestored`,
-//! `tilezero`, `tdpbf16ps`, `tdpbssd` and `tdpbusd` on 8 tiles of 16 rows × 64 bytes, in plain Rust, so
-//! that the tiling driver (`amx_gemm.rs`), its packing and its tails run and are tested on
-//! every CPU, not only on the Xeons that have the tiles.
+//! `tilezero`, `tdpbf16ps`, `tdpbssd` and `tdpbusd` on 8 tiles of 16 rows × 64 bytes, in plain
+//! Rust, so that the tiling driver (`amx_gemm.rs`), its packing and its tails run and are tested
+//! on every CPU, not only on the Xeons that have the tiles.
 //!
-//! Semantics as the Intel SDM's pseudo-code gives them (vol. 2, TDPBF16PS, TDPBSSD): for each
-//! row `m` of C, for each pair `p` (a 32-bit lane of A's row), for each column `n`,
-//! `C[m][n] += A[m].bf16[2p]·B[p].bf16[2n]`, then `+= A[m].bf16[2p+1]·B[p].bf16[2n+1]`, each an
-//! f32 addition rounded to nearest even (a product of two bf16 is exact in f32), with bf16
-//! inputs that are denormal read as zero and denormal sums flushed to zero, as the instruction
-//! does whatever MXCSR says. `tdpbssd` adds the four sign-extended byte products of a lane to
-//! an i32, wrapping; `tdpbusd` the same with A's bytes zero-extended. Whether the hardware rounds each addition or fuses a pair (the SDM allows
-//! an implementation its own intermediate precision) is a last-bit matter: the driver's tests
-//! compare within bf16's bound, never bit for bit against the hardware.
+//! **`tdpbf16ps`'s order of sums** ([`Order`]). The two sources disagree, and the model follows
+//! either (issue 76):
+//! - [`Order::PairByPair`], the Intrinsics Guide's pseudo-code: for each row `m` of C, pair `p`
+//!   (a 32-bit lane of A's row) and column `n`, `C[m][n] += A[m].bf16[2p]·B[p].bf16[2n]`, then
+//!   `+= A[m].bf16[2p+1]·B[p].bf16[2n+1]`, each addition into C rounded;
+//! - [`Order::TwoAccumulators`], the current SDM's (vol. 2, TDPBF16PS): per row, two f32
+//!   accumulators per column start at zero, one gathering the even products of the 16 pairs and
+//!   one the odd; their sum is added to C once.
+//!
+//! Each addition is an f32 addition rounded to nearest even (a product of two bf16 is exact in
+//! f32, so the SDM's "FMA" is the same), bf16 inputs that are denormal are read as zero and
+//! denormal sums flushed to zero, whatever MXCSR says. `tdpbssd` adds the four sign-extended
+//! byte products of a lane to an i32, wrapping; `tdpbusd` the same with A's bytes
+//! zero-extended. Which order a CPU follows is measured by `amx_tests.rs`'s hardware test, which
+//! prints the largest ulp difference between the tiles and each order on random operands:
+//! [`Order::MEASURED`] is the one that matched on the CPUs named there, and the default.
 use super::amx::{TileOps, ROWS, ROW_BYTES};
 
-/// 8 tiles of 16 rows × 64 bytes, zeroed.
+/// The order in which `tdpbf16ps` adds its products into C (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// The Intrinsics Guide's: each product added into C, pair by pair.
+    PairByPair,
+    /// The SDM's: even and odd products summed apart from zero over the tile, then into C.
+    TwoAccumulators,
+}
+
+impl Order {
+    /// The order this model follows by default: the one the hardware matched bit for bit
+    /// (`amx_tests.rs`, `the_amx_tiles_agree_with_the_reference_and_the_model`).
+    pub const MEASURED: Order = Order::TwoAccumulators;
+}
+
+/// 8 tiles of 16 rows × 64 bytes, zeroed, and the order of `tdpbf16ps`'s sums.
 pub struct ModelTiles {
     t: [[[u8; ROW_BYTES]; ROWS]; 8],
+    order: Order,
 }
 
 impl Default for ModelTiles {
     fn default() -> Self {
-        ModelTiles { t: [[[0; ROW_BYTES]; ROWS]; 8] }
+        ModelTiles::with_order(Order::MEASURED)
+    }
+}
+
+impl ModelTiles {
+    /// Zeroed tiles whose `tdpbf16ps` adds in `order`.
+    pub fn with_order(order: Order) -> Self {
+        ModelTiles { t: [[[0; ROW_BYTES]; ROWS]; 8], order }
     }
 }
 
@@ -72,14 +102,40 @@ impl ModelTiles {
             }
         }
     }
+
+    /// `tdpbf16ps` in [`Order::TwoAccumulators`]: per row of C, the even and odd products of
+    /// the 16 pairs summed apart from zero, then their sum added to C.
+    fn dot_two_accumulators(&mut self, c: usize, a: usize, b: usize) {
+        let lanes = ROW_BYTES / 4;
+        for m in 0..ROWS {
+            let mut acc = [[0f32; 2]; ROW_BYTES / 4];
+            for p in 0..lanes {
+                let av = halves(self.lane(a, m, p));
+                for (n, s) in acc.iter_mut().enumerate() {
+                    let bv = halves(self.lane(b, p, n));
+                    s[0] = ftz(s[0] + av[0] * bv[0]);
+                    s[1] = ftz(s[1] + av[1] * bv[1]);
+                }
+            }
+            for (n, s) in acc.iter().enumerate() {
+                let sum = ftz(f32::from_le_bytes(self.lane(c, m, n)) + ftz(s[0] + s[1]));
+                self.set_lane(c, m, n, sum.to_le_bytes());
+            }
+        }
+    }
 }
 
-/// One pair step of `tdpbf16ps`.
+/// The two bf16 of a lane, as f32 (denormals read as zero).
+fn halves(v: [u8; 4]) -> [f32; 2] {
+    [bf16_daz(u16::from_le_bytes([v[0], v[1]])), bf16_daz(u16::from_le_bytes([v[2], v[3]]))]
+}
+
+/// One pair step of `tdpbf16ps` in [`Order::PairByPair`].
 fn bf16_step(c: [u8; 4], a: [u8; 4], b: [u8; 4]) -> [u8; 4] {
-    let h = |v: [u8; 4], i: usize| bf16_daz(u16::from_le_bytes([v[2 * i], v[2 * i + 1]]));
+    let (a, b) = (halves(a), halves(b));
     let mut s = f32::from_le_bytes(c);
-    s = ftz(s + h(a, 0) * h(b, 0));
-    s = ftz(s + h(a, 1) * h(b, 1));
+    s = ftz(s + a[0] * b[0]);
+    s = ftz(s + a[1] * b[1]);
     s.to_le_bytes()
 }
 
@@ -115,7 +171,10 @@ impl TileOps for ModelTiles {
         self.load(2 + j, src.cast(), stride)
     }
     fn dot_bf16(&mut self, i: usize, j: usize) {
-        self.dot(4 + 2 * i + j, i, 2 + j, bf16_step)
+        match self.order {
+            Order::PairByPair => self.dot(4 + 2 * i + j, i, 2 + j, bf16_step),
+            Order::TwoAccumulators => self.dot_two_accumulators(4 + 2 * i + j, i, 2 + j),
+        }
     }
     fn dot_i8(&mut self, i: usize, j: usize) {
         self.dot(4 + 2 * i + j, i, 2 + j, i8_step)

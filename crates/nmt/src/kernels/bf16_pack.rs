@@ -88,32 +88,64 @@ pub(super) fn pairs(k: usize) -> usize {
 /// zeroing of every page (`clear_page_erms`: 9 % of the bf16 step's cycles before the buffers
 /// were kept). A pool rather than a thread-local: the products run inside rayon tasks, and a
 /// task that waits on its own product's threads may run another product meanwhile.
-static POOL: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
+static POOL: Mutex<Vec<Vec<Line>>> = Mutex::new(Vec::new());
 /// Buffers kept at most: the two operands of up to three products in flight.
 const KEPT: usize = 6;
 
-/// The kept buffer that fits `len` best (the smallest that holds it, else the largest), so
+/// 64 bytes on a 64-byte boundary: the unit of packed buffers, so that every 16-lane row of a
+/// panel (a zmm load, an AMX tile row) is one cache line, not two (issue 76; a `Vec<u32>` is
+/// aligned to 16 bytes at best).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(super) struct Line([u32; 16]);
+
+/// The kept buffer that fits `lines` best (the smallest that holds it, else the largest), so
 /// that a small operand does not take, and a large one does not regrow, the large buffers.
-fn take(len: usize) -> Vec<u32> {
+fn take(lines: usize) -> Vec<Line> {
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let fits = pool.iter().enumerate().filter(|(_, b)| b.capacity() >= len).min_by_key(|(_, b)| b.capacity()).map(|(i, _)| i);
+    let fits = pool.iter().enumerate().filter(|(_, b)| b.capacity() >= lines).min_by_key(|(_, b)| b.capacity()).map(|(i, _)| i);
     let best = fits.or_else(|| pool.iter().enumerate().max_by_key(|(_, b)| b.capacity()).map(|(i, _)| i));
     best.map(|i| pool.swap_remove(i)).unwrap_or_default()
 }
 
-/// A packed operand; its buffer goes back to the pool when dropped.
-pub(super) struct Packed(Vec<u32>);
+/// A packed operand of `len` u32 on 64-byte lines; its buffer goes back to the pool when
+/// dropped.
+pub(super) struct Packed {
+    lines: Vec<Line>,
+    len: usize,
+}
+
+impl Packed {
+    /// A buffer of `len` u32 from the pool: a kept buffer's old values stay (every caller
+    /// writes all of it), only growth is zero-filled.
+    pub(super) fn with_len(len: usize) -> Packed {
+        let mut lines = take(len.div_ceil(16));
+        lines.resize(len.div_ceil(16), Line([0; 16]));
+        Packed { lines, len }
+    }
+}
+
+impl Clone for Packed {
+    fn clone(&self) -> Packed {
+        let mut p = Packed::with_len(self.len);
+        p.copy_from_slice(self);
+        p
+    }
+}
 
 impl std::ops::Deref for Packed {
     type Target = [u32];
     fn deref(&self) -> &[u32] {
-        &self.0
+        // SAFETY: `lines` holds `⌈len / 16⌉` lines of 16 u32 each, contiguous (`repr(C)`, no
+        // padding: 64 bytes at alignment 64).
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast(), self.len) }
     }
 }
 
 impl std::ops::DerefMut for Packed {
     fn deref_mut(&mut self) -> &mut [u32] {
-        &mut self.0
+        // SAFETY: as `deref`, borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast(), self.len) }
     }
 }
 
@@ -121,7 +153,7 @@ impl Drop for Packed {
     fn drop(&mut self) {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
         if pool.len() < KEPT {
-            pool.push(std::mem::take(&mut self.0));
+            pool.push(std::mem::take(&mut self.lines));
         }
     }
 }
@@ -142,19 +174,17 @@ pub(super) fn pack_to(v: PairView<'_>, width: usize, kp: usize, threads: usize) 
     debug_assert!(kp >= pairs(v.k));
     let panels = v.outer.div_ceil(width);
     let len = panels * kp * width;
-    let mut out = take(len);
-    // A kept buffer's old values are overwritten below; only growth is zero-filled.
-    out.resize(len, 0);
+    let mut out = Packed::with_len(len);
     if v.outer == 0 || v.k == 0 {
         out.fill(0);
-        return Packed(out);
+        return out;
     }
     assert!(v.off + (v.outer - 1) * v.so + (v.k - 1) * v.sk < v.data.len(), "bf16 pack: view out of bounds");
     let parallel = threads > 1 && v.outer * v.k >= 1 << 16;
     #[cfg(target_arch = "x86_64")]
     if v.so == 1 && v.sk != 1 && available() {
         pack_across(&v, width, kp, &mut out, parallel);
-        return Packed(out);
+        return out;
     }
     let chunk = (kp * width).max(1);
     let one = |(panel, dst): (usize, &mut [u32])| pack_panel(&v, panel, width, kp, dst);
@@ -163,7 +193,7 @@ pub(super) fn pack_to(v: PairView<'_>, width: usize, kp: usize, threads: usize) 
     } else {
         out.chunks_mut(chunk).enumerate().for_each(one);
     }
-    Packed(out)
+    out
 }
 
 /// Pairs per task of [`pack_across`]: 32 rows of the operand.

@@ -18,21 +18,14 @@
 //! AVX2, NEON dot products, WASM, a generic kernel; chosen at run time), on weights prepacked
 //! once in chunks of [`CHUNK`] rows and activations prepacked once per step ([`QActs`]); the
 //! scaling to `f32` is ours (rten's quantised output is `i32`). It replaced hand-written
-//! AVX-512 VNNI and AVX2 kernels (`int8_vnni.rs`, until 994bb38) under the rule of issue "Training ahead of PyTorch": the library if it comes within
-//! 10 % of ours. Measured alternately on the 2-core AMD EPYC Zen 4 with VNNI, 2026-11-26, nothing
-//! else running (docs/logs/int8-rten-2026-11-26/, docs/PERF.md "int8: the library"):
-//! - the search, beam 5, the 2 000 test verses, 2 threads, 7 alternations: `--int8` median
-//!   7.53 s against 7.48 s with ours, `--int8 --shortlist` 5.69 s against 5.96 s, translations
-//!   byte-identical (the sums are exact on both);
-//! - the projection's product alone, one thread (`examples/int8_shapes.rs`, `n` = 5 / 32 / 160
-//!   rows): rten's bare product 0.11–0.15 / 0.35–0.51 / 1.95–2.66 ms against ours 0.10–0.11 /
-//!   0.44 / 2.29–3.90 ms; with the scaling into the projection's column-major block (as then)
-//!   0.14–0.18 / 0.55–0.56 / 3.23–3.94 ms. That scaling pass transposed rten's row-major `(n, V)`
-//!   sums, and on the bench's batch the library's search ran about 8 % below ours (docs/PERF.md,
-//!   "Five rounds against PyTorch's fastest"). Since 2026-11-27 the projection folds its blocks
-//!   row-major (`kernels/cpu/row_best.rs`), so every product here scales in place, row by row.
-//!   (Multiplying `W` as rten's left operand would have given the column-major layout instead,
-//!   but AVX2's `vpmaddubsw` pair sum saturates with unsigned weights: `2 · 191 · 127 > 32 767`.)
+//! AVX-512 VNNI and AVX2 kernels (`int8_vnni.rs`, until 994bb38): within 10 % of ours, measured
+//! alternately on a 2-core AMD EPYC Zen 4, 2026-11-26 (docs/logs/int8-rten-2026-11-26/,
+//! docs/PERF.md "int8: the library"): beam 5 on the 2 000 test verses, `--int8` median 7.53 s
+//! against 7.48 s with ours, `--int8 --shortlist` 5.69 s against 5.96 s, translations
+//! byte-identical (the sums are exact on both). (`W` as rten's left operand would saturate
+//! AVX2's `vpmaddubsw` pair sum: `2 · 191 · 127 > 32 767`.)
+//!
+//! On AMX-INT8 CPUs the steps of [`MIN_ROWS`] rows or more run on the tiles (`amx_int8.rs`).
 //!
 //! candle's quantised matmul (`QMatMul`, GGML `Q8_0`) was measured too and does not serve: it
 //! returns a new row-major tensor on its own thread split, and on AVX2 multiplies one row pair
@@ -42,6 +35,7 @@ use std::cell::Cell;
 use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions, PackedAMatrix, PackedBMatrix};
 use rten_tensor::NdTensorView;
 
+use crate::kernels::amx_int8::{AmxI8Acts, AmxI8Weights, I8Tiles, MIN_ROWS};
 use crate::kernels::math::simd_dispatch;
 
 /// The largest weight magnitude: 7 bits (see the module doc).
@@ -64,9 +58,14 @@ thread_local! {
 
 /// The name of rten's int8 kernel that this thread's products run (`x86_64-u8i8i32-avx512`,
 /// `…-avx2`, …): what `NMT_MAX_CPU_ISA` left of the CPU's instruction sets (`kernels::isa`),
-/// as `nmt bench --int8` reports it.
+/// after `amx-tdpbusd+` where the steps of [`MIN_ROWS`] rows or more run on AMX's tiles, as
+/// `nmt bench --int8` reports it.
 pub fn kernel_name() -> String {
-    GEMM.with(|g| g.kernel_name().to_string())
+    let rten = GEMM.with(|g| g.kernel_name().to_string());
+    match I8Tiles::for_search() {
+        Some(_) => format!("amx-tdpbusd+{rten}"),
+        None => rten,
+    }
 }
 
 /// The scale of a weight row whose largest magnitude is `max`: `max / 63` with its 6 lowest
@@ -95,6 +94,9 @@ pub fn quantize_row(w: &[f32], q: &mut [i8]) -> f32 {
 pub struct QWeights {
     /// Rows `c·CHUNK..` as `Wᵀ (k, ≤ CHUNK)`, packed for rten's kernel.
     packed: Vec<PackedBMatrix<i8>>,
+    /// The same chunks packed for AMX's `tdpbusd`, and the tiles that multiply them, where the
+    /// search runs on tiles (`amx_int8.rs`).
+    tiles: Option<(I8Tiles, Vec<AmxI8Weights>)>,
     scale: Vec<f32>,
     /// `−128 · Σ_k q[j, k]` per row: added to every sum (in `i32`, by [`scale_into`]), it undoes
     /// the activations' shift exactly (`Σ (q_a + 128) q_w − 128 Σ q_w = Σ q_a q_w`).
@@ -115,8 +117,15 @@ impl QWeights {
         (self.rows, self.k)
     }
 
-    /// Quantises `w (rows, k)` row-major.
+    /// Quantises `w (rows, k)` row-major, packed for AMX's tiles as well where the search runs
+    /// on them (`amx_int8::I8Tiles::for_search`).
     pub fn new(w: &[f32], rows: usize, k: usize) -> Self {
+        Self::with_tiles(w, rows, k, I8Tiles::for_search())
+    }
+
+    /// [`QWeights::new`] with the steps of [`MIN_ROWS`] rows or more on `tiles`, or always on
+    /// rten-gemm (`None`).
+    pub fn with_tiles(w: &[f32], rows: usize, k: usize, tiles: Option<I8Tiles>) -> Self {
         let mut q = vec![0i8; rows * k];
         let scale: Vec<f32> = if k == 0 {
             vec![1.0; rows]
@@ -136,7 +145,8 @@ impl QWeights {
             })
         };
         let unshift = (0..rows).map(|j| -i32::from(SHIFT) * q[j * k..(j + 1) * k].iter().map(|&x| i32::from(x)).sum::<i32>()).collect();
-        QWeights { packed, scale, unshift, rows, k }
+        let tiles = tiles.filter(|_| k > 0).map(|t| (t, q.chunks(CHUNK * k).map(|c| AmxI8Weights::new(c, c.len() / k, k)).collect()));
+        QWeights { packed, tiles, scale, unshift, rows, k }
     }
 }
 
@@ -149,7 +159,7 @@ impl QWeights {
 /// `i32` bias pass for it was 3.4 % of the cycles: a second pass over the sums).
 pub struct QActs {
     /// `None` when there is nothing to multiply (no rows or `k = 0`).
-    packed: Option<PackedAMatrix<u8>>,
+    packed: Option<Packed>,
     scale: Vec<f32>,
     rows: usize,
     k: usize,
@@ -166,9 +176,19 @@ impl QActs {
                 *s = simd_dispatch!(quantize_act_row(row, out));
             }
         }
-        let packed = (rows > 0 && k > 0).then(|| GEMM.with(|gemm| gemm.prepack_a(NdTensorView::from_data([rows, k], q.as_slice()))));
+        let packed = (rows > 0 && k > 0).then(|| match &w.tiles {
+            Some(_) if rows >= MIN_ROWS => Packed::Tiles(AmxI8Acts::new(&q, rows, k), q),
+            _ => Packed::Rten(GEMM.with(|gemm| gemm.prepack_a(NdTensorView::from_data([rows, k], q.as_slice())))),
+        });
         QActs { packed, scale, rows, k }
     }
+}
+
+/// A step's activations as its product reads them: packed for rten's kernel, or for the tiles
+/// (with the bytes row-major, for weights without tiles).
+enum Packed {
+    Rten(PackedAMatrix<u8>),
+    Tiles(AmxI8Acts, Vec<u8>),
 }
 
 /// One activation row quantised to 8 bits, shifted to unsigned; returns its scale.
@@ -229,9 +249,22 @@ pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32], ld:
                 sums.resize(n * cols, 0);
             }
             let sums = &mut sums[..n * cols];
-            // The shapes are ours and checked above: an error here is a bug, not input.
-            gemm.gemm(sums, GemmInputA::Packed(acts), GemmInputB::Packed(packed), GemmOptions::default())
-                .expect("int8 block: rten-gemm refused shapes checked here");
+            match (acts, &w.tiles) {
+                // On this thread: the callers split a step over the threads (the projection by
+                // parts of the vocabulary, `int8_linear` by rows).
+                (Packed::Tiles(acts, _), Some((tiles, chunks))) => tiles.product(sums, acts, &chunks[c0 / CHUNK], 1),
+                // Activations for the tiles and weights without them (another `QWeights` of the
+                // same shape) multiply on rten-gemm unpacked. The shapes are ours and checked
+                // above: an error here is a bug, not input.
+                (acts, _) => {
+                    let a = match acts {
+                        Packed::Rten(p) => GemmInputA::Packed(p),
+                        Packed::Tiles(_, bytes) => GemmInputA::Unpacked(NdTensorView::from_data([n, w.k], bytes.as_slice())),
+                    };
+                    gemm.gemm(sums, a, GemmInputB::Packed(packed), GemmOptions::default())
+                        .expect("int8 block: rten-gemm refused shapes checked here")
+                }
+            }
             let dst = &mut out[c0 - j0..];
             let cw = Cols { scale: &w.scale[c0..c0 + cols], unshift: &w.unshift[c0..c0 + cols] };
             simd_dispatch!(scale_into(sums, cw, &a.scale, dst, ld));

@@ -5,9 +5,10 @@
 //! annotation projection, the deep output, and the backward products of each. With
 //! [`Precision::Bf16`] set, on a CPU where bf16 products are faster than f32 ([`choose`]), they
 //! run on AMX tiles (`amx_gemm.rs`) or on `vdpbf16ps` (`bf16_gemm.rs`), operands rounded to
-//! bf16 and f32 sums; everything else stays f32: the recurrences' per-step products, the
-//! reductions, the loss, the master weights and Adam's moments. f64 (the gradient checks) is
-//! never rounded.
+//! bf16 and f32 sums. On AMX only the products whose every dimension is at least
+//! `amx_gemm::MIN_DIM` do, where the tiles are faster than f32. Everything else stays f32: the
+//! recurrences' per-step products, the reductions, the loss, the master weights and Adam's
+//! moments. f64 (the gradient checks) is never rounded.
 //!
 //! **Never a slower path (issue 70).** bf16 products exist to be faster; where they are not, the
 //! shipped recipe's `precision = "bf16"` would lose updates and, in the demo's 10 minutes, BLEU
@@ -154,10 +155,15 @@ pub fn matmul_wide<T: Real>(dst: &mut [T], dst_off: usize, dst_rs: usize, a: Mat
         // SAFETY: `T` is `f32` (checked above), so these are the same slices retyped.
         let (dst, a, b) = unsafe { (retype_mut(dst), retype(a), retype(b)) };
         // `BF16` is set only where the path is AMX or AVX512_BF16 (`set_training_products`).
-        if super::isa::level() == super::isa::CpuLevel::Amx {
+        // The tiles run the products large enough to fill them; the others stay in f32
+        // (`amx_gemm::pays`: never a slower path).
+        if super::isa::level() != super::isa::CpuLevel::Amx {
+            return super::bf16_gemm::matmul_bf16(dst, dst_off, dst_rs, a, b, accumulate, threads);
+        }
+        if super::amx_gemm::pays(a.rows, a.cols, b.cols) {
             return super::amx_gemm::matmul_amx(dst, dst_off, dst_rs, a, b, accumulate, threads);
         }
-        return super::bf16_gemm::matmul_bf16(dst, dst_off, dst_rs, a, b, accumulate, threads);
+        return matmul(dst, dst_off, dst_rs, a, b, accumulate, threads);
     }
     matmul(dst, dst_off, dst_rs, a, b, accumulate, threads)
 }
