@@ -123,10 +123,11 @@ def kill_session(sid):
         time.sleep(0.1)
 
 
-def start(pack, out, deadline, stdout):
+def start(pack, out, deadline, stdout, cwd=None):
+    """The run half over PACK into OUT (relative to CWD when given: the run makes it absolute)."""
     env = dict(os.environ, GPU_CHECK_DEADLINE=str(deadline), GPU_CHECK_STEPS="2", GPU_CHECK_REHEARSAL_LIMIT="30")
     return subprocess.Popen(["bash", os.path.join(pack, "gpu-check.sh"), "run", out], env=env, stdout=stdout,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd)
 
 
 def figure_files(out):
@@ -207,7 +208,9 @@ def killed_run(pack, out, deadline, tmp, whole, took, kill_at=None):
         kill_at = random.uniform(2.0, max(3.0, took - 1.0))
         how = f"drawn from 2 to {max(3.0, took - 1.0):.0f} s: the whole run took {took:.0f}"
     with open(os.path.join(tmp, "killed.out"), "w") as stdout:
-        p = start(pack, out, deadline, stdout)
+        # OUT given relative to the caller's folder (issue 74): the run resolves it before it
+        # changes to the pack's folder, so its log lands in OUT.
+        p = start(pack, os.path.relpath(out, tmp), deadline, stdout, cwd=tmp)
         time.sleep(kill_at)
         killed = time.time()
         kill_session(p.pid)
@@ -244,6 +247,16 @@ def killed_run(pack, out, deadline, tmp, whole, took, kill_at=None):
     check(total > 0 or kill_at < 10, f"the killed run: {total} figure lines kept in {len(files)} files, {len(seen)} seen before the kill, all still there")
 
 
+def cap_check():
+    """The preflight's comparison of the GPU's compute capability with the pack's PTX target."""
+    for pack_cap, gpu_cap, rc, words in [("90", "9.0", 0, "is the pack's"), ("90", "10.0", 0, "JIT-compiled"),
+                                         ("90", "8.6", 1, "CUDA_COMPUTE_CAP=86"), ("", "9.0", 0, "not compared")]:
+        r = subprocess.run(["bash", "-c", f'source "{ROOT}/scripts/gpu-check-run.sh"; cap_check "$1" "$2"', "-", pack_cap, gpu_cap],
+                           capture_output=True, text=True)
+        check(r.returncode == rc and words in r.stdout and not r.stderr,
+              f"cap_check pack {pack_cap or '(none)'} against GPU {gpu_cap}: exit {r.returncode}, {r.stdout.strip()!r}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--deadline", type=int, default=100)
@@ -260,6 +273,7 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     try:
         ratio_script(tmp)
+        cap_check()
         pack, t0 = os.path.join(tmp, "pack"), time.time()
         r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu-check.sh"), "pack-cpu", pack])
         print(f"pack-cpu took {time.time() - t0:.0f} s", flush=True)

@@ -101,6 +101,24 @@ nmt_bench() { # SLUG LIMIT BASIS WHAT ARGS...
   step fig "$slug" "$limit" "$basis" "$what" ./nmt bench --data "$BENCH_DATA" --json "$@"
 }
 
+# cap_check PACK_CAP GPU_CAP: whether the pack's PTX (compute_PACK_CAP, e.g. 90: build.rs's
+# `-arch=compute_$CUDA_COMPUTE_CAP`) loads on a GPU of compute capability GPU_CAP (nvidia-smi's
+# "9.0"): the driver JIT-compiles PTX for its own GPU or a newer one, and cannot for an older
+# one. Prints the verdict; returns 1 for an older GPU.
+cap_check() {
+  local want=$1 got=${2//./}
+  if ! [[ $want =~ ^[0-9]+$ && $got =~ ^[0-9]+$ ]]; then
+    echo "compute capability not compared (pack ${1:-unknown}, GPU ${2:-unknown})"
+  elif ((got < want)); then
+    echo "the GPU's compute capability $2 is below the pack's PTX target compute_$want: pack again with CUDA_COMPUTE_CAP=$got"
+    return 1
+  elif ((got > want)); then
+    echo "the pack's PTX (compute_$want) is JIT-compiled for this GPU's compute capability $2"
+  else
+    echo "the GPU's compute capability $2 is the pack's PTX target"
+  fi
+}
+
 preflight() {
   py=${PYTHON:-python3}
   command -v "$py" > /dev/null || fail_preflight "no $py (the run unpacks the binaries and runs PyTorch with it)"
@@ -147,6 +165,10 @@ PY
     nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader > "$run/steps/00-nvidia-smi.txt" 2>&1 ||
       fail_preflight "nvidia-smi: $(tail -1 "$run/steps/00-nvidia-smi.txt")"
     [ "${torch_devices:-0}" -gt 0 ] || fail_preflight "PyTorch sees no CUDA device (torch.cuda.is_available() is false)"
+    local verdict
+    verdict=$(cap_check "$(cat CUDA_CAP 2> /dev/null)" "$(head -1 "$run/steps/00-nvidia-smi.txt" | awk -F', *' '{print $NF}')") ||
+      fail_preflight "$verdict"
+    say "preflight: $verdict"
   fi
   say "preflight passed: binaries unpacked, ldd finds every library; GPU: $(cat "$run/steps/00-nvidia-smi.txt" 2> /dev/null || echo none)"
 }
@@ -301,6 +323,9 @@ start_run() {
   [[ $steps_n =~ ^[1-9][0-9]*$ ]] || { echo "GPU_CHECK_STEPS=$steps_n: a positive whole number" >&2; exit 2; }
   [[ $train_s =~ ^[1-9][0-9]*$ ]] || { echo "GPU_CHECK_TRAIN_SECONDS=$train_s: a positive whole number" >&2; exit 2; }
   [[ $rehearsal_limit =~ ^[1-9][0-9]*$ ]] || { echo "GPU_CHECK_REHEARSAL_LIMIT=$rehearsal_limit: a positive whole number" >&2; exit 2; }
+  # Absolute, since the run works from the pack's folder: a relative OUT would put the log
+  # elsewhere once it has changed folder.
+  mkdir -p "$out" && out=$(cd "$out" && pwd) || { echo "gpu-check: cannot write $out" >&2; exit 2; }
   run=$out/$mode-$(date -u +%Y%m%d-%H%M%S)
   mkdir -p "$run/figures" "$run/steps" || { echo "gpu-check: cannot write $run" >&2; exit 2; }
   log=$run/log.txt

@@ -63,6 +63,8 @@ pack() {
   nmt_exe=$(awk '$1 == "nmt:" {print $2}' <<<"$built")
   test_exe=$(awk '$1 == "GPU" && $2 == "test:" {print $3}' <<<"$built")
   pack_into "$nmt_exe" "$test_exe" "$dir" "CUDA (scripts/build-cuda.sh), the GPU test crates/nmt/tests/cuda.rs" || exit 1
+  # The PTX target, which the run's preflight compares with the GPU's (build-cuda.sh's default).
+  echo "${CUDA_COMPUTE_CAP:-90}" > "$dir/CUDA_CAP"
 }
 
 # The rehearsal's pack: the CPU build (no CUDA), with the GPU test's emulated form,
