@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""The ratios of a `gpu-check.sh` run, from the figure lines its steps wrote (RUN/figures/*.jsonl,
-one file a step, named NN-SLUG.jsonl; one JSON object a line).
+"""The ratios of a `gpu-check.sh` run, from the figure lines its steps wrote (OUT/figures.jsonl:
+one JSON object a line, each with "step": NN-SLUG, the step that measured it).
 
-  gpu-check-ratios.py train RUN      nmt's training step (nmt-train-bNN: candle's step, the
+  gpu-check-ratios.py train FIGURES  nmt's training step (nmt-train-bNN: candle's step, the
                                      recorded step's launches and its CUDA graph) over PyTorch's
                                      forms (torch-*), batch 32 and 128; loss0 checked first
-  gpu-check-ratios.py search RUN     nmt's greedy and beam-5 search (nmt-search-bNN) over beam 5 on
+  gpu-check-ratios.py search FIGURES nmt's greedy and beam-5 search (nmt-search-bNN) over beam 5 on
                                      the machine's CPU threads (cpu-beam5-bNN)
-  gpu-check-ratios.py composed RUN   the GPU kernels (nmt-train-bNN, nmt-search-bNN) over composed
+  gpu-check-ratios.py composed FIGS  the GPU kernels (nmt-train-bNN, nmt-search-bNN) over composed
                                      candle ops (composed-train-bNN, composed-search-bNN)
 
 A ratio compares two computations of the same model, so before each the first losses (loss0, the
@@ -25,22 +25,19 @@ import sys
 F32_BOUND, BF16_BOUND = 1e-4, 2e-2
 
 
-def figures(run):
-    """{slug: [figure, ...]} of RUN/figures, in the order the files and lines were written."""
+def figures(path):
+    """{slug: [figure, ...]} of the figures file PATH, by the slug of each line's step (NN-SLUG),
+    in the order the lines were written."""
     out = {}
-    d = os.path.join(run, "figures")
-    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        m = re.match(r"\d+-(.+)\.jsonl$", name)
-        if not m:
-            continue
-        rows = []
-        with open(os.path.join(d, name)) as f:
-            for line in f:
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:
-                    pass  # a line cut by a kill: not a figure
-        out.setdefault(m.group(1), []).extend(r for r in rows if isinstance(r, dict))
+    with open(path) as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a kill: not a figure
+            m = re.match(r"\d+-(.+)$", str(row.get("step", ""))) if isinstance(row, dict) else None
+            if m:
+                out.setdefault(m.group(1), []).append(row)
     return out
 
 
@@ -124,9 +121,9 @@ def composed(figs, check):
 
 def main():
     if len(sys.argv) != 3 or sys.argv[1] not in ("train", "search", "composed"):
-        sys.exit("usage: gpu-check-ratios.py train|search|composed RUN_DIR")
-    if not os.path.isdir(sys.argv[2]):
-        sys.exit(f"gpu-check-ratios.py: {sys.argv[2]}: no such run folder")
+        sys.exit("usage: gpu-check-ratios.py train|search|composed OUT/figures.jsonl")
+    if not os.path.isfile(sys.argv[2]):
+        sys.exit(f"gpu-check-ratios.py: {sys.argv[2]}: no such figures file")
     check = Check()
     {"train": train, "search": search, "composed": composed}[sys.argv[1]](figures(sys.argv[2]), check)
     sys.exit(1 if check.failed else 0)

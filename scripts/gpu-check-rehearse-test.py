@@ -19,7 +19,6 @@ CI runs it (.ci/run); exit 0: passed, 1: failed, 3: could not run here (a tool i
    run; and every step the log saw end has all the figure lines its END line counted.
 """
 import argparse
-import glob
 import json
 import os
 import random
@@ -52,26 +51,40 @@ def check(ok, what, quiet=False):
 
 
 def ratio_script(tmp):
-    run = os.path.join(tmp, "ratios")
-    os.makedirs(os.path.join(run, "figures"))
+    figs = os.path.join(tmp, "ratios-figures.jsonl")
 
-    def write(name, rows):
-        with open(os.path.join(run, "figures", name), "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+    def write(step, rows):
+        with open(figs, "a") as f:
+            f.writelines(json.dumps(dict(step=step, **r)) + "\n" for r in rows)
 
-    write("01-nmt-train-b32.jsonl", [{"impl": "nmt-gpu-kernels", "bench": "train", "batch": 32, "loss0": 8.990423, "target_tokens_per_s": 7000.0}])
-    write("02-torch-train.jsonl", [{"impl": "pytorch", "form": "graph", "bench": "train", "batch": 32, "loss0": 8.990422, "target_tokens_per_s": 14000.0}])
-    ratios = [sys.executable, os.path.join(ROOT, "scripts", "gpu-check-ratios.py"), "train", run]
+    write("01-nmt-train-b32", [{"impl": "nmt-gpu-kernels", "bench": "train", "batch": 32, "loss0": 8.990423, "target_tokens_per_s": 7000.0}])
+    write("02-torch-train", [{"impl": "pytorch", "form": "graph", "bench": "train", "batch": 32, "loss0": 8.990422, "target_tokens_per_s": 14000.0}])
+    ratios = [sys.executable, os.path.join(ROOT, "scripts", "gpu-check-ratios.py"), "train", figs]
     r = subprocess.run(ratios, capture_output=True, text=True)
     check(r.returncode == 0 and "0.50x" in r.stdout, f"ratios: agreeing loss0 gives the ratio 0.50x, exit 0 (exit {r.returncode}: {r.stdout.strip()!r})")
-    write("03-torch-other.jsonl", [{"impl": "pytorch", "form": "eager", "bench": "train", "batch": 32, "loss0": 8.9914, "target_tokens_per_s": 13000.0}])
+    write("03-torch-other", [{"impl": "pytorch", "form": "eager", "bench": "train", "batch": 32, "loss0": 8.9914, "target_tokens_per_s": 13000.0}])
     r = subprocess.run(ratios, capture_output=True, text=True)
     check(r.returncode == 1 and "LOSS0 DIFFERS" in r.stdout and "0.50x" in r.stdout,
           f"ratios: a loss0 1.1e-4 away gives LOSS0 DIFFERS, exit 1, and the agreeing form's ratio still (exit {r.returncode})")
 
 
+def by_step(text):
+    """{"NN-SLUG.jsonl": the text of that step's lines} of a figures file's whole lines, in order
+    (named as the per-step files were before issue 74, so that the checks below read alike)."""
+    steps = {}
+    for line in text.split("\n")[:-1]:
+        try:
+            step = json.loads(line).get("step")
+        except (ValueError, AttributeError):
+            step = None
+        name = f"{step}.jsonl" if isinstance(step, str) else "no-step.jsonl"
+        steps[name] = steps.get(name, "") + line + "\n"
+    return steps
+
+
 class Watcher(threading.Thread):
-    """Records each whole figure line of OUT/*/figures/*.jsonl with the time it was first seen."""
+    """Records each whole figure line of OUT/figures.jsonl with the time it was first seen, by
+    its step and its place among that step's lines."""
 
     def __init__(self, out):
         super().__init__(daemon=True)
@@ -84,14 +97,14 @@ class Watcher(threading.Thread):
 
     def poll(self):
         now = time.time()
-        for path in glob.glob(os.path.join(self.out, "*", "figures", "*.jsonl")):
-            try:
-                with open(path) as f:
-                    text = f.read()
-            except OSError:
-                continue
-            for i, line in enumerate(text.split("\n")[:-1]):  # whole lines only
-                self.seen.setdefault((os.path.basename(path), i), (line, now))
+        try:
+            with open(os.path.join(self.out, "figures.jsonl")) as f:
+                text = f.read()
+        except OSError:
+            return
+        for name, lines in by_step(text).items():
+            for i, line in enumerate(lines.split("\n")[:-1]):  # whole lines only
+                self.seen.setdefault((name, i), (line, now))
 
 
 def session_pids(sid):
@@ -130,15 +143,42 @@ def start(pack, out, deadline, stdout, cwd=None):
                             stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd)
 
 
+# What a GPU machine hands back of OUT (the device tool's limits): at most 8 files, each at most
+# 16 MiB; the run keeps to 4 files, directly in OUT (issue 74).
+MAX_FILES, MAX_BYTES = 4, 16 << 20
+
+
+def out_files(out):
+    """OUT's files and folders, as (relative path, bytes, is a folder)."""
+    found = []
+    for base, dirs, names in os.walk(out):
+        for d in dirs:
+            found.append((os.path.relpath(os.path.join(base, d), out), 0, True))
+        for n in names:
+            p = os.path.join(base, n)
+            found.append((os.path.relpath(p, out), os.path.getsize(p), False))
+    return found
+
+
+def check_out(out, what):
+    found = out_files(out)
+    files = [f for f in found if not f[2]]
+    check(len(files) <= MAX_FILES and not any(f[2] for f in found),
+          f"{what}: {len(files)} files directly in OUT, no folder (at most {MAX_FILES}): {sorted(f[0] for f in found)}")
+    big = [f for f in files if f[1] > MAX_BYTES]
+    check(not big, f"{what}: no file of OUT over 16 MiB ({big})")
+
+
 def figure_files(out):
-    runs = glob.glob(os.path.join(out, "run-*"))
-    if len(runs) != 1:
+    """OUT if the run wrote its log there, and its figure lines by step."""
+    if not os.path.isfile(os.path.join(out, "log.txt")):
         return None, {}
-    files = {}
-    for path in sorted(glob.glob(os.path.join(runs[0], "figures", "*.jsonl"))):
-        with open(path) as f:
-            files[os.path.basename(path)] = f.read()
-    return runs[0], files
+    try:
+        with open(os.path.join(out, "figures.jsonl")) as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    return out, by_step(text)
 
 
 def parse(name, text):
@@ -175,9 +215,10 @@ def whole_run(pack, out, deadline, tmp):
     watcher.poll()
     took = time.time() - t0
     run, files = figure_files(out)
-    check(rc == 0 and run is not None, f"the whole rehearsal ran (exit {rc}) in {took:.0f} s, run folder {run}")
+    check(rc == 0 and run is not None, f"the whole rehearsal ran (exit {rc}) in {took:.0f} s, its log in {out}")
     if run is None:
         return None, {}, took
+    check_out(out, "the whole run")
     log = open(os.path.join(run, "log.txt")).read()
     check("preflight passed" in log, "the preflight passed")
     starts = re.findall(r"^\[ *(\d+) s\] (START|SKIPPED|NOT RUN) (\d+)-(\S+?):.*?(?:limit (\d+) s|$)", log, re.M)
@@ -220,8 +261,9 @@ def killed_run(pack, out, deadline, tmp, whole, took, kill_at=None):
     seen = dict(watcher.seen)  # every line seen before the kill
     print(f"killed the run with SIGKILL after {kill_at:.1f} s ({how})", flush=True)
     run, files = figure_files(out)
-    if not check(run is not None, "the killed run left its run folder"):
+    if not check(run is not None, "the killed run left its log in OUT"):
         return
+    check_out(out, "the killed run")
     for (name, i), (line, _) in sorted(seen.items()):
         lines = files.get(name, "").split("\n")
         check(i < len(lines) - 1 and lines[i] == line, f"{name} line {i + 1}, seen before the kill, is still there", quiet=True)

@@ -33,14 +33,26 @@ fail_preflight() {
   exit 3
 }
 # A figure line of the script's own (a step's outcome, a comparison), JSON, with "at".
-figure() { printf '{"step": "%s", %s, "at": %s}\n' "$1" "$2" "$(epoch)" >> "$run/figures/$1.jsonl"; }
+figure() { printf '{"step": "%s", %s, "at": %s}\n' "$1" "$2" "$(epoch)" >> "$figs"; }
+# Each JSON line of stdin with "step": ID put first, appended to OUT/figures.jsonl and flushed
+# line by line (a kill keeps every line read before it); any other line to the step's text file
+# (a line cut by a kill is not a figure, and is dropped).
+tag() {
+  local line
+  # bash reads a pipe without buffering ahead (mawk, Ubuntu's awk, would hold lines back).
+  while IFS= read -r line; do
+    if [[ $line == '{'* ]]; then printf '{"step": "%s", %s\n' "$1" "${line#\{}"; else printf '%s\n' "$line" >> "$2"; fi
+  done
+}
+# The figure lines of step ID, as written.
+step_figures() { grep -F "{\"step\": \"$1\"," "$figs" 2> /dev/null; }
 
 # step KIND SLUG LIMIT BASIS WHAT CMD...: runs CMD under `timeout -k $grace LIMIT`, unless that
-# could pass the deadline (then logs SKIPPED). KIND fig: CMD's stdout is figure lines, appended
-# to figures/NN-SLUG.jsonl by CMD itself as it writes them (no pipe between them), its stderr
-# to steps/NN-SLUG.txt. KIND text: CMD's stdout and stderr to steps/NN-SLUG.txt, and this
-# script adds one figure line: the exit status and seconds. Sets `outcome` (ok, failed,
-# timed-out, skipped), `id` and `started` (the epoch CMD started at).
+# could pass the deadline (then logs SKIPPED). KIND fig: CMD's stdout is figure lines, each
+# tagged with the step's id NN-SLUG and appended to OUT/figures.jsonl the moment CMD writes it
+# (`tag`), its stderr to the run folder's steps/NN-SLUG.txt. KIND text: CMD's stdout and stderr
+# to steps/NN-SLUG.txt, and this script adds one figure line: the exit status and seconds. Sets
+# `outcome` (ok, failed, timed-out, skipped), `id` and `started` (the epoch CMD started at).
 step() {
   local kind=$1 slug=$2 limit=$3 basis=$4 what=$5
   shift 5
@@ -55,19 +67,20 @@ step() {
   e=$(el)
   if ((e + limit + grace > deadline)); then
     say "SKIPPED $id: $what: its limit ($limit s, +$grace s to kill) would pass the deadline ($e of $deadline s used)"
-    echo "$id skipped" >> "$run/steps.txt"
+    echo "$id skipped" >> "$outcomes"
     outcome=skipped
     return 0
   fi
   say "START $id: $what (limit $limit s: $basis)"
-  local fig=$run/figures/$id.jsonl txt=$run/steps/$id.txt rc
+  local txt=$run/steps/$id.txt rc
   started=$(epoch)
   if [ "$kind" = fig ]; then
-    timeout -k "$grace" "$limit" "$@" >> "$fig" 2>> "$txt"
+    timeout -k "$grace" "$limit" "$@" 2>> "$txt" | tag "$id" "$txt" >> "$figs"
+    rc=${PIPESTATUS[0]}
   else
     timeout -k "$grace" "$limit" "$@" >> "$txt" 2>&1
+    rc=$?
   fi
-  rc=$?
   local secs
   secs=$(since "$started")
   [ "$kind" = fig ] || figure "$id" "\"exit\": $rc, \"s\": $secs"
@@ -76,16 +89,16 @@ step() {
     124 | 137) outcome=timed-out ;;
     *) outcome=failed ;;
   esac
-  say "END $id: $outcome (exit $rc) after $secs s; $(cat "$fig" 2> /dev/null | wc -l) figure line(s)"
+  say "END $id: $outcome (exit $rc) after $secs s; $(step_figures "$id" | wc -l) figure line(s)"
   # For reading: the figures and the output's end, copied after the fact (the files are whole).
-  if [ -s "$fig" ]; then sed 's/^/    | /' "$fig" | tee -a "$log"; fi
+  step_figures "$id" | sed 's/^/    | /' | tee -a "$log"
   if [ -s "$txt" ]; then tail -n 8 "$txt" | sed 's/^/    > /' | tee -a "$log"; fi
-  echo "$id $outcome" >> "$run/steps.txt"
+  echo "$id $outcome" >> "$outcomes"
 }
 not_run() {
   n=$((n + 1))
   say "NOT RUN $(printf '%02d-%s' "$n" "$1"): $2"
-  echo "$(printf '%02d-%s' "$n" "$1") not-run" >> "$run/steps.txt"
+  echo "$(printf '%02d-%s' "$n" "$1") not-run" >> "$outcomes"
 }
 
 # The PyTorch step SLUG (FORMS, SEARCHES: pytorch_gpu_forms.py's forms and searches).
@@ -176,8 +189,8 @@ PY
 # The first GPU process's time to its first result: the JIT of candle's PTX, unless
 # CUDA_CACHE_PATH already holds it.
 first_result() {
-  local f=$run/figures/$id.jsonl at
-  at=$(head -1 "$f" 2> /dev/null | "$py" -c 'import json, sys; print(json.loads(sys.stdin.readline())["at"])' 2> /dev/null)
+  local at
+  at=$(step_figures "$id" | head -1 | "$py" -c 'import json, sys; print(json.loads(sys.stdin.readline())["at"])' 2> /dev/null)
   if [ -n "$at" ]; then
     say "time to first result: $(awk -v a="$started" -v b="$at" 'BEGIN { printf "%.1f", b - a }') s from the start of the first GPU process to its first figure (JIT cache: CUDA_CACHE_PATH=$CUDA_CACHE_PATH, CUDA_CACHE_MAXSIZE=$CUDA_CACHE_MAXSIZE, $cache_mb MB held before this run)"
   else
@@ -222,7 +235,7 @@ run_gpu() {
   nmt_bench nmt-train-b128 60 "a guess" "nmt bench$gl --only train, batch 128" "${g[@]}" --batch 128 --only train --steps "$steps_n"
   torch_step torch-train 120 "a guess; from the H200's rates of 2026-11-27 the timed steps are seconds, the rest is start-up" \
     "PyTorch's CUDA-graph and eager training step, batch 32 and 128" graph,eager ""
-  step text ratios-train 20 "Python over a few lines" "ratios: nmt's training step over PyTorch's (loss0 checked)" "$py" gpu-check-ratios.py train "$run"
+  step text ratios-train 20 "Python over a few lines" "ratios: nmt's training step over PyTorch's (loss0 checked)" "$py" gpu-check-ratios.py train "$figs"
   for b in 32 128; do
     nmt_bench "nmt-search-b$b" 60 "a guess" "nmt bench$gl --only greedy,beam5, batch $b" "${g[@]}" --batch "$b" --only greedy,beam5 --steps "$steps_n"
   done
@@ -230,7 +243,7 @@ run_gpu() {
     nmt_bench "cpu-beam5-b$b" 60 "over 5x the 2-core machine's rate (0.25 s a search at batch 32)" "nmt bench --only beam5 on $cores CPU threads, batch $b" \
       --batch "$b" --only beam5 --threads "$cores" --steps "$steps_n"
   done
-  step text ratios-search 20 "Python over a few lines" "ratios: nmt's searches over beam 5 on the CPU" "$py" gpu-check-ratios.py search "$run"
+  step text ratios-search 20 "Python over a few lines" "ratios: nmt's searches over beam 5 on the CPU" "$py" gpu-check-ratios.py search "$figs"
   gpu_tests
   say "the headline is done; what follows runs while the deadline allows"
   # The f32 headline's step with bf16 products (the GPU twin of the linear op on cuBLAS's bf16
@@ -246,10 +259,10 @@ run_gpu() {
     nmt_bench "composed-search-b$b" 90 "a guess" "nmt bench$gl --impl composed --only greedy,beam5, batch $b" \
       "${g[@]}" --impl composed --batch "$b" --only greedy,beam5 --steps "$steps_n"
   done
-  step text ratios-composed 20 "Python over a few lines" "ratios: the GPU kernels over composed candle ops" "$py" gpu-check-ratios.py composed "$run"
+  step text ratios-composed 20 "Python over a few lines" "ratios: the GPU kernels over composed candle ops" "$py" gpu-check-ratios.py composed "$figs"
   torch_step torch-other 150 "a guess; 3 forms and 2 searches at 2 batches" "PyTorch's bf16 and cuDNN forms and its eager searches" \
     eager-bf16,cudnn-bf16,graph-bf16 greedy,beam5
-  step text ratios-train-all 20 "Python over a few lines" "ratios: nmt's training step over every PyTorch form" "$py" gpu-check-ratios.py train "$run"
+  step text ratios-train-all 20 "Python over a few lines" "ratios: nmt's training step over every PyTorch form" "$py" gpu-check-ratios.py train "$figs"
   local minutes
   minutes=$(awk -v s="$train_s" 'BEGIN { print s / 60 }')
   step text train-s2s $((train_s + 60)) "$train_s s of training, and 60 s (a guess) for the vocabularies and saving" \
@@ -326,9 +339,19 @@ start_run() {
   # Absolute, since the run works from the pack's folder: a relative OUT would put the log
   # elsewhere once it has changed folder.
   mkdir -p "$out" && out=$(cd "$out" && pwd) || { echo "gpu-check: cannot write $out" >&2; exit 2; }
-  run=$out/$mode-$(date -u +%Y%m%d-%H%M%S)
-  mkdir -p "$run/figures" "$run/steps" || { echo "gpu-check: cannot write $run" >&2; exit 2; }
-  log=$run/log.txt
+  # What comes back from a GPU machine is at most 8 files of OUT (issue 74), so OUT holds three:
+  # log.txt, figures.jsonl (every figure line, tagged with its step) and steps.txt (each step's
+  # outcome). The run folder (each step's own output, the bench data, the translations) stays
+  # beside the pack, as do the files of an earlier run into the same OUT.
+  local stamp
+  stamp=$(date -u +%Y%m%d-%H%M%S)
+  run=$dir/runs/$mode-$stamp
+  mkdir -p "$run/steps" || { echo "gpu-check: cannot write $run" >&2; exit 2; }
+  log=$out/log.txt figs=$out/figures.jsonl outcomes=$out/steps.txt
+  if [ -e "$log" ] || [ -e "$figs" ] || [ -e "$outcomes" ]; then
+    mkdir -p "$dir/runs/earlier-out-$stamp" && mv -f "$log" "$figs" "$outcomes" "$dir/runs/earlier-out-$stamp/" 2> /dev/null
+  fi
+  : > "$figs"
   # The trained model (161 MB of files for the s2s recipe: du -sh of a rehearsal's, 2026-11-28)
   # stays beside the pack, out of OUT, whose files travel back: `run-cpu` on the same machine
   # finds it there.
@@ -337,7 +360,7 @@ start_run() {
   rehearsal=
   [ -f "$dir/REHEARSAL" ] && rehearsal=$(cat "$dir/REHEARSAL")
   cd "$dir" || exit 2
-  say "gpu-check $mode, $(date -u '+%F %T') UTC, deadline $deadline s, $steps_n timed steps; run folder $run"
+  say "gpu-check $mode, $(date -u '+%F %T') UTC, deadline $deadline s, $steps_n timed steps; OUT $out; run folder $run"
   sed 's/^/  pack: /' COMMIT | tee -a "$log"
   [ -z "$rehearsal" ] || say "REHEARSAL: $rehearsal"
   preflight
@@ -359,6 +382,6 @@ start_run() {
     run) run_gpu ;;
     run-cpu) run_cpu ;;
   esac
-  say "done: $(awk '{print $2}' "$run/steps.txt" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}')$(el) s of $deadline"
+  say "done: $(awk '{print $2}' "$outcomes" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}')$(el) s of $deadline"
   say "log: $log"
 }

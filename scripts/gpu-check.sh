@@ -11,11 +11,13 @@
 #                                        # runs `run` over it, each GPU step in its CPU form
 #   scripts/gpu-check.sh pack-cpu [DIR]  # the rehearsal's pack alone (default target/gpu-rehearse)
 #
-# `run` and `run-cpu` write OUT/MODE-DATE/ (OUT default DIR/out): log.txt, figures/NN-STEP.jsonl
-# (each figure one JSON line with its Unix time "at", written and flushed by the process that
-# measured it, the moment it is measured: a kill at any second keeps every figure measured
-# before it), steps/NN-STEP.txt (each step's other output, written by the step itself) and
-# steps.txt (each step's outcome); the model `run` trains goes to DIR/models (not OUT: 161 MB),
+# `run` and `run-cpu` write three files in OUT (default DIR/out), since a GPU machine hands back
+# at most 8 files of OUT (issue 74): log.txt, figures.jsonl (each figure one JSON line with its
+# step "step": "NN-SLUG" and its Unix time "at", written and flushed the moment it is measured: a
+# kill at any second keeps every figure measured before it) and steps.txt (each step's outcome).
+# Each step's other output, the bench data and the translations go to the run folder
+# DIR/runs/MODE-DATE/ (an earlier run's three files in OUT are moved to DIR/runs/ too); the model
+# `run` trains goes to DIR/models (161 MB),
 # where `run-cpu` finds it for its 500 verses. They begin with a preflight and stop with one line
 # (PREFLIGHT FAILED: ...) if anything the steps need is missing. Then the steps, in order
 # (gpu-check-run.sh has the lists, and each step's limit with where it comes from), under a
