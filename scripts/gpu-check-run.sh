@@ -198,19 +198,37 @@ first_result() {
   fi
 }
 
+# The three tests that decide whether the recorded step's capture glue works (issue 69): they
+# run right after the headline's first step (issue 74), before PyTorch and the CPU.
+capture_tests="gpu_graph_replays_equal_fresh_steps gpu_launch_step_equals_the_cpu_and_replays_as_a_graph gpu_loss_and_gradients_equal_the_cpu_fused_path"
+
+# One GPU test in its own process, and once more with each launch waited for if it failed.
+gpu_test() {
+  local name=$1
+  step text "test-$name" 120 "a guess: unmeasured on a GPU" "GPU test $name" \
+    env NMT_REQUIRE_GPU=1 NMT_REPO_ROOT="$dir" ./cuda_test --exact "$name" --nocapture --test-threads 1
+  # An asynchronous fault is reported at a later call: again with each launch waited for.
+  if [ "$outcome" = failed ] || [ "$outcome" = timed-out ]; then
+    step text "test-$name-blocking" 120 "a guess, as above" "GPU test $name again, CUDA_LAUNCH_BLOCKING=1" \
+      env CUDA_LAUNCH_BLOCKING=1 NMT_REQUIRE_GPU=1 NMT_REPO_ROOT="$dir" ./cuda_test --exact "$name" --nocapture --test-threads 1
+  fi
+}
+
+# gpu_tests capture|rest: the capture tests (each, or NOT RUN where the test binary lacks it),
+# or every other test the binary lists.
 gpu_tests() {
   local names name
   names=$(./cuda_test --list 2> "$run/steps/00-test-list.txt" | sed -n 's/: test$//p')
-  [ -n "$names" ] || { not_run test-list "the GPU test binary lists no test: $(tail -1 "$run/steps/00-test-list.txt")"; return; }
-  say "GPU tests, each its own process: $(echo "$names" | tr '\n' ' ')"
-  for name in $names; do
-    step text "test-$name" 120 "a guess: unmeasured on a GPU" "GPU test $name" \
-      env NMT_REQUIRE_GPU=1 NMT_REPO_ROOT="$dir" ./cuda_test --exact "$name" --nocapture --test-threads 1
-    # An asynchronous fault is reported at a later call: again with each launch waited for.
-    if [ "$outcome" = failed ] || [ "$outcome" = timed-out ]; then
-      step text "test-$name-blocking" 120 "a guess, as above" "GPU test $name again, CUDA_LAUNCH_BLOCKING=1" \
-        env CUDA_LAUNCH_BLOCKING=1 NMT_REQUIRE_GPU=1 NMT_REPO_ROOT="$dir" ./cuda_test --exact "$name" --nocapture --test-threads 1
-    fi
+  [ -n "$names" ] || { not_run "test-list-$1" "the GPU test binary lists no test: $(tail -1 "$run/steps/00-test-list.txt")"; return; }
+  if [ "$1" = capture ]; then
+    for name in $capture_tests; do
+      if grep -qx "$name" <<< "$names"; then gpu_test "$name"; else not_run "test-$name" "not in this test binary"; fi
+    done
+    return
+  fi
+  say "the other GPU tests, each its own process: $(grep -vxF "${capture_tests// /$'\n'}" <<< "$names" | tr '\n' ' ')"
+  for name in $(grep -vxF "${capture_tests// /$'\n'}" <<< "$names"); do
+    gpu_test "$name"
   done
 }
 
@@ -232,19 +250,15 @@ run_gpu() {
   nmt_bench nmt-train-b32 120 "a guess; the first GPU process, with the JIT of candle's PTX; candle's step, then the recorded step's launches and its CUDA graph, each figure flushed as measured" "nmt bench$gl --only train, batch 32" \
     "${g[@]}" --batch 32 --only train --steps "$steps_n"
   first_result
-  nmt_bench nmt-train-b128 60 "a guess" "nmt bench$gl --only train, batch 128" "${g[@]}" --batch 128 --only train --steps "$steps_n"
+  gpu_tests capture
   torch_step torch-train 120 "a guess; from the H200's rates of 2026-11-27 the timed steps are seconds, the rest is start-up" \
     "PyTorch's CUDA-graph and eager training step, batch 32 and 128" graph,eager ""
   step text ratios-train 20 "Python over a few lines" "ratios: nmt's training step over PyTorch's (loss0 checked)" "$py" gpu-check-ratios.py train "$figs"
+  nmt_bench nmt-train-b128 60 "a guess" "nmt bench$gl --only train, batch 128" "${g[@]}" --batch 128 --only train --steps "$steps_n"
   for b in 32 128; do
     nmt_bench "nmt-search-b$b" 60 "a guess" "nmt bench$gl --only greedy,beam5, batch $b" "${g[@]}" --batch "$b" --only greedy,beam5 --steps "$steps_n"
   done
-  for b in 32 128; do
-    nmt_bench "cpu-beam5-b$b" 60 "over 5x the 2-core machine's rate (0.25 s a search at batch 32)" "nmt bench --only beam5 on $cores CPU threads, batch $b" \
-      --batch "$b" --only beam5 --threads "$cores" --steps "$steps_n"
-  done
-  step text ratios-search 20 "Python over a few lines" "ratios: nmt's searches over beam 5 on the CPU" "$py" gpu-check-ratios.py search "$figs"
-  gpu_tests
+  gpu_tests rest
   say "the headline is done; what follows runs while the deadline allows"
   # The f32 headline's step with bf16 products (the GPU twin of the linear op on cuBLAS's bf16
   # GEMM, docs/GPU.md "bf16 products"): its speed has never been measured on a GPU.
@@ -279,6 +293,12 @@ run_gpu() {
   else
     not_run translate "the 2 000 verses: no model (nmt train was skipped or failed)"
   fi
+  # The CPU baselines last (issue 74): they need no GPU, and run-cpu measures the CPU at length.
+  for b in 32 128; do
+    nmt_bench "cpu-beam5-b$b" 60 "over 5x the 2-core machine's rate (0.25 s a search at batch 32)" "nmt bench --only beam5 on $cores CPU threads, batch $b" \
+      --batch "$b" --only beam5 --threads "$cores" --steps "$steps_n"
+  done
+  step text ratios-search 20 "Python over a few lines" "ratios: nmt's searches over beam 5 on the CPU" "$py" gpu-check-ratios.py search "$figs"
 }
 
 run_cpu() {
@@ -332,6 +352,13 @@ start_run() {
   out=$2
   dir=$3
   t0=$(date +%s)
+  # The command's own limit, when the call gives it (`run OUT SECONDS`): the deadline leaves 60 s
+  # of it for the last step's kill and the hand-back (a machine's last minutes may give a
+  # command less than 600 s, and the caller knows how much).
+  if [ -n "${4:-}" ]; then
+    [[ $4 =~ ^[0-9]+$ ]] && (($4 >= 90)) || { echo "gpu-check: SECONDS=$4: the command's limit, a whole number of at least 90" >&2; exit 2; }
+    deadline=$(($4 - 60))
+  fi
   [[ $deadline =~ ^[0-9]+$ ]] || { echo "GPU_CHECK_DEADLINE=$deadline: a whole number of seconds" >&2; exit 2; }
   [[ $steps_n =~ ^[1-9][0-9]*$ ]] || { echo "GPU_CHECK_STEPS=$steps_n: a positive whole number" >&2; exit 2; }
   [[ $train_s =~ ^[1-9][0-9]*$ ]] || { echo "GPU_CHECK_TRAIN_SECONDS=$train_s: a positive whole number" >&2; exit 2; }

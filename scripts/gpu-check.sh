@@ -4,7 +4,8 @@
 #
 #   scripts/gpu-check.sh pack [DIR]      # build machine, no GPU: builds the CUDA binaries and packs
 #                                        # DIR (default target/gpu-pack, at most 40 MB)
-#   bash DIR/gpu-check.sh run [OUT]      # GPU machine, one command of at most 10 minutes: no Rust,
+#   bash DIR/gpu-check.sh run [OUT [SECONDS]]  # GPU machine, one command of at most 10 minutes
+#                                        # (SECONDS: its limit; the deadline is 60 s less): no Rust,
 #                                        # no network; PyTorch with its CUDA 13 libraries and numpy
 #   bash DIR/gpu-check.sh run-cpu [OUT]  # the CPU-only steps (CPU issue 56's many-core figures)
 #   scripts/gpu-check.sh rehearse [OUT]  # no GPU: packs the CPU build the same way (pack-cpu) and
@@ -116,7 +117,7 @@ case "$mode" in
     shift
     # shellcheck source=scripts/gpu-check-run.sh
     source "$here/gpu-check-run.sh"
-    start_run "$mode" "${1:-$here/out}" "$here"
+    start_run "$mode" "${1:-$here/out}" "$here" "${2:-}"
     ;;
-  *) echo "usage: $0 pack [DIR] | pack-cpu [DIR] | rehearse [OUT] | run [OUT] | run-cpu [OUT]" >&2; exit 2 ;;
+  *) echo "usage: $0 pack [DIR] | pack-cpu [DIR] | rehearse [OUT] | run [OUT [SECONDS]] | run-cpu [OUT [SECONDS]]" >&2; exit 2 ;;
 esac
