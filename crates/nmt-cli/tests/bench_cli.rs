@@ -19,6 +19,25 @@ fn bench_prints_json_lines_with_the_reference_keys() {
     assert!(lines.iter().any(|v| v["bench"] == "memory" && v["peak_rss_mb"].is_number()));
 }
 
+/// `loss0` is computed in the training step's precision (issue 74): with `--precision bf16`
+/// where this CPU runs bf16 products, it differs from the f32 one; where it does not (the line
+/// says "off"), it is the f32 one.
+#[test]
+fn loss0_is_the_training_steps_own_precision() {
+    let train = |p: &str| {
+        let out = nmt().args(["bench", "--json", "--steps", "1", "--only", "train", "--threads", "1", "--precision", p]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["bench"] == "train").expect("a train line")
+    };
+    let (f32s, bf16s) = (train("f32"), train("bf16"));
+    let (a, b) = (f32s["loss0"].as_f64().unwrap(), bf16s["loss0"].as_f64().unwrap());
+    let on = bf16s["precision"] == "bf16";
+    println!("loss0: f32 {a}, bf16 {b} ({})", bf16s["bf16_products"]);
+    assert_eq!(a != b, on, "loss0 f32 {a}, bf16 {b}, bf16 products {}", bf16s["bf16_products"]);
+    assert!((a - b).abs() < 1e-4 * a, "loss0 f32 {a}, bf16 {b}: more than bf16's rounding apart");
+}
+
 #[test]
 fn bench_rejects_bad_arguments() {
     let dir = tempfile::tempdir().unwrap();

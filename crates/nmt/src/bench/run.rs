@@ -9,9 +9,9 @@
 //! `Searcher::search_batch` (as `nmt translate` calls it per batch: the host search, or with
 //! `--impl composed` the candle search; on a GPU the candle search with the GPU's kernels, or
 //! with `--impl composed` on composed candle ops only). Each figure's `impl` says which ran
-//! (`nmt-fused`, `nmt-gpu-kernels`, `nmt-composed`), a search's `search` which search. The reference decodes 30 steps with no early stop; so that ours does the same
-//! work, the search runs on a copy of the model whose `</s>` can never win (its output bias
-//! set to −10⁹) with an output limit of 30 tokens.
+//! (`nmt-fused`, `nmt-gpu-kernels`, `nmt-composed`), a search's `search` which search. The
+//! reference decodes 30 steps with no early stop; so that ours does the same work, the search
+//! runs on a copy of the model whose `</s>` can never win (its output bias −10⁹), 30 tokens.
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -89,9 +89,8 @@ fn fit_vocab(ids: &mut [u32], vocab: usize) {
 }
 
 /// FLOPs of one forward pass of an RNNsearch of sizes `c` (the preset bench-rnnsearch) over the
-/// reference batch, counting multiply-adds as 2 and
-/// ignoring elementwise work (gates, tanh, softmax: under 1 %). A training step is counted as
-/// 3× the forward pass (each GEMM has two GEMMs of the same size in its backward).
+/// reference batch, multiply-adds as 2, elementwise work ignored (gates, tanh, softmax: under
+/// 1 %). A training step is 3× the forward pass (each GEMM has two of its size in its backward).
 pub fn forward_flops(c: &ModelConfig) -> f64 {
     let att_dim = match c.arch {
         Arch::Rnnsearch { att_dim, .. } => att_dim,
@@ -114,8 +113,7 @@ pub fn forward_flops(c: &ModelConfig) -> f64 {
 /// Peak resident memory of this process in MB (Linux; `None` elsewhere).
 pub fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    let kb: f64 = status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
 }
 
@@ -135,8 +133,7 @@ fn adam(model: &Seq2Seq, imp: Impl) -> Result<Optimizer> {
 }
 
 /// A copy of `model` whose `</s>` never wins a search step (output bias −10⁹), so that every
-/// hypothesis runs the reference's full 30 steps: the bias is set in the copied parameters, by
-/// its checkpoint key, before the copy is built.
+/// hypothesis runs the reference's 30 steps: the bias set by its checkpoint key, then built.
 fn without_eos(model: &Seq2Seq) -> Result<Seq2Seq> {
     let mut tensors: std::collections::BTreeMap<String, Tensor> =
         model.params.named_vars().into_iter().map(|(k, v)| Ok((k, v.as_tensor().copy()?))).collect::<Result<_>>()?;
@@ -246,10 +243,17 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
         batch.src_ext = batch.src.clone();
     }
     let bt = BatchTensors::new(&batch, DType::F32, &dev)?;
-    let loss0 = model.loss(&bt, None)?.mean.to_scalar::<f32>()? as f64;
+    // loss0 in the training step's precision, summed in f64 so that bf16 products show in it
+    // (at the initial weights they move it by about 1e-9, under an f32 mean's rounding; issue
+    // 74). The searches then run f32 products.
+    let (on_gpu, set_products) = (model.backend().gpu(), crate::kernels::precision::set_step_products);
+    set_products(opts.precision, on_gpu);
+    let lp = model.token_log_probs(&bt)?.concat();
+    let loss0 = -lp.iter().sum::<f64>() / lp.len().max(1) as f64;
+    set_products(Precision::F32, on_gpu);
     crate::kernels::profile::take();
     let device = if dev.is_cpu() { "cpu".to_string() } else { format!("{:?}", dev.location()) };
-    let mut base = json!({"impl": imp_name, "threads": threads, "device": device, "cpu": crate::kernels::isa::cpu_class(), "batch": sentences, "preset": opts.preset, "loss0": round(loss0, 6)});
+    let mut base = json!({"impl": imp_name, "threads": threads, "device": device, "cpu": crate::kernels::isa::cpu_class(), "batch": sentences, "preset": opts.preset, "loss0": round(loss0, 9)});
     if let (false, Some(o)) = (opts.overrides.is_empty(), base.as_object_mut()) {
         o.insert("set".into(), json!(opts.overrides));
     }
@@ -283,10 +287,8 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
         }
     }
     if want("train") {
-        // The precision in effect: f32 when bf16 was asked for where `bf16_path` is off (no
-        // AVX512_BF16, or bf16 slower than f32 on this CPU, issue 70), but bf16 on a GPU
-        // whatever the CPU has; `bf16_products` says which kernels.
-        let (precision, bf16_products) = crate::kernels::precision::set_step_products(opts.precision, model.backend().gpu());
+        // In effect: f32 where `bf16_path` is off (issue 70), bf16 on a GPU whatever the CPU has.
+        let (precision, bf16_products) = set_products(opts.precision, on_gpu);
         let mut adam = adam(&model, opts.imp)?;
         if opts.candidates.is_some() && model.cfg.copy() {
             return Err(crate::error::Error::Config("bench --candidates: a copy model normalises over the whole vocabulary".into()));

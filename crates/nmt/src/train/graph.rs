@@ -18,7 +18,7 @@ use nmt_data::batch::Batch;
 use super::collective::Control;
 use super::optim::Optimizer;
 use super::update::Updated;
-use crate::config::{Optimizer as Kind, TrainConfig};
+use crate::config::{Optimizer as Kind, Precision, TrainConfig};
 use crate::error::{Error, Result};
 use crate::kernels::gpu::optim_step::UpdateConfig;
 use crate::kernels::gpu::recording::Replay;
@@ -37,11 +37,25 @@ pub type GraphLauncher = crate::kernels::gpu::cuda::Cuda;
 #[cfg(not(feature = "cuda"))]
 pub type GraphLauncher = crate::kernels::gpu::emulated::Emulated;
 
+/// Why `train.cuda_graph` cannot run with these settings, whatever the device (said before the
+/// corpus is read): the recorded step multiplies in f32 only (its bf16 products are not built;
+/// issue 74), so with `train.precision = "bf16"` it would train another model than asked.
+pub fn refused(t: &TrainConfig) -> Option<String> {
+    (t.cuda_graph && t.precision == Precision::Bf16).then(|| {
+        "train.cuda_graph with train.precision = \"bf16\": the recorded GPU step multiplies in f32 only; \
+         set train.precision = \"f32\", or leave train.cuda_graph off for the bf16 products"
+            .into()
+    })
+}
+
 /// The launcher of a run with `train.cuda_graph` (`single`: one process), or `None` without it;
 /// refused, with the reason, where it cannot run.
 pub fn launcher(t: &TrainConfig, model: &Seq2Seq, single: bool) -> Result<Option<GraphLauncher>> {
     if !t.cuda_graph {
         return Ok(None);
+    }
+    if let Some(why) = refused(t) {
+        return Err(Error::Config(why));
     }
     if !single {
         return Err(Error::Config("train.cuda_graph runs one process, not data-parallel ranks".into()));
@@ -257,11 +271,19 @@ mod tests {
     fn cuda_graph_without_a_gpu_is_refused() {
         let (m, t, _) = setup();
         let model = Seq2Seq::fresh(&m, 3, DType::F32, &Device::Cpu).unwrap();
-        let on = TrainConfig { cuda_graph: true, ..t.clone() };
+        let on = TrainConfig { cuda_graph: true, precision: Precision::F32, ..t.clone() };
         assert!(launcher(&t, &model, true).unwrap().is_none());
         let cpu = launcher(&on, &model, true).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(cpu.contains("needs a GPU"), "{cpu}");
         let ranks = launcher(&on, &model, false).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(ranks.contains("one process"), "{ranks}");
+        // bf16 products: refused on any device (the recorded step has f32 products only).
+        assert_eq!(refused(&on), None);
+        let bf16 = TrainConfig { precision: Precision::Bf16, ..on.clone() };
+        let why = refused(&bf16).unwrap_or_default();
+        assert!(why.contains("f32 only") && why.contains("train.precision"), "{why}");
+        let err = launcher(&bf16, &model, true).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("f32 only"), "{err}");
+        assert_eq!(refused(&TrainConfig { precision: Precision::Bf16, ..t }), None);
     }
 }

@@ -40,7 +40,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     if cfg.train.cuda_graph && !(opts.device.is_cuda() && cfg!(feature = "cuda")) {
         return Err(Error::Config("train.cuda_graph needs a GPU: `nmt train --gpu`, built with --features cuda".into()));
     }
-    if let Some(why) = candidates_refused(cfg) {
+    if let Some(why) = super::graph::refused(&cfg.train).or_else(|| candidates_refused(cfg)) {
         return Err(Error::Config(why));
     }
     if opts.is_root() {
