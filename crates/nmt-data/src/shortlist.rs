@@ -108,11 +108,18 @@ impl Shortlist {
                 freq[w as usize] += 1;
             }
         }
-        let mut order: Vec<u32> = (0..tgt_vocab as u32).filter(|&w| freq[w as usize] > 0).collect();
-        order.sort_by(|&a, &b| freq[b as usize].cmp(&freq[a as usize]).then(a.cmp(&b)));
-        order.truncate(spec.frequent);
-        Ok(Shortlist { k: spec.k, cands, frequent: order })
+        Ok(Shortlist { k: spec.k, cands, frequent: most_frequent(&freq, spec.frequent) })
     }
+}
+
+/// The `k` ids of highest `count` (`count[id]`), most frequent first, ties to the smaller id;
+/// ids never seen are left out. The shortlist's frequent targets, and the training softmax's
+/// frequent types (`nmt::model::candidates`).
+pub fn most_frequent(count: &[u64], k: usize) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..count.len() as u32).filter(|&w| count[w as usize] > 0).collect();
+    order.sort_by(|&a, &b| count[b as usize].cmp(&count[a as usize]).then(a.cmp(&b)));
+    order.truncate(k);
+    order
 }
 
 /// The co-occurrences of source and target tokens as compressed rows: row `s` is

@@ -7,12 +7,13 @@
 //! missing"): the conditional GRU decoder with Marian's `s2s` training choices and Adam at 2e-3
 //! after a warm-up. It left Bahdanau's decoder (`configs/rnnsearch-small.toml`) behind at every
 //! horizon measured (2026-11-26): +13.0 greedy dev BLEU at 1 500 updates (25.57 against 12.53),
-//! +9.8 test BLEU in the demo's 10 minutes on one quiet host (25.38 against 15.62); with its
-//! large products in bf16 (`train.precision`, where bf16 is faster than f32: AMX, or AVX512_BF16
-//! on AMD Zen 4/5) 27.19 (2 103 updates
-//! where f32 made 1 573). Runs under 30 minutes leave out the recipe's unit dropout and its
-//! 1 000-verse checkpoint selection, which pay off only in longer runs, and take issue 75's
-//! choices at equal minutes: a 100-update warm-up and the candidate softmax (`SHORT_RUN`).
+//! +9.8 test BLEU in the demo's 10 minutes on one quiet host, a 2-core AMD EPYC Zen 4 (25.38
+//! against 15.62); there, with its large products in bf16 (`train.precision`, where bf16 is
+//! faster than f32: AMX, or AVX512_BF16 on AMD Zen 4 and 5), 27.19 (2 103 updates where f32
+//! made 1 573). README's table gives the demo by CPU class. Runs under 30 minutes leave out the
+//! recipe's unit dropout and its 1 000-verse checkpoint selection, which pay off only in longer
+//! runs, and take issue 75's choices at equal minutes: a 100-update warm-up and the candidate
+//! softmax (`SHORT_RUN`).
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
@@ -69,7 +70,7 @@ const RNNENC_RECIPE: &str = include_str!("../../../../configs/rnnenc-small.toml"
 const SHORT_MINUTES: f64 = 30.0;
 
 /// The short horizon's changes to the shipped recipe. Regularisation pays off only in longer
-/// runs (measured on one quiet 2-core host, 2026-11-26, docs/RESULTS.md): in 60 minutes unit
+/// runs (measured on one quiet 2-core AMD EPYC Zen 4, 2026-11-26, docs/RESULTS.md): in 60 minutes unit
 /// dropout 0.2 with checkpoints picked on all 1 000 dev verses gave test BLEU 34.09 against
 /// 31.38 without; in the demo's 10 minutes it gave 26.27 against 27.19 (1 883 updates against
 /// 1 917; dev loss 3.64 against 3.50 at update 1 000: dropout slows the first thousand updates).

@@ -244,7 +244,7 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
     }
     let bt = BatchTensors::new(&batch, DType::F32, &dev)?;
     // loss0 in the training step's precision, summed in f64 so that bf16 products show in it
-    // (at the initial weights they move it by about 1e-9, under an f32 mean's rounding; issue
+    // (at the initial weights they moved it by 1e-8 on AMX, under an f32 mean's rounding; issue
     // 74). The searches then run f32 products.
     let (on_gpu, set_products) = (model.backend().gpu(), crate::kernels::precision::set_step_products);
     set_products(opts.precision, on_gpu);

@@ -35,7 +35,8 @@ use super::gemm::Mat;
 /// 32-bit lanes of `k` per tile step (16 bf16 pairs, or 16 quads of bytes).
 const STEP: usize = 16;
 /// Column blocks (32 columns each) per task when the tasks split C's columns: the strip's B
-/// panels (16 KB each at `k` = 256) stay in L2 while every row of blocks passes them.
+/// panels (16 KB each at `k` = 256) stay in L2 while every row of blocks passes them. 4, 8 and
+/// 16 were tried on the Emerald Rapids; they differed by less than that 2-core host's spread.
 const STRIP: usize = 4;
 /// Bytes between packed tile rows.
 const PACKED_STRIDE: usize = 64;
@@ -193,9 +194,10 @@ pub(super) fn drive<K: Kind, T: TileOps>(
     let (mb, nb) = (m.div_ceil(2 * ROWS), n.div_ceil(2 * ROWS));
     // Each task owns a strip of blocks along the dimension with more of them: one row of
     // blocks, or [`STRIP`] columns of them. Within a task the blocks are visited row by row, so
-    // consecutive blocks write C in the same rows (C's pages stay in the TLB; walked down a
-    // column of blocks instead, the 960 × 256 × 8 000 product ran at 0.98× f32 against 1.54× at
-    // 2 000 rows). Each block's C tiles stay in the tiles over all of `k`, so C is read and
+    // consecutive blocks write C in the same rows. Walked down a column of blocks instead, the
+    // 960 × 256 × 8 000 product ran at 0.94–0.98× f32 on the Emerald Rapids, row by row 1.74×
+    // (docs/logs/amx-2026-11-29/gemm-amx-2t.txt; why, we did not measure: C's pages in the TLB
+    // is a guess). Each block's C tiles stay in the tiles over all of `k`, so C is read and
     // written once per product.
     let rows_outer = mb >= nb;
     let task = |o: usize| {

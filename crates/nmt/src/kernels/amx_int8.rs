@@ -45,7 +45,8 @@ pub fn available() -> bool {
 /// Activation rows from which a search step's products run on the tiles rather than on
 /// rten-gemm: below it a step fills less than one tile of rows, and the tiles compute zeros.
 /// At the bench's steps (32 rows greedy, 160 at beam 5, split over 2 threads) the search ran
-/// 1.16× and 1.11× rten-gemm's (docs/PERF.md, "Intel AMX").
+/// 1.16× and 1.11× rten-gemm's on an Emerald Rapids (docs/PERF.md, "Intel AMX"); 16 itself
+/// is the tile's height, not a measured threshold.
 pub const MIN_ROWS: usize = 16;
 
 /// Which tiles run an int8 product: the hardware's, or the software model's (tests, on any

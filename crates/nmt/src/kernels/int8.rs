@@ -159,7 +159,7 @@ impl QWeights {
 /// `i32` bias pass for it was 3.4 % of the cycles: a second pass over the sums).
 pub struct QActs {
     /// `None` when there is nothing to multiply (no rows or `k = 0`).
-    packed: Option<Packed>,
+    packed: Option<StepActs>,
     scale: Vec<f32>,
     rows: usize,
     k: usize,
@@ -177,8 +177,8 @@ impl QActs {
             }
         }
         let packed = (rows > 0 && k > 0).then(|| match &w.tiles {
-            Some(_) if rows >= MIN_ROWS => Packed::Tiles(AmxI8Acts::new(&q, rows, k), q),
-            _ => Packed::Rten(GEMM.with(|gemm| gemm.prepack_a(NdTensorView::from_data([rows, k], q.as_slice())))),
+            Some(_) if rows >= MIN_ROWS => StepActs::Tiles(AmxI8Acts::new(&q, rows, k), q),
+            _ => StepActs::Rten(GEMM.with(|gemm| gemm.prepack_a(NdTensorView::from_data([rows, k], q.as_slice())))),
         });
         QActs { packed, scale, rows, k }
     }
@@ -186,7 +186,7 @@ impl QActs {
 
 /// A step's activations as its product reads them: packed for rten's kernel, or for the tiles
 /// (with the bytes row-major, for weights without tiles).
-enum Packed {
+enum StepActs {
     Rten(PackedAMatrix<u8>),
     Tiles(AmxI8Acts, Vec<u8>),
 }
@@ -252,14 +252,14 @@ pub fn block(w: &QWeights, j0: usize, bs: usize, a: &QActs, out: &mut [f32], ld:
             match (acts, &w.tiles) {
                 // On this thread: the callers split a step over the threads (the projection by
                 // parts of the vocabulary, `int8_linear` by rows).
-                (Packed::Tiles(acts, _), Some((tiles, chunks))) => tiles.product(sums, acts, &chunks[c0 / CHUNK], 1),
+                (StepActs::Tiles(acts, _), Some((tiles, chunks))) => tiles.product(sums, acts, &chunks[c0 / CHUNK], 1),
                 // Activations for the tiles and weights without them (another `QWeights` of the
                 // same shape) multiply on rten-gemm unpacked. The shapes are ours and checked
                 // above: an error here is a bug, not input.
                 (acts, _) => {
                     let a = match acts {
-                        Packed::Rten(p) => GemmInputA::Packed(p),
-                        Packed::Tiles(_, bytes) => GemmInputA::Unpacked(NdTensorView::from_data([n, w.k], bytes.as_slice())),
+                        StepActs::Rten(p) => GemmInputA::Packed(p),
+                        StepActs::Tiles(_, bytes) => GemmInputA::Unpacked(NdTensorView::from_data([n, w.k], bytes.as_slice())),
                     };
                     gemm.gemm(sums, a, GemmInputB::Packed(packed), GemmOptions::default())
                         .expect("int8 block: rten-gemm refused shapes checked here")

@@ -166,8 +166,8 @@ impl Candidates {
 /// (`target(i)` reads pair `i`'s target ids), ties to the smaller id; `<pad>` and `<s>` never
 /// count. A full pass over a corpus of millions of pairs would cost more than the list is
 /// worth; that 200 000 pairs rank the frequent types as the whole corpus would is assumed, not
-/// measured (the bundled corpus has 25 190, all counted). The ranking is the one
-/// `nmt_data::shortlist` makes of its frequent targets, written here without its IBM Model 1.
+/// measured (the bundled corpus has 25 190, all counted). The ranking is the shortlist's
+/// (`nmt_data::shortlist::most_frequent`).
 pub fn frequent_types(
     pairs: usize,
     vocab: usize,
@@ -184,10 +184,7 @@ pub fn frequent_types(
             }
         }
     }
-    let mut order: Vec<u32> = (0..vocab as u32).filter(|&w| count[w as usize] > 0).collect();
-    order.sort_by(|&a, &b| count[b as usize].cmp(&count[a as usize]).then(a.cmp(&b)));
-    order.truncate(k);
-    Ok(order)
+    Ok(nmt_data::shortlist::most_frequent(&count, k))
 }
 
 /// The spec of a run's lists from its config, counting the frequent types with

@@ -1,6 +1,7 @@
 //! Shared pieces of the integration tests: the toy reversal task and small configs.
 #![allow(dead_code)]
 pub mod ranks;
+pub mod twins;
 pub mod weights;
 use candle_core::{DType, Tensor};
 use nmt::config::{Arch, ArchName, EncoderKind, ModelConfig};
