@@ -41,6 +41,12 @@ what was run in the past, with files and flags that have since gone, on purpose)
    be exactly the fields of `ModelToml`, `DataConfig`, `TrainConfig` and `SearchConfig` in
    `crates/nmt/src/config/` (serde renames applied), so a key added in the code fails CI
    until the page lists it.
+5. Figures against their logs (README.md; issue 77). A table row whose cells cite a footnote
+   `[N]`, where the page defines `[N] docs/logs/PATH`, and a list item that names a
+   `docs/logs/PATH` itself: every figure of the row (its other cells) or of the item — each
+   number with decimals (`28.85`) and each whole number of four digits or more (`2 401`,
+   `2401`) — must occur as a number in a file of that log (the file, or any file under the
+   folder). A figure that differs from its log fails CI; rows marked "no log" are not checked.
 """
 import argparse
 import fnmatch
@@ -257,6 +263,52 @@ def check_config(problems):
             problems.append(f"docs/CONFIG.md: [{section}] key `{k}` is not a field of {struct}")
 
 
+FIGURE_RE = re.compile(r"(?<![\w.])(\d+\.\d+|\d{1,3}(?: \d{3})+|\d{4,})(?![\w])")
+FOOTNOTE_RE = re.compile(r"\[(\d+)\]\s+(docs/logs/[\w./-]*[\w/])")
+LOG_RE = re.compile(r"docs/logs/[\w./-]*[\w/]")
+
+
+def log_numbers(path, cache={}):
+    """Every number written in the log PATH (a file, or every file under a folder), as text."""
+    if path not in cache:
+        full = os.path.join(ROOT, path)
+        files = [full] if os.path.isfile(full) else [os.path.join(d, f) for d, _, fs in os.walk(full) for f in fs]
+        nums = set()
+        for f in files:
+            with open(f, encoding="utf-8", errors="replace") as h:
+                nums.update(re.findall(r"\d+(?:\.\d+)?", h.read()))
+        cache[path] = nums
+    return cache[path]
+
+
+def figures_in(text):
+    """The figures of TEXT (FIGURE_RE), digit groups joined (`2 401` is `2401`)."""
+    return [m.replace(" ", "") for m in FIGURE_RE.findall(re.sub(r"docs/logs/\S+", "", text))]
+
+
+def check_figures(rel, text, problems):
+    notes = {n: p.rstrip(".") for n, p in FOOTNOTE_RE.findall(text)}
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            refs = [r for c in cells for r in re.findall(r"^\[(\d+)\]$", c)]
+            logs = [notes.get(r) for r in refs]
+            shown = " ".join(c for c in cells[1:] if not re.fullmatch(r"\[\d+\]", c))
+        elif line.lstrip().startswith("- ") and LOG_RE.search(line):
+            logs, shown = LOG_RE.findall(line), line
+        else:
+            continue
+        for log in logs:
+            if log is None or not os.path.exists(os.path.join(ROOT, log)):
+                problems.append(f"{rel}:{n}: a figure's log {log or '(footnote undefined)'} does not exist")
+                continue
+            known = log_numbers(log)
+            for fig in figures_in(shown):
+                trimmed = fig.rstrip("0").rstrip(".") if "." in fig else fig  # 49.80 written 49.8
+                if fig not in known and trimmed not in known:
+                    problems.append(f"{rel}:{n}: the figure {fig} is not in its log {log}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nmt", default=os.path.join(ROOT, "target", "release", "nmt"))
@@ -281,12 +333,13 @@ def main():
         check_paths(rel, text, files, dirs, tops, problems)
         check_commands(rel, text, cli, problems, counts)
     check_config(problems)
+    check_figures("README.md", open(os.path.join(ROOT, "README.md"), encoding="utf-8").read(), problems)
     if problems:
         print(f"check-docs: {len(problems)} problem(s) ({len(checked)} pages, {counts[0]} nmt commands checked):")
         for p in problems:
             print("  " + p)
         return 1
-    print(f"check-docs: {len(checked)} pages, {counts[0]} nmt commands, docs/CONFIG.md keys: all good")
+    print(f"check-docs: {len(checked)} pages, {counts[0]} nmt commands, docs/CONFIG.md keys, README figures against their logs: all good")
     return 0
 
 

@@ -4,7 +4,8 @@ one JSON object a line, each with "step": NN-SLUG, the step that measured it).
 
   gpu-check-ratios.py train FIGURES  nmt's training step (nmt-train-bNN: candle's step, the
                                      recorded step's launches and its CUDA graph) over PyTorch's
-                                     forms (torch-*), batch 32 and 128; loss0 checked first
+                                     forms (torch-*), batch 32 and 128; loss0 checked first;
+                                     and over itself under cudarc's defaults (nmt-train-b32-cudarc)
   gpu-check-ratios.py search FIGURES nmt's greedy and beam-5 search (nmt-search-bNN) over beam 5 on
                                      the machine's CPU threads (cpu-beam5-bNN)
   gpu-check-ratios.py composed FIGS  the GPU kernels (nmt-train-bNN, nmt-search-bNN) over composed
@@ -83,6 +84,16 @@ def train(figs, check):
                 if check.loss0(f"batch {b} nmt {ours_form} against PyTorch {t.get('form')}", o, t, bound):
                     r = o["target_tokens_per_s"] / t["target_tokens_per_s"]
                     print(f"batch {b:3}: {ours_form:10} over PyTorch {t.get('form'):10} {t['target_tokens_per_s']:10.1f}: {r:.2f}x (loss0 {t.get('loss0')})")
+    # The same step under cudarc's and candle's defaults (NMT_CUDA_OVERHEADS=cudarc,
+    # kernels/gpu/context.rs): what the overheads nmt turns off cost, form by form.
+    for o in pick(figs.get("nmt-train-b32", []), "train", 32):
+        form = o.get("form", "candle")
+        d = [r for r in pick(figs.get("nmt-train-b32-cudarc", []), "train", 32) if r.get("form", "candle") == form]
+        if not d:
+            print(f"batch  32: {form:10}: no figure under cudarc's defaults")
+        elif check.loss0(f"batch 32 {form}: nmt's context settings against cudarc's defaults", o, d[0], F32_BOUND):
+            r = o["target_tokens_per_s"] / d[0]["target_tokens_per_s"]
+            print(f"batch  32: {form:10} with nmt's context settings over cudarc's defaults {d[0]['target_tokens_per_s']:10.1f}: {r:.2f}x")
 
 
 def search(figs, check):

@@ -32,11 +32,12 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The order of issue 74: the headline's step, the capture's three tests, PyTorch and the ratios,
+# The order of issue 74: the headline's step, the capture's three tests, PyTorch, the headline under
+# cudarc's defaults and the ratios,
 # then b128 and the searches (the CPU baselines come last).
 HEADLINE = ["gen-data", "nmt-train-b32", "test-gpu_graph_replays_equal_fresh_steps",
             "test-gpu_launch_step_equals_the_cpu_and_replays_as_a_graph", "test-gpu_loss_and_gradients_equal_the_cpu_fused_path",
-            "torch-train", "ratios-train", "nmt-train-b128", "nmt-search-b32", "nmt-search-b128"]
+            "torch-train", "nmt-train-b32-cudarc", "ratios-train", "nmt-train-b128", "nmt-search-b32", "nmt-search-b128"]
 failures = []
 passed = [0]
 
@@ -69,6 +70,10 @@ def ratio_script(tmp):
     r = subprocess.run(ratios, capture_output=True, text=True)
     check(r.returncode == 1 and "LOSS0 DIFFERS" in r.stdout and "0.50x" in r.stdout,
           f"ratios: a loss0 1.1e-4 away gives LOSS0 DIFFERS, exit 1, and the agreeing form's ratio still (exit {r.returncode})")
+    write("04-nmt-train-b32-cudarc", [{"impl": "nmt-gpu-kernels", "bench": "train", "batch": 32, "loss0": 8.990423, "target_tokens_per_s": 5600.0}])
+    r = subprocess.run(ratios, capture_output=True, text=True)
+    check("over cudarc's defaults     5600.0: 1.25x" in r.stdout,
+          f"ratios: the headline over itself under cudarc's defaults gives 1.25x ({r.stdout.strip()!r})")
 
 
 def by_step(text):

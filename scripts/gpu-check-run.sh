@@ -253,7 +253,12 @@ run_gpu() {
   gpu_tests capture
   torch_step torch-train 120 "a guess; from the H200's rates of 2026-11-27 the timed steps are seconds, the rest is start-up" \
     "PyTorch's CUDA-graph and eager training step, batch 32 and 128" graph,eager ""
-  step text ratios-train 20 "Python over a few lines" "ratios: nmt's training step over PyTorch's (loss0 checked)" "$py" gpu-check-ratios.py train "$figs"
+  # The headline's step again with cudarc's and candle's defaults (an event per buffer use, the
+  # pool released at every synchronise, a driver lookup per launch, cuBLAS's workspace from the
+  # pool: kernels/gpu/context.rs), so that the ratios say what those overheads cost (issue 74).
+  NMT_CUDA_OVERHEADS=cudarc nmt_bench nmt-train-b32-cudarc 90 "a guess: nmt-train-b32's, the JIT cached by then" \
+    "nmt bench$gl --only train, batch 32, NMT_CUDA_OVERHEADS=cudarc" "${g[@]}" --batch 32 --only train --steps "$steps_n"
+  step text ratios-train 20 "Python over a few lines" "ratios: nmt's training step over PyTorch's and over cudarc's defaults (loss0 checked)" "$py" gpu-check-ratios.py train "$figs"
   nmt_bench nmt-train-b128 60 "a guess" "nmt bench$gl --only train, batch 128" "${g[@]}" --batch 128 --only train --steps "$steps_n"
   for b in 32 128; do
     nmt_bench "nmt-search-b$b" 60 "a guess" "nmt bench$gl --only greedy,beam5, batch $b" "${g[@]}" --batch "$b" --only greedy,beam5 --steps "$steps_n"

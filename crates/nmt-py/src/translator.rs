@@ -83,7 +83,8 @@ fn device(name: &str) -> PyResult<Device> {
             .and_then(|n| n.parse().ok())
             .ok_or_else(|| PyValueError::new_err(format!("device must be \"cpu\", \"cuda\" or \"cuda:N\", not {other:?}")))?,
     };
-    Device::new_cuda(gpu).map_err(|e| PyValueError::new_err(format!("cannot use {name}: {e} (nmt must be built with the cuda feature)")))
+    nmt::kernels::gpu::context::open(gpu)
+        .map_err(|e| PyValueError::new_err(format!("cannot use {name}: {e} (nmt must be built with the cuda feature)")))
 }
 
 /// What [`Translator::translate_batch`] returns for one sentence.

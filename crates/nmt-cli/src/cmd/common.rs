@@ -72,7 +72,7 @@ impl ComputeArgs {
             std::env::set_var(SPIN_VAR, SPIN_LIMIT);
         }
         if self.gpu {
-            return Device::new_cuda(0).context("cannot use the GPU (was nmt built with --features cuda?)");
+            return nmt::kernels::gpu::context::open(0).context("cannot use the GPU (was nmt built with --features cuda?)");
         }
         Ok(Device::Cpu)
     }

@@ -253,7 +253,7 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
     set_products(Precision::F32, on_gpu);
     crate::kernels::profile::take();
     let device = if dev.is_cpu() { "cpu".to_string() } else { format!("{:?}", dev.location()) };
-    let mut base = json!({"impl": imp_name, "threads": threads, "device": device, "cpu": crate::kernels::isa::cpu_class(), "batch": sentences, "preset": opts.preset, "loss0": round(loss0, 9)});
+    let mut base = json!({"impl": imp_name, "threads": threads, "device": device, "cuda": crate::kernels::gpu::context::describe(&dev), "cpu": crate::kernels::isa::cpu_class(), "batch": sentences, "preset": opts.preset, "loss0": round(loss0, 9)});
     if let (false, Some(o)) = (opts.overrides.is_empty(), base.as_object_mut()) {
         o.insert("set".into(), json!(opts.overrides));
     }

@@ -22,7 +22,7 @@ use candle_core::{DType, Tensor};
 
 use super::rnnsearch::{Decoder, Rnnsearch};
 use super::Seq2Seq;
-use crate::config::OutputState;
+use crate::config::{Arch, ModelConfig, OutputState};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::proj_nll::ProjWeight;
 
@@ -62,20 +62,51 @@ impl Layout {
 
 /// The RNNsearch of `model`, refusing what the recorded step does not run: it runs one encoder
 /// layer without layer normalisation, one decoder layer reading `s_i`, no copy mixture.
+///
+/// Every field of [`ModelConfig`] is named here, with no `..` (issue 77): a field added to the
+/// configuration does not compile until this refusal answers it, runs it or refuses it, so
+/// the recorded step cannot silently train another model than the one asked for.
 pub(crate) fn supported(model: &Seq2Seq) -> Result<&Rnnsearch> {
-    let cfg = &model.cfg;
-    let Some(net) = model.rnnsearch() else { return Err(Error::Config("the recorded GPU step runs RNNsearch only".into())) };
     let refuse = |what: &str| Err(Error::Config(format!("the recorded GPU step does not run {what} yet")));
-    if cfg.layer_norm {
+    let ModelConfig {
+        preset: _,  // a name only
+        arch,       // RNNsearch only; its decoder, start and attention size run
+        emb_dim: _, // sizes: the arena takes them from the layers
+        hidden_dim: _,
+        maxout_dim: _,
+        output_state,             // `s_i` only
+        output_layer: _,          // maxout and tanh both run (`deep_output.rs`)
+        cell: _,                  // GRU and LSTM cells both run
+        gru: _,                   // both GRU forms run
+        dropout: _,               // unit dropout runs (its masks are staged per batch)
+        recurrent_dropout: _,     // runs
+        tie_target_embeddings: _, // runs (the projection reads the embeddings' slot)
+        layer_norm,
+        enc_layers,
+        dec_layers,
+        residual: _,       // between stacked layers only, which are refused
+        stack: _,          // a feedback stack needs stacked layers, refused
+        reverse_source: _, // done on the ids before the model (`nmt_data::reverse_source`)
+        init: _,           // initialisation: the arena packs the weights as they are
+        init_std: _,
+        orthogonal_recurrent: _,
+        src_vocab: _,
+        tgt_vocab: _,
+    } = &model.cfg;
+    let Arch::Rnnsearch { att_dim: _, copy, decoder: _, start: _ } = arch else {
+        return Err(Error::Config("the recorded GPU step runs RNNsearch only".into()));
+    };
+    let Some(net) = model.rnnsearch() else { return Err(Error::Config("the recorded GPU step runs RNNsearch only".into())) };
+    if *layer_norm {
         return refuse("layer normalisation");
     }
-    if net.enc.layers.len() != 1 || !net.upper.is_empty() {
+    if (*enc_layers, *dec_layers) != (1, 1) || net.enc.layers.len() != 1 || !net.upper.is_empty() {
         return refuse("stacked layers");
     }
-    if net.copy.is_some() {
+    if *copy || net.copy.is_some() {
         return refuse("the copy mixture");
     }
-    if cfg.output_state != OutputState::Current {
+    if *output_state != OutputState::Current {
         return refuse("a deep output on s_{i-1}");
     }
     if model.dtype() != DType::F32 {

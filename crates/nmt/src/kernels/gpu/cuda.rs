@@ -1,7 +1,8 @@
 //! The kernels on an NVIDIA GPU: the `.cu` sources as PTX (compiled by nvcc in build.rs, loaded
 //! once per device by candle's module cache) and cuBLAS's `sgemm` (`cublasGemmEx` with bf16
 //! operands for the bf16 products), both on candle's stream, so they run in order with the
-//! candle ops around them. Built with `--features cuda` only.
+//! candle ops around them, each kernel's function kept after its first lookup (`context.rs`).
+//! Built with `--features cuda` only.
 //!
 //! Row-major products on column-major cuBLAS: `C = op(A)·op(B)` row-major is
 //! `Cᵀ = op(B)ᵀ·op(A)ᵀ` column-major, and a row-major matrix read column-major is its
@@ -9,11 +10,12 @@
 //! operand's own leading dimension.
 use candle_core::cuda_backend::cudarc::cublas::sys as cublas;
 use candle_core::cuda_backend::cudarc::driver::{self, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
-use candle_core::cuda_backend::CudaDevice;
+use candle_core::cuda_backend::{CudaDevice, DeviceId};
 use candle_core::op::BackpropOp;
 use candle_core::{bail, CudaStorage, Layout, Result, Storage, Tensor};
 
-use super::launch::{Addr, Gemm, Kernel, KernelArgs, Launch, BLOCK};
+use super::context::Settings;
+use super::launch::{Addr, Gemm, Kernel, KernelArgs, Launch, Module, BLOCK};
 use crate::kernels::fused_op::Device;
 
 fn cuda_err(e: impl std::error::Error + Send + Sync + 'static) -> candle_core::Error {
@@ -45,6 +47,28 @@ impl Cuda {
         let (ptr, guard) = b.device_ptr(&stream);
         drop(guard);
         Addr(ptr)
+    }
+
+    /// The kernel `name` of `module`: kept per (device, kernel) on this thread after its first
+    /// lookup (`context.rs`: candle's cache asks the driver at every launch), or candle's lookup
+    /// every time under `NMT_CUDA_OVERHEADS=cudarc`.
+    fn function(&self, module: Module, name: &'static str) -> Result<driver::CudaFunction> {
+        use std::collections::HashMap;
+        thread_local! {
+            static KEPT: std::cell::RefCell<HashMap<(DeviceId, &'static str), driver::CudaFunction>> = std::cell::RefCell::new(HashMap::new());
+        }
+        let load =
+            || Ok::<_, candle_core::Error>(self.dev.get_or_load_custom_func(name, module.name(), module.ptx())?.into_cuda_function());
+        if !Settings::current().cached_functions {
+            return load();
+        }
+        let key = (self.dev.id(), name);
+        if let Some(f) = KEPT.with(|k| k.borrow().get(&key).cloned()) {
+            return Ok(f);
+        }
+        let f = load()?;
+        KEPT.with(|k| k.borrow_mut().insert(key, f.clone()));
+        Ok(f)
     }
 
     /// Waits for every launch queued on the stream (a bench's step ends when its kernels have run).
@@ -247,10 +271,11 @@ impl Launch for Cuda {
         if threads == 0 {
             return Ok(());
         }
-        let func = self.dev.get_or_load_custom_func(k.name, k.module.name(), k.module.ptx())?;
+        let func = self.function(k.module, k.name)?;
         let grid = u32::try_from(threads.div_ceil(BLOCK)).map_err(|_| candle_core::Error::Msg("grid too large".into()))?;
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK as u32, 1, 1), shared_mem_bytes: 0 };
-        let mut b = func.builder();
+        let stream = self.dev.cuda_stream();
+        let mut b = stream.launch_builder(&func);
         b.arg(&a);
         // SAFETY: `A` mirrors the kernel's parameter struct (args.rs), whose pointers the
         // orchestration sized for `threads`.

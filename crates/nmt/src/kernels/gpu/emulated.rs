@@ -1,6 +1,6 @@
 //! The GPU kernels run on the host: every `.cu` source of this folder compiled by the host's C
 //! compiler (build.rs), each kernel called once per thread index of the grid the GPU would
-//! launch, and our GEMM (`kernels::gemm`) where the GPU calls cuBLAS (on the bf16 values
+//! launch (in ascending order, or in a seeded permutation: [`in_permuted_order`]), and our GEMM (`kernels::gemm`) where the GPU calls cuBLAS (on the bf16 values
 //! widened to `f32` for a bf16 product). Exact, since every kernel
 //! is elementwise or one thread per row (no shared memory, no synchronisation between
 //! threads). The tests run it against the CPU ops; production runs it in one place, the
@@ -9,10 +9,14 @@
 use candle_core::Result;
 
 use std::any::TypeId;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, CStr};
 use std::sync::Mutex;
 
-use super::launch::{Addr, ArgLayout, ArgStruct, Gemm, Kernel, KernelArgs, Launch, View, BLOCK};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+use super::launch::{Addr, ArgLayout, ArgStruct, Gemm, Kernel, KernelArgs, Launch, Module, View, BLOCK};
 use crate::kernels::fused_op::Device;
 use crate::kernels::gemm::{matmul, Mat};
 
@@ -65,6 +69,64 @@ fn check_once<A: ArgStruct>() -> Result<()> {
         c.push(id);
     }
     Ok(())
+}
+
+/// The order in which [`Emulated`] runs a grid's threads on this thread of the host.
+#[derive(Clone, Copy)]
+enum ThreadOrder {
+    Ascending,
+    /// A fresh shuffle per launch, drawn from `seed` and the launch's number. Only the unit
+    /// tests set it ([`in_permuted_order`]); production launches ascend.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Permuted {
+        seed: u64,
+        launches: u64,
+    },
+}
+
+thread_local! {
+    static ORDER: Cell<ThreadOrder> = const { Cell::new(ThreadOrder::Ascending) };
+    /// The modules launched while [`ThreadOrder::Permuted`] held, in first-launch order.
+    static PERMUTED: RefCell<Vec<Module>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with every emulated launch it makes on this thread running its grid's threads in a
+/// seeded random order, not ascending; returns `f`'s value and the kernel modules that ran so.
+///
+/// Why: a GPU runs a launch's threads in no order, in parallel. A kernel in which one thread
+/// reads what another thread of the same launch writes gives the ascending order's bits here
+/// and other bits there (a race the ascending emulation cannot see). Every kernel here is
+/// elementwise or one thread per row, so the order must not change a bit; each kernel module
+/// has one test that says so (issue 74 item 6). The previous order comes back even if `f`
+/// panics.
+#[cfg(test)]
+pub fn in_permuted_order<R>(seed: u64, f: impl FnOnce() -> R) -> (R, Vec<Module>) {
+    struct Restore(ThreadOrder, Vec<Module>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ORDER.with(|o| o.set(self.0));
+            PERMUTED.with(|p| *p.borrow_mut() = std::mem::take(&mut self.1));
+        }
+    }
+    let restore = Restore(ORDER.with(|o| o.replace(ThreadOrder::Permuted { seed, launches: 0 })), PERMUTED.take());
+    let out = f();
+    let launched = PERMUTED.take();
+    drop(restore);
+    (out, launched)
+}
+
+/// Runs `f` in ascending order, then in two permuted orders, and demands the same bits (the
+/// outputs' `Debug` forms, which print an `f32`'s shortest round-trip digits and its sign, so
+/// equal forms are equal bits, NaN payloads aside), with `module` among the modules launched.
+#[cfg(test)]
+pub fn same_bits_in_any_order<T: std::fmt::Debug>(module: Module, f: impl Fn() -> T) -> T {
+    let want = f();
+    for seed in [1, 2] {
+        let (got, launched) = in_permuted_order(seed, &f);
+        assert!(launched.contains(&module), "{module:?} did not run on this thread (launched: {launched:?})");
+        assert!(format!("{got:?}") == format!("{want:?}"), "{module:?}: threads in a permuted order (seed {seed}) gave other bits");
+    }
+    want
 }
 
 /// The host as a [`Launch`].
@@ -267,14 +329,27 @@ impl Launch for Emulated {
     fn launch<A: KernelArgs>(&self, k: &Kernel<A>, threads: usize, a: A) -> Result<()> {
         check_once::<A>()?;
         let grid = threads.div_ceil(BLOCK);
-        for block in 0..grid {
-            for thread in 0..BLOCK {
-                // SAFETY: the kernel reads and writes the buffers its arguments name, which
-                // the orchestration sized for this grid; the index is set for this thread.
-                unsafe {
-                    nmt_emu_index(block as u32, thread as u32, BLOCK as u32, grid as u32);
-                    (k.host)(a);
-                }
+        let run = |i: usize| {
+            // SAFETY: the kernel reads and writes the buffers its arguments name, which the
+            // orchestration sized for this grid; the index is set for this thread.
+            unsafe {
+                nmt_emu_index((i / BLOCK) as u32, (i % BLOCK) as u32, BLOCK as u32, grid as u32);
+                (k.host)(a);
+            }
+        };
+        match ORDER.with(Cell::get) {
+            ThreadOrder::Ascending => (0..grid * BLOCK).for_each(run),
+            ThreadOrder::Permuted { seed, launches } => {
+                ORDER.with(|o| o.set(ThreadOrder::Permuted { seed, launches: launches + 1 }));
+                PERMUTED.with(|p| {
+                    let mut p = p.borrow_mut();
+                    if !p.contains(&k.module) {
+                        p.push(k.module);
+                    }
+                });
+                let mut order: Vec<usize> = (0..grid * BLOCK).collect();
+                order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ launches));
+                order.into_iter().for_each(run);
             }
         }
         Ok(())

@@ -24,7 +24,8 @@
 //! argument structs, mirrored from `common.h`), `bf16.rs` (products in bf16: the operands'
 //! rounding kernel, `bf16.cu`, before `Launch::gemm_bf16`), `direction.rs` (the loops through time that
 //! `birnn.rs` and `rnn_sequence.rs` share), `attention_kernels.rs` (the decoder loops' layout
-//! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `recording.rs` (a
+//! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `context.rs` (what opening a GPU sets on its
+//! context) with `cuda_context.rs` (those calls on cudarc), `recording.rs` (a
 //! launcher that records a training step and replays it, as a CUDA graph does), `replay_check.rs`
 //! (a step to check replays with, on any launcher), `tests.rs`, `recording_tests.rs` and
 //! `output_tests.rs` (the output side's twins against their CPU ops).
@@ -62,8 +63,11 @@ mod bahdanau;
 pub mod bf16;
 pub mod birnn;
 mod conditional;
+pub mod context;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_context;
 pub mod deep_output;
 mod direction;
 pub(crate) mod emulated;

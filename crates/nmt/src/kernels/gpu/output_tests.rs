@@ -16,8 +16,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
-use super::emulated::{Emulated, HostBuf};
-use super::launch::{Launch, Staged};
+use super::emulated::{same_bits_in_any_order, Emulated, HostBuf};
+use super::launch::{Launch, Module, Staged};
 use super::recording::{Recording, Slot};
 use crate::config::OutputLayer;
 use crate::kernels::cpu::proj_nll::ProjWeight;
@@ -87,7 +87,7 @@ fn emulated_gpu_lookup_equals_the_cpu_op() {
             };
             out_and_grads(&out, &w, &[&table])
         };
-        let worst = max_rel(&format!("lookup masked {masked}"), &run(true), &run(false), 0.0);
+        let worst = max_rel(&format!("lookup masked {masked}"), &same_bits_in_any_order(Module::Embedding, || run(true)), &run(false), 0.0);
         assert!(worst.iter().all(|&r| r == 0.0));
     }
 }
@@ -121,7 +121,12 @@ fn emulated_gpu_deep_output_equals_the_cpu_op() {
                 };
                 out_and_grads(&out, &lw, &[&sc, &ey, &wb])
             };
-            max_rel(&format!("deep output {layer:?} masked {masked}"), &run(true), &run(false), 1e-5);
+            max_rel(
+                &format!("deep output {layer:?} masked {masked}"),
+                &same_bits_in_any_order(Module::Output, || run(true)),
+                &run(false),
+                1e-5,
+            );
         }
     }
 }
@@ -150,7 +155,12 @@ fn emulated_gpu_proj_nll_equals_the_cpu_op() {
                 };
                 out_and_grads(&out, &lw, &[&x, &w, &b])
             };
-            max_rel(&format!("proj_nll tied {tied} smoothing {smoothing}"), &run(true), &run(false), 1e-5);
+            max_rel(
+                &format!("proj_nll tied {tied} smoothing {smoothing}"),
+                &same_bits_in_any_order(Module::Output, || run(true)),
+                &run(false),
+                1e-5,
+            );
         }
     }
 }
