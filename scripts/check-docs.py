@@ -42,11 +42,12 @@ what was run in the past, with files and flags that have since gone, on purpose)
    `crates/nmt/src/config/` (serde renames applied), so a key added in the code fails CI
    until the page lists it.
 5. Figures against their logs (README.md; issue 77). A table row whose cells cite a footnote
-   `[N]`, where the page defines `[N] docs/logs/PATH`, and a list item that names a
-   `docs/logs/PATH` itself: every figure of the row (its other cells) or of the item — each
-   number with decimals (`28.85`) and each whole number of four digits or more (`2 401`,
-   `2401`) — must occur as a number in a file of that log (the file, or any file under the
-   folder). A figure that differs from its log fails CI; rows marked "no log" are not checked.
+   `[N]`, where the page defines `[N] docs/logs/PATH`: each figure of its other cells, every
+   number with decimals (`28.85`) and every whole number of four digits or more (`2 401`,
+   `2401`); and a list item (with its indented lines) that names one or more `docs/logs/PATH`:
+   each number with decimals in it (dates and versions aside). Each must occur as a number in a
+   file of one of its logs (the file, or any file under the folder). A figure that differs
+   from its log fails CI; rows marked "no log" are not checked.
 """
 import argparse
 import fnmatch
@@ -286,27 +287,47 @@ def figures_in(text):
     return [m.replace(" ", "") for m in FIGURE_RE.findall(re.sub(r"docs/logs/\S+", "", text))]
 
 
+def list_items(lines):
+    """(first line number, text) of each list item: a `- ` line and its indented continuation."""
+    items, cur = [], None
+    for n, line in enumerate(lines, 1):
+        if re.match(r"\s*- ", line):
+            cur = [n, line]
+            items.append(cur)
+        elif cur is not None and line.startswith("  ") and line.strip():
+            cur[1] += " " + line.strip()
+        else:
+            cur = None
+    return items
+
+
 def check_figures(rel, text, problems):
     notes = {n: p.rstrip(".") for n, p in FOOTNOTE_RE.findall(text)}
-    for n, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    checks = []  # (line, the logs named, the figures shown)
+    for n, line in enumerate(lines, 1):
         if line.startswith("|"):
             cells = [c.strip() for c in line.strip("|").split("|")]
             refs = [r for c in cells for r in re.findall(r"^\[(\d+)\]$", c)]
-            logs = [notes.get(r) for r in refs]
-            shown = " ".join(c for c in cells[1:] if not re.fullmatch(r"\[\d+\]", c))
-        elif line.lstrip().startswith("- ") and LOG_RE.search(line):
-            logs, shown = LOG_RE.findall(line), line
-        else:
+            if refs:
+                shown = " ".join(c for c in cells[1:] if not re.fullmatch(r"\[\d+\]", c))
+                checks.append((n, [notes.get(r) for r in refs], figures_in(shown)))
+    for n, item in list_items(lines):
+        if LOG_RE.search(item):
+            # In prose only the figures with decimals: whole numbers there are counts of verses,
+            # years and sizes as often as results.
+            shown = re.sub(r"docs/logs/\S+|\d{4}-\d{2}-\d{2}|\d+(?:\.\d+){2,}", "", item)
+            checks.append((n, LOG_RE.findall(item), [f for f in figures_in(shown) if "." in f]))
+    for n, logs, figs in checks:
+        missing = [log for log in logs if log is None or not os.path.exists(os.path.join(ROOT, log))]
+        if missing:
+            problems.append(f"{rel}:{n}: a figure's log {missing[0] or '(footnote undefined)'} does not exist")
             continue
-        for log in logs:
-            if log is None or not os.path.exists(os.path.join(ROOT, log)):
-                problems.append(f"{rel}:{n}: a figure's log {log or '(footnote undefined)'} does not exist")
-                continue
-            known = log_numbers(log)
-            for fig in figures_in(shown):
-                trimmed = fig.rstrip("0").rstrip(".") if "." in fig else fig  # 49.80 written 49.8
-                if fig not in known and trimmed not in known:
-                    problems.append(f"{rel}:{n}: the figure {fig} is not in its log {log}")
+        known = set().union(*(log_numbers(log) for log in logs))
+        for fig in figs:
+            trimmed = fig.rstrip("0").rstrip(".") if "." in fig else fig  # 49.80 written 49.8
+            if fig not in known and trimmed not in known:
+                problems.append(f"{rel}:{n}: the figure {fig} is in none of its logs ({', '.join(logs)})")
 
 
 def main():
