@@ -1,5 +1,5 @@
 //! The parameters of an RNNsearch model as the recorded GPU training step reads them
-//! (`launch_step.rs`): one flat arena of `f32`, each region a [`Slot`] in the layout its op takes,
+//! (`launch_step.rs`): one flat arena of `f32`, each region a [`Param`] in the layout its op takes,
 //! so that the optimiser's update is one launch over all of them and no op needs a copy of its
 //! weights:
 //!
@@ -28,7 +28,7 @@ use crate::kernels::cpu::proj_nll::ProjWeight;
 
 /// The arena's regions, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Slot {
+pub(crate) enum Param {
     SrcEmb,
     EncW,
     EncB,
@@ -49,13 +49,13 @@ pub(crate) enum Slot {
 /// Where each slot lies in the arena: `(slot, offset, length)`.
 #[derive(Clone, Debug)]
 pub(crate) struct Layout {
-    pub regions: Vec<(Slot, usize, usize)>,
+    pub regions: Vec<(Param, usize, usize)>,
     pub len: usize,
 }
 
 impl Layout {
     /// The offset of `s`; a slot the model lacks (`Proj` when tied) is an error.
-    pub fn at(&self, s: Slot) -> Result<usize> {
+    pub fn at(&self, s: Param) -> Result<usize> {
         self.regions.iter().find(|r| r.0 == s).map(|r| r.1).ok_or_else(|| Error::Config(format!("no {s:?} in this model's arena")))
     }
 }
@@ -116,7 +116,7 @@ pub(crate) fn supported(model: &Seq2Seq) -> Result<&Rnnsearch> {
 }
 
 /// The slots of `net` with the embeddings `src`, `tgt`, in arena order, flat.
-fn pack(net: &Rnnsearch, src: &Tensor, tgt: &Tensor) -> Result<Vec<(Slot, Tensor)>> {
+fn pack(net: &Rnnsearch, src: &Tensor, tgt: &Tensor) -> Result<Vec<(Param, Tensor)>> {
     let enc = &net.enc.layers[0];
     let (wf, bf) = enc.fwd.input_weights();
     let (wb, bb) = enc.bwd.input_weights();
@@ -127,24 +127,24 @@ fn pack(net: &Rnnsearch, src: &Tensor, tgt: &Tensor) -> Result<Vec<(Slot, Tensor
     let (dw, db) = first.input_weights();
     let out = &net.out;
     let mut slots = vec![
-        (Slot::SrcEmb, src.clone()),
-        (Slot::EncW, Tensor::cat(&[wf, wb], 1)?),
-        (Slot::EncB, Tensor::cat(&[bf, bb], 0)?),
-        (Slot::EncU, Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?),
-        (Slot::EncBh, Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?),
-        (Slot::StartW, start.w_s.clone()),
-        (Slot::StartB, start.b_s.clone()),
-        (Slot::Keys, keys.clone()),
-        (Slot::DecW, dw.clone()),
-        (Slot::DecB, db.clone()),
-        (Slot::Loop, weights.packed()?),
-        (Slot::OutWb, Tensor::cat(&[&out.o_h, &out.o_c, &out.o_y, &out.b.unsqueeze(0)?], 0)?),
+        (Param::SrcEmb, src.clone()),
+        (Param::EncW, Tensor::cat(&[wf, wb], 1)?),
+        (Param::EncB, Tensor::cat(&[bf, bb], 0)?),
+        (Param::EncU, Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?),
+        (Param::EncBh, Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?),
+        (Param::StartW, start.w_s.clone()),
+        (Param::StartB, start.b_s.clone()),
+        (Param::Keys, keys.clone()),
+        (Param::DecW, dw.clone()),
+        (Param::DecB, db.clone()),
+        (Param::Loop, weights.packed()?),
+        (Param::OutWb, Tensor::cat(&[&out.o_h, &out.o_c, &out.o_y, &out.b.unsqueeze(0)?], 0)?),
     ];
     if let ProjWeight::Kv(g) = out.projection() {
-        slots.push((Slot::Proj, g.clone()));
+        slots.push((Param::Proj, g.clone()));
     }
-    slots.push((Slot::ProjB, out.b_g.clone()));
-    slots.push((Slot::TgtEmb, tgt.clone()));
+    slots.push((Param::ProjB, out.b_g.clone()));
+    slots.push((Param::TgtEmb, tgt.clone()));
     slots.into_iter().map(|(s, t)| Ok((s, t.flatten_all()?))).collect()
 }
 

@@ -17,14 +17,14 @@
 use candle_core::Result;
 
 use super::gpu_step::LoopDims;
-use super::launch_arena::{pack_model, pack_named, positions, supported, unpack, unpack_named, Layout, Slot};
+use super::launch_arena::{pack_model, pack_named, positions, supported, unpack, unpack_named, Layout, Param};
 use super::rnnsearch::Decoder;
 use super::Seq2Seq;
 use crate::config::{CellKind, OutputLayer, Precision, StartState};
 use crate::kernels::fused_op::FusedOp;
 use crate::kernels::gpu::args::{self, AddRows, MaskRows, WeightedSum};
 use crate::kernels::gpu::attention_op::AttnOp;
-use crate::kernels::gpu::birnn::{BiGru, Dims};
+use crate::kernels::gpu::birnn::{BiRnn, Dims};
 use crate::kernels::gpu::deep_output::DeepOutput;
 use crate::kernels::gpu::launch::{Addr, Gemm, Launch, Staged, View};
 use crate::kernels::gpu::linear::Linear;
@@ -171,11 +171,11 @@ impl<F, I> LaunchStep<F, I> {
         self.opt.set_lr(l, lr)
     }
 
-    fn slot(&self, s: Slot) -> Result<Addr> {
+    fn slot(&self, s: Param) -> Result<Addr> {
         Ok(self.at[0].at(self.layout.at(s).map_err(|e| candle_core::Error::Msg(e.to_string()))?))
     }
 
-    fn grad(&self, s: Slot) -> Result<Addr> {
+    fn grad(&self, s: Param) -> Result<Addr> {
         Ok(self.at[3].at(self.layout.at(s).map_err(|e| candle_core::Error::Msg(e.to_string()))?))
     }
 
@@ -189,17 +189,17 @@ impl<F, I> LaunchStep<F, I> {
         let f32s = Precision::F32;
         // Forward: the source side.
         let look_x = Lookup::new(x.ints.src.clone(), src_mask, b * s, (z.src_vocab, m));
-        let (xs, ()) = look_x.forward(l, [self.slot(Slot::SrcEmb)?, Addr::NULL, Addr::NULL])?;
+        let (xs, ()) = look_x.forward(l, [self.slot(Param::SrcEmb)?, Addr::NULL, Addr::NULL])?;
         let lin_x = Linear { n: b * s, k: m, m: 2 * g, precision: f32s };
-        let x_in = [l.addr(&xs), self.slot(Slot::EncW)?, self.slot(Slot::EncB)?];
+        let x_in = [l.addr(&xs), self.slot(Param::EncW)?, self.slot(Param::EncB)?];
         let (gi, ()) = lin_x.forward(l, x_in)?;
         let bi =
-            BiGru { d: Dims { batch: b, len: s, hidden: h, kind: z.kind, norm: false }, lens: x.ints.src_lens.clone(), mask: enc_mask };
-        let bi_in = [l.addr(&gi), self.slot(Slot::EncU)?, self.slot(Slot::EncBh)?];
+            BiRnn { d: Dims { batch: b, len: s, hidden: h, kind: z.kind, norm: false }, lens: x.ints.src_lens.clone(), mask: enc_mask };
+        let bi_in = [l.addr(&gi), self.slot(Param::EncU)?, self.slot(Param::EncBh)?];
         let (ann, bi_saved) = bi.forward(l, bi_in)?;
         let annp = l.addr(&ann);
         let start = Start { batch: b, len: s, ctx: c, hidden: h, kind: z.start, lens: x.ints.src_lens.clone() };
-        let start_in = [annp, self.slot(Slot::StartW)?, self.slot(Slot::StartB)?];
+        let start_in = [annp, self.slot(Param::StartW)?, self.slot(Param::StartB)?];
         let (s0, start_saved) = start.forward(l, start_in)?;
         // enc = [ann | ann U_a]: the keys written beside the annotations.
         let enc = l.scratch(b * s * (c + a))?;
@@ -210,17 +210,17 @@ impl<F, I> LaunchStep<F, I> {
             n: a,
             k: c,
             a: View::new(annp, c),
-            b: View::new(self.slot(Slot::Keys)?, a),
+            b: View::new(self.slot(Param::Keys)?, a),
             c: View::new(encp.at(c), c + a),
             accumulate: false,
         };
         l.gemm(keys)?;
         // The target side and the loop.
         let look_y = Lookup::new(x.ints.tgt_in.clone(), tgt_mask, n, (z.tgt_vocab, m));
-        let (ey, ()) = look_y.forward(l, [self.slot(Slot::TgtEmb)?, Addr::NULL, Addr::NULL])?;
+        let (ey, ()) = look_y.forward(l, [self.slot(Param::TgtEmb)?, Addr::NULL, Addr::NULL])?;
         let eyp = l.addr(&ey);
         let lin_y = Linear { n, k: m, m: g, precision: f32s };
-        let y_in = [eyp, self.slot(Slot::DecW)?, self.slot(Slot::DecB)?];
+        let y_in = [eyp, self.slot(Param::DecW)?, self.slot(Param::DecB)?];
         let (gie, ()) = lin_y.forward(l, y_in)?;
         let seq = l.scratch(n * g + b * h)?;
         let seqp = l.addr(&seq);
@@ -228,15 +228,15 @@ impl<F, I> LaunchStep<F, I> {
         copy_rows(l, (seqp.at(n * g), h), (l.addr(&s0), h), b, h)?;
         let attn =
             AttnOp { d: z.looped.at(b, t, s, &[]), m0: false, lens: x.ints.src_lens.clone(), all: x.ints.all.clone(), mask: dec_mask };
-        let loop_in = [seqp, encp, self.slot(Slot::Loop)?];
+        let loop_in = [seqp, encp, self.slot(Param::Loop)?];
         let (sc, attn_saved) = attn.forward(l, loop_in)?;
         let scp = l.addr(&sc);
         let deep = DeepOutput::new(n, (h + c, m, z.layer.pre_width(z.units)), z.layer, out_mask);
-        let deep_in = [scp, eyp, self.slot(Slot::OutWb)?];
+        let deep_in = [scp, eyp, self.slot(Param::OutWb)?];
         let (tt, deep_saved) = deep.forward(l, deep_in)?;
-        let proj_w = if z.tied { self.slot(Slot::TgtEmb)? } else { self.slot(Slot::Proj)? };
+        let proj_w = if z.tied { self.slot(Param::TgtEmb)? } else { self.slot(Param::Proj)? };
         let proj = ProjNll::new(x.ints.tgt_out.clone(), (n, z.units, z.tgt_vocab), self.smoothing, z.tied);
-        let proj_in = [l.addr(&tt), proj_w, self.slot(Slot::ProjB)?];
+        let proj_in = [l.addr(&tt), proj_w, self.slot(Param::ProjB)?];
         let (nll, probs) = proj.forward(l, proj_in)?;
         let (w, _held) = x.weights.addr(l)?;
         l.launch(&args::WEIGHTED_SUM, 1, WeightedSum { out: self.at[5], x: l.addr(&nll), w, n: n as i64 })?;
@@ -244,21 +244,21 @@ impl<F, I> LaunchStep<F, I> {
         // Backward, each weight's gradient into its slot.
         let [dtt, dproj, dpb] = proj.backward(l, proj_in, probs, l.addr(&nll), w)?;
         let [dsc, dey, dwb] = deep.backward(l, deep_in, deep_saved, l.addr(&tt), l.addr(&dtt))?;
-        self.put(l, Slot::ProjB, &dpb, z.tgt_vocab)?;
-        self.put(l, Slot::OutWb, &dwb, (h + c + m + 1) * z.layer.pre_width(z.units))?;
+        self.put(l, Param::ProjB, &dpb, z.tgt_vocab)?;
+        self.put(l, Param::OutWb, &dwb, (h + c + m + 1) * z.layer.pre_width(z.units))?;
         let [dseq, denc, dloop] = attn.backward(l, loop_in, attn_saved, scp, l.addr(&dsc))?;
-        self.put(l, Slot::Loop, &dloop, self.len(Slot::Loop)?)?;
+        self.put(l, Param::Loop, &dloop, self.len(Param::Loop)?)?;
         let dseqp = l.addr(&dseq);
         let [dey2, ddw, ddb] = lin_y.backward(l, y_in, (), l.addr(&gie), dseqp)?;
         add_rows(l, (l.addr(&dey), m), (l.addr(&dey2), m), n, m)?;
-        self.put(l, Slot::DecW, &ddw, m * g)?;
-        self.put(l, Slot::DecB, &ddb, g)?;
-        let [de_y, _, _] = look_y.backward(l, [self.slot(Slot::TgtEmb)?, Addr::NULL, Addr::NULL], (), eyp, l.addr(&dey))?;
-        self.put(l, Slot::TgtEmb, &de_y, z.tgt_vocab * m)?;
+        self.put(l, Param::DecW, &ddw, m * g)?;
+        self.put(l, Param::DecB, &ddb, g)?;
+        let [de_y, _, _] = look_y.backward(l, [self.slot(Param::TgtEmb)?, Addr::NULL, Addr::NULL], (), eyp, l.addr(&dey))?;
+        self.put(l, Param::TgtEmb, &de_y, z.tgt_vocab * m)?;
         if z.tied {
-            add_rows(l, (self.grad(Slot::TgtEmb)?, 1), (l.addr(&dproj), 1), 1, z.tgt_vocab * m)?;
+            add_rows(l, (self.grad(Param::TgtEmb)?, 1), (l.addr(&dproj), 1), 1, z.tgt_vocab * m)?;
         } else {
-            self.put(l, Slot::Proj, &dproj, z.units * z.tgt_vocab)?;
+            self.put(l, Param::Proj, &dproj, z.units * z.tgt_vocab)?;
         }
         // The annotations' gradient: the loop's, the keys', the start's.
         let dann = l.scratch(b * s * c)?;
@@ -272,7 +272,7 @@ impl<F, I> LaunchStep<F, I> {
             k: b * s,
             a: View::new(annp, c).t(),
             b: dkeys,
-            c: View::new(self.grad(Slot::Keys)?, a),
+            c: View::new(self.grad(Param::Keys)?, a),
             accumulate: false,
         })?;
         l.gemm(Gemm {
@@ -280,22 +280,22 @@ impl<F, I> LaunchStep<F, I> {
             n: c,
             k: a,
             a: dkeys,
-            b: View::new(self.slot(Slot::Keys)?, a).t(),
+            b: View::new(self.slot(Param::Keys)?, a).t(),
             c: View::new(dannp, c),
             accumulate: true,
         })?;
         let [dann0, dws, dbs] = start.backward(l, start_in, start_saved, l.addr(&s0), dseqp.at(n * g))?;
         add_rows(l, (dannp, 1), (l.addr(&dann0), 1), 1, b * s * c)?;
-        self.put(l, Slot::StartW, &dws, self.len(Slot::StartW)?)?;
-        self.put(l, Slot::StartB, &dbs, h)?;
+        self.put(l, Param::StartW, &dws, self.len(Param::StartW)?)?;
+        self.put(l, Param::StartB, &dbs, h)?;
         let [dgi, du, dbh] = bi.backward(l, bi_in, bi_saved, annp, dannp)?;
-        self.put(l, Slot::EncU, &du, 2 * h * g)?;
-        self.put(l, Slot::EncBh, &dbh, self.len(Slot::EncBh)?)?;
+        self.put(l, Param::EncU, &du, 2 * h * g)?;
+        self.put(l, Param::EncBh, &dbh, self.len(Param::EncBh)?)?;
         let [dxs, dwx, dbx] = lin_x.backward(l, x_in, (), l.addr(&gi), l.addr(&dgi))?;
-        self.put(l, Slot::EncW, &dwx, m * 2 * g)?;
-        self.put(l, Slot::EncB, &dbx, 2 * g)?;
-        let [de_x, _, _] = look_x.backward(l, [self.slot(Slot::SrcEmb)?, Addr::NULL, Addr::NULL], (), l.addr(&xs), l.addr(&dxs))?;
-        self.put(l, Slot::SrcEmb, &de_x, z.src_vocab * m)?;
+        self.put(l, Param::EncW, &dwx, m * 2 * g)?;
+        self.put(l, Param::EncB, &dbx, 2 * g)?;
+        let [de_x, _, _] = look_x.backward(l, [self.slot(Param::SrcEmb)?, Addr::NULL, Addr::NULL], (), l.addr(&xs), l.addr(&dxs))?;
+        self.put(l, Param::SrcEmb, &de_x, z.src_vocab * m)?;
         // Constants of the packing keep a zero gradient, so the update leaves them alone.
         let len = self.layout.len;
         let frz = MaskRows {
@@ -314,24 +314,24 @@ impl<F, I> LaunchStep<F, I> {
         Ok(())
     }
 
-    fn len(&self, s: Slot) -> Result<usize> {
+    fn len(&self, s: Param) -> Result<usize> {
         self.layout.regions.iter().find(|r| r.0 == s).map(|r| r.2).ok_or_else(|| candle_core::Error::Msg(format!("no {s:?} slot")))
     }
 
     /// Copies a gradient of `len` values into slot `s`.
-    fn put<L: Launch>(&self, l: &L, s: Slot, from: &L::Floats, len: usize) -> Result<()> {
+    fn put<L: Launch>(&self, l: &L, s: Param, from: &L::Floats, len: usize) -> Result<()> {
         copy_rows(l, (self.grad(s)?, len), (l.addr(from), len), 1, len)
     }
 }
 
 /// A slot of the arena: its name, offset and length.
-pub type SlotSpan = (String, usize, usize);
+pub type ParamSpan = (String, usize, usize);
 
 /// The arena of `model`'s gradients `grads` (a parameter without one: zeros), laid out as
 /// [`LaunchStep::grads`] lays them out, and each slot's `(name, offset, length)`: how the tests,
 /// on the CPU and on a GPU, compare the step with the composed model.
 #[doc(hidden)]
-pub fn packed_gradients(model: &Seq2Seq, grads: &candle_core::backprop::GradStore) -> crate::error::Result<(Vec<f32>, Vec<SlotSpan>)> {
+pub fn packed_gradients(model: &Seq2Seq, grads: &candle_core::backprop::GradStore) -> crate::error::Result<(Vec<f32>, Vec<ParamSpan>)> {
     let mut named = std::collections::BTreeMap::new();
     for (name, v) in model.params.named_vars() {
         let g = match grads.get(v.as_tensor()) {

@@ -36,7 +36,7 @@ pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -
     let g = spec.kind.gates() * hidden;
     let normed = spec.kind == super::rnn_cell::CellKind::Gru(super::rnn_cell::GruForm::ResetAfter) && bh.dims() == [2, 2 * g];
     let fit = u.dims() == [2, hidden, g] && (bh.dims() == [2, g] || normed);
-    apply(BiGru(spec.dims("birnn_sequence", gi, hidden, false, 2, fit)?), gi, u, bh)
+    apply(BiRnn(spec.dims("birnn_sequence", gi, hidden, false, 2, fit)?), gi, u, bh)
 }
 
 /// Per direction: the forward pass's [`Saved`] buffers.
@@ -44,7 +44,8 @@ struct Dirs<T> {
     saved: [Saved<T>; 2],
 }
 
-struct BiGru(RnnDims);
+/// Both directions of one bidirectional layer, GRU (either form) or LSTM, as one op.
+struct BiRnn(RnnDims);
 
 /// Direction `dir`'s dimensions: reversed for the backward direction, with its half of the
 /// mask and of each `gi` row (read in place).
@@ -181,7 +182,7 @@ fn backward<T: Real>(d: &RnnDims, saved: Dirs<T>, [gi, u, bh]: [&[T]; 3], hs: &[
     (join_dirs(&dgf, &dgb, g), du, dbh)
 }
 
-impl<T: Real> FusedOp<Host<T>> for BiGru {
+impl<T: Real> FusedOp<Host<T>> for BiRnn {
     type Saved = Dirs<T>;
     const NAME: &'static str = "fused-bidirectional-gru";
     const SLOTS: Option<(usize, usize)> = Some((0, 1));

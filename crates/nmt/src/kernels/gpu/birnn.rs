@@ -149,13 +149,13 @@ pub fn birnn_sequence(gi: &Tensor, u: &Tensor, bh: &Tensor, spec: RnnSpec<'_>) -
     }
     let d = Dims { batch: dims.batch, len: dims.len, hidden, kind: spec.kind, norm };
     let lens = Staged::Host(dims.lens.iter().map(|&l| l as i64).collect());
-    super::op::apply(BiGru { d, lens, mask: dims.mask.map(Staged::Host) }, gi, u, bh)
+    super::op::apply(BiRnn { d, lens, mask: dims.mask.map(Staged::Host) }, gi, u, bh)
 }
 
 /// [`forward`] and [`backward`] as a [`FusedOp`] of `(gi, u, bh)`, with the lengths `(B)` and
 /// the recurrent dropout mask `(2, B, H)` from the host or already on the device (a recorded
 /// step's: `recording.rs`).
-pub(crate) struct BiGru {
+pub(crate) struct BiRnn {
     pub d: Dims,
     pub lens: Staged<i64>,
     pub mask: Option<Staged<f32>>,
@@ -164,7 +164,7 @@ pub(crate) struct BiGru {
 /// The buffers uploaded for one pass (kept while its launches run).
 type Held<L> = (Option<<L as Launch>::Ints>, Option<<L as Device>::Floats>);
 
-impl BiGru {
+impl BiRnn {
     /// The inputs' addresses, with the lengths and mask uploaded when they came from the host.
     fn inputs<L: Launch>(&self, l: &L, [gi, u, bh]: [Addr; 3]) -> Result<(Inputs, Held<L>)> {
         let (lens, held_lens) = self.lens.addr(l)?;
@@ -176,7 +176,7 @@ impl BiGru {
     }
 }
 
-impl<L: Launch> FusedOp<L> for BiGru {
+impl<L: Launch> FusedOp<L> for BiRnn {
     const NAME: &'static str = "gpu-bidirectional-gru";
     type Saved = Saved<L::Floats>;
 

@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::args::{self, MaskRows};
-use super::birnn::{BiGru, Dims};
+use super::birnn::{BiRnn, Dims};
 use super::launch::{Addr, Launch, Staged};
 use super::optim_step::{DeviceUpdate, UpdateConfig};
 use super::recording::Recording;
@@ -77,7 +77,7 @@ fn step(
     l: &impl Launch,
     [p, m, v, g]: [Addr; 4],
     opt: &DeviceUpdate<impl Sized, impl Sized>,
-    op: &BiGru,
+    op: &BiRnn,
     [gi, w]: [Addr; 2],
 ) -> Result<()> {
     let (nu, nb) = sizes();
@@ -105,7 +105,7 @@ pub fn eager<L: Launch>(l: &L, batches: &[Batch]) -> Result<After> {
     let mut after = Vec::new();
     for bt in batches {
         let (gi, w) = (l.upload(&bt.gi)?, l.upload(&bt.w)?);
-        let op = BiGru { d: DIMS, lens: Staged::Host(bt.lens.clone()), mask: Some(Staged::Host(bt.mask.clone())) };
+        let op = BiRnn { d: DIMS, lens: Staged::Host(bt.lens.clone()), mask: Some(Staged::Host(bt.mask.clone())) };
         step(l, at, &model.opt, &op, [l.addr(&gi), l.addr(&w)])?;
         after.push((l.read(at[0], sizes().0 + sizes().1)?, model.opt.norm(l)?));
     }
@@ -137,7 +137,7 @@ pub fn replayed<'l, L: Launch>(
     let (b, s, h, g) = (DIMS.batch, DIMS.len, DIMS.hidden, DIMS.g());
     let (gi, w, mask) = (rec.buffer(b * s * 2 * g)?, rec.buffer(b * s * 2 * h)?, rec.buffer(2 * b * h)?);
     let lens = rec.int_buffer(b)?;
-    let mut op = BiGru { d: DIMS, lens: Staged::Device(lens.addr), mask: Some(Staged::Device(mask.addr)) };
+    let mut op = BiRnn { d: DIMS, lens: Staged::Device(lens.addr), mask: Some(Staged::Device(mask.addr)) };
     let mut after = Vec::new();
     for (k, bt) in batches.iter().enumerate() {
         if staging == Staging::Upload {
