@@ -31,9 +31,9 @@ use candle_core::{Device, Result};
 /// The environment variable that chooses the context's settings.
 pub const ENV: &str = "NMT_CUDA_OVERHEADS";
 
-/// cuBLAS's workspace: 32 MiB, what NVIDIA's cuBLAS documentation recommends on Hopper
-/// (4 MiB elsewhere) and PyTorch's default there (`:4096:8`); the same on every GPU, since the
-/// difference is memory no step needs.
+/// cuBLAS's workspace: 32 MiB, what the cuBLAS documentation (`cublasSetWorkspace`) recommends
+/// on Hopper, 4 MiB elsewhere (as PyTorch cites it, pytorch#120925); 32 MiB on every GPU, since
+/// it is more than the smaller recommendation and the difference is memory no step needs.
 pub const BLAS_WORKSPACE: usize = 32 << 20;
 
 /// The settings of a CUDA context that cost per op (module doc).

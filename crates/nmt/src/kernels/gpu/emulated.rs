@@ -1,7 +1,8 @@
 //! The GPU kernels run on the host: every `.cu` source of this folder compiled by the host's C
 //! compiler (build.rs), each kernel called once per thread index of the grid the GPU would
-//! launch (in ascending order, or in a seeded permutation: [`in_permuted_order`]), and our GEMM (`kernels::gemm`) where the GPU calls cuBLAS (on the bf16 values
-//! widened to `f32` for a bf16 product). Exact, since every kernel
+//! launch (in ascending order, or in the tests a seeded permutation: `in_permuted_order`), and
+//! our GEMM (`kernels::gemm`) where the GPU calls cuBLAS (on the bf16 values widened to `f32`
+//! for a bf16 product). Exact, since every kernel
 //! is elementwise or one thread per row (no shared memory, no synchronisation between
 //! threads). The tests run it against the CPU ops; production runs it in one place, the
 //! composed search's pick of each row's best tokens on a CPU tensor (`row_best.rs`). Before a
