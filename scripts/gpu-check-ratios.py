@@ -75,7 +75,7 @@ def train(figs, check):
         if not forms:
             print(f"batch {b:3}: no PyTorch training figure")
         # nmt's forms: candle's step, then the recorded step's launches and its CUDA graph
-        # (bench/graph.rs), each over every PyTorch form.
+        # (bench/cuda_graph.rs), each over every PyTorch form.
         for o in ours:
             ours_form = o.get("form", "candle")
             print(f"batch {b:3}: nmt ({o.get('impl')}, {ours_form}) {o['target_tokens_per_s']:10.1f} target tokens/s, loss0 {o.get('loss0')}")

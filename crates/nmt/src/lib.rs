@@ -6,7 +6,7 @@
 //! lines), [`Searcher`] (search batches of ids with one model or an ensemble), [`train()`],
 //! the model file ([`LoadedModel`], [`ModelMeta`]), the configuration types and the errors.
 //!
-//! `kernels` (the fused CPU ops) and `bench` (the speed harness behind `nmt bench`) are not part
+//! `kernels` (the CPU ops, their GPU twins and the op shapes both share) and `bench` (the speed harness behind `nmt bench`) are not part
 //! of the API: they are hidden from the documentation and may change with any commit. They
 //! stay reachable only because the crate's integration tests and examples (`crates/nmt/tests`,
 //! `crates/nmt/examples`) test and time the kernels directly; the binary reaches them only

@@ -17,8 +17,9 @@ use std::sync::Mutex;
 
 use candle_core::{DType, Device, Tensor, Var};
 use nmt::config::{ArchName, Precision};
-use nmt::kernels::cpu::proj_nll::{proj_nll, ProjWeight};
+use nmt::kernels::cpu::proj_nll::proj_nll;
 use nmt::kernels::precision::{bf16_available, set_training_products};
+use nmt::kernels::shapes::proj_weight::ProjWeight;
 use nmt::model::{BatchTensors, Seq2Seq};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

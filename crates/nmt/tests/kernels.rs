@@ -6,8 +6,10 @@ use common::twins::{compare, mask_tensor, rand_var, state_mask, KINDS};
 
 use candle_core::{DType, Device, Tensor, Var};
 use nmt::config::{CellKind, GruForm, OutputState};
-use nmt::kernels::cpu::{attention_op, bahdanau, rnn_sequence};
+use nmt::kernels::cpu::{attention_op, rnn_sequence};
 use nmt::kernels::math;
+use nmt::kernels::shapes::attn_dims::AttnDims;
+use nmt::kernels::shapes::rnn_dims::RnnSpec;
 use nmt::model::gru::{cell_step, Recurrent};
 use nmt::model::lstm::lstm_step;
 use rand::{Rng, SeedableRng};
@@ -93,7 +95,7 @@ fn gru_case(dtype: DType, form: CellKind, reverse: bool, dropout: bool, tol: f64
     let u = rand_var(&[h, g], 0.5, dtype, &mut rng);
     let rows = rand_var(&[b, g + h], 0.5, dtype, &mut rng);
     let mask = dropout.then(|| state_mask(b * h, 31));
-    let spec = rnn_sequence::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+    let spec = RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
     let drop = mask.as_ref().map(|m| mask_tensor(m, b, h, dtype));
     let err = compare(
         &[&gi, &u, &rows],
@@ -156,7 +158,7 @@ fn fused_gru_gradient_matches_finite_differences() {
             let rows = rand_var(&[b, g + h], 0.7, DType::F64, &mut rng);
             let probe = rand_var(&[b, s, h], 1.0, DType::F64, &mut rng);
             let mask = dropout.then(|| state_mask(b * h, 37));
-            let spec = rnn_sequence::RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+            let spec = RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
             let f = || {
                 let y = rnn_sequence::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
                 (y * probe.as_tensor()).unwrap().sum_all().unwrap()
@@ -172,7 +174,7 @@ struct AttnCase {
     gie: Var,
     ann: Var,
     w: Var,
-    dims: bahdanau::AttnDims,
+    dims: AttnDims,
 }
 
 fn attn_case(dtype: DType, kind: CellKind, output: OutputState, dropout: bool) -> AttnCase {
@@ -180,7 +182,7 @@ fn attn_case(dtype: DType, kind: CellKind, output: OutputState, dropout: bool) -
     let (b, t, s, h, c, a) = (3, 4, 5, 6, 7, 5);
     let state_mask = dropout.then(|| state_mask(b * h, 41));
     let lens = vec![5, 3, 1];
-    let dims = bahdanau::AttnDims {
+    let dims = AttnDims {
         batch: b,
         tgt_len: t,
         src_len: s,
@@ -309,7 +311,7 @@ fn fused_bidirectional_gru_matches_composed_ops() {
                     };
                     Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
                 };
-                let spec = rnn_sequence::RnnSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
+                let spec = RnnSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
                 let fused = || birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
                 let err = compare(&[&gi, &u, &bh], fused, composed, 12);
                 eprintln!("bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err:.2e}");

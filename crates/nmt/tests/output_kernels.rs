@@ -124,7 +124,16 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
         for eps in [0.0, 0.1] {
             let err = compare(
                 &[&x, &w, &b],
-                || proj_nll::proj_nll(x.as_tensor(), proj_nll::ProjWeight::Kv(w.as_tensor()), b.as_tensor(), &targets, eps).unwrap(),
+                || {
+                    proj_nll::proj_nll(
+                        x.as_tensor(),
+                        nmt::kernels::shapes::proj_weight::ProjWeight::Kv(w.as_tensor()),
+                        b.as_tensor(),
+                        &targets,
+                        eps,
+                    )
+                    .unwrap()
+                },
                 || smoothed_nll(&composed_logits(), &tt, eps),
                 10,
             );
@@ -165,7 +174,8 @@ fn fused_embedding_matches_index_select_times_mask() {
 /// The tied layout: the op reads `E (V, K)` as `Wᵀ` and returns `dE` in that layout.
 #[test]
 fn fused_projection_nll_reads_transposed_weights() {
-    use nmt::kernels::cpu::proj_nll::{proj_nll, ProjWeight};
+    use nmt::kernels::cpu::proj_nll::proj_nll;
+    use nmt::kernels::shapes::proj_weight::ProjWeight;
     for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 3e-5)] {
         let mut rng = ChaCha8Rng::seed_from_u64(29);
         let (n, k, v) = (13, 7, 31);

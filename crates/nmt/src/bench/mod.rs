@@ -3,7 +3,7 @@
 //! (`bench/pytorch/`): its weights and batch load into an ordinary [`crate::model::Seq2Seq`]
 //! ([`reference`]), and the harness ([`run`]) times that model's loss, backward pass and
 //! optimiser step, and the host search, exactly as training and translation call them.
-mod graph;
+mod cuda_graph;
 pub mod reference;
 pub mod run;
 mod timing;

@@ -351,7 +351,7 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
         // The recorded step's forms are f32 and the GPU kernels' own: not for `--impl composed`
         // or `--precision bf16`, which time candle's step in another form.
         if opts.imp == Impl::Fused && opts.precision == Precision::F32 {
-            super::graph::train_forms(&model, &batch, opts.steps, &mut |v| emit(stamped(with(v))))?;
+            super::cuda_graph::train_forms(&model, &batch, opts.steps, &mut |v| emit(stamped(with(v))))?;
         }
     }
     if let Some(mb) = peak_rss_mb() {

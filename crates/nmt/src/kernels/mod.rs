@@ -1,11 +1,15 @@
-//! The kernels, on three floors (docs/ARCHITECTURE.md, "Kernels"):
+//! The kernels (docs/ARCHITECTURE.md, "Kernels"):
+//! - `shapes/`: the floor both rooms stand on, each op's shape and packed layout, so that
+//!   `gpu/` imports nothing of `cpu/`;
 //! - `cpu/`: the CPU ops, candle custom ops with hand-written backward passes;
 //! - `gpu/`: their GPU twins, same stem, same op, other device (`gpu/mod.rs`);
-//! - here, the engine both floors stand on: the GEMMs (`gemm`, `bf16_gemm` with `bf16_pack`,
-//!   `int8` with `int8_linear`, the AMX tiles' `amx_gemm` and `amx_int8` over `amx` and its
-//!   software model `amx_model`), the CPU's identity and instruction sets (`cpuid`, `isa`), the element types and
-//!   vectorised maths (`math`), the training products' precision (`precision`), candle's
-//!   buffers (`storage`), the opt-in profile (`profile`) and the one op trait (`fused_op`).
+//! - `recurrent_twins.rs` and `output_twins.rs` (tests): each GPU twin, emulated, against its CPU op;
+//! - here: the one op trait (`fused_op`), candle's buffers (`storage`), the opt-in profile
+//!   (`profile`), the element types and vectorised maths (`math`), and what issue 77 still has to
+//!   move to their rooms: the CPU's GEMM engines (`gemm`, `bf16_gemm` with `bf16_pack`, the AMX
+//!   tiles' `amx_gemm` and `amx_int8` over `amx` and its software model `amx_model`) and identity
+//!   (`cpuid`, `isa`), the search's `int8` with `int8_linear`, and the training products'
+//!   precision (`precision`).
 pub mod amx;
 pub mod amx_gemm;
 pub mod amx_int8;
@@ -23,6 +27,11 @@ pub mod int8;
 pub mod int8_linear;
 pub mod isa;
 pub mod math;
+#[cfg(test)]
+mod output_twins;
 pub mod precision;
 pub mod profile;
+#[cfg(test)]
+mod recurrent_twins;
+pub mod shapes;
 pub mod storage;

@@ -20,9 +20,10 @@ use super::precomputed::ContextTerms;
 use super::regularizer::{state_tensor, Dropout, Side, Site};
 use crate::config::{CellKind, OutputState, StartState};
 use crate::error::Result;
-use crate::kernels::cpu::bahdanau::AttnDims;
 use crate::kernels::cpu::start_pool;
 use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::shapes::attn_dims::summary_width;
+use crate::kernels::shapes::attn_dims::AttnDims;
 use crate::model::dense::{affine, host, tanh_in_place};
 
 /// `W_s (P, n)` and `b_s (n)`, registered as the decoder's `w_s`, `b_s`; `P` is `n_enc`, or
@@ -38,7 +39,7 @@ pub struct DecoderStart {
 impl DecoderStart {
     /// `norm`: with layer normalisation.
     pub fn new(enc: usize, hidden: usize, kind: StartState, norm: bool, pb: &ParamBuilder) -> Result<Self> {
-        let p = start_pool::width(kind, 2 * enc);
+        let p = summary_width(kind, 2 * enc);
         let (w_s, b_s) = (pb.get("w_s", &[p, hidden], Init::Normal)?, pb.get("b_s", &[hidden], Init::Zeros)?);
         let norm = if norm { Some(pb.get("ln_s", &[hidden], Init::Ones)?) } else { None };
         Ok(DecoderStart { kind, w_s, b_s, norm })
@@ -141,7 +142,7 @@ impl HostStart {
         for (row, u) in mem.chunks_exact_mut(ew).zip(uh.chunks_exact(a)) {
             row[2 * n..].copy_from_slice(u);
         }
-        let width = start_pool::width(self.kind, 2 * n);
+        let width = summary_width(self.kind, 2 * n);
         let mut h0 = match &self.norm {
             None => affine(&p, b, width, &self.w_s, &self.b_s, threads),
             Some(g) => {

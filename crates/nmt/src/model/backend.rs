@@ -9,11 +9,13 @@
 use candle_core::{DType, Device, Result, Tensor};
 
 use crate::config::Impl;
-use crate::kernels::cpu::feedback_op::{self, FeedbackSpec};
+use crate::kernels::cpu::feedback_op;
 use crate::kernels::cpu::linear;
-use crate::kernels::cpu::rnn_sequence::{self, RnnSpec};
+use crate::kernels::cpu::rnn_sequence;
 use crate::kernels::gpu;
 use crate::kernels::precision::{self, Precision};
+use crate::kernels::shapes::feedback_dims::FeedbackSpec;
+use crate::kernels::shapes::rnn_dims::RnnSpec;
 
 /// The form that runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -30,8 +30,8 @@ use super::rnn::Rnn;
 use super::{gpu_decoder, gpu_step};
 use crate::config::{CellKind, OutputState, StartState};
 use crate::error::{Error, Result};
-use crate::kernels::cpu::bahdanau::AttnDims;
 use crate::kernels::cpu::{attention_op, linear, norm_rows};
+use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// The conditional GRU decoder: `decoder.gru.*` (GRU₁, input `E y`), `decoder.gru2.*` (GRU₂,
 /// input `c`), `decoder.attention.*`, `decoder.w_s`, `decoder.b_s`.

@@ -30,8 +30,9 @@ use super::regularizer::{masked, stack_masks, state_tensor, Dropout, LayerMasks,
 use super::rnn::Rnn;
 use crate::config::{CellKind, StackKind};
 use crate::error::{Error, Result};
-use crate::kernels::cpu::{birnn, rnn_sequence};
+use crate::kernels::cpu::birnn;
 use crate::kernels::gpu;
+use crate::kernels::shapes::rnn_dims::RnnSpec;
 
 /// The checkpoint name of a layer of this cell (`gru` keeps the files of GRU models as they were).
 pub(crate) fn cell_name(kind: CellKind) -> &'static str {
@@ -171,7 +172,7 @@ impl BiRnnEncoder {
                 }
             };
             let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
-            let spec = rnn_sequence::RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
+            let spec = RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
             let out =
                 if backend.gpu() { gpu::birnn::birnn_sequence(&gi, &u, &bh, spec)? } else { birnn::birnn_sequence(&gi, &u, &bh, spec)? };
             ann = if k > 0 && self.residual { (out + ann)? } else { out };
@@ -263,7 +264,7 @@ impl RnnEncoder {
             let (w, bias) = g.input_weights();
             let gi = backend.linear(&input, w, bias)?.reshape((b, s, gw))?;
             let rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
-            let spec = rnn_sequence::RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref() };
+            let spec = RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref() };
             let out = backend.rnn_sequence(&gi, &g.u_cat()?, &rows, false, spec)?;
             hs = if k > 0 && self.residual { (out + hs)? } else { out };
         }

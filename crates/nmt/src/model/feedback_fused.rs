@@ -16,7 +16,8 @@ use super::regularizer::LayerMasks;
 use super::rnn::Rnn;
 use crate::config::CellKind;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::feedback_op::{feedback_host, FeedbackSpec, LayerDropout};
+use crate::kernels::cpu::feedback_op::feedback_host;
+use crate::kernels::shapes::feedback_dims::{FeedbackSpec, LayerDropout};
 
 impl FeedbackStack<'_> {
     /// The upper layers' weights as the kernel's flat vector (`cat` sends each weight its own

@@ -12,8 +12,8 @@ use super::gpu_step::LoopWeights;
 use super::rnn::Rnn;
 use crate::config::OutputState;
 use crate::error::Result;
-use crate::kernels::cpu::bahdanau::AttnDims;
 use crate::kernels::gpu;
+use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// Whether the GPU's loop and search step run Bahdanau's decoder cell `rnn`: a GRU or an
 /// LSTM (layer normalisation is the conditional GRU's, `config/checks.rs`).

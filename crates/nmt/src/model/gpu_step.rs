@@ -10,8 +10,8 @@ use super::attention::Attention;
 use super::rnn::Rnn;
 use crate::config::{CellKind, OutputState, StartState};
 use crate::error::{Error, Result};
-use crate::kernels::cpu::bahdanau::AttnDims;
 use crate::kernels::gpu;
+use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// A decoder's weights as the loop packs them (`kernels/gpu/attention_kernels.rs`).
 pub(crate) struct LoopWeights<'a> {

@@ -24,7 +24,7 @@ use super::rnnsearch::{Decoder, Rnnsearch};
 use super::Seq2Seq;
 use crate::config::{Arch, ModelConfig, OutputState};
 use crate::error::{Error, Result};
-use crate::kernels::cpu::proj_nll::ProjWeight;
+use crate::kernels::shapes::proj_weight::ProjWeight;
 
 /// The arena's regions, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,12 +20,13 @@ use super::params::{Init, ParamBuilder};
 use super::regularizer::{times_mask, Dropout, Site};
 use crate::config::OutputLayer;
 use crate::error::Result;
-use crate::kernels::cpu::proj_nll::{self, ProjWeight};
+use crate::kernels::cpu::proj_nll;
 use crate::kernels::cpu::projection::Projection;
 use crate::kernels::cpu::row_best::RowBest;
 use crate::kernels::cpu::{deep_output, linear, maxout};
 use crate::kernels::math::tanh_f32;
 use crate::kernels::profile;
+use crate::kernels::shapes::proj_weight::ProjWeight;
 use crate::model::dense::{host, Dense};
 
 /// Shape of the deep output: decoder state `n`, embedding `m`, context, hidden units `l`, `K_y`,

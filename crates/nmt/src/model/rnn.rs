@@ -13,8 +13,9 @@ use crate::config::CellKind;
 use crate::error::Result;
 use crate::kernels::cpu::birnn;
 use crate::kernels::cpu::norm_rows::ln_rows;
-use crate::kernels::cpu::rnn_sequence::{self, RnnDims};
+use crate::kernels::cpu::rnn_sequence;
 use crate::kernels::gemm::fill_rows;
+use crate::kernels::shapes::rnn_dims::RnnDims;
 use crate::model::dense::{hcat, host, Dense};
 
 /// The state a layer of cell `kind` starts from, given its `h_0 (batch, n)`: `h_0`, or the

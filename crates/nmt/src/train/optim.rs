@@ -18,7 +18,8 @@ use candle_core::{DType, Tensor, Var};
 
 use crate::config::{Impl, Optimizer as Kind, TrainConfig};
 use crate::error::{Error, Result};
-use crate::kernels::cpu::optim_step::{sum_squares, update_in_place, Rule};
+use crate::kernels::cpu::optim_step::{sum_squares, update_in_place};
+use crate::kernels::shapes::update_rule::Rule;
 use crate::model::Backend;
 
 /// A parameter's two moments: Adam's `(m, v)`, Adadelta's `(E[g²], E[Δ²])`.

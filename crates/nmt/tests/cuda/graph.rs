@@ -52,8 +52,7 @@ pub fn graph_replays(dev: &Device) {
 pub fn launch_step_on(dev: &Device) {
     use nmt::kernels::gpu::cuda::Cuda;
     use nmt::kernels::gpu::optim_step::UpdateConfig;
-    use nmt::model::launch_bucket::{host_batch, uploaded, Bucket, MaskSizes};
-    use nmt::model::launch_step::{packed_gradients, LaunchStep};
+    use nmt::model::{host_batch, packed_gradients, uploaded, Bucket, LaunchStep, MaskSizes};
     use rand::{Rng, SeedableRng};
     let Device::Cuda(cd) = dev else { panic!("not a CUDA device: {dev:?}") };
     let l = Cuda::new(cd);

@@ -21,7 +21,7 @@
 //! follow `b_s` in `w` (`AttnDims::woff`), and the backward pass recomputes the two products.
 use candle_core::{Result, Shape, Tensor};
 
-use super::bahdanau::{forward, AttnDims, Steps};
+use super::bahdanau::{forward, Steps};
 use super::norm_rows::{ln_backward_product, ln_rows, Product};
 use super::op::apply;
 use super::start_pool;
@@ -29,6 +29,7 @@ use crate::config::{OutputState, StartState};
 use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::{matmul, transpose, Mat, Real};
 use crate::kernels::precision::matmul_wide;
+use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// Runs the decoder; see the module docs. Returns `(B·T, H + C)`.
 pub fn attention_decoder(gie: &Tensor, ann: &Tensor, w: &Tensor, dims: AttnDims) -> Result<Tensor> {

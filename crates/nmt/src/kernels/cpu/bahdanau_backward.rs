@@ -13,13 +13,14 @@
 //! (under recurrent dropout the `U` terms use `m ⊙ s` and `ds_{i-1}` gets `m ⊙ (dGH Uᵀ)`).
 use rayon::prelude::*;
 
-use super::bahdanau::{attention_weights, AttnDims, AttnScratch, Steps};
+use super::bahdanau::{attention_weights, AttnScratch, Steps};
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, Rows, StepGrads, StepIn};
 use super::rnn_sequence::chunk_rows;
 use crate::kernels::gemm::{matmul, transpose, Mat, Real};
 use crate::kernels::math::simd_dispatch;
 use crate::kernels::math::{axpy, dot};
 use crate::kernels::precision::matmul_wide;
+use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// Recomputed per-step quantities, `(B, T, ·)` each.
 struct Recomputed<T> {

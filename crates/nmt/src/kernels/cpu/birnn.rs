@@ -23,10 +23,11 @@ use candle_core::{Result, Shape, Tensor};
 use super::op::apply;
 use super::rnn_cell::LnGrads;
 use super::rnn_cell::{masked_states, u_grad};
-use super::rnn_sequence::{backward_chunk, backward_rows, forward_rows, prev_cells, prev_states, BackIn, RnnDims, RnnSpec, Saved};
+use super::rnn_sequence::{backward_chunk, backward_rows, forward_rows, prev_cells, prev_states, BackIn, Saved};
 use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::{fill_rows, transpose, Real};
 use crate::kernels::math::simd_dispatch;
+use crate::kernels::shapes::rnn_dims::{RnnDims, RnnSpec};
 
 /// Runs both directions over `gi (B, S, 2G)` (or `(B·S, 2G)`: no reshape node is needed) with
 /// `u (2, H, G)` and `bh (2, G)` (or `(2, 2G)` with layer normalisation, see the module docs);

@@ -26,7 +26,7 @@
 //! GEMMs over all steps afterwards, as in `bahdanau_backward.rs`.
 use rayon::prelude::*;
 
-use super::bahdanau::{attend_row, AttnDims, AttnScratch, Steps};
+use super::bahdanau::{attend_row, AttnScratch, Steps};
 use super::bahdanau_backward::{attend_backward, sum_rows, AttnRowGrad};
 use super::norm_rows::{ln_backward_product, ln_rows, Product};
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, LnGrads, Rows, StepGrads, StepIn};
@@ -35,6 +35,7 @@ use crate::kernels::gemm::{matmul, transpose, Mat, Real};
 use crate::kernels::math::axpy;
 use crate::kernels::math::simd_dispatch;
 use crate::kernels::precision::matmul_wide;
+use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// Splits `v` into chunks of `rows` batch rows of `per_row` values.
 fn split<T>(v: &mut [T], rows: usize, per_row: usize) -> Vec<&mut [T]> {

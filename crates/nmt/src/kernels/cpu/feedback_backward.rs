@@ -5,9 +5,10 @@
 //! steps is `dS (B, L·n)` (and the LSTM's cell-state gradients). Block 0 of it is the first
 //! decoder layer's output, which goes back to `s1` (or `h0` before the first step); the
 //! weights' gradients add up step by step with small GEMMs.
-use super::feedback_forward::{block, masked, Dims, LayerWeights, Saved, Step, StepBufs};
+use super::feedback_forward::{block, masked, LayerWeights, Saved, Step, StepBufs};
 use crate::config::CellKind;
 use crate::kernels::gemm::{matmul, transpose, Mat, Real};
+use crate::kernels::shapes::feedback_dims::FeedbackDims;
 
 /// One upper layer's weights transposed once per call (see `gemm::transpose`): `Wᵀ (G, n)`,
 /// `Uᵀ (G, n)`, `U_otherᵀ (n, (L−1)·n)`, `W_gᵀ (L, n)`, `U_gᵀ (L, L·n)`.
@@ -20,7 +21,7 @@ pub(crate) struct Transposed<T> {
 }
 
 impl<T: Real> Transposed<T> {
-    fn of(d: &Dims, w: &LayerWeights<'_, T>) -> Self {
+    fn of(d: &FeedbackDims, w: &LayerWeights<'_, T>) -> Self {
         let (n, l, g) = (d.hidden, d.layers, d.gates());
         Transposed {
             wt: transpose(w.w, n, g),
@@ -45,7 +46,7 @@ pub(crate) struct LayerGrads<'a, T> {
 }
 
 impl<'a, T> LayerGrads<'a, T> {
-    fn of(d: &Dims, dp: &'a mut [T], k: usize) -> Self {
+    fn of(d: &FeedbackDims, dp: &'a mut [T], k: usize) -> Self {
         let o = d.offsets();
         let blk = &mut dp[k * o.len..][..o.len];
         let (w, rest) = blk.split_at_mut(o.b);
@@ -185,7 +186,7 @@ impl<T: Real> Step<'_, T> {
 
 /// The gradients of `s1 (B, T, n)`, `h0 (B, n)` and the flat weights, from the top outputs'
 /// gradient `dtop (B, T, n)`.
-pub(crate) fn backward<T: Real>(d: &Dims, sv: &Saved<T>, s1: &[T], h0: &[T], p: &[T], dtop: &[T]) -> [Vec<T>; 3] {
+pub(crate) fn backward<T: Real>(d: &FeedbackDims, sv: &Saved<T>, s1: &[T], h0: &[T], p: &[T], dtop: &[T]) -> [Vec<T>; 3] {
     let (b, tn, n, l, ups) = (d.batch, d.len, d.hidden, d.layers, d.uppers());
     let ln = l * n;
     let lstm = d.kind == CellKind::Lstm;

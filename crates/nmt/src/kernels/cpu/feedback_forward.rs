@@ -1,67 +1,12 @@
 //! The gated-feedback stack op's forward pass (`feedback.rs`, where the equations are): the
 //! flat weights' layout, one upper layer's step, the whole sequence, and the products kept
 //! for the backward pass (`feedback_backward.rs`).
-use crate::config::{CellKind, GruForm};
+use crate::config::CellKind;
 use crate::kernels::gemm::{matmul, Mat, Real};
+use crate::kernels::shapes::feedback_dims::FeedbackDims;
 
-/// Where each weight of one upper layer starts in its block of the flat parameter vector.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LayerOffsets {
-    /// `W (n, G)`, `b (G)`, `U (n, G)` (`[U_r | U_z | U_n]` or `[U_i | U_f | U_g | U_o]`), `b_h (G)`.
-    pub w: usize,
-    pub b: usize,
-    pub u: usize,
-    pub bh: usize,
-    /// `w_g (n, L)`, `u_g (L·n, L)`, `u_other ((L−1)·n, n)`.
-    pub wg: usize,
-    pub ug: usize,
-    pub uo: usize,
-    /// The block's length (`feedback::param_len`).
-    pub len: usize,
-}
-
-impl LayerOffsets {
-    pub fn new(kind: CellKind, hidden: usize, layers: usize) -> Self {
-        let (n, l, g) = (hidden, layers, kind.gates() * hidden);
-        let (w, b, u, bh) = (0, n * g, n * g + g, 2 * n * g + g);
-        let wg = bh + g;
-        let ug = wg + n * l;
-        let uo = ug + l * n * l;
-        LayerOffsets { w, b, u, bh, wg, ug, uo, len: uo + (l - 1) * n * n }
-    }
-}
-
-/// The dimensions of one call, with the masks in `f32` (converted per call in the kernel).
-#[derive(Clone, Debug)]
-pub(crate) struct Dims {
-    pub batch: usize,
-    pub len: usize,
-    pub hidden: usize,
-    pub layers: usize,
-    pub kind: CellKind,
-    pub residual: bool,
-    pub input_masks: Vec<Option<Vec<f32>>>,
-    pub state_masks: Vec<Option<Vec<f32>>>,
-}
-
-impl Dims {
-    pub fn gates(&self) -> usize {
-        self.kind.gates() * self.hidden
-    }
-    pub fn uppers(&self) -> usize {
-        self.layers - 1
-    }
-    pub fn offsets(&self) -> LayerOffsets {
-        LayerOffsets::new(self.kind, self.hidden, self.layers)
-    }
-    /// `ρ'` applies (the paper's GRU resets the sources before `U`).
-    pub fn reset_before(&self) -> bool {
-        self.kind == CellKind::Gru(GruForm::Paper)
-    }
-    /// `ρ` applies (the reset-after GRU resets the recurrent sum).
-    pub fn reset_after(&self) -> bool {
-        self.kind == CellKind::Gru(GruForm::ResetAfter)
-    }
+/// The masks as the CPU loops read them, converted to `T` per call.
+impl FeedbackDims {
     /// Upper layer `k`'s input mask at step `t` as rows `(B, n)`, in `T`.
     pub fn input_mask<T: Real>(&self, k: usize, t: usize) -> Option<Vec<T>> {
         let (b, s, n) = (self.batch, self.len, self.hidden);
@@ -109,19 +54,19 @@ pub(crate) struct StepBufs<S> {
 }
 
 impl<T: Real> Steps<T> {
-    fn zeros(d: &Dims) -> Self {
+    fn zeros(d: &FeedbackDims) -> Self {
         let (b, n, l, count) = (d.batch, d.hidden, d.layers, d.len * d.uppers());
         let z = |w: usize| vec![T::ZERO; count * b * w];
         Steps { xin: z(n), gi: z(d.gates()), gh: z(d.gates()), g: z(l), v: z(l * n), rsum: z(n), cand: z(n) }
     }
 
     /// The widths of one row of each buffer, in [`StepBufs`] order.
-    fn widths(d: &Dims) -> [usize; 7] {
+    fn widths(d: &FeedbackDims) -> [usize; 7] {
         let (n, l, g) = (d.hidden, d.layers, d.gates());
         [n, g, g, l, l * n, n, n]
     }
 
-    pub fn at(&mut self, d: &Dims, i: usize) -> StepBufs<&mut [T]> {
+    pub fn at(&mut self, d: &FeedbackDims, i: usize) -> StepBufs<&mut [T]> {
         let [a, b, c, e, f, g, h] = Self::widths(d).map(|w| (i * d.batch * w, d.batch * w));
         StepBufs {
             xin: &mut self.xin[a.0..][..a.1],
@@ -134,7 +79,7 @@ impl<T: Real> Steps<T> {
         }
     }
 
-    pub fn get(&self, d: &Dims, i: usize) -> StepBufs<&[T]> {
+    pub fn get(&self, d: &FeedbackDims, i: usize) -> StepBufs<&[T]> {
         let [a, b, c, e, f, g, h] = Self::widths(d).map(|w| (i * d.batch * w, d.batch * w));
         StepBufs {
             xin: &self.xin[a.0..][..a.1],
@@ -161,7 +106,7 @@ pub(crate) struct LayerWeights<'a, T> {
 
 impl<'a, T> LayerWeights<'a, T> {
     /// Upper layer `k`'s weights in `p`.
-    pub fn of(d: &Dims, p: &'a [T], k: usize) -> Self {
+    pub fn of(d: &FeedbackDims, p: &'a [T], k: usize) -> Self {
         let o = d.offsets();
         let blk = &p[k * o.len..][..o.len];
         LayerWeights {
@@ -190,7 +135,7 @@ pub(crate) fn block<T: Real>(s: &[T], i: usize, n: usize, l: usize) -> Vec<T> {
 }
 
 /// Forward pass: the top outputs `(B, T, n)` and what backward needs.
-pub(crate) fn forward<T: Real>(d: &Dims, s1: &[T], h0: &[T], p: &[T]) -> (Vec<T>, Saved<T>) {
+pub(crate) fn forward<T: Real>(d: &FeedbackDims, s1: &[T], h0: &[T], p: &[T]) -> (Vec<T>, Saved<T>) {
     let (b, tn, n, l, ups) = (d.batch, d.len, d.hidden, d.layers, d.uppers());
     let ln = l * n;
     let lstm = d.kind == CellKind::Lstm;
@@ -234,7 +179,7 @@ pub(crate) fn forward<T: Real>(d: &Dims, s1: &[T], h0: &[T], p: &[T]) -> (Vec<T>
 
 /// Upper layer `k` at one step: its weights and its state mask.
 pub(crate) struct Step<'a, T> {
-    pub d: &'a Dims,
+    pub d: &'a FeedbackDims,
     pub k: usize,
     pub w: LayerWeights<'a, T>,
     pub state_mask: Option<&'a [T]>,

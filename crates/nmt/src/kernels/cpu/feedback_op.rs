@@ -5,8 +5,8 @@
 //!
 //! Inputs: the first decoder layer's outputs `s1 (B, T, n)`, the start output `h0 (B, n)` (every
 //! upper layer starts from it, and it is the first layer's output before step 0), and every
-//! upper layer's weights in one flat vector ([`param_len`] each, in the order of
-//! [`LayerOffsets`]). Output: the top outputs `(B, T, n)`.
+//! upper layer's weights in one flat vector ([`param_len`](crate::kernels::shapes::feedback_dims::param_len) each, in the order of
+//! [`LayerOffsets`](crate::kernels::shapes::feedback_dims::LayerOffsets)). Output: the top outputs `(B, T, n)`.
 //!
 //! Each step runs the upper layers bottom-up on the sources `S_t = [h^1_{t−1}; …; h^L_{t−1}]`
 //! `(B, L·n)`. With `ρ = r` for the reset-after GRU (else 1) and `ρ' = r` for the paper's GRU
@@ -32,34 +32,11 @@
 use candle_core::{Result, Shape, Tensor};
 
 use super::feedback_backward::backward;
-use super::feedback_forward::{forward, Dims, LayerOffsets, Saved};
+use super::feedback_forward::{forward, Saved};
 use super::op::apply;
-use crate::config::CellKind;
 use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::Real;
-
-/// An upper layer's dropout masks: its input's `(B, T, n)` and its state's `(B, n)`, each
-/// `0` or `1/(1−p)` (`model/regularizer.rs`), or none.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LayerDropout<'a> {
-    pub input: Option<&'a [f32]>,
-    pub state: Option<&'a [f32]>,
-}
-
-/// How the stack runs: its cell, the decoder's layer count `L` (the first layer included),
-/// residual connections (`o = h + x`), and each upper layer's masks.
-#[derive(Clone, Debug)]
-pub struct FeedbackSpec<'a> {
-    pub kind: CellKind,
-    pub layers: usize,
-    pub residual: bool,
-    pub dropout: &'a [LayerDropout<'a>],
-}
-
-/// The number of weights of one upper layer in the flat parameter vector.
-pub fn param_len(kind: CellKind, hidden: usize, layers: usize) -> usize {
-    LayerOffsets::new(kind, hidden, layers).len
-}
+use crate::kernels::shapes::feedback_dims::{dims, FeedbackDims, FeedbackSpec};
 
 /// Runs the gated-feedback stack over `s1 (B, T, n)` from `h0 (B, n)` with the upper layers'
 /// flat weights `params ((L−1)·param_len)`; returns the top outputs `(B, T, n)`.
@@ -86,35 +63,7 @@ pub fn feedback_host(s1: &[f32], h0: &[f32], params: &[f32], spec: FeedbackSpec<
     Ok(forward(&d, s1, h0, params).0)
 }
 
-/// A call's [`Dims`] for inputs of `(B, T, n)` and `params` weights, if they fit the spec.
-pub(crate) fn dims((batch, len, hidden): (usize, usize, usize), params: usize, spec: &FeedbackSpec<'_>) -> Result<Dims> {
-    let ups = spec.layers.saturating_sub(1);
-    let fits = ups >= 1
-        && spec.dropout.len() == ups
-        && params == ups * param_len(spec.kind, hidden, spec.layers)
-        && spec
-            .dropout
-            .iter()
-            .all(|m| m.input.is_none_or(|v| v.len() == batch * len * hidden) && m.state.is_none_or(|v| v.len() == batch * hidden));
-    if !fits {
-        candle_core::bail!(
-            "gated-feedback stack: {params} weights, {} layers or the masks do not fit ({batch}, {len}, {hidden})",
-            spec.layers
-        );
-    }
-    Ok(Dims {
-        batch,
-        len,
-        hidden,
-        layers: spec.layers,
-        kind: spec.kind,
-        residual: spec.residual,
-        input_masks: spec.dropout.iter().map(|m| m.input.map(<[f32]>::to_vec)).collect(),
-        state_masks: spec.dropout.iter().map(|m| m.state.map(<[f32]>::to_vec)).collect(),
-    })
-}
-
-struct FeedbackSeq(Dims);
+struct FeedbackSeq(FeedbackDims);
 
 impl<T: Real> FusedOp<Host<T>> for FeedbackSeq {
     type Saved = Saved<T>;

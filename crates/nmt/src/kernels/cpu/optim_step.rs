@@ -15,25 +15,8 @@ use candle_core::{bail, CpuStorage, InplaceOp2, Layout, Result, Tensor};
 use rayon::prelude::*;
 
 use crate::kernels::math::simd_dispatch;
+use crate::kernels::shapes::update_rule::Rule;
 use crate::kernels::storage::cpu_slice;
-
-/// One update's rule and hyper-parameters.
-#[derive(Clone, Copy, Debug)]
-pub enum Rule {
-    /// `step` is 1 for the first update.
-    Adam {
-        lr: f64,
-        beta1: f64,
-        beta2: f64,
-        eps: f64,
-        step: u64,
-    },
-    Adadelta {
-        lr: f64,
-        rho: f64,
-        eps: f64,
-    },
-}
 
 /// Updates the CPU f32 tensor `param` in place from `grad · grad_scale`, with the moments `m`
 /// and `v` (host buffers of the parameter's size, owned by the optimiser).

@@ -21,6 +21,7 @@ use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::{Mat, Real};
 use crate::kernels::math::simd_dispatch;
 use crate::kernels::precision::matmul_wide;
+use crate::kernels::shapes::proj_weight::{Fitted, ProjWeight};
 
 /// Rows per parallel task: a chunk of rows shares one thread's pass over the vocabulary.
 const ROWS: usize = 16;
@@ -45,50 +46,11 @@ fn keep_logits<T: Real>(z: Vec<T>) {
     *KEPT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(z));
 }
 
-/// The projection matrix as the op reads it.
-#[derive(Clone, Copy, Debug)]
-pub enum ProjWeight<'a> {
-    /// `W (K, V)`.
-    Kv(&'a Tensor),
-    /// `Wᵀ (V, K)`, contiguous: the target embeddings `E` when they are tied (`G = Eᵀ`). The op
-    /// reads them as they are, with no copy in either pass, and returns their gradient as
-    /// `(V, K)` straight to `E`: no transpose node (each would cost a strided 8 MB add in
-    /// candle's backward pass).
-    Vk(&'a Tensor),
-}
-
 /// Per-row NLL `(N,)` of `targets` under `softmax(x W + b)`, label-smoothed by `smoothing` (ε).
 pub fn proj_nll(x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], smoothing: f64) -> Result<Tensor> {
     let Fitted { n, k, v, transposed, w: wt } = w.fitted("proj_nll", x, b, targets)?;
     let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed };
     apply(op, x, wt, b)
-}
-
-/// The sizes of `proj_nll`'s inputs, checked, and the stored weight.
-pub struct Fitted<'a> {
-    pub n: usize,
-    pub k: usize,
-    pub v: usize,
-    /// Whether the weight is stored `(V, K)`.
-    pub transposed: bool,
-    pub w: &'a Tensor,
-}
-
-impl<'a> ProjWeight<'a> {
-    /// The sizes of `x (N, K)` under this weight with bias `b (V)` and `N` targets below `V`,
-    /// or an error naming `op` (the CPU op and its GPU twin check alike).
-    pub fn fitted(self, op: &str, x: &Tensor, b: &Tensor, targets: &[u32]) -> Result<Fitted<'a>> {
-        let (n, k) = x.dims2()?;
-        let (transposed, w) = match self {
-            ProjWeight::Kv(w) => (false, w),
-            ProjWeight::Vk(w) => (true, w),
-        };
-        let (k2, v) = if transposed { (w.dim(1)?, w.dim(0)?) } else { w.dims2()? };
-        if k != k2 || b.dims1()? != v || targets.len() != n || targets.iter().any(|&t| t as usize >= v) {
-            candle_core::bail!("{op}: x {:?}, w {:?}, b {:?}, {} targets do not fit", x.dims(), w.dims(), b.dims(), targets.len());
-        }
-        Ok(Fitted { n, k, v, transposed, w })
-    }
 }
 
 /// Unnormalised probabilities `exp(z − max)` `(N, V)` and each row's `1 / Σ`, kept between

@@ -11,14 +11,7 @@
 //! search (`HostStart::memory`); the composed form is `DecoderStart::output`.
 use crate::config::StartState;
 use crate::kernels::gemm::Real;
-
-/// The width `P` of the summary `p` for annotations of width `c`.
-pub fn width(kind: StartState, c: usize) -> usize {
-    match kind {
-        StartState::FirstBackward | StartState::LastForward => c / 2,
-        StartState::Mean => c,
-    }
-}
+use crate::kernels::shapes::attn_dims::summary_width;
 
 /// The positions row `b` of length `len` reads (each weighted `1 / count`).
 fn positions(kind: StartState, len: usize) -> std::ops::Range<usize> {
@@ -31,7 +24,7 @@ fn positions(kind: StartState, len: usize) -> std::ops::Range<usize> {
 
 /// `p (B, P)` from `ann (B, S, C)`.
 pub fn pool<T: Real>(kind: StartState, ann: &[T], s: usize, c: usize, lens: &[usize]) -> Vec<T> {
-    let p = width(kind, c);
+    let p = summary_width(kind, c);
     let col = if kind == StartState::FirstBackward { c - p } else { 0 };
     let mut out = vec![T::ZERO; lens.len() * p];
     for (b, (row, &len)) in out.chunks_mut(p).zip(lens).enumerate() {
@@ -49,7 +42,7 @@ pub fn pool<T: Real>(kind: StartState, ann: &[T], s: usize, c: usize, lens: &[us
 
 /// Adds the gradient `dp (B, P)` of [`pool`]'s output into `dann (B, S, C)`.
 pub fn pool_backward<T: Real>(kind: StartState, dp: &[T], dann: &mut [T], s: usize, c: usize, lens: &[usize]) {
-    let p = width(kind, c);
+    let p = summary_width(kind, c);
     let col = if kind == StartState::FirstBackward { c - p } else { 0 };
     for (b, (row, &len)) in dp.chunks(p).zip(lens).enumerate() {
         let range = positions(kind, len);

@@ -25,7 +25,7 @@ use super::launch::{Addr, Launch, View};
 use super::norm_rows;
 use super::rnn_cell::Recurrent;
 use crate::config::{CellKind, GruForm};
-use crate::kernels::cpu::bahdanau::AttnDims;
+use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// The inputs' addresses and the uploaded lengths (`lens` of the source; `all` = `T` per
 /// sentence: every target step is live) and mask; an LSTM's initial cell states `m_0 (B, H)`

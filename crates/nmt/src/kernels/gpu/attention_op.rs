@@ -8,9 +8,9 @@ use super::args::{self, MaskRows};
 use super::attention_kernels::{At, Inputs, Saved};
 use super::launch::{Addr, Launch, Staged};
 use crate::config::{CellKind, GruForm};
-use crate::kernels::cpu::bahdanau::AttnDims;
 use crate::kernels::fused_op::Device;
 use crate::kernels::fused_op::FusedOp;
+use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// Runs the decoder loop of `d` (the CPU op's sizes: a GRU, or for Bahdanau's step an LSTM;
 /// layer normalisation for the conditional GRU in the reset-after form, `w` then ending with

@@ -24,8 +24,8 @@ use super::direction::{Carries, Dir, Own};
 use super::gru_cell::sum_rows;
 use super::launch::{Addr, Launch, Staged};
 use crate::config::{CellKind, GruForm};
-use crate::kernels::cpu::rnn_sequence::RnnSpec;
 use crate::kernels::fused_op::{Device, FusedOp};
+use crate::kernels::shapes::rnn_dims::RnnSpec;
 
 /// The op's inputs on the launcher: `gi`, `u`, `bh` as above, the lengths (`i64`, `B`) and
 /// the mask (or [`Addr::NULL`]).

@@ -18,11 +18,11 @@ use super::args::{self, AddRows, FbCellFwd, FbSources, FbStep, FillRows, MaskRow
 use super::gru_cell::{gemm, step_rows};
 use super::launch::{Addr, Launch, View};
 use crate::config::{CellKind, GruForm};
-use crate::kernels::cpu::feedback_forward::{Dims, LayerOffsets};
+use crate::kernels::shapes::feedback_dims::{FeedbackDims, LayerOffsets};
 
 /// The op of `(s1, h0, params)`.
 pub(super) struct Stack {
-    pub d: Dims,
+    pub d: FeedbackDims,
 }
 
 /// The sizes: `B`, `T`, `n`, `L`, the upper layers `U = L − 1`, the gate width `G`.

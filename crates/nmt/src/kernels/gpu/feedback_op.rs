@@ -5,8 +5,8 @@ use candle_core::{bail, DType, Result, Shape, Tensor};
 use super::feedback_backward::backward;
 use super::feedback_forward::{forward, Saved, Stack};
 use super::launch::{Addr, Launch};
-use crate::kernels::cpu::feedback_op::{self, FeedbackSpec};
 use crate::kernels::fused_op::FusedOp;
+use crate::kernels::shapes::feedback_dims::{dims, FeedbackSpec};
 
 /// Runs the stack over `s1 (B, T, n)` from `h0 (B, n)` with the flat weights `params`
 /// (`kernels::cpu::feedback_op::feedback_sequence`'s contract); returns the top outputs `(B, T, n)`.
@@ -19,7 +19,7 @@ pub fn feedback_sequence(s1: &Tensor, h0: &Tensor, params: &Tensor, spec: Feedba
     if [s1.dtype(), h0.dtype(), params.dtype()] != [DType::F32; 3] {
         bail!("gpu feedback_sequence: f32 only, got {:?}", s1.dtype());
     }
-    let d = feedback_op::dims((batch, len, hidden), params.elem_count(), &spec)?;
+    let d = dims((batch, len, hidden), params.elem_count(), &spec)?;
     super::op::apply(Stack { d }, s1, h0, params)
 }
 

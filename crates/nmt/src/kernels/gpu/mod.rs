@@ -27,8 +27,9 @@
 //! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `context.rs` (what opening a GPU sets on its
 //! context) with `cuda_context.rs` (those calls on cudarc), `recording.rs` (a
 //! launcher that records a training step and replays it, as a CUDA graph does), `replay_check.rs`
-//! (a step to check replays with, on any launcher), `tests.rs`, `recording_tests.rs` and
-//! `output_tests.rs` (the output side's twins against their CPU ops).
+//! (a step to check replays with, on any launcher), `tests.rs` (the emulation's own checks) and
+//! `recording_tests.rs`. The kernels' tests against their CPU twins stand on both rooms, one floor
+//! up: `kernels/recurrent_twins.rs` and `kernels/output_twins.rs`.
 //! The CUDA sources are every `.cu` file of this folder (build.rs finds them), with
 //! `common.h` (argument structs, cell codes, shared device functions) and, for the host,
 //! `emulate.h`/`emulate.c`.
@@ -92,7 +93,5 @@ pub mod rnn_sequence;
 pub mod row_best;
 pub mod start_pool;
 
-#[cfg(test)]
-mod output_tests;
 #[cfg(test)]
 mod tests;

@@ -13,8 +13,8 @@ use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, SqPartial, StepScalars, Update};
 use super::launch::{Addr, Launch, Staged};
-use crate::kernels::cpu::optim_step::Rule;
 use crate::kernels::fused_op::FusedOp;
+use crate::kernels::shapes::update_rule::Rule;
 
 /// `[θ'; m'; v'] (3n)` from `param` (`n` elements), `grad · scale` and `mv = [m; v] (2n)`, all
 /// `f32` on one device.

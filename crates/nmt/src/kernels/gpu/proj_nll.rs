@@ -16,8 +16,8 @@ use candle_core::{bail, DType, Result, Shape, Tensor};
 
 use super::args::{self, kernels, SumSteps};
 use super::launch::{Addr, Gemm, Launch, Staged, View};
-use crate::kernels::cpu::proj_nll::{Fitted, ProjWeight};
 use crate::kernels::fused_op::FusedOp;
+use crate::kernels::shapes::proj_weight::{Fitted, ProjWeight};
 
 kernels! {
     Output:

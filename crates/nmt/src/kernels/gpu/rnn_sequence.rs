@@ -15,8 +15,8 @@ use candle_core::{bail, DType, Result, Shape, Tensor};
 use super::args::{self, FillRows, MaskRows, SumSteps};
 use super::direction::{Carries, Dims, Dir, Own};
 use super::launch::{Addr, Launch};
-use crate::kernels::cpu::rnn_sequence::RnnSpec;
 use crate::kernels::fused_op::FusedOp;
+use crate::kernels::shapes::rnn_dims::RnnSpec;
 
 /// Runs the cell over `gi` with `u (H, G)` and `rows (B, G + H)` (`kernels::cpu::rnn_sequence`'s
 /// contract, without layer normalisation); returns the states `(B, S, H)`. `f32` only.

@@ -16,12 +16,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
-use super::emulated::{same_bits_in_any_order, Emulated, HostBuf};
-use super::launch::{Launch, Module, Staged};
-use super::recording::{Recording, Slot};
 use crate::config::OutputLayer;
-use crate::kernels::cpu::proj_nll::ProjWeight;
 use crate::kernels::fused_op::FusedOp;
+use crate::kernels::gpu::emulated::{same_bits_in_any_order, Emulated, HostBuf};
+use crate::kernels::gpu::launch::{Launch, Module, Staged};
+use crate::kernels::gpu::recording::{Recording, Slot};
+use crate::kernels::shapes::proj_weight::ProjWeight;
 
 /// An `N(0, 0.3²)` variable of `shape`.
 fn normal(rng: &mut ChaCha8Rng, shape: &[usize]) -> Var {
@@ -82,7 +82,7 @@ fn emulated_gpu_lookup_equals_the_cpu_op() {
         let w = weights(&mut rng, &[ids.len(), dim]);
         let run = |gpu: bool| {
             let out = match gpu {
-                true => super::lookup::lookup_op(table.as_tensor(), &ids, mask).unwrap(),
+                true => crate::kernels::gpu::lookup::lookup_op(table.as_tensor(), &ids, mask).unwrap(),
                 false => crate::kernels::cpu::lookup::lookup_op(table.as_tensor(), &ids, mask).unwrap(),
             };
             out_and_grads(&out, &w, &[&table])
@@ -96,8 +96,8 @@ fn emulated_gpu_lookup_equals_the_cpu_op() {
 #[test]
 fn emulated_gpu_lookup_refuses_ids_out_of_range() {
     let table = Tensor::zeros((4, 3), candle_core::DType::F32, &Device::Cpu).unwrap();
-    assert!(super::lookup::lookup_op(&table, &[4], None).is_err());
-    assert!(super::lookup::lookup_op(&table, &[1, 2], Some(&[1.0; 5])).is_err());
+    assert!(crate::kernels::gpu::lookup::lookup_op(&table, &[4], None).is_err());
+    assert!(crate::kernels::gpu::lookup::lookup_op(&table, &[1, 2], Some(&[1.0; 5])).is_err());
 }
 
 /// The deep output (`deep_output.rs`) against `kernels::cpu::deep_output`: maxout and tanh, with
@@ -116,7 +116,7 @@ fn emulated_gpu_deep_output_equals_the_cpu_op() {
             let run = |gpu: bool| {
                 let (a, b, c) = (sc.as_tensor(), ey.as_tensor(), wb.as_tensor());
                 let out = match gpu {
-                    true => super::deep_output::deep_output(a, b, c, layer, mask).unwrap(),
+                    true => crate::kernels::gpu::deep_output::deep_output(a, b, c, layer, mask).unwrap(),
                     false => crate::kernels::cpu::deep_output::deep_output(a, b, c, layer, mask).unwrap(),
                 };
                 out_and_grads(&out, &lw, &[&sc, &ey, &wb])
@@ -150,7 +150,7 @@ fn emulated_gpu_proj_nll_equals_the_cpu_op() {
                 let pw = if tied { ProjWeight::Vk(w.as_tensor()) } else { ProjWeight::Kv(w.as_tensor()) };
                 let (xt, bt) = (x.as_tensor(), b.as_tensor());
                 let out = match gpu {
-                    true => super::proj_nll::proj_nll(xt, pw, bt, &targets, smoothing).unwrap(),
+                    true => crate::kernels::gpu::proj_nll::proj_nll(xt, pw, bt, &targets, smoothing).unwrap(),
                     false => crate::kernels::cpu::proj_nll::proj_nll(xt, pw, bt, &targets, smoothing).unwrap(),
                 };
                 out_and_grads(&out, &lw, &[&x, &w, &b])
@@ -205,9 +205,9 @@ fn recorded<O: for<'a> FusedOp<Recording<'a, Emulated>>>(
 /// same outputs and gradients, bit for bit, as with [`Staged::Host`] values uploaded by the op.
 #[test]
 fn staged_device_data_is_not_uploaded_again() {
-    use super::deep_output::DeepOutput;
-    use super::lookup::Lookup;
-    use super::proj_nll::ProjNll;
+    use crate::kernels::gpu::deep_output::DeepOutput;
+    use crate::kernels::gpu::lookup::Lookup;
+    use crate::kernels::gpu::proj_nll::ProjNll;
     let mut rng = ChaCha8Rng::seed_from_u64(72);
     let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.gen_range(-0.6f32..0.6)).collect() };
     let (n, k1, k2, units, vocab) = (5usize, 4usize, 3usize, 3usize, 21usize);
@@ -236,4 +236,110 @@ fn staged_device_data_is_not_uploaded_again() {
     // The recording does refuse: host values fail inside it.
     let err = recorded(&lookup(Staged::Host(ids.clone()), None), &table, &dout).unwrap_err();
     assert!(err.to_string().contains("upload inside a recorded step"), "{err}");
+}
+
+/// The linear op (`gpu/linear.rs`, `y = x W + b`) against its CPU twin (`kernels::cpu::linear`).
+mod linear {
+    use candle_core::{Device, Tensor, Var};
+    use rand::{Rng, SeedableRng};
+
+    use crate::config::Precision;
+    use crate::kernels::gpu::linear::*;
+
+    /// `(N, K, M)`: a single element, odd sizes, and sizes past the GEMM's blocks.
+    const SHAPES: [(usize, usize, usize); 4] = [(1, 1, 1), (7, 5, 9), (33, 17, 40), (70, 130, 300)];
+
+    fn random(rng: &mut impl Rng, shape: &[usize]) -> Var {
+        let v: Vec<f32> = (0..shape.iter().product()).map(|_| rng.gen_range(-1f32..1.0)).collect();
+        Var::from_tensor(&Tensor::from_vec(v, shape, &Device::Cpu).unwrap()).unwrap()
+    }
+
+    /// `x`, `W`, `b` and the loss's weights `r (N, M)` for one shape.
+    fn inputs(rng: &mut impl Rng, (n, k, m): (usize, usize, usize)) -> ([Var; 3], Tensor) {
+        let vars = [random(rng, &[n, k]), random(rng, &[k, m]), random(rng, &[m])];
+        (vars, random(rng, &[n, m]).as_tensor().clone())
+    }
+
+    /// `y` and the gradients of `x`, `W`, `b` under the loss `Σ y ⊙ r`: the GPU op (emulated) in
+    /// `Some(precision)`, or the CPU op (`kernels::cpu::linear`, in f32: no lib test sets the
+    /// CPU's bf16 products).
+    fn run(vars: &[Var; 3], r: &Tensor, gpu: Option<Precision>) -> [Vec<f32>; 4] {
+        let [x, w, b] = vars.each_ref().map(|v| v.as_tensor());
+        let y = match gpu {
+            Some(p) => linear_in(x, w, b, p).unwrap(),
+            None => crate::kernels::cpu::linear::linear(x, w, b).unwrap(),
+        };
+        let grads = (&y * r).unwrap().sum_all().unwrap().backward().unwrap();
+        let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        [flat(&y), flat(grads.get(x).unwrap()), flat(grads.get(w).unwrap()), flat(grads.get(b).unwrap())]
+    }
+
+    /// The GPU op in f32 against the CPU op: the output and the three gradients bit for bit
+    /// (the same f32 GEMM on the same operands, the bias as its initial value, `db` summed row
+    /// by row from zero on both).
+    #[test]
+    fn emulated_gpu_linear_equals_the_cpu_op() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(69);
+        for shape in SHAPES {
+            let (vars, r) = inputs(&mut rng, shape);
+            let (want, got) = (run(&vars, &r, None), run(&vars, &r, Some(Precision::F32)));
+            for (t, (g, e)) in ["y", "dx", "dW", "db"].iter().zip(got.iter().zip(&want)) {
+                assert_eq!(g.len(), e.len(), "{shape:?} {t}");
+                for (i, (a, b)) in g.iter().zip(e).enumerate() {
+                    assert_eq!(a.to_bits(), b.to_bits(), "{shape:?} {t}[{i}]: gpu {a}, cpu {b}");
+                }
+            }
+        }
+    }
+
+    fn bf16(x: f32) -> f64 {
+        half::bf16::from_f32(x).to_f64()
+    }
+
+    /// The GPU op in bf16 multiplies the operands rounded to bf16 with f32 sums: each of `y`,
+    /// `dx`, `dW` against the f64 sum of the rounded operands' products (`b` added unrounded,
+    /// as the product's initial value), within `(terms + 1)·2⁻²⁴·Σ|term|` — the products of
+    /// two bf16 numbers are exact in f32, so what is left is the f32 sums' rounding, at most
+    /// one unit of 2⁻²⁴ per addition of the running sum's magnitude. `db` sums `dy` unrounded,
+    /// as the CPU op does. And it is not the f32 op: rounding moved some output.
+    #[test]
+    fn emulated_gpu_linear_in_bf16_multiplies_rounded_operands() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(70);
+        let mut moved = false;
+        for (n, k, m) in SHAPES {
+            let (vars, r) = inputs(&mut rng, (n, k, m));
+            let got = run(&vars, &r, Some(Precision::Bf16));
+            moved |= got[0] != run(&vars, &r, Some(Precision::F32))[0];
+            let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            let [x, w, b] = vars.each_ref().map(|v| flat(v.as_tensor()));
+            let r = flat(&r);
+            // Each output: its terms `(a, b)`, and an initial value; the sum's bound.
+            let check = |what: &str, got: f32, init: f64, terms: &mut dyn Iterator<Item = (f64, f64)>| {
+                let (mut sum, mut abs, mut count) = (init, init.abs(), 1f64);
+                for (p, q) in terms {
+                    sum += p * q;
+                    abs += (p * q).abs();
+                    count += 1.0;
+                }
+                let bound = count * 2f64.powi(-24) * abs;
+                assert!((got as f64 - sum).abs() <= bound, "{what}: gpu {got}, rounded operands' sum {sum}, bound {bound}");
+            };
+            for (i, j) in (0..n).flat_map(|i| (0..m).map(move |j| (i, j))) {
+                let t = &mut (0..k).map(|kk| (bf16(x[i * k + kk]), bf16(w[kk * m + j])));
+                check(&format!("({n}, {k}, {m}) y[{i}][{j}]"), got[0][i * m + j], b[j] as f64, t);
+            }
+            for (i, kk) in (0..n).flat_map(|i| (0..k).map(move |kk| (i, kk))) {
+                let t = &mut (0..m).map(|j| (bf16(r[i * m + j]), bf16(w[kk * m + j])));
+                check(&format!("({n}, {k}, {m}) dx[{i}][{kk}]"), got[1][i * k + kk], 0.0, t);
+            }
+            for (kk, j) in (0..k).flat_map(|kk| (0..m).map(move |j| (kk, j))) {
+                let t = &mut (0..n).map(|i| (bf16(x[i * k + kk]), bf16(r[i * m + j])));
+                check(&format!("({n}, {k}, {m}) dW[{kk}][{j}]"), got[2][kk * m + j], 0.0, t);
+            }
+            for j in 0..m {
+                check(&format!("({n}, {k}, {m}) db[{j}]"), got[3][j], 0.0, &mut (0..n).map(|i| (r[i * m + j] as f64, 1.0)));
+            }
+        }
+        assert!(moved, "bf16 products gave the f32 op's outputs everywhere");
+    }
 }
