@@ -2,13 +2,17 @@
 //! and the dtype, and asked by each layer's teacher-forcing `forward` (the loss, `model/layers.rs`), the optimiser's update
 //! (`train/optim.rs`) and the search (`search/mod.rs`, `snapshot::HostModel::supports`).
 //!
+//! How each training update runs is decided here too ([`Backend::training_step`]): the layers'
+//! forms under candle's backward pass, or RNNsearch's recorded GPU step (`train.cuda_graph`,
+//! `train/graph.rs`). Every refusal of a form, with its reason, is in this file.
+//!
 //! The fused kernels of `crate::kernels` read host memory in `f32` or `f64`; the host search's
 //! snapshot and the optimiser's in-place update are written for `f32` only (f64 is the
 //! gradient checks' precision, where speed does not matter). Everything else, and
 //! `impl = "composed"` everywhere, runs the composed candle ops: the reference twin and the GPU path.
 use candle_core::{DType, Device, Result, Tensor};
 
-use crate::config::Impl;
+use crate::config::{Arch, Impl, ModelConfig, OutputState, TrainConfig};
 use crate::kernels::cpu::feedback_op;
 use crate::kernels::cpu::linear;
 use crate::kernels::cpu::rnn_sequence;
@@ -16,6 +20,16 @@ use crate::kernels::gpu;
 use crate::kernels::precision::{self, Precision};
 use crate::kernels::shapes::feedback_dims::FeedbackSpec;
 use crate::kernels::shapes::rnn_dims::RnnSpec;
+
+/// How a training update runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrainStep {
+    /// Candle's loss and backward pass over the layers' forms (the model's [`Backend`]), then
+    /// the optimiser's update.
+    Layers,
+    /// RNNsearch's recorded GPU step, replayed as a CUDA graph per batch shape (`train.cuda_graph`).
+    Recorded,
+}
 
 /// The form that runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,5 +113,179 @@ impl Backend {
             Backend::Composed => Impl::Composed,
             Backend::FusedF64 | Backend::FusedF32 | Backend::Gpu => Impl::Fused,
         }
+    }
+
+    /// How `t`'s updates run for `model` on `device` with `ranks` processes, or why they cannot
+    /// (said before the corpus is read). Every field of [`TrainConfig`] is named, with no `..`
+    /// (issue 77): a field added to the training settings does not compile until this answers it.
+    pub fn training_step(model: &ModelConfig, t: &TrainConfig, device: &Device, ranks: usize) -> std::result::Result<TrainStep, String> {
+        let TrainConfig {
+            cuda_graph,
+            imp,        // the recorded step is the GPU kernels' form: "composed" refuses it
+            precision,  // its products are f32 only
+            candidates, // no candidate softmax in the recorded step; none with a copy mixture
+            // The optimiser (Adam or Adadelta), its schedule, clipping and the rescaled update
+            // run in both steps (`kernels::gpu::optim_step` in the recorded one).
+            optimizer: _,
+            lr: _,
+            warmup: _,
+            adadelta_rho: _,
+            adadelta_eps: _,
+            adam_betas: _,
+            adam_eps: _,
+            clip_norm: _,
+            normalize_updates: _,
+            lr_decay: _,
+            lr_patience: _,
+            // Batching, word dropout and label smoothing act on the batch and the loss, which
+            // both steps take alike (word dropout before the batch reaches either).
+            batch: _,
+            gpu_batch: _,
+            src_word_dropout: _,
+            tgt_word_dropout: _,
+            label_smoothing: _,
+            seed: _,
+            // The loop's schedule, validation and files: outside the step.
+            valid_every: _,
+            log_every: _,
+            patience: _,
+            max_steps: _,
+            max_epochs: _,
+            max_minutes: _,
+            valid_bleu_sentences: _,
+            valid_beam_size: _,
+            average_last: _,
+            shortlist: _,
+        } = t;
+        if candidates.is_some() && model.copy() {
+            return Err("train.candidates with model.copy: the copy mixture normalises over the whole vocabulary".into());
+        }
+        if !*cuda_graph {
+            return Ok(TrainStep::Layers);
+        }
+        // The settings first, then the processes, then the device: each refusal is reachable,
+        // and tested, on a CPU.
+        let refuse = |why: &str| Err(format!("train.cuda_graph {why}"));
+        if *imp == Impl::Composed {
+            return refuse("with impl = \"composed\": the recorded step is the GPU kernels' form; leave one of them off");
+        }
+        if *precision == Precision::Bf16 {
+            return refuse(
+                "with train.precision = \"bf16\": the recorded GPU step multiplies in f32 only; \
+                 set train.precision = \"f32\", or leave train.cuda_graph off for the bf16 products",
+            );
+        }
+        if candidates.is_some() {
+            return refuse("with train.candidates: the recorded GPU step has no candidate softmax yet");
+        }
+        if let Some(why) = Backend::recorded_refusal(model, DType::F32) {
+            return Err(format!("train.cuda_graph: the recorded GPU step {why}"));
+        }
+        if ranks != 1 {
+            return refuse("runs one process, not data-parallel ranks");
+        }
+        if !(device.is_cuda() && cfg!(feature = "cuda")) {
+            return refuse("needs a GPU: `nmt train --gpu`, built with --features cuda");
+        }
+        Ok(TrainStep::Recorded)
+    }
+
+    /// What of `cfg` in `dtype` the recorded step does not run, if anything: one encoder layer
+    /// without layer normalisation, one decoder layer reading `s_i`, no copy mixture, f32.
+    ///
+    /// Every field of [`ModelConfig`] is named, with no `..` (issue 77): a field added to the
+    /// configuration does not compile until this answers it, runs it or refuses it, so the
+    /// recorded step cannot silently train another model than the one asked for.
+    pub(crate) fn recorded_refusal(cfg: &ModelConfig, dtype: DType) -> Option<String> {
+        let ModelConfig {
+            preset: _,  // a name only
+            arch,       // RNNsearch only; its decoder, start and attention size run
+            emb_dim: _, // sizes: the arena takes them from the layers
+            hidden_dim: _,
+            maxout_dim: _,
+            output_state,             // `s_i` only
+            output_layer: _,          // maxout and tanh both run (`deep_output.rs`)
+            cell: _,                  // GRU and LSTM cells both run
+            gru: _,                   // both GRU forms run
+            dropout: _,               // unit dropout runs (its masks are staged per batch)
+            recurrent_dropout: _,     // runs
+            tie_target_embeddings: _, // runs (the projection reads the embeddings' slot)
+            layer_norm,
+            enc_layers,
+            dec_layers,
+            residual: _,       // between stacked layers only, which are refused
+            stack: _,          // a feedback stack needs stacked layers, refused
+            reverse_source: _, // done on the ids before the model (`nmt_data::reverse_source`)
+            init: _,           // initialisation: the arena packs the weights as they are
+            init_std: _,
+            orthogonal_recurrent: _,
+            src_vocab: _,
+            tgt_vocab: _,
+        } = cfg;
+        let Arch::Rnnsearch { att_dim: _, copy, decoder: _, start: _ } = arch else {
+            return Some("runs RNNsearch only".into());
+        };
+        let not_yet = |what: &str| Some(format!("does not run {what} yet"));
+        if *layer_norm {
+            return not_yet("layer normalisation");
+        }
+        if (*enc_layers, *dec_layers) != (1, 1) {
+            return not_yet("stacked layers");
+        }
+        if *copy {
+            return not_yet("the copy mixture");
+        }
+        if *output_state != OutputState::Current {
+            return not_yet("a deep output on s_{i-1}");
+        }
+        if dtype != DType::F32 {
+            return not_yet("a model that is not f32");
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{CandidatesConfig, Config, Precision};
+
+    fn recipe() -> Config {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/rnnsearch-s2s.toml");
+        Config::from_file(&path, &[]).unwrap()
+    }
+
+    /// Every refusal of a training step's form is `Backend::training_step`'s, with its reason,
+    /// and each is reached on a CPU: bf16 products, `impl = "composed"`, candidates, a model the
+    /// recorded step does not run, ranks, the device; candidates with a copy model whatever the
+    /// step. Without `train.cuda_graph` every other setting trains candle's step.
+    #[test]
+    fn the_backend_alone_refuses_a_training_step_with_its_reason() {
+        let c = recipe();
+        let cpu = Device::Cpu;
+        let (m, t) = (&c.model, TrainConfig { precision: Precision::F32, candidates: None, ..c.train.clone() });
+        let step = |m: &ModelConfig, t: &TrainConfig, ranks| Backend::training_step(m, t, &cpu, ranks);
+        let why = |m: &ModelConfig, t: &TrainConfig, ranks| step(m, t, ranks).unwrap_err();
+        assert_eq!(step(m, &t, 1), Ok(TrainStep::Layers));
+        let bf16 = TrainConfig { precision: Precision::Bf16, ..t.clone() };
+        assert_eq!(step(m, &bf16, 4), Ok(TrainStep::Layers));
+        let on = TrainConfig { cuda_graph: true, ..t.clone() };
+        assert!(why(m, &on, 1).contains("needs a GPU"), "{}", why(m, &on, 1));
+        assert!(why(m, &on, 2).contains("one process"));
+        let bf16 = TrainConfig { precision: Precision::Bf16, ..on.clone() };
+        assert!(why(m, &bf16, 1).contains("f32 only") && why(m, &bf16, 1).contains("train.precision"));
+        assert!(why(m, &TrainConfig { imp: Impl::Composed, ..on.clone() }, 1).contains("composed"));
+        let cands = Some(CandidatesConfig::default());
+        assert!(why(m, &TrainConfig { candidates: cands, ..on.clone() }, 1).contains("candidate softmax"));
+        let normed = ModelConfig { layer_norm: true, ..m.clone() };
+        assert!(why(&normed, &on, 1).contains("layer normalisation"));
+        let mut copy = m.clone();
+        if let Arch::Rnnsearch { copy: c, .. } = &mut copy.arch {
+            *c = true;
+        }
+        assert!(why(&copy, &TrainConfig { candidates: cands, ..t.clone() }, 1).contains("copy mixture normalises"));
+        assert!(why(&copy, &on, 1).contains("copy mixture"));
+        assert!(Backend::recorded_refusal(m, DType::F64).unwrap_or_default().contains("not f32"));
+        assert_eq!(Backend::recorded_refusal(m, DType::F32), None);
     }
 }

@@ -22,7 +22,6 @@ use candle_core::{DType, Tensor};
 
 use super::rnnsearch::{Decoder, Rnnsearch};
 use super::Seq2Seq;
-use crate::config::{Arch, ModelConfig, OutputState};
 use crate::error::{Error, Result};
 use crate::kernels::shapes::proj_weight::ProjWeight;
 
@@ -60,59 +59,13 @@ impl Layout {
     }
 }
 
-/// The RNNsearch of `model`, refusing what the recorded step does not run: it runs one encoder
-/// layer without layer normalisation, one decoder layer reading `s_i`, no copy mixture.
-///
-/// Every field of [`ModelConfig`] is named here, with no `..` (issue 77): a field added to the
-/// configuration does not compile until this refusal answers it, runs it or refuses it, so
-/// the recorded step cannot silently train another model than the one asked for.
+/// The RNNsearch of `model`, if the recorded step runs it: the refusal is
+/// [`Backend::recorded_refusal`](super::Backend::recorded_refusal)'s, the one place that decides.
 pub(crate) fn supported(model: &Seq2Seq) -> Result<&Rnnsearch> {
-    let refuse = |what: &str| Err(Error::Config(format!("the recorded GPU step does not run {what} yet")));
-    let ModelConfig {
-        preset: _,  // a name only
-        arch,       // RNNsearch only; its decoder, start and attention size run
-        emb_dim: _, // sizes: the arena takes them from the layers
-        hidden_dim: _,
-        maxout_dim: _,
-        output_state,             // `s_i` only
-        output_layer: _,          // maxout and tanh both run (`deep_output.rs`)
-        cell: _,                  // GRU and LSTM cells both run
-        gru: _,                   // both GRU forms run
-        dropout: _,               // unit dropout runs (its masks are staged per batch)
-        recurrent_dropout: _,     // runs
-        tie_target_embeddings: _, // runs (the projection reads the embeddings' slot)
-        layer_norm,
-        enc_layers,
-        dec_layers,
-        residual: _,       // between stacked layers only, which are refused
-        stack: _,          // a feedback stack needs stacked layers, refused
-        reverse_source: _, // done on the ids before the model (`nmt_data::reverse_source`)
-        init: _,           // initialisation: the arena packs the weights as they are
-        init_std: _,
-        orthogonal_recurrent: _,
-        src_vocab: _,
-        tgt_vocab: _,
-    } = &model.cfg;
-    // The configuration decides; the layers were built from it (`Rnnsearch::new`).
-    let (Arch::Rnnsearch { att_dim: _, copy, decoder: _, start: _ }, Some(net)) = (arch, model.rnnsearch()) else {
-        return Err(Error::Config("the recorded GPU step runs RNNsearch only".into()));
-    };
-    if *layer_norm {
-        return refuse("layer normalisation");
+    if let Some(why) = super::Backend::recorded_refusal(&model.cfg, model.dtype()) {
+        return Err(Error::Config(format!("the recorded GPU step {why}")));
     }
-    if (*enc_layers, *dec_layers) != (1, 1) {
-        return refuse("stacked layers");
-    }
-    if *copy {
-        return refuse("the copy mixture");
-    }
-    if *output_state != OutputState::Current {
-        return refuse("a deep output on s_{i-1}");
-    }
-    if model.dtype() != DType::F32 {
-        return refuse("a model that is not f32");
-    }
-    Ok(net)
+    model.rnnsearch().ok_or_else(|| Error::Config("the recorded GPU step runs RNNsearch only".into()))
 }
 
 /// The slots of `net` with the embeddings `src`, `tgt`, in arena order, flat.

@@ -53,7 +53,7 @@ use candle_core::{DType, Device, Tensor};
 use crate::config::{Arch, Impl, ModelConfig};
 use crate::error::Result;
 use architecture::Forced;
-pub use backend::Backend;
+pub use backend::{Backend, TrainStep};
 pub use candidates::{CandidateSpec, Candidates};
 pub use decoder::StepScores;
 use decoder::{Encoded, Memory};

@@ -1,6 +1,6 @@
 //! `train.cuda_graph = true`: each update runs RNNsearch's recorded step (`model/launch_step.rs`)
 //! instead of candle's loss, backward pass and optimiser, as a CUDA graph replayed per batch shape
-//! (`kernels::gpu::recording::Replay`). The first batch of a shape is recorded, a real update run
+//! (`kernels::gpu::recording::Replay`), where [`Backend::training_step`](crate::model::Backend::training_step) chose it. The first batch of a shape is recorded, a real update run
 //! eagerly, then captured; every later batch of that shape is staged into the bucket's buffers and
 //! the graph launched. The step's masks are drawn at the sites the candle path draws them at, so
 //! the run is the same training (its gradients agree to rounding: `model::launch_tests`).
@@ -18,7 +18,7 @@ use nmt_data::batch::Batch;
 use super::collective::Control;
 use super::optim::Optimizer;
 use super::update::Updated;
-use crate::config::{Optimizer as Kind, Precision, TrainConfig};
+use crate::config::{Optimizer as Kind, TrainConfig};
 use crate::error::{Error, Result};
 use crate::kernels::gpu::optim_step::UpdateConfig;
 use crate::kernels::gpu::recording::Replay;
@@ -26,7 +26,7 @@ use crate::model::launch_arena::pack_named;
 use crate::model::launch_bucket::{host_batch, Bucket, MaskSizes};
 use crate::model::launch_step::LaunchStep;
 use crate::model::regularizer::Regularizer;
-use crate::model::Seq2Seq;
+use crate::model::{Seq2Seq, TrainStep};
 
 /// The launcher `train.cuda_graph` runs on: the GPU; in a build without CUDA the emulation's
 /// type stands in, never made (`launcher` refuses first).
@@ -37,28 +37,11 @@ pub type GraphLauncher = crate::kernels::gpu::cuda::Cuda;
 #[cfg(not(feature = "cuda"))]
 pub type GraphLauncher = crate::kernels::gpu::emulated::Emulated;
 
-/// Why `train.cuda_graph` cannot run with these settings, whatever the device (said before the
-/// corpus is read): the recorded step multiplies in f32 only (its bf16 products are not built;
-/// issue 74), so with `train.precision = "bf16"` it would train another model than asked.
-pub fn refused(t: &TrainConfig) -> Option<String> {
-    (t.cuda_graph && t.precision == Precision::Bf16).then(|| {
-        "train.cuda_graph with train.precision = \"bf16\": the recorded GPU step multiplies in f32 only; \
-         set train.precision = \"f32\", or leave train.cuda_graph off for the bf16 products"
-            .into()
-    })
-}
-
-/// The launcher of a run with `train.cuda_graph` (`single`: one process), or `None` without it;
-/// refused, with the reason, where it cannot run.
-pub fn launcher(t: &TrainConfig, model: &Seq2Seq, single: bool) -> Result<Option<GraphLauncher>> {
-    if !t.cuda_graph {
+/// The launcher of a run whose updates are `step` ([`Backend::training_step`](crate::model::Backend::training_step) decided, before the
+/// corpus was read), or `None` for candle's step.
+pub fn launcher(step: TrainStep, model: &Seq2Seq) -> Result<Option<GraphLauncher>> {
+    if step == TrainStep::Layers {
         return Ok(None);
-    }
-    if let Some(why) = refused(t) {
-        return Err(Error::Config(why));
-    }
-    if !single {
-        return Err(Error::Config("train.cuda_graph runs one process, not data-parallel ranks".into()));
     }
     #[cfg(feature = "cuda")]
     if let candle_core::Device::Cuda(cd) = model.device() {
@@ -265,25 +248,14 @@ mod tests {
         assert_eq!(params(&dev), params(&other), "the resumed run's parameters");
     }
 
-    /// `train.cuda_graph` where it cannot run is refused with the reason, before any update: on
-    /// the CPU, and with data-parallel ranks.
+    /// A run whose updates are candle's has no launcher; a recorded step without a GPU is an
+    /// error here too (the refusals themselves are `Backend::training_step`'s, tested there).
     #[test]
-    fn cuda_graph_without_a_gpu_is_refused() {
-        let (m, t, _) = setup();
+    fn candles_step_has_no_launcher_and_the_recorded_one_needs_a_gpu() {
+        let (m, _, _) = setup();
         let model = Seq2Seq::fresh(&m, 3, DType::F32, &Device::Cpu).unwrap();
-        let on = TrainConfig { cuda_graph: true, precision: Precision::F32, ..t.clone() };
-        assert!(launcher(&t, &model, true).unwrap().is_none());
-        let cpu = launcher(&on, &model, true).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(launcher(TrainStep::Layers, &model).unwrap().is_none());
+        let cpu = launcher(TrainStep::Recorded, &model).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(cpu.contains("needs a GPU"), "{cpu}");
-        let ranks = launcher(&on, &model, false).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(ranks.contains("one process"), "{ranks}");
-        // bf16 products: refused on any device (the recorded step has f32 products only).
-        assert_eq!(refused(&on), None);
-        let bf16 = TrainConfig { precision: Precision::Bf16, ..on.clone() };
-        let why = refused(&bf16).unwrap_or_default();
-        assert!(why.contains("f32 only") && why.contains("train.precision"), "{why}");
-        let err = launcher(&bf16, &model, true).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err.contains("f32 only"), "{err}");
-        assert_eq!(refused(&TrainConfig { precision: Precision::Bf16, ..t }), None);
     }
 }

@@ -31,18 +31,14 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::candidates::{self, Candidates};
 use crate::model::regularizer::{DropoutRates, Regularizer};
+use crate::model::{Backend, TrainStep};
 
 /// Trains (or resumes) per `cfg`, writing into `opts.model_dir`.
 pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result<TrainSummary> {
     let dir = &opts.model_dir;
     let c = opts.collective.as_ref();
-    // Said before the corpus is read; the model's own checks follow once it is built (`graph.rs`).
-    if cfg.train.cuda_graph && !(opts.device.is_cuda() && cfg!(feature = "cuda")) {
-        return Err(Error::Config("train.cuda_graph needs a GPU: `nmt train --gpu`, built with --features cuda".into()));
-    }
-    if let Some(why) = super::graph::refused(&cfg.train).or_else(|| candidates_refused(cfg)) {
-        return Err(Error::Config(why));
-    }
+    // How each update runs, or why it cannot: said before the corpus is read.
+    let step = Backend::training_step(&cfg.model, &cfg.train, &opts.device, c.size()).map_err(Error::Config)?;
     if opts.is_root() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         check_writable(dir)?;
@@ -104,7 +100,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     let snapshot_dir = dir.join("snapshots");
     let env =
         LoopEnv { cfg, opts, data: &data, dev: &dev, log: &log, ckpt_path: &ckpt_path, best_path: &best_path, snapshot_dir: &snapshot_dir };
-    let reason = run_loop(&env, &mut run, ui)?;
+    let reason = run_loop(&env, step, &mut run, ui)?;
     if cfg.train.average_last > 0 && reason.0 != StopReason::Interrupted && opts.is_root() {
         average_snapshots(&env, &run, ui)?;
     }
@@ -123,20 +119,6 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     })
 }
 
-/// Why `train.candidates` cannot run with this config, said before the corpus is read: a copy
-/// model's loss mixes the softmax with attention over extended ids (`copy.rs`), and the
-/// recorded GPU step (`train.cuda_graph`) has no candidate form yet.
-fn candidates_refused(cfg: &Config) -> Option<String> {
-    cfg.train.candidates?;
-    if cfg.model.copy() {
-        return Some("train.candidates with model.copy: the copy mixture normalises over the whole vocabulary".into());
-    }
-    if cfg.train.cuda_graph {
-        return Some("train.candidates with train.cuda_graph: the recorded GPU step has no candidate softmax yet".into());
-    }
-    None
-}
-
 /// Loss and tokens since the last log line.
 #[derive(Default)]
 struct Window {
@@ -149,7 +131,7 @@ struct Window {
     started: Option<Instant>,
 }
 
-fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(StopReason, f64)> {
+fn run_loop(env: &LoopEnv, step: TrainStep, run: &mut Run, ui: &mut dyn Progress) -> Result<(StopReason, f64)> {
     let t = &env.cfg.train;
     let started = Instant::now();
     let elapsed_before = run.progress.elapsed_s;
@@ -166,7 +148,7 @@ fn run_loop(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Result<(Stop
     // rank 0's clock counts, so every rank stops at the same update.
     let mut agreed = Control { out_of_time: t.max_minutes > 0.0 && elapsed_before >= t.max_minutes * 60.0, ..Control::default() };
     // `train.cuda_graph`: each update replays the recorded step (`graph.rs`).
-    let graph_l = launcher(t, &run.model, single)?;
+    let graph_l = launcher(step, &run.model)?;
     let cand_spec = match &t.candidates {
         Some(c) => {
             let prepared = env.data.prepared();
