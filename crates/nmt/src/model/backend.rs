@@ -12,13 +12,12 @@
 //! `impl = "composed"` everywhere, runs the composed candle ops: the reference twin and the GPU path.
 use candle_core::{DType, Device, Result, Tensor};
 
-use crate::config::{Arch, Impl, ModelConfig, OutputState, TrainConfig};
-use crate::kernels::cpu::feedback_op;
-use crate::kernels::cpu::linear;
-use crate::kernels::cpu::rnn_sequence;
+use crate::config::{Arch, Impl, ModelConfig, OutputLayer, OutputState, TrainConfig};
+use crate::kernels::cpu::{deep_output, feedback_op, linear, lookup, proj_nll, rnn_sequence};
 use crate::kernels::gpu;
 use crate::kernels::precision::{self, Precision};
 use crate::kernels::shapes::feedback_dims::FeedbackSpec;
+use crate::kernels::shapes::proj_weight::ProjWeight;
 use crate::kernels::shapes::rnn_dims::RnnSpec;
 
 /// How a training update runs.
@@ -44,7 +43,11 @@ pub enum Backend {
     /// An `f32` model on a GPU: the layers that have GPU kernels (`kernels::gpu`: the
     /// recurrent encoders, RNNenc's and the seq2seq decoders' recurrences, the decoders' upper
     /// layers and gated-feedback stacks, the RNNsearch decoders' loops, GRU or LSTM,
-    /// layer-normalised or not) run them, the others their composed candle ops; search runs candle's search. `impl = "composed"` on a GPU is [`Backend::Composed`] throughout.
+    /// layer-normalised or not, the embedding lookups, RNNsearch's deep output and the
+    /// projection's loss) run them, the others their composed candle ops (RNNsearch's start
+    /// `s_0`, whose twin `kernels::gpu::start_pool` only the recorded step runs, and RNNenc's
+    /// per-sentence output layer); search runs candle's search. `impl = "composed"` on a GPU is
+    /// [`Backend::Composed`] throughout.
     Gpu,
 }
 
@@ -104,6 +107,39 @@ impl Backend {
         match self.gpu() {
             true => gpu::rnn_sequence::rnn_sequence(gi, u, rows, reverse, spec),
             false => rnn_sequence::rnn_sequence(gi, u, rows, reverse, spec),
+        }
+    }
+
+    /// Whether the layers' teacher-forcing passes run their own ops, on the CPU ([`Self::fused`])
+    /// or as their GPU twins ([`Self::gpu`]), rather than composed candle ops.
+    pub fn kernels(self) -> bool {
+        self.fused() || self.gpu()
+    }
+
+    /// The embedding lookup `x_r = E[id_r] ⊙ m_r` (`kernels::cpu::lookup`'s contract): the CPU
+    /// op, or on a GPU its twin (`kernels::gpu::lookup`).
+    pub(crate) fn lookup(self, table: &Tensor, ids: &[u32], mask: Option<&[f32]>) -> Result<Tensor> {
+        match self.gpu() {
+            true => gpu::lookup::lookup_op(table, ids, mask),
+            false => lookup::lookup_op(table, ids, mask),
+        }
+    }
+
+    /// RNNsearch's deep output over `[s; c]` and `E y` with the packed `[O_h; O_c; O_y; b]`
+    /// (`kernels::cpu::deep_output`'s contract): the CPU op, or on a GPU its twin.
+    pub(crate) fn deep_output(self, sc: &Tensor, ey: &Tensor, wb: &Tensor, layer: OutputLayer, mask: Option<&[f32]>) -> Result<Tensor> {
+        match self.gpu() {
+            true => gpu::deep_output::deep_output(sc, ey, wb, layer, mask),
+            false => deep_output::deep_output(sc, ey, wb, layer, mask),
+        }
+    }
+
+    /// The projection's label-smoothed NLL per row (`kernels::cpu::proj_nll`'s contract): the
+    /// CPU op, or on a GPU its twin (`kernels::gpu::proj_nll`, its products f32).
+    pub(crate) fn proj_nll(self, x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], eps: f64) -> Result<Tensor> {
+        match self.gpu() {
+            true => gpu::proj_nll::proj_nll(x, w, b, targets, eps),
+            false => proj_nll::proj_nll(x, w, b, targets, eps),
         }
     }
 

@@ -8,7 +8,6 @@ use candle_core::Tensor;
 use super::backend::Backend;
 use super::regularizer::times_mask;
 use crate::error::Result;
-use crate::kernels::cpu::lookup;
 
 /// Rows `ids (B, L)` u32 of `table (V, m)`, each times its row of `mask (B·L, m)` when given
 /// → `(B, L, m)`.
@@ -16,9 +15,9 @@ pub fn lookup(table: &Tensor, ids: &Tensor, mask: Option<Vec<f32>>, backend: Bac
     let (b, l) = ids.dims2()?;
     let m = table.dim(1)?;
     let flat = ids.flatten_all()?;
-    if backend.fused() {
+    if backend.kernels() {
         let ids = flat.to_vec1::<u32>()?;
-        return Ok(lookup::lookup_op(table, &ids, mask.as_deref())?.reshape((b, l, m))?);
+        return Ok(backend.lookup(table, &ids, mask.as_deref())?.reshape((b, l, m))?);
     }
     let x = table.index_select(&flat, 0)?.reshape((b, l, m))?;
     match mask {

@@ -20,10 +20,9 @@ use super::params::{Init, ParamBuilder};
 use super::regularizer::{times_mask, Dropout, Site};
 use crate::config::OutputLayer;
 use crate::error::Result;
-use crate::kernels::cpu::proj_nll;
 use crate::kernels::cpu::projection::Projection;
 use crate::kernels::cpu::row_best::RowBest;
-use crate::kernels::cpu::{deep_output, linear, maxout};
+use crate::kernels::cpu::{linear, maxout};
 use crate::kernels::math::tanh_f32;
 use crate::kernels::profile;
 use crate::kernels::shapes::proj_weight::ProjWeight;
@@ -150,11 +149,14 @@ impl DeepOutput {
         let mask = dropout.and_then(|d| d.units_mask(Site::Maxout, rows * self.maxout));
         // With layer normalisation the hidden layer stays composed (three normalised products
         // over all rows at once; `kernels::cpu::deep_output` has no normalisation).
-        if backend.fused() && self.norm.is_none() {
-            return match ctx {
-                Context::PerStep(state_ctx) => self.hidden_fused(state_ctx, ey, mask.as_deref()),
-                Context::PerSentence { states, c } => self.hidden_fused_summary(states, ey, c, mask),
-            };
+        // On a GPU, RNNsearch's per-step context runs the deep output's twin; RNNenc's
+        // per-sentence context stays composed there (`hidden_fused_summary` is CPU ops).
+        if self.norm.is_none() {
+            match ctx {
+                Context::PerStep(state_ctx) if backend.kernels() => return self.hidden_fused(state_ctx, ey, mask.as_deref(), backend),
+                Context::PerSentence { states, c } if backend.fused() => return self.hidden_fused_summary(states, ey, c, mask),
+                _ => {}
+            }
         }
         let hidden = match ctx {
             Context::PerStep(state_ctx) => {
@@ -178,10 +180,10 @@ impl DeepOutput {
     }
 
     /// The fused form for RNNsearch (`kernels::cpu::deep_output`, one op, no concatenation of
-    /// activations).
-    fn hidden_fused(&self, state_ctx: &Tensor, emb: &Tensor, mask: Option<&[f32]>) -> Result<Tensor> {
+    /// activations; on a GPU its twin, as `backend` says).
+    fn hidden_fused(&self, state_ctx: &Tensor, emb: &Tensor, mask: Option<&[f32]>, backend: Backend) -> Result<Tensor> {
         let wb = Tensor::cat(&[&self.o_h, &self.o_c, &self.o_y, &self.b.unsqueeze(0)?], 0)?;
-        Ok(deep_output::deep_output(state_ctx, emb, &wb, self.layer, mask)?)
+        Ok(backend.deep_output(state_ctx, emb, &wb, self.layer, mask)?)
     }
 
     /// The fused form for RNNenc, whose context is one per sentence.
@@ -224,9 +226,9 @@ impl DeepOutput {
                 Some(e) => e.index_select(&ids, 0)?,
                 None => self.g.index_select(&ids, 1)?,
             };
-            return match (&self.tied, backend.fused()) {
-                (Some(_), true) => Ok(proj_nll::proj_nll(t, ProjWeight::Vk(&w), &b, &targets, eps)?),
-                (None, true) => Ok(proj_nll::proj_nll(t, ProjWeight::Kv(&w), &b, &targets, eps)?),
+            return match (&self.tied, backend.kernels()) {
+                (Some(_), true) => Ok(backend.proj_nll(t, ProjWeight::Vk(&w), &b, &targets, eps)?),
+                (None, true) => Ok(backend.proj_nll(t, ProjWeight::Kv(&w), &b, &targets, eps)?),
                 (tied, false) => {
                     let targets = Tensor::from_vec(targets, t.dim(0)?, t.device())?;
                     let g = if tied.is_some() { w.t()? } else { w };
@@ -234,8 +236,8 @@ impl DeepOutput {
                 }
             };
         }
-        if backend.fused() {
-            return Ok(proj_nll::proj_nll(t, self.projection(), &self.b_g, &targets.to_vec1::<u32>()?, eps)?);
+        if backend.kernels() {
+            return Ok(backend.proj_nll(t, self.projection(), &self.b_g, &targets.to_vec1::<u32>()?, eps)?);
         }
         composed_nll(&self.logits(t)?, targets, eps)
     }
