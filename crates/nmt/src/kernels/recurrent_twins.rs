@@ -1,7 +1,7 @@
 //! The GPU kernels, run emulated on the host, against the CPU's fused ops (`kernels::cpu::birnn`,
 //! `kernels::cpu::rnn_sequence`)
 //! and in-place update (`kernels::cpu::optim_step`); the decoders' GPU form is tested beside its
-//! wiring (`model/gpu_decoder.rs`), the search's pick beside its use (`search/candle.rs`):
+//! wiring (`model/decoder_gpu.rs`), the search's pick beside its use (`search/candle.rs`):
 //! the same annotations and the same gradients, for both GRU forms and the LSTM, with and without recurrent
 //! dropout, with padded sentences of every length. A wrong index, leading dimension, transpose
 //! or step order in `birnn.rs` or a `.cu` source fails here, on any machine.

@@ -8,7 +8,7 @@
 //! - [`AttentionDecoder::step`]: the composed candle step `(batch, ·)` (the candle search, the
 //!   GPU);
 //! - [`AttentionDecoder::forward`]: teacher forcing over every target step, in one kernel
-//!   (`kernels::cpu::bahdanau`), its GPU twin (`gpu_decoder.rs`, a GRU or an LSTM) or step by step on
+//!   (`kernels::cpu::bahdanau`), its GPU twin (`decoder_gpu.rs`, a GRU or an LSTM) or step by step on
 //!   composed ops (autodiff's reference twin);
 //! - [`HostAttention::step`]: one search step for `R` live rows on host slices, with the deep
 //!   output's input terms folded into the same GEMMs.
@@ -24,7 +24,7 @@ use super::output::HostOutput;
 use super::params::{Init, ParamBuilder};
 use super::precomputed::{ContextTerms, WordTerms};
 use super::rnn::Rnn;
-use super::{gpu_decoder, gpu_step};
+use super::{decoder_gpu, decoder_loop_gpu};
 use crate::config::{CellKind, GruForm, ModelConfig, OutputState, StartState};
 use crate::error::Result;
 use crate::kernels::cpu::bahdanau::{attend_row, AttnScratch};
@@ -117,13 +117,13 @@ impl ForcedDecoder for AttentionDecoder {
     }
 
     fn has_gpu_kernels(&self) -> bool {
-        gpu_decoder::has_gpu_cell(&self.rnn)
+        decoder_gpu::has_gpu_cell(&self.rnn)
     }
 
-    /// The GPU form (`gpu_decoder.rs`).
+    /// The GPU form (`decoder_gpu.rs`).
     fn forward_gpu(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let s0 = self.start_output(x.ann, x.src)?;
-        let (state_ctx, _) = gpu_decoder::forced_loop(x, self.loop_weights(), &s0, state_mask)?;
+        let (state_ctx, _) = decoder_gpu::forced_loop(x, self.loop_weights(), &s0, state_mask)?;
         let alpha = self.forced_alpha(x, &state_ctx, &s0)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
@@ -131,8 +131,8 @@ impl ForcedDecoder for AttentionDecoder {
 
 impl AttentionDecoder {
     /// The weights as the GPU's loop and step pack them: the one cell reads the context by `C`.
-    pub(crate) fn loop_weights(&self) -> gpu_step::LoopWeights<'_> {
-        gpu_step::LoopWeights { att: &self.att, cell: &self.rnn, wc: &self.c, first: None }
+    pub(crate) fn loop_weights(&self) -> decoder_loop_gpu::LoopWeights<'_> {
+        decoder_loop_gpu::LoopWeights { att: &self.att, cell: &self.rnn, wc: &self.c, first: None }
     }
 
     /// The copy mixture's `α (B·T, S)` when asked, recomputed on composed ops from the

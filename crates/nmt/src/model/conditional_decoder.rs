@@ -14,7 +14,7 @@
 //!
 //! - [`ConditionalDecoder::step`]: the composed candle step (the candle search, the GPU);
 //! - [`ConditionalDecoder::forward`]: teacher forcing, in one kernel (`kernels::cpu::conditional`
-//!   through `kernels::cpu::attention_op`), its GPU twin (`gpu_decoder.rs`, with or without layer
+//!   through `kernels::cpu::attention_op`), its GPU twin (`decoder_gpu.rs`, with or without layer
 //!   normalisation) or step by step on composed ops (the reference twin);
 //! - [`HostConditional::step`](super::conditional_host::HostConditional::step): one search
 //!   step for `R` rows on host slices (`conditional_host.rs`).
@@ -27,7 +27,7 @@ use super::encoder::Source;
 use super::params::ParamBuilder;
 use super::regularizer::state_tensor;
 use super::rnn::Rnn;
-use super::{gpu_decoder, gpu_step};
+use super::{decoder_gpu, decoder_loop_gpu};
 use crate::config::{CellKind, OutputState, StartState};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::{attention_op, linear, norm_rows};
@@ -133,11 +133,11 @@ impl ForcedDecoder for ConditionalDecoder {
         true
     }
 
-    /// The GPU form (`gpu_decoder.rs`).
+    /// The GPU form (`decoder_gpu.rs`).
     fn forward_gpu(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let s0 = self.start.output(x.ann, x.src)?;
         let mask = x.want_alpha.then(|| state_mask.clone()).flatten();
-        let (state_ctx, gie) = gpu_decoder::forced_loop(x, self.loop_weights(), &s0, state_mask)?;
+        let (state_ctx, gie) = decoder_gpu::forced_loop(x, self.loop_weights(), &s0, state_mask)?;
         let alpha = self.forced_alpha(x, &state_ctx, &s0, &gie, mask)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
@@ -145,8 +145,8 @@ impl ForcedDecoder for ConditionalDecoder {
 
 impl ConditionalDecoder {
     /// The weights as the GPU's loop and step pack them: GRU₂ reads the context.
-    pub(crate) fn loop_weights(&self) -> gpu_step::LoopWeights<'_> {
-        gpu_step::LoopWeights { att: &self.att, cell: &self.rnn2, wc: self.rnn2.input_weights().0, first: Some(&self.rnn1) }
+    pub(crate) fn loop_weights(&self) -> decoder_loop_gpu::LoopWeights<'_> {
+        decoder_loop_gpu::LoopWeights { att: &self.att, cell: &self.rnn2, wc: self.rnn2.input_weights().0, first: Some(&self.rnn1) }
     }
 
     /// The copy mixture's `α (B·T, S)` when asked, on composed ops: `s'_i` from the teacher-

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use candle_core::Tensor;
 
 use super::copy::CopySource;
-use super::gpu_step::StepMemory;
+use super::decoder_loop_gpu::StepMemory;
 use super::output::BatchShortlist;
 use crate::config::{CellKind, OutputState};
 use crate::error::Result;
@@ -20,7 +20,7 @@ use crate::error::Result;
 /// RNNsearch's memory of a batch: annotations `(B, S, 2n)`, `U_a h_j` `(B, S, n')`, the mask
 /// bias `(B, S)` (0 at words, −1e9 at padding); a copy model's extended source ids `(B, S)` u32
 /// and how many ids they add past the vocabulary (search only); on a GPU, what the decoder's
-/// GPU step reads (`gpu_decoder::StepMemory`; search only).
+/// GPU step reads (`decoder_gpu::StepMemory`; search only).
 #[derive(Clone, Debug)]
 pub struct AttentionMemory {
     pub(crate) annotations: Tensor,

@@ -7,7 +7,7 @@
 //! src_emb (K_x, m)          enc_w (m, 2G) = [W→ | W←]    enc_b (2G)     enc_u (2, H, G) = [U→; U←]
 //! enc_bh (2, G)             start_w (P, H), start_b (H)  keys (C, A) = U_a
 //! dec_w (m, G), dec_b (G)   the first decoder cell's input weights (reads E y)
-//! loop                      the decoder loop's packed weights (`gpu_step::LoopWeights::packed`)
+//! loop                      the decoder loop's packed weights (`decoder_loop_gpu::LoopWeights::packed`)
 //! out_wb (n + C + m + 1, w) = [O_h; O_c; O_y; b]     proj (l, K_y) = G and proj_b (K_y)
 //! tgt_emb (K_y, m)          (tied embeddings: the projection reads it as Eᵀ, no `proj` slot)
 //! ```

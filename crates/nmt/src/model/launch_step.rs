@@ -16,7 +16,7 @@
 //! and the backward pass in reverse, each weight gradient written into its arena slot.
 use candle_core::Result;
 
-use super::gpu_step::LoopDims;
+use super::decoder_loop_gpu::LoopDims;
 use super::launch_arena::{pack_model, pack_named, positions, supported, unpack, unpack_named, Layout, Param};
 use super::rnnsearch::Decoder;
 use super::Seq2Seq;

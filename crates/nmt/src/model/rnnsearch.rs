@@ -20,8 +20,8 @@ use super::copy::{self, CopyGate, HostCopy, MixIn};
 use super::decoder::{
     shift_outputs, AttentionMemory, DecoderDims, Encoded, HostEncoded, HostFeatures, HostMemory, HostRows, Memory, StepOut, StepScores,
 };
+use super::decoder_loop_gpu::{LoopWeights, StepMemory};
 use super::encoder::{BiRnnEncoder, Source, Stack};
-use super::gpu_step::{LoopWeights, StepMemory};
 use super::inputs::BatchTensors;
 use super::output::{Context, DeepOutput, HostOutput, OutputDims};
 use super::params::ParamBuilder;

@@ -1,5 +1,5 @@
 //! What the GPU's RNNsearch decoder loop (`kernels::gpu::attention_op::attention_loop`) reads of a decoder,
-//! shared by teacher forcing (`gpu_decoder.rs`) and the search: the packed weights, the sizes,
+//! shared by teacher forcing (`decoder_gpu.rs`) and the search: the packed weights, the sizes,
 //! and [`StepMemory`], the search's per-batch memory and its GPU step. On a GPU the candle
 //! search (`search/candle.rs`) steps the first decoder layer here: the loop's launches for one
 //! step (docs/GPU.md) instead of a composed step's one kernel per op; the deep output and the

@@ -8,7 +8,7 @@ use candle_core::Tensor;
 
 use super::attention_memory::ForcedIn;
 use super::decoder::shift_outputs;
-use super::gpu_step::LoopWeights;
+use super::decoder_loop_gpu::LoopWeights;
 use super::rnn::Rnn;
 use crate::config::OutputState;
 use crate::error::Result;
@@ -83,7 +83,7 @@ mod tests {
         use crate::model::attention_decoder::AttentionDecoder;
         use crate::model::conditional_decoder::ConditionalDecoder;
         use crate::model::decoder::{AttentionMemory, DecoderDims, Encoded, Memory, StepOut};
-        use crate::model::gpu_step::StepMemory;
+        use crate::model::decoder_loop_gpu::StepMemory;
         use crate::model::params::Params;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(60);
         let (b, s, m, h, a) = (3usize, 5usize, 4usize, 6usize, 7usize);
