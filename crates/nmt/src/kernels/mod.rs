@@ -3,7 +3,7 @@
 //!   `gpu/` imports nothing of `cpu/`;
 //! - `cpu/`: the CPU ops, candle custom ops with hand-written backward passes;
 //! - `gpu/`: their GPU twins, same stem, same op, other device (`gpu/mod.rs`);
-//! - `recurrent_twins.rs` and `output_twins.rs` (tests): each GPU twin, emulated, against its CPU op;
+//! - `recurrent_twin_tests.rs` and `output_twin_tests.rs` (tests): each GPU twin, emulated, against its CPU op;
 //! - here: the one op trait (`fused_op`), candle's buffers (`storage`), the opt-in profile
 //!   (`profile`), the element types and vectorised maths (`math`), and what issue 77 still has to
 //!   move to their rooms: the CPU's GEMM engines (`gemm`, `bf16_gemm` with `bf16_pack`, the AMX
@@ -28,10 +28,10 @@ pub mod int8_linear;
 pub mod isa;
 pub mod math;
 #[cfg(test)]
-mod output_twins;
+mod output_twin_tests;
 pub mod precision;
 pub mod profile;
 #[cfg(test)]
-mod recurrent_twins;
+mod recurrent_twin_tests;
 pub mod shapes;
 pub mod storage;

@@ -340,7 +340,7 @@ mod tests {
         let starts = [StartState::FirstBackward, StartState::LastForward, StartState::Mean];
         for (i, kind) in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].into_iter().enumerate() {
             for (j, which) in [OutputState::Previous, OutputState::Current].into_iter().enumerate() {
-                crate::model::twins::check_attention_step(kind, which, starts[(i + j) % 3], 40 + 10 * i as u64);
+                crate::model::twin_support::check_attention_step(kind, which, starts[(i + j) % 3], 40 + 10 * i as u64);
             }
         }
     }

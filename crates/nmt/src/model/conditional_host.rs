@@ -232,9 +232,9 @@ mod tests {
         for (i, form) in [GruForm::Paper, GruForm::ResetAfter].into_iter().enumerate() {
             for (j, which) in [OutputState::Previous, OutputState::Current].into_iter().enumerate() {
                 let start = starts[(i + 2 * j) % 3];
-                crate::model::twins::check_conditional_step(CellKind::Gru(form), which, start, false, 140 + 10 * i as u64);
+                crate::model::twin_support::check_conditional_step(CellKind::Gru(form), which, start, false, 140 + 10 * i as u64);
                 if form == GruForm::ResetAfter {
-                    crate::model::twins::check_conditional_step(CellKind::Gru(form), which, start, true, 170 + j as u64);
+                    crate::model::twin_support::check_conditional_step(CellKind::Gru(form), which, start, true, 170 + j as u64);
                 }
             }
         }

@@ -238,7 +238,7 @@ fn copy_mass(x: &MixIn<'_>, r: usize) -> Vec<(u32, f32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::twins::{assert_close, randn, random_layer, values};
+    use crate::model::twin_support::{assert_close, randn, random_layer, values};
     use candle_core::Device;
 
     /// The host mixture gives the composed mixture's distribution over the extended space

@@ -361,7 +361,7 @@ pub fn layer_step(cell: &HostCell<'_>, fb: &HostFeedback, at: &FeedbackIn<'_>, h
 mod tests {
     use crate::config::{CellKind, GruForm, StackKind};
     use crate::model::encoder::Stack;
-    use crate::model::twins::check_upper_step;
+    use crate::model::twin_support::check_upper_step;
 
     /// A gated-feedback stack's host step (`layer_step`) against its composed step, every cell.
     #[test]

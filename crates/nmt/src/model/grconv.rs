@@ -152,7 +152,7 @@ impl HostGrConv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::twins::{assert_close, randn, random_layer, values};
+    use crate::model::twin_support::{assert_close, randn, random_layer, values};
 
     /// The host form summarises sentences of every length as the composed tree does.
     #[test]

@@ -44,7 +44,7 @@ pub(crate) mod rnnsearch;
 pub(crate) mod snapshot;
 pub(crate) mod summary_decoder;
 #[cfg(test)]
-mod twins;
+mod twin_support;
 pub(crate) mod upper;
 pub(crate) mod upper_host;
 

@@ -373,7 +373,7 @@ mod tests {
     use super::*;
     use crate::model::attention::logsumexp_last;
     use crate::model::dense::affine;
-    use crate::model::twins::{assert_close, randn, random_layer, values};
+    use crate::model::twin_support::{assert_close, randn, random_layer, values};
 
     /// The host form scores as the composed layer: `t~ = O_h s + O_y E y + O_c c + b`,
     /// maxout or tanh, and the column-major projection's log-probabilities.

@@ -255,7 +255,7 @@ pub fn host_stack(layers: &[HostRnn], x: &[f32], at: &HostBatch<'_>, dirs: usize
 mod tests {
     use super::*;
     use crate::config::GruForm;
-    use crate::model::twins::{assert_close, randn, random_layer, values};
+    use crate::model::twin_support::{assert_close, randn, random_layer, values};
     use candle_core::Device;
 
     /// The host form of a layer (one direction, over a padded batch) gives the composed

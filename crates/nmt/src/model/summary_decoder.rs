@@ -281,7 +281,7 @@ mod tests {
         use crate::config::{CellKind, GruForm, OutputState};
         for (i, kind) in [CellKind::Gru(GruForm::Paper), CellKind::Gru(GruForm::ResetAfter), CellKind::Lstm].into_iter().enumerate() {
             for which in [OutputState::Previous, OutputState::Current] {
-                crate::model::twins::check_summary_step(kind, which, 70 + 10 * i as u64);
+                crate::model::twin_support::check_summary_step(kind, which, 70 + 10 * i as u64);
             }
         }
     }

@@ -175,7 +175,7 @@ impl HostUpper {
 mod tests {
     use crate::config::{CellKind, GruForm, StackKind};
     use crate::model::encoder::Stack;
-    use crate::model::twins::check_upper_step;
+    use crate::model::twin_support::check_upper_step;
 
     /// Plain upper layers, with and without residual connections, every cell.
     #[test]

@@ -27,9 +27,9 @@
 //! and attention launches), `cuda.rs` and `emulated.rs` (the two launchers), `context.rs` (what opening a GPU sets on its
 //! context) with `cuda_context.rs` (those calls on cudarc), `recording.rs` (a
 //! launcher that records a training step and replays it, as a CUDA graph does), `replay_check.rs`
-//! (a step to check replays with, on any launcher), `tests.rs` (the emulation's own checks) and
+//! (a step to check replays with, on any launcher), `emulation_tests.rs` (the emulation's own checks) and
 //! `recording_tests.rs`. The kernels' tests against their CPU twins stand on both rooms, one floor
-//! up: `kernels/recurrent_twins.rs` and `kernels/output_twins.rs`.
+//! up: `kernels/recurrent_twin_tests.rs` and `kernels/output_twin_tests.rs`.
 //! The CUDA sources are every `.cu` file of this folder (build.rs finds them), with
 //! `common.h` (argument structs, cell codes, shared device functions) and, for the host,
 //! `emulate.h`/`emulate.c`.
@@ -94,4 +94,4 @@ pub mod row_best;
 pub mod start_pool;
 
 #[cfg(test)]
-mod tests;
+mod emulation_tests;

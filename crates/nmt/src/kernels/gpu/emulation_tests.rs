@@ -1,6 +1,6 @@
 //! The emulation's own checks: the argument structs' layouts against their C twins, and the
 //! emulated product's refusals against cuBLAS's. The kernels against their CPU twins are
-//! `kernels/recurrent_twins.rs` and `kernels/output_twins.rs`, which stand on both rooms.
+//! `kernels/recurrent_twin_tests.rs` and `kernels/output_twin_tests.rs`, which stand on both rooms.
 /// The Rust mirrors of the nested argument structs have their C twins' layouts (the kernels'
 /// own structs are checked as each first runs, `emulated::check_layout`), and the check
 /// refuses a mirror that drifted: fields swapped, a field dropped, or no C twin at all.
