@@ -87,6 +87,9 @@ pub mod proj_nll;
 pub mod recording;
 #[cfg(test)]
 mod recording_tests;
+// A test harness: the lib's tests and, in a CUDA build, the GPU test binary (`tests/cuda.rs`)
+// use it; the default build ships none of it.
+#[cfg(any(test, feature = "cuda"))]
 pub mod replay_check;
 mod rnn_cell;
 pub mod rnn_sequence;
