@@ -7,6 +7,7 @@ use crate::config::{CellKind, OutputState, StartState};
 
 /// The width `P` of the summary `p` of annotations of width `c`: `←h_1` or `→h_S` (`c / 2`),
 /// or their mean over the positions (`c`).
+#[inline]
 pub fn summary_width(kind: StartState, c: usize) -> usize {
     match kind {
         StartState::FirstBackward | StartState::LastForward => c / 2,
@@ -75,15 +76,18 @@ pub(crate) struct WOff {
 
 impl AttnDims {
     /// The cell's gate width `G`.
+    #[inline]
     pub(crate) fn g(&self) -> usize {
         self.kind.gates() * self.hidden
     }
 
     /// Length of the op's packed weights `w` (`attention_op.rs`).
+    #[inline]
     pub fn weights_len(&self) -> usize {
         self.woff().total
     }
 
+    #[inline]
     pub(crate) fn woff(&self) -> WOff {
         let (h, c, a, g) = (self.hidden, self.ctx, self.att, self.g());
         let ba = h * a;
@@ -109,15 +113,18 @@ impl AttnDims {
     }
     /// The width `P` of `s_0`'s summary `p`: `H` for `←h_1` (the columns `[C − H, C)` of
     /// position 0), else [`summary_width`].
+    #[inline]
     pub(crate) fn start_width(&self) -> usize {
         match self.start {
             StartState::FirstBackward => self.hidden,
             kind => summary_width(kind, self.ctx),
         }
     }
+    #[inline]
     pub(crate) fn out_w(&self) -> usize {
         self.hidden + self.ctx
     }
+    #[inline]
     pub(crate) fn enc_w(&self) -> usize {
         self.ctx + self.att
     }

@@ -26,11 +26,13 @@ pub struct FeedbackSpec<'a> {
 }
 
 /// The number of weights of one upper layer in the flat parameter vector.
+#[inline]
 pub fn param_len(kind: CellKind, hidden: usize, layers: usize) -> usize {
     LayerOffsets::new(kind, hidden, layers).len
 }
 
 /// A call's [`FeedbackDims`] for inputs of `(B, T, n)` and `params` weights, if they fit the spec.
+#[inline]
 pub(crate) fn dims((batch, len, hidden): (usize, usize, usize), params: usize, spec: &FeedbackSpec<'_>) -> Result<FeedbackDims> {
     let ups = spec.layers.saturating_sub(1);
     let fits = ups >= 1
@@ -72,20 +74,25 @@ pub struct FeedbackDims {
 }
 
 impl FeedbackDims {
+    #[inline]
     pub fn gates(&self) -> usize {
         self.kind.gates() * self.hidden
     }
+    #[inline]
     pub fn uppers(&self) -> usize {
         self.layers - 1
     }
+    #[inline]
     pub fn offsets(&self) -> LayerOffsets {
         LayerOffsets::new(self.kind, self.hidden, self.layers)
     }
     /// `ρ'` applies (the paper's GRU resets the sources before `U`).
+    #[inline]
     pub fn reset_before(&self) -> bool {
         self.kind == CellKind::Gru(GruForm::Paper)
     }
     /// `ρ` applies (the reset-after GRU resets the recurrent sum).
+    #[inline]
     pub fn reset_after(&self) -> bool {
         self.kind == CellKind::Gru(GruForm::ResetAfter)
     }
@@ -108,6 +115,7 @@ pub struct LayerOffsets {
 }
 
 impl LayerOffsets {
+    #[inline]
     pub fn new(kind: CellKind, hidden: usize, layers: usize) -> Self {
         let (n, l, g) = (hidden, layers, kind.gates() * hidden);
         let (w, b, u, bh) = (0, n * g, n * g + g, 2 * n * g + g);

@@ -28,6 +28,7 @@ pub struct Fitted<'a> {
 impl<'a> ProjWeight<'a> {
     /// The sizes of `x (N, K)` under this weight with bias `b (V)` and `N` targets below `V`,
     /// or an error naming `op` (the CPU op and its GPU twin check alike).
+    #[inline]
     pub fn fitted(self, op: &str, x: &Tensor, b: &Tensor, targets: &[u32]) -> Result<Fitted<'a>> {
         let (n, k) = x.dims2()?;
         let (transposed, w) = match self {

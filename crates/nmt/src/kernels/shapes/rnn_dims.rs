@@ -28,6 +28,7 @@ pub struct RnnDims {
 
 impl RnnDims {
     /// The gate width `G`.
+    #[inline]
     pub(crate) fn g(&self) -> usize {
         self.kind.gates() * self.hidden
     }
@@ -46,6 +47,7 @@ pub struct RnnSpec<'a> {
 impl RnnSpec<'_> {
     /// The dimensions of an op over `gi` with `dirs · G` columns, after checking `gi`, the
     /// lengths and the mask; `weights_fit` is the caller's check of its other inputs.
+    #[inline]
     pub(crate) fn dims(&self, op: &str, gi: &Tensor, hidden: usize, reverse: bool, dirs: usize, weights_fit: bool) -> Result<RnnDims> {
         let (batch, lens) = (self.lens.len(), self.lens);
         let width = self.kind.gates() * hidden * dirs;
