@@ -6,9 +6,9 @@
 //! **Layout.** A tile step takes 16 pairs of `k` (32 values). B is packed as `bf16_pack` packs
 //! it for `vdpbf16ps`, in panels of 16 columns with the pairs padded to a multiple of 16: each
 //! 16 pairs × 16 columns block (1 KB) is one `B_j` tile, rows 64 bytes apart, as `tdpbf16ps`
-//! wants its second operand (a k-pair per 32-bit lane). A is packed the same way in panels of
-//! 16 rows, then each 16 × 16 block is transposed in place, so that a tile row holds one row of
-//! A's 16 pairs, as the first operand wants. Rows and columns past the matrix, and pairs past
+//! wants its second operand (a k-pair per 32-bit lane). A is packed in panels of 16 rows whose
+//! 16 × 16 blocks are A tiles, a tile row holding one row of A's 16 pairs, as the first operand
+//! wants (`amx_pack.rs`). Rows and columns past the matrix, and pairs past
 //! `k`, are zeros: the tiles always run full, and only the stores mind the edges.
 //!
 //! **Tiling** (llama.cpp's `ggml-cpu/amx` shape, issue 76): 2 × 2 blocks of C tiles (32 × 32
@@ -29,11 +29,11 @@ use rayon::prelude::*;
 
 use super::amx::{AmxTiles, TileOps, ROWS};
 use super::amx_model::{ModelTiles, Order};
+use super::amx_pack::{pack_a, STEP};
 use super::bf16_pack::{pack_to, pairs, PairView, SharedMut};
 use super::gemm::Mat;
+use super::profile;
 
-/// 32-bit lanes of `k` per tile step (16 bf16 pairs, or 16 quads of bytes).
-const STEP: usize = 16;
 /// Column blocks (32 columns each) per task when the tasks split C's columns: the strip's B
 /// panels (16 KB each at `k` = 256) stay in L2 while every row of blocks passes them. 4, 8 and
 /// 16 were tried on the Emerald Rapids; they differed by less than that 2-core host's spread.
@@ -115,13 +115,12 @@ fn matmul_tiles<T: TileOps>(
     }
     // `k = 0` packs nothing, and `drive` zeroes or keeps `dst`.
     let kp = pairs(k).next_multiple_of(STEP);
-    let mut pa = pack_to(PairView { data: a.data, off: a.off, outer: m, k, so: a.rs, sk: a.cs }, ROWS, kp, threads);
-    if threads > 1 && m * k >= 1 << 16 {
-        pa.par_chunks_exact_mut(STEP * ROWS).for_each(transpose16);
-    } else {
-        pa.chunks_exact_mut(STEP * ROWS).for_each(transpose16);
-    }
+    let t0 = profile::start();
+    let pa = pack_a(PairView { data: a.data, off: a.off, outer: m, k, so: a.rs, sk: a.cs }, kp, threads);
+    profile::stop(profile::PACK_A, t0);
+    let t0 = profile::start();
     let pb = pack_to(PairView { data: b.data, off: b.off, outer: n, k, so: b.cs, sk: b.rs }, ROWS, kp, threads);
+    profile::stop(profile::PACK_B, t0);
     drive::<Bf16, T>(new, Operands { pa: &pa, pb: &pb, m, n, lanes: kp }, dst, dst_off, dst_rs, accumulate, threads, m * n * k);
 }
 
@@ -226,16 +225,6 @@ struct Edges<A>([[A; ROWS * ROWS]; 4]);
 impl<A: Copy + Default> Default for Edges<A> {
     fn default() -> Self {
         Edges([[A::default(); ROWS * ROWS]; 4])
-    }
-}
-
-/// The transpose of a 16 × 16 block of u32, in place: pair-major (`bf16_pack`'s panels) to
-/// row-major (an A tile).
-fn transpose16(b: &mut [u32]) {
-    for r in 0..ROWS {
-        for c in r + 1..ROWS {
-            b.swap(r * ROWS + c, c * ROWS + r);
-        }
     }
 }
 

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use super::bf16_pack::{pack, pairs, PairView, SharedMut};
 use super::gemm::Mat;
+use super::profile;
 
 /// Rows of C per micro-kernel call.
 pub const MR: usize = 12;
@@ -57,8 +58,12 @@ pub fn matmul_bf16(dst: &mut [f32], dst_off: usize, dst_rs: usize, a: Mat<'_, f3
         return;
     }
     let kp = pairs(k);
+    let t0 = profile::start();
     let pa = pack(PairView { data: a.data, off: a.off, outer: m, k, so: a.rs, sk: a.cs }, MR, threads);
+    profile::stop(profile::PACK_A, t0);
+    let t0 = profile::start();
     let pb = pack(PairView { data: b.data, off: b.off, outer: n, k, so: b.cs, sk: b.rs }, NR, threads);
+    profile::stop(profile::PACK_B, t0);
     // Shared by the tasks: each writes only the blocks of its own panel.
     let base = SharedMut(dst[dst_off..].as_mut_ptr());
     let (mp, np) = (m.div_ceil(MR), n.div_ceil(NR));

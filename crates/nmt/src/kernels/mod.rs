@@ -7,13 +7,15 @@
 //! - here: the one op trait (`fused_op`), candle's buffers (`storage`), the opt-in profile
 //!   (`profile`), the element types and vectorised maths (`math`), and what issue 77 still has to
 //!   move to their rooms: the CPU's GEMM engines (`gemm`, `bf16_gemm` with `bf16_pack`, the AMX
-//!   tiles' `amx_gemm` and `amx_int8` over `amx` and its software model `amx_model`) and identity
+//!   tiles' `amx_gemm` (its A operand packed by `amx_pack`) and `amx_int8` over `amx` and its
+//!   software model `amx_model`) and identity
 //!   (`cpuid`, `isa`), the search's `int8` with `int8_linear`, and the training products'
 //!   precision (`precision`).
 pub mod amx;
 pub mod amx_gemm;
 pub mod amx_int8;
 mod amx_model;
+mod amx_pack;
 #[cfg(test)]
 mod amx_tests;
 pub mod bf16_gemm;

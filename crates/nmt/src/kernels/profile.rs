@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Kernels that are timed, in report order.
-pub const NAMES: [&str; 17] = [
+pub const NAMES: [&str; 19] = [
     "gru.fwd",
     "gru.bwd",
     "attn.fwd",
@@ -29,6 +29,12 @@ pub const NAMES: [&str; 17] = [
     "train.forward",
     "train.backward",
     "train.update",
+    // Inside the bf16 products of the training step (`bf16_gemm`, `amx_gemm`): the packing of
+    // their A and B operands into bf16 pairs, wall time on the calling thread (issue 76: the
+    // share that packing weights once per update could save; B is the weight in every
+    // forward and input-gradient product). Inside the kernels' slots above.
+    "bf16.pack_a",
+    "bf16.pack_b",
 ];
 
 /// Indices of the search's slots in [`NAMES`].
@@ -43,7 +49,11 @@ pub const TRAIN_FORWARD: usize = 14;
 pub const TRAIN_BACKWARD: usize = 15;
 pub const TRAIN_UPDATE: usize = 16;
 
-static NANOS: [AtomicU64; 17] = [const { AtomicU64::new(0) }; 17];
+/// Indices of the bf16 products' packing in [`NAMES`].
+pub const PACK_A: usize = 17;
+pub const PACK_B: usize = 18;
+
+static NANOS: [AtomicU64; 19] = [const { AtomicU64::new(0) }; 19];
 
 /// Whether `NMT_PROFILE` is set (and not `0`).
 pub fn enabled() -> bool {
