@@ -12,52 +12,18 @@
 //! tgt_emb (K_y, m)          (tied embeddings: the projection reads it as Eᵀ, no `proj` slot)
 //! ```
 //!
-//! [`pack`] builds the slots from a model's tensors by the same expressions the model's own
-//! layers use (`u_cat`, `bias_h`, `packed`), so packing a model built from the gradients of
+//! [`pack`] takes the slots from the layers (each layer's `launch_slots`), built by the same
+//! expressions the layers' own forms use (`u_cat`, `bias_h`, `packed`), so packing a model built from the gradients of
 //! another packs its gradients alike (the tests compare the step's gradients with the composed
 //! model's that way). A position that is no parameter (the paper GRU's `b_h`, zeros made by
 //! `bias_h`) is found by packing a model of indices ([`positions`], which also gives the inverse,
 //! [`unpack`]); the step zeroes its gradient so that the update leaves it alone.
 use candle_core::{DType, Tensor};
 
-use super::rnnsearch::{Decoder, Rnnsearch};
+use super::launch_tape::{Layout, Param};
+use super::rnnsearch::Rnnsearch;
 use super::Seq2Seq;
 use crate::error::{Error, Result};
-use crate::kernels::shapes::proj_weight::ProjWeight;
-
-/// The arena's regions, in order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Param {
-    SrcEmb,
-    EncW,
-    EncB,
-    EncU,
-    EncBh,
-    StartW,
-    StartB,
-    Keys,
-    DecW,
-    DecB,
-    Loop,
-    OutWb,
-    Proj,
-    ProjB,
-    TgtEmb,
-}
-
-/// Where each slot lies in the arena: `(slot, offset, length)`.
-#[derive(Clone, Debug)]
-pub(crate) struct Layout {
-    pub regions: Vec<(Param, usize, usize)>,
-    pub len: usize,
-}
-
-impl Layout {
-    /// The offset of `s`; a slot the model lacks (`Proj` when tied) is an error.
-    pub fn at(&self, s: Param) -> Result<usize> {
-        self.regions.iter().find(|r| r.0 == s).map(|r| r.1).ok_or_else(|| Error::Config(format!("no {s:?} in this model's arena")))
-    }
-}
 
 /// The RNNsearch of `model`, if the recorded step runs it: the refusal is
 /// [`Backend::recorded_refusal`](super::Backend::recorded_refusal)'s, the one place that decides.
@@ -68,37 +34,10 @@ pub(crate) fn supported(model: &Seq2Seq) -> Result<&Rnnsearch> {
     model.rnnsearch().ok_or_else(|| Error::Config("the recorded GPU step runs RNNsearch only".into()))
 }
 
-/// The slots of `net` with the embeddings `src`, `tgt`, in arena order, flat.
+/// The slots of `net` with the embeddings `src`, `tgt`, in arena order, flat: each layer's own
+/// (`Rnnsearch::launch_slots`).
 fn pack(net: &Rnnsearch, src: &Tensor, tgt: &Tensor) -> Result<Vec<(Param, Tensor)>> {
-    let enc = &net.enc.layers[0];
-    let (wf, bf) = enc.fwd.input_weights();
-    let (wb, bb) = enc.bwd.input_weights();
-    let (start, keys, first, weights) = match &net.dec {
-        Decoder::Bahdanau(d) => (&d.start, &d.att.u_a, &d.rnn, d.loop_weights()),
-        Decoder::Conditional(d) => (&d.start, &d.att.u_a, &d.rnn1, d.loop_weights()),
-    };
-    let (dw, db) = first.input_weights();
-    let out = &net.out;
-    let mut slots = vec![
-        (Param::SrcEmb, src.clone()),
-        (Param::EncW, Tensor::cat(&[wf, wb], 1)?),
-        (Param::EncB, Tensor::cat(&[bf, bb], 0)?),
-        (Param::EncU, Tensor::stack(&[enc.fwd.u_cat()?, enc.bwd.u_cat()?], 0)?),
-        (Param::EncBh, Tensor::stack(&[enc.fwd.bias_h()?, enc.bwd.bias_h()?], 0)?),
-        (Param::StartW, start.w_s.clone()),
-        (Param::StartB, start.b_s.clone()),
-        (Param::Keys, keys.clone()),
-        (Param::DecW, dw.clone()),
-        (Param::DecB, db.clone()),
-        (Param::Loop, weights.packed()?),
-        (Param::OutWb, Tensor::cat(&[&out.o_h, &out.o_c, &out.o_y, &out.b.unsqueeze(0)?], 0)?),
-    ];
-    if let ProjWeight::Kv(g) = out.projection() {
-        slots.push((Param::Proj, g.clone()));
-    }
-    slots.push((Param::ProjB, out.b_g.clone()));
-    slots.push((Param::TgtEmb, tgt.clone()));
-    slots.into_iter().map(|(s, t)| Ok((s, t.flatten_all()?))).collect()
+    net.launch_slots(src, tgt)?.into_iter().map(|(s, t)| Ok((s, t.flatten_all()?))).collect()
 }
 
 /// The arena of `model` (flat `f32`) and its layout.

@@ -5,42 +5,20 @@ use candle_core::Result;
 use nmt_data::Batch;
 
 use super::launch_step::{LaunchStep, StepBatch, StepInputs};
-use super::regularizer::{Dropout, Side, Site};
+pub use super::launch_tape::MaskSizes;
+use super::regularizer::Dropout;
+use super::rnnsearch::Rnnsearch;
 use crate::kernels::gpu::launch::{Launch, Staged};
 use crate::kernels::gpu::recording::{Recording, Slot};
 
-/// The model sizes a batch's masks take: embeddings `m`, hidden `H`, deep-output units `l`.
-#[derive(Clone, Copy, Debug)]
-pub struct MaskSizes {
-    pub emb: usize,
-    pub hidden: usize,
-    pub units: usize,
-}
-
-/// `batch`'s host data for the step, with `dropout`'s masks drawn at the sites the composed
-/// model draws them at (`regularizer.rs`: each site its own stream, so the same masks).
+/// `batch`'s host data for the step, with `dropout`'s masks drawn by the layers
+/// (`Rnnsearch::launch_masks`) at the sites the composed model draws them at.
 pub fn host_batch(batch: &Batch, z: MaskSizes, dropout: Option<&mut Dropout>) -> StepBatch<Vec<i64>, Vec<f32>> {
     let (b, s, t) = (batch.size, batch.src_len, batch.tgt_len);
     let ids = |v: &[u32]| v.iter().map(|&x| i64::from(x)).collect::<Vec<_>>();
     let tokens = batch.tgt_out.iter().filter(|&&y| y != nmt_data::PAD).count().max(1);
     let weights = batch.tgt_out.iter().map(|&y| if y == nmt_data::PAD { 0.0 } else { 1.0 / tokens as f32 }).collect();
-    let masks = match dropout {
-        None => [None, None, None, None, None],
-        Some(d) => {
-            let enc = [0, 1].map(|dir| d.recurrent(Site::State { side: Side::Encoder, layer: 0, dir }, b, z.hidden));
-            let enc = match enc {
-                [Some(f), Some(w)] => Some([f, w].concat()),
-                _ => None,
-            };
-            [
-                d.source_mask(b * s, z.emb),
-                d.target_mask(b * t, z.emb),
-                enc,
-                d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, z.hidden),
-                d.units_mask(Site::Maxout, b * t * z.units),
-            ]
-        }
-    };
+    let masks = Rnnsearch::launch_masks(dropout, (b, s, t), z);
     let ints = StepInputs {
         src: ids(&batch.src),
         tgt_in: ids(&batch.tgt_in),
@@ -61,7 +39,12 @@ pub fn uploaded(x: &StepBatch<Vec<i64>, Vec<f32>>) -> StepBatch<Staged<i64>, Sta
         src_lens: Staged::Host(i.src_lens.clone()),
         all: Staged::Host(i.all.clone()),
     };
-    StepBatch { shape: x.shape, ints, weights: Staged::Host(x.weights.clone()), masks: x.masks.clone().map(|m| m.map(Staged::Host)) }
+    StepBatch {
+        shape: x.shape,
+        ints,
+        weights: Staged::Host(x.weights.clone()),
+        masks: x.masks.iter().map(|m| m.clone().map(Staged::Host)).collect(),
+    }
 }
 
 /// The step recorded for one batch shape, and its buffers.
@@ -86,19 +69,15 @@ impl<'l, L: Launch> Bucket<'l, L> {
             all: int(&i.all)?,
         };
         let weights = rec.buffer(like.weights.len())?;
-        let mut masks = [None; 5];
-        for (m, want) in masks.iter_mut().zip(&like.masks) {
-            if let Some(v) = want {
-                *m = Some(rec.buffer(v.len())?);
-            }
-        }
+        let masks = like.masks.iter().map(|m| m.as_ref().map(|v| rec.buffer(v.len())).transpose()).collect::<Result<Vec<_>>>()?;
         Ok(Bucket { rec, bufs: StepBatch { shape: like.shape, ints, weights, masks }, recorded: std::cell::Cell::new(false) })
     }
 
     /// Writes `x` into the buffers (outside the recorded step).
     pub fn stage(&self, x: &StepBatch<Vec<i64>, Vec<f32>>) -> Result<()> {
         let b = &self.bufs;
-        let same_masks = b.masks.iter().zip(&x.masks).all(|(a, m)| a.map(|s| s.len) == m.as_ref().map(Vec::len));
+        let same_masks =
+            b.masks.len() == x.masks.len() && b.masks.iter().zip(&x.masks).all(|(a, m)| a.map(|s| s.len) == m.as_ref().map(Vec::len));
         if x.shape != b.shape || !same_masks {
             candle_core::bail!("a batch of shape {:?} staged into the bucket of {:?}", x.shape, b.shape);
         }
@@ -123,7 +102,7 @@ impl<'l, L: Launch> Bucket<'l, L> {
         let i = &b.ints;
         let ints =
             StepInputs { src: dev(i.src), tgt_in: dev(i.tgt_in), tgt_out: dev(i.tgt_out), src_lens: dev(i.src_lens), all: dev(i.all) };
-        StepBatch { shape: b.shape, ints, weights: devf(b.weights), masks: b.masks.map(|m| m.map(devf)) }
+        StepBatch { shape: b.shape, ints, weights: devf(b.weights), masks: b.masks.iter().map(|m| m.map(devf)).collect() }
     }
 
     /// One step of `step` on the staged batch: recorded the first time, replayed after.

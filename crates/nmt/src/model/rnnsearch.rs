@@ -21,8 +21,10 @@ use super::decoder::{
     shift_outputs, AttentionMemory, DecoderDims, Encoded, HostEncoded, HostFeatures, HostMemory, HostRows, Memory, StepOut, StepScores,
 };
 use super::decoder_loop_gpu::{LoopWeights, StepMemory};
+use super::embedding_launch;
 use super::encoder::{BiRnnEncoder, Source, Stack};
 use super::inputs::BatchTensors;
+use super::launch_tape::{take_mask, MaskSizes, Param, StepBatch, Tape};
 use super::output::{Context, DeepOutput, HostOutput, OutputDims};
 use super::params::ParamBuilder;
 use super::regularizer::Dropout;
@@ -32,6 +34,8 @@ use super::upper_host::HostUpper;
 use crate::config::{DecoderKind, ModelConfig, OutputState, StackKind};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::row_best::RowBest;
+use crate::kernels::gpu::args::{WeightedSum, WEIGHTED_SUM};
+use crate::kernels::gpu::launch::{Addr, Launch, Staged};
 
 /// RNNsearch's layers, named as in the model file (`encoder.*`, `decoder.*`, `copy.*`,
 /// `output.*`).
@@ -79,6 +83,55 @@ impl Rnnsearch {
             copy: if copy { Some(CopyGate::new(n + 2 * n + m, &pb.pp("copy"))?) } else { None },
             out: DeepOutput::new(dims, tied, &pb.pp("output"))?,
         })
+    }
+}
+
+/// The recorded GPU step's form (`launch_step.rs`, issue 77): each layer's launch form, listed
+/// here as [`Architecture::forward`] lists the layers, with the gradients' fan-in stated once.
+/// The step runs one encoder and one decoder layer, no copy gate (`Backend::recorded_refusal`).
+impl Rnnsearch {
+    /// The arena's slots, in order: the source embedding, the layers' own, the target embedding.
+    pub(crate) fn launch_slots(&self, src: &Tensor, tgt: &Tensor) -> Result<Vec<(Param, Tensor)>> {
+        let mut slots = vec![(Param::SrcEmb, src.clone())];
+        slots.extend(self.enc.launch_slots()?.into_iter().chain(self.dec.launch_slots()?).chain(self.out.launch_slots()?));
+        slots.push((Param::TgtEmb, tgt.clone()));
+        Ok(slots)
+    }
+
+    /// A batch's dropout masks `(B, S, T)`, in the order [`Rnnsearch::launch`] takes them, drawn
+    /// at the composed model's sites (each its own stream, so the same masks).
+    pub(crate) fn launch_masks(mut d: Option<&mut Dropout>, (b, s, t): (usize, usize, usize), z: MaskSizes) -> Vec<Option<Vec<f32>>> {
+        vec![
+            embedding_launch::mask(d.as_deref_mut(), true, b * s, z.emb),
+            BiRnnEncoder::launch_mask(d.as_deref_mut(), b, z.hidden),
+            embedding_launch::mask(d.as_deref_mut(), false, b * t, z.emb),
+            Decoder::launch_mask(d.as_deref_mut(), b, z.hidden),
+            DeepOutput::launch_mask(d, b * t, z.units),
+        ]
+    }
+
+    /// The loss `Σ_r nll_r · w_r` into `loss`, then every gradient into the tape's arena.
+    pub(crate) fn launch<L: Launch>(t: &Tape<'_, L>, x: &StepBatch<Staged<i64>, Staged<f32>>, loss: Addr) -> candle_core::Result<()> {
+        let ((b, s, tl), z, l) = (x.shape, t.sizes, t.l);
+        let masks = &mut x.masks.iter();
+        let src = embedding_launch::forward(t, Param::SrcEmb, x.ints.src.clone(), take_mask(masks), b * s, z.src_vocab)?;
+        let enc = BiRnnEncoder::launch(t, x, src.at(l), take_mask(masks))?;
+        let tgt = embedding_launch::forward(t, Param::TgtEmb, x.ints.tgt_in.clone(), take_mask(masks), b * tl, z.tgt_vocab)?;
+        let dec = Decoder::launch(t, x, (enc.at(l), tgt.at(l)), take_mask(masks))?;
+        let out = DeepOutput::launch(t, x, (dec.at(l), tgt.at(l)), take_mask(masks))?;
+        let (w, _held) = x.weights.addr(l)?;
+        l.launch(&WEIGHTED_SUM, 1, WeightedSum { out: loss, x: out.at(l), w, n: (b * tl) as i64 })?;
+        // Backward. The embedded targets feed the decoder and the output layer; with tied
+        // embeddings the projection's gradient joins the target embedding's.
+        let g = out.backward(t, w)?;
+        let (dann, dey) = dec.backward(t, x, l.addr(&g.dsc))?;
+        t.add_rows((l.addr(&g.dey), z.emb), (l.addr(&dey), z.emb), b * tl, z.emb)?;
+        tgt.backward(t, l.addr(&g.dey))?;
+        if let Some(dproj) = &g.tied {
+            t.add(Param::TgtEmb, dproj)?;
+        }
+        let dxs = enc.backward(t, l.addr(&dann))?;
+        src.backward(t, l.addr(&dxs))
     }
 }
 

@@ -57,7 +57,7 @@ pub const BUCKETS: usize = 8;
 
 /// A recorded shape: its key `(B, S, T)` and which masks are on, the bucket and its graph.
 struct Held<'l, L: Replay> {
-    key: ((usize, usize, usize), [bool; 5]),
+    key: ((usize, usize, usize), Vec<bool>),
     bucket: Bucket<'l, L>,
     graph: L::Graph,
 }
@@ -107,7 +107,7 @@ impl<'l, L: Replay> GraphUpdater<'l, L> {
     /// target tokens, `local` the process's stop flags.
     pub fn update(&mut self, batch: &Batch, mut reg: Regularizer, tokens: usize, local: Control) -> Result<Updated> {
         let x = host_batch(batch, self.sizes, Some(&mut reg.dropout));
-        let key = (x.shape, x.masks.each_ref().map(Option::is_some));
+        let key = (x.shape, x.masks.iter().map(Option::is_some).collect::<Vec<_>>());
         match self.held.iter().position(|h| h.key == key) {
             Some(i) => {
                 let h = self.held.remove(i);
