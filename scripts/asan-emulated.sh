@@ -27,7 +27,7 @@ runner_var="CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_RUNNER"
 export "$runner_var"="env LD_PRELOAD=$asan_rt"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
 export CARGO_TARGET_DIR="$root/target/asan"
-cargo test --release --target "$target" -p nmt --lib -- kernels::gpu kernels::recurrent_twin_tests kernels::output_twin_tests model::decoder_gpu model::launch_tests search::candle 2>&1 | tee "$CARGO_TARGET_DIR.log" | tail -25
+cargo test --release --target "$target" -p nmt --lib -- kernels::gpu kernels::recurrent_twin_tests kernels::output_twin_tests model::decoder_gpu model::launch_tests model::launch_layer_tests search::candle 2>&1 | tee "$CARGO_TARGET_DIR.log" | tail -25
 if grep -q "ERROR: AddressSanitizer" "$CARGO_TARGET_DIR.log"; then
   echo "ASAN: the emulated GPU kernels accessed memory outside their buffers" >&2
   exit 1

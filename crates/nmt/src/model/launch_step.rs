@@ -44,12 +44,6 @@ impl<F, I> LaunchStep<F, I> {
         lr: f64,
         smoothing: f64,
     ) -> crate::error::Result<Self> {
-        let net = supported(model)?;
-        let mc = &model.cfg;
-        let (looped, start, att) = match &net.dec {
-            Decoder::Bahdanau(d) => (d.loop_weights().dims(2 * mc.hidden_dim)?, d.start.kind, d.att.u_a.dim(1)?),
-            Decoder::Conditional(d) => (d.loop_weights().dims(2 * mc.hidden_dim)?, d.start.kind, d.att.u_a.dim(1)?),
-        };
         let (flat, layout) = pack_model(model)?;
         // Each arena value's parameter element: the constants of the packing keep a zero gradient.
         let positions = positions(model)?;
@@ -58,19 +52,7 @@ impl<F, I> LaunchStep<F, I> {
         unpack_named(model, &positions, &flat)?;
         let frozen: Vec<f32> = positions.iter().map(|p| if p.is_some() { 1.0 } else { 0.0 }).collect();
         let n = layout.len;
-        let sizes = Sizes {
-            emb: mc.emb_dim,
-            hidden: mc.hidden_dim,
-            att,
-            src_vocab: mc.src_vocab,
-            tgt_vocab: mc.tgt_vocab,
-            units: mc.maxout_dim,
-            kind: mc.cell_kind(),
-            start,
-            layer: mc.output_layer,
-            tied: mc.tie_target_embeddings,
-            looped,
-        };
+        let sizes = sizes(model)?;
         let bufs = [l.upload(&flat)?, l.zeros(n)?, l.zeros(n)?, l.zeros(n)?, l.upload(&frozen)?, l.zeros(1)?];
         let at = [0, 1, 2, 3, 4, 5].map(|k| l.addr(&bufs[k]));
         let opt = DeviceUpdate::new(l, cfg, n, lr)?;
@@ -145,6 +127,28 @@ impl<F, I> LaunchStep<F, I> {
         }
         Ok(())
     }
+}
+
+/// The sizes the launch forms of `model`'s layers read.
+pub(crate) fn sizes(model: &Seq2Seq) -> crate::error::Result<Sizes> {
+    let (net, mc) = (supported(model)?, &model.cfg);
+    let (looped, start, att) = match &net.dec {
+        Decoder::Bahdanau(d) => (d.loop_weights().dims(2 * mc.hidden_dim)?, d.start.kind, d.att.u_a.dim(1)?),
+        Decoder::Conditional(d) => (d.loop_weights().dims(2 * mc.hidden_dim)?, d.start.kind, d.att.u_a.dim(1)?),
+    };
+    Ok(Sizes {
+        emb: mc.emb_dim,
+        hidden: mc.hidden_dim,
+        att,
+        src_vocab: mc.src_vocab,
+        tgt_vocab: mc.tgt_vocab,
+        units: mc.maxout_dim,
+        kind: mc.cell_kind(),
+        start,
+        layer: mc.output_layer,
+        tied: mc.tie_target_embeddings,
+        looped,
+    })
 }
 
 /// A slot of the arena: its name, offset and length.

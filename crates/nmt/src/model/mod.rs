@@ -31,6 +31,8 @@ pub mod gru;
 pub(crate) mod inputs;
 pub(crate) mod launch_arena;
 pub(crate) mod launch_bucket;
+#[cfg(test)]
+mod launch_layer_tests;
 pub(crate) mod launch_step;
 pub(crate) mod launch_tape;
 #[cfg(test)]

@@ -222,7 +222,7 @@ pub(crate) enum Decoder {
 }
 
 impl Decoder {
-    fn forward(&self, x: &ForcedIn, dropout: Option<&mut Dropout>, backend: Backend) -> Result<AttnForced> {
+    pub(crate) fn forward(&self, x: &ForcedIn, dropout: Option<&mut Dropout>, backend: Backend) -> Result<AttnForced> {
         match self {
             Decoder::Bahdanau(d) => d.forward(x, dropout, backend),
             Decoder::Conditional(d) => d.forward(x, dropout, backend),
