@@ -9,7 +9,7 @@ use nmt_data::Batch;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::model::Seq2Seq;
+use crate::model::seq2seq::Seq2Seq;
 
 /// Times `steps` updates of each form on `model`'s GPU and hands `emit` one JSON object per
 /// form (which `run.rs` completes with the run's common fields): the form, the milliseconds per

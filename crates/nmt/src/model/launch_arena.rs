@@ -22,13 +22,13 @@ use candle_core::{DType, Tensor};
 
 use super::launch_tape::{Layout, Param};
 use super::rnnsearch::Rnnsearch;
-use super::Seq2Seq;
+use super::seq2seq::Seq2Seq;
 use crate::error::{Error, Result};
 
 /// The RNNsearch of `model`, if the recorded step runs it: the refusal is
-/// [`Backend::recorded_refusal`](super::Backend::recorded_refusal)'s, the one place that decides.
+/// [`Backend::recorded_refusal`](super::backend::Backend::recorded_refusal)'s, the one place that decides.
 pub(crate) fn supported(model: &Seq2Seq) -> Result<&Rnnsearch> {
-    if let Some(why) = super::Backend::recorded_refusal(&model.cfg, model.dtype()) {
+    if let Some(why) = super::backend::Backend::recorded_refusal(&model.cfg, model.dtype()) {
         return Err(Error::Config(format!("the recorded GPU step {why}")));
     }
     model.rnnsearch().ok_or_else(|| Error::Config("the recorded GPU step runs RNNsearch only".into()))

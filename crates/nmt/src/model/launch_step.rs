@@ -15,7 +15,7 @@ use super::launch_arena::{pack_model, pack_named, positions, supported, unpack, 
 use super::launch_tape::{Layout, Sizes, Tape};
 pub use super::launch_tape::{StepBatch, StepInputs};
 use super::rnnsearch::{Decoder, Rnnsearch};
-use super::Seq2Seq;
+use super::seq2seq::Seq2Seq;
 use crate::kernels::gpu::args::{self, MaskRows};
 use crate::kernels::gpu::launch::{Addr, Launch, Staged};
 use crate::kernels::gpu::optim_step::{DeviceUpdate, UpdateConfig};

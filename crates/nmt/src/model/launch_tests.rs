@@ -9,11 +9,12 @@ use nmt_data::{Batch, Example};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::inputs::BatchTensors;
 use super::launch_arena::pack_model;
 use super::launch_bucket::{host_batch, uploaded, Bucket, MaskSizes};
 use super::launch_step::{packed_gradients, LaunchStep};
 use super::regularizer::{DropoutRates, Regularizer};
-use super::{BatchTensors, Seq2Seq};
+use super::seq2seq::Seq2Seq;
 use crate::config::{Config, Impl, ModelConfig, WeightInit};
 use crate::kernels::gpu::emulated::{Emulated, HostBuf};
 use crate::kernels::gpu::optim_step::UpdateConfig;

@@ -22,11 +22,12 @@ use crate::config::{Optimizer as Kind, TrainConfig};
 use crate::error::{Error, Result};
 use crate::kernels::gpu::optim_step::UpdateConfig;
 use crate::kernels::gpu::recording::Replay;
+use crate::model::backend::TrainStep;
 use crate::model::launch_arena::pack_named;
 use crate::model::launch_bucket::{host_batch, Bucket, MaskSizes};
 use crate::model::launch_step::LaunchStep;
 use crate::model::regularizer::Regularizer;
-use crate::model::{Seq2Seq, TrainStep};
+use crate::model::seq2seq::Seq2Seq;
 
 /// The launcher `train.cuda_graph` runs on: the GPU; in a build without CUDA the emulation's
 /// type stands in, never made (`launcher` refuses first).
