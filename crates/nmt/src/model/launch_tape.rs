@@ -147,8 +147,9 @@ impl<'a, L: Launch> Tape<'a, L> {
     }
 }
 
-/// One op's forward pass, with what its backward pass reads: the op, its inputs, its output and
-/// what it kept.
+/// One op's forward pass, with what its backward pass reads: the op, its inputs' addresses, its
+/// output and what it kept. The inputs' buffers are the caller's to keep alive until the
+/// backward pass (`DecoderLaunch` holds the loop's two for that reason).
 pub(crate) struct Node<L: Launch, O: FusedOp<L>> {
     pub op: O,
     pub x: [Addr; 3],
