@@ -26,7 +26,6 @@ pub(super) const STEP: usize = 16;
 /// [`STEP`], at least `⌈k / 2⌉`) lanes per panel of 16 rows; `threads > 1` splits the panels.
 pub(super) fn pack_a(v: PairView<'_>, lanes: usize, threads: usize) -> Packed {
     debug_assert!(lanes.is_multiple_of(STEP) && 2 * lanes >= v.k);
-    let parallel = threads > 1 && v.outer * v.k >= 1 << 16;
     #[cfg(target_arch = "x86_64")]
     if v.sk == 1 && v.outer > 0 && v.k > 0 && super::bf16_pack::available() {
         assert!(v.off + (v.outer - 1) * v.so + v.k <= v.data.len(), "AMX pack: view out of bounds");
@@ -36,25 +35,30 @@ pub(super) fn pack_a(v: PairView<'_>, lanes: usize, threads: usize) -> Packed {
             // lies inside its slice (asserted above); `dst` is panel `q`, `lanes × 16` u32.
             unsafe { x86::rows(&v, q, lanes, dst) }
         };
-        if parallel {
+        if parallel(&v, threads) {
             out.par_chunks_mut(lanes * ROWS).enumerate().for_each(one);
         } else {
             out.chunks_mut(lanes * ROWS).enumerate().for_each(one);
         }
         return out;
     }
-    pair_major_then_transposed(v, lanes, parallel)
+    pair_major_then_transposed(v, lanes, threads)
 }
 
 /// The general path: `bf16_pack`'s pair-major panels, each 16 × 16 block then transposed.
-pub(super) fn pair_major_then_transposed(v: PairView<'_>, lanes: usize, parallel: bool) -> Packed {
-    let mut pa = pack_to(v, ROWS, lanes, if parallel { 2 } else { 1 });
-    if parallel {
+pub(super) fn pair_major_then_transposed(v: PairView<'_>, lanes: usize, threads: usize) -> Packed {
+    let mut pa = pack_to(v, ROWS, lanes, threads);
+    if parallel(&v, threads) {
         pa.par_chunks_exact_mut(STEP * ROWS).for_each(transpose16);
     } else {
         pa.chunks_exact_mut(STEP * ROWS).for_each(transpose16);
     }
     pa
+}
+
+/// Whether packing `v` is worth splitting over `threads` (`bf16_pack::pack_to`'s threshold).
+fn parallel(v: &PairView<'_>, threads: usize) -> bool {
+    threads > 1 && v.outer * v.k >= 1 << 16
 }
 
 /// The transpose of a 16 × 16 block of u32, in place: pair-major (`bf16_pack`'s panels) to
@@ -127,7 +131,7 @@ mod tests {
             let lanes = k.div_ceil(2).next_multiple_of(STEP) + if k == 64 { STEP } else { 0 };
             for threads in [1, 2] {
                 let got = pack_a(v, lanes, threads);
-                let want = pair_major_then_transposed(v, lanes, false);
+                let want = pair_major_then_transposed(v, lanes, 1);
                 assert!(got[..] == want[..], "outer {outer}, k {k}, {threads} threads");
             }
         }

@@ -3,7 +3,6 @@
 //! layer's inputs and of its arena slots (the composed gradients of `Σ out ⊙ R`, packed as the
 //! arena). The whole step's test is `launch_tests.rs`; these find which layer a difference is in.
 use candle_core::{DType, Device, Tensor, Var};
-use nmt_data::Batch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -24,12 +23,13 @@ use crate::config::{Config, ModelConfig, WeightInit};
 use crate::kernels::gpu::emulated::Emulated;
 use crate::kernels::gpu::launch::{Launch, Staged};
 
-/// What a layer's test reads: the model, its batch in both forms, and the emulated arena.
+/// What a layer's test reads: the model, its batch as tensors, its sources' lengths (at least
+/// 1, as the kernels read them) and as the step reads it.
 struct Case {
     cfg: ModelConfig,
     model: Seq2Seq,
-    b: Batch,
     bt: BatchTensors,
+    lens: Vec<usize>,
     x: StepBatch<Staged<i64>, Staged<f32>>,
 }
 
@@ -58,7 +58,8 @@ fn cases() -> Vec<Case> {
             let bt = BatchTensors::new(&b, DType::F32, &Device::Cpu).unwrap();
             let z = MaskSizes { emb: cfg.emb_dim, hidden: cfg.hidden_dim, units: cfg.maxout_dim };
             let x = uploaded(&host_batch(&b, z, None));
-            Case { cfg, model, b, bt, x }
+            let lens = b.src_lengths.iter().map(|&n| n.max(1)).collect();
+            Case { cfg, model, bt, lens, x }
         })
         .collect()
 }
@@ -127,8 +128,7 @@ fn each_encoders_launch_form_equals_its_composed_form() {
         let net = c.model.rnnsearch().unwrap();
         let (b, s, _) = c.x.shape;
         let xs = var(&mut rng, &[b, s, c.cfg.emb_dim]);
-        let lens: Vec<usize> = c.b.src_lengths.iter().map(|&n| n.max(1)).collect();
-        let src = Source { mask: &c.bt.src_mask, lens: &lens };
+        let src = Source { mask: &c.bt.src_mask, lens: &c.lens };
         let ann = net.enc.forward(xs.as_tensor(), src, None, Backend::Composed).unwrap();
         let r = var(&mut rng, ann.dims());
         let grads = (&ann * r.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
@@ -152,8 +152,7 @@ fn each_decoders_launch_form_equals_its_composed_form() {
         let (b, s, tl) = c.x.shape;
         let (h, m) = (c.cfg.hidden_dim, c.cfg.emb_dim);
         let (ann, ey) = (var(&mut rng, &[b, s, 2 * h]), var(&mut rng, &[b, tl, m]));
-        let lens: Vec<usize> = c.b.src_lengths.iter().map(|&n| n.max(1)).collect();
-        let src = Source { mask: &c.bt.src_mask, lens: &lens };
+        let src = Source { mask: &c.bt.src_mask, lens: &c.lens };
         let x_dec = ForcedIn { ey: ey.as_tensor(), ann: ann.as_tensor(), src, output: c.cfg.output_state, want_alpha: false };
         let sc = net.dec.forward(&x_dec, None, Backend::Composed).unwrap().state_ctx;
         let r = var(&mut rng, sc.dims());
