@@ -20,11 +20,11 @@
 # against our f32 step.
 #
 # NMT_MAX_CPU_ISA=avx2 runs both sides as on a CPU without AVX-512 (issue 56): nmt's kernels and
-# products (crates/nmt/src/kernels/isa.rs), and PyTorch's through ATEN_CPU_CAPABILITY=avx2 (its
+# products (crates/nmt/src/kernels/cpu/engine/isa.rs), and PyTorch's through ATEN_CPU_CAPABILITY=avx2 (its
 # kernels and TorchInductor's code), ONEDNN_MAX_CPU_ISA=AVX2 and MKL_ENABLE_INSTRUCTIONS=AVX2.
 # NMT_MAX_CPU_ISA=avx512 keeps AVX-512 and turns off the bf16 products on both sides;
 # avx512_bf16 keeps both off AMX's tiles (oneDNN's AVX512_CORE_BF16; nmt then runs bf16 only on
-# AMD, where it is faster than f32: crates/nmt/src/kernels/precision.rs). Each JSON
+# AMD, where it is faster than f32: crates/nmt/src/kernels/cpu/engine/products.rs). Each JSON
 # line says what its side ran ("cpu"), so the log shows that the cap held.
 #
 # Which kernels each side ran (issue 70) is printed before the rounds and again in the summary:

@@ -96,11 +96,11 @@ fn the_instruction_set_cap_is_named_and_computes_the_same_step() {
         text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["bench"] == "train").expect("a train line")
     };
     let (capped, full) = (train("avx2"), train(""));
-    let detected = nmt::kernels::isa::detected();
+    let detected = nmt::kernels::cpu::engine::isa::detected();
     let want = match detected {
-        nmt::kernels::isa::CpuLevel::Avx512 | nmt::kernels::isa::CpuLevel::Avx512Bf16 | nmt::kernels::isa::CpuLevel::Amx => {
-            "AVX2 (NMT_MAX_CPU_ISA)"
-        }
+        nmt::kernels::cpu::engine::isa::CpuLevel::Avx512
+        | nmt::kernels::cpu::engine::isa::CpuLevel::Avx512Bf16
+        | nmt::kernels::cpu::engine::isa::CpuLevel::Amx => "AVX2 (NMT_MAX_CPU_ISA)",
         other => other.name(),
     };
     assert_eq!(capped["cpu"], want, "detected {detected:?}");
@@ -113,7 +113,7 @@ fn the_instruction_set_cap_is_named_and_computes_the_same_step() {
         let (a, b) = (capped[key].as_f64().unwrap(), full[key].as_f64().unwrap());
         assert!((a - b).abs() < 1e-4 * b.abs(), "{key}: capped {a}, uncapped {b}");
     }
-    if detected >= nmt::kernels::isa::CpuLevel::Avx2 {
+    if detected >= nmt::kernels::cpu::engine::isa::CpuLevel::Avx2 {
         let out =
             nmt().env("NMT_MAX_CPU_ISA", "avx2").args(["bench", "--json", "--int8", "--steps", "1", "--only", "greedy"]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

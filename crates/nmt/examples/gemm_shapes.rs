@@ -2,9 +2,9 @@
 //! (`nmt::kernels::gemm::matmul`): the numbers behind the layout choices in docs/PERF.md.
 //!
 //! `cargo run --release -p nmt --example gemm_shapes` (RAYON_NUM_THREADS sets the pool size);
-//! `… --example gemm_shapes -- bf16 [ROUNDS]`: the bf16 products (`kernels/bf16_gemm.rs`) against
+//! `… --example gemm_shapes -- bf16 [ROUNDS]`: the bf16 products (`kernels/cpu/engine/bf16_gemm.rs`) against
 //! f32 on the training step's large shapes, alternated, packing and conversion included (issue 42);
-//! `… -- amx [ROUNDS]`: the AMX tiles (`kernels/amx_gemm.rs`) against f32 on every product shape
+//! `… -- amx [ROUNDS]`: the AMX tiles (`kernels/cpu/engine/amx_gemm.rs`) against f32 on every product shape
 //! of the demo's recipe, and at the small `m` of short batches (issue 76).
 use nmt::kernels::gemm::{matmul, transpose, Mat};
 use std::time::Instant;
@@ -86,7 +86,7 @@ fn main() {
 
 #[cfg(target_arch = "x86_64")]
 fn bf16() {
-    use nmt::kernels::bf16_gemm::{available, matmul_bf16};
+    use nmt::kernels::cpu::engine::bf16_gemm::{available, matmul_bf16};
     if !available() {
         eprintln!("gemm_shapes bf16: this CPU has no AVX512_BF16");
         std::process::exit(1);
@@ -133,7 +133,7 @@ fn bf16() {
 /// batches at an epoch's end or the start state's products (one row per sentence).
 #[cfg(target_arch = "x86_64")]
 fn amx() {
-    use nmt::kernels::amx_gemm::{available, matmul_amx};
+    use nmt::kernels::cpu::engine::amx_gemm::{available, matmul_amx};
     if !available() {
         eprintln!("gemm_shapes amx: no AMX tiles here (or NMT_MAX_CPU_ISA caps them)");
         std::process::exit(1);

@@ -1,7 +1,7 @@
-//! The search's output projection at its shapes, f32 against int8 (`kernels/int8.rs`):
+//! The search's output projection at its shapes, f32 against int8 (`kernels/cpu/engine/int8.rs`):
 //! `cargo run --release -p nmt --example int8_shapes` (2 threads by RAYON_NUM_THREADS).
 //! Times `Projection::best` (scores, normaliser and best tokens), the products alone on one
-//! thread (`kernels/int8.rs`: rten-gemm's u8 × i8 → i32 on prepacked weights, then the scaling
+//! thread (`kernels/cpu/engine/int8.rs`: rten-gemm's u8 × i8 → i32 on prepacked weights, then the scaling
 //! to `f32`), and candle's quantised matmul (`QMatMul`, GGML `Q8_0`: int8 blocks of 32 with `f16`
 //! scales), the other library that does int8 products, at the same shape. Where AMX-INT8 runs
 //! (issue 76), the projection's products on rten-gemm against the tiles, by rows per step.
@@ -10,10 +10,10 @@ use std::time::Instant;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 
+use nmt::kernels::cpu::engine::int8::{block, QActs, QWeights};
 use nmt::kernels::cpu::projection::Projection;
 use nmt::kernels::gemm::{matmul, Mat};
-use nmt::kernels::int8::{block, QActs, QWeights};
-use nmt::kernels::int8_linear::QLinear;
+use nmt::model::QLinear;
 
 fn data(len: usize, seed: u64) -> Vec<f32> {
     let mut x = seed | 1;
@@ -81,7 +81,7 @@ fn main() {
     }
     // The projection's products, rten-gemm's `vpdpbusd` against AMX's `tdpbusd` (both exact),
     // on rayon's threads, alternated: where the tiles pay (`amx_int8::MIN_ROWS`).
-    if let Some(tiles) = nmt::kernels::amx_int8::I8Tiles::for_search() {
+    if let Some(tiles) = nmt::kernels::cpu::engine::amx_int8::I8Tiles::for_search() {
         let rten = QWeights::with_tiles(&wt, vocab, l, None);
         let amx = QWeights::with_tiles(&wt, vocab, l, Some(tiles));
         for n in [8, 16, 32, 80, 160, 400] {

@@ -6,8 +6,9 @@
 //! lines), [`Searcher`] (search batches of ids with one model or an ensemble), [`train()`],
 //! the model file ([`LoadedModel`], [`ModelMeta`]), the configuration types and the errors.
 //!
-//! `kernels` (the CPU ops, their GPU twins and the op shapes both share) and `bench` (the speed harness behind `nmt bench`) are not part
-//! of the API: they are hidden from the documentation and may change with any commit. They
+//! `kernels` (the CPU ops with the CPU's engines, their GPU twins, and the floor both stand on:
+//! the op shapes, the op trait, the portable product) and `bench` (the speed harness behind
+//! `nmt bench`) are not part of the API: they are hidden from the documentation and may change with any commit. They
 //! stay reachable only because the crate's integration tests and examples (`crates/nmt/tests`,
 //! `crates/nmt/examples`) test and time the kernels directly; the binary reaches them only
 //! through the names re-exported here: [`profile`], [`run_bench_each`], [`BenchOptions`],
@@ -38,8 +39,8 @@ pub use bench::run::{run as run_bench, run_each as run_bench_each, BenchOptions}
 pub use candle_core;
 pub use config::{Arch, Config, DataConfig, Impl, ModelConfig, SearchConfig, TrainConfig};
 pub use error::{Error, Result};
-pub use kernels::isa::{cap_from_env as cpu_cap_from_env, cpu_class};
-pub use kernels::precision::{bf16_available, bf16_path, GPU_BF16_PRODUCTS};
+pub use kernels::cpu::engine::isa::{cap_from_env as cpu_cap_from_env, cpu_class};
+pub use kernels::cpu::engine::products::{bf16_available, bf16_path, GPU_BF16_PRODUCTS};
 pub use kernels::profile;
 pub use model::Seq2Seq;
 pub use model_file::{LoadedModel, ModelMeta};

@@ -1,7 +1,7 @@
 //! int8 weights for the search (`SearchConfig::int8`): every weight matrix quantised to 7 bits
-//! with `f32` scales (`kernels::int8::quantize_row`), once, along the axis its products use:
+//! with `f32` scales (`kernels::cpu::engine::int8::quantize_row`), once, along the axis its products use:
 //! - a matrix `W (in, out)` that multiplies `x W` gets a scale per **output column** (per output
-//!   row of `Wᵀ`, the weight rows of `kernels::int8`); so does the output projection `G (l, V)`,
+//!   row of `Wᵀ`, the weight rows of `kernels::cpu::engine::int8`); so does the output projection `G (l, V)`,
 //!   a scale per vocabulary word;
 //! - an embedding table `(V, m)` ([`crate::model::SRC_EMB`], [`crate::model::TGT_EMB`]), read by
 //!   rows and, tied, scoring the vocabulary by rows, gets a scale per **row**.
@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use candle_core::{DType, Device, Tensor};
 
 use crate::error::Result;
+use crate::kernels::cpu::engine::int8::quantize_row;
 use crate::kernels::gemm::transpose;
-use crate::kernels::int8::quantize_row;
 use crate::model::params::Params;
 use crate::model::{Seq2Seq, SRC_EMB, TGT_EMB};
 

@@ -1,14 +1,13 @@
-//! The bf16 products of the training step (issue 42, `kernels/bf16_gemm.rs`): against an f64
+//! The bf16 products of the training step (issue 42, `kernels/cpu/engine/bf16_gemm.rs`): against an f64
 //! product within bf16's bound, on random shapes with every edge (rows, columns, odd `k`) and
 //! every packing path (contiguous, transposed view, general strides) forced by the operands'
 //! layouts; exact where the operands are bf16 numbers; and `matmul_wide`'s dispatch.
-//! The model-level loss and gradients in bf16 are in `tests/bf16_model.rs` (its own process:
-//! the precision is process-wide).
+//! The model-level loss and gradients in bf16 are in `tests/bf16_model.rs`.
 //!
 //! On a CPU without AVX512_BF16 each test prints that it did not run, and passes.
 #![cfg(target_arch = "x86_64")]
 
-use nmt::kernels::bf16_gemm::{available, matmul_bf16};
+use nmt::kernels::cpu::engine::bf16_gemm::{available, matmul_bf16};
 use nmt::kernels::gemm::{matmul, Mat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -141,14 +140,14 @@ fn bf16_products_of_bf16_numbers_equal_the_f32_product() {
 }
 
 #[test]
-fn matmul_wide_follows_the_precision_setting() {
-    use nmt::kernels::precision::{bf16_available, bf16_path, matmul_wide, set_training_products, training_products, Bf16Path, Precision};
+fn matmul_wide_follows_the_precision_it_is_given() {
+    use nmt::kernels::cpu::engine::products::{bf16_available, bf16_path, in_effect, matmul_wide, Bf16Path, Precision};
     if !bf16_available() {
         eprintln!("NOT RUN: {}; matmul_wide's bf16 dispatch is untested here", bf16_path());
         return;
     }
     // The kernel that this CPU's path runs (issue 70): AMX tiles or `vdpbf16ps`.
-    let chosen = if bf16_path() == Bf16Path::Amx { nmt::kernels::amx_gemm::matmul_amx } else { matmul_bf16 };
+    let chosen = if bf16_path() == Bf16Path::Amx { nmt::kernels::cpu::engine::amx_gemm::matmul_amx } else { matmul_bf16 };
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     // Every dimension at least `amx_gemm::MIN_DIM`, so that the tiles run it on AMX.
     let (m, k, n) = (70, 80, 96);
@@ -162,24 +161,22 @@ fn matmul_wide_follows_the_precision_setting() {
     let f32_c = run(&|c| matmul(c, 0, n, Mat::new(&a, m, k), Mat::new(&b, k, n), false, 1));
     let bf16_c = run(&|c| chosen(c, 0, n, Mat::new(&a, m, k), Mat::new(&b, k, n), false, 1));
     assert_ne!(f32_c, bf16_c);
-    assert_eq!(set_training_products(Precision::Bf16), Precision::Bf16);
-    assert_eq!(training_products(), Precision::Bf16);
-    assert_eq!(run(&|c| matmul_wide(c, 0, n, Mat::new(&a, m, k), Mat::new(&b, k, n), false, 1)), bf16_c);
+    assert_eq!(in_effect(Precision::Bf16), Precision::Bf16);
+    assert_eq!(run(&|c| matmul_wide(Precision::Bf16, c, 0, n, Mat::new(&a, m, k), Mat::new(&b, k, n), false, 1)), bf16_c);
     // f64 is never rounded.
     let (a64, b64): (Vec<f64>, Vec<f64>) = (a.iter().map(|&x| x as f64).collect(), b.iter().map(|&x| x as f64).collect());
     let (mut w, mut p) = (vec![0f64; m * n], vec![0f64; m * n]);
-    matmul_wide(&mut w, 0, n, Mat::new(&a64, m, k), Mat::new(&b64, k, n), false, 1);
+    matmul_wide(Precision::Bf16, &mut w, 0, n, Mat::new(&a64, m, k), Mat::new(&b64, k, n), false, 1);
     matmul(&mut p, 0, n, Mat::new(&a64, m, k), Mat::new(&b64, k, n), false, 1);
     assert_eq!(w, p);
     // On AMX a product with a dimension under `MIN_DIM` stays f32 (issue 76: the tiles are
     // slower there); the `vdpbf16ps` path takes every product.
-    let small = nmt::kernels::amx_gemm::MIN_DIM - 1;
+    let small = nmt::kernels::cpu::engine::amx_gemm::MIN_DIM - 1;
     let (sa, sb) = (Mat::new(&a, small, k), Mat::new(&b, k, n));
     let mut want = vec![0f32; small * n];
     matmul(&mut want, 0, n, sa, sb, false, 1);
     let mut got = vec![0f32; small * n];
-    matmul_wide(&mut got, 0, n, sa, sb, false, 1);
+    matmul_wide(Precision::Bf16, &mut got, 0, n, sa, sb, false, 1);
     assert_eq!(got == want, bf16_path() == Bf16Path::Amx, "{} rows in bf16 on {}", small, bf16_path());
-    assert_eq!(set_training_products(Precision::F32), Precision::F32);
-    assert_eq!(run(&|c| matmul_wide(c, 0, n, Mat::new(&a, m, k), Mat::new(&b, k, n), false, 1)), f32_c);
+    assert_eq!(run(&|c| matmul_wide(Precision::F32, c, 0, n, Mat::new(&a, m, k), Mat::new(&b, k, n), false, 1)), f32_c);
 }

@@ -5,20 +5,18 @@
 //! (whose backward passes recompute the normalised products as the forward pass multiplied
 //! them, `kernels::cpu::attention_op`). Measured (2026-11-26, Zen 4): loss 2e-5,
 //! gradients 2–7 % (the largest where a gradient's terms cancel), cosine ≥ 0.9977. Whether that
-//! costs learning is measured by dev BLEU, not here (docs/PERF.md). A separate test binary (its own process) because
-//! the precision is process-wide (`kernels/precision.rs`).
+//! costs learning is measured by dev BLEU, not here (docs/PERF.md). The precision is the
+//! model's (`Seq2Seq::set_products`) or the op's: nothing here is process-wide.
 //!
 //! The bound: operands rounded to bf16 carry a relative error of 2⁻⁸ each, so a product's
 //! error is about `2⁻⁷·Σ|a||b|`: small against the sum when its terms agree, not when they
 //! cancel, as a gradient summed over a batch does. What is measured is printed.
 mod common;
 
-use std::sync::Mutex;
-
 use candle_core::{DType, Device, Tensor, Var};
 use nmt::config::{ArchName, Precision};
+use nmt::kernels::cpu::engine::products::bf16_available;
 use nmt::kernels::cpu::proj_nll::proj_nll;
-use nmt::kernels::precision::{bf16_available, set_training_products};
 use nmt::kernels::shapes::proj_weight::ProjWeight;
 use nmt::model::{BatchTensors, Seq2Seq};
 use rand::{Rng, SeedableRng};
@@ -44,11 +42,11 @@ fn compare(conditional: bool, layer_norm: bool) -> (f64, f64, f64) {
         cfg.gru = nmt::config::GruForm::ResetAfter;
         cfg.layer_norm = true;
     }
-    let model = Seq2Seq::fresh(&cfg, 3, DType::F32, &dev).unwrap();
+    let mut model = Seq2Seq::fresh(&cfg, 3, DType::F32, &dev).unwrap();
     let batch = common::random_batch(24, 300, 3..20, 5);
     let bt = BatchTensors::new(&batch, DType::F32, &dev).unwrap();
-    let run = |p: Precision| {
-        assert_eq!(set_training_products(p), p);
+    let mut run = |p: Precision| {
+        assert_eq!(model.set_products(p), p);
         let loss = model.loss(&bt, None).unwrap().mean;
         let grads = loss.backward().unwrap();
         let g: Vec<(String, Tensor)> =
@@ -58,7 +56,6 @@ fn compare(conditional: bool, layer_norm: bool) -> (f64, f64, f64) {
     let (l32, g32) = run(Precision::F32);
     let (l16, g16) = run(Precision::Bf16);
     eprintln!("loss f32 {l32:.9}, bf16 {l16:.9}");
-    set_training_products(Precision::F32);
     let (mut worst, mut cos_min) = (0f64, 1f64);
     for ((name, a), (_, b)) in g32.iter().zip(&g16) {
         let rel = norm(&(a - b).unwrap()) / norm(a).max(1e-30);
@@ -70,12 +67,8 @@ fn compare(conditional: bool, layer_norm: bool) -> (f64, f64, f64) {
     ((l16 - l32).abs() / l32, worst, cos_min)
 }
 
-/// The precision is process-wide: the tests of this binary that set it run one at a time.
-static PRECISION: Mutex<()> = Mutex::new(());
-
 #[test]
 fn bf16_loss_and_gradients_are_close_to_f32() {
-    let _one = PRECISION.lock().unwrap_or_else(|e| e.into_inner());
     if !bf16_available() {
         eprintln!("NOT RUN: {}; the bf16 training step is untested here", nmt::bf16_path());
         return;
@@ -97,7 +90,6 @@ fn bf16_loss_and_gradients_are_close_to_f32() {
 /// a weighted sum (so each row's `g` differs). A misplaced block or pair would be off by O(1).
 #[test]
 fn bf16_projection_gradients_are_close_to_f32_on_edge_shapes() {
-    let _one = PRECISION.lock().unwrap_or_else(|e| e.into_inner());
     if !bf16_available() {
         eprintln!("NOT RUN: {}; the bf16 projection is untested here", nmt::bf16_path());
         return;
@@ -115,21 +107,20 @@ fn bf16_projection_gradients_are_close_to_f32_on_edge_shapes() {
             let g = Tensor::from_vec(r(n, 1.0), n, &dev).unwrap();
             let targets: Vec<u32> = (0..n).map(|i| (i * 7 % v) as u32).collect();
             let run = |p: Precision| {
-                assert_eq!(set_training_products(p), p);
                 let pw = if tied { ProjWeight::Vk(w.as_tensor()) } else { ProjWeight::Kv(w.as_tensor()) };
-                let nll = proj_nll(x.as_tensor(), pw, b.as_tensor(), &targets, 0.1).unwrap();
+                let nll = proj_nll(x.as_tensor(), pw, b.as_tensor(), &targets, 0.1, p).unwrap();
                 let grads = (nll * &g).unwrap().sum_all().unwrap().backward().unwrap();
                 [&x, &w, &b].map(|p| grads.get(p.as_tensor()).unwrap().clone())
             };
             let (f32s, bf16s) = (run(Precision::F32), run(Precision::Bf16));
-            set_training_products(Precision::F32);
             for (name, a, c) in [("dx", &f32s[0], &bf16s[0]), ("dw", &f32s[1], &bf16s[1]), ("db", &f32s[2], &bf16s[2])] {
                 let rel = norm(&(a - c).unwrap()) / norm(a).max(1e-30);
                 eprintln!("n {n} k {k} v {v} tied {tied}: {name} relative difference {rel:.2e}");
                 assert!(rel < 2e-2, "n {n} k {k} v {v} tied {tied}: {name} differs by {rel:e}");
             }
             let rel = norm(&(&f32s[1] - &bf16s[1]).unwrap()) / norm(&f32s[1]);
-            let in_bf16 = nmt::bf16_path() != nmt::kernels::precision::Bf16Path::Amx || nmt::kernels::amx_gemm::pays(k, n, v);
+            let in_bf16 = nmt::bf16_path() != nmt::kernels::cpu::engine::products::Bf16Path::Amx
+                || nmt::kernels::cpu::engine::amx_gemm::pays(k, n, v);
             assert_eq!(rel > 1e-6, in_bf16, "n {n} k {k} v {v} tied {tied}: dW in bf16 {in_bf16}, relative difference {rel:e}");
         }
     }

@@ -2,20 +2,17 @@
 //! `model/candidates.rs`): with `V′ = V` it is the full softmax bit for bit (loss and every
 //! gradient, f32 and the bf16 products where this CPU runs them); on a strict `V′` the fused
 //! form equals its composed twin; and the evaluation paths (scores, the dev loss) never see it.
-//! One process of its own: the bf16 case sets the process-wide precision, so the cases of this
-//! binary take turns (`TURN`).
+//! The bf16 case sets its model's precision (`Seq2Seq::set_products`).
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use candle_core::{DType, Device, Tensor};
 use nmt::config::{ArchName, Impl, Precision};
 use nmt::data::batch::Batch;
-use nmt::kernels::precision::{bf16_available, set_training_products};
+use nmt::kernels::cpu::engine::products::bf16_available;
 use nmt::model::regularizer::{DropoutRates, Regularizer};
 use nmt::model::{BatchTensors, CandidateSpec, Candidates, Seq2Seq};
-
-static TURN: Mutex<()> = Mutex::new(());
 
 const VOCAB: usize = 40;
 
@@ -61,16 +58,15 @@ fn targets(bt_batch: &Batch) -> Vec<u32> {
 
 #[test]
 fn the_whole_vocabulary_as_candidates_is_the_full_softmax_bit_for_bit() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let mut precisions = vec![Precision::F32];
     match bf16_available() {
         true => precisions.push(Precision::Bf16),
-        false => eprintln!("bf16 case NOT RUN: this CPU runs no bf16 products (kernels/precision.rs)"),
+        false => eprintln!("bf16 case NOT RUN: this CPU runs no bf16 products (kernels/cpu/engine/products.rs)"),
     }
     for precision in precisions {
-        assert_eq!(set_training_products(precision), precision);
         for tied in [false, true] {
-            let (model, bt) = setup(tied, DType::F32);
+            let (mut model, bt) = setup(tied, DType::F32);
+            assert_eq!(model.set_products(precision), precision);
             let (lf, gf) = run(&model, &bt, None);
             // V′ = V given, and drawn: every word outside the targets drawn, with weight one.
             let all = Candidates::from_ids((0..VOCAB as u32).collect(), VOCAB).unwrap();
@@ -86,13 +82,10 @@ fn the_whole_vocabulary_as_candidates_is_the_full_softmax_bit_for_bit() {
             }
         }
     }
-    set_training_products(Precision::F32);
 }
 
 #[test]
 fn a_strict_list_gives_the_composed_twins_loss_and_gradients() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    set_training_products(Precision::F32);
     let batch = common::random_batch(5, VOCAB as u32, 2..7, 3);
     for (dtype, bound) in [(DType::F64, 1e-10), (DType::F32, 1e-5)] {
         for tied in [false, true] {
@@ -137,8 +130,6 @@ fn a_strict_list_gives_the_composed_twins_loss_and_gradients() {
 /// vocabulary; only a `Regularizer` carries `V′`, and only the training step builds one.
 #[test]
 fn evaluation_never_sees_the_candidate_list() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    set_training_products(Precision::F32);
     let batch = common::random_batch(5, VOCAB as u32, 2..7, 3);
     let (model, bt) = setup(true, DType::F64);
     let dev_loss = model.loss(&bt, None).unwrap().mean.to_scalar::<f64>().unwrap();

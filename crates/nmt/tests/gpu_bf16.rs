@@ -1,22 +1,17 @@
 //! The GPU's bf16 products (`train.precision = "bf16"` on a GPU, issue 69 item 7; docs/GPU.md,
 //! "bf16 products"), checked on the CPU with the GPU kernels emulated: the GPU twin of the
 //! linear op in bf16 against the CPU's linear op in bf16, and the wiring, the GPU form of a
-//! model running its input projections in bf16. A separate test binary (its own process)
-//! because both precisions are process-wide (`kernels/precision.rs`).
+//! model running its input projections in bf16. Each op and model is given its precision
+//! (`Seq2Seq::set_products`): nothing here is process-wide.
 mod common;
-
-use std::sync::Mutex;
 
 use candle_core::cpu_backend::cuda_layouts::checked;
 use candle_core::{DType, Device, Tensor, Var};
 use nmt::config::{ArchName, Precision};
-use nmt::kernels::precision::{bf16_available, set_gpu_products, set_training_products};
+use nmt::kernels::cpu::engine::products::bf16_available;
 use nmt::model::{BatchTensors, Seq2Seq};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-/// The precisions are process-wide: the tests of this binary run one at a time.
-static PRECISION: Mutex<()> = Mutex::new(());
 
 fn random(rng: &mut impl Rng, shape: &[usize]) -> Var {
     let v: Vec<f32> = (0..shape.iter().product()).map(|_| rng.gen_range(-1f32..1.0)).collect();
@@ -41,18 +36,16 @@ fn bf16(x: f32) -> f64 {
 /// fraction of that bound, is printed (0.043 on 2026-11-28, Zen 4's AVX512_BF16 path).
 #[test]
 fn gpu_linear_in_bf16_is_the_cpu_linear_in_bf16_up_to_the_order_of_the_sums() {
-    let _one = PRECISION.lock().unwrap_or_else(|e| e.into_inner());
     if !bf16_available() {
         eprintln!("NOT RUN: {}; the CPU's bf16 linear op is not there to compare with", nmt::bf16_path());
         return;
     }
-    assert_eq!(set_training_products(Precision::Bf16), Precision::Bf16);
     let mut rng = ChaCha8Rng::seed_from_u64(71);
     let mut worst = 0f64;
     for (n, k, m) in [(1, 1, 1), (13, 33, 45), (37, 16, 100), (61, 300, 130), (70, 96, 130)] {
         // On AMX the CPU keeps products with a dimension under `amx_gemm::MIN_DIM` in f32
         // (issue 76): there is no CPU bf16 product to compare with at those shapes.
-        if nmt::bf16_path() == nmt::kernels::precision::Bf16Path::Amx && !nmt::kernels::amx_gemm::pays(n, k, m) {
+        if nmt::bf16_path() == nmt::kernels::cpu::engine::products::Bf16Path::Amx && !nmt::kernels::cpu::engine::amx_gemm::pays(n, k, m) {
             eprintln!("({n}, {k}, {m}): the CPU runs it in f32 on AMX; not compared");
             continue;
         }
@@ -61,8 +54,8 @@ fn gpu_linear_in_bf16_is_the_cpu_linear_in_bf16_up_to_the_order_of_the_sums() {
         let [x, w, b] = vars.each_ref().map(|v| v.as_tensor());
         let run = |gpu: bool| -> Vec<Vec<f32>> {
             let y = match gpu {
-                true => nmt::kernels::gpu::linear::linear_in(x, w, b, Precision::Bf16).unwrap(),
-                false => nmt::kernels::cpu::linear::linear(x, w, b).unwrap(),
+                true => nmt::kernels::gpu::linear::linear(x, w, b, Precision::Bf16).unwrap(),
+                false => nmt::kernels::cpu::linear::linear(x, w, b, Precision::Bf16).unwrap(),
             };
             let grads = (&y * &r).unwrap().sum_all().unwrap().backward().unwrap();
             [&y, grads.get(x).unwrap(), grads.get(w).unwrap(), grads.get(b).unwrap()].map(flat).to_vec()
@@ -95,22 +88,18 @@ fn gpu_linear_in_bf16_is_the_cpu_linear_in_bf16_up_to_the_order_of_the_sums() {
         }
         assert_eq!(gpu[3], cpu[3], "({n}, {k}, {m}) db");
     }
-    set_training_products(Precision::F32);
     eprintln!("largest difference: {worst:.3} of its bound");
 }
 
-/// The wiring: with the GPU's products in bf16 (`set_gpu_products`, as training sets it on a
-/// GPU), the GPU form of a model (`Seq2Seq::emulate_gpu`) runs its input projections through
+/// The wiring: with the GPU form's products in bf16 (`Seq2Seq::set_products`, as training sets
+/// them on a GPU), the GPU form of a model (`Seq2Seq::emulate_gpu`) runs its input projections through
 /// the GPU linear op in bf16 (`Backend::linear`), inside the CUDA layout check: the loss within
 /// 1e-3 of the f32 GPU form's and every gradient within 10 % in norm (cosine ≥ 0.995), the
-/// bounds of `tests/bf16_model.rs` for the CPU's, and not equal to it (bf16 ran), with the CPU's
-/// bf16 products off throughout. RNNsearch (the bidirectional encoder's input projections) and
+/// bounds of `tests/bf16_model.rs` for the CPU's, and not equal to it (bf16 ran). RNNsearch (the bidirectional encoder's input projections) and
 /// RNNenc (its encoder stack, upper layers and summary decoder). Measured (2026-11-28): loss
 /// 3.8e-6 and 1.0e-5, gradients 4.7e-2 and 3.3e-2 in norm, cosine ≥ 0.9989 and 0.9994.
 #[test]
 fn the_gpu_form_runs_its_input_projections_in_bf16() {
-    let _one = PRECISION.lock().unwrap_or_else(|e| e.into_inner());
-    set_training_products(Precision::F32);
     let batch = common::random_batch(12, 200, 3..12, 72);
     let bt = BatchTensors::new(&batch, DType::F32, &Device::Cpu).unwrap();
     for arch in [ArchName::Rnnsearch, ArchName::Rnnenc] {
@@ -118,8 +107,8 @@ fn the_gpu_form_runs_its_input_projections_in_bf16() {
         cfg.init_std = 0.15;
         let mut model = Seq2Seq::fresh(&cfg, 3, DType::F32, &Device::Cpu).unwrap();
         model.emulate_gpu();
-        let run = |p: Precision| -> (f64, Vec<Tensor>) {
-            assert_eq!(set_gpu_products(p), p);
+        let mut run = |p: Precision| -> (f64, Vec<Tensor>) {
+            assert_eq!(model.set_products(p), p);
             checked(|| -> candle_core::Result<(f64, Vec<Tensor>)> {
                 let loss = model.loss(&bt, None).map_err(candle_core::Error::wrap)?.mean;
                 let grads = loss.backward()?;
@@ -129,7 +118,6 @@ fn the_gpu_form_runs_its_input_projections_in_bf16() {
             .unwrap_or_else(|e| panic!("{arch:?}: the GPU form in {p:?}: {e}"))
         };
         let ((l32, g32), (l16, g16)) = (run(Precision::F32), run(Precision::Bf16));
-        set_gpu_products(Precision::F32);
         let norm = |t: &Tensor| t.sqr().unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap().sqrt() as f64;
         let (mut worst, mut cos_min) = (0f64, 1f64);
         for (a, b) in g32.iter().zip(&g16) {

@@ -95,7 +95,7 @@ fn gru_case(dtype: DType, form: CellKind, reverse: bool, dropout: bool, tol: f64
     let u = rand_var(&[h, g], 0.5, dtype, &mut rng);
     let rows = rand_var(&[b, g + h], 0.5, dtype, &mut rng);
     let mask = dropout.then(|| state_mask(b * h, 31));
-    let spec = RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+    let spec = RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref(), products: nmt::config::Precision::F32 };
     let drop = mask.as_ref().map(|m| mask_tensor(m, b, h, dtype));
     let err = compare(
         &[&gi, &u, &rows],
@@ -158,7 +158,7 @@ fn fused_gru_gradient_matches_finite_differences() {
             let rows = rand_var(&[b, g + h], 0.7, DType::F64, &mut rng);
             let probe = rand_var(&[b, s, h], 1.0, DType::F64, &mut rng);
             let mask = dropout.then(|| state_mask(b * h, 37));
-            let spec = RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref() };
+            let spec = RnnSpec { kind: form, lens: &LENS, state_mask: mask.as_deref(), products: nmt::config::Precision::F32 };
             let f = || {
                 let y = rnn_sequence::rnn_sequence(gi.as_tensor(), u.as_tensor(), rows.as_tensor(), reverse, spec).unwrap();
                 (y * probe.as_tensor()).unwrap().sum_all().unwrap()
@@ -196,6 +196,7 @@ fn attn_case(dtype: DType, kind: CellKind, output: OutputState, dropout: bool) -
         conditional: false,
         start: nmt::config::StartState::FirstBackward,
         norm: false,
+        products: nmt::config::Precision::F32,
     };
     let gie = rand_var(&[b * t, kind.gates() * h], 1.0, dtype, &mut rng);
     let ann = rand_var(&[b, s, c], 1.0, dtype, &mut rng);
@@ -311,7 +312,7 @@ fn fused_bidirectional_gru_matches_composed_ops() {
                     };
                     Tensor::cat(&[dir(0), dir(1)], 2).unwrap()
                 };
-                let spec = RnnSpec { kind: form, lens: &lens, state_mask: mask.as_deref() };
+                let spec = RnnSpec { kind: form, lens: &lens, state_mask: mask.as_deref(), products: nmt::config::Precision::F32 };
                 let fused = || birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
                 let err = compare(&[&gi, &u, &bh], fused, composed, 12);
                 eprintln!("bidirectional gru {dtype:?} {form:?} dropout={dropout}: {err:.2e}");

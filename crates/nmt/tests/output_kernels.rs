@@ -3,6 +3,9 @@
 //! the embedding, in f64 (to rounding) and f32.
 mod common;
 
+/// The products in f32: the ops against their composed twins (bf16: `tests/bf16_model.rs`).
+use nmt::config::Precision::F32;
+
 use common::twins::{compare, mask_tensor, rand_var, state_mask};
 
 use candle_core::{DType, Device, Tensor, Var, D};
@@ -47,7 +50,7 @@ fn fused_deep_output_matches_composed_ops() {
             let mask = masked.then(|| state_mask(n * l, 53));
             let err = compare(
                 &[&sc, &ey, &wb],
-                || deep_output(sc.as_tensor(), ey.as_tensor(), wb.as_tensor(), layer, mask.as_deref()).unwrap(),
+                || deep_output(sc.as_tensor(), ey.as_tensor(), wb.as_tensor(), layer, mask.as_deref(), F32).unwrap(),
                 || {
                     let x = Tensor::cat(&[sc.as_tensor(), ey.as_tensor()], 1).unwrap();
                     let w = wb.as_tensor().narrow(0, 0, k1 + k2).unwrap();
@@ -119,7 +122,7 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
         let targets: Vec<u32> = (0..n).map(|_| rng.gen_range(0..v as u32)).collect();
         let tt = Tensor::from_vec(targets.clone(), (n, 1), &Device::Cpu).unwrap();
         let composed_logits = || x.as_tensor().matmul(w.as_tensor()).unwrap().broadcast_add(b.as_tensor()).unwrap();
-        let err = compare(&[&x, &w, &b], || linear::linear(x.as_tensor(), w.as_tensor(), b.as_tensor()).unwrap(), composed_logits, 8);
+        let err = compare(&[&x, &w, &b], || linear::linear(x.as_tensor(), w.as_tensor(), b.as_tensor(), F32).unwrap(), composed_logits, 8);
         assert!(err < tol, "linear {dtype:?}: {err}");
         for eps in [0.0, 0.1] {
             let err = compare(
@@ -131,6 +134,7 @@ fn fused_projection_nll_and_linear_match_composed_ops() {
                         b.as_tensor(),
                         &targets,
                         eps,
+                        F32,
                     )
                     .unwrap()
                 },
@@ -186,7 +190,7 @@ fn fused_projection_nll_reads_transposed_weights() {
         let tt = Tensor::from_vec(targets.clone(), (n, 1), &Device::Cpu).unwrap();
         let err = compare(
             &[&x, &e, &b],
-            || proj_nll(x.as_tensor(), ProjWeight::Vk(e.as_tensor()), b.as_tensor(), &targets, 0.1).unwrap(),
+            || proj_nll(x.as_tensor(), ProjWeight::Vk(e.as_tensor()), b.as_tensor(), &targets, 0.1, F32).unwrap(),
             || {
                 let z = x.as_tensor().matmul(&e.as_tensor().t().unwrap()).unwrap().broadcast_add(b.as_tensor()).unwrap();
                 smoothed_nll(&z, &tt, 0.1)

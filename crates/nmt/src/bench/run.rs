@@ -172,8 +172,8 @@ fn search(searcher: &Searcher, opts: &BenchOptions, batch: &nmt_data::Batch, k: 
 /// its pick on the device), or composed candle ops only (on a GPU, the pick on the host).
 fn impl_label(backend: Backend) -> &'static str {
     match backend {
-        Backend::FusedF32 | Backend::FusedF64 => "nmt-fused",
-        Backend::Gpu => "nmt-gpu-kernels",
+        Backend::FusedF32(_) | Backend::FusedF64 => "nmt-fused",
+        Backend::Gpu(_) => "nmt-gpu-kernels",
         Backend::Composed => "nmt-composed",
     }
 }
@@ -246,14 +246,14 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
     // loss0 in the training step's precision, summed in f64 so that bf16 products show in it
     // (at the initial weights they moved it by 1e-8 on AMX, under an f32 mean's rounding; issue
     // 74). The searches then run f32 products.
-    let (on_gpu, set_products) = (model.backend().gpu(), crate::kernels::precision::set_step_products);
-    set_products(opts.precision, on_gpu);
+    let on_gpu = model.backend().gpu();
+    model.set_products(opts.precision);
     let lp = model.token_log_probs(&bt)?.concat();
     let loss0 = -lp.iter().sum::<f64>() / lp.len().max(1) as f64;
-    set_products(Precision::F32, on_gpu);
+    model.set_products(Precision::F32);
     crate::kernels::profile::take();
     let device = if dev.is_cpu() { "cpu".to_string() } else { format!("{:?}", dev.location()) };
-    let mut base = json!({"impl": imp_name, "threads": threads, "device": device, "cuda": crate::kernels::gpu::context::describe(&dev), "cpu": crate::kernels::isa::cpu_class(), "batch": sentences, "preset": opts.preset, "loss0": round(loss0, 9)});
+    let mut base = json!({"impl": imp_name, "threads": threads, "device": device, "cuda": crate::kernels::gpu::context::describe(&dev), "cpu": crate::kernels::cpu::engine::isa::cpu_class(), "batch": sentences, "preset": opts.preset, "loss0": round(loss0, 9)});
     if let (false, Some(o)) = (opts.overrides.is_empty(), base.as_object_mut()) {
         o.insert("set".into(), json!(opts.overrides));
     }
@@ -279,7 +279,7 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
             if tokens != sentences * TGT_LEN {
                 return Err(crate::error::Error::Input(format!("bench {name}: {tokens} output tokens, expected {}", sentences * TGT_LEN)));
             }
-            let kernel = if opts.int8 { json!(crate::kernels::int8::kernel_name()) } else { json!(null) };
+            let kernel = if opts.int8 { json!(crate::kernels::cpu::engine::int8::kernel_name()) } else { json!(null) };
             let search = if searcher.lead().backend().host() && opts.imp == Impl::Fused { "host" } else { "candle" };
             emit(stamped(with(
                 json!({"bench": name, "search": search, "int8": opts.int8, "int8_kernel": kernel, "ms_median": round(ms, 2), "ms_min": round(mn, 2), "sentences_per_s": round(sentences as f64 / (ms / 1e3), 1)}),
@@ -288,7 +288,7 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
     }
     if want("train") {
         // In effect: f32 where `bf16_path` is off (issue 70), bf16 on a GPU whatever the CPU has.
-        let (precision, bf16_products) = set_products(opts.precision, on_gpu);
+        let (precision, bf16_products) = (model.set_products(opts.precision), crate::kernels::cpu::engine::products::products_line(on_gpu));
         let mut adam = adam(&model, opts.imp)?;
         if opts.candidates.is_some() && model.cfg.copy() {
             return Err(crate::error::Error::Config("bench --candidates: a copy model normalises over the whole vocabulary".into()));
@@ -389,7 +389,7 @@ mod tests {
     #[test]
     fn the_search_copy_keeps_the_models_form() {
         let cfg = ModelConfig::preset("tiny").unwrap();
-        for (imp, want) in [(Impl::Composed, Backend::Composed), (Impl::Fused, Backend::FusedF32)] {
+        for (imp, want) in [(Impl::Composed, Backend::Composed), (Impl::Fused, Backend::FusedF32(Precision::F32))] {
             let mut m = Seq2Seq::fresh(&cfg, 1, DType::F32, &Device::Cpu).unwrap();
             m.set_impl(imp);
             assert_eq!(without_eos(&m).unwrap().backend(), want, "{imp:?}");

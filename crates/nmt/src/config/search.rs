@@ -27,7 +27,7 @@ pub struct SearchConfig {
     /// translations of the batch's source tokens and the most frequent target tokens
     /// (`nmt_data::shortlist`); the distribution is normalised over them.
     pub shortlist: bool,
-    /// Multiply in int8 (`kernels/int8.rs`): weights quantised once per output row, activations
+    /// Multiply in int8 (`kernels/cpu/engine/int8.rs`): weights quantised once per output row, activations
     /// per row on the fly. The fused CPU search only; `f32` elsewhere.
     pub int8: bool,
 }

@@ -15,7 +15,7 @@ pub enum Optimizer {
     Adadelta,
 }
 
-/// The precision of the training step's large products (issue 42, `kernels/precision.rs`).
+/// The precision of the training step's large products (issue 42, `kernels/cpu/engine/products.rs`).
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
@@ -103,7 +103,7 @@ pub struct TrainConfig {
     /// Learn a lexical shortlist into the model files at the end (`translate --shortlist`;
     /// `nmt shortlist` does it by hand): up to a minute and 650 MB on 200 000 pairs.
     pub shortlist: bool,
-    /// The precision of the large products: `f32` or `bf16` (`kernels/precision.rs`).
+    /// The precision of the large products: `f32` or `bf16` (`kernels/cpu/engine/products.rs`, given to each op by the model's `Backend`).
     pub precision: Precision,
     /// The training softmax over each batch's candidate words (`model/candidates.rs`; Jean
     /// et al. 2015); `None`: the full softmax. Validation, search and scoring always use the

@@ -1,69 +1,12 @@
-//! The kernels' element types ([`Real`]: `f32`, `f64`), branch-free elementwise functions that the
-//! compiler vectorises ([`FastMath`]), and the CPU-feature dispatch (`simd_dispatch!`) that
-//! lets it use AVX-512/AVX2 inside the kernels, as far as `kernels::isa` allows.
+//! The kernels' element types ([`Real`]: `f32`, `f64`) and branch-free elementwise functions that
+//! the compiler vectorises ([`FastMath`]): portable Rust on the floor both rooms stand on. The
+//! CPU-feature dispatch that compiles them for AVX-512/AVX2 (`simd_dispatch!`) is the CPU's, in
+//! `kernels::cpu::engine::isa`.
 //!
 //! `f32` uses rational/polynomial approximations (Eigen's `ptanh_float`, Cephes' `expf`):
 //! libm's scalar `tanhf`/`expm1f` were 17 % of the op-by-op training profile. Their error
 //! is below 1e-6 absolute against libm (tested in `tests/kernels.rs`). `f64`, used only by
 //! gradient checks, keeps libm so that the fused and composed ops agree to rounding.
-
-/// Runs `$body` (an expression, usually a call of an `#[inline(always)]` kernel) in a function
-/// compiled for AVX-512 or AVX2+FMA when the CPU has it, so that its loops are vectorised.
-///
-/// Hand-written rather than `pulp::Arch::new().dispatch(|| $body)`: with pulp in its place
-/// (2026-11-23, AMD EPYC AVX2, 300 test verses, beam 5, `NMT_PROFILE=1 nmt translate`, two
-/// alternations) the attention, which dispatches once per hypothesis row, took 802–882 ms
-/// against 678–698 ms, and the whole beam-5 test set 27.1–29.5 s against 24.5–25.7 s (three
-/// alternations, pulp 0.22.3). Why was not isolated; pulp's dispatch checks the whole
-/// x86-64-v3/v4 feature levels on every call.
-///
-/// The closure handed to `v4`/`v3` is `#[inline(always)]`: only code inlined into them gets
-/// their features. Left to LLVM's judgement, a large body was compiled as a closure of its own
-/// in baseline x86-64 (SSE2): the conditional decoder's backward chunk
-/// (`cgru_decoder::backward::{{closure}}::{{closure}}`, 9.6 % of an s2s training step's cycles,
-/// `perf report`, 2026-11-27).
-///
-/// Crate-private (issue 58: it was exported, as a macro, to every downstream crate): reached as
-/// `crate::kernels::math::simd_dispatch`.
-macro_rules! simd_dispatch {
-    ($body:expr) => {{
-        #[cfg(target_arch = "x86_64")]
-        {
-            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
-            unsafe fn v4<R>(f: impl FnOnce() -> R) -> R {
-                f()
-            }
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn v3<R>(f: impl FnOnce() -> R) -> R {
-                f()
-            }
-            if $crate::kernels::isa::has_v4() {
-                // SAFETY: the CPU has the features `v4` is compiled for.
-                unsafe {
-                    v4(
-                        #[inline(always)]
-                        || $body,
-                    )
-                }
-            } else if $crate::kernels::isa::has_v3() {
-                // SAFETY: as above, for `v3`.
-                unsafe {
-                    v3(
-                        #[inline(always)]
-                        || $body,
-                    )
-                }
-            } else {
-                $body
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            $body
-        }
-    }};
-}
-pub(crate) use simd_dispatch;
 
 /// tanh for f32, after Eigen's `ptanh_float`: a 13/6 rational approximation on [-7.9, 7.9].
 #[inline(always)]

@@ -117,7 +117,7 @@ fn emulated_gpu_deep_output_equals_the_cpu_op() {
                 let (a, b, c) = (sc.as_tensor(), ey.as_tensor(), wb.as_tensor());
                 let out = match gpu {
                     true => crate::kernels::gpu::deep_output::deep_output(a, b, c, layer, mask).unwrap(),
-                    false => crate::kernels::cpu::deep_output::deep_output(a, b, c, layer, mask).unwrap(),
+                    false => crate::kernels::cpu::deep_output::deep_output(a, b, c, layer, mask, crate::config::Precision::F32).unwrap(),
                 };
                 out_and_grads(&out, &lw, &[&sc, &ey, &wb])
             };
@@ -151,7 +151,9 @@ fn emulated_gpu_proj_nll_equals_the_cpu_op() {
                 let (xt, bt) = (x.as_tensor(), b.as_tensor());
                 let out = match gpu {
                     true => crate::kernels::gpu::proj_nll::proj_nll(xt, pw, bt, &targets, smoothing).unwrap(),
-                    false => crate::kernels::cpu::proj_nll::proj_nll(xt, pw, bt, &targets, smoothing).unwrap(),
+                    false => {
+                        crate::kernels::cpu::proj_nll::proj_nll(xt, pw, bt, &targets, smoothing, crate::config::Precision::F32).unwrap()
+                    }
                 };
                 out_and_grads(&out, &lw, &[&x, &w, &b])
             };
@@ -261,13 +263,12 @@ mod linear {
     }
 
     /// `y` and the gradients of `x`, `W`, `b` under the loss `Σ y ⊙ r`: the GPU op (emulated) in
-    /// `Some(precision)`, or the CPU op (`kernels::cpu::linear`, in f32: no lib test sets the
-    /// CPU's bf16 products).
+    /// `Some(precision)`, or the CPU op (`kernels::cpu::linear`) in f32.
     fn run(vars: &[Var; 3], r: &Tensor, gpu: Option<Precision>) -> [Vec<f32>; 4] {
         let [x, w, b] = vars.each_ref().map(|v| v.as_tensor());
         let y = match gpu {
-            Some(p) => linear_in(x, w, b, p).unwrap(),
-            None => crate::kernels::cpu::linear::linear(x, w, b).unwrap(),
+            Some(p) => linear(x, w, b, p).unwrap(),
+            None => crate::kernels::cpu::linear::linear(x, w, b, Precision::F32).unwrap(),
         };
         let grads = (&y * r).unwrap().sum_all().unwrap().backward().unwrap();
         let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();

@@ -58,7 +58,7 @@ fn emulated_gpu_birnn_equals_the_cpu_op() {
                 Tensor::from_vec((0..b * s * 2 * h).map(|_| rng.gen_range(-1f32..1.0)).collect::<Vec<_>>(), (b, s, 2 * h), &Device::Cpu)
                     .unwrap();
             let mask: Vec<f32> = (0..2 * b * h).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect();
-            let spec = RnnSpec { kind, lens: &lens, state_mask: dropout.then_some(&mask[..]) };
+            let spec = RnnSpec { kind, lens: &lens, state_mask: dropout.then_some(&mask[..]), products: crate::config::Precision::F32 };
             let (want, got) = (run(false, &vars, &w, spec), same_bits_in_any_order(Module::Recurrence, || run(true, &vars, &w, spec)));
             for (k, (a, e)) in got.iter().zip(&want).enumerate() {
                 assert_eq!(a.len(), e.len());
@@ -89,7 +89,7 @@ fn emulated_gpu_rnn_sequence_equals_the_cpu_op() {
             let w =
                 Tensor::from_vec((0..b * s * h).map(|_| rng.gen_range(-1f32..1.0)).collect::<Vec<_>>(), (b, s, h), &Device::Cpu).unwrap();
             let mask: Vec<f32> = (0..b * h).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect();
-            let spec = RnnSpec { kind, lens: &lens, state_mask: dropout.then_some(&mask[..]) };
+            let spec = RnnSpec { kind, lens: &lens, state_mask: dropout.then_some(&mask[..]), products: crate::config::Precision::F32 };
             let [gi, u, rows] = &vars;
             let run = |gpu: bool| -> Vec<Vec<f32>> {
                 let (gi, u, rows) = (gi.as_tensor(), u.as_tensor(), rows.as_tensor());
@@ -116,7 +116,7 @@ fn emulated_gpu_rnn_sequence_equals_the_cpu_op() {
 #[test]
 fn emulated_gpu_birnn_refuses_mismatched_weights() {
     let t = |shape: &[usize]| Tensor::zeros(shape, candle_core::DType::F32, &Device::Cpu).unwrap();
-    let spec = RnnSpec { kind: CellKind::Lstm, lens: &[2], state_mask: None };
+    let spec = RnnSpec { kind: CellKind::Lstm, lens: &[2], state_mask: None, products: crate::config::Precision::F32 };
     assert!(crate::kernels::gpu::birnn::birnn_sequence(&t(&[2, 12]), &t(&[2, 2, 6]), &t(&[2, 6]), spec).is_err());
 }
 

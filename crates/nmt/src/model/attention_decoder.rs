@@ -25,13 +25,13 @@ use super::params::{Init, ParamBuilder};
 use super::precomputed::{ContextTerms, WordTerms};
 use super::rnn::Rnn;
 use super::{decoder_gpu, decoder_loop_gpu};
-use crate::config::{CellKind, GruForm, ModelConfig, OutputState, StartState};
+use crate::config::{CellKind, GruForm, ModelConfig, OutputState, Precision, StartState};
 use crate::error::Result;
 use crate::kernels::cpu::bahdanau::{attend_row, AttnScratch};
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 use crate::kernels::cpu::gru_cell::{reset_row, update_row};
 use crate::kernels::cpu::{attention_op, linear, lstm_cell};
 use crate::kernels::gemm::Mat;
-use crate::kernels::math::simd_dispatch;
 use crate::kernels::profile;
 use crate::model::dense::{hcat, host, Dense};
 
@@ -98,11 +98,11 @@ impl ForcedDecoder for AttentionDecoder {
 
     /// The fused form (`kernels::cpu::bahdanau`: `s_0`, `U_a h_j` and all steps in one op); the
     /// copy mixture's `α` is recomputed from the first layer's `s_{i-1}` on composed ops.
-    fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
+    fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>, products: Precision) -> Result<AttnForced> {
         let (b, t, m) = x.ey.dims3()?;
-        let dims = x.attn_dims(self.rnn.hidden(), self.att.u_a.dim(1)?, self.rnn.kind(), self.start.kind, state_mask)?;
+        let dims = x.attn_dims(self.rnn.hidden(), self.att.u_a.dim(1)?, self.rnn.kind(), self.start.kind, state_mask, products)?;
         let (dw, db) = self.rnn.input_weights();
-        let gie = linear::linear(&x.ey.reshape((b * t, m))?, dw, db)?;
+        let gie = linear::linear(&x.ey.reshape((b * t, m))?, dw, db, products)?;
         let att = &self.att;
         let (u_cat, b_h) = (self.rnn.u_cat()?, self.rnn.bias_h()?);
         let packed = [&att.w_a, &att.b_a, &att.v_a, &self.c, &u_cat, &b_h, &att.u_a, &self.start.w_s, &self.start.b_s]

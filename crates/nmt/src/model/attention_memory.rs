@@ -18,7 +18,7 @@ use super::layer_norm::{ln_rows, maybe_norm};
 use super::params::{Init, ParamBuilder};
 use super::precomputed::ContextTerms;
 use super::regularizer::{state_tensor, Dropout, Side, Site};
-use crate::config::{CellKind, OutputState, StartState};
+use crate::config::{CellKind, OutputState, Precision, StartState};
 use crate::error::Result;
 use crate::kernels::cpu::start_pool;
 use crate::kernels::gemm::{matmul, Mat};
@@ -165,8 +165,9 @@ pub(crate) trait ForcedDecoder {
     fn hidden(&self) -> usize;
     /// The composed form, `mask (B, n)` on the state where it enters the recurrence.
     fn forward_composed(&self, x: &ForcedIn, mask: Option<&Tensor>) -> Result<AttnForced>;
-    /// The fused form (one op for all steps), with the same mask as host values.
-    fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced>;
+    /// The fused form (one op for all steps), with the same mask as host values, its large
+    /// products in `products` (`Backend::products`).
+    fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>, products: Precision) -> Result<AttnForced>;
     /// Whether this decoder has a GPU form (`kernels::gpu`).
     fn has_gpu_kernels(&self) -> bool {
         false
@@ -181,7 +182,7 @@ pub(crate) trait ForcedDecoder {
         let (b, n) = (x.ey.dim(0)?, self.hidden());
         let state_mask = dropout.and_then(|d| d.recurrent(Site::State { side: Side::Decoder, layer: 0, dir: 0 }, b, n));
         match backend.fused() {
-            true => self.forward_fused(x, state_mask),
+            true => self.forward_fused(x, state_mask, backend.products()),
             false if backend.gpu() && self.has_gpu_kernels() => self.forward_gpu(x, state_mask),
             false => self.forward_composed(x, state_tensor(state_mask.as_deref(), b, n, x.ey)?.as_ref()),
         }
@@ -242,12 +243,13 @@ impl ForcedIn<'_> {
         kind: CellKind,
         start: StartState,
         state_mask: Option<Vec<f32>>,
+        products: Precision,
     ) -> Result<AttnDims> {
         let (batch, tgt_len, _) = self.ey.dims3()?;
         let (_, src_len, ctx) = self.ann.dims3()?;
         let lens = self.src.lens.to_vec();
         let (output, conditional, norm) = (self.output, false, false);
-        Ok(AttnDims { batch, tgt_len, src_len, hidden, ctx, att, lens, kind, output, state_mask, conditional, start, norm })
+        Ok(AttnDims { batch, tgt_len, src_len, hidden, ctx, att, lens, kind, output, state_mask, conditional, start, norm, products })
     }
 }
 

@@ -13,9 +13,9 @@
 use candle_core::{DType, Device, Result, Tensor};
 
 use crate::config::{Arch, Impl, ModelConfig, OutputLayer, OutputState, TrainConfig};
+use crate::kernels::cpu::engine::products::{self, Precision};
 use crate::kernels::cpu::{deep_output, feedback_op, linear, lookup, proj_nll, rnn_sequence};
 use crate::kernels::gpu;
-use crate::kernels::precision::{self, Precision};
 use crate::kernels::shapes::feedback_dims::FeedbackSpec;
 use crate::kernels::shapes::proj_weight::ProjWeight;
 use crate::kernels::shapes::rnn_dims::RnnSpec;
@@ -30,16 +30,19 @@ pub enum TrainStep {
     Recorded,
 }
 
-/// The form that runs.
+/// The form that runs, and for the forms with fused products, their precision
+/// (`train.precision`, set by `Seq2Seq::set_products`; `F32` until then, and always in search).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// Composed candle ops: autodiff, any device and dtype.
     Composed,
-    /// The fused kernels for the loss; search and the update stay composed (a CPU `f64` model).
+    /// The fused kernels for the loss; search and the update stay composed (a CPU `f64` model,
+    /// whose products are never rounded).
     FusedF64,
     /// The fused kernels for the loss, the in-place update and the host search (a CPU `f32`
-    /// model).
-    FusedF32,
+    /// model); the training step's large products in the given precision, `Bf16` only where
+    /// this CPU runs them faster (`kernels::cpu::engine::products::in_effect`).
+    FusedF32(Precision),
     /// An `f32` model on a GPU: the layers that have GPU kernels (`kernels::gpu`: the
     /// recurrent encoders, RNNenc's and the seq2seq decoders' recurrences, the decoders' upper
     /// layers and gated-feedback stacks, the RNNsearch decoders' loops, GRU or LSTM,
@@ -47,48 +50,68 @@ pub enum Backend {
     /// projection's loss) run them, the others their composed candle ops (RNNsearch's start
     /// `s_0`, whose twin `kernels::gpu::start_pool` only the recorded step runs, and RNNenc's
     /// per-sentence output layer); search runs candle's search. `impl = "composed"` on a GPU is
-    /// [`Backend::Composed`] throughout.
-    Gpu,
+    /// [`Backend::Composed`] throughout. The input projections' products in the given
+    /// precision (`kernels::gpu::linear`: cuBLAS multiplies bf16 on every GPU the build targets).
+    Gpu(Precision),
 }
 
 impl Backend {
-    /// The form for `imp` on `device` in `dtype`.
+    /// The form for `imp` on `device` in `dtype`, its products in `f32`.
     pub fn new(imp: Impl, device: &Device, dtype: DType) -> Self {
         match (imp, device.is_cpu(), dtype) {
-            (Impl::Fused, true, DType::F32) => Backend::FusedF32,
+            (Impl::Fused, true, DType::F32) => Backend::FusedF32(Precision::F32),
             (Impl::Fused, true, DType::F64) => Backend::FusedF64,
-            (Impl::Fused, false, DType::F32) if device.is_cuda() => Backend::Gpu,
+            (Impl::Fused, false, DType::F32) if device.is_cuda() => Backend::Gpu(Precision::F32),
             _ => Backend::Composed,
+        }
+    }
+
+    /// This form with its large products in `p` where it has fused products and `p` is in
+    /// effect there: on the CPU `Bf16` only where [`products::in_effect`] says so, on a GPU
+    /// always. The composed forms multiply in their dtype whatever is asked.
+    pub fn with_products(self, p: Precision) -> Self {
+        match self {
+            Backend::FusedF32(_) => Backend::FusedF32(products::in_effect(p)),
+            Backend::Gpu(_) => Backend::Gpu(p),
+            other => other,
+        }
+    }
+
+    /// The precision of the large products this form runs (`F32` for the composed forms and
+    /// `f64`): what the fused ops are given.
+    pub fn products(self) -> Precision {
+        match self {
+            Backend::FusedF32(p) | Backend::Gpu(p) => p,
+            Backend::Composed | Backend::FusedF64 => Precision::F32,
         }
     }
 
     /// Whether the layers' teacher-forcing passes (the loss) run their fused forms (each
     /// layer's `forward` chooses inside; each architecture wires them, `model/rnnsearch.rs` and `model/rnnenc.rs`).
     pub fn fused(self) -> bool {
-        matches!(self, Backend::FusedF64 | Backend::FusedF32)
+        matches!(self, Backend::FusedF64 | Backend::FusedF32(_))
     }
 
     /// Whether search runs on the host snapshot (`model/snapshot.rs`) and the optimiser updates in
     /// place (`kernels::cpu::optim_step`).
     pub fn host(self) -> bool {
-        matches!(self, Backend::FusedF32)
+        matches!(self, Backend::FusedF32(_))
     }
 
     /// Whether the layers with GPU kernels (`kernels::gpu`) run them.
     pub fn gpu(self) -> bool {
-        self == Backend::Gpu
+        matches!(self, Backend::Gpu(_))
     }
 
     /// `x (n, k) W (k, m) + b (m)`, the fused forms' input projections: the CPU op
-    /// (`kernels::cpu::linear`, its products in bf16 under `train.precision = "bf16"` where the
-    /// CPU has a fast bf16 path); on a GPU candle's product (cuBLAS) and add, or with the GPU's
-    /// products in bf16 (`precision::gpu_products`) the GPU twin (`kernels::gpu::linear`), its
+    /// (`kernels::cpu::linear`, its products in [`Self::products`]); on a GPU candle's product
+    /// (cuBLAS) and add, or with the products in bf16 the GPU twin (`kernels::gpu::linear`), its
     /// three products in bf16 with f32 sums.
     pub(crate) fn linear(self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-        match (self.gpu(), precision::gpu_products()) {
-            (true, Precision::Bf16) => gpu::linear::linear_in(x, w, b, Precision::Bf16),
-            (true, Precision::F32) => Ok(x.matmul(w)?.broadcast_add(b)?),
-            (false, _) => linear::linear(x, w, b),
+        match self {
+            Backend::Gpu(Precision::Bf16) => gpu::linear::linear(x, w, b, Precision::Bf16),
+            Backend::Gpu(Precision::F32) => Ok(x.matmul(w)?.broadcast_add(b)?),
+            _ => linear::linear(x, w, b, self.products()),
         }
     }
 
@@ -130,7 +153,7 @@ impl Backend {
     pub(crate) fn deep_output(self, sc: &Tensor, ey: &Tensor, wb: &Tensor, layer: OutputLayer, mask: Option<&[f32]>) -> Result<Tensor> {
         match self.gpu() {
             true => gpu::deep_output::deep_output(sc, ey, wb, layer, mask),
-            false => deep_output::deep_output(sc, ey, wb, layer, mask),
+            false => deep_output::deep_output(sc, ey, wb, layer, mask, self.products()),
         }
     }
 
@@ -139,7 +162,7 @@ impl Backend {
     pub(crate) fn proj_nll(self, x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], eps: f64) -> Result<Tensor> {
         match self.gpu() {
             true => gpu::proj_nll::proj_nll(x, w, b, targets, eps),
-            false => proj_nll::proj_nll(x, w, b, targets, eps),
+            false => proj_nll::proj_nll(x, w, b, targets, eps, self.products()),
         }
     }
 
@@ -147,7 +170,7 @@ impl Backend {
     pub fn imp(self) -> Impl {
         match self {
             Backend::Composed => Impl::Composed,
-            Backend::FusedF64 | Backend::FusedF32 | Backend::Gpu => Impl::Fused,
+            Backend::FusedF64 | Backend::FusedF32(_) | Backend::Gpu(_) => Impl::Fused,
         }
     }
 

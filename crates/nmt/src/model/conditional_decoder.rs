@@ -28,7 +28,7 @@ use super::params::ParamBuilder;
 use super::regularizer::state_tensor;
 use super::rnn::Rnn;
 use super::{decoder_gpu, decoder_loop_gpu};
-use crate::config::{CellKind, OutputState, StartState};
+use crate::config::{CellKind, OutputState, Precision, StartState};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::{attention_op, linear, norm_rows};
 use crate::kernels::shapes::attn_dims::AttnDims;
@@ -97,15 +97,16 @@ impl ForcedDecoder for ConditionalDecoder {
     /// The fused form: `s_0`, `U_a h_j` and all steps in one op (`kernels::cpu::conditional`).
     /// The copy mixture's `α` is recomputed on composed ops: `s'_i` from the op's `s_{i-1}`
     /// rows in one batched GRU₁ step, then the weights.
-    fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
+    fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>, products: Precision) -> Result<AttnForced> {
         let (b, t, m) = x.ey.dims3()?;
-        let sizes = x.attn_dims(self.rnn1.hidden(), self.att.u_a.dim(1)?, self.rnn1.kind(), self.start.kind, state_mask.clone())?;
+        let sizes =
+            x.attn_dims(self.rnn1.hidden(), self.att.u_a.dim(1)?, self.rnn1.kind(), self.start.kind, state_mask.clone(), products)?;
         let dims = AttnDims { conditional: true, norm: self.start.norm.is_some(), ..sizes };
         let (w1, b1) = self.rnn1.input_weights();
         // `E y W₁` over the whole sequence: with layer normalisation `LN(E y W₁)·γ + b₁`, composed.
         let ey = x.ey.reshape((b * t, m))?;
         let gie = match self.rnn1.norm() {
-            None => linear::linear(&ey, w1, b1)?,
+            None => linear::linear(&ey, w1, b1, products)?,
             Some(g) => norm_rows::layer_norm_op(&ey.matmul(w1)?, &g.x)?.broadcast_add(b1)?,
         };
         let (att, (w2, b2)) = (&self.att, self.rnn2.input_weights());

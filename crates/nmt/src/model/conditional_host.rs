@@ -41,9 +41,9 @@ impl HostCell {
     /// and the previous states `h (R, n)`; the training kernels' row arithmetic
     /// (`kernels::cpu::rnn_cell`).
     fn step(&self, gi: (&[f32], usize), gh: (&[f32], usize, usize), h: &[f32], threads: usize) -> Vec<f32> {
+        use crate::kernels::cpu::engine::isa::simd_dispatch;
         use crate::kernels::cpu::gru_cell::{reset_row, update_row};
         use crate::kernels::gemm::Mat;
-        use crate::kernels::math::simd_dispatch;
         let n = self.b_rec.len() / if self.form == GruForm::Paper { 2 } else { 3 };
         let r_n = h.len() / n;
         let (x, h_rec) = (|r: usize| &gi.0[r * gi.1..][..3 * n], |r: usize| &gh.0[r * gh.1 + gh.2..][..self.b_rec.len()]);

@@ -201,7 +201,8 @@ mod tests {
                         let src = Source { mask: &src_mask, lens: &lens };
                         let x = ForcedIn { ey: ey.as_tensor(), ann: ann.as_tensor(), src, output, want_alpha: false };
                         let sm = dropout.then(|| state_mask.clone());
-                        let f = if gpu { dec.forward_gpu(&x, sm) } else { dec.forward_fused(&x, sm) }.unwrap();
+                        let f =
+                            if gpu { dec.forward_gpu(&x, sm) } else { dec.forward_fused(&x, sm, crate::config::Precision::F32) }.unwrap();
                         let loss = ((&f.state_ctx * w1.as_tensor()).unwrap().sum_all().unwrap()
                             + (&f.start * w2.as_tensor()).unwrap().sum_all().unwrap())
                         .unwrap();

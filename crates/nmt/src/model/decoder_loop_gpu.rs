@@ -8,7 +8,7 @@ use candle_core::Tensor;
 
 use super::attention::Attention;
 use super::rnn::Rnn;
-use crate::config::{CellKind, OutputState, StartState};
+use crate::config::{CellKind, OutputState, Precision, StartState};
 use crate::error::{Error, Result};
 use crate::kernels::gpu;
 use crate::kernels::shapes::attn_dims::AttnDims;
@@ -70,7 +70,24 @@ impl LoopDims {
     pub(crate) fn at(self, b: usize, t: usize, s: usize, lens: &[usize]) -> AttnDims {
         let LoopDims { hidden, ctx, att, kind, conditional, norm } = self;
         let (output, start, lens) = (OutputState::Current, StartState::FirstBackward, lens.to_vec());
-        AttnDims { batch: b, tgt_len: t, src_len: s, hidden, ctx, att, lens, kind, output, state_mask: None, conditional, start, norm }
+        // The GPU loop multiplies in f32 (its products' precision is the CPU op's only).
+        let products = Precision::F32;
+        AttnDims {
+            batch: b,
+            tgt_len: t,
+            src_len: s,
+            hidden,
+            ctx,
+            att,
+            lens,
+            kind,
+            output,
+            state_mask: None,
+            conditional,
+            start,
+            norm,
+            products,
+        }
     }
 }
 

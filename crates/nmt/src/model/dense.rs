@@ -5,10 +5,10 @@
 use candle_core::{DType, Tensor};
 
 use crate::error::Result;
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 use crate::kernels::gemm::{fill_rows, matmul, Mat};
-use crate::kernels::int8_linear::QLinear;
-use crate::kernels::math::simd_dispatch;
 use crate::kernels::math::FastMath;
+use crate::model::int8_linear::QLinear;
 
 /// `out (rows, cols) = x (rows, k) · w (k, cols) + bias`.
 pub fn affine(x: &[f32], rows: usize, k: usize, w: &[f32], bias: &[f32], threads: usize) -> Vec<f32> {
@@ -20,7 +20,7 @@ pub fn affine(x: &[f32], rows: usize, k: usize, w: &[f32], bias: &[f32], threads
 
 /// A weight matrix `W (k, cols)` of a search step, row-major, multiplied in `f32` or, once
 /// [`Dense::quantize`]d (an int8 snapshot, `SearchConfig::int8`), in int8
-/// (`kernels/int8_linear.rs`). The `f32` values stay: the layers that multiply them directly
+/// (`model/int8_linear.rs`). The `f32` values stay: the layers that multiply them directly
 /// (the gated-feedback step) and the concatenations built from them read those.
 #[derive(Clone, Debug)]
 pub struct Dense {

@@ -172,7 +172,7 @@ impl BiRnnEncoder {
                 }
             };
             let u = Tensor::stack(&[layer.fwd.u_cat()?, layer.bwd.u_cat()?], 0)?;
-            let spec = RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref() };
+            let spec = RnnSpec { kind: layer.fwd.kind(), lens, state_mask: mk.state.as_deref(), products: backend.products() };
             let out =
                 if backend.gpu() { gpu::birnn::birnn_sequence(&gi, &u, &bh, spec)? } else { birnn::birnn_sequence(&gi, &u, &bh, spec)? };
             ann = if k > 0 && self.residual { (out + ann)? } else { out };
@@ -264,7 +264,7 @@ impl RnnEncoder {
             let (w, bias) = g.input_weights();
             let gi = backend.linear(&input, w, bias)?.reshape((b, s, gw))?;
             let rows = Tensor::cat(&[&g.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, &zeros], 1)?;
-            let spec = RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref() };
+            let spec = RnnSpec { kind: g.kind(), lens, state_mask: mk.state.as_deref(), products: backend.products() };
             let out = backend.rnn_sequence(&gi, &g.u_cat()?, &rows, false, spec)?;
             hs = if k > 0 && self.residual { (out + hs)? } else { out };
         }
@@ -339,7 +339,7 @@ mod tests {
                 }
                 all
             };
-            let (want, got) = (run(Backend::FusedF32), run(Backend::Gpu));
+            let (want, got) = (run(Backend::FusedF32(crate::config::Precision::F32)), run(Backend::Gpu(crate::config::Precision::F32)));
             assert_eq!(want.len(), got.len());
             for (k, (a, e)) in got.iter().zip(&want).enumerate() {
                 for (x, y) in a.iter().zip(e) {

@@ -29,6 +29,7 @@ pub(crate) mod feedback_fused;
 pub mod grconv;
 pub mod gru;
 pub(crate) mod inputs;
+pub(crate) mod int8_linear;
 pub(crate) mod launch_arena;
 pub(crate) mod launch_bucket;
 #[cfg(test)]
@@ -60,6 +61,8 @@ pub use backend::{Backend, TrainStep};
 pub use candidates::{CandidateSpec, Candidates};
 pub use decoder::StepScores;
 pub use inputs::BatchTensors;
+// The search's int8 layer, which `examples/int8_shapes.rs` times.
+pub use int8_linear::QLinear;
 // The recorded step's parts that `tests/cuda.rs` drives on a GPU (its only callers outside).
 pub use launch_bucket::{host_batch, uploaded, Bucket, MaskSizes};
 pub use launch_step::{packed_gradients, LaunchStep};

@@ -150,11 +150,11 @@ impl DeepOutput {
         // With layer normalisation the hidden layer stays composed (three normalised products
         // over all rows at once; `kernels::cpu::deep_output` has no normalisation).
         // On a GPU, RNNsearch's per-step context runs the deep output's twin; RNNenc's
-        // per-sentence context stays composed there (`hidden_fused_summary` is CPU ops).
+        // per-sentence context stays composed there (`hidden_summary` is CPU ops).
         if self.norm.is_none() {
             match ctx {
                 Context::PerStep(state_ctx) if backend.kernels() => return self.hidden_fused(state_ctx, ey, mask.as_deref(), backend),
-                Context::PerSentence { states, c } if backend.fused() => return self.hidden_fused_summary(states, ey, c, mask),
+                Context::PerSentence { states, c } if backend.fused() => return self.hidden_summary(states, ey, c, mask, backend),
                 _ => {}
             }
         }
@@ -187,11 +187,11 @@ impl DeepOutput {
     }
 
     /// The fused form for RNNenc, whose context is one per sentence.
-    fn hidden_fused_summary(&self, states: &Tensor, emb: &Tensor, c: &Tensor, mask: Option<Vec<f32>>) -> Result<Tensor> {
+    fn hidden_summary(&self, states: &Tensor, emb: &Tensor, c: &Tensor, mask: Option<Vec<f32>>, backend: Backend) -> Result<Tensor> {
         let (b, t, n) = states.dims3()?;
         let m = emb.dim(1)?;
         let rows = Tensor::cat(&[states, &emb.reshape((b, t, m))?], 2)?.reshape((b * t, n + m))?;
-        let pre = linear::linear(&rows, &Tensor::cat(&[&self.o_h, &self.o_y], 0)?, &self.b)?;
+        let pre = linear::linear(&rows, &Tensor::cat(&[&self.o_h, &self.o_y], 0)?, &self.b, backend.products())?;
         let ctx = self.project_context(c)?.unsqueeze(1)?; // (B, 1, w)
         let w = self.layer.pre_width(self.maxout);
         let pre = pre.reshape((b, t, w))?.broadcast_add(&ctx)?.reshape((b * t, w))?;

@@ -4,7 +4,7 @@
 //! - [`WordTerms`]: `E y_{i-1} · [W | O_y] + [b | b_o]` depends only on the previous word, so
 //!   the search reads it from a table of the whole target vocabulary `(K_y, G + 2l)`, computed
 //!   once per snapshot by the same product. A row of that product does not depend on the other
-//!   rows or on the thread count (`kernels::gemm`'s and `kernels::int8`'s tests), so a table
+//!   rows or on the thread count (`kernels::gemm`'s and `kernels::cpu::engine::int8`'s tests), so a table
 //!   row is bit for bit the row the step would compute. The table is kept only up to
 //!   [`TABLE_BYTES`]; above it, the step multiplies as before.
 //! - [`ContextTerms`]: `c_i · [C | O_c]` with `c_i = Σ_j α_ij h_j` is computed as

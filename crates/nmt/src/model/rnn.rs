@@ -9,7 +9,7 @@ use candle_core::{Tensor, D};
 use super::gru::{Gru, GruNorm};
 use super::lstm::{lstm_step, Lstm};
 use super::params::ParamBuilder;
-use crate::config::CellKind;
+use crate::config::{CellKind, Precision};
 use crate::error::Result;
 use crate::kernels::cpu::birnn;
 use crate::kernels::cpu::norm_rows::ln_rows;
@@ -219,7 +219,7 @@ impl HostBatch<'_> {
     pub fn dims(&self, dirs: usize) -> RnnDims {
         let gi_stride = self.kind.gates() * self.hidden * dirs;
         let (batch, len, hidden, kind, lens) = (self.batch, self.len, self.hidden, self.kind, self.lens.to_vec());
-        RnnDims { batch, len, hidden, reverse: false, kind, lens, mask: None, gi_stride, gi_off: 0 }
+        RnnDims { batch, len, hidden, reverse: false, kind, lens, mask: None, gi_stride, gi_off: 0, products: Precision::F32 }
     }
 }
 

@@ -167,7 +167,7 @@ impl Architecture for Rnnsearch {
         let init = self.upper.stack_start(&self.dec.init_state(&ann, src)?)?;
         let mut mem = self.dec.memory(&ann, src.mask)?;
         // On a GPU the search steps the first decoder layer with the GPU's kernels.
-        if backend == Backend::Gpu && self.dec.has_gpu_kernels() {
+        if backend.gpu() && self.dec.has_gpu_kernels() {
             mem.gpu = Some(StepMemory::new(self.dec.loop_weights(), &ann, &mem.uh, src.lens)?);
         }
         Ok(Encoded { memory: Memory::Attention(mem), init })

@@ -13,7 +13,7 @@ use super::layers::{HostLayers, Layers};
 use super::params::{Init, Params};
 use super::regularizer::Regularizer;
 use super::{copy, embedding, rnnenc, rnnsearch};
-use crate::config::{Arch, Impl, ModelConfig};
+use crate::config::{Arch, Impl, ModelConfig, Precision};
 use crate::error::Result;
 
 /// The checkpoint keys of the embedding tables (`quantize.rs` scales them by rows).
@@ -89,7 +89,7 @@ impl Seq2Seq {
         let (src, mask) = BatchTensors::source(batch, self.dtype(), self.device())?;
         let x = embedding::lookup(&self.src_emb, &src, None, Backend::Composed)?;
         let lens: Vec<usize> = batch.src_lengths.iter().map(|&l| l.max(1)).collect();
-        let backend = if self.backend.gpu() { Backend::Gpu } else { Backend::Composed };
+        let backend = if self.backend.gpu() { self.backend } else { Backend::Composed };
         self.net.encode(&x, Source { mask: &mask, lens: &lens }, backend)
     }
 
@@ -141,16 +141,26 @@ impl Seq2Seq {
     /// the CPU in f32 or f64; on another device or dtype the composed ops run whatever is set
     /// ([`Backend::new`] decides).
     pub fn set_impl(&mut self, imp: Impl) {
-        self.backend = Backend::new(imp, self.device(), self.dtype());
+        let products = self.backend.products();
+        self.backend = Backend::new(imp, self.device(), self.dtype()).with_products(products);
     }
 
-    /// Runs the loss in its GPU form on the CPU ([`Backend::Gpu`]: the `kernels::gpu` ops
+    /// Sets the precision of the training step's large products (`train.precision`) and returns
+    /// the one in effect: `Bf16` only where the form has fused products and, on the CPU, where
+    /// they are faster than f32 (`Backend::with_products`); the caller says which, once. The
+    /// search never reads it (its snapshot multiplies in f32).
+    pub fn set_products(&mut self, p: Precision) -> Precision {
+        self.backend = self.backend.with_products(p);
+        self.backend.products()
+    }
+
+    /// Runs the loss in its GPU form on the CPU ([`Backend::Gpu`], its products' precision kept: the `kernels::gpu` ops
     /// emulated, the other layers composed), as a GPU would run it. For tests: what a GPU runs,
     /// checked on any machine (`tests/gpu_layouts.rs`). An `f32` model only; others are left alone.
     #[doc(hidden)]
     pub fn emulate_gpu(&mut self) {
         if self.dtype() == candle_core::DType::F32 {
-            self.backend = Backend::Gpu;
+            self.backend = Backend::Gpu(self.backend.products());
         }
     }
 

@@ -60,7 +60,7 @@ impl HostModel {
     /// Copies `model`'s parameters. Only `f32` CPU models are supported; the caller falls back
     /// to the candle search for anything else (see [`HostModel::supports`]).
     ///
-    /// With `int8`, the step's products multiply in int8 (`kernels/int8.rs`,
+    /// With `int8`, the step's products multiply in int8 (`kernels/cpu/engine/int8.rs`,
     /// `model::dense::Dense`): the output projection, the decoder's and the deep output's, and
     /// the recurrent layers' input products. `f32` stay: the recurrent products inside the
     /// training kernels that run the encoder (`kernels::cpu::birnn`, `kernels::cpu::rnn_sequence`), the

@@ -23,10 +23,10 @@ use super::regularizer::{state_tensor, Dropout, Side, Site};
 use super::rnn::state_output as rnn_state_output;
 use crate::config::{CellKind, GruForm, OutputState};
 use crate::error::Result;
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 use crate::kernels::cpu::gru_cell::update_row;
 use crate::kernels::cpu::lstm_cell;
 use crate::kernels::gemm::Mat;
-use crate::kernels::math::simd_dispatch;
 use crate::kernels::shapes::rnn_dims::RnnSpec;
 use crate::model::dense::{affine, host, tanh_in_place, Dense};
 
@@ -158,7 +158,7 @@ impl SummaryDecoder {
             CellKind::Lstm => CellKind::Lstm,
         };
         let lens = vec![t; b];
-        Ok(backend.rnn_sequence(&gie, &self.u, &rows, false, RnnSpec { kind, lens: &lens, state_mask })?)
+        Ok(backend.rnn_sequence(&gie, &self.u, &rows, false, RnnSpec { kind, lens: &lens, state_mask, products: backend.products() })?)
     }
 
     /// The per-sentence recurrent term `C c (+ b_h)` `(batch, G)`: the paper's decoder

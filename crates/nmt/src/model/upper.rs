@@ -107,7 +107,7 @@ impl UpperLayers {
             let (w, bias) = rnn.input_weights();
             let gi = backend.linear(&masked(&x, &mk.input)?.reshape((b * t, n))?, w, bias)?.reshape((b, t, gw))?;
             let rows = Tensor::cat(&[&rnn.bias_h()?.unsqueeze(0)?.broadcast_as((b, gw))?, h0], 1)?;
-            let spec = RnnSpec { kind: rnn.kind(), lens: &lens, state_mask: mk.state.as_deref() };
+            let spec = RnnSpec { kind: rnn.kind(), lens: &lens, state_mask: mk.state.as_deref(), products: backend.products() };
             let h = backend.rnn_sequence(&gi, &rnn.u_cat()?, &rows, false, spec)?;
             x = if self.residual { (h + x)? } else { h };
         }

@@ -11,9 +11,9 @@ use super::rnn::HostRnn;
 use super::upper::UpperLayers;
 use crate::config::{CellKind, OutputState};
 use crate::error::Result;
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 use crate::kernels::cpu::rnn_cell::{CellKernel, Rows, StepIn};
 use crate::kernels::gemm::{fill_rows, Mat};
-use crate::kernels::math::simd_dispatch;
 
 /// The host form of [`UpperLayers`], for the fused search: each layer steps with the training
 /// kernels' cell (`rnn_cell::CellKernel`), or a gated-feedback layer with [`feedback::layer_step`].

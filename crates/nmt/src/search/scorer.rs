@@ -118,7 +118,7 @@ pub fn best_of_full(lp: &[f32], width: usize, want: &[usize], skip: &[u32]) -> R
         .zip(want.par_chunks(rows))
         .flat_map_iter(|(z, w)| {
             let mut f = Fold::new(w);
-            crate::kernels::math::simd_dispatch!(f.rows(z, width, 0, w, skip));
+            crate::kernels::cpu::engine::isa::simd_dispatch!(f.rows(z, width, 0, w, skip));
             f.into_top()
         })
         .collect();

@@ -61,16 +61,18 @@ pub(super) fn start(cfg: &Config, (src, tgt): (&Segmenter, &Segmenter), device: 
     Ok(Run { model, meta, opt, progress: TrainProgress::default() })
 }
 
-/// Sets the precision of the large products (`train.precision`) for this process. With bf16
-/// asked for, says once which kernels run them or why they run in f32 (`precision::bf16_path`:
-/// off where bf16 is not faster than f32 on this CPU, issue 70), and which stay f32 anyway:
-/// with `model.layer_norm` the normalised whole-sequence products (the input projections and
-/// the deep output's, multiplied by candle before `kernels::cpu::norm_rows`). A model in its
-/// GPU form (`Backend::Gpu`) runs its input projections' products in bf16 on cuBLAS instead
-/// (`precision::set_gpu_products`, docs/GPU.md "bf16 products"), whatever the CPU has.
-pub(super) fn set_precision(cfg: &crate::config::TrainConfig, model: &crate::model::Seq2Seq, ui: &mut dyn super::progress::Progress) {
+/// Sets the precision of the model's large products (`train.precision`, `Seq2Seq::set_products`).
+/// With bf16 asked for, says once which kernels run them or why they run in f32
+/// (`products::bf16_path`: off where bf16 is not faster than f32 on this CPU, issue 70), and
+/// which stay f32 anyway: with `model.layer_norm` the normalised whole-sequence products (the
+/// input projections and the deep output's, multiplied by candle before
+/// `kernels::cpu::norm_rows`). A model in its GPU form (`Backend::Gpu`) runs its input
+/// projections' products in bf16 on cuBLAS instead (docs/GPU.md "bf16 products"), whatever
+/// the CPU has.
+pub(super) fn set_precision(cfg: &crate::config::TrainConfig, model: &mut crate::model::Seq2Seq, ui: &mut dyn super::progress::Progress) {
     let gpu = model.backend().gpu();
-    let (in_effect, path) = crate::kernels::precision::set_step_products(cfg.precision, gpu);
+    let in_effect = model.set_products(cfg.precision);
+    let path = crate::kernels::cpu::engine::products::products_line(gpu);
     if cfg.precision != crate::config::Precision::Bf16 {
         return;
     }
@@ -79,7 +81,10 @@ pub(super) fn set_precision(cfg: &crate::config::TrainConfig, model: &crate::mod
         ui.on_message(&format!("train.precision = \"bf16\": {path}{ln}"));
         return;
     }
-    if in_effect != cfg.precision {
+    if !model.backend().host() {
+        // `impl = "composed"` (or an f64 model): candle's products, in the model's dtype.
+        ui.on_message("train.precision = \"bf16\": the composed ops multiply in the model's dtype; bf16 products are the fused kernels'");
+    } else if in_effect != cfg.precision {
         ui.on_message(&format!("train.precision = \"bf16\": {path}, so the products run in f32"));
     } else if model.cfg.layer_norm {
         ui.on_message(&format!(

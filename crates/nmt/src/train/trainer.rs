@@ -85,7 +85,7 @@ pub fn train(cfg: &Config, opts: &TrainOptions, ui: &mut dyn Progress) -> Result
     if opts.is_root() {
         write_config(cfg, &run.meta, dir)?;
     }
-    set_precision(&cfg.train, &run.model, ui);
+    set_precision(&cfg.train, &mut run.model, ui);
     ui.on_message(&format!(
         "model: {}, {} parameters; starting at update {}; {}{}",
         run.meta.config.arch.name().name(),

@@ -26,9 +26,9 @@ use super::norm_rows::{ln_backward_product, ln_rows, Product};
 use super::op::apply;
 use super::start_pool;
 use crate::config::{OutputState, StartState};
+use crate::kernels::cpu::engine::products::{matmul_wide, Precision};
 use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::{matmul, transpose, Mat, Real};
-use crate::kernels::precision::matmul_wide;
 use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// Runs the decoder; see the module docs. Returns `(B·T, H + C)`.
@@ -82,7 +82,7 @@ fn prologue<T: Real>(d: &AttnDims, gie: &[T], ann: &[T], w: &[T]) -> (Vec<T>, Ve
     for (dst, src) in enc.chunks_mut(ew).zip(ann.chunks(c)) {
         dst[..c].copy_from_slice(src);
     }
-    matmul_wide(&mut enc, c, ew, Mat::new(ann, b * s, c), Mat::new(&w[o.ua..o.ws], c, a), false, threads);
+    matmul_wide(d.products, &mut enc, c, ew, Mat::new(ann, b * s, c), Mat::new(&w[o.ua..o.ws], c, a), false, threads);
     if d.norm {
         ln_rows(&mut enc, b * s, (ew, c), &w[o.gu..o.gs], Some(&w[o.ba..o.va]));
     }
@@ -188,7 +188,7 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
         // Back through the normalisations of `p W_s` and of the keys `h_j U_a` (whose shift is `b_a`).
         let mut dgs = vec![T::ZERO; h];
         // As the prologue multiplied them: `p W_s` in f32, the keys by `matmul_wide`.
-        let start = Product { x: p, w: Mat::new(&w[o.ws..o.bs], pw, h), wide: false, threads };
+        let start = Product { x: p, w: Mat::new(&w[o.ws..o.bs], pw, h), products: Precision::F32, threads };
         ln_backward_product(start, (&mut dpre, h, 0), &w[o.gs..o.total], (&mut dgs, None));
         dw[o.gs..o.total].copy_from_slice(&dgs);
         for row in denc.chunks(ew) {
@@ -197,20 +197,20 @@ fn backward<T: Real>(d: &AttnDims, p: Prepared<T>, ann: &[T], w: &[T], res: &[T]
             }
         }
         let mut dgu = vec![T::ZERO; a];
-        let keys = Product { x: Mat::new(ann, b * s, c), w: Mat::new(&w[o.ua..o.ws], c, a), wide: true, threads };
+        let keys = Product { x: Mat::new(ann, b * s, c), w: Mat::new(&w[o.ua..o.ws], c, a), products: d.products, threads };
         ln_backward_product(keys, (&mut denc, ew, c), &w[o.gu..o.gs], (&mut dgu, None));
         dw[o.gu..o.gs].copy_from_slice(&dgu);
     }
     matmul(&mut dw, o.ws, h, p.t(), Mat::new(&dpre, b, h), false, threads);
     // The keys: dU_a = annᵀ dUH, d ann = dH + dUH U_aᵀ (+ d←h_1 at position 0).
     let duh = Mat::strided(&denc, c, b * s, a, ew);
-    matmul_wide(&mut dw, o.ua, a, Mat::new(ann, b * s, c).t(), duh, false, threads);
+    matmul_wide(d.products, &mut dw, o.ua, a, Mat::new(ann, b * s, c).t(), duh, false, threads);
     let mut dann = vec![T::ZERO; b * s * c];
     for (dst, src) in dann.chunks_mut(c).zip(denc.chunks(ew)) {
         dst.copy_from_slice(&src[..c]);
     }
     let uat = transpose(&w[o.ua..o.ws], c, a);
-    matmul_wide(&mut dann, 0, c, duh, Mat::new(&uat, a, c), true, threads);
+    matmul_wide(d.products, &mut dann, 0, c, duh, Mat::new(&uat, a, c), true, threads);
     let wst = transpose(&w[o.ws..o.bs], pw, h);
     match d.start {
         StartState::FirstBackward => matmul(&mut dann, c - h, s * c, Mat::new(&dpre, b, h), Mat::new(&wst, h, h), true, 1),

@@ -28,8 +28,8 @@ use rayon::prelude::*;
 
 use super::rnn_cell::{chunk_mask, dropped, CellKernel, CellKind, Rows, StepIn};
 use super::rnn_sequence::chunk_rows;
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 use crate::kernels::gemm::{matmul, Mat, Real};
-use crate::kernels::math::simd_dispatch;
 use crate::kernels::math::{axpy, dot};
 use crate::kernels::shapes::attn_dims::AttnDims;
 

@@ -16,10 +16,10 @@ use rayon::prelude::*;
 use super::bahdanau::{attention_weights, AttnScratch, Steps};
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, Rows, StepGrads, StepIn};
 use super::rnn_sequence::chunk_rows;
+use crate::kernels::cpu::engine::isa::simd_dispatch;
+use crate::kernels::cpu::engine::products::matmul_wide;
 use crate::kernels::gemm::{matmul, transpose, Mat, Real};
-use crate::kernels::math::simd_dispatch;
 use crate::kernels::math::{axpy, dot};
-use crate::kernels::precision::matmul_wide;
 use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// Recomputed per-step quantities, `(B, T, ·)` each.
@@ -95,9 +95,9 @@ pub fn backward<T: Real>(
 
     let mut dw = vec![T::ZERO; o.end];
     let sp = Mat::new(&re.sprev, bt, h).t();
-    matmul_wide(&mut dw, o.wa, a, sp, Mat::new(&dws, bt, a), false, threads);
-    matmul_wide(&mut dw, o.wc, g, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, g), false, threads);
-    let du = u_grad(d.kind, h, &masked_states(&re.sprev, d.state_mask.as_deref(), tl, h), &re.q, &dgh, threads);
+    matmul_wide(d.products, &mut dw, o.wa, a, sp, Mat::new(&dws, bt, a), false, threads);
+    matmul_wide(d.products, &mut dw, o.wc, g, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, g), false, threads);
+    let du = u_grad(d.kind, h, &masked_states(&re.sprev, d.state_mask.as_deref(), tl, h), &re.q, &dgh, d.products, threads);
     dw[o.u..o.bh].copy_from_slice(&du);
     sum_rows(&dws, &mut dw[o.ba..o.va]);
     sum_rows(&dgh, &mut dw[o.bh..o.end]);

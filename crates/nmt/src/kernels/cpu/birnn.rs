@@ -24,9 +24,9 @@ use super::op::apply;
 use super::rnn_cell::LnGrads;
 use super::rnn_cell::{masked_states, u_grad};
 use super::rnn_sequence::{backward_chunk, backward_rows, forward_rows, prev_cells, prev_states, BackIn, Saved};
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::{fill_rows, transpose, Real};
-use crate::kernels::math::simd_dispatch;
 use crate::kernels::shapes::rnn_dims::{RnnDims, RnnSpec};
 
 /// Runs both directions over `gi (B, S, 2G)` (or `(B·S, 2G)`: no reshape node is needed) with
@@ -157,7 +157,7 @@ fn backward_dir<T: Real>(
         }
     };
     let threads = dir_threads();
-    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), d.len, h), &sv.q, &dgh, threads);
+    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), d.len, h), &sv.q, &dgh, d.products, threads);
     if norm.is_none() {
         for row in dgh.chunks(g) {
             for (acc, &x) in dbeta.iter_mut().zip(row) {
@@ -230,7 +230,7 @@ mod tests {
             let bh = random(&mut rng, &[2, if norm { 2 * g } else { g }]);
             let mask: Vec<f32> = (0..2 * b * h).map(|_| if rng.gen_bool(0.3) { 0.0 } else { 1.0 / 0.7 }).collect();
             let probe = random(&mut rng, &[b, s, 2 * h]);
-            let spec = RnnSpec { kind, lens: &LENS, state_mask: dropout.then_some(&mask[..]) };
+            let spec = RnnSpec { kind, lens: &LENS, state_mask: dropout.then_some(&mask[..]), products: crate::config::Precision::F32 };
             let y = birnn_sequence(gi.as_tensor(), u.as_tensor(), bh.as_tensor(), spec).unwrap();
             let grads = (&y * probe.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
             let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();

@@ -31,10 +31,10 @@ use super::bahdanau_backward::{attend_backward, sum_rows, AttnRowGrad};
 use super::norm_rows::{ln_backward_product, ln_rows, Product};
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, LnGrads, Rows, StepGrads, StepIn};
 use super::rnn_sequence::chunk_rows;
+use crate::kernels::cpu::engine::isa::simd_dispatch;
+use crate::kernels::cpu::engine::products::{matmul_wide, Precision};
 use crate::kernels::gemm::{matmul, transpose, Mat, Real};
 use crate::kernels::math::axpy;
-use crate::kernels::math::simd_dispatch;
-use crate::kernels::precision::matmul_wide;
 use crate::kernels::shapes::attn_dims::AttnDims;
 
 /// Splits `v` into chunks of `rows` batch rows of `per_row` values.
@@ -222,10 +222,10 @@ pub fn backward<T: Real>(
         .collect();
     let mut dw = vec![T::ZERO; o.end];
     let sp = Mat::new(&st.sp, bt, h);
-    matmul_wide(&mut dw, o.wa, a, sp.t(), Mat::new(&dws, bt, a), false, threads);
-    matmul_wide(&mut dw, o.wc, g, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, g), false, threads);
-    dw[o.u..o.bh].copy_from_slice(&u_grad(d.kind, h, &st.sp, &st.q, &dgh, threads));
-    let du1 = u_grad(d.kind, h, &masked_states(&sprev, d.state_mask.as_deref(), tl, h), &st.q1, &dgh1, threads);
+    matmul_wide(d.products, &mut dw, o.wa, a, sp.t(), Mat::new(&dws, bt, a), false, threads);
+    matmul_wide(d.products, &mut dw, o.wc, g, Mat::strided(out, h, bt, c, ow).t(), Mat::new(&dgi, bt, g), false, threads);
+    dw[o.u..o.bh].copy_from_slice(&u_grad(d.kind, h, &st.sp, &st.q, &dgh, d.products, threads));
+    let du1 = u_grad(d.kind, h, &masked_states(&sprev, d.state_mask.as_deref(), tl, h), &st.q1, &dgh1, d.products, threads);
     dw[o.u1..o.bh1].copy_from_slice(&du1);
     if !d.norm {
         // (With layer normalisation the chunks added these up, and `b_a` is the keys'.)
@@ -320,7 +320,7 @@ fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>
         cell2.backward(&sin, (&x.st.gh, rg), &ds, &x.wt.u2, grads);
         if let Some(gamma) = gain(o.g2x, g) {
             let ctx = Mat::strided(x.out, (b0 * tl + i) * ow + h, nb, c, tl * ow);
-            let cw = Product { x: ctx, w: Mat::new(&x.w[o.wc..o.u], c, g), wide: false, threads: 1 };
+            let cw = Product { x: ctx, w: Mat::new(&x.w[o.wc..o.u], c, g), products: Precision::F32, threads: 1 };
             ln_backward_product(cw, (&mut *gr.dgi, rl.stride, rl.off), gamma, (&mut *acc.g2x, Some(&mut *acc.b2)));
         }
         // dc += dGI W_cᵀ, then the attention over s'.
@@ -337,7 +337,7 @@ fn backward_chunk<T: Real>(x: &Ctx<'_, T>, b0: usize, gr: &mut ChunkGrads<'_, T>
             attend_backward(enc_b, ws, v, d.lens[bg], (&mut sc, &mut dalpha), row, acc.dv);
         }
         if let Some(gamma) = gain(o.gw, a) {
-            let sw = Product { x: Mat::new(&spc, nb, h), w: Mat::new(&x.w[o.wa..o.ba], h, a), wide: false, threads: 1 };
+            let sw = Product { x: Mat::new(&spc, nb, h), w: Mat::new(&x.w[o.wa..o.ba], h, a), products: Precision::F32, threads: 1 };
             ln_backward_product(sw, (&mut *gr.dws, tl * a, i * a), gamma, (&mut *acc.gw, None));
         }
         // ds' += dWS W_aᵀ.

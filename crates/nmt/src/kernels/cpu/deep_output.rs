@@ -15,19 +15,20 @@ use candle_core::{Result, Shape, Tensor};
 use super::linear::col_sums;
 use super::op::apply;
 use crate::config::OutputLayer;
+use crate::kernels::cpu::engine::products::{matmul_wide, Precision};
 use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::{fill_rows, Mat, Real};
-use crate::kernels::precision::matmul_wide;
 
-/// `act([sc, ey] [O_sc; O_y] + b) ⊙ mask` with `wb = [O_sc; O_y; b]`.
-pub fn deep_output(sc: &Tensor, ey: &Tensor, wb: &Tensor, layer: OutputLayer, mask: Option<&[f32]>) -> Result<Tensor> {
+/// `act([sc, ey] [O_sc; O_y] + b) ⊙ mask` with `wb = [O_sc; O_y; b]`, its products in
+/// `products` (`engine::products::matmul_wide`).
+pub fn deep_output(sc: &Tensor, ey: &Tensor, wb: &Tensor, layer: OutputLayer, mask: Option<&[f32]>, products: Precision) -> Result<Tensor> {
     let (n, k1) = sc.dims2()?;
     let (n2, k2) = ey.dims2()?;
     let (rows, m2) = wb.dims2()?;
     if layer == OutputLayer::Maxout && m2 % 2 != 0 {
         candle_core::bail!("deep_output: maxout needs an even width, wb is {:?}", wb.dims());
     }
-    let op = DeepOut { n, k1, k2, m2, layer, mask: mask.map(<[f32]>::to_vec) };
+    let op = DeepOut { n, k1, k2, m2, layer, mask: mask.map(<[f32]>::to_vec), products };
     if n != n2 || rows != k1 + k2 + 1 || mask.is_some_and(|m| m.len() != n * op.units()) {
         candle_core::bail!("deep_output: sc {:?}, ey {:?}, wb {:?} (or the mask) do not fit", sc.dims(), ey.dims(), wb.dims());
     }
@@ -42,6 +43,7 @@ struct DeepOut {
     m2: usize,
     layer: OutputLayer,
     mask: Option<Vec<f32>>,
+    products: Precision,
 }
 
 impl DeepOut {
@@ -76,8 +78,8 @@ impl<T: Real> FusedOp<Host<T>> for DeepOut {
         let (n, k1, k2, m2) = (self.n, self.k1, self.k2, self.m2);
         let threads = rayon::current_num_threads();
         let mut pre = fill_rows(&wb[(k1 + k2) * m2..], n);
-        matmul_wide(&mut pre, 0, m2, Mat::new(sc, n, k1), Mat::new(wb, k1, m2), true, threads);
-        matmul_wide(&mut pre, 0, m2, Mat::new(ey, n, k2), Mat::strided(wb, k1 * m2, k2, m2, m2), true, threads);
+        matmul_wide(self.products, &mut pre, 0, m2, Mat::new(sc, n, k1), Mat::new(wb, k1, m2), true, threads);
+        matmul_wide(self.products, &mut pre, 0, m2, Mat::new(ey, n, k2), Mat::strided(wb, k1 * m2, k2, m2, m2), true, threads);
         let (mut t, saved) = match self.layer {
             OutputLayer::Maxout => {
                 let (t, second): (Vec<T>, Vec<bool>) =
@@ -121,12 +123,12 @@ impl<T: Real> FusedOp<Host<T>> for DeepOut {
             }
         }
         let mut dsc = vec![T::ZERO; n * k1];
-        matmul_wide(&mut dsc, 0, k1, Mat::new(&dpre, n, m2), Mat::new(wb, k1, m2).t(), false, threads);
+        matmul_wide(self.products, &mut dsc, 0, k1, Mat::new(&dpre, n, m2), Mat::new(wb, k1, m2).t(), false, threads);
         let mut dey = vec![T::ZERO; n * k2];
-        matmul_wide(&mut dey, 0, k2, Mat::new(&dpre, n, m2), Mat::strided(wb, k1 * m2, k2, m2, m2).t(), false, threads);
+        matmul_wide(self.products, &mut dey, 0, k2, Mat::new(&dpre, n, m2), Mat::strided(wb, k1 * m2, k2, m2, m2).t(), false, threads);
         let mut dwb = vec![T::ZERO; (k1 + k2 + 1) * m2];
-        matmul_wide(&mut dwb, 0, m2, Mat::new(sc, n, k1).t(), Mat::new(&dpre, n, m2), false, threads);
-        matmul_wide(&mut dwb, k1 * m2, m2, Mat::new(ey, n, k2).t(), Mat::new(&dpre, n, m2), false, threads);
+        matmul_wide(self.products, &mut dwb, 0, m2, Mat::new(sc, n, k1).t(), Mat::new(&dpre, n, m2), false, threads);
+        matmul_wide(self.products, &mut dwb, k1 * m2, m2, Mat::new(ey, n, k2).t(), Mat::new(&dpre, n, m2), false, threads);
         let db = col_sums(&dpre, n, m2);
         dwb[(k1 + k2) * m2..].copy_from_slice(&db);
         Ok([dsc, dey, dwb])

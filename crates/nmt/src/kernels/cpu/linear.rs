@@ -8,26 +8,28 @@ use candle_core::{Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::op::apply;
+use crate::kernels::cpu::engine::isa::simd_dispatch;
+use crate::kernels::cpu::engine::products::{matmul_wide, Precision};
 use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::{fill_rows, Mat, Real};
 use crate::kernels::math::axpy;
-use crate::kernels::math::simd_dispatch;
-use crate::kernels::precision::matmul_wide;
 
-/// `x W + b` for `x (N, K)`, `w (K, M)`, `b (M)`; differentiable in all three.
-pub fn linear(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+/// `x W + b` for `x (N, K)`, `w (K, M)`, `b (M)`; differentiable in all three. Its three
+/// products in `products` (`engine::products::matmul_wide`).
+pub fn linear(x: &Tensor, w: &Tensor, b: &Tensor, products: Precision) -> Result<Tensor> {
     let (n, k) = x.dims2()?;
     let (k2, m) = w.dims2()?;
     if k != k2 || b.dims1()? != m {
         candle_core::bail!("linear: x {:?}, w {:?}, b {:?} do not fit", x.dims(), w.dims(), b.dims());
     }
-    apply(Linear { n, k, m }, x, w, b)
+    apply(Linear { n, k, m, products }, x, w, b)
 }
 
 struct Linear {
     n: usize,
     k: usize,
     m: usize,
+    products: Precision,
 }
 
 /// Column sums of `dy (N, M)`, in parallel over column blocks.
@@ -55,7 +57,16 @@ impl<T: Real> FusedOp<Host<T>> for Linear {
 
     fn forward(&self, _: &Host<T>, [x, w, b]: [&[T]; 3]) -> Result<(Vec<T>, ())> {
         let mut y = fill_rows(b, self.n);
-        matmul_wide(&mut y, 0, self.m, Mat::new(x, self.n, self.k), Mat::new(w, self.k, self.m), true, rayon::current_num_threads());
+        matmul_wide(
+            self.products,
+            &mut y,
+            0,
+            self.m,
+            Mat::new(x, self.n, self.k),
+            Mat::new(w, self.k, self.m),
+            true,
+            rayon::current_num_threads(),
+        );
         Ok((y, ()))
     }
 
@@ -64,9 +75,9 @@ impl<T: Real> FusedOp<Host<T>> for Linear {
         let threads = rayon::current_num_threads();
         let mut dx = vec![T::ZERO; n * k];
         // Transposed views are as fast as copies at these sizes (see proj_nll.rs).
-        matmul_wide(&mut dx, 0, k, Mat::new(dy, n, m), Mat::new(w, k, m).t(), false, threads);
+        matmul_wide(self.products, &mut dx, 0, k, Mat::new(dy, n, m), Mat::new(w, k, m).t(), false, threads);
         let mut dw = vec![T::ZERO; k * m];
-        matmul_wide(&mut dw, 0, m, Mat::new(x, n, k).t(), Mat::new(dy, n, m), false, threads);
+        matmul_wide(self.products, &mut dw, 0, m, Mat::new(x, n, k).t(), Mat::new(dy, n, m), false, threads);
         Ok([dx, dw, col_sums(dy, n, m)])
     }
 }

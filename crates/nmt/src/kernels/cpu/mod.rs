@@ -2,13 +2,16 @@
 //! the optimiser's step as candle custom ops with hand-written forward and backward passes,
 //! and the host search's fused projection. Each op has a composed-op twin in the model code
 //! that it is tested against (values and gradients, f32 and f64), and where a GPU form exists,
-//! a twin of the same stem in `kernels/gpu/` that is tested against it.
+//! a twin of the same stem in `kernels/gpu/` that is tested against it. What they multiply with
+//! beyond the floor's `gemm` (bf16, AMX and int8 engines, the CPU's identity, the large
+//! products' precision) is in `engine/`.
 pub mod attention_op;
 pub mod bahdanau;
 pub mod bahdanau_backward;
 pub mod birnn;
 mod conditional;
 pub mod deep_output;
+pub mod engine;
 mod feedback_backward;
 pub(crate) mod feedback_forward;
 pub mod feedback_op;

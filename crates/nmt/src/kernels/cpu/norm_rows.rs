@@ -15,9 +15,9 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use crate::kernels::gemm::{matmul, Mat};
+use crate::kernels::cpu::engine::products::{matmul_wide, Precision};
+use crate::kernels::gemm::Mat;
 use crate::kernels::math::Real;
-use crate::kernels::precision::matmul_wide;
 use crate::kernels::storage::{cpu_slice, float_dtype, tensor_from, with_slices};
 
 /// Marian's `ε` (`src/graph/expression_operators.h`, `layerNorm`).
@@ -139,12 +139,12 @@ impl CustomOp2 for LayerNorm {
     }
 }
 
-/// How the forward pass multiplied a normalised product `x W`: `x`, `W`, whether by
-/// [`matmul_wide`] (in bf16 when the training products are) and on how many threads.
+/// How the forward pass multiplied a normalised product `x W`: `x`, `W`, in which precision
+/// ([`matmul_wide`]'s: `F32` for the products that never run in bf16) and on how many threads.
 pub(crate) struct Product<'a, T> {
     pub x: Mat<'a, T>,
     pub w: Mat<'a, T>,
-    pub wide: bool,
+    pub products: Precision,
     pub threads: usize,
 }
 
@@ -161,10 +161,7 @@ pub(crate) fn ln_backward_product<T: Real>(
 ) {
     let (rows, k) = (p.x.rows, p.w.cols);
     let mut a = vec![T::ZERO; rows * k];
-    match p.wide {
-        true => matmul_wide(&mut a, 0, k, p.x, p.w, false, p.threads),
-        false => matmul(&mut a, 0, k, p.x, p.w, false, p.threads),
-    }
+    matmul_wide(p.products, &mut a, 0, k, p.x, p.w, false, p.threads);
     for r in 0..rows {
         ln_backward_row(&a[r * k..(r + 1) * k], &mut dy[r * stride + off..][..k], gamma, dgamma, dbeta.as_deref_mut());
     }

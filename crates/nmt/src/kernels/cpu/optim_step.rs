@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use candle_core::{bail, CpuStorage, InplaceOp2, Layout, Result, Tensor};
 use rayon::prelude::*;
 
-use crate::kernels::math::simd_dispatch;
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 use crate::kernels::shapes::update_rule::Rule;
 use crate::kernels::storage::cpu_slice;
 

@@ -17,10 +17,10 @@ use rayon::prelude::*;
 
 use super::linear::col_sums;
 use super::op::apply;
+use crate::kernels::cpu::engine::isa::simd_dispatch;
+use crate::kernels::cpu::engine::products::{matmul_wide, Precision};
 use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::{Mat, Real};
-use crate::kernels::math::simd_dispatch;
-use crate::kernels::precision::matmul_wide;
 use crate::kernels::shapes::proj_weight::{Fitted, ProjWeight};
 
 /// Rows per parallel task: a chunk of rows shares one thread's pass over the vocabulary.
@@ -46,10 +46,11 @@ fn keep_logits<T: Real>(z: Vec<T>) {
     *KEPT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(z));
 }
 
-/// Per-row NLL `(N,)` of `targets` under `softmax(x W + b)`, label-smoothed by `smoothing` (ε).
-pub fn proj_nll(x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], smoothing: f64) -> Result<Tensor> {
+/// Per-row NLL `(N,)` of `targets` under `softmax(x W + b)`, label-smoothed by `smoothing` (ε);
+/// its three products in `products` (`engine::products::matmul_wide`).
+pub fn proj_nll(x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], smoothing: f64, products: Precision) -> Result<Tensor> {
     let Fitted { n, k, v, transposed, w: wt } = w.fitted("proj_nll", x, b, targets)?;
-    let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed };
+    let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed, products };
     apply(op, x, wt, b)
 }
 
@@ -68,6 +69,7 @@ struct ProjNll {
     smoothing: f64,
     /// The op's `w` input is `Wᵀ (V, K)` (contiguous) rather than `W (K, V)`.
     transposed: bool,
+    products: Precision,
 }
 
 impl ProjNll {
@@ -96,7 +98,7 @@ impl<T: Real> FusedOp<Host<T>> for ProjNll {
         // The bias is added in the first elementwise pass rather than copied into the GEMM's
         // destination first (a 30 MB copy on the bench).
         let mut z = logits_buffer(n * v);
-        matmul_wide(&mut z, 0, v, Mat::new(x, n, self.k), self.w_mat(w), false, rayon::current_num_threads());
+        matmul_wide(self.products, &mut z, 0, v, Mat::new(x, n, self.k), self.w_mat(w), false, rayon::current_num_threads());
         let mut nll = vec![T::ZERO; n];
         let mut inv_sum = vec![T::ZERO; n];
         let eps = T::from_f64(self.smoothing);
@@ -135,13 +137,13 @@ impl<T: Real> FusedOp<Host<T>> for ProjNll {
         // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
         // measurable (36 ms either way for dx on 2 threads), unlike the per-step GEMMs.
         let mut dx = vec![T::ZERO; n * k];
-        matmul_wide(&mut dx, 0, k, Mat::new(&z, n, v), self.w_mat(w).t(), false, threads);
+        matmul_wide(self.products, &mut dx, 0, k, Mat::new(&z, n, v), self.w_mat(w).t(), false, threads);
         let mut dw = vec![T::ZERO; k * v];
         if self.transposed {
             // dWᵀ (V, K) = dZᵀ X, the layout of the op's input.
-            matmul_wide(&mut dw, 0, k, Mat::new(&z, n, v).t(), Mat::new(x, n, k), false, threads);
+            matmul_wide(self.products, &mut dw, 0, k, Mat::new(&z, n, v).t(), Mat::new(x, n, k), false, threads);
         } else {
-            matmul_wide(&mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
+            matmul_wide(self.products, &mut dw, 0, v, Mat::new(x, n, k).t(), Mat::new(&z, n, v), false, threads);
         }
         let db = col_sums(&z, n, v);
         keep_logits(z);

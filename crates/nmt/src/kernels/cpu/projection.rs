@@ -18,10 +18,10 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::kernels::cpu::engine::int8::{self, QActs, QWeights};
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 use crate::kernels::cpu::row_best::{merge, Fold, RowBest};
 use crate::kernels::gemm::{matmul, transpose, Mat};
-use crate::kernels::int8::{self, QActs, QWeights};
-use crate::kernels::math::simd_dispatch;
 
 /// Vocabulary rows per block of `f32` scores: 320 KB at 160 rows (beam 5 × the default 32
 /// sentences), inside L2. Measured on the 300-sentence test prefix, beam 5: 512-row blocks
@@ -46,7 +46,7 @@ pub struct Projection {
     bias: Vec<f32>,
     vocab: usize,
     hidden: usize,
-    /// `Gᵀ` in int8 (`kernels/int8.rs`) when [`Projection::best`] multiplies in int8.
+    /// `Gᵀ` in int8 (`kernels/cpu/engine/int8.rs`) when [`Projection::best`] multiplies in int8.
     q: Option<QWeights>,
 }
 

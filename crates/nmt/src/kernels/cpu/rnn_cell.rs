@@ -29,8 +29,8 @@ use super::gru_cell::{self, reset_row, update_row};
 use super::lstm_cell;
 use super::norm_rows::{ln_backward_product, ln_rows, Product};
 pub use crate::config::{CellKind, GruForm};
+use crate::kernels::cpu::engine::products::{matmul_wide, Precision};
 use crate::kernels::gemm::{matmul, Mat, Real};
-use crate::kernels::precision::matmul_wide;
 
 /// Row `b` of a `(rows, ·)` view starts at `off + b · stride`.
 #[derive(Clone, Copy, Debug)]
@@ -165,7 +165,7 @@ impl<T: Real> CellKernel<'_, T> {
     #[inline(always)]
     fn normed_backward(&self, x: &StepIn<'_, T>, (dgh, dghr): (&mut [T], Rows), gamma: &[T], acc: LnGrads<'_, T>) {
         let (h, nb) = (self.hidden, x.active.len());
-        let hu = Product { x: Mat::new(x.hu, nb, h), w: Mat::new(self.u, h, 3 * h), wide: false, threads: 1 };
+        let hu = Product { x: Mat::new(x.hu, nb, h), w: Mat::new(self.u, h, 3 * h), products: Precision::F32, threads: 1 };
         ln_backward_product(hu, (dgh, dghr.stride, dghr.off), gamma, (acc.dgamma, Some(acc.dbeta)));
     }
 
@@ -305,18 +305,21 @@ pub(crate) struct LnGrads<'a, T> {
 
 /// `dU (H, G)` over all `n` steps at once: `H_prevᵀ dGH` (reset-after, LSTM), or
 /// `[H_prevᵀ dGH_rz | Qᵀ dGH_n]` (paper). Inactive rows have `dGH = 0` and add nothing.
-/// Under recurrent dropout `hprev` must be the states entering `U`, `m ⊙ H_prev`.
-pub(crate) fn u_grad<T: Real>(kind: CellKind, h: usize, hprev: &[T], q: &[T], dgh: &[T], threads: usize) -> Vec<T> {
+/// Under recurrent dropout `hprev` must be the states entering `U`, `m ⊙ H_prev`. The products
+/// in `products` (`engine::products::matmul_wide`).
+pub(crate) fn u_grad<T: Real>(kind: CellKind, h: usize, hprev: &[T], q: &[T], dgh: &[T], products: Precision, threads: usize) -> Vec<T> {
     let g = kind.gates() * h;
     let n = dgh.len() / g;
     let mut du = vec![T::ZERO; h * g];
     let hp = Mat::new(hprev, n, h).t();
     match kind {
-        CellKind::Gru(GruForm::ResetAfter) | CellKind::Lstm => matmul_wide(&mut du, 0, g, hp, Mat::new(dgh, n, g), false, threads),
+        CellKind::Gru(GruForm::ResetAfter) | CellKind::Lstm => {
+            matmul_wide(products, &mut du, 0, g, hp, Mat::new(dgh, n, g), false, threads)
+        }
         CellKind::Gru(GruForm::Paper) => {
-            matmul_wide(&mut du, 0, 3 * h, hp, Mat::strided(dgh, 0, n, 2 * h, 3 * h), false, threads);
+            matmul_wide(products, &mut du, 0, 3 * h, hp, Mat::strided(dgh, 0, n, 2 * h, 3 * h), false, threads);
             let qm = Mat::new(q, n, h).t();
-            matmul_wide(&mut du, 2 * h, 3 * h, qm, Mat::strided(dgh, 2 * h, n, h, 3 * h), false, threads);
+            matmul_wide(products, &mut du, 2 * h, 3 * h, qm, Mat::strided(dgh, 2 * h, n, h, 3 * h), false, threads);
         }
     }
     du

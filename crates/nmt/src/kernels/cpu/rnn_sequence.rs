@@ -25,9 +25,9 @@ use rayon::prelude::*;
 
 use super::op::apply;
 use super::rnn_cell::{chunk_mask, dropped, masked_states, u_grad, CellKernel, CellKind, LnGrads, Rows, StepGrads, StepIn};
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 use crate::kernels::fused_op::{FusedOp, Host};
 use crate::kernels::gemm::{transpose, Real};
-use crate::kernels::math::simd_dispatch;
 use crate::kernels::shapes::rnn_dims::{RnnDims, RnnSpec};
 
 /// The CPU loops' walk over a call's steps and rows.
@@ -254,7 +254,7 @@ pub(crate) fn backward<T: Real>(d: &RnnDims, sv: &Saved<T>, gi: &[T], u: &[T], r
     let ut = transpose(u, h, g);
     let x = BackIn { gi, gh: &sv.gh, hprev: &hprev, cprev: &cprev, dh };
     let (dgi, dgh, dh0) = backward_rows(d, &x, (u, &ut), chunk_rows(b));
-    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), s, h), &sv.q, &dgh, threads);
+    let du = u_grad(d.kind, h, &masked_states(&hprev, d.mask.as_deref(), s, h), &sv.q, &dgh, d.products, threads);
     let drows = row_grads(&dgh, &dh0, b, s, h, g);
     (dgi, du, drows)
 }

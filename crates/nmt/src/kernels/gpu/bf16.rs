@@ -84,7 +84,7 @@ mod tests {
     }
 
     /// The kernel's rounding against the CPU's bf16 rounding (`half::bf16::from_f32`, which the
-    /// CPU's packing uses for its scalar tails and strided operands, `kernels/bf16_pack.rs`):
+    /// CPU's packing uses for its scalar tails and strided operands, `kernels/cpu/engine/bf16_pack.rs`):
     /// the same 16 bits for every pattern, NaNs and ties included. On a CPU with AVX512_BF16
     /// also against its vector rounding (`vcvtneps2bf16`, the packing's contiguous paths): the
     /// same bits except on subnormal inputs, which the instruction flushes to a signed zero
@@ -97,8 +97,10 @@ mod tests {
             let want = half::bf16::from_f32(*v).to_bits();
             assert_eq!(*g, want, "{:#010x}: kernel {g:#06x}, half {want:#06x}", v.to_bits());
         }
+        // The CPU's own rounding instruction, where it has one (asked of the CPU directly: the
+        // GPU's files import nothing of `kernels::cpu`).
         #[cfg(target_arch = "x86_64")]
-        if crate::kernels::bf16_gemm::available() {
+        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bf16") {
             let mut sub = 0;
             for (c, g) in x.chunks(16).zip(got.chunks(16)) {
                 let mut lanes = [0f32; 16];

@@ -18,14 +18,8 @@ use crate::config::Precision;
 use crate::kernels::fused_op::FusedOp;
 
 /// `x W + b` for `x (N, K)`, `w (K, M)`, `b (M)`, all `f32`; differentiable in all three. The
-/// products in the GPU's training precision (`kernels::precision::gpu_products`), as the CPU
-/// twin's follow `training_products`.
-pub fn linear(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-    linear_in(x, w, b, crate::kernels::precision::gpu_products())
-}
-
-/// [`linear`] with its products in `precision`.
-pub fn linear_in(x: &Tensor, w: &Tensor, b: &Tensor, precision: Precision) -> Result<Tensor> {
+/// products in `precision` (the model's `Backend::products`), as the CPU twin's.
+pub fn linear(x: &Tensor, w: &Tensor, b: &Tensor, precision: Precision) -> Result<Tensor> {
     let (n, k) = x.dims2()?;
     let (k2, m) = w.dims2()?;
     if k != k2 || b.dims1()? != m || [x.dtype(), w.dtype(), b.dtype()] != [DType::F32; 3] {

@@ -3,7 +3,7 @@
 //! the dimensions of one call and the layout of the packed weights `w` both read. Bahdanau et al.
 //! (2014), appendix A.2.2; the conditional GRU of Sennrich et al. (2017); the summary `p` that
 //! `s_0 = tanh(p W_s + b_s)` starts from (`start_pool.rs` on either device).
-use crate::config::{CellKind, OutputState, StartState};
+use crate::config::{CellKind, OutputState, Precision, StartState};
 
 /// The width `P` of the summary `p` of annotations of width `c`: `←h_1` or `→h_S` (`c / 2`),
 /// or their mean over the positions (`c`).
@@ -42,6 +42,10 @@ pub struct AttnDims {
     /// Layer normalisation (the conditional GRU only, `model/layer_norm.rs`): its gains join
     /// the packed weights ([`WOff`]) and `b_a` moves from the query to the keys.
     pub norm: bool,
+    /// The precision of the CPU op's large products: the keys `U_a h_j` and the backward
+    /// pass's `dW_a`, `dW_c`, `dU` (`cpu::engine::products`; the model's `Backend::products`).
+    /// The GPU twin multiplies in f32 whatever it says.
+    pub products: Precision,
 }
 
 /// Offsets of the parameters inside the packed `w`.

@@ -5,7 +5,7 @@
 //! al. 2014 eq. 5–8, or the LSTM's); `G` is its gate width, `3H` for a GRU and `4H` for an LSTM.
 use candle_core::{Result, Tensor};
 
-use crate::config::CellKind;
+use crate::config::{CellKind, Precision};
 
 /// Dimensions and options of one GRU sequence op.
 #[derive(Clone, Debug)]
@@ -24,6 +24,8 @@ pub struct RnnDims {
     /// direction's half of its `(B, S, 2G)` input in place).
     pub gi_stride: usize,
     pub gi_off: usize,
+    /// The precision of the backward pass's `dU` products (`cpu::engine::products`).
+    pub products: Precision,
 }
 
 impl RnnDims {
@@ -42,6 +44,9 @@ pub struct RnnSpec<'a> {
     pub kind: CellKind,
     pub lens: &'a [usize],
     pub state_mask: Option<&'a [f32]>,
+    /// The precision of its large products (the model's `Backend::products`; the GPU twins'
+    /// recurrences multiply in f32 whatever it says).
+    pub products: Precision,
 }
 
 impl RnnSpec<'_> {
@@ -61,6 +66,17 @@ impl RnnSpec<'_> {
             candle_core::bail!("{op}: gi {:?}, lens {lens:?}, the weights or the state mask do not fit", gi.dims());
         }
         let mask = self.state_mask.map(<[f32]>::to_vec);
-        Ok(RnnDims { batch, len, hidden, reverse, kind: self.kind, lens: lens.to_vec(), mask, gi_stride: width, gi_off: 0 })
+        Ok(RnnDims {
+            batch,
+            len,
+            hidden,
+            reverse,
+            kind: self.kind,
+            lens: lens.to_vec(),
+            mask,
+            gi_stride: width,
+            gi_off: 0,
+            products: self.products,
+        })
     }
 }

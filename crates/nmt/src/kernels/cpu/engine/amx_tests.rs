@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::amx_gemm::{available, matmul_amx, matmul_model, matmul_model_in};
 use super::amx_model::Order;
-use super::gemm::{matmul, Mat};
+use crate::kernels::gemm::{matmul, Mat};
 
 /// `(m, k, n)`: single rows and columns, one tile short and long (15, 17), exact tiles and
 /// 2 × 2 blocks (16, 32), one block and a tile (48), odd `k`, `k` past one 256-value block
@@ -64,8 +64,8 @@ fn run(
     threads: usize,
 ) -> Vec<f32> {
     let mut d = dst_buf(m, n, c0);
-    let ta = super::gemm::transpose(a, m, k);
-    let tb = super::gemm::transpose(b, k, n);
+    let ta = crate::kernels::gemm::transpose(a, m, k);
+    let tb = crate::kernels::gemm::transpose(b, k, n);
     let av = if at { Mat::new(&ta, k, m).t() } else { Mat::new(a, m, k) };
     let bv = if bt { Mat::new(&tb, n, k).t() } else { Mat::new(b, k, n) };
     f(&mut d, 5, n + 3, av, bv, acc, threads);
@@ -216,7 +216,7 @@ fn the_cap_turns_every_amx_entry_point_off() {
     for cap in ["", "avx512_bf16", "avx512", "avx2"] {
         let out = std::process::Command::new(&exe)
             .env(super::isa::MAX_ISA_VAR, cap)
-            .args(["--exact", "kernels::amx_tests::amx_entry_points_follow_the_level", "--include-ignored", "--nocapture"])
+            .args(["--exact", "kernels::cpu::engine::amx_tests::amx_entry_points_follow_the_level", "--include-ignored", "--nocapture"])
             .output()
             .expect("the test binary runs");
         let text = String::from_utf8_lossy(&out.stdout);

@@ -1,6 +1,6 @@
 //! bf16 × bf16 → f32 GEMM on AMX tiles (`tdpbf16ps`, issue 70), for the training step's large
 //! products on Intel Xeons of the 4th generation on: `dst = (accumulate ? dst : 0) + a · b`
-//! with f32 operands rounded to bf16 and f32 sums, the contract of [`super::gemm::matmul`] and
+//! with f32 operands rounded to bf16 and f32 sums, the contract of [`crate::kernels::gemm::matmul`] and
 //! of `bf16_gemm::matmul_bf16`, whose packing it shares.
 //!
 //! **Layout.** A tile step takes 16 pairs of `k` (32 values). B is packed as `bf16_pack` packs
@@ -31,8 +31,8 @@ use super::amx::{AmxTiles, TileOps, ROWS};
 use super::amx_model::{ModelTiles, Order};
 use super::amx_pack::{pack_a, STEP};
 use super::bf16_pack::{pack_to, pairs, PairView, SharedMut};
-use super::gemm::Mat;
-use super::profile;
+use crate::kernels::gemm::Mat;
+use crate::kernels::profile;
 
 /// Column blocks (32 columns each) per task when the tasks split C's columns: the strip's B
 /// panels (16 KB each at `k` = 256) stay in L2 while every row of blocks passes them. 4, 8 and
@@ -56,12 +56,12 @@ pub fn available() -> bool {
 pub const MIN_DIM: usize = 64;
 
 /// Whether the tiles run a product of these dimensions ([`MIN_DIM`]); where not,
-/// `precision::matmul_wide` keeps it in f32.
+/// `products::matmul_wide` keeps it in f32.
 pub fn pays(m: usize, k: usize, n: usize) -> bool {
     m.min(k).min(n) >= MIN_DIM
 }
 
-/// [`super::gemm::matmul`]'s contract with the products in bf16 on AMX tiles; `threads > 1`
+/// [`crate::kernels::gemm::matmul`]'s contract with the products in bf16 on AMX tiles; `threads > 1`
 /// splits the blocks over rayon.
 ///
 /// # Panics

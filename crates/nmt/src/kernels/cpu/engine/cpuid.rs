@@ -1,6 +1,6 @@
 //! What CPUID says about the processor, beyond the feature flags `is_x86_feature_detected!`
 //! reads: its vendor, family and model (which decide whether bf16 products are faster than f32
-//! here, `precision::choose`), and whether AMX tiles are there and enabled by the OS (issue 70).
+//! here, `products::choose`), and whether AMX tiles are there and enabled by the OS (issue 70).
 //!
 //! The decoders of the raw registers are pure functions, tested on the ids of CPUs this
 //! project has measured (Intel Emerald Rapids, AMD Zen 4) without needing one at hand.

@@ -1,6 +1,6 @@
 //! int8 products for search (`SearchConfig::int8`, Marian's `--gemm-type packed8`): the output
 //! projection `z = G t + b` of a step, whose `K_y × l` weights are read every step (through
-//! `kernels::cpu::projection`), and the step's other products `x W` (through `kernels/int8_linear.rs`).
+//! `kernels::cpu::projection`), and the step's other products `x W` (through `model/int8_linear.rs`).
 //!
 //! - Weights are quantised once, symmetrically per output row to **7 bits**
 //!   (`q = round(w / s)`, `s = max|w| / 63`), with `f32` scales.
@@ -35,8 +35,8 @@ use std::cell::Cell;
 use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions, PackedAMatrix, PackedBMatrix};
 use rten_tensor::NdTensorView;
 
-use crate::kernels::amx_int8::{AmxI8Acts, AmxI8Weights, I8Tiles, MIN_ROWS};
-use crate::kernels::math::simd_dispatch;
+use crate::kernels::cpu::engine::amx_int8::{AmxI8Acts, AmxI8Weights, I8Tiles, MIN_ROWS};
+use crate::kernels::cpu::engine::isa::simd_dispatch;
 
 /// The largest weight magnitude: 7 bits (see the module doc).
 pub const WEIGHT_MAX: f32 = 63.0;
@@ -57,7 +57,7 @@ thread_local! {
 }
 
 /// The name of rten's int8 kernel that this thread's products run (`x86_64-u8i8i32-avx512`,
-/// `…-avx2`, …): what `NMT_MAX_CPU_ISA` left of the CPU's instruction sets (`kernels::isa`),
+/// `…-avx2`, …): what `NMT_MAX_CPU_ISA` left of the CPU's instruction sets (`kernels::cpu::engine::isa`),
 /// after `amx-tdpbusd+` where the steps of [`MIN_ROWS`] rows or more run on AMX's tiles, as
 /// `nmt bench --int8` reports it.
 pub fn kernel_name() -> String {

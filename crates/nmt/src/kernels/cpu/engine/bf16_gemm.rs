@@ -1,6 +1,6 @@
 //! bf16 × bf16 → f32 GEMM on `vdpbf16ps` (AVX512_BF16), for the training step's large
 //! products (issue 42): `dst = beta·dst + a · b` with f32 operands rounded to bf16 and f32
-//! accumulation, the contract of [`super::gemm::matmul`].
+//! accumulation, the contract of [`crate::kernels::gemm::matmul`].
 //!
 //! Hand-written because no maintained Rust crate multiplies in bf16 on a CPU (2026-11): the
 //! `gemm` crate's f16/bf16 paths widen to f32 and run at its f32 rate, and oneDNN's bindings are
@@ -23,8 +23,8 @@ use std::arch::x86_64::*;
 use rayon::prelude::*;
 
 use super::bf16_pack::{pack, pairs, PairView, SharedMut};
-use super::gemm::Mat;
-use super::profile;
+use crate::kernels::gemm::Mat;
+use crate::kernels::profile;
 
 /// Rows of C per micro-kernel call.
 pub const MR: usize = 12;

@@ -300,7 +300,7 @@ mod tests {
     /// [`MIN_ROWS`] rows stay on rten-gemm.
     #[test]
     fn the_search_products_on_tiles_equal_rten_gemms() {
-        use crate::kernels::int8::{block, QActs, QWeights};
+        use crate::kernels::cpu::engine::int8::{block, QActs, QWeights};
         let mut tiles = vec![I8Tiles::Model];
         match I8Tiles::for_search() {
             Some(t) => tiles.push(t),

@@ -3,14 +3,14 @@
 //! inputs, the deep output's terms), which are most of a step once the output projection runs
 //! in int8 over a shortlist.
 //!
-//! The arithmetic is `kernels/int8.rs`'s: `Wᵀ` quantised once per output column (a weight row of
+//! The arithmetic is `kernels/cpu/engine/int8.rs`'s: `Wᵀ` quantised once per output column (a weight row of
 //! the kernel) to 7 bits, the rows of `x` quantised on the fly to 8 bits, exact `i32` sums, the
 //! kernel's row-major output. Threads split the rows of `x`: each quantises and
 //! multiplies its own rows, so no two write the same output row.
 use rayon::prelude::*;
 
-use super::gemm::{transpose, Mat};
-use super::int8::{block, QActs, QWeights};
+use crate::kernels::cpu::engine::int8::{block, QActs, QWeights};
+use crate::kernels::gemm::{transpose, Mat};
 
 /// `W (k, cols)` quantised for [`QLinear::mul_add`].
 #[derive(Clone, Debug)]

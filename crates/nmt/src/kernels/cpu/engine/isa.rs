@@ -8,7 +8,7 @@
 //! patched `vendor/gemm-common` and `vendor/rten-gemm`, which read the same variable).
 //! `avx512` keeps AVX-512 and turns off the bf16 products; `avx512_bf16` keeps them off AMX's
 //! tiles (issue 70); `amx`, like no variable, caps nothing. Whether bf16 products run at all
-//! at a level is `precision::choose`'s decision (where they are faster than f32). PyTorch's
+//! at a level is `products::choose`'s decision (where they are faster than f32). PyTorch's
 //! `ATEN_CPU_CAPABILITY` and oneDNN's `ONEDNN_MAX_CPU_ISA` are the same kind of switch, and
 //! `scripts/bench-vs-pytorch.sh` sets them together with this one.
 //!
@@ -17,6 +17,64 @@
 //!
 //! Read once per process, at the first kernel call: set it before the process starts.
 use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Runs `$body` (an expression, usually a call of an `#[inline(always)]` kernel) in a function
+/// compiled for AVX-512 or AVX2+FMA when the CPU has it, so that its loops are vectorised.
+///
+/// Hand-written rather than `pulp::Arch::new().dispatch(|| $body)`: with pulp in its place
+/// (2026-11-23, AMD EPYC AVX2, 300 test verses, beam 5, `NMT_PROFILE=1 nmt translate`, two
+/// alternations) the attention, which dispatches once per hypothesis row, took 802–882 ms
+/// against 678–698 ms, and the whole beam-5 test set 27.1–29.5 s against 24.5–25.7 s (three
+/// alternations, pulp 0.22.3). Why was not isolated; pulp's dispatch checks the whole
+/// x86-64-v3/v4 feature levels on every call.
+///
+/// The closure handed to `v4`/`v3` is `#[inline(always)]`: only code inlined into them gets
+/// their features. Left to LLVM's judgement, a large body was compiled as a closure of its own
+/// in baseline x86-64 (SSE2): the conditional decoder's backward chunk
+/// (`cgru_decoder::backward::{{closure}}::{{closure}}`, 9.6 % of an s2s training step's cycles,
+/// `perf report`, 2026-11-27).
+///
+/// Crate-private (issue 58: it was exported, as a macro, to every downstream crate): reached as
+/// `crate::kernels::cpu::engine::isa::simd_dispatch`.
+macro_rules! simd_dispatch {
+    ($body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+            unsafe fn v4<R>(f: impl FnOnce() -> R) -> R {
+                f()
+            }
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn v3<R>(f: impl FnOnce() -> R) -> R {
+                f()
+            }
+            if $crate::kernels::cpu::engine::isa::has_v4() {
+                // SAFETY: the CPU has the features `v4` is compiled for.
+                unsafe {
+                    v4(
+                        #[inline(always)]
+                        || $body,
+                    )
+                }
+            } else if $crate::kernels::cpu::engine::isa::has_v3() {
+                // SAFETY: as above, for `v3`.
+                unsafe {
+                    v3(
+                        #[inline(always)]
+                        || $body,
+                    )
+                }
+            } else {
+                $body
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            $body
+        }
+    }};
+}
+pub(crate) use simd_dispatch;
 
 /// The environment variable that caps the instruction sets.
 pub const MAX_ISA_VAR: &str = "NMT_MAX_CPU_ISA";

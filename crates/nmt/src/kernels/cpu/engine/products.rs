@@ -20,15 +20,13 @@
 //! milliseconds on a shared 2-core machine flips with the load, and with it the numerics of a
 //! run between one start and the next; the table gives one answer per CPU, and says which.
 //!
-//! A process-wide setting, like candle's `set_gemm_reduced_precision_bf16`: the products sit
-//! deep inside candle custom ops whose constructors do not see the training config, and a
-//! process trains one model at a time. Search and the composed reference twin never read it.
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use super::gemm::{matmul, Mat, Real};
+//! Not a process-wide setting (it was one until issue 77, like candle's
+//! `set_gemm_reduced_precision_bf16`): each op is given its precision by the model's `Backend`
+//! (`model/backend.rs`, set from `train.precision` by `Seq2Seq::set_products`), so two models in
+//! one process, a search beside a training run, or a test, never see another's. Search and the
+//! composed reference twin run `F32`.
 pub use crate::config::Precision;
-
-static BF16: AtomicBool = AtomicBool::new(false);
+use crate::kernels::gemm::{matmul, Mat, Real};
 
 /// Which kernels run the bf16 products on this CPU, or why none do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,72 +88,48 @@ pub fn bf16_available() -> bool {
     matches!(bf16_path(), Bf16Path::Amx | Bf16Path::Avx512Bf16)
 }
 
-/// Sets the precision of the large products and returns the one in effect: `F32` when `Bf16`
-/// was asked for where [`bf16_path`] is off (the caller prints the path's line, once).
-pub fn set_training_products(p: Precision) -> Precision {
-    let on = p == Precision::Bf16 && bf16_available();
-    BF16.store(on, Ordering::Relaxed);
-    if on {
-        Precision::Bf16
-    } else {
-        Precision::F32
+/// The precision in effect on this CPU when `p` is asked for: `F32` when `Bf16` is asked for
+/// where [`bf16_path`] is off (the caller prints the path's line, once).
+pub fn in_effect(p: Precision) -> Precision {
+    match p == Precision::Bf16 && bf16_available() {
+        true => Precision::Bf16,
+        false => Precision::F32,
     }
 }
-
-/// The precision in effect for the large products.
-pub fn training_products() -> Precision {
-    if BF16.load(Ordering::Relaxed) {
-        Precision::Bf16
-    } else {
-        Precision::F32
-    }
-}
-
-/// Whether the GPU's large products run in bf16 ([`set_gpu_products`]).
-static GPU_BF16: AtomicBool = AtomicBool::new(false);
 
 /// The line training and `nmt bench` print for bf16 on a GPU: what runs in bf16 there.
 pub const GPU_BF16_PRODUCTS: &str = "bf16 products: cuBLAS, bf16 operands and f32 sums (the GPU's input projections)";
 
-/// Sets the precision of the GPU's large products (`kernels::gpu::linear`: the input
-/// projections, forward and backward; docs/GPU.md, "bf16 products") and returns it: always in
-/// effect, since cuBLAS multiplies bf16 on every GPU the build targets (compute capability 8.0
-/// on; the build's default is 9.0). Separate from [`set_training_products`], which asks the CPU.
-pub fn set_gpu_products(p: Precision) -> Precision {
-    GPU_BF16.store(p == Precision::Bf16, Ordering::Relaxed);
-    p
-}
-
-/// The precision in effect for the GPU's large products.
-pub fn gpu_products() -> Precision {
-    if GPU_BF16.load(Ordering::Relaxed) {
-        Precision::Bf16
-    } else {
-        Precision::F32
-    }
-}
-
-/// Sets the precision of a training step's large products for a model in its GPU form (`gpu`:
-/// [`set_gpu_products`]) or on the CPU ([`set_training_products`]; the GPU's off), and returns
-/// the one in effect with the line that says which kernels run them in bf16.
-pub fn set_step_products(p: Precision, gpu: bool) -> (Precision, String) {
-    set_gpu_products(if gpu { p } else { Precision::F32 });
-    let cpu = set_training_products(p);
+/// What runs a training step's bf16 products, as training and `nmt bench` say it once: cuBLAS
+/// for a model in its GPU form ([`GPU_BF16_PRODUCTS`]), this CPU's [`bf16_path`] otherwise.
+pub fn products_line(gpu: bool) -> String {
     match gpu {
-        true => (p, GPU_BF16_PRODUCTS.to_string()),
-        false => (cpu, bf16_path().to_string()),
+        true => GPU_BF16_PRODUCTS.to_string(),
+        false => bf16_path().to_string(),
     }
 }
 
-/// [`matmul`] for a large product of the training step: in bf16 when that is set and `T` is
-/// f32 (on [`bf16_path`]'s kernels), in `T` otherwise.
-pub fn matmul_wide<T: Real>(dst: &mut [T], dst_off: usize, dst_rs: usize, a: Mat<'_, T>, b: Mat<'_, T>, accumulate: bool, threads: usize) {
+/// [`matmul`] for a large product of the training step, in the precision its op was given
+/// (`products`, from the model's `Backend`): in bf16 when that is `Bf16`, `T` is f32 and this
+/// CPU runs bf16 products ([`in_effect`], on [`bf16_path`]'s kernels); in `T` otherwise, so
+/// `Precision::F32` is [`matmul`] itself.
+#[allow(clippy::too_many_arguments)] // matmul's seven, and the precision
+pub fn matmul_wide<T: Real>(
+    products: Precision,
+    dst: &mut [T],
+    dst_off: usize,
+    dst_rs: usize,
+    a: Mat<'_, T>,
+    b: Mat<'_, T>,
+    accumulate: bool,
+    threads: usize,
+) {
     #[cfg(target_arch = "x86_64")]
-    if BF16.load(Ordering::Relaxed) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+    if products == Precision::Bf16 && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && bf16_available() {
         // SAFETY: `T` is `f32` (checked above), so these are the same slices retyped.
         let (dst, a, b) = unsafe { (retype_mut(dst), retype(a), retype(b)) };
-        // `BF16` is set only where the path is AMX or AVX512_BF16 (`set_training_products`).
-        // The tiles run the products large enough to fill them; the others stay in f32
+        // The path is AMX or AVX512_BF16 (`bf16_available`, checked above). The tiles run
+        // the products large enough to fill them; the others stay in f32
         // (`amx_gemm::pays`: never a slower path).
         if super::isa::level() != super::isa::CpuLevel::Amx {
             return super::bf16_gemm::matmul_bf16(dst, dst_off, dst_rs, a, b, accumulate, threads);
