@@ -88,6 +88,12 @@ fn apply_override(root: &mut toml::Table, spec: &str) -> Result<()> {
     let mut table = root;
     for p in parts {
         let entry = table.entry(p).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        // A switch (`train.candidates = false` or `true`) given a field is a table again, so that
+        // a later `--set` overrides an earlier one (`scripts/recipe-minutes.sh` turns a config's
+        // list off, then a run's `--set train.candidates.frequent=…` turns it on).
+        if entry.is_bool() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
         table = entry.as_table_mut().ok_or_else(|| Error::Config(format!("override {spec:?}: {p} is not a table")))?;
     }
     table.insert(last.to_string(), value);

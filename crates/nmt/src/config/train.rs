@@ -282,6 +282,8 @@ mod tests {
         assert_eq!(parse(&["train.candidates=true"]).unwrap(), Some(CandidatesConfig::default()));
         assert_eq!(parse(&["train.candidates=false"]).unwrap(), None);
         assert_eq!(parse(&["train.candidates.frequent=100"]).unwrap(), Some(CandidatesConfig { frequent: 100, sampled: 0 }));
+        let on_again = parse(&["train.candidates=false", "train.candidates.frequent=100", "train.candidates.sampled=9"]);
+        assert_eq!(on_again.unwrap(), Some(CandidatesConfig { frequent: 100, sampled: 9 }));
         assert!(parse(&["train.candidates.often=100"]).is_err());
         let cfg = crate::config::Config::from_toml_str("[train]\ncandidates = { frequent = 7, sampled = 3 }\n", &[]).unwrap();
         let back: crate::config::Config = toml::from_str(&toml::to_string(&cfg).unwrap()).unwrap();
