@@ -75,9 +75,9 @@ const SHORT_MINUTES: f64 = 30.0;
 /// 31.38 without; in the demo's 10 minutes it gave 26.27 against 27.19 (1 883 updates against
 /// 1 917; dev loss 3.64 against 3.50 at update 1 000: dropout slows the first thousand updates).
 /// Only 10 and 60 minutes were measured; the switch sits between them. The pairs of 51 to 80
-/// subwords that the hour trains on (issue 75: with unit dropout 0.3, test BLEU 35.06 against
-/// 34.07) made the hour's updates about 15 % fewer a minute (212 against 249, validations
-/// included); the ten minutes were measured without them.
+/// subwords that the hour trains on (issue 75: with unit dropout 0.3, test BLEU 35.06 and 35.26,
+/// two seeds, against 34.07) made the hour's updates about 15 % fewer a minute (212 against
+/// 249, validations included); the ten minutes were measured without them.
 ///
 /// Issue 75 chose the rest at equal minutes (docs/RESULTS.md, "Quality per minute"): a warm-up
 /// of 100 updates (the recipe's 500 was most of a slow CPU's demo) and the training softmax over
@@ -167,7 +167,7 @@ mod tests {
     /// The demo's 10 minutes take the short-run recipe (issue 75's winner, measured without
     /// unit dropout and with pairs of at most 50 subwords); the hour is the config's own, which
     /// has the winner's warm-up and candidates with unit dropout 0.3 and pairs up to 80 subwords
-    /// (its 35.06, docs/RESULTS.md).
+    /// (its 35.06 and 35.26, docs/RESULTS.md).
     #[test]
     fn the_short_run_takes_the_warm_up_and_the_candidates() {
         let winner = Some(nmt::config::CandidatesConfig { frequent: 100, sampled: 1000 });
