@@ -8,19 +8,8 @@
 #
 # Prints, per preset, each binary's median training target tokens/s and beam-5 sentences/s and
 # the median of the per-round ratios after/before. Run it on a quiet machine.
-#
-# SIDE_BY_SIDE=1: the two binaries run at the same time, one thread each, each on its own core
-# (`taskset`; the cores swap every round), training and then beam 5, so that each round's
-# ratio is taken under the same conditions for both. For a VM whose speed drifts by ±20 %
-# between runs a few seconds apart (a neighbour's load, CPU steal), where alternated runs
-# cannot resolve a few percent; THREADS is then 1, and the figure is the 1-thread speed.
 set -euo pipefail
 before=$1 after=$2 rounds=${3:-3} threads=${4:-2}
-side_by_side=${SIDE_BY_SIDE:-0}
-if [ "$side_by_side" = 1 ]; then
-  threads=1
-  [ "$(nproc)" -ge 2 ] || { echo "compare-speed: SIDE_BY_SIDE needs two cores" >&2; exit 2; }
-fi
 shift $(( $# < 4 ? $# : 4 ))
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(rnnsearch-small rnnenc-small)
@@ -28,35 +17,19 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/runs/compare-speed
 mkdir -p "$out"
 : > "$out/bench.jsonl"
-bench() { # side binary round preset only [core]
-  local pin=()
-  [ -z "${6:-}" ] || pin=(taskset -c "$6")
-  NMT_LOG=error "${pin[@]}" "$2" bench --json --threads "$threads" --only "$5" --preset "$4" |
-    SIDE=$1 ROUND=$3 PRESET=$4 python3 -c 'import json, os, sys
+for round in $(seq "$rounds"); do
+  for preset in "${presets[@]}"; do
+    for side in before after; do
+      bin=$before; [ "$side" = after ] && bin=$after
+      NMT_LOG=error "$bin" bench --json --threads "$threads" --only train,beam5 --preset "$preset" |
+        SIDE=$side ROUND=$round PRESET=$preset python3 -c 'import json, os, sys
 for line in sys.stdin:
     v = json.loads(line)
     v.update(side=os.environ["SIDE"], round=int(os.environ["ROUND"]), system=os.environ["PRESET"])
-    print(json.dumps(v))'
-}
-for round in $(seq "$rounds"); do
-  for preset in "${presets[@]}"; do
-    if [ "$side_by_side" = 1 ]; then
-      cb=$(( round % 2 )) ca=$(( (round + 1) % 2 ))
-      for only in train beam5; do
-        bench before "$before" "$round" "$preset" "$only" "$cb" > "$out/before.part" &
-        bench after "$after" "$round" "$preset" "$only" "$ca" > "$out/after.part" &
-        wait
-        cat "$out/before.part" "$out/after.part" >> "$out/bench.jsonl"
-      done
-    else
-      for side in before after; do
-        bin=$before; [ "$side" = after ] && bin=$after
-        bench "$side" "$bin" "$round" "$preset" train,beam5 >> "$out/bench.jsonl"
-      done
-    fi
+    print(json.dumps(v))' >> "$out/bench.jsonl"
+    done
   done
 done
-rm -f "$out/before.part" "$out/after.part"
 python3 - "$out/bench.jsonl" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
