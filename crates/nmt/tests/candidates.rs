@@ -70,7 +70,7 @@ fn the_whole_vocabulary_as_candidates_is_the_full_softmax_bit_for_bit() {
             let (lf, gf) = run(&model, &bt, None);
             // V′ = V given, and drawn: every word outside the targets drawn, with weight one.
             let all = Candidates::from_ids((0..VOCAB as u32).collect(), VOCAB).unwrap();
-            let spec = CandidateSpec { frequent: Arc::new(vec![]), sampled: VOCAB, vocab: VOCAB };
+            let spec = CandidateSpec { frequent: Arc::new(vec![]), sampled: VOCAB, vocab: VOCAB, proposal: None };
             let drawn = Candidates::for_batch(&targets(&common::random_batch(5, VOCAB as u32, 2..7, 3)), &spec, 1, 2).unwrap();
             assert!(drawn.log_weights().is_some());
             for (how, cands) in [("given", all), ("drawn", drawn)] {

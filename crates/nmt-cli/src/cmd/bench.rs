@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use nmt::config::{Impl, Precision};
+use nmt::config::{Impl, Precision, Proposal};
 use nmt::run_bench_each as run_each;
 use nmt::BenchOptions;
 
@@ -60,6 +60,10 @@ pub struct BenchArgs {
     /// With `--candidates`: N ids drawn uniformly added too (`train.candidates.sampled`).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "candidates")]
     candidates_sampled: usize,
+    /// With `--candidates`: the N draws by unigram frequency, with replacement
+    /// (`train.candidates.proposal = "unigram"`; Zipf's law for the bench's counts).
+    #[arg(long, requires = "candidates")]
+    candidates_unigram: bool,
     #[command(flatten)]
     compute: ComputeArgs,
 }
@@ -82,7 +86,11 @@ pub fn run(a: BenchArgs) -> Result<()> {
         precision: a.precision,
         device,
         batch: a.batch,
-        candidates: a.candidates.map(|frequent| nmt::config::CandidatesConfig { frequent, sampled: a.candidates_sampled }),
+        candidates: a.candidates.map(|frequent| nmt::config::CandidatesConfig {
+            frequent,
+            sampled: a.candidates_sampled,
+            proposal: if a.candidates_unigram { Proposal::Unigram } else { Proposal::Uniform },
+        }),
     };
     if a.precision == Precision::Bf16 && opts.device.is_cuda() && opts.imp == Impl::Fused {
         // The GPU form: its input projections on cuBLAS in bf16, whatever this CPU has.

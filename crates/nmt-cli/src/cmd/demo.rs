@@ -170,7 +170,7 @@ mod tests {
     /// (its 35.06 and 35.26, docs/RESULTS.md).
     #[test]
     fn the_short_run_takes_the_warm_up_and_the_candidates() {
-        let winner = Some(nmt::config::CandidatesConfig { frequent: 100, sampled: 1000 });
+        let winner = Some(nmt::config::CandidatesConfig { frequent: 100, sampled: 1000, ..Default::default() });
         let short = recipe("rnnsearch-small", 10.0).unwrap();
         assert_eq!((short.train.warmup, short.train.candidates), (100, winner));
         assert_eq!((short.model.dropout, short.data.max_len, short.train.valid_bleu_sentences), (0.0, 50, 300));

@@ -23,7 +23,7 @@ pub use data::{CorpusEntry, DataConfig, TrainInput};
 pub use model::{Cell, CellKind, GruForm, Impl, ModelConfig, StackKind, WeightInit};
 pub use output_keys::{OutputLayer, OutputState};
 pub use search::{SearchConfig, SearchRequest, MAX_BEAM};
-pub use train::{CandidatesConfig, Optimizer, Precision, TrainConfig};
+pub use train::{CandidatesConfig, Optimizer, Precision, Proposal, TrainConfig};
 
 /// A whole run's configuration, as read from TOML.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

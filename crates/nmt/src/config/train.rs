@@ -128,19 +128,34 @@ fn candidates_switch<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Res
 }
 
 /// `train.candidates`: `V′` = the batch's target ids, the `frequent` most frequent target
-/// types, `<unk>`, `</s>`, and `sampled` ids drawn uniformly (`model/candidates.rs`).
+/// types, `<unk>`, `</s>`, and ids drawn from the rest by `proposal`: `sampled` distinct ids
+/// uniformly, or `sampled` draws with replacement by unigram frequency (`model/candidates.rs`).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CandidatesConfig {
     pub frequent: usize,
     pub sampled: usize,
+    pub proposal: Proposal,
 }
 
 impl Default for CandidatesConfig {
     /// GroundHog's practice of adding the most frequent words; 500 of 8 000 here.
     fn default() -> Self {
-        CandidatesConfig { frequent: 500, sampled: 0 }
+        CandidatesConfig { frequent: 500, sampled: 0, proposal: Proposal::Uniform }
     }
+}
+
+/// How `train.candidates.sampled` ids are drawn from the words outside a batch's list.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Proposal {
+    /// Distinct ids, uniformly: each word of the rest `R` in with probability `|S|/|R|`.
+    #[default]
+    Uniform,
+    /// Draws with replacement in proportion to `(count + 1)^0.75` (word2vec's smoothed
+    /// unigram): the likelier words, which carry most of the normaliser, are drawn more often
+    /// and weigh less.
+    Unigram,
 }
 
 impl TrainConfig {
@@ -281,12 +296,17 @@ mod tests {
         assert_eq!(parse(&[]).unwrap(), None);
         assert_eq!(parse(&["train.candidates=true"]).unwrap(), Some(CandidatesConfig::default()));
         assert_eq!(parse(&["train.candidates=false"]).unwrap(), None);
-        assert_eq!(parse(&["train.candidates.frequent=100"]).unwrap(), Some(CandidatesConfig { frequent: 100, sampled: 0 }));
+        assert_eq!(
+            parse(&["train.candidates.frequent=100"]).unwrap(),
+            Some(CandidatesConfig { frequent: 100, sampled: 0, ..Default::default() })
+        );
         let on_again = parse(&["train.candidates=false", "train.candidates.frequent=100", "train.candidates.sampled=9"]);
-        assert_eq!(on_again.unwrap(), Some(CandidatesConfig { frequent: 100, sampled: 9 }));
+        assert_eq!(on_again.unwrap(), Some(CandidatesConfig { frequent: 100, sampled: 9, ..Default::default() }));
         assert!(parse(&["train.candidates.often=100"]).is_err());
         let cfg = crate::config::Config::from_toml_str("[train]\ncandidates = { frequent = 7, sampled = 3 }\n", &[]).unwrap();
         let back: crate::config::Config = toml::from_str(&toml::to_string(&cfg).unwrap()).unwrap();
-        assert_eq!(back.train.candidates, Some(CandidatesConfig { frequent: 7, sampled: 3 }));
+        assert_eq!(back.train.candidates, Some(CandidatesConfig { frequent: 7, sampled: 3, ..Default::default() }));
+        let unigram = parse(&["train.candidates.proposal=\"unigram\""]).unwrap().unwrap();
+        assert_eq!(unigram.proposal, Proposal::Unigram);
     }
 }

@@ -9,14 +9,16 @@
 //! V′     = { the batch's target ids } ∪ { the `frequent` most frequent target types }
 //!          ∪ { <unk>, </s> } ∪ S,  S: `sampled` ids drawn uniformly from the rest R  (sorted)
 //! nll_r  = lse_{k∈V′}(z_rk) − (1−ε) z_r,y_r − ε · mean_{k∈V′}(z_rk),
-//! z      = t G′ + b_G′ − log Q,   Q(k) = 1 off S, |S| / |R| on S
+//! z      = t G′ + b_G′ − log Q,   Q(k) = 1 off S, P(k ∈ S) on S
 //! ```
 //!
 //! with `G′ (l, |V′|)` and `b_G′` the columns of `G` and `b_G` at `V′` (with tied embeddings the
 //! rows of `E`). Every target of the batch is in `V′`, so without draws the importance weights
 //! of the paper's eq. 10 are all equal and cancel: the loss is the plain softmax over `V′`;
 //! the draws carry their weight `log(|R| / |S|)` ([`Candidates::for_batch`]). Label smoothing
-//! spreads `ε/|V′|` over `V′`. The gradient reaches only `V′`'s columns of
+//! spreads `ε/|V′|` over `V′` (weighting it like the normaliser, so that it estimated the full
+//! softmax's `ε/K_y` without bias, was measured and did not learn faster: docs/RESULTS.md).
+//! The gradient reaches only `V′`'s columns of
 //! `G` and `b_G`; the others keep their values (Adam still moves them by their moments).
 //!
 //! **Only the training loss sees `V′`.** The list lives in [`Regularizer`](super::regularizer::Regularizer),
@@ -35,14 +37,19 @@ use std::sync::Arc;
 
 use candle_core::Tensor;
 use nmt_data::{EOS, PAD, UNK};
+use rand::distributions::{Distribution, WeightedIndex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::CandidatesConfig;
+use super::backend::Backend;
+use super::output::composed_nll;
+use crate::config::{CandidatesConfig, Proposal};
 use crate::error::{Error, Result};
+use crate::kernels::cpu::lookup::columns_op;
+use crate::kernels::shapes::proj_weight::ProjWeight;
 
 /// What a run's candidate lists are made of: the most frequent target types (counted once per
-/// run, [`frequent_types`]) and the number of uniform draws per batch.
+/// run, [`spec`]) and the number of uniform draws per batch.
 #[derive(Clone, Debug)]
 pub struct CandidateSpec {
     /// The `frequent` most frequent target ids, in any order.
@@ -51,6 +58,14 @@ pub struct CandidateSpec {
     pub sampled: usize,
     /// The target vocabulary size `K_y`.
     pub vocab: usize,
+    /// The draws' proposal weights per vocabulary id ([`unigram_weights`], `proposal =
+    /// "unigram"`), or `None`: distinct ids drawn uniformly.
+    pub proposal: Option<Arc<Vec<f64>>>,
+}
+
+/// word2vec's smoothed unigram proposal: `(count + 1)^0.75` per id, so every id can be drawn.
+pub fn unigram_weights(counts: &[u64]) -> Vec<f64> {
+    counts.iter().map(|&c| (c as f64 + 1.0).powf(0.75)).collect()
 }
 
 /// One batch's candidate list `V′`, sorted, and each vocabulary id's position in it.
@@ -60,7 +75,7 @@ pub struct Candidates {
     /// `pos[w]`: `w`'s index in `ids`, `u32::MAX` when `w ∉ V′`.
     pos: Vec<u32>,
     /// `−log Q(k)` per entry of `ids`, added to its logit: 0 for the words always in `V′`,
-    /// `log(|R| / |S|)` for the uniform draws `S` from the rest `R` (see [`Candidates::for_batch`]);
+    /// `−log P(k ∈ S)` for the draws `S` from the rest `R` (see [`Candidates::for_batch`]);
     /// `None` without draws.
     log_weights: Option<Vec<f32>>,
 }
@@ -89,8 +104,18 @@ impl Candidates {
     /// the weight the draws only add a few negatives and the words never drawn keep the mass the
     /// full softmax would have taken from them (measured: dev loss 3.51 against 2.94 at 1 250
     /// updates, docs/RESULTS.md). `sampled ≥ |R|` draws all of `R` with weight 1: the full
-    /// softmax. The draws are a function of `(seed, step)`, like the dropout masks, so a resumed
-    /// run draws the same lists.
+    /// softmax.
+    ///
+    /// With a unigram proposal (`spec.proposal`) the `sampled` draws are taken with replacement,
+    /// each `k ∈ R` with probability `q_k ∝ spec.proposal[k]`, and the distinct ids kept; each
+    /// carries `Q(k) = P(k ∈ S) = 1 − (1 − q_k)^n`, its probability of being drawn at least once
+    /// (the Horvitz–Thompson weight, again an unbiased estimate of the normaliser). The words
+    /// that carry most of the normaliser are then drawn nearly always, with weights near one;
+    /// the uniform draws' weight of `log(|R|/|S|)` ≈ 2 on every draw makes each draw's
+    /// gradient several times its expected value.
+    ///
+    /// The draws are a function of `(seed, step)`, like the dropout masks, so a resumed run
+    /// draws the same lists.
     pub fn for_batch(targets: &[u32], spec: &CandidateSpec, seed: u64, step: u64) -> Result<Self> {
         let mut ids: Vec<u32> = targets.to_vec();
         ids.extend(spec.frequent.iter().copied());
@@ -102,16 +127,34 @@ impl Candidates {
             return Ok(fixed);
         }
         let rest: Vec<u32> = (0..spec.vocab as u32).filter(|&w| fixed.pos[w as usize] == u32::MAX).collect();
-        let n = spec.sampled.min(rest.len());
-        if n == 0 {
+        if rest.is_empty() {
             return Ok(fixed);
         }
         let key = seed.wrapping_mul(0xA076_1D64_78BD_642F) ^ step.wrapping_add(0xE703_7ED1_A0B4_28DB);
         let mut rng = ChaCha8Rng::seed_from_u64(key);
-        let drawn = rand::seq::index::sample(&mut rng, rest.len(), n).into_iter().map(|i| rest[i]);
-        let mut all = Self::from_ids(fixed.ids.iter().copied().chain(drawn).collect(), spec.vocab)?;
-        let weight = (rest.len() as f64 / n as f64).ln() as f32;
-        all.log_weights = Some(all.ids.iter().map(|&w| if fixed.pos[w as usize] == u32::MAX { weight } else { 0.0 }).collect());
+        // Each draw and its `−log P(k ∈ S)`.
+        let drawn: Vec<(u32, f32)> = match &spec.proposal {
+            None => {
+                let n = spec.sampled.min(rest.len());
+                let weight = (rest.len() as f64 / n as f64).ln() as f32;
+                rand::seq::index::sample(&mut rng, rest.len(), n).into_iter().map(|i| (rest[i], weight)).collect()
+            }
+            Some(p) => {
+                let w: Vec<f64> = rest.iter().map(|&k| p[k as usize]).collect();
+                let total: f64 = w.iter().sum();
+                let dist = WeightedIndex::new(&w).map_err(|e| Error::Config(format!("candidate proposal: {e}")))?;
+                let mut seen = vec![false; rest.len()];
+                (0..spec.sampled).for_each(|_| seen[dist.sample(&mut rng)] = true);
+                // `P(k ∈ S) = 1 − (1 − q_k)^n` after `n` draws with replacement.
+                let n = spec.sampled as f64;
+                let kept = seen.iter().zip(&rest).zip(&w).filter(|((&s, _), _)| s);
+                kept.map(|((_, &k), &wk)| (k, -(-(n * (-wk / total).ln_1p()).exp_m1()).ln() as f32)).collect()
+            }
+        };
+        let mut weight_of = vec![0f32; spec.vocab];
+        drawn.iter().for_each(|&(k, x)| weight_of[k as usize] = x);
+        let mut all = Self::from_ids(fixed.ids.iter().copied().chain(drawn.iter().map(|d| d.0)).collect(), spec.vocab)?;
+        all.log_weights = Some(all.ids.iter().map(|&w| weight_of[w as usize]).collect());
         Ok(all)
     }
 
@@ -123,10 +166,14 @@ impl Candidates {
 
     /// A list for a batch without a corpus (`nmt bench --candidates K`): its `targets`, `<unk>`,
     /// `</s>`, the first `cfg.frequent` word ids (4, 5, …) in place of the most frequent types,
-    /// and `cfg.sampled` draws; only `|V′|` matters to a timing.
+    /// and `cfg.sampled` draws (by unigram: counts falling as `1/(id+1)`); only `|V′|` matters
+    /// to a timing.
     pub fn first_words(targets: &[u32], cfg: &CandidatesConfig, vocab: usize) -> Result<Self> {
         let first = (EOS + 1..(EOS as usize + 1 + cfg.frequent).min(vocab) as u32).collect();
-        Self::for_batch(targets, &CandidateSpec { frequent: Arc::new(first), sampled: cfg.sampled, vocab }, 1, 0)
+        // Zipf's law stands in for a corpus's counts under the unigram proposal.
+        let zipf = || Arc::new(unigram_weights(&(0..vocab as u64).map(|k| 1_000_000 / (k + 1)).collect::<Vec<_>>()));
+        let proposal = (cfg.proposal == Proposal::Unigram).then(zipf);
+        Self::for_batch(targets, &CandidateSpec { frequent: Arc::new(first), sampled: cfg.sampled, vocab, proposal }, 1, 0)
     }
 
     /// `|V′|`.
@@ -162,19 +209,57 @@ impl Candidates {
     }
 }
 
-/// The `k` most frequent target ids over up to `cap` pairs spread evenly through the corpus
-/// (`target(i)` reads pair `i`'s target ids), ties to the smaller id; `<pad>` and `<s>` never
+impl Candidates {
+    /// Teacher forcing's `−log p(y) (rows)` over `V′` ([`DeepOutput::nll`](super::output::DeepOutput::nll)
+    /// with a list): `w` is `E (K_y, l)` when `tied`, else `G (l, K_y)`. `V′`'s columns of `w`
+    /// and `b_G` are gathered, the draws' weights join the bias, the targets are remapped, and
+    /// the one projection-and-loss op runs on the gathered matrix (its composed twin without
+    /// kernels).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn nll(
+        &self,
+        t: &Tensor,
+        w: &Tensor,
+        tied: bool,
+        b_g: &Tensor,
+        targets: &Tensor,
+        eps: f64,
+        backend: Backend,
+    ) -> Result<Tensor> {
+        let ids = self.ids_tensor(t.device())?;
+        let targets = self.remap(&targets.to_vec1::<u32>()?)?;
+        let mut b = b_g.index_select(&ids, 0)?;
+        if let Some(lw) = self.log_weights() {
+            // The draws' importance weights `−log Q(k)`: a constant added to their logits,
+            // through the bias the op reads.
+            b = (b + Tensor::from_slice(lw, lw.len(), t.device())?.to_dtype(t.dtype())?)?;
+        }
+        // `E′ (|V′|, l)`: rows of `E`, contiguous, read as `G′ᵀ` with no copy; or `G′ (l, |V′|)`.
+        // The CPU ops scatter the gradient into one zeroed buffer (`kernels::cpu::lookup`); a
+        // GPU runs candle's gather (its lookup twin was never run on one).
+        let w = match (tied, backend.fused()) {
+            (true, true) => backend.lookup(w, &self.ids, None)?,
+            (false, true) => columns_op(w, &self.ids)?,
+            _ => w.index_select(&ids, if tied { 0 } else { 1 })?,
+        };
+        Ok(match (tied, backend.kernels()) {
+            (true, true) => backend.proj_nll(t, ProjWeight::Vk(&w), &b, &targets, eps)?,
+            (false, true) => backend.proj_nll(t, ProjWeight::Kv(&w), &b, &targets, eps)?,
+            (tied, false) => {
+                let targets = Tensor::from_vec(targets, t.dim(0)?, t.device())?;
+                composed_nll(&t.matmul(&if tied { w.t()? } else { w })?.broadcast_add(&b)?, &targets, eps)?
+            }
+        })
+    }
+}
+
+/// Each target id's count over up to `cap` pairs spread evenly through the corpus
+/// (`target(i)` reads pair `i`'s target ids); `<pad>` and `<s>` never
 /// count. A full pass over a corpus of millions of pairs would cost more than the list is
 /// worth; that 200 000 pairs rank the frequent types as the whole corpus would is assumed, not
 /// measured (the bundled corpus has 25 190, all counted). The ranking is the shortlist's
 /// (`nmt_data::shortlist::most_frequent`).
-pub fn frequent_types(
-    pairs: usize,
-    vocab: usize,
-    k: usize,
-    cap: usize,
-    mut target: impl FnMut(usize) -> Result<Vec<u32>>,
-) -> Result<Vec<u32>> {
+fn type_counts(pairs: usize, vocab: usize, cap: usize, mut target: impl FnMut(usize) -> Result<Vec<u32>>) -> Result<Vec<u64>> {
     let mut count = vec![0u64; vocab];
     let stride = pairs.div_ceil(cap.max(1)).max(1);
     for i in (0..pairs).step_by(stride) {
@@ -184,14 +269,16 @@ pub fn frequent_types(
             }
         }
     }
-    Ok(nmt_data::shortlist::most_frequent(&count, k))
+    Ok(count)
 }
 
-/// The spec of a run's lists from its config, counting the frequent types with
-/// [`frequent_types`] over at most 200 000 pairs.
+/// The spec of a run's lists from its config, counting the target types over at most 200 000
+/// pairs: the `frequent` most frequent (ties to the smaller id), and the unigram proposal.
 pub fn spec(cfg: &CandidatesConfig, pairs: usize, vocab: usize, target: impl FnMut(usize) -> Result<Vec<u32>>) -> Result<CandidateSpec> {
-    let frequent = frequent_types(pairs, vocab, cfg.frequent, 200_000, target)?;
-    Ok(CandidateSpec { frequent: Arc::new(frequent), sampled: cfg.sampled, vocab })
+    let counts = type_counts(pairs, vocab, 200_000, target)?;
+    let frequent = nmt_data::shortlist::most_frequent(&counts, cfg.frequent);
+    let proposal = (cfg.proposal == Proposal::Unigram).then(|| Arc::new(unigram_weights(&counts)));
+    Ok(CandidateSpec { frequent: Arc::new(frequent), sampled: cfg.sampled, vocab, proposal })
 }
 
 #[cfg(test)]
@@ -200,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_batch_list_holds_its_targets_the_frequent_types_and_the_specials() {
-        let spec = CandidateSpec { frequent: Arc::new(vec![9, 4]), sampled: 0, vocab: 20 };
+        let spec = CandidateSpec { frequent: Arc::new(vec![9, 4]), sampled: 0, vocab: 20, proposal: None };
         let c = Candidates::for_batch(&[7, 5, EOS, 7, PAD], &spec, 1, 1).unwrap();
         assert_eq!(c.ids(), &[PAD, UNK, EOS, 4, 5, 7, 9]);
         assert_eq!(c.remap(&[7, 9, PAD]).unwrap(), vec![5, 6, 0]);
@@ -222,27 +309,74 @@ mod tests {
     }
 
     /// With the weights, `Σ_{k∈V′} exp(z_k − log Q(k))` estimates the full `Σ_k exp(z_k)` without
-    /// bias: the mean over many batches' draws is within 1 % of it.
+    /// bias, for both proposals: the mean over many batches' draws is within 1 % of it.
     #[test]
     fn the_weighted_draws_estimate_the_full_normaliser() {
         let vocab = 60;
         let z: Vec<f64> = (0..vocab).map(|k| ((k * 37 % 17) as f64 / 4.0) - 2.0).collect();
         let full: f64 = z.iter().map(|x| x.exp()).sum();
-        let spec = CandidateSpec { frequent: Arc::new(vec![10, 11, 12]), sampled: 6, vocab };
+        let uniform = CandidateSpec { frequent: Arc::new(vec![10, 11, 12]), sampled: 6, vocab, proposal: None };
+        let counts: Vec<u64> = (0..vocab as u64).map(|k| k * k % 50).collect();
+        let unigram = CandidateSpec { proposal: Some(Arc::new(unigram_weights(&counts))), ..uniform.clone() };
         let runs = 20_000;
-        let mut mean = 0.0;
-        for step in 0..runs {
-            let c = Candidates::for_batch(&[5, 6], &spec, 7, step).unwrap();
-            let lw = c.log_weights().unwrap();
-            mean += c.ids().iter().zip(lw).map(|(&w, &x)| (z[w as usize] + x as f64).exp()).sum::<f64>() / runs as f64;
+        for spec in [uniform, unigram] {
+            let mut mean = 0.0;
+            for step in 0..runs {
+                let c = Candidates::for_batch(&[5, 6], &spec, 7, step).unwrap();
+                let lw = c.log_weights().unwrap();
+                mean += c.ids().iter().zip(lw).map(|(&w, &x)| (z[w as usize] + x as f64).exp()).sum::<f64>() / runs as f64;
+            }
+            assert!((mean / full - 1.0).abs() < 0.01, "{mean} against {full} ({:?})", spec.proposal.is_some());
         }
-        assert!((mean / full - 1.0).abs() < 0.01, "{mean} against {full}");
+    }
+
+    /// With draws, the loss is `lse_{V′}(z) − (1−ε) z_y − ε mean_{V′}(z)` with the draws'
+    /// weights in `z`: [`Candidates::nll`] (composed and fused, tied and not) against that sum
+    /// written out in f64.
+    #[test]
+    fn the_drawn_lists_loss_is_the_weighted_softmax() {
+        use candle_core::{DType, Device};
+        let (vocab, l, rows, eps) = (30, 4, 3, 0.1);
+        let spec = CandidateSpec { frequent: Arc::new(vec![10, 11]), sampled: 6, vocab, proposal: None };
+        let targets = [5u32, 6, 10];
+        let c = Candidates::for_batch(&targets, &spec, 3, 9).unwrap();
+        let lw = c.log_weights().unwrap().to_vec();
+        let dev = Device::Cpu;
+        let val = |i: usize| ((i * 7919 % 23) as f64 / 11.0 - 1.0) * 0.7;
+        let t: Vec<f64> = (0..rows * l).map(|i| val(i + 3)).collect();
+        let e: Vec<f64> = (0..vocab * l).map(|i| val(i + 101)).collect(); // E (K_y, l)
+        let bg: Vec<f64> = (0..vocab).map(|i| val(i + 57) / 3.0).collect();
+        let want: Vec<f64> = (0..rows)
+            .map(|r| {
+                let z: Vec<f64> = c
+                    .ids()
+                    .iter()
+                    .zip(&lw)
+                    .map(|(&k, &x)| (0..l).map(|j| t[r * l + j] * e[k as usize * l + j]).sum::<f64>() + bg[k as usize] + x as f64)
+                    .collect();
+                let lse = z.iter().map(|v| v.exp()).sum::<f64>().ln();
+                let y = c.remap(&[targets[r]]).unwrap()[0] as usize;
+                lse - (1.0 - eps) * z[y] - eps * z.iter().sum::<f64>() / z.len() as f64
+            })
+            .collect();
+        let tt = Tensor::from_vec(t.iter().map(|&x| x as f32).collect::<Vec<_>>(), (rows, l), &dev).unwrap();
+        let et = Tensor::from_vec(e.iter().map(|&x| x as f32).collect::<Vec<_>>(), (vocab, l), &dev).unwrap();
+        let bt = Tensor::from_vec(bg.iter().map(|&x| x as f32).collect::<Vec<_>>(), vocab, &dev).unwrap();
+        let yt = Tensor::from_slice(&targets, rows, &dev).unwrap();
+        for backend in [Backend::Composed, Backend::FusedF32(crate::config::Precision::F32)] {
+            for (w, tied) in [(et.clone(), true), (et.t().unwrap().contiguous().unwrap(), false)] {
+                let got = c.nll(&tt, &w, tied, &bt, &yt, eps, backend).unwrap().to_dtype(DType::F64).unwrap();
+                for (g, w) in got.to_vec1::<f64>().unwrap().iter().zip(&want) {
+                    assert!((g - w).abs() < 1e-5 * w.abs().max(1.0), "{backend:?} tied {tied}: {g} against {w}");
+                }
+            }
+        }
     }
 
     #[test]
     fn the_frequent_types_are_counted_and_ranked() {
         let corpus = [vec![5, 6, 6, EOS], vec![6, 7, EOS], vec![nmt_data::BOS, 7, EOS]];
-        let top = frequent_types(corpus.len(), 10, 3, 1000, |i| Ok(corpus[i].clone())).unwrap();
+        let top = nmt_data::shortlist::most_frequent(&type_counts(corpus.len(), 10, 1000, |i| Ok(corpus[i].clone())).unwrap(), 3);
         assert_eq!(top, vec![EOS, 6, 7]);
     }
 }

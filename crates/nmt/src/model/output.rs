@@ -213,28 +213,7 @@ impl DeepOutput {
     /// `logsumexp(G t + b_G) − (G t + b_G)_y`.
     pub fn nll(&self, t: &Tensor, targets: &Tensor, eps: f64, cands: Option<&Candidates>, backend: Backend) -> Result<Tensor> {
         if let Some(c) = cands {
-            let ids = c.ids_tensor(t.device())?;
-            let targets = c.remap(&targets.to_vec1::<u32>()?)?;
-            let mut b = self.b_g.index_select(&ids, 0)?;
-            if let Some(lw) = c.log_weights() {
-                // The draws' importance weights `−log Q(k)` (`Candidates::for_batch`): a constant
-                // added to their logits, through the bias the op reads.
-                b = (b + Tensor::from_slice(lw, lw.len(), t.device())?.to_dtype(t.dtype())?)?;
-            }
-            // `E′ (|V′|, l)`: rows of `E`, contiguous, read as `G′ᵀ` with no copy; or `G′ (l, |V′|)`.
-            let w = match &self.tied {
-                Some(e) => e.index_select(&ids, 0)?,
-                None => self.g.index_select(&ids, 1)?,
-            };
-            return match (&self.tied, backend.kernels()) {
-                (Some(_), true) => Ok(backend.proj_nll(t, ProjWeight::Vk(&w), &b, &targets, eps)?),
-                (None, true) => Ok(backend.proj_nll(t, ProjWeight::Kv(&w), &b, &targets, eps)?),
-                (tied, false) => {
-                    let targets = Tensor::from_vec(targets, t.dim(0)?, t.device())?;
-                    let g = if tied.is_some() { w.t()? } else { w };
-                    composed_nll(&t.matmul(&g)?.broadcast_add(&b)?, &targets, eps)
-                }
-            };
+            return c.nll(t, self.tied.as_ref().unwrap_or(&self.g), self.tied.is_some(), &self.b_g, targets, eps, backend);
         }
         if backend.kernels() {
             return Ok(backend.proj_nll(t, self.projection(), &self.b_g, &targets.to_vec1::<u32>()?, eps)?);
@@ -250,7 +229,7 @@ impl DeepOutput {
 
 /// `−log p(y)` per row of `logits (rows, V)`, label-smoothed by `eps` (the composed twin of
 /// `proj_nll`): `lse − (1−ε) z_y − ε mean(z)`; no `(rows, V)` log-softmax tensor is built.
-fn composed_nll(logits: &Tensor, targets: &Tensor, eps: f64) -> Result<Tensor> {
+pub(crate) fn composed_nll(logits: &Tensor, targets: &Tensor, eps: f64) -> Result<Tensor> {
     let picked = logits.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
     let lse = logsumexp_last(logits)?.squeeze(D::Minus1)?;
     if eps > 0.0 {
