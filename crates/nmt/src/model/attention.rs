@@ -113,3 +113,15 @@ pub fn logsumexp_last(x: &Tensor) -> Result<Tensor> {
     let s = x.broadcast_sub(&max)?.exp()?.sum_keepdim(D::Minus1)?.log()?;
     Ok((s + max)?)
 }
+
+/// `−log p(y)` per row of `logits (rows, V)`, label-smoothed by `eps` (the composed twin of
+/// `proj_nll`): `lse − (1−ε) z_y − ε mean(z)`; no `(rows, V)` log-softmax tensor is built.
+pub(crate) fn composed_nll(logits: &Tensor, targets: &Tensor, eps: f64) -> Result<Tensor> {
+    let picked = logits.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
+    let lse = logsumexp_last(logits)?.squeeze(D::Minus1)?;
+    if eps > 0.0 {
+        let mean = logits.mean(D::Minus1)?;
+        return Ok(((lse - (picked * (1.0 - eps))?)? - (mean * eps)?)?);
+    }
+    Ok((lse - picked)?)
+}

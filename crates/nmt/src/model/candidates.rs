@@ -25,14 +25,23 @@
 //! which only the training step builds: validation loss, dev BLEU, every search, `nmt score` and
 //! the model file use the full softmax over `V` (the paper's decoding uses the full softmax too).
 //!
-//! **Implementation.** No second softmax: `V′`'s columns are gathered with `index_select`
-//! (its backward pass is the scatter: candle's `index_add` into the full gradient), the target
-//! ids are remapped into `V′`, and the one projection-and-loss op runs on the gathered matrix
-//! (`kernels::cpu::proj_nll` in the fused forms, bf16 where the full op is; the composed
-//! `linear`/`logsumexp`/`gather` twin otherwise, on candle's GPU path too). With `V′ = V` in
-//! order the gathered matrix is the matrix, so the loss and gradients are the full op's bit for
-//! bit (`tests/candidates.rs`). The gather of `V′ × l` floats and the scatter's full-size add
-//! are a few MB a step against the `rows × V × l` products they replace.
+//! **Implementation.** No second softmax: `V′`'s columns are gathered (in the fused forms by
+//! the CPU ops of `kernels::cpu::lookup`, whose backward pass scatters into one zeroed
+//! full-size gradient; elsewhere by candle's `index_select`, whose backward pass is
+//! `index_add`), the target ids are remapped into `V′`, and the one projection-and-loss op
+//! runs on the gathered matrix (`kernels::cpu::proj_nll` in the fused forms, bf16 where the
+//! full op is; the composed `linear`/`logsumexp`/`gather` twin otherwise, on candle's GPU path
+//! too). With `V′ = V` in order the gathered matrix is the matrix, so the loss and gradients are
+//! the full op's bit for bit (`tests/candidates.rs`). The gather of `V′ × l` floats and the
+//! scatter are a few MB a step against the `rows × V × l` products they replace.
+//!
+//! **What the list costs per update** (docs/RESULTS.md, "Learning per update"): around update
+//! 1 500 the shipped list's dev BLEU is about 1 below the full softmax's (two seeds). Neither
+//! label smoothing weighted like the normaliser nor the unigram proposal closed it; the unigram
+//! proposal halved the dev-loss gap. A likely reason, not measured: Adam divides each
+//! coordinate by the root of its mean squared gradient, so a word in `V′` with probability `π`
+//! and weight `1/π` moves about `√π` as far as under the full softmax, though its gradient is
+//! unbiased.
 use std::sync::Arc;
 
 use candle_core::Tensor;
@@ -41,8 +50,8 @@ use rand::distributions::{Distribution, WeightedIndex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::attention::composed_nll;
 use super::backend::Backend;
-use super::output::composed_nll;
 use crate::config::{CandidatesConfig, Proposal};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::lookup::columns_op;

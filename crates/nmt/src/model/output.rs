@@ -12,7 +12,7 @@
 //! normalised on its own before the bias: `t~ = LN(O_h s)·γ_h + LN(O_y E y)·γ_y + LN(O_c c)·γ_c + b`.
 use candle_core::{Tensor, D};
 
-use super::attention::logsumexp_last;
+use super::attention::composed_nll;
 use super::backend::Backend;
 use super::candidates::Candidates;
 use super::layer_norm::maybe_norm_as;
@@ -225,18 +225,6 @@ impl DeepOutput {
     pub fn logits(&self, t: &Tensor) -> Result<Tensor> {
         Ok(t.matmul(&self.g)?.broadcast_add(&self.b_g)?)
     }
-}
-
-/// `−log p(y)` per row of `logits (rows, V)`, label-smoothed by `eps` (the composed twin of
-/// `proj_nll`): `lse − (1−ε) z_y − ε mean(z)`; no `(rows, V)` log-softmax tensor is built.
-pub(crate) fn composed_nll(logits: &Tensor, targets: &Tensor, eps: f64) -> Result<Tensor> {
-    let picked = logits.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
-    let lse = logsumexp_last(logits)?.squeeze(D::Minus1)?;
-    if eps > 0.0 {
-        let mean = logits.mean(D::Minus1)?;
-        return Ok(((lse - (picked * (1.0 - eps))?)? - (mean * eps)?)?);
-    }
-    Ok((lse - picked)?)
 }
 
 /// The host form of [`DeepOutput`]: `O_h (n, w)`, `O_y (m, w)`, `O_c (ctx, w)`, `b (w)`,
