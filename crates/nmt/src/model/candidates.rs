@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! V′     = { the batch's target ids } ∪ { the `frequent` most frequent target types }
-//!          ∪ { <unk>, </s> } ∪ S,  S: `sampled` ids drawn uniformly from the rest R  (sorted)
+//!          ∪ { <unk>, </s> } ∪ S,  S: ids drawn from the rest R by `proposal`  (sorted)
 //! nll_r  = lse_{k∈V′}(z_rk) − (1−ε) z_r,y_r − ε · mean_{k∈V′}(z_rk),
 //! z      = t G′ + b_G′ − log Q,   Q(k) = 1 off S, P(k ∈ S) on S
 //! ```
@@ -15,7 +15,7 @@
 //! with `G′ (l, |V′|)` and `b_G′` the columns of `G` and `b_G` at `V′` (with tied embeddings the
 //! rows of `E`). Every target of the batch is in `V′`, so without draws the importance weights
 //! of the paper's eq. 10 are all equal and cancel: the loss is the plain softmax over `V′`;
-//! the draws carry their weight `log(|R| / |S|)` ([`Candidates::for_batch`]). Label smoothing
+//! the draws carry their weight `−log P(k ∈ S)`, `log(|R| / |S|)` when uniform ([`Candidates::for_batch`]). Label smoothing
 //! spreads `ε/|V′|` over `V′` (weighting it like the normaliser, so that it estimated the full
 //! softmax's `ε/K_y` without bias, was measured and did not learn faster: docs/RESULTS.md).
 //! The gradient reaches only `V′`'s columns of
