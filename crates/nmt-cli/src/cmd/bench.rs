@@ -90,6 +90,8 @@ pub fn run(a: BenchArgs) -> Result<()> {
             frequent,
             sampled: a.candidates_sampled,
             proposal: if a.candidates_unigram { Proposal::Unigram } else { Proposal::Uniform },
+            // The bench's update runs the plain moments (`bench/run.rs`).
+            scale_moments: false,
         }),
     };
     if a.precision == Precision::Bf16 && opts.device.is_cuda() && opts.imp == Impl::Fused {

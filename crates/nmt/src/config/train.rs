@@ -136,12 +136,16 @@ pub struct CandidatesConfig {
     pub frequent: usize,
     pub sampled: usize,
     pub proposal: Proposal,
+    /// The optimiser's squared-gradient average takes a drawn word's `g²` times its chance
+    /// `Q(k)` of being drawn (`model/candidates.rs`, "Moments"), so that its step is the full
+    /// softmax's on average; `false`: plain `g²`.
+    pub scale_moments: bool,
 }
 
 impl Default for CandidatesConfig {
     /// GroundHog's practice of adding the most frequent words; 500 of 8 000 here.
     fn default() -> Self {
-        CandidatesConfig { frequent: 500, sampled: 0, proposal: Proposal::Uniform }
+        CandidatesConfig { frequent: 500, sampled: 0, proposal: Proposal::Uniform, scale_moments: false }
     }
 }
 
@@ -308,5 +312,6 @@ mod tests {
         assert_eq!(back.train.candidates, Some(CandidatesConfig { frequent: 7, sampled: 3, ..Default::default() }));
         let unigram = parse(&["train.candidates.proposal=\"unigram\""]).unwrap().unwrap();
         assert_eq!(unigram.proposal, Proposal::Unigram);
+        assert!(parse(&["train.candidates.scale_moments=true"]).unwrap().unwrap().scale_moments);
     }
 }

@@ -140,7 +140,7 @@ fn emulated_gpu_update_equals_the_cpu_update() {
         let mut mv = Tensor::zeros(2 * n, candle_core::DType::F32, &Device::Cpu).unwrap();
         for (k, g) in grads.iter().enumerate() {
             let (rule, g) = (rules(k as u64 + 1)[which], Tensor::from_vec(g.clone(), n, &Device::Cpu).unwrap());
-            update_in_place(&cpu, &g, (&mut m, &mut v), rule, 0.7).unwrap();
+            update_in_place(&cpu, &g, (&mut m, &mut v), rule, 0.7, None).unwrap();
             let out = crate::kernels::gpu::optim_step::update(&gpu, &g, &mv, rule, 0.7).unwrap();
             gpu = out.narrow(0, 0, n).unwrap();
             mv = out.narrow(0, n, 2 * n).unwrap();
@@ -193,7 +193,7 @@ fn device_update_scalars_equal_the_hosts() {
             let scale = if norm > cfg.clip || (normalize && norm > 0.0) { cfg.clip / norm } else { 1.0 };
             let lr = 2e-3 * (step as f64 / 3.0).min(1.0);
             let rule = Rule::Adam { lr, beta1: cfg.beta, beta2: cfg.beta2, eps: cfg.eps, step };
-            update_in_place(&cpu, &Tensor::from_vec(gk.clone(), n, &Device::Cpu).unwrap(), (&mut hm, &mut hv), rule, scale).unwrap();
+            update_in_place(&cpu, &Tensor::from_vec(gk.clone(), n, &Device::Cpu).unwrap(), (&mut hm, &mut hv), rule, scale, None).unwrap();
         }
         let want = [cpu.to_vec1::<f32>().unwrap(), hm, hv].concat();
         for (i, (a, e)) in got.iter().zip(&want).enumerate() {

@@ -219,6 +219,11 @@ impl Backend {
         if candidates.is_some() && model.copy() {
             return Err("train.candidates with model.copy: the copy mixture normalises over the whole vocabulary".into());
         }
+        if candidates.is_some_and(|c| c.scale_moments) && ranks != 1 {
+            return Err("train.candidates.scale_moments with several ranks: each rank draws its own list, \
+                        so no one set of factors fits the summed gradient (train/moment_scale.rs)"
+                .into());
+        }
         if !*cuda_graph {
             return Ok(TrainStep::Layers);
         }
@@ -316,8 +321,9 @@ mod tests {
 
     /// Every refusal of a training step's form is `Backend::training_step`'s, with its reason,
     /// and each is reached on a CPU: bf16 products, `impl = "composed"`, candidates, a model the
-    /// recorded step does not run, ranks, the device; candidates with a copy model whatever the
-    /// step. Without `train.cuda_graph` every other setting trains candle's step.
+    /// recorded step does not run, ranks, the device; candidates with a copy model, and scaled
+    /// moments with ranks, whatever the step. Without `train.cuda_graph` every other setting
+    /// trains candle's step.
     #[test]
     fn the_backend_alone_refuses_a_training_step_with_its_reason() {
         let c = recipe();
@@ -344,6 +350,9 @@ mod tests {
         }
         assert!(why(&copy, &TrainConfig { candidates: cands, ..t.clone() }, 1).contains("copy mixture normalises"));
         assert!(why(&copy, &on, 1).contains("copy mixture"));
+        let scaled = Some(CandidatesConfig { scale_moments: true, ..CandidatesConfig::default() });
+        assert!(why(m, &TrainConfig { candidates: scaled, ..t.clone() }, 2).contains("several ranks"));
+        assert_eq!(step(m, &TrainConfig { candidates: scaled, ..t.clone() }, 1), Ok(TrainStep::Layers));
         assert!(Backend::recorded_refusal(m, DType::F64).unwrap_or_default().contains("not f32"));
         assert_eq!(Backend::recorded_refusal(m, DType::F32), None);
     }

@@ -21,7 +21,7 @@ use super::architecture::{Architecture, Forced, HostArchitecture};
 use super::backend::Backend;
 use super::decoder::{Encoded, HostEncoded, HostFeatures, HostMemory, HostRows, StepScores};
 use super::encoder::Source;
-use super::output::HostOutput;
+use super::output::{DeepOutput, HostOutput};
 use super::regularizer::Dropout;
 use super::rnn::HostBatch;
 use super::rnnenc::{HostRnnenc, Rnnenc};
@@ -62,6 +62,14 @@ impl Layers {
         match self {
             Layers::Rnnsearch(a) => a.step(cfg, enc, state, ey),
             Layers::Rnnenc(a) => a.step(cfg, enc, state, ey),
+        }
+    }
+
+    /// The deep output, the last layer of both architectures.
+    pub fn output(&self) -> &DeepOutput {
+        match self {
+            Layers::Rnnsearch(a) => &a.out,
+            Layers::Rnnenc(a) => &a.out,
         }
     }
 

@@ -104,6 +104,16 @@ impl DeepOutput {
         Ok(DeepOutput { o_h, o_y, o_c, b, g, b_g, maxout, layer, tied: tied.cloned(), norm })
     }
 
+    /// The parameters holding one slice per target word, each with the stride `inner` that
+    /// reads its slices (`kernels::shapes::update_rule::MomentFactors`): `G (l, K_y)` by
+    /// columns (`inner = 1`), or the tied `E (K_y, l)` by rows (`inner = l`), and `b_G (K_y)`.
+    pub(crate) fn word_params(&self) -> Result<[(&Tensor, usize); 2]> {
+        Ok(match &self.tied {
+            Some(e) => [(e, e.dim(1)?), (&self.b_g, 1)],
+            None => [(&self.g, 1), (&self.b_g, 1)],
+        })
+    }
+
     /// `G` as the fused projection reads it: `G (l, K_y)`, or `E (K_y, l)` itself when tied.
     pub fn projection(&self) -> ProjWeight<'_> {
         match &self.tied {

@@ -32,7 +32,7 @@ pub struct Rnnenc {
     dec: SummaryDecoder,
     /// The decoder's layers above the first (`model.dec_layers − 1`; usually none).
     upper: UpperLayers,
-    out: DeepOutput,
+    pub(crate) out: DeepOutput,
 }
 
 impl Rnnenc {

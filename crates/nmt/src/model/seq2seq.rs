@@ -221,6 +221,12 @@ impl Seq2Seq {
             .collect()
     }
 
+    /// The output layer's parameters with one slice per target word and the stride of each
+    /// (`DeepOutput::word_params`): what `train.candidates.scale_moments` scales.
+    pub(crate) fn word_params(&self) -> Result<[(&Tensor, usize); 2]> {
+        self.net.output().word_params()
+    }
+
     /// This model's RNNsearch layers, if it is one (the recorded GPU step reads them).
     pub(crate) fn rnnsearch(&self) -> Option<&rnnsearch::Rnnsearch> {
         match &self.net {

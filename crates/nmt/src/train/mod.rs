@@ -5,6 +5,7 @@ pub mod collective;
 mod graph;
 pub mod log;
 mod milestone;
+pub mod moment_scale;
 pub mod optim;
 pub mod options;
 pub mod progress;

@@ -21,6 +21,7 @@ use super::collective::{agree_on, broadcast_params, Control};
 use super::graph::{launcher, GraphLauncher, GraphUpdater};
 use super::log::{JsonlLog, TrainRecord};
 use super::milestone::{average_snapshots, validate};
+use super::moment_scale::moment_scales;
 use super::options::{LoopEnv, StopReason, TrainOptions, TrainSummary};
 use super::progress::{Progress, StepInfo};
 use super::setup::{check_vocabularies, check_writable, resume, set_precision, start, write_config, Run};
@@ -196,14 +197,18 @@ fn run_loop(env: &LoopEnv, step: TrainStep, run: &mut Run, ui: &mut dyn Progress
             win.started.get_or_insert_with(Instant::now);
             let cands = cand_spec.as_ref().map(|s| Candidates::for_batch(&part.tgt_out, s, t.seed, run.progress.step)).transpose()?;
             win.candidates += cands.as_ref().map_or(0, Candidates::len);
+            let scales = match (&cands, t.candidates.is_some_and(|c| c.scale_moments)) {
+                (Some(c), true) => moment_scales(&run.model, c)?,
+                _ => Vec::new(),
+            };
             let reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step).with_candidates(cands);
             let local =
                 Control { interrupted: env.opts.stop.load(Ordering::SeqCst), out_of_time: root && out_of_time(), ..Control::default() };
             let done = match graph.as_mut() {
                 Some(g) => g.update(&part, reg, tokens, local)?,
                 None => {
-                    let mut updater =
-                        Updater { model: &run.model, opt: &mut run.opt, vars: &vars, collective: env.opts.collective.as_ref() };
+                    let (model, opt, collective) = (&run.model, &mut run.opt, env.opts.collective.as_ref());
+                    let mut updater = Updater { model, opt, vars: &vars, collective, scales: &scales };
                     updater.update(&part, Share { rows: share, tokens }, reg, run.progress.step + 1, local)?
                 }
             };

@@ -9,6 +9,7 @@ use candle_core::{DType, Var};
 use nmt_data::batch::{Batch, RowShare};
 
 use super::collective::{all_reduce_grads, Collective, Control};
+use super::moment_scale::MomentScale;
 use super::optim::Optimizer;
 use crate::error::{Error, Result};
 use crate::kernels::profile;
@@ -22,6 +23,8 @@ pub(super) struct Updater<'a> {
     /// The model's parameters, in the order the flat gradient buffer uses.
     pub vars: &'a [(String, Var)],
     pub collective: &'a dyn Collective,
+    /// Factors on some parameters' squared gradients this update (`moment_scale.rs`).
+    pub scales: &'a [MomentScale],
 }
 
 /// Which rows of the whole batch this rank holds, and the whole batch's target tokens.
@@ -74,7 +77,7 @@ impl Updater<'_> {
         }
         let grad_norm = profile::timed(profile::TRAIN_UPDATE, || -> Result<f64> {
             let norm = self.opt.clip(&grads)?;
-            self.opt.update(&grads)?;
+            self.opt.update_scaled(&grads, self.scales)?;
             Ok(norm)
         })?;
         Ok(Updated { loss, tokens, grad_norm, control })

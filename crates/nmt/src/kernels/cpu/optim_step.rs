@@ -9,24 +9,38 @@
 //!   `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`, `θ ← θ − lr·√(1−β₂ᵗ)/(1−β₁ᵗ) · m / (√v + ε·√(1−β₂ᵗ))`;
 //! - Adadelta (Zeiler 2012, as in RNNenc and RNNsearch), with `m = E[g²]`, `v = E[Δ²]`:
 //!   `m ← ρm + (1−ρ)g²`, `Δ = √(v + ε)/√(m + ε) · g`, `v ← ρv + (1−ρ)Δ²`, `θ ← θ − lr·Δ`.
+//!
+//! With [`MomentFactors`] (`train.candidates.scale_moments`) each squared term (`g²`, and
+//! Adadelta's `Δ²`) is multiplied by its element's factor `f`; without, the loop is the plain one.
 use std::cell::RefCell;
 
 use candle_core::{bail, CpuStorage, InplaceOp2, Layout, Result, Tensor};
 use rayon::prelude::*;
 
 use crate::kernels::cpu::engine::isa::simd_dispatch;
-use crate::kernels::shapes::update_rule::Rule;
+use crate::kernels::shapes::update_rule::{MomentFactors, Rule};
 use crate::kernels::storage::cpu_slice;
 
 /// Updates the CPU f32 tensor `param` in place from `grad · grad_scale`, with the moments `m`
-/// and `v` (host buffers of the parameter's size, owned by the optimiser).
-pub fn update_in_place(param: &Tensor, grad: &Tensor, moments: (&mut [f32], &mut [f32]), rule: Rule, grad_scale: f64) -> Result<()> {
+/// and `v` (host buffers of the parameter's size, owned by the optimiser), the squared terms
+/// times `factors` when given.
+pub fn update_in_place(
+    param: &Tensor,
+    grad: &Tensor,
+    moments: (&mut [f32], &mut [f32]),
+    rule: Rule,
+    grad_scale: f64,
+    factors: Option<MomentFactors<'_>>,
+) -> Result<()> {
     let (m, v) = moments;
     if m.len() != param.elem_count() || v.len() != param.elem_count() || grad.dims() != param.dims() {
         bail!("optimiser update: parameter {:?}, gradient {:?} and moments ({}) differ", param.dims(), grad.dims(), m.len());
     }
+    if factors.is_some_and(|f| f.factors.is_empty() || f.inner == 0) {
+        bail!("optimiser update: empty moment factors");
+    }
     crate::kernels::storage::cpu_only("fused-optimiser-update")?;
-    let op = UpdateOp { m: RefCell::new(m), v: RefCell::new(v), rule, scale: grad_scale as f32 };
+    let op = UpdateOp { m: RefCell::new(m), v: RefCell::new(v), rule, scale: grad_scale as f32, factors };
     crate::kernels::profile::timed(8, || param.inplace_op2(&grad.contiguous()?, &op))
 }
 
@@ -35,6 +49,7 @@ struct UpdateOp<'a> {
     v: RefCell<&'a mut [f32]>,
     rule: Rule,
     scale: f32,
+    factors: Option<MomentFactors<'a>>,
 }
 
 /// Elements per parallel task.
@@ -55,7 +70,7 @@ impl InplaceOp2 for UpdateOp<'_> {
         let mut m = self.m.borrow_mut();
         let mut v = self.v.borrow_mut();
         let blocks = p.par_chunks_mut(BLOCK).zip(m.par_chunks_mut(BLOCK)).zip(v.par_chunks_mut(BLOCK)).zip(g.par_chunks(BLOCK));
-        let s = self.scale;
+        let (s, factors) = (self.scale, self.factors);
         match self.rule {
             Rule::Adam { lr, beta1, beta2, eps, step } => {
                 let t = step.max(1) as i32;
@@ -63,8 +78,8 @@ impl InplaceOp2 for UpdateOp<'_> {
                 let lr_t = (lr * bc2 / (1.0 - beta1.powi(t))) as f32;
                 let eps_t = (eps * bc2) as f32;
                 let (b1, b2) = (beta1 as f32, beta2 as f32);
-                blocks.for_each(|(((p, m), v), g)| {
-                    simd_dispatch!({
+                blocks.enumerate().for_each(|(b, (((p, m), v), g))| match factors {
+                    None => simd_dispatch!({
                         for i in 0..p.len() {
                             let gi = g[i] * s;
                             let mi = b1 * m[i] + (1.0 - b1) * gi;
@@ -73,13 +88,23 @@ impl InplaceOp2 for UpdateOp<'_> {
                             v[i] = vi;
                             p[i] -= lr_t * mi / (vi.sqrt() + eps_t);
                         }
-                    })
+                    }),
+                    Some(f) => {
+                        for (i, fi) in (0..p.len()).zip(f.iter_from(b * BLOCK)) {
+                            let gi = g[i] * s;
+                            let mi = b1 * m[i] + (1.0 - b1) * gi;
+                            let vi = b2 * v[i] + (1.0 - b2) * gi * gi * fi;
+                            m[i] = mi;
+                            v[i] = vi;
+                            p[i] -= lr_t * mi / (vi.sqrt() + eps_t);
+                        }
+                    }
                 });
             }
             Rule::Adadelta { lr, rho, eps } => {
                 let (lr, rho, eps) = (lr as f32, rho as f32, eps as f32);
-                blocks.for_each(|(((p, m), v), g)| {
-                    simd_dispatch!({
+                blocks.enumerate().for_each(|(b, (((p, m), v), g))| match factors {
+                    None => simd_dispatch!({
                         for i in 0..p.len() {
                             let gi = g[i] * s;
                             let eg = rho * m[i] + (1.0 - rho) * gi * gi;
@@ -88,7 +113,17 @@ impl InplaceOp2 for UpdateOp<'_> {
                             v[i] = rho * v[i] + (1.0 - rho) * d * d;
                             p[i] -= lr * d;
                         }
-                    })
+                    }),
+                    Some(f) => {
+                        for (i, fi) in (0..p.len()).zip(f.iter_from(b * BLOCK)) {
+                            let gi = g[i] * s;
+                            let eg = rho * m[i] + (1.0 - rho) * gi * gi * fi;
+                            let d = (v[i] + eps).sqrt() / (eg + eps).sqrt() * gi;
+                            m[i] = eg;
+                            v[i] = rho * v[i] + (1.0 - rho) * d * d * fi;
+                            p[i] -= lr * d;
+                        }
+                    }
                 });
             }
         }

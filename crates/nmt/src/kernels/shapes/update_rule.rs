@@ -20,3 +20,54 @@ pub enum Rule {
         eps: f64,
     },
 }
+
+/// Factors on one parameter's squared gradient in its moments, one per target word
+/// (`train.candidates.scale_moments`, `train/moment_scale.rs`): element `i` takes
+/// `factors[(i / inner) % factors.len()]`, so `inner = l` reads `E (K_y, l)` by rows and
+/// `inner = 1` reads `G (l, K_y)` by columns and `b_G (K_y)` by entries.
+#[derive(Clone, Copy, Debug)]
+pub struct MomentFactors<'a> {
+    pub factors: &'a [f32],
+    pub inner: usize,
+}
+
+impl MomentFactors<'_> {
+    /// The factor of element `i`.
+    #[inline]
+    pub fn at(&self, i: usize) -> f32 {
+        self.factors[(i / self.inner) % self.factors.len()]
+    }
+
+    /// The factors of elements `start, start + 1, …`, without a division per element.
+    pub fn iter_from(&self, start: usize) -> impl Iterator<Item = f32> + '_ {
+        let n = self.factors.len();
+        let (mut k, mut r) = ((start / self.inner) % n, start % self.inner);
+        std::iter::repeat_with(move || {
+            let f = self.factors[k];
+            r += 1;
+            if r == self.inner {
+                r = 0;
+                k = if k + 1 == n { 0 } else { k + 1 };
+            }
+            f
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MomentFactors;
+
+    #[test]
+    fn the_factors_run_by_rows_and_by_columns() {
+        let factors = [1.0, 2.0, 3.0];
+        for inner in [1, 2, 5] {
+            let f = MomentFactors { factors: &factors, inner };
+            for start in [0, 1, 4, 7, 29] {
+                let want: Vec<f32> = (start..start + 20).map(|i| f.at(i)).collect();
+                assert_eq!(f.iter_from(start).take(20).collect::<Vec<_>>(), want, "inner {inner} start {start}");
+            }
+        }
+        assert_eq!(MomentFactors { factors: &factors, inner: 2 }.at(5), 3.0);
+    }
+}
