@@ -12,6 +12,8 @@
 #   CANDS  the candidate flags (default: the shipped list, "--candidates 100 --candidates-sampled 1000")
 #   EXTRA  more flags for every run (e.g. "--preset rnnsearch-small --set model.tie_target_embeddings=true")
 #   PRECISIONS  default "f32 bf16"
+#   SCALED=1  a third form in each round: the candidates with `--candidates-scale-moments`
+#          (`train.candidates.scale_moments`, the optimiser's extra work timed)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-5} threads=${2:-2}
@@ -28,11 +30,16 @@ for round in $(seq "$rounds"); do
   for b in $bins; do
     name=${b%%=*} bin=${b#*=}
     for p in $precisions; do
-      for c in "" "$cands"; do
+      forms=("" "$cands")
+      [ "${SCALED:-0}" = 1 ] && forms+=("$cands --candidates-scale-moments")
+      for c in "${forms[@]}"; do
         # shellcheck disable=SC2086
         line=$("$bin" bench --threads "$threads" --only train --steps 10 --json --precision "$p" ${EXTRA:-} $c 2>/dev/null |
           grep '"bench":"train"') || { echo "bench failed: $bin $p $c" >&2; exit 1; }
-        echo "round=$round bin=$name precision=$p form=$([ -n "$c" ] && echo candidates || echo full) $line" | tee -a "$out"
+        form=full
+        [ -n "$c" ] && form=candidates
+        [[ "$c" == *scale-moments* ]] && form=scaled
+        echo "round=$round bin=$name precision=$p form=$form $line" | tee -a "$out"
       done
     done
   done

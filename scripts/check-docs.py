@@ -310,7 +310,9 @@ def check_figures(rel, text, problems):
             cells = [c.strip() for c in line.strip("|").split("|")]
             refs = [r for c in cells for r in re.findall(r"^\[(\d+)\]$", c)]
             if refs:
-                shown = " ".join(c for c in cells[1:] if not re.fullmatch(r"\[\d+\]", c))
+                # Cells joined with their bar, so that two cells (threads `1`, updates `837`)
+                # never read as one grouped figure (`1 837`).
+                shown = " | ".join(c for c in cells[1:] if not re.fullmatch(r"\[\d+\]", c))
                 checks.append((n, [notes.get(r) for r in refs], figures_in(shown)))
     for n, item in list_items(lines):
         if LOG_RE.search(item):

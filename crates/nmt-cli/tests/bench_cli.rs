@@ -122,3 +122,20 @@ fn the_instruction_set_cap_is_named_and_computes_the_same_step() {
         assert_eq!(greedy["int8_kernel"], "x86_64-u8i8i32-avx2", "{greedy}");
     }
 }
+
+/// `--candidates-scale-moments` reaches the timed update: the same first loss, and after the
+/// warm-up updates (whose drawn words' moments it scales) a different last one.
+#[test]
+fn bench_times_the_scaled_moments() {
+    let train = |extra: &[&str]| {
+        let args =
+            ["bench", "--json", "--steps", "1", "--only", "train", "--threads", "1", "--candidates", "10", "--candidates-sampled", "500"];
+        let out = nmt().args(args).args(extra).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["bench"] == "train").expect("a train line")
+    };
+    let (plain, scaled) = (train(&[]), train(&["--candidates-scale-moments"]));
+    assert_eq!(plain["loss0"], scaled["loss0"]);
+    assert_ne!(plain["loss_last"], scaled["loss_last"], "plain {plain}, scaled {scaled}");
+}

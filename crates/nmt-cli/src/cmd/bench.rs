@@ -64,6 +64,10 @@ pub struct BenchArgs {
     /// (`train.candidates.proposal = "unigram"`; Zipf's law for the bench's counts).
     #[arg(long, requires = "candidates")]
     candidates_unigram: bool,
+    /// With `--candidates` and draws: the optimiser's moments scaled by each draw's chance
+    /// (`train.candidates.scale_moments`), so that its extra work is timed.
+    #[arg(long, requires = "candidates")]
+    candidates_scale_moments: bool,
     #[command(flatten)]
     compute: ComputeArgs,
 }
@@ -90,8 +94,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
             frequent,
             sampled: a.candidates_sampled,
             proposal: if a.candidates_unigram { Proposal::Unigram } else { Proposal::Uniform },
-            // The bench's update runs the plain moments (`bench/run.rs`).
-            scale_moments: false,
+            scale_moments: a.candidates_scale_moments,
         }),
     };
     if a.precision == Precision::Bf16 && opts.device.is_cuda() && opts.imp == Impl::Fused {

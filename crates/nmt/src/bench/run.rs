@@ -19,7 +19,7 @@ use candle_core::{DType, Device, Tensor};
 use serde_json::{json, Value};
 
 use super::reference::{self, BATCH, SRC_LEN, TGT_LEN};
-use super::timing::{round, timed};
+use super::timing::{peak_rss_mb, round, timed};
 use crate::config::{Arch, Impl, ModelConfig, Optimizer as OptimizerKind, Precision, SearchConfig, TrainConfig};
 use crate::error::Result;
 use crate::kernels::gemm::{matmul, Mat};
@@ -27,6 +27,7 @@ use crate::model::candidates::Candidates;
 use crate::model::regularizer::{DropoutRates, Regularizer};
 use crate::model::{Backend, BatchTensors, Seq2Seq, OUTPUT_BIAS};
 use crate::search::{SearchOptions, Searcher};
+use crate::train::moment_scale::moment_scales;
 use crate::train::optim::Optimizer;
 
 /// What to measure.
@@ -60,7 +61,8 @@ pub struct BenchOptions {
     pub batch: usize,
     /// The training step's softmax over the batch's candidate words (`train.candidates`): the
     /// bench has no corpus to count, so its "frequent" ids are the first word ids (4, 5, …);
-    /// only `|V′|` matters to the time.
+    /// only `|V′|` matters to the time. With `scale_moments` the update scales the draws'
+    /// moments as training does (`train/moment_scale.rs`).
     pub candidates: Option<crate::config::CandidatesConfig>,
 }
 
@@ -108,13 +110,6 @@ pub fn forward_flops(c: &ModelConfig) -> f64 {
     let gru = 2.0 * e * 3.0 * h + 2.0 * (2.0 * h) * 3.0 * h + 2.0 * h * 3.0 * h;
     let out = 2.0 * (h + e + 2.0 * h) * 2.0 * h + 2.0 * h * v;
     enc + init + tgt_tok * (att + gru + out)
-}
-
-/// Peak resident memory of this process in MB (Linux; `None` elsewhere).
-pub fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: f64 = status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
 }
 
 /// The training optimiser with PyTorch's Adam defaults (lr 1e-3, β = (0.9, 0.999), ε = 1e-8)
@@ -304,7 +299,12 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
             let grads = l.backward()?;
             let t2 = Instant::now();
             adam.clip(&grads)?;
-            adam.update(&grads)?;
+            // `scale_moments`: the factors are built and applied per update, as the trainer does.
+            let scales = match (&cands, opts.candidates.is_some_and(|c| c.scale_moments)) {
+                (Some(c), true) => moment_scales(&model, c)?,
+                _ => Vec::new(),
+            };
+            adam.update_scaled(&grads, &scales)?;
             // A GPU queues its kernels: the step ends when they have run.
             dev.synchronize()?;
             last = l.to_scalar::<f32>()?;

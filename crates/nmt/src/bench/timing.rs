@@ -1,5 +1,5 @@
 //! How a bench times and reports: the median and fastest of repeated runs after a warm-up, and
-//! figures rounded for the JSON lines (`run.rs`, `graph.rs`).
+//! figures rounded for the JSON lines (`run.rs`, `cuda_graph.rs`), and the process's peak memory.
 use crate::error::Result;
 use std::time::Instant;
 
@@ -21,4 +21,11 @@ pub fn timed(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64
 pub fn round(x: f64, digits: i32) -> f64 {
     let s = 10f64.powi(digits);
     (x * s).round() / s
+}
+
+/// Peak resident memory of this process in MB (Linux; `None` elsewhere).
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
 }

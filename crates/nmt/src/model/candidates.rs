@@ -41,7 +41,8 @@
 //! proposal halved the dev-loss gap. Adam divides each coordinate by the root of its mean
 //! squared gradient, so a word in `V′` with probability `π` and weight `1/π` moves about `√π` as
 //! far as under the full softmax; `scale_moments` (`train/moment_scale.rs`) undoes that: the
-//! gap around 1 500 becomes −0.75 and −0.38 (two seeds, docs/RESULTS.md).
+//! gap around 1 500 becomes −0.75 and −0.38 (two seeds on an AVX2 EPYC, docs/RESULTS.md,
+//! "Quality per minute").
 use std::sync::Arc;
 
 use candle_core::Tensor;

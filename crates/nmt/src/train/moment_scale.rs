@@ -47,7 +47,7 @@ impl MomentScale {
 
 /// The factors `Q(k)` of this update's list for `model`'s per-word parameters; none without
 /// draws (every word of `V′` then has `Q = 1`).
-pub(super) fn moment_scales(model: &Seq2Seq, cands: &Candidates) -> Result<Vec<MomentScale>> {
+pub(crate) fn moment_scales(model: &Seq2Seq, cands: &Candidates) -> Result<Vec<MomentScale>> {
     let Some(lw) = cands.log_weights() else { return Ok(Vec::new()) };
     let mut factors = vec![1f32; model.cfg.tgt_vocab];
     for (&k, &x) in cands.ids().iter().zip(lw) {
