@@ -41,8 +41,8 @@
 //! proposal halved the dev-loss gap. Adam divides each coordinate by the root of its mean
 //! squared gradient, so a word in `V′` with probability `π` and weight `1/π` moves about `√π` as
 //! far as under the full softmax; `scale_moments` (`train/moment_scale.rs`) undoes that: the
-//! gap around 1 500 becomes −0.75 and −0.38 (two seeds on an AVX2 EPYC, docs/RESULTS.md,
-//! "Quality per minute").
+//! gap around 1 500 becomes −0.75, −0.38 and +0.87 (three seeds on an AVX2 EPYC, mean −0.09),
+//! and +0.01 around 5 000 (one seed): docs/RESULTS.md, "Quality per minute".
 use std::sync::Arc;
 
 use candle_core::Tensor;
