@@ -300,10 +300,7 @@ pub fn run_each(opts: &BenchOptions, emit: &mut dyn FnMut(Value) -> Result<()>) 
             let t2 = Instant::now();
             adam.clip(&grads)?;
             // `scale_moments`: the factors are built and applied per update, as the trainer does.
-            let scales = match (&cands, opts.candidates.is_some_and(|c| c.scale_moments)) {
-                (Some(c), true) => moment_scales(&model, c)?,
-                _ => Vec::new(),
-            };
+            let scales = moment_scales(&model, cands.as_ref(), opts.candidates.as_ref())?;
             adam.update_scaled(&grads, &scales)?;
             // A GPU queues its kernels: the step ends when they have run.
             dev.synchronize()?;

@@ -221,7 +221,8 @@ impl Backend {
         }
         if candidates.is_some_and(|c| c.scale_moments) && ranks != 1 {
             return Err("train.candidates.scale_moments with several ranks: each rank draws its own list, \
-                        so no one set of factors fits the summed gradient (train/moment_scale.rs)"
+                        so no one set of factors fits the summed gradient (train/moment_scale.rs); \
+                        --set train.candidates.scale_moments=false trains the plain list"
                 .into());
         }
         if !*cuda_graph {

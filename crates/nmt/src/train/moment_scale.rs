@@ -17,6 +17,7 @@
 //! summed gradient's: `Backend::training_step` refuses that.
 use candle_core::{Tensor, TensorId, Var};
 
+use crate::config::CandidatesConfig;
 use crate::error::Result;
 use crate::kernels::shapes::update_rule::MomentFactors;
 use crate::model::{Candidates, Seq2Seq};
@@ -45,9 +46,11 @@ impl MomentScale {
     }
 }
 
-/// The factors `Q(k)` of this update's list for `model`'s per-word parameters; none without
-/// draws (every word of `V′` then has `Q = 1`).
-pub(crate) fn moment_scales(model: &Seq2Seq, cands: &Candidates) -> Result<Vec<MomentScale>> {
+/// The factors `Q(k)` of this update's list for `model`'s per-word parameters. None without a
+/// list, with `scale_moments` off, or without draws (every word of `V′` then has `Q = 1`): the
+/// trainer and `nmt bench` both decide here, so the two cannot part.
+pub(crate) fn moment_scales(model: &Seq2Seq, cands: Option<&Candidates>, config: Option<&CandidatesConfig>) -> Result<Vec<MomentScale>> {
+    let (Some(cands), true) = (cands, config.is_some_and(|c| c.scale_moments)) else { return Ok(Vec::new()) };
     let Some(lw) = cands.log_weights() else { return Ok(Vec::new()) };
     let mut factors = vec![1f32; model.cfg.tgt_vocab];
     for (&k, &x) in cands.ids().iter().zip(lw) {
@@ -78,7 +81,11 @@ mod tests {
             let vocab = cfg.tgt_vocab;
             let spec = CandidateSpec { frequent: Arc::new(vec![4, 5]), sampled: 6, vocab, proposal: None };
             let c = Candidates::for_batch(&[7, 8], &spec, 1, 2).unwrap();
-            let scales = moment_scales(&model, &c).unwrap();
+            let on = CandidatesConfig { scale_moments: true, ..CandidatesConfig::default() };
+            let scales = moment_scales(&model, Some(&c), Some(&on)).unwrap();
+            let off = CandidatesConfig { scale_moments: false, ..on };
+            assert!(moment_scales(&model, Some(&c), Some(&off)).unwrap().is_empty());
+            assert!(moment_scales(&model, None, Some(&on)).unwrap().is_empty());
             let rest = (vocab - 6) as f32; // all but 4, 5, 7, 8, <unk>, </s>
             let drawn: Vec<u32> = c.ids().iter().copied().filter(|w| ![4, 5, 7, 8, nmt_data::UNK, nmt_data::EOS].contains(w)).collect();
             assert_eq!(drawn.len(), 6);
@@ -93,7 +100,7 @@ mod tests {
             assert_eq!(inner, if tied { cfg.emb_dim } else { 1 });
             assert_eq!(w.dims(), if tied { [vocab, cfg.emb_dim] } else { [cfg.maxout_dim, vocab] });
             let none = Candidates::for_batch(&[7, 8], &CandidateSpec { sampled: 0, ..spec }, 1, 2).unwrap();
-            assert!(moment_scales(&model, &none).unwrap().is_empty());
+            assert!(moment_scales(&model, Some(&none), Some(&on)).unwrap().is_empty());
         }
     }
 }

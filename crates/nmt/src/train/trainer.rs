@@ -197,10 +197,7 @@ fn run_loop(env: &LoopEnv, step: TrainStep, run: &mut Run, ui: &mut dyn Progress
             win.started.get_or_insert_with(Instant::now);
             let cands = cand_spec.as_ref().map(|s| Candidates::for_batch(&part.tgt_out, s, t.seed, run.progress.step)).transpose()?;
             win.candidates += cands.as_ref().map_or(0, Candidates::len);
-            let scales = match (&cands, t.candidates.is_some_and(|c| c.scale_moments)) {
-                (Some(c), true) => moment_scales(&run.model, c)?,
-                _ => Vec::new(),
-            };
+            let scales = moment_scales(&run.model, cands.as_ref(), t.candidates.as_ref())?;
             let reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step).with_candidates(cands);
             let local =
                 Control { interrupted: env.opts.stop.load(Ordering::SeqCst), out_of_time: root && out_of_time(), ..Control::default() };

@@ -38,19 +38,26 @@ impl MomentFactors<'_> {
         self.factors[(i / self.inner) % self.factors.len()]
     }
 
-    /// The factors of elements `start, start + 1, …`, without a division per element.
-    pub fn iter_from(&self, start: usize) -> impl Iterator<Item = f32> + '_ {
+    /// The factors of elements `start, start + 1, …, start + out.len() − 1` written into `out`,
+    /// a run of one factor (or, with `inner = 1`, a slice of them) at a time, so that the
+    /// update's loop over them vectorises.
+    pub fn fill(&self, start: usize, out: &mut [f32]) {
         let n = self.factors.len();
-        let (mut k, mut r) = ((start / self.inner) % n, start % self.inner);
-        std::iter::repeat_with(move || {
-            let f = self.factors[k];
-            r += 1;
-            if r == self.inner {
+        let (mut k, mut r, mut i) = ((start / self.inner) % n, start % self.inner, 0);
+        while i < out.len() {
+            if self.inner == 1 {
+                let run = (n - k).min(out.len() - i);
+                out[i..i + run].copy_from_slice(&self.factors[k..k + run]);
+                i += run;
+                k = 0;
+            } else {
+                let run = (self.inner - r).min(out.len() - i);
+                out[i..i + run].fill(self.factors[k]);
+                i += run;
                 r = 0;
                 k = if k + 1 == n { 0 } else { k + 1 };
             }
-            f
-        })
+        }
     }
 }
 
@@ -65,7 +72,9 @@ mod tests {
             let f = MomentFactors { factors: &factors, inner };
             for start in [0, 1, 4, 7, 29] {
                 let want: Vec<f32> = (start..start + 20).map(|i| f.at(i)).collect();
-                assert_eq!(f.iter_from(start).take(20).collect::<Vec<_>>(), want, "inner {inner} start {start}");
+                let mut got = vec![0f32; 20];
+                f.fill(start, &mut got);
+                assert_eq!(got, want, "inner {inner} start {start}");
             }
         }
         assert_eq!(MomentFactors { factors: &factors, inner: 2 }.at(5), 3.0);
