@@ -82,10 +82,8 @@ const SHORT_MINUTES: f64 = 30.0;
 /// Issue 75 chose the rest at equal minutes (docs/RESULTS.md, "Quality per minute"): a warm-up
 /// of 100 updates (the recipe's 500 was most of a slow CPU's demo) and the training softmax over
 /// each batch's candidates (`train.candidates`: its targets, the 100 most frequent types and
-/// 1 000 weighted uniform draws, their squared gradients in Adam's moments scaled by their
-/// chance of being drawn), which makes more updates per minute: the recipe's own since its hour
-/// was measured with them (before the scaling). (RNNsearch's short run only; RNNenc's recipe runs
-/// as it is.)
+/// 1 000 weighted uniform draws), which makes more updates per minute: the recipe's own since
+/// its hour was measured with them. (RNNsearch's short run only; RNNenc's recipe runs as it is.)
 const SHORT_RUN: [&str; 3] = ["model.dropout=0.0", "train.valid_bleu_sentences=300", "data.max_len=50"];
 
 /// The shipped config of `preset`'s architecture with `preset`'s sizes, for a run of `minutes`;
@@ -172,7 +170,7 @@ mod tests {
     /// (its 35.06 and 35.26, docs/RESULTS.md).
     #[test]
     fn the_short_run_takes_the_warm_up_and_the_candidates() {
-        let winner = Some(nmt::config::CandidatesConfig { frequent: 100, sampled: 1000, scale_moments: true, ..Default::default() });
+        let winner = Some(nmt::config::CandidatesConfig { frequent: 100, sampled: 1000, ..Default::default() });
         let short = recipe("rnnsearch-small", 10.0).unwrap();
         assert_eq!((short.train.warmup, short.train.candidates), (100, winner));
         assert_eq!((short.model.dropout, short.data.max_len, short.train.valid_bleu_sentences), (0.0, 50, 300));

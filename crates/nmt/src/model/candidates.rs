@@ -42,8 +42,9 @@
 //! squared gradient, so a word in `V′` with probability `π` and weight `1/π` moves about `√π` as
 //! far as under the full softmax; `scale_moments` (`train/moment_scale.rs`) undoes that: the
 //! gap around 1 500 becomes −0.75, −0.38 and +0.87 (three seeds on an AVX2 EPYC, mean −0.09),
-//! and +0.01 around 5 000 (one seed), and it ties with the plain list at equal minutes in the
-//! demo, so the recipe turns it on: docs/RESULTS.md, "Quality per minute".
+//! and +0.01 around 5 000 (one seed); but the plain list is within noise of it per update on
+//! the same CPU (three seeds around 1 500, one around 5 000) and at equal minutes in the demo,
+//! so the recipe leaves it off: docs/RESULTS.md, "Quality per minute".
 use std::sync::Arc;
 
 use candle_core::Tensor;
