@@ -171,9 +171,9 @@ pub fn run(args: DemoArgs) -> Result<()> {
 
 /// Updates in 10 minutes under which the demo learned more from batches of 1 000 target tokens
 /// than from the recipe's 2 000 (docs/RESULTS.md, "Batches of 1 000 tokens"; AMD EPYC Zen 3,
-/// f32, 2026-11-30, two seeds each): at `--threads 1`, about 900 updates of 2 000 tokens, +1.95
-/// test BLEU (mean 22.25 against 20.30); at 2 threads, about 1 500, a tie (26.19 against
-/// 26.44). One recipe serves every CPU, so the batch stays 2 000; a run that made fewer
+/// f32, 2026-11-30): at `--threads 1`, about 900 updates of 2 000 tokens, +2.24 test BLEU (mean
+/// 22.34 against 20.09, three seeds, every seed ahead); at 2 threads, about 1 500, a tie (26.19
+/// against 26.44, two seeds). One recipe serves every CPU, so the batch stays 2 000; a run that made fewer
 /// updates than this is told how to take the smaller batch. Between 900 and 1 500 nothing was
 /// measured; the switch sits between them.
 const SLOW_UPDATES_PER_10_MIN: f64 = 1_200.0;
@@ -187,7 +187,7 @@ fn slow_cpu_hint(updates: u64, minutes: f64, cfg: &Config, gpu: bool) -> Option<
     (short && per_10_min < SLOW_UPDATES_PER_10_MIN && cfg.train.batch.max_tokens == 2000 && !gpu).then(|| {
         format!(
             "a slow CPU for this recipe ({updates} updates): `--set train.batch.max_tokens=1000` makes 1.75x the updates \
-             and gave +1.95 test BLEU at ~900 (docs/RESULTS.md, \"Batches of 1 000 tokens\")"
+             and gave +2.24 test BLEU at ~900 (docs/RESULTS.md, \"Batches of 1 000 tokens\")"
         )
     })
 }
