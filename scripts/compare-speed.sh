@@ -9,9 +9,9 @@
 # Prints, per preset, each binary's median training target tokens/s and beam-5 sentences/s, and
 # the median of the per-round ratios after/before, from each run's median step and from its
 # fastest step, with a 95 % bootstrap interval of the first: when that interval is wider than
-# the difference to resolve, the host cannot show it (on a quiet 2-core EPYC VM, 2026-11-30,
-# runs of one binary spread by 6-9 % and 25 rounds gave intervals of +-4 %). Run it on a quiet
-# machine.
+# the difference to resolve, the host cannot show it (on a quiet 2-core AMD EPYC Zen 3 VM,
+# 2026-11-30, runs of one binary spread by 6-9 % and 25 rounds gave intervals 8-12 % wide). Run
+# it on a quiet machine.
 set -euo pipefail
 before=$1 after=$2 rounds=${3:-3} threads=${4:-2}
 shift $(( $# < 4 ? $# : 4 ))
