@@ -9,7 +9,7 @@ use candle_core::Device;
 #[test]
 fn two_in_process_ranks_end_with_the_weights_of_one() {
     std::env::set_var("RAYON_NUM_THREADS", "1");
-    let diff = common::ranks::two_ranks_against_one(|| Device::Cpu);
+    let diff = common::ranks::two_ranks_against_one(|| Device::Cpu, &[]);
     eprintln!("2 in-process ranks against 1, 20 updates on the CPU: max |diff| of the weights {diff:e}");
     assert!(diff <= 1e-6, "2 ranks differ from 1 by {diff}");
 }

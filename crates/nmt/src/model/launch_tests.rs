@@ -230,3 +230,66 @@ fn replayed_training_steps_equal_fresh_steps_bit_for_bit() {
         assert!(bucket.recording().tape_len() > 100, "{name}: a step of {} operations", bucket.recording().tape_len());
     }
 }
+
+/// The scale at which the full-size step is compared with the composed model, here and on a
+/// GPU (`tests/cuda/graph.rs`): N(0, 1/H) weights, so that a pre-activation of `H` inputs has
+/// unit variance.
+fn full_size(base: ModelConfig, std: f64) -> ModelConfig {
+    ModelConfig { init: WeightInit::Paper, init_std: std, ..base }
+}
+
+/// The largest per-slot difference of the composed gradients when every weight moves by less
+/// than one f32 rounding (a relative 6e-8, random signs): how well the comparison is posed.
+fn sensitivity(model: &Seq2Seq, b: &Batch, smoothing: f64, want: &[f32], slots: &[(String, usize, usize)]) -> f64 {
+    let moved = Seq2Seq::fresh(&model.cfg, 7, DType::F32, &Device::Cpu).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    for ((_, v), (_, w)) in model.params.named_vars().into_iter().zip(moved.params.named_vars()) {
+        let x = v.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let y: Vec<f32> = x.iter().map(|&a| a * (1.0 + 6e-8 * (rng.gen::<f32>() * 2.0 - 1.0))).collect();
+        w.set(&candle_core::Tensor::from_vec(y, v.as_tensor().shape(), &Device::Cpu).unwrap()).unwrap();
+    }
+    let mut moved = moved;
+    moved.set_impl(Impl::Composed);
+    let (_, got, _) = composed(&moved, b, smoothing);
+    per_slot(slots, want, &got).into_iter().map(|(_, r)| r).fold(0.0, f64::max)
+}
+
+/// Both shipped decoders at full size, 16 sentence pairs of up to 20 and 18 tokens, as the
+/// GPU's `gpu_launch_step_equals_the_cpu_and_replays_as_a_graph` runs them. That test asked
+/// 1e-4 at `at_test_scale`'s N(0, 0.3²) weights and failed on an H200 (2026-11-30) by 3-8 % of
+/// every gradient of `bench-rnnsearch`. The comparison was ill-posed, not the GPU wrong: at
+/// 256 units those weights saturate the gates, and moving every weight by less than one
+/// rounding moves the composed model's own gradients by 2.4-3.1 % (the emulated step differed
+/// by 3.2-4.3 %). At N(0, 1/H) the same perturbation moves them by under 1e-6, the step agrees
+/// to 1e-6, and 1e-4 is a bound with room. Both are checked here, with the 0.3 case as the
+/// proof that the check can fail.
+#[test]
+fn the_full_size_comparison_is_well_posed_and_holds() {
+    let s2s = Config::from_file(&repo().join("configs/rnnsearch-s2s.toml"), &[]).unwrap().model;
+    let bench = ModelConfig::preset("bench-rnnsearch").unwrap();
+    let ill = full_size(bench.clone(), 0.3);
+    let mut model = Seq2Seq::fresh(&ModelConfig { dropout: 0.0, recurrent_dropout: 0.0, ..ill }, 7, DType::F32, &Device::Cpu).unwrap();
+    model.set_impl(Impl::Composed);
+    let b = batch(&mut ChaCha8Rng::seed_from_u64(69), &model.cfg, (16, 20, 18));
+    let (_, want, slots) = composed(&model, &b, 0.0);
+    let ill_posed = sensitivity(&model, &b, 0.0, &want, &slots);
+    assert!(ill_posed > 1e-3, "N(0, 0.3²) at full size moved the gradients by {ill_posed:.2e} only");
+    for (base, smoothing) in [(bench, 0.0), (s2s, 0.1)] {
+        let cfg = full_size(base.clone(), 1.0 / (base.hidden_dim as f64).sqrt());
+        let mut model = Seq2Seq::fresh(&cfg, 7, DType::F32, &Device::Cpu).unwrap();
+        model.set_impl(Impl::Composed);
+        let b = batch(&mut ChaCha8Rng::seed_from_u64(69), &cfg, (16, 20, 18));
+        let (want_loss, want, slots) = composed(&model, &b, smoothing);
+        let posed = sensitivity(&model, &b, smoothing, &want, &slots);
+        assert!(posed <= 1e-5, "{:?}: one rounding moves the gradients by {posed:.2e}", cfg.arch);
+        let l = Emulated;
+        let step = Step::new(&l, &model, NO_UPDATE, 0.0, smoothing).unwrap();
+        let mut reg = Regularizer::new(rates(&cfg), smoothing, 5, 1);
+        step.run(&l, &uploaded(&host_batch(&b, sizes(&cfg), Some(&mut reg.dropout))), false).unwrap();
+        let (loss, grads) = (step.loss_and_norm(&l).unwrap().0, step.grads(&l).unwrap());
+        assert!((loss - want_loss).abs() <= 1e-5 * want_loss.abs(), "{:?}: loss {loss} against {want_loss}", cfg.arch);
+        for (slot, rel) in per_slot(&slots, &want, &grads) {
+            assert!(rel <= 1e-5, "{:?}: {slot}'s gradient differs by {rel:.2e} of its scale", cfg.arch);
+        }
+    }
+}

@@ -13,7 +13,7 @@ use nmt::config::Config;
 use nmt::error::{Error, Result};
 use nmt::train::{train, Collective, Progress, TrainOptions};
 
-use super::weights::max_weight_diff;
+use super::weights::{max_weight_diff, worst_tensors};
 
 struct Quiet;
 impl Progress for Quiet {}
@@ -117,12 +117,13 @@ impl Collective for InProcess {
     }
 }
 
-/// `data_parallel.toml` (`crates/nmt-cli/tests/mpi.rs`'s recipe), `steps` updates.
-pub fn config(steps: u64) -> Config {
+/// `data_parallel.toml` (`crates/nmt-cli/tests/mpi.rs`'s recipe), `steps` updates, with
+/// `sets` (`key=value`, as `--set`).
+pub fn config(steps: u64, sets: &[&str]) -> Config {
     let data = super::repo_root().join("data/bible-en-es");
     let data = data.to_str().expect("a UTF-8 path to data/");
     let text = include_str!("data_parallel.toml").replace("DATA", data).replace("STEPS", &steps.to_string());
-    Config::from_toml_str(&text, &[]).unwrap()
+    Config::from_toml_str(&text, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
 }
 
 /// Trains `cfg` into `dir` on `ranks` threads, each with the device `device()` gives it.
@@ -151,15 +152,23 @@ pub fn train_ranks(cfg: &Config, dir: &Path, ranks: usize, device: impl Fn() -> 
 }
 
 /// 20 updates on 2 ranks sharing `device` against 1 rank, and the weights' largest
-/// difference; that 20 updates moved the weights at all is checked against 1 update.
-pub fn two_ranks_against_one(device: impl Fn() -> Device + Sync) -> f32 {
+/// difference; that 20 updates moved the weights at all is checked against 1 update. `sets`
+/// change the recipe (`key=value`, as `--set`).
+pub fn two_ranks_against_one(device: impl Fn() -> Device + Sync, sets: &[&str]) -> f32 {
     let d = tempfile::tempdir().unwrap();
     let (one, two, fresh) = (d.path().join("one"), d.path().join("two"), d.path().join("fresh"));
+    let config = |steps: u64| config(steps, sets);
     train_ranks(&config(20), &one, 1, &device);
     train_ranks(&config(20), &two, 2, &device);
     train_ranks(&config(1), &fresh, 1, &device);
     let ckpt = |p: &Path| p.join("checkpoint.safetensors");
     let moved = max_weight_diff(&ckpt(&one), &ckpt(&fresh));
     assert!(moved > 1e-3, "20 updates moved the weights by {moved} only");
+    // The device against itself: one rank's 20 updates again. A device whose runs differ
+    // (atomics, an algorithm chosen per run) sets the floor any comparison of ranks can reach.
+    let again = d.path().join("again");
+    train_ranks(&config(20), &again, 1, &device);
+    eprintln!("1 rank against itself, 20 updates: max |diff| of the weights {:e}", max_weight_diff(&ckpt(&one), &ckpt(&again)));
+    eprintln!("2 ranks against 1, the worst tensors: {}", worst_tensors(&ckpt(&one), &ckpt(&two), 4));
     max_weight_diff(&ckpt(&one), &ckpt(&two))
 }

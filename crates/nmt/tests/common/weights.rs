@@ -21,3 +21,20 @@ pub fn max_weight_diff(a: &Path, b: &Path) -> f32 {
     }
     worst
 }
+
+/// The `n` tensors whose weights differ most between two model files, with their largest
+/// difference and largest weight, for a failing test's message.
+#[allow(dead_code)] // mpi.rs includes this file and does not call it
+pub fn worst_tensors(a: &Path, b: &Path, n: usize) -> String {
+    let (a, b) = (weights(a), weights(b));
+    let mut d: Vec<(f32, f32, &str)> = a
+        .iter()
+        .zip(&b)
+        .map(|((k, va), (_, vb))| {
+            let diff = va.iter().zip(vb).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+            (diff, va.iter().fold(0f32, |m, x| m.max(x.abs())), k.as_str())
+        })
+        .collect();
+    d.sort_by(|x, y| y.0.total_cmp(&x.0));
+    d.iter().take(n).map(|(diff, max, k)| format!("{k} {diff:e} (largest |w| {max:e})")).collect::<Vec<_>>().join(", ")
+}

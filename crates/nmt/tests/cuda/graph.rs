@@ -13,8 +13,6 @@ use nmt::model::regularizer::{DropoutRates, Regularizer};
 #[cfg(feature = "cuda")]
 use nmt::model::{BatchTensors, Seq2Seq};
 
-#[cfg(feature = "cuda")]
-use super::at_test_scale;
 use super::common;
 
 #[cfg(feature = "cuda")]
@@ -56,6 +54,7 @@ pub fn launch_step_on(dev: &Device) {
     use rand::{Rng, SeedableRng};
     let Device::Cuda(cd) = dev else { panic!("not a CUDA device: {dev:?}") };
     let l = Cuda::new(cd);
+    let mut failed = Vec::new();
     for name in ["bench-rnnsearch", "configs/rnnsearch-s2s.toml"] {
         let (cfg, train) = match name {
             "bench-rnnsearch" => (ModelConfig::preset(name).unwrap(), nmt::config::TrainConfig { warmup: 4, ..Default::default() }),
@@ -64,7 +63,13 @@ pub fn launch_step_on(dev: &Device) {
                 (c.model, c.train)
             }
         };
-        let cfg = at_test_scale(&cfg);
+        // N(0, 1/H) weights, not `at_test_scale`'s N(0, 0.3²): at 256 units those saturate the
+        // gates, and one rounding's change of every weight moves the gradients by 2-3 %, so
+        // this test failed on an H200 (2026-11-30) by 3-8 % of bench-rnnsearch's gradients with
+        // nothing wrong. At this scale the CPU's composed and emulated steps agree to 1e-6 and
+        // one rounding moves the gradients by under 1e-6: `model::launch_tests`'
+        // `the_full_size_comparison_is_well_posed_and_holds` checks both.
+        let cfg = ModelConfig { init: nmt::config::WeightInit::Paper, init_std: 1.0 / (cfg.hidden_dim as f64).sqrt(), ..cfg };
         let mut model = Seq2Seq::fresh(&cfg, 7, DType::F32, &Device::Cpu).unwrap();
         model.set_impl(Impl::Composed);
         let rates = DropoutRates { units: cfg.dropout, src_words: 0.0, tgt_words: 0.0, recurrent: cfg.recurrent_dropout };
@@ -102,12 +107,22 @@ pub fn launch_step_on(dev: &Device) {
         eprintln!("{name}: GPU loss {got_loss}, CPU {want_loss}");
         assert!((got_loss - want_loss).abs() <= 1e-4 * want_loss.abs(), "{name}: loss {got_loss} against {want_loss}");
         let got = step.grads(&l).unwrap();
+        // Every slot of both recipes is printed before the test fails: a GPU run is rare, and
+        // which gradients differ says where to look.
         for (slot, at, len) in &slots {
             let (w, g) = (&want[*at..at + len], &got[*at..at + len]);
             let scale = w.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-20);
-            let diff = w.iter().zip(g).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-            eprintln!("{name}: {slot}: {:.2e} of its scale", diff / scale);
-            assert!(diff <= 1e-4 * scale, "{name}: {slot}'s gradient differs by {:.2e} of its scale", diff / scale);
+            let (diff, worst) = w.iter().zip(g).enumerate().fold((0f32, 0), |(m, k), (i, (a, b))| match (a - b).abs() > m {
+                true => ((a - b).abs(), i),
+                false => (m, k),
+            });
+            eprintln!("{name}: {slot}: {:.2e} of its scale (element {worst} of {len}: {} against {})", diff / scale, g[worst], w[worst]);
+            if diff > 1e-4 * scale {
+                failed.push(format!("{name}: {slot}'s gradient differs by {:.2e} of its scale", diff / scale));
+            }
+        }
+        if !failed.is_empty() {
+            continue; // the updates' bits are compared only where the gradients agree
         }
         // Eager, tape and graph: the same bits after every update.
         let new = || LaunchStep::new(&l, &model, opt, train.lr, smoothing).unwrap();
@@ -134,6 +149,7 @@ pub fn launch_step_on(dev: &Device) {
             }
         }
     }
+    assert!(failed.is_empty(), "{}", failed.join("; "));
 }
 
 /// Without `--features cuda` there is no device to reach here (`gpu()` returned `None`).
