@@ -2,10 +2,13 @@
 # the steps and their limits, the deadline and the log. See gpu-check.sh's header for the
 # files it writes.
 #
-# Where the limits come from. No step of `run` has been timed on a GPU (the H200 of 2026-11-27,
-# at 28b8633, ran the GPU tests and `nmt translate --gpu`, not this script): every GPU
-# limit below is a guess, written as such, and the deadline rule, not the limits' sum, is what
-# keeps the run inside its command. The CPU limits are 5x or more what the 2-core build
+# Where the limits come from. `run` ran on an H200 on 2026-11-30 (docs/logs/gpu-h200-2026-11-30/,
+# at e000233 and ad2aa47): the whole run took 220 s, the longest step 90 s of training, every
+# other step under 25 s (the first GPU process of a machine 15 s more: the JIT of candle's PTX
+# into an empty cache). Each GPU limit below is about 3x that step's time there, at least 30 s,
+# with the time it names; the deadline rule, not the limits' sum, is what keeps the run inside
+# its command (with 120-s guesses a 175-s deadline skipped every GPU test after the capture's).
+# The CPU limits (run-cpu) are 5x or more what the 2-core build
 # machine's measured rates give (docs/PERF.md, the table of PyTorch's settings: bench-rnnsearch
 # trains 4 500-5 300 target tokens/s at batch 32 on 2 threads, 0.2 s a step; beam 5 of the batch
 # at 1.75x PyTorch's 73-77 sentences/s, 0.25 s a search).
@@ -205,11 +208,11 @@ capture_tests="gpu_graph_replays_equal_fresh_steps gpu_launch_step_equals_the_cp
 # One GPU test in its own process, and once more with each launch waited for if it failed.
 gpu_test() {
   local name=$1
-  step text "test-$name" 120 "a guess: unmeasured on a GPU" "GPU test $name" \
+  step text "test-$name" 60 "0.5-22 s each on the H200 2026-11-30 (the ranks test 22 s: four trainings), +15 s of JIT in a machine's first GPU process" "GPU test $name" \
     env NMT_REQUIRE_GPU=1 NMT_REPO_ROOT="$dir" ./cuda_test --exact "$name" --nocapture --test-threads 1
   # An asynchronous fault is reported at a later call: again with each launch waited for.
   if [ "$outcome" = failed ] || [ "$outcome" = timed-out ]; then
-    step text "test-$name-blocking" 120 "a guess, as above" "GPU test $name again, CUDA_LAUNCH_BLOCKING=1" \
+    step text "test-$name-blocking" 60 "as above" "GPU test $name again, CUDA_LAUNCH_BLOCKING=1" \
       env CUDA_LAUNCH_BLOCKING=1 NMT_REQUIRE_GPU=1 NMT_REPO_ROOT="$dir" ./cuda_test --exact "$name" --nocapture --test-threads 1
   fi
 }
@@ -247,52 +250,52 @@ compare_outputs() { # SLUG A B
 run_gpu() {
   local g=("${gpu[@]}") b
   local gl=${g[*]:+ ${g[*]}}
-  nmt_bench nmt-train-b32 120 "a guess; the first GPU process, with the JIT of candle's PTX; candle's step, then the recorded step's launches and its CUDA graph, each figure flushed as measured" "nmt bench$gl --only train, batch 32" \
+  nmt_bench nmt-train-b32 60 "16-17 s on the H200 2026-11-30, 15 of them the JIT of candle's PTX into an empty cache; candle's step, then the recorded step's launches and its CUDA graph, each figure flushed as measured" "nmt bench$gl --only train, batch 32" \
     "${g[@]}" --batch 32 --only train --steps "$steps_n"
   first_result
   gpu_tests capture
-  torch_step torch-train 120 "a guess; from the H200's rates of 2026-11-27 the timed steps are seconds, the rest is start-up" \
+  torch_step torch-train 60 "14 s on the H200 2026-11-30, most of it start-up" \
     "PyTorch's CUDA-graph and eager training step, batch 32 and 128" graph,eager ""
   # The headline's step again with cudarc's and candle's defaults (an event per buffer use, the
   # pool released at every synchronise, a driver lookup per launch, cuBLAS's workspace from the
   # pool: kernels/gpu/context.rs), so that the ratios say what those overheads cost (issue 74).
-  NMT_CUDA_OVERHEADS=cudarc nmt_bench nmt-train-b32-cudarc 90 "a guess: nmt-train-b32's, the JIT cached by then" \
+  NMT_CUDA_OVERHEADS=cudarc nmt_bench nmt-train-b32-cudarc 30 "2.2 s on the H200 2026-11-30, the JIT cached by then" \
     "nmt bench$gl --only train, batch 32, NMT_CUDA_OVERHEADS=cudarc" "${g[@]}" --batch 32 --only train --steps "$steps_n"
   step text ratios-train 20 "Python over a few lines" "ratios: nmt's training step over PyTorch's and over cudarc's defaults (loss0 checked)" "$py" gpu-check-ratios.py train "$figs"
-  nmt_bench nmt-train-b128 60 "a guess" "nmt bench$gl --only train, batch 128" "${g[@]}" --batch 128 --only train --steps "$steps_n"
+  nmt_bench nmt-train-b128 30 "2.7 s on the H200 2026-11-30" "nmt bench$gl --only train, batch 128" "${g[@]}" --batch 128 --only train --steps "$steps_n"
   for b in 32 128; do
-    nmt_bench "nmt-search-b$b" 60 "a guess" "nmt bench$gl --only greedy,beam5, batch $b" "${g[@]}" --batch "$b" --only greedy,beam5 --steps "$steps_n"
+    nmt_bench "nmt-search-b$b" 30 "2.7-3.2 s on the H200 2026-11-30" "nmt bench$gl --only greedy,beam5, batch $b" "${g[@]}" --batch "$b" --only greedy,beam5 --steps "$steps_n"
   done
   gpu_tests rest
   say "the headline is done; what follows runs while the deadline allows"
   # The f32 headline's step with bf16 products (the GPU twin of the linear op on cuBLAS's bf16
   # GEMM, docs/GPU.md "bf16 products"): its speed has never been measured on a GPU.
   for b in 32 128; do
-    nmt_bench "bf16-train-b$b" 60 "a guess, as the f32 step's" "nmt bench$gl --precision bf16 --only train, batch $b" \
+    nmt_bench "bf16-train-b$b" 30 "1.1-1.3 s on the H200 2026-11-30" "nmt bench$gl --precision bf16 --only train, batch $b" \
       "${g[@]}" --precision bf16 --batch "$b" --only train --steps "$steps_n"
   done
   for b in 32 128; do
-    nmt_bench "composed-train-b$b" 60 "a guess" "nmt bench$gl --impl composed --only train, batch $b" "${g[@]}" --impl composed --batch "$b" --only train --steps "$steps_n"
+    nmt_bench "composed-train-b$b" 30 "2.1-2.3 s on the H200 2026-11-30" "nmt bench$gl --impl composed --only train, batch $b" "${g[@]}" --impl composed --batch "$b" --only train --steps "$steps_n"
   done
   for b in 32 128; do
-    nmt_bench "composed-search-b$b" 90 "a guess" "nmt bench$gl --impl composed --only greedy,beam5, batch $b" \
+    nmt_bench "composed-search-b$b" 30 "2.4-4.7 s on the H200 2026-11-30" "nmt bench$gl --impl composed --only greedy,beam5, batch $b" \
       "${g[@]}" --impl composed --batch "$b" --only greedy,beam5 --steps "$steps_n"
   done
   step text ratios-composed 20 "Python over a few lines" "ratios: the GPU kernels over composed candle ops" "$py" gpu-check-ratios.py composed "$figs"
-  torch_step torch-other 150 "a guess; 3 forms and 2 searches at 2 batches" "PyTorch's bf16 and cuDNN forms and its eager searches" \
+  torch_step torch-other 60 "17.9 s on the H200 2026-11-30: 3 forms and 2 searches at 2 batches" "PyTorch's bf16 and cuDNN forms and its eager searches" \
     eager-bf16,cudnn-bf16,graph-bf16 greedy,beam5
   step text ratios-train-all 20 "Python over a few lines" "ratios: nmt's training step over every PyTorch form" "$py" gpu-check-ratios.py train "$figs"
   local minutes
   minutes=$(awk -v s="$train_s" 'BEGIN { print s / 60 }')
-  step text train-s2s $((train_s + 60)) "$train_s s of training, and 60 s (a guess) for the vocabularies and saving" \
+  step text train-s2s $((train_s + 30)) "$train_s s of training, and 30 s for the vocabularies and saving (5.3 s on the H200 2026-11-30)" \
     "nmt train$gl -c configs/rnnsearch-s2s.toml for $train_s s" \
     ./nmt train "${g[@]}" -c configs/rnnsearch-s2s.toml -m "$models/${run##*/}" --set train.max_minutes="$minutes" --set train.valid_every=500 --quiet
   local m=$models/${run##*/}/model.safetensors
   if [ -f "$m" ]; then
     zcat data/bible-en-es/test.en.gz > "$run/test.en"
-    step text translate-gpu 90 "a guess; the H200 took 49.8-51.7 s at 28b8633, another model (docs/GPU.md)" "nmt translate$gl -b 5 of the 2 000 test verses" \
+    step text translate-gpu 30 "2.0 s on the H200 2026-11-30 (49.8-51.7 s at 28b8633, before the GPU kernels)" "nmt translate$gl -b 5 of the 2 000 test verses" \
       ./nmt translate "${g[@]}" -m "$m" -b 5 --batch-size 256 --stats -i "$run/test.en" -o "$run/test.gpu.es"
-    step text translate-cpu 90 "the H200 machine's 16 threads took 17.5 s at 28b8633, another model (docs/GPU.md)" "nmt translate -b 5 of the 2 000 test verses, $cores CPU threads" \
+    step text translate-cpu 30 "3.5 s on the H200 2026-11-30 machine's 16 threads" "nmt translate -b 5 of the 2 000 test verses, $cores CPU threads" \
       ./nmt translate -m "$m" -b 5 --threads "$cores" --stats -i "$run/test.en" -o "$run/test.cpu.es"
     compare_outputs compare-translations "$run/test.gpu.es" "$run/test.cpu.es"
   else
@@ -300,7 +303,7 @@ run_gpu() {
   fi
   # The CPU baselines last (issue 74): they need no GPU, and run-cpu measures the CPU at length.
   for b in 32 128; do
-    nmt_bench "cpu-beam5-b$b" 60 "over 5x the 2-core machine's rate (0.25 s a search at batch 32)" "nmt bench --only beam5 on $cores CPU threads, batch $b" \
+    nmt_bench "cpu-beam5-b$b" 30 "1.3-3.0 s on the H200 2026-11-30 machine's 16 threads" "nmt bench --only beam5 on $cores CPU threads, batch $b" \
       --batch "$b" --only beam5 --threads "$cores" --steps "$steps_n"
   done
   step text ratios-search 20 "Python over a few lines" "ratios: nmt's searches over beam 5 on the CPU" "$py" gpu-check-ratios.py search "$figs"
@@ -409,7 +412,7 @@ start_run() {
   export BENCH_DATA=$run/bench-data NMT_LOG=warn
   gpu=(--gpu)
   [ -z "$rehearsal" ] || gpu=()
-  step text gen-data 60 "pure Python, 5.7 M random draws: a guess" "the reference's weights and batch (bench/gen_data.py)" "$py" bench/gen_data.py
+  step text gen-data 30 "pure Python, 5.7 M random draws: 1.4-2.7 s on the H200 2026-11-30 machine" "the reference's weights and batch (bench/gen_data.py)" "$py" bench/gen_data.py
   case $mode in
     run) run_gpu ;;
     run-cpu) run_cpu ;;
