@@ -2,16 +2,12 @@
 # the steps and their limits, the deadline and the log. See gpu-check.sh's header for the
 # files it writes.
 #
-# Where the limits come from. `run` ran on an H200 on 2026-11-30 (docs/logs/gpu-h200-2026-11-30/,
-# at e000233 and ad2aa47): the whole run took 220 s, the longest step 90 s of training, every
-# other step under 25 s (the first GPU process of a machine 15 s more: the JIT of candle's PTX
-# into an empty cache). Each GPU limit below is about 3x that step's time there, at least 30 s,
-# with the time it names; the deadline rule, not the limits' sum, is what keeps the run inside
-# its command (with 120-s guesses a 175-s deadline skipped every GPU test after the capture's).
-# The CPU limits (run-cpu) are 5x or more what the 2-core build
-# machine's measured rates give (docs/PERF.md, the table of PyTorch's settings: bench-rnnsearch
-# trains 4 500-5 300 target tokens/s at batch 32 on 2 threads, 0.2 s a step; beam 5 of the batch
-# at 1.75x PyTorch's 73-77 sentences/s, 0.25 s a search).
+# Where the limits come from. On an H200 (2026-11-30, docs/logs/gpu-h200-2026-11-30/) the whole
+# run took 220 s, 90 s of it training, every other step under 25 s (+15 s of JIT in a machine's
+# first GPU process). Each GPU limit is about 3x its step's time there, at least 30 s; the
+# deadline rule, not the limits' sum, keeps the run inside its command. The CPU limits (run-cpu)
+# are 5x or more the 2-core build machine's rates (docs/PERF.md, PyTorch's settings: batch 32 of
+# bench-rnnsearch in 0.2 s a step on 2 threads, beam 5 of it in 0.25 s).
 # `timeout -k 10`: a step is sent SIGTERM at its limit and SIGKILL 10 s later (nmt train traps
 # the first SIGTERM to save its state).
 
