@@ -1,6 +1,5 @@
-# The run half of scripts/gpu-check.sh (sourced by it for `run` and `run-cpu`): the preflight,
-# the steps and their limits, the deadline and the log. See gpu-check.sh's header for the
-# files it writes.
+# The run half of scripts/gpu-check.sh (sourced by it for `run` and `run-cpu`): the preflight, the
+# steps and their limits, the deadline and the log; gpu-check.sh's header says what it writes.
 #
 # Where the limits come from. On an H200 (2026-11-30, docs/logs/gpu-h200-2026-11-30/) the whole
 # run took 220 s, 90 s of it training, every other step under 25 s (+15 s of JIT in a machine's
@@ -264,8 +263,7 @@ run_gpu() {
   done
   gpu_tests rest
   say "the headline is done; what follows runs while the deadline allows"
-  # The f32 headline's step with bf16 products (the GPU twin of the linear op on cuBLAS's bf16
-  # GEMM, docs/GPU.md "bf16 products"): its speed has never been measured on a GPU.
+  # The f32 headline's step with bf16 products (docs/GPU.md "bf16 products"; 0.97-1.01x on the H200).
   for b in 32 128; do
     nmt_bench "bf16-train-b$b" 30 "1.1-1.3 s on the H200 2026-11-30" "nmt bench$gl --precision bf16 --only train, batch $b" \
       "${g[@]}" --precision bf16 --batch "$b" --only train --steps "$steps_n"
@@ -296,6 +294,12 @@ run_gpu() {
     compare_outputs compare-translations "$run/test.gpu.es" "$run/test.cpu.es"
   else
     not_run translate "the 2 000 verses: no model (nmt train was skipped or failed)"
+  fi
+  # The same with the recorded step (`train.cuda_graph`, off by default): 1.08-1.14x candle's step on
+  # the H200 of 2026-11-30, but each new batch shape is recorded and captured; this decides the default.
+  if [ -n "$rehearsal" ]; then not_run train-s2s-graph "train.cuda_graph needs a GPU; the rehearsal runs the CPU forms"; else
+    step text train-s2s-graph $((train_s + 30)) "as train-s2s" "nmt train$gl -c configs/rnnsearch-s2s.toml --set train.cuda_graph=true for $train_s s" \
+      ./nmt train "${g[@]}" -c configs/rnnsearch-s2s.toml -m "$models/${run##*/}-graph" --set train.cuda_graph=true --set train.max_minutes="$minutes" --set train.valid_every=500 --quiet
   fi
   # The CPU baselines last (issue 74): they need no GPU, and run-cpu measures the CPU at length.
   for b in 32 128; do
@@ -356,9 +360,8 @@ start_run() {
   out=$2
   dir=$3
   t0=$(date +%s)
-  # The command's own limit, when the call gives it (`run OUT SECONDS`): the deadline leaves 60 s
-  # of it for the last step's kill and the hand-back (a machine's last minutes may give a
-  # command less than 600 s, and the caller knows how much).
+  # The command's own limit, when the call gives it (`run OUT SECONDS`): the deadline leaves 60 s for
+  # the last step's kill and the hand-back (a machine's last minutes may give a command less).
   if [ -n "${4:-}" ]; then
     [[ $4 =~ ^[0-9]+$ ]] && (($4 >= 90)) || { echo "gpu-check: SECONDS=$4: the command's limit, a whole number of at least 90" >&2; exit 2; }
     deadline=$(($4 - 60))
@@ -383,9 +386,8 @@ start_run() {
     mkdir -p "$dir/runs/earlier-out-$stamp" && mv -f "$log" "$figs" "$outcomes" "$dir/runs/earlier-out-$stamp/" 2> /dev/null
   fi
   : > "$figs"
-  # The trained model (161 MB of files for the s2s recipe: du -sh of a rehearsal's, 2026-11-28)
-  # stays beside the pack, out of OUT, whose files travel back: `run-cpu` on the same machine
-  # finds it there.
+  # The trained model (161 MB for the s2s recipe, a rehearsal's du -sh, 2026-11-28) stays beside the
+  # pack, out of OUT, whose files travel back: `run-cpu` on the same machine finds it there.
   models=$dir/models
   n=0
   rehearsal=
@@ -398,9 +400,8 @@ start_run() {
   cores=$(nproc)
   say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $cores cores; flags: $(grep -o -w -e avx512f -e avx512_bf16 -e avx512_vnni -e avx2 /proc/cpuinfo | sort -u | tr '\n' ' ')"
   [ "$have_torch" != 1 ] || say "$torch_version; CUDA devices PyTorch sees: $torch_devices"
-  # The JIT cache: candle's kernels are PTX, compiled by the driver at their first load; kept
-  # beside the pack so that a second run on the same machine finds them (4 GiB: the driver's
-  # largest size, a setting, not a measured need).
+  # The JIT cache: candle's kernels are PTX, compiled by the driver at their first load; kept beside
+  # the pack for a second run on the same machine (4 GiB: the driver's largest size, a setting).
   export CUDA_CACHE_PATH=${CUDA_CACHE_PATH:-$dir/cuda-cache} CUDA_CACHE_MAXSIZE=${CUDA_CACHE_MAXSIZE:-4294967296}
   cache_mb=$(du -sm "$CUDA_CACHE_PATH" 2> /dev/null | cut -f1)
   say "JIT cache: CUDA_CACHE_PATH=$CUDA_CACHE_PATH (${cache_mb:-0} MB held), CUDA_CACHE_MAXSIZE=$CUDA_CACHE_MAXSIZE; NVIDIA_TF32_OVERRIDE=${NVIDIA_TF32_OVERRIDE:-unset}"
