@@ -241,14 +241,13 @@ fn full_size(base: ModelConfig, std: f64) -> ModelConfig {
 /// The largest per-slot difference of the composed gradients when every weight moves by less
 /// than one f32 rounding (a relative 6e-8, random signs): how well the comparison is posed.
 fn sensitivity(model: &Seq2Seq, b: &Batch, smoothing: f64, want: &[f32], slots: &[(String, usize, usize)]) -> f64 {
-    let moved = Seq2Seq::fresh(&model.cfg, 7, DType::F32, &Device::Cpu).unwrap();
+    let mut moved = Seq2Seq::fresh(&model.cfg, 7, DType::F32, &Device::Cpu).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     for ((_, v), (_, w)) in model.params.named_vars().into_iter().zip(moved.params.named_vars()) {
         let x = v.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap();
         let y: Vec<f32> = x.iter().map(|&a| a * (1.0 + 6e-8 * (rng.gen::<f32>() * 2.0 - 1.0))).collect();
         w.set(&candle_core::Tensor::from_vec(y, v.as_tensor().shape(), &Device::Cpu).unwrap()).unwrap();
     }
-    let mut moved = moved;
     moved.set_impl(Impl::Composed);
     let (_, got, _) = composed(&moved, b, smoothing);
     per_slot(slots, want, &got).into_iter().map(|(_, r)| r).fold(0.0, f64::max)
