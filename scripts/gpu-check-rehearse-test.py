@@ -236,6 +236,10 @@ def whole_run(pack, out, deadline, tmp):
     check_out(out, "the whole run")
     log = open(os.path.join(run, "log.txt")).read()
     check("preflight passed" in log, "the preflight passed")
+    # train-s2s-graph runs only on a GPU: its settings are checked here, on the CPU, so that a
+    # window is not spent on a refusal (the shipped recipe's bf16 and candidates are refused).
+    check("settings (--set train.cuda_graph=true" in log and "accepted, refused without --gpu" in log,
+          "the recorded step's settings are accepted (refused on the CPU for the device alone)")
     starts = re.findall(r"^\[ *(\d+) s\] (START|SKIPPED|NOT RUN) (\d+)-(\S+?):.*?(?:limit (\d+) s|$)", log, re.M)
     order = [s[3] for s in starts]
     check(order[:len(HEADLINE)] == HEADLINE, f"the headline in the issue's order: {order[:len(HEADLINE)]}")

@@ -7,8 +7,7 @@
 # deadline rule, not the limits' sum, keeps the run inside its command. The CPU limits (run-cpu)
 # are 5x or more the 2-core build machine's rates (docs/PERF.md, PyTorch's settings: batch 32 of
 # bench-rnnsearch in 0.2 s a step on 2 threads, beam 5 of it in 0.25 s).
-# `timeout -k 10`: a step is sent SIGTERM at its limit and SIGKILL 10 s later (nmt train traps
-# the first SIGTERM to save its state).
+# `timeout -k 10`: SIGTERM at a step's limit (nmt train saves its state), SIGKILL 10 s later.
 
 deadline=${GPU_CHECK_DEADLINE:-540}
 steps_n=${GPU_CHECK_STEPS:-20}
@@ -134,8 +133,7 @@ preflight() {
   py=${PYTHON:-python3}
   command -v "$py" > /dev/null || fail_preflight "no $py (the run unpacks the binaries and runs PyTorch with it)"
   timeout -k 1 5 true || fail_preflight "this timeout has no -k"
-  # One import of PyTorch (seconds each) for all it tells: the CUDA 13 libraries the binaries
-  # load (libcublas.so.13, ...: PyTorch's wheels carry them), the devices it sees, its versions.
+  # One import of PyTorch: the CUDA 13 libraries its wheels carry for ours, its devices and versions.
   have_torch=0
   local info
   if info=$("$py" - 2> "$run/steps/00-import-torch.txt" <<'PY'
@@ -181,6 +179,11 @@ PY
       fail_preflight "$verdict"
     say "preflight: $verdict"
   fi
+  # The recorded step's settings without --gpu: refused for the device alone (checked last) = accepted.
+  graph_sets=(--set train.cuda_graph=true --set train.precision=f32 --set train.candidates=false)
+  graph_refusal=$(./nmt train -c configs/rnnsearch-s2s.toml -m "$run/graph-settings" "${graph_sets[@]}" --quiet 2>&1 | tail -1)
+  ! grep -q "needs a GPU" <<< "$graph_refusal" || graph_refusal=
+  say "preflight: the recorded step's settings (${graph_sets[*]}): ${graph_refusal:-accepted, refused without --gpu for the device alone}"
   say "preflight passed: binaries unpacked, ldd finds every library; GPU: $(cat "$run/steps/00-nvidia-smi.txt" 2> /dev/null || echo none)"
 }
 
@@ -295,11 +298,12 @@ run_gpu() {
   else
     not_run translate "the 2 000 verses: no model (nmt train was skipped or failed)"
   fi
-  # The same with the recorded step (`train.cuda_graph`, off by default): 1.08-1.14x candle's step on
-  # the H200 of 2026-11-30, but each new batch shape is recorded and captured; this decides the default.
-  if [ -n "$rehearsal" ]; then not_run train-s2s-graph "train.cuda_graph needs a GPU; the rehearsal runs the CPU forms"; else
-    step text train-s2s-graph $((train_s + 30)) "as train-s2s" "nmt train$gl -c configs/rnnsearch-s2s.toml --set train.cuda_graph=true for $train_s s" \
-      ./nmt train "${g[@]}" -c configs/rnnsearch-s2s.toml -m "$models/${run##*/}-graph" --set train.cuda_graph=true --set train.max_minutes="$minutes" --set train.valid_every=500 --quiet
+  # The recorded step (`train.cuda_graph`, off): 1.08-1.14x candle's step on the H200 (2026-11-30), but
+  # in f32 with the full softmax (it refuses bf16 and candidates): against train-s2s, for the default.
+  if [ -n "$graph_refusal" ]; then not_run train-s2s-graph "REFUSED ON THE CPU, fix its settings: $graph_refusal"
+  elif [ -n "$rehearsal" ]; then not_run train-s2s-graph "train.cuda_graph needs a GPU; its settings passed the preflight"; else
+    step text train-s2s-graph $((train_s + 30)) "as train-s2s" "nmt train$gl -c configs/rnnsearch-s2s.toml ${graph_sets[*]} for $train_s s" \
+      ./nmt train "${g[@]}" -c configs/rnnsearch-s2s.toml -m "$models/${run##*/}-graph" "${graph_sets[@]}" --set train.max_minutes="$minutes" --set train.valid_every=500 --quiet
   fi
   # The CPU baselines last (issue 74): they need no GPU, and run-cpu measures the CPU at length.
   for b in 32 128; do
@@ -373,10 +377,8 @@ start_run() {
   # Absolute, since the run works from the pack's folder: a relative OUT would put the log
   # elsewhere once it has changed folder.
   mkdir -p "$out" && out=$(cd "$out" && pwd) || { echo "gpu-check: cannot write $out" >&2; exit 2; }
-  # What comes back from a GPU machine is at most 8 files of OUT (issue 74), so OUT holds three:
-  # log.txt, figures.jsonl (every figure line, tagged with its step) and steps.txt (each step's
-  # outcome). The run folder (each step's own output, the bench data, the translations) stays
-  # beside the pack, as do the files of an earlier run into the same OUT.
+  # At most 8 files of OUT come back (issue 74): log.txt, figures.jsonl (tagged by step), steps.txt
+  # (outcomes). The run folder (each step's output, data, translations) stays beside the pack.
   local stamp
   stamp=$(date -u +%Y%m%d-%H%M%S)
   run=$dir/runs/$mode-$stamp
@@ -386,8 +388,7 @@ start_run() {
     mkdir -p "$dir/runs/earlier-out-$stamp" && mv -f "$log" "$figs" "$outcomes" "$dir/runs/earlier-out-$stamp/" 2> /dev/null
   fi
   : > "$figs"
-  # The trained model (161 MB for the s2s recipe, a rehearsal's du -sh, 2026-11-28) stays beside the
-  # pack, out of OUT, whose files travel back: `run-cpu` on the same machine finds it there.
+  # The trained model (161 MB, 2026-11-28) stays beside the pack, out of OUT: `run-cpu` finds it there.
   models=$dir/models
   n=0
   rehearsal=
@@ -400,8 +401,7 @@ start_run() {
   cores=$(nproc)
   say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $cores cores; flags: $(grep -o -w -e avx512f -e avx512_bf16 -e avx512_vnni -e avx2 /proc/cpuinfo | sort -u | tr '\n' ' ')"
   [ "$have_torch" != 1 ] || say "$torch_version; CUDA devices PyTorch sees: $torch_devices"
-  # The JIT cache: candle's kernels are PTX, compiled by the driver at their first load; kept beside
-  # the pack for a second run on the same machine (4 GiB: the driver's largest size, a setting).
+  # The JIT cache of candle's PTX, beside the pack for a second run (4 GiB: the driver's largest).
   export CUDA_CACHE_PATH=${CUDA_CACHE_PATH:-$dir/cuda-cache} CUDA_CACHE_MAXSIZE=${CUDA_CACHE_MAXSIZE:-4294967296}
   cache_mb=$(du -sm "$CUDA_CACHE_PATH" 2> /dev/null | cut -f1)
   say "JIT cache: CUDA_CACHE_PATH=$CUDA_CACHE_PATH (${cache_mb:-0} MB held), CUDA_CACHE_MAXSIZE=$CUDA_CACHE_MAXSIZE; NVIDIA_TF32_OVERRIDE=${NVIDIA_TF32_OVERRIDE:-unset}"
