@@ -294,12 +294,12 @@ pub enum SummaryEncoder {
 }
 
 impl SummaryEncoder {
-    /// `x (B, S, m)` → the summary input `h^(T) (B, n)`. grConv runs level by level on
-    /// composed ops in either form (`grconv.rs`): it has no recurrence to fuse, nor dropout.
+    /// `x (B, S, m)` → the summary input `h^(T) (B, n)`. grConv has no dropout; its tree runs
+    /// fused on the CPU, composed elsewhere (`grconv.rs`).
     pub fn forward(&self, x: &Tensor, src: Source, dropout: Option<&mut Dropout>, backend: Backend) -> Result<Tensor> {
         match self {
             SummaryEncoder::Rnn(e) => e.forward(x, src, dropout, backend),
-            SummaryEncoder::GrConv(g) => g.forward(x, src.lens),
+            SummaryEncoder::GrConv(g) => g.forward(x, src.lens, backend),
         }
     }
 }

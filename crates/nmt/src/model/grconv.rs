@@ -17,16 +17,19 @@
 //! every sentence's summary. `S − 1` levels of `O(S)` nodes: `O(S²)` work, as in the paper.
 //! Initialisation as the paper's: `W^l`, `W^r` orthogonal with spectral radius 0.4.
 //!
-//! The file holds the layer's forms: the composed one on candle ops ([`GrConv::forward`];
-//! training runs it on both paths, as it has no recurrence to fuse) and the host form search
+//! The file holds the layer's forms: the composed one on candle ops ([`GrConv::run`], the
+//! reference twin, and on a GPU), the fused tree training runs on the CPU
+//! (`kernels::cpu::grconv_tree`, chosen in [`GrConv::forward`]) and the host form search
 //! runs ([`HostGrConv`]: level by level, each sentence's nodes as two GEMM pairs over its left
 //! and right children, read in place, then the gated mix row by row). `tests/grconv.rs` and
 //! `tests/infer.rs` hold them to each other.
 use candle_core::{Tensor, D};
 
+use super::backend::Backend;
 use super::params::{Init, ParamBuilder};
 // Not candle_nn's softmax_last_dim: it has no backward in candle-nn 0.11.1 (tests/kernels.rs).
 use crate::error::Result;
+use crate::kernels::cpu::grconv_tree::grconv_tree;
 use crate::kernels::gemm::{matmul, Mat};
 use crate::model::dense::host;
 
@@ -63,9 +66,18 @@ impl GrConv {
     }
 
     /// `x: (B, S, m)` embeddings, `lens` each sentence's length (`1..=S`) → the summaries
-    /// `(B, n)`.
-    pub fn forward(&self, x: &Tensor, lens: &[usize]) -> Result<Tensor> {
-        Ok(self.run(x, lens, false)?.0)
+    /// `(B, n)`: the fused tree (`kernels::cpu::grconv_tree`) where `backend` runs the CPU
+    /// kernels, the composed levels ([`GrConv::run`], the reference twin) elsewhere, the GPU
+    /// included (the tree has no GPU twin).
+    pub fn forward(&self, x: &Tensor, lens: &[usize], backend: Backend) -> Result<Tensor> {
+        if !backend.fused() {
+            return Ok(self.run(x, lens, false)?.0);
+        }
+        let (b, s, m) = x.dims3()?;
+        let h0 = x.reshape((b * s, m))?.matmul(&self.u)?.reshape((b, s, self.hidden))?;
+        let wc = Tensor::cat(&[&self.w_l, &self.w_r], 0)?;
+        let wg = Tensor::cat(&[&self.g_l, &self.g_r], 0)?;
+        Ok(grconv_tree(&h0, &wc, &wg, lens)?)
     }
 
     /// [`GrConv::forward`], and every level's gates when `keep_gates`.
@@ -161,7 +173,7 @@ mod tests {
         let lens = [6usize, 3, 1];
         let g = random_layer(7, |pb| GrConv::new(m, n, pb));
         let (x, xv) = randn(8, &[b, s, m]);
-        let want = values(&g.forward(&x, &lens).unwrap());
+        let want = values(&g.forward(&x, &lens, Backend::Composed).unwrap());
         let got = HostGrConv::new(&g).unwrap().summaries(&xv, &lens, 1);
         assert_close("summaries", &got, &want, 1e-5);
     }

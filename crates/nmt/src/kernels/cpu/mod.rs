@@ -15,6 +15,7 @@ pub mod engine;
 mod feedback_backward;
 pub(crate) mod feedback_forward;
 pub mod feedback_op;
+pub mod grconv_tree;
 pub mod gru_cell;
 pub mod linear;
 pub mod lookup;
