@@ -89,3 +89,30 @@ fn the_fused_tree_equals_the_composed_levels() {
     eprintln!("fused tree against composed levels: f64 {e64:.1e}, f32 {e32:.1e}");
     assert!(e64 < 1e-12 && e32 < 1e-5, "f64 {e64:e}, f32 {e32:e}");
 }
+
+/// The fused tree gives the same bits on any number of threads (its levels' products are split
+/// over the pool above 2^18 multiply-adds, its sentences over the pool always): 1, 2 and 5.
+#[test]
+fn the_fused_tree_is_the_same_on_any_number_of_threads() {
+    let (b, s, m, n) = (8, 12, 6, 48);
+    let params = Params::fresh(21, 0.3, true, DType::F32, &Device::Cpu);
+    let g = GrConv::new(m, n, &params.builder().pp("grconv")).unwrap();
+    let data: Vec<f32> = (0..b * s * m).map(|i| ((i * 37 % 23) as f32 / 11.0) - 1.0).collect();
+    let x = candle_core::Var::from_tensor(&Tensor::from_vec(data, (b, s, m), &Device::Cpu).unwrap()).unwrap();
+    let lens = [12, 1, 5, 9, 12, 3, 7, 2];
+    let run = |threads: usize| -> Vec<Vec<f32>> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let out = g.forward(x.as_tensor(), &lens, Backend::FusedF32(nmt::config::Precision::F32)).unwrap();
+            let grads = out.sqr().unwrap().sum_all().unwrap().backward().unwrap();
+            let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            let mut all = vec![flat(&out), flat(grads.get(x.as_tensor()).unwrap())];
+            all.extend(params.named_vars().into_iter().map(|(_, v)| flat(grads.get(v.as_tensor()).unwrap())));
+            all
+        })
+    };
+    let one = run(1);
+    for threads in [2, 5] {
+        assert!(run(threads) == one, "{threads} threads differ from one");
+    }
+}
