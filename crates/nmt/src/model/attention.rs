@@ -14,6 +14,7 @@ use candle_core::{Tensor, D};
 use super::layer_norm::layer_norm;
 use super::params::{Init, ParamBuilder};
 use crate::error::Result;
+use crate::kernels::cpu::attention_weights;
 
 /// The attention's layer-normalisation gains: `γ_w (n')` on `s W_a`, `γ_u (n')` on `h U_a`.
 #[derive(Clone, Debug)]
@@ -73,11 +74,18 @@ impl Attention {
     }
 
     /// The weights of every target step at once: `states (B, T, n)` the `s_{i-1}`, `uh` from
-    /// [`Attention::precompute`], `mask_bias (B, S)` → `α (B, T, S)`. The copy mixture on the
-    /// fused path reads them this way (the fused decoder keeps its own inside).
-    pub fn weights_all(&self, states: &Tensor, uh: &Tensor, mask_bias: &Tensor) -> Result<Tensor> {
+    /// [`Attention::precompute`], `mask_bias (B, S)` (or, for the fused op, each sentence's
+    /// length `lens`) → `α (B, T, S)`. The copy mixture on the kernels' paths reads them this way
+    /// (the fused decoders keep their own inside): with `fused` (the caller runs the CPU
+    /// kernels, `Backend::fused`) as one op (`kernels::cpu::attention_weights`), else (a GPU)
+    /// on composed ops, the twin.
+    pub fn weights_all(&self, states: &Tensor, uh: &Tensor, (mask_bias, lens): (&Tensor, &[usize]), fused: bool) -> Result<Tensor> {
         let (b, t, n) = states.dims3()?;
         let (_, s, att) = uh.dims3()?;
+        if fused {
+            let ws = self.query(&states.reshape((b * t, n))?)?.reshape((b, t, att))?;
+            return Ok(attention_weights::attention_weights_all(&ws, uh, &self.v_a, lens)?);
+        }
         let ws = self.query(&states.reshape((b * t, n))?)?.reshape((b, t, 1, att))?;
         let hidden = uh.unsqueeze(1)?.broadcast_add(&ws)?.tanh()?;
         let e = hidden.reshape((b * t * s, att))?.matmul(&self.v_a)?.reshape((b, t, s))?;

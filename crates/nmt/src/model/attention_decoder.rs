@@ -97,7 +97,7 @@ impl ForcedDecoder for AttentionDecoder {
     }
 
     /// The fused form (`kernels::cpu::bahdanau`: `s_0`, `U_a h_j` and all steps in one op); the
-    /// copy mixture's `α` is recomputed from the first layer's `s_{i-1}` on composed ops.
+    /// copy mixture's `α` is recomputed from the first layer's `s_{i-1}` by its own op.
     fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>, products: Precision) -> Result<AttnForced> {
         let (b, t, m) = x.ey.dims3()?;
         let dims = x.attn_dims(self.rnn.hidden(), self.att.u_a.dim(1)?, self.rnn.kind(), self.start.kind, state_mask, products)?;
@@ -112,7 +112,7 @@ impl ForcedDecoder for AttentionDecoder {
         let state_ctx = attention_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
         // The op computes `s_0` inside; the layers above and the copy's `α` read it as a tensor.
         let s0 = self.start_output(x.ann, x.src)?;
-        let alpha = self.forced_alpha(x, &state_ctx, &s0)?;
+        let alpha = self.forced_alpha(x, &state_ctx, &s0, true)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 
@@ -124,7 +124,7 @@ impl ForcedDecoder for AttentionDecoder {
     fn forward_gpu(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>) -> Result<AttnForced> {
         let s0 = self.start_output(x.ann, x.src)?;
         let (state_ctx, _) = decoder_gpu::forced_loop(x, self.loop_weights(), &s0, state_mask)?;
-        let alpha = self.forced_alpha(x, &state_ctx, &s0)?;
+        let alpha = self.forced_alpha(x, &state_ctx, &s0, false)?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 }
@@ -135,9 +135,9 @@ impl AttentionDecoder {
         decoder_loop_gpu::LoopWeights { att: &self.att, cell: &self.rnn, wc: &self.c, first: None }
     }
 
-    /// The copy mixture's `α (B·T, S)` when asked, recomputed on composed ops from the
-    /// teacher-forced `[s; c]` and `s_0`.
-    fn forced_alpha(&self, x: &ForcedIn, state_ctx: &Tensor, s0: &Tensor) -> Result<Option<Tensor>> {
+    /// The copy mixture's `α (B·T, S)` when asked, recomputed from the teacher-forced `[s; c]`
+    /// and `s_0`: one op on the CPU kernels (`fused`), composed ops on a GPU.
+    fn forced_alpha(&self, x: &ForcedIn, state_ctx: &Tensor, s0: &Tensor, fused: bool) -> Result<Option<Tensor>> {
         if !x.want_alpha {
             return Ok(None);
         }
@@ -149,7 +149,7 @@ impl AttentionDecoder {
             OutputState::Current => shift_outputs(&s1, s0, OutputState::Previous)?,
         };
         let mem = self.memory(x.ann, x.src.mask)?;
-        Ok(Some(self.att.weights_all(&prev, &mem.uh, &mem.mask_bias)?.reshape((b * t, s))?))
+        Ok(Some(self.att.weights_all(&prev, &mem.uh, (&mem.mask_bias, x.src.lens), fused)?.reshape((b * t, s))?))
     }
 }
 

@@ -124,7 +124,7 @@ impl ForcedDecoder for ConditionalDecoder {
         let packed = parts.iter().map(|p| p.flatten_all()).collect::<candle_core::Result<Vec<_>>>()?;
         let state_ctx = attention_op::attention_decoder(&gie, x.ann, &Tensor::cat(&packed, 0)?, dims)?;
         let s0 = self.start.output(x.ann, x.src)?;
-        let alpha = self.forced_alpha(x, &state_ctx, &s0, &gie, state_mask)?;
+        let alpha = self.forced_alpha(x, &state_ctx, &s0, &gie, (state_mask, true))?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 
@@ -139,7 +139,7 @@ impl ForcedDecoder for ConditionalDecoder {
         let s0 = self.start.output(x.ann, x.src)?;
         let mask = x.want_alpha.then(|| state_mask.clone()).flatten();
         let (state_ctx, gie) = decoder_gpu::forced_loop(x, self.loop_weights(), &s0, state_mask)?;
-        let alpha = self.forced_alpha(x, &state_ctx, &s0, &gie, mask)?;
+        let alpha = self.forced_alpha(x, &state_ctx, &s0, &gie, (mask, false))?;
         Ok(AttnForced { state_ctx, alpha, start: s0 })
     }
 }
@@ -150,16 +150,16 @@ impl ConditionalDecoder {
         decoder_loop_gpu::LoopWeights { att: &self.att, cell: &self.rnn2, wc: self.rnn2.input_weights().0, first: Some(&self.rnn1) }
     }
 
-    /// The copy mixture's `α (B·T, S)` when asked, on composed ops: `s'_i` from the teacher-
-    /// forced `s_{i-1}` rows (`state_ctx`, `s_0`) in one batched GRU₁ step from `gie (B·T, G)`,
-    /// then the weights.
+    /// The copy mixture's `α (B·T, S)` when asked: `s'_i` from the teacher-forced `s_{i-1}` rows
+    /// (`state_ctx`, `s_0`) in one batched GRU₁ step (composed) from `gie (B·T, G)`, then the
+    /// weights (one op on the CPU kernels, `fused`; composed on a GPU).
     fn forced_alpha(
         &self,
         x: &ForcedIn,
         state_ctx: &Tensor,
         s0: &Tensor,
         gie: &Tensor,
-        state_mask: Option<Vec<f32>>,
+        (state_mask, fused): (Option<Vec<f32>>, bool),
     ) -> Result<Option<Tensor>> {
         if !x.want_alpha {
             return Ok(None);
@@ -176,6 +176,6 @@ impl ConditionalDecoder {
         let mask = state_tensor(mask_rows.as_deref(), b * t, n, x.ey)?;
         let s1 = self.rnn1.step(gie, &prev.reshape((b * t, n))?, mask.as_ref())?;
         let mem = self.memory(x.ann, x.src.mask)?;
-        Ok(Some(self.att.weights_all(&s1.reshape((b, t, n))?, &mem.uh, &mem.mask_bias)?.reshape((b * t, s))?))
+        Ok(Some(self.att.weights_all(&s1.reshape((b, t, n))?, &mem.uh, (&mem.mask_bias, x.src.lens), fused)?.reshape((b * t, s))?))
     }
 }

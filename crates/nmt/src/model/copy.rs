@@ -11,7 +11,9 @@
 //! id `K_y + k` and can only be copied; `p_vocab` gives it nothing.
 //!
 //! Training runs on either path: the fused one recomputes the attention for all steps at once
-//! beside the fused decoder (`Attention::weights_all`), which keeps its own inside. Search
+//! beside the fused decoder (`Attention::weights_all`, one op on the CPU), which keeps its own
+//! inside, and reads the vocabulary's logits only through [`logit_stats`] (`proj_stats`, the
+//! projection op's second mode, on the CPU); the mixture itself is composed. Search
 //! runs on either: `decode_step` on candle ops, and [`HostCopy`] below on host slices (the
 //! fused search): each row's best tokens of the mixture from the vocabulary pass's best tokens
 //! and the source's words. Only source words gain mass, so the mixture's best `k` are among the
@@ -65,21 +67,32 @@ pub struct Mixture<'a> {
     pub(crate) src_ext: &'a Tensor,
 }
 
-/// Teacher-forced `−log p(y)` per row for targets `y (R)` u32 in the extended space;
-/// label smoothing `eps` spreads over the vocabulary distribution, as without copying.
-pub fn copy_nll(m: &Mixture<'_>, targets: &Tensor, eps: f64) -> Result<Tensor> {
-    let k_y = m.logits.dim(1)? as u32;
-    let lse = logsumexp_last(m.logits)?; // (R, 1)
+/// What the training loss reads of the vocabulary's logits `z (R, K_y)` for targets `y (R)` u32
+/// in the extended space: `[lse(z_r), z_r[y_r], mean(z_r)]` `(R, 3)`, `z_r[y_r] = 0` for a
+/// target past `K_y`. The composed twin of `kernels::cpu::proj_nll::proj_stats`, which the
+/// fused forms run without building `z` as a graph node (`DeepOutput::stats`).
+pub fn logit_stats(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let k_y = logits.dim(1)? as u32;
     let in_vocab = targets.lt(k_y)?;
     let safe = in_vocab.where_cond(targets, &targets.zeros_like()?)?;
-    let picked = m.logits.gather(&safe.unsqueeze(1)?, 1)?; // (R, 1)
-    let p_vocab = ((picked - &lse)?.exp()? * in_vocab.to_dtype(m.logits.dtype())?.unsqueeze(1)?)?;
-    let same = m.src_ext.broadcast_eq(&targets.unsqueeze(1)?)?.to_dtype(m.alpha.dtype())?;
-    let p_copy = (m.alpha * same)?.sum_keepdim(1)?;
-    let p = ((m.gate * p_vocab)? + ((1.0 - m.gate)? * p_copy)?)?;
+    let picked = (logits.gather(&safe.unsqueeze(1)?, 1)? * in_vocab.to_dtype(logits.dtype())?.unsqueeze(1)?)?;
+    Ok(Tensor::cat(&[&logsumexp_last(logits)?, &picked, &logits.mean_keepdim(D::Minus1)?], 1)?)
+}
+
+/// Teacher-forced `−log p(y)` per row for targets `y (R)` u32 in the extended space, from the
+/// vocabulary's [`logit_stats`] over `k_y` words and the mixture's `alpha (R, S)`, `gate (R, 1)`
+/// and `src_ext (R, S)`; label smoothing `eps` spreads over the vocabulary distribution, as
+/// without copying.
+pub fn copy_nll(stats: &Tensor, k_y: usize, alpha: &Tensor, gate: &Tensor, src_ext: &Tensor, targets: &Tensor, eps: f64) -> Result<Tensor> {
+    let (lse, picked, mean) = (stats.narrow(1, 0, 1)?, stats.narrow(1, 1, 1)?, stats.narrow(1, 2, 1)?);
+    let in_vocab = targets.lt(k_y as u32)?.to_dtype(stats.dtype())?.unsqueeze(1)?;
+    let p_vocab = ((picked - &lse)?.exp()? * in_vocab)?;
+    let same = src_ext.broadcast_eq(&targets.unsqueeze(1)?)?.to_dtype(alpha.dtype())?;
+    let p_copy = (alpha * same)?.sum_keepdim(1)?;
+    let p = ((gate * p_vocab)? + ((1.0 - gate)? * p_copy)?)?;
     let nll = p.clamp(FLOOR, 1.0)?.log()?.neg()?.squeeze(1)?;
     if eps > 0.0 {
-        let smooth = (lse - m.logits.mean_keepdim(D::Minus1)?)?.squeeze(1)?;
+        let smooth = (lse - mean)?.squeeze(1)?;
         Ok(((nll * (1.0 - eps))? + (smooth * eps)?)?)
     } else {
         Ok(nll)
@@ -276,5 +289,49 @@ mod tests {
         let floor = (FLOOR as f32).ln();
         let got: Vec<f32> = got.iter().map(|&p| if p == f32::NEG_INFINITY { floor } else { p }).collect();
         assert_close("log p", &got, &want, 1e-5);
+    }
+
+    /// The fused projection statistics (`kernels::cpu::proj_nll::proj_stats`) against
+    /// [`logit_stats`], values and gradients under a random weighting, both weight layouts (`G`,
+    /// and the tied `E`), f64 and f32, a target past the vocabulary every fourth row (it picks 0
+    /// and passes no gradient to a word).
+    #[test]
+    fn fused_projection_stats_are_the_composed_ones() {
+        use crate::kernels::cpu::proj_nll::proj_stats;
+        use crate::kernels::shapes::proj_weight::ProjWeight;
+        use candle_core::{DType, Var};
+        let (n, k, v) = (19, 7, 29);
+        // Absolute, on values read back as f32: f64's agree to the last f32 bit or so.
+        for (dtype, tol) in [(DType::F64, 1e-6), (DType::F32, 1e-4)] {
+            for tied in [false, true] {
+                let var = |seed, shape: &[usize]| Var::from_tensor(&randn(seed, shape).0.to_dtype(dtype).unwrap()).unwrap();
+                let (x, b, probe) = (var(20, &[n, k]), var(21, &[v]), var(22, &[n, 3]));
+                let shape = if tied { [v, k] } else { [k, v] };
+                let w = var(23, &shape);
+                let targets: Vec<u32> = (0..n as u32).map(|r| if r % 4 == 1 { v as u32 + r } else { (r * 7) % v as u32 }).collect();
+                let tt = Tensor::from_vec(targets.clone(), n, &Device::Cpu).unwrap();
+                let fused = proj_stats(
+                    x.as_tensor(),
+                    if tied { ProjWeight::Vk(&w) } else { ProjWeight::Kv(&w) },
+                    &b,
+                    &targets,
+                    crate::config::Precision::F32,
+                )
+                .unwrap();
+                let g = if tied { w.as_tensor().t().unwrap() } else { w.as_tensor().clone() };
+                let composed = logit_stats(&x.as_tensor().matmul(&g).unwrap().broadcast_add(&b).unwrap(), &tt).unwrap();
+                let grads = |y: &Tensor| {
+                    let gs = (y * probe.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
+                    [&x, &w, &b].map(|p| values(gs.get(p.as_tensor()).expect("a gradient")))
+                };
+                let what = format!("{dtype:?} tied {tied}");
+                let (vf, vc) = (values(&fused), values(&composed));
+                assert!(vc.iter().step_by(3).all(|&l| l.abs() > 0.1), "{what}: the statistics could not tell a difference");
+                assert_close(&format!("{what}: statistics"), &vf, &vc, tol);
+                for (i, (a, c)) in grads(&fused).iter().zip(grads(&composed).iter()).enumerate() {
+                    assert_close(&format!("{what}: gradient {i}"), a, c, tol);
+                }
+            }
+        }
     }
 }

@@ -22,7 +22,7 @@ use crate::config::OutputLayer;
 use crate::error::Result;
 use crate::kernels::cpu::projection::Projection;
 use crate::kernels::cpu::row_best::RowBest;
-use crate::kernels::cpu::{linear, maxout};
+use crate::kernels::cpu::{linear, maxout, proj_nll};
 use crate::kernels::math::tanh_f32;
 use crate::kernels::profile;
 use crate::kernels::shapes::proj_weight::ProjWeight;
@@ -229,6 +229,16 @@ impl DeepOutput {
             return Ok(backend.proj_nll(t, self.projection(), &self.b_g, &targets.to_vec1::<u32>()?, eps)?);
         }
         composed_nll(&self.logits(t)?, targets, eps)
+    }
+
+    /// `[lse(z), z[y], mean(z)] (rows, 3)` of `z = G t + b_G` for the copy mixture's loss
+    /// (`copy::logit_stats`, a target past `K_y` picking 0): the fused op
+    /// (`kernels::cpu::proj_nll::proj_stats`) on the CPU kernels, composed elsewhere (a GPU too).
+    pub fn stats(&self, t: &Tensor, targets: &Tensor, backend: Backend) -> Result<Tensor> {
+        if backend.fused() {
+            return Ok(proj_nll::proj_stats(t, self.projection(), &self.b_g, &targets.to_vec1::<u32>()?, backend.products())?);
+        }
+        super::copy::logit_stats(&self.logits(t)?, targets)
     }
 
     /// Unnormalised scores `G t + b_G`: `(rows, l)` → `(rows, K_y)`.

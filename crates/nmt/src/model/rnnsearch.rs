@@ -157,7 +157,7 @@ impl Architecture for Rnnsearch {
         let hidden = self.out.forward(Context::PerStep(&state_ctx), &f.ey_rows, dropout, backend)?;
         if let (Some(alpha), Some(gate)) = (forced.alpha, &self.copy) {
             let g = gate.gate(&state_ctx.narrow(1, 0, n)?, &state_ctx.narrow(1, n, 2 * n)?, &f.ey_rows)?;
-            return copy_nll(f.batch, &self.out.logits(&hidden)?, &alpha, &g, f.eps);
+            return copy_nll(f.batch, &self.out.stats(&hidden, &f.batch.tgt_out, backend)?, (&alpha, &g), cfg.tgt_vocab, f.eps);
         }
         Ok((self.out.nll(&hidden, &f.batch.tgt_out, f.eps, f.cands, backend)? * &f.batch.tgt_mask)?)
     }
@@ -284,17 +284,16 @@ enum HostDecoder {
     Conditional(Box<HostConditional>),
 }
 
-/// The copy mixture's NLL (`copy.rs`) from the vocabulary's `logits (B·T, K_y)`, the
-/// attention `alpha (B·T, S)` and the gate `(B·T, 1)`.
-fn copy_nll(batch: &BatchTensors, logits: &Tensor, alpha: &Tensor, gate: &Tensor, eps: f64) -> Result<Tensor> {
+/// The copy mixture's NLL (`copy.rs`) from the `stats (B·T, 3)` of the logits over `k_y` words,
+/// the attention `alpha (B·T, S)` and the gate `(B·T, 1)`.
+fn copy_nll(batch: &BatchTensors, stats: &Tensor, (alpha, gate): (&Tensor, &Tensor), k_y: usize, eps: f64) -> Result<Tensor> {
     let Some(src_ext) = &batch.src_ext else {
         return Err(Error::Input("a copy model's batch needs the extended source ids (Batch::set_source_ext)".into()));
     };
     let (b, s) = src_ext.dims2()?;
     let t = batch.tgt_in.dim(1)?;
     let rows = src_ext.unsqueeze(1)?.broadcast_as((b, t, s))?.contiguous()?.reshape((b * t, s))?;
-    let mix = copy::Mixture { logits, alpha, gate, src_ext: &rows };
-    Ok((copy::copy_nll(&mix, &batch.tgt_out, eps)? * &batch.tgt_mask)?)
+    Ok((copy::copy_nll(stats, k_y, alpha, gate, &rows, &batch.tgt_out, eps)? * &batch.tgt_mask)?)
 }
 
 /// RNNsearch's host snapshot: the same layers' host forms.

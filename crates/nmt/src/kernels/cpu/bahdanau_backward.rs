@@ -119,7 +119,7 @@ pub(crate) fn sum_rows<T: Real>(m: &[T], acc: &mut [T]) {
 /// `dpre = de v ⊙ (1 − x_j²)` into `d(U_a h_j)` and `dWS`. A function of its own so that the
 /// three outputs are known not to alias and the loop vectorises (inline, it ran 2× slower).
 #[inline(always)]
-fn score_grad<T: Real>(de: T, xj: &[T], v: &[T], dv: &mut [T], duh: &mut [T], dws: &mut [T]) {
+pub(crate) fn score_grad<T: Real>(de: T, xj: &[T], v: &[T], dv: &mut [T], duh: &mut [T], dws: &mut [T]) {
     let a = xj.len();
     let (v, dv, duh, dws) = (&v[..a], &mut dv[..a], &mut duh[..a], &mut dws[..a]);
     for k in 0..a {

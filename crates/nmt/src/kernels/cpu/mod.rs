@@ -6,6 +6,7 @@
 //! beyond the floor's `gemm` (bf16, AMX and int8 engines, the CPU's identity, the large
 //! products' precision) is in `engine/`.
 pub mod attention_op;
+pub mod attention_weights;
 pub mod bahdanau;
 pub mod bahdanau_backward;
 pub mod birnn;

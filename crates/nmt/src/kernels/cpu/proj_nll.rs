@@ -9,6 +9,11 @@
 //! sees them as a graph node, so no zero-filled gradient buffer of that size is allocated and
 //! added into (measured 23 ms for candle's `zeros_like + add` on that shape). If the cache is
 //! gone (a second backward through the same graph), the logits are recomputed.
+//!
+//! [`proj_stats`] is the same op giving each row's `[lse(z_r), z_r[y_r], mean(z_r)]` `(N, 3)`
+//! instead (`z_r[y_r] = 0` for a target past `V`): what the copy mixture's loss reads of the
+//! vocabulary (`model/copy.rs`), whose composed twin is `copy::logit_stats`. Its gradient in
+//! `z` is `d_lse · softmax + d_pick · onehot + d_mean / V`.
 use std::any::Any;
 use std::sync::Mutex;
 
@@ -50,8 +55,19 @@ fn keep_logits<T: Real>(z: Vec<T>) {
 /// its three products in `products` (`engine::products::matmul_wide`).
 pub fn proj_nll(x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], smoothing: f64, products: Precision) -> Result<Tensor> {
     let Fitted { n, k, v, transposed, w: wt } = w.fitted("proj_nll", x, b, targets)?;
-    let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed, products };
+    let op = ProjNll { n, k, v, targets: targets.to_vec(), smoothing, transposed, products, stats: false };
     apply(op, x, wt, b)
+}
+
+/// Per row of `z = x W + b`: `[lse(z_r), z_r[y_r], mean(z_r)]` `(N, 3)`, `z_r[y_r] = 0` where
+/// `targets[r] ≥ V` (a word the copy mixture can only copy).
+pub fn proj_stats(x: &Tensor, w: ProjWeight<'_>, b: &Tensor, targets: &[u32], products: Precision) -> Result<Tensor> {
+    let v = b.dims1()?;
+    let inside: Vec<u32> = targets.iter().map(|&t| if (t as usize) < v { t } else { 0 }).collect();
+    let Fitted { n, k, v, transposed, w: wt } = w.fitted("proj_stats", x, b, &inside)?;
+    // Past the vocabulary stays past it (`u32::MAX`): no row of `z` is picked there.
+    let targets = targets.iter().map(|&t| if (t as usize) < v { t } else { u32::MAX }).collect();
+    apply(ProjNll { n, k, v, targets, smoothing: 0.0, transposed, products, stats: true }, x, wt, b)
 }
 
 /// Unnormalised probabilities `exp(z − max)` `(N, V)` and each row's `1 / Σ`, kept between
@@ -70,6 +86,8 @@ struct ProjNll {
     /// The op's `w` input is `Wᵀ (V, K)` (contiguous) rather than `W (K, V)`.
     transposed: bool,
     products: Precision,
+    /// [`proj_stats`]: `(N, 3)` statistics rather than the loss.
+    stats: bool,
 }
 
 impl ProjNll {
@@ -89,7 +107,10 @@ impl<T: Real> FusedOp<Host<T>> for ProjNll {
     const SLOTS: Option<(usize, usize)> = Some((6, 7));
 
     fn out_shape(&self) -> Shape {
-        Shape::from(self.n)
+        match self.stats {
+            true => Shape::from((self.n, 3)),
+            false => Shape::from(self.n),
+        }
     }
 
     /// NLL per row and the probabilities, from `x W + b` computed here.
@@ -99,23 +120,30 @@ impl<T: Real> FusedOp<Host<T>> for ProjNll {
         // destination first (a 30 MB copy on the bench).
         let mut z = logits_buffer(n * v);
         matmul_wide(self.products, &mut z, 0, v, Mat::new(x, n, self.k), self.w_mat(w), false, rayon::current_num_threads());
-        let mut nll = vec![T::ZERO; n];
+        let width = if self.stats { 3 } else { 1 };
+        let mut out = vec![T::ZERO; n * width];
         let mut inv_sum = vec![T::ZERO; n];
         let eps = T::from_f64(self.smoothing);
-        z.par_chunks_mut(ROWS * v).zip(nll.par_chunks_mut(ROWS)).zip(inv_sum.par_chunks_mut(ROWS)).enumerate().for_each(
-            |(c, ((zb, nb), ib))| {
+        let mean = self.stats || self.smoothing != 0.0;
+        z.par_chunks_mut(ROWS * v).zip(out.par_chunks_mut(ROWS * width)).zip(inv_sum.par_chunks_mut(ROWS)).enumerate().for_each(
+            |(c, ((zb, ob), ib))| {
                 simd_dispatch!(for (i, row) in zb.chunks_mut(v).enumerate() {
                     let t = self.targets[c * ROWS + i] as usize;
-                    let (l, inv) = softmax_row(row, b, t, eps);
-                    nb[i] = l;
+                    let (lse, zt, avg, inv) = softmax_row(row, b, t.min(v - 1), mean);
+                    if self.stats {
+                        ob[3 * i..3 * i + 3].copy_from_slice(&[lse, if t < v { zt } else { T::ZERO }, avg]);
+                    } else {
+                        ob[i] = lse - (T::ONE - eps) * zt - eps * avg;
+                    }
                     ib[i] = inv;
                 })
             },
         );
-        Ok((nll, Probs { p: z, inv_sum }))
+        Ok((out, Probs { p: z, inv_sum }))
     }
 
-    /// Gradients of `(x, w, b)` from the probabilities (consumed) and `g = ∂L/∂nll`.
+    /// Gradients of `(x, w, b)` from the probabilities (consumed) and `g = ∂L/∂nll` (or
+    /// `∂L/∂[lse, z[y], mean]` per row for [`proj_stats`]).
     fn backward(&self, _: &Host<T>, [x, w, _]: [&[T]; 3], probs: Probs<T>, _nll: &[T], g: &[T]) -> Result<[Vec<T>; 3]> {
         let (n, k, v) = (self.n, self.k, self.v);
         let threads = rayon::current_num_threads();
@@ -126,12 +154,17 @@ impl<T: Real> FusedOp<Host<T>> for ProjNll {
             simd_dispatch!(for (i, row) in blk.chunks_mut(v).enumerate() {
                 let r = c * ROWS + i;
                 let t = self.targets[r] as usize;
-                let scale = g[r] * inv_sum[r];
-                let shift = g[r] * uniform;
+                // d_lse · softmax − d_mean-free shift, then the target's own term.
+                let (scale, shift, pick) = match self.stats {
+                    true => (g[3 * r] * inv_sum[r], -g[3 * r + 2] / T::from_f64(v as f64), g[3 * r + 1]),
+                    false => (g[r] * inv_sum[r], g[r] * uniform, -g[r] * (T::ONE - eps)),
+                };
                 for zj in row.iter_mut() {
                     *zj = *zj * scale - shift;
                 }
-                row[t] = row[t] - g[r] * (T::ONE - eps);
+                if t < v {
+                    row[t] += pick;
+                }
             })
         });
         // Transposed views: for GEMMs this large, packing a transposed operand costs nothing
@@ -152,9 +185,9 @@ impl<T: Real> FusedOp<Host<T>> for ProjNll {
 }
 
 /// Adds the bias to a row of logits, replaces it by `exp(z − max)`, and returns
-/// `(lse − (1−ε) z[target] − ε mean(z), 1 / Σ exp(z − max))`.
+/// `(lse, z[target], mean(z) (0 unless `want_mean`), 1 / Σ exp(z − max))`.
 #[inline(always)]
-fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize, eps: T) -> (T, T) {
+fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize, want_mean: bool) -> (T, T, T, T) {
     let v = row.len();
     let (row, bias) = (&mut row[..v], &bias[..v]);
     // 16 lanes of running max and sum: one accumulator per lane lets the compiler vectorise.
@@ -179,7 +212,7 @@ fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize, eps: T) -> (T,
     let max = mx.iter().fold(T::from_f64(f64::NEG_INFINITY), |a, &b| a.max(b));
     let zt = row[target];
     // The mean logit (label smoothing's uniform term), from the same pass.
-    let mean = if eps == T::ZERO { T::ZERO } else { total.iter().fold(T::ZERO, |a, &b| a + b) / T::from_f64(v as f64) };
+    let mean = if want_mean { total.iter().fold(T::ZERO, |a, &b| a + b) / T::from_f64(v as f64) } else { T::ZERO };
     let mut acc = [T::ZERO; 16];
     for ch in row[..full].chunks_exact_mut(16) {
         for k in 0..16 {
@@ -192,5 +225,5 @@ fn softmax_row<T: Real>(row: &mut [T], bias: &[T], target: usize, eps: T) -> (T,
         *x = (*x - max).exp_fast();
         sum += *x;
     }
-    (max + sum.ln() - (T::ONE - eps) * zt - eps * mean, T::ONE / sum)
+    (max + sum.ln(), zt, mean, T::ONE / sum)
 }
