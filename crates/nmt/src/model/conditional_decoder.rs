@@ -95,8 +95,8 @@ impl ForcedDecoder for ConditionalDecoder {
     }
 
     /// The fused form: `s_0`, `U_a h_j` and all steps in one op (`kernels::cpu::conditional`).
-    /// The copy mixture's `α` is recomputed on composed ops: `s'_i` from the op's `s_{i-1}`
-    /// rows in one batched GRU₁ step, then the weights.
+    /// The copy mixture's `α` is recomputed: `s'_i` from the op's `s_{i-1}` rows in one batched
+    /// GRU₁ step (composed), then the weights (one op, `kernels::cpu::attention_weights`).
     fn forward_fused(&self, x: &ForcedIn, state_mask: Option<Vec<f32>>, products: Precision) -> Result<AttnForced> {
         let (b, t, m) = x.ey.dims3()?;
         let sizes =
