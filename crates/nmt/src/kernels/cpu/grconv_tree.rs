@@ -58,7 +58,7 @@ struct GrConvTree {
 
 /// Levels `1 … S−1` of the batch, level `t` as `(B, S − t, ·)` from node `B ·`[`start`]`(t, S)`:
 /// `h (·, n)`, `h~ (·, n)` after the ReLU and `ω (·, 3)`; zero where no summary reads a node.
-pub struct Levels<T> {
+struct Levels<T> {
     h: Vec<T>,
     cand: Vec<T>,
     omega: Vec<T>,

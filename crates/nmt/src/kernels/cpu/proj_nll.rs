@@ -154,7 +154,8 @@ impl<T: Real> FusedOp<Host<T>> for ProjNll {
             simd_dispatch!(for (i, row) in blk.chunks_mut(v).enumerate() {
                 let r = c * ROWS + i;
                 let t = self.targets[r] as usize;
-                // d_lse · softmax − d_mean-free shift, then the target's own term.
+                // `z ← z·scale − shift` is `d_lse · softmax` plus the mean's (or smoothing's)
+                // uniform term; `pick` is the target's own term.
                 let (scale, shift, pick) = match self.stats {
                     true => (g[3 * r] * inv_sum[r], -g[3 * r + 2] / T::from_f64(v as f64), g[3 * r + 1]),
                     false => (g[r] * inv_sum[r], g[r] * uniform, -g[r] * (T::ONE - eps)),
