@@ -47,6 +47,13 @@ pub struct TrainConfig {
     pub lr: f64,
     /// Linear learning-rate warm-up: update `k` uses `lr · min(1, k / warmup)` (0 = none).
     pub warmup: u64,
+    /// The last fraction of the run's budget over which the rate falls linearly to zero: the
+    /// update at fraction `f` of the budget done takes `lr · min(1, (1 − f) / lr_cooldown)`, `f`
+    /// by whichever of `max_steps`, `max_minutes` and `max_epochs` is nearest its end (the
+    /// progress bar's fraction). 0 = none; 1 = from the first update, the budget-aware linear
+    /// schedule of Li, Yumer & Ramanan 2020; between, the cooldown of warmup-stable-decay
+    /// schedules (Hägele et al. 2024). Needs a budget.
+    pub lr_cooldown: f64,
     /// Adadelta's decay ρ and ε (the papers: 0.95, 1e-6).
     pub adadelta_rho: f64,
     pub adadelta_eps: f64,
@@ -191,6 +198,7 @@ impl Default for TrainConfig {
             optimizer: Optimizer::Adam,
             lr: 1e-3,
             warmup: 0,
+            lr_cooldown: 0.0,
             adadelta_rho: 0.95,
             adadelta_eps: 1e-6,
             adam_betas: (0.9, 0.999),
@@ -261,6 +269,15 @@ impl TrainConfig {
         if self.normalize_updates && self.clip_norm <= 0.0 {
             return Err(Error::Config(
                 "train.normalize_updates rescales each update to norm train.clip_norm: it needs clip_norm > 0".into(),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.lr_cooldown) {
+            return Err(Error::Config(format!("train.lr_cooldown must be in [0, 1], got {}", self.lr_cooldown)));
+        }
+        if self.lr_cooldown > 0.0 && self.max_steps == 0 && self.max_minutes == 0.0 && self.max_epochs == 0 {
+            return Err(Error::Config(
+                "train.lr_cooldown ends the rate at zero at the end of the run's budget: set train.max_steps, max_minutes or max_epochs"
+                    .into(),
             ));
         }
         if self.valid_beam_size == 0 {

@@ -188,6 +188,7 @@ impl Backend {
             optimizer: _,
             lr: _,
             warmup: _,
+            lr_cooldown: _, // the host's rate, given to the recorded step before each update
             adadelta_rho: _,
             adadelta_eps: _,
             adam_betas: _,

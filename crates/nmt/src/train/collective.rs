@@ -72,21 +72,25 @@ pub struct Control {
     pub interrupted: bool,
     /// Rank 0's clock passed `train.max_minutes`: only rank 0's clock counts, so all agree.
     pub out_of_time: bool,
+    /// The fraction of the run's budget done, by rank 0's clock (every other rank sends 0), so
+    /// that every rank's `train.lr_cooldown` applies the same rate to the same update.
+    pub progress: f64,
 }
 
-const CONTROL_LEN: usize = 3;
+const CONTROL_LEN: usize = 4;
 
 impl Control {
     fn write(&self, out: &mut [f32]) {
         out[0] = self.loss_sum as f32;
         out[1] = f32::from(u8::from(self.interrupted));
         out[2] = f32::from(u8::from(self.out_of_time));
+        out[3] = self.progress as f32;
     }
 
     /// The summed values; the loss sum is for the log and the divergence check, where f32
     /// precision is enough.
     fn read(sums: &[f32]) -> Control {
-        Control { loss_sum: f64::from(sums[0]), interrupted: sums[1] > 0.0, out_of_time: sums[2] > 0.0 }
+        Control { loss_sum: f64::from(sums[0]), interrupted: sums[1] > 0.0, out_of_time: sums[2] > 0.0, progress: f64::from(sums[3]) }
     }
 }
 

@@ -84,7 +84,7 @@ fn update_config(t: &TrainConfig) -> UpdateConfig {
 impl<'l, L: Replay> GraphUpdater<'l, L> {
     /// The updater of `model` on `l`, from `opt`'s moments and count (zero in a fresh run).
     pub fn new(l: &'l L, model: &Seq2Seq, opt: &Optimizer, t: &TrainConfig) -> Result<Self> {
-        let step = LaunchStep::new(l, model, update_config(t), t.lr * opt.lr_scale(), t.label_smoothing)?;
+        let step = LaunchStep::new(l, model, update_config(t), opt.lr(), t.label_smoothing)?;
         let state: BTreeMap<String, candle_core::Tensor> = opt.state_tensors()?.into_iter().collect();
         let moments = |which: &str| -> Result<Vec<f32>> {
             let named = model.params.named_vars().into_iter().map(|(n, v)| {
@@ -150,9 +150,9 @@ impl<'l, L: Replay> GraphUpdater<'l, L> {
         opt.load_state(&state, self.count)
     }
 
-    /// The learning rate after a plateau's decay (`opt`'s scale on `t.lr`).
-    pub fn set_lr(&self, t: &TrainConfig, opt: &Optimizer) -> Result<()> {
-        Ok(self.step.set_lr(self.l, t.lr * opt.lr_scale())?)
+    /// The learning rate `opt` applies next (after a plateau's decay, in `train.lr_cooldown`).
+    pub fn set_lr(&self, opt: &Optimizer) -> Result<()> {
+        Ok(self.step.set_lr(self.l, opt.lr())?)
     }
 }
 
@@ -199,40 +199,61 @@ mod tests {
         model.params.named_vars().iter().flat_map(|(_, v)| v.flatten_all().unwrap().to_vec1::<f32>().unwrap()).collect()
     }
 
+    /// Four updates of candle's step and of the recorded one (emulated) on `batches[..4]` from
+    /// the same weights, each told `progress(k)` of the budget before update `k` (the trainer's
+    /// order: the optimiser's fraction, then the recorded step's rate); asserts the same losses
+    /// and returns candle's model, the recorded step's, its optimiser and its updater.
+    fn four_updates<'l>(
+        l: &'l Emulated,
+        (m, t, batches): &(ModelConfig, TrainConfig, Vec<Batch>),
+        progress: impl Fn(usize) -> f64,
+    ) -> (Seq2Seq, Seq2Seq, Optimizer, GraphUpdater<'l, Emulated>) {
+        let (mut cpu, dev) =
+            (Seq2Seq::fresh(m, 3, DType::F32, &Device::Cpu).unwrap(), Seq2Seq::fresh(m, 3, DType::F32, &Device::Cpu).unwrap());
+        cpu.set_impl(Impl::Composed);
+        let mut opt_cpu = Optimizer::new(cpu.params.named_vars(), t).unwrap();
+        let mut opt_dev = Optimizer::new(dev.params.named_vars(), t).unwrap();
+        let mut g = GraphUpdater::new(l, &dev, &opt_dev, t).unwrap();
+        let reg = |step: u64| Regularizer::new(rates(m), t.label_smoothing, t.seed, step);
+        for (k, b) in batches[..4].iter().enumerate() {
+            let tokens = b.tgt_out.iter().filter(|&&y| y != nmt_data::PAD).count();
+            let bt = BatchTensors::new(b, DType::F32, &Device::Cpu).unwrap();
+            let loss = cpu.loss(&bt, Some(&mut reg(k as u64))).unwrap().mean;
+            let grads = loss.backward().unwrap();
+            opt_cpu.set_progress(progress(k));
+            opt_cpu.clip(&grads).unwrap();
+            opt_cpu.update(&grads).unwrap();
+            let want = f64::from(loss.to_scalar::<f32>().unwrap());
+            opt_dev.set_progress(progress(k));
+            g.set_lr(&opt_dev).unwrap();
+            let got = g.update(b, reg(k as u64), tokens, Control::default()).unwrap();
+            assert!((got.loss - want).abs() <= 1e-5 * want.abs(), "update {k}: loss {} against candle's {want}", got.loss);
+        }
+        g.sync(&dev, &mut opt_dev).unwrap();
+        assert_eq!(opt_dev.step, 4);
+        (cpu, dev, opt_dev, g)
+    }
+
+    /// The largest difference of two models' parameters.
+    fn worst(a: &Seq2Seq, b: &Seq2Seq) -> f32 {
+        params(a).iter().zip(&params(b)).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max)
+    }
+
     /// `train.cuda_graph`'s updates (emulated) against candle's: the same losses, and the
     /// parameters, moments and count written back after four updates are candle's up to rounding.
     /// Then a resumed updater (from the written-back state) continues as the first would have,
     /// bit for bit: nothing of the state is lost between the device and a checkpoint.
     #[test]
     fn graph_updates_are_candles_and_resume_bit_for_bit() {
-        let (m, t, batches) = setup();
-        let (cpu, dev) =
-            (Seq2Seq::fresh(&m, 3, DType::F32, &Device::Cpu).unwrap(), Seq2Seq::fresh(&m, 3, DType::F32, &Device::Cpu).unwrap());
-        let mut cpu = cpu;
-        cpu.set_impl(Impl::Composed);
-        let mut opt_cpu = Optimizer::new(cpu.params.named_vars(), &t).unwrap();
-        let mut opt_dev = Optimizer::new(dev.params.named_vars(), &t).unwrap();
         let l = Emulated;
-        let mut g = GraphUpdater::new(&l, &dev, &opt_dev, &t).unwrap();
-        let reg = |step: u64| Regularizer::new(rates(&m), t.label_smoothing, t.seed, step);
-        for (k, b) in batches[..4].iter().enumerate() {
-            let tokens = b.tgt_out.iter().filter(|&&y| y != nmt_data::PAD).count();
-            let bt = BatchTensors::new(b, DType::F32, &Device::Cpu).unwrap();
-            let loss = cpu.loss(&bt, Some(&mut reg(k as u64))).unwrap().mean;
-            let grads = loss.backward().unwrap();
-            opt_cpu.clip(&grads).unwrap();
-            opt_cpu.update(&grads).unwrap();
-            let want = f64::from(loss.to_scalar::<f32>().unwrap());
-            let got = g.update(b, reg(k as u64), tokens, Control::default()).unwrap();
-            assert!((got.loss - want).abs() <= 1e-5 * want.abs(), "update {k}: loss {} against candle's {want}", got.loss);
-        }
-        g.sync(&dev, &mut opt_dev).unwrap();
-        assert_eq!(opt_dev.step, 4);
-        let (want, got) = (params(&cpu), params(&dev));
-        let worst = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let setup = setup();
+        let (m, t, batches) = &setup;
+        let (cpu, dev, mut opt_dev, mut g) = four_updates(&l, &setup, |_| 0.0);
+        let reg = |step: u64| Regularizer::new(rates(m), t.label_smoothing, t.seed, step);
         // Adam's first updates move each parameter by about lr·sign(g): 2e-3 per update here.
-        assert!(worst <= 1e-4, "parameters after 4 updates differ from candle's by {worst}");
-        let mut resumed = GraphUpdater::new(&l, &dev, &opt_dev, &t).unwrap();
+        let w = worst(&cpu, &dev);
+        assert!(w <= 1e-4, "parameters after 4 updates differ from candle's by {w}");
+        let mut resumed = GraphUpdater::new(&l, &dev, &opt_dev, t).unwrap();
         for (k, b) in batches[4..].iter().enumerate() {
             let step = 4 + k as u64;
             let tokens = b.tgt_out.iter().filter(|&&y| y != nmt_data::PAD).count();
@@ -243,10 +264,25 @@ mod tests {
             assert_eq!((a.loss.to_bits(), a.grad_norm.to_bits()), (r.loss.to_bits(), r.grad_norm.to_bits()), "update {step}");
         }
         let (other, mut opt_other) =
-            (Seq2Seq::fresh(&m, 9, DType::F32, &Device::Cpu).unwrap(), Optimizer::new(dev.params.named_vars(), &t).unwrap());
+            (Seq2Seq::fresh(m, 9, DType::F32, &Device::Cpu).unwrap(), Optimizer::new(dev.params.named_vars(), t).unwrap());
         g.sync(&dev, &mut opt_dev).unwrap();
         resumed.sync(&other, &mut opt_other).unwrap();
         assert_eq!(params(&dev), params(&other), "the resumed run's parameters");
+    }
+
+    /// `train.lr_cooldown = 1` (linear to zero): the recorded step takes the host's rate before each
+    /// update (`GraphUpdater::set_lr`) and ends where candle's step ends; the same four updates
+    /// at the constant rate end elsewhere (each moves a parameter by about lr·sign(g)).
+    #[test]
+    fn the_recorded_step_follows_the_cooldown() {
+        let (m, t, batches) = setup();
+        let linear = (m, TrainConfig { lr_cooldown: 1.0, max_steps: 4, ..t }, batches);
+        let l = Emulated;
+        let (cpu, dev, _, _) = four_updates(&l, &linear, |k| k as f64 / 4.0);
+        let w = worst(&cpu, &dev);
+        assert!(w <= 1e-4, "parameters after 4 scheduled updates differ from candle's by {w}");
+        let (constant, _, _, _) = four_updates(&l, &linear, |_| 0.0);
+        assert!(worst(&constant, &cpu) > 1e-3, "the schedule changed nothing");
     }
 
     /// A run whose updates are candle's has no launcher; a recorded step without a GPU is an

@@ -70,7 +70,7 @@ fn validate_and_save(env: &LoopEnv, run: &mut Run, ui: &mut dyn Progress) -> Res
         dev_bleu: bleu,
         best: better,
         elapsed_s: p.elapsed_s,
-        lr: t.lr * p.lr_scale,
+        lr: run.opt.lr(),
         valid_s,
     })?;
     ui.on_log(&record);

@@ -9,6 +9,7 @@ pub mod moment_scale;
 pub mod optim;
 pub mod options;
 pub mod progress;
+mod schedule;
 mod setup;
 mod train_data;
 pub mod trainer;

@@ -21,6 +21,7 @@ use candle_core::backprop::GradStore;
 use candle_core::{DType, Tensor, Var};
 
 use super::moment_scale::MomentScale;
+use super::schedule;
 use crate::config::{Impl, Optimizer as Kind, TrainConfig};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::optim_step::{sum_squares, update_in_place};
@@ -49,6 +50,9 @@ pub struct Optimizer {
     grad_scale: f64,
     /// Factor on `cfg.lr` from learning-rate decay (1 until dev BLEU plateaus).
     lr_scale: f64,
+    /// The fraction of the run's budget done when the next update is applied, for
+    /// `train.lr_cooldown` (the trainer's [`Control::progress`](super::collective::Control)).
+    progress: f64,
     cfg: TrainConfig,
 }
 
@@ -68,7 +72,7 @@ impl Optimizer {
     /// `cfg.imp = ops` keeps the composed-op update everywhere (the kernel's twin).
     pub fn new(vars: Vec<(String, Var)>, cfg: &TrainConfig) -> Result<Self> {
         let moments = vars.iter().map(|(_, v)| fresh_moments(v, cfg.imp)).collect::<Result<Vec<_>>>()?;
-        Ok(Optimizer { kind: cfg.optimizer, vars, moments, step: 0, grad_scale: 1.0, lr_scale: 1.0, cfg: cfg.clone() })
+        Ok(Optimizer { kind: cfg.optimizer, vars, moments, step: 0, grad_scale: 1.0, lr_scale: 1.0, progress: 0.0, cfg: cfg.clone() })
     }
 
     /// Global L2 norm of the gradients; when it exceeds `clip_norm`, the next [`Optimizer::update`]
@@ -110,17 +114,20 @@ impl Optimizer {
         self.lr_scale = scale;
     }
 
-    /// `min(1, k / warmup)` for the update `k` being applied (`self.step`, from 1).
-    fn warmup_factor(&self) -> f64 {
-        match self.cfg.warmup {
-            0 => 1.0,
-            w => (self.step as f64 / w as f64).min(1.0),
-        }
+    /// Sets how much of the run's budget is done, in `[0, 1]`, before an update
+    /// (`train.lr_cooldown` reads it).
+    pub fn set_progress(&mut self, fraction: f64) {
+        self.progress = fraction.clamp(0.0, 1.0);
+    }
+
+    /// The learning rate the next update applies before its warm-up factor (`schedule.rs`).
+    pub fn lr(&self) -> f64 {
+        schedule::rate(&self.cfg, self.lr_scale, self.progress)
     }
 
     fn rule(&self) -> Rule {
         let c = &self.cfg;
-        let lr = c.lr * self.lr_scale * self.warmup_factor();
+        let lr = self.lr() * schedule::warmup(&self.cfg, self.step);
         match self.kind {
             Kind::Adam => Rule::Adam { lr, beta1: c.adam_betas.0, beta2: c.adam_betas.1, eps: c.adam_eps, step: self.step },
             Kind::Adadelta => Rule::Adadelta { lr, rho: c.adadelta_rho, eps: c.adadelta_eps },
@@ -256,10 +263,12 @@ mod tests {
     use super::*;
     use candle_core::Device;
 
-    /// One Adam update of a single parameter from gradient `g`, under `cfg`; the change.
-    fn first_delta(cfg: &TrainConfig, g: f32) -> (f32, f64) {
+    /// One Adam update of a single parameter from gradient `g`, under `cfg`, with `progress` of
+    /// the budget done; the change.
+    fn first_delta(cfg: &TrainConfig, g: f32, progress: f64) -> (f32, f64) {
         let var = Var::from_tensor(&Tensor::new(&[1f32], &Device::Cpu).unwrap()).unwrap();
         let mut opt = Optimizer::new(vec![("w".into(), var.clone())], cfg).unwrap();
+        opt.set_progress(progress);
         let loss = (var.as_tensor() * f64::from(g)).unwrap().sum_all().unwrap();
         let grads = loss.backward().unwrap();
         let norm = opt.clip(&grads).unwrap();
@@ -272,11 +281,20 @@ mod tests {
     fn warmup_scales_the_first_updates_learning_rate() {
         let plain = TrainConfig { lr: 0.1, ..TrainConfig::default() };
         let warm = TrainConfig { warmup: 4, ..plain.clone() };
-        let (d_plain, _) = first_delta(&plain, 0.5);
-        let (d_warm, _) = first_delta(&warm, 0.5);
+        let (d_plain, _) = first_delta(&plain, 0.5, 0.0);
+        let (d_warm, _) = first_delta(&warm, 0.5, 0.0);
         // Adam's first step is lr · sign(g) whatever |g|: a quarter of it under warm-up 4.
         assert!((d_plain - 0.1).abs() < 1e-5, "{d_plain}");
         assert!((d_warm - 0.025).abs() < 1e-5, "{d_warm}");
+    }
+
+    /// The cooldown reaches Adam's step: its first step is lr · sign(g), a quarter of it with
+    /// three quarters of a linear cooldown done (the factors themselves: `schedule.rs`).
+    #[test]
+    fn the_cooldown_scales_adams_step() {
+        let linear = TrainConfig { lr: 0.1, max_steps: 10, lr_cooldown: 1.0, ..TrainConfig::default() };
+        assert!((first_delta(&linear, 0.5, 0.75).0 - 0.025).abs() < 1e-5);
+        assert!((first_delta(&TrainConfig { lr_cooldown: 0.0, ..linear }, 0.5, 0.75).0 - 0.1).abs() < 1e-5);
     }
 
     #[test]
@@ -284,10 +302,10 @@ mod tests {
         let clip = TrainConfig { clip_norm: 1.0, ..TrainConfig::default() };
         let unit = TrainConfig { normalize_updates: true, ..clip.clone() };
         // A gradient of norm 0.25: clipping leaves it, normalising scales it to 1.
-        assert!((first_delta(&clip, 0.25).1 - 0.25).abs() < 1e-9);
-        assert!((first_delta(&unit, 0.25).1 - 1.0).abs() < 1e-9);
+        assert!((first_delta(&clip, 0.25, 0.0).1 - 0.25).abs() < 1e-9);
+        assert!((first_delta(&unit, 0.25, 0.0).1 - 1.0).abs() < 1e-9);
         // Above the norm both scale it down.
-        assert!((first_delta(&clip, 4.0).1 - 1.0).abs() < 1e-9);
+        assert!((first_delta(&clip, 4.0, 0.0).1 - 1.0).abs() < 1e-9);
         assert!(TrainConfig { normalize_updates: true, clip_norm: 0.0, ..TrainConfig::default() }.validate().is_err());
     }
 

@@ -199,10 +199,22 @@ fn run_loop(env: &LoopEnv, step: TrainStep, run: &mut Run, ui: &mut dyn Progress
             win.candidates += cands.as_ref().map_or(0, Candidates::len);
             let scales = moment_scales(&run.model, cands.as_ref(), t.candidates.as_ref())?;
             let reg = Regularizer::new(rates, t.label_smoothing, t.seed, run.progress.step).with_candidates(cands);
-            let local =
-                Control { interrupted: env.opts.stop.load(Ordering::SeqCst), out_of_time: root && out_of_time(), ..Control::default() };
+            // Rank 0's fraction of the budget, for `train.lr_cooldown` (the others send 0).
+            let progress = if root { fraction(t, &run.progress, elapsed(), plan.len()).unwrap_or(0.0) } else { 0.0 };
+            let local = Control {
+                interrupted: env.opts.stop.load(Ordering::SeqCst),
+                out_of_time: root && out_of_time(),
+                progress,
+                ..Control::default()
+            };
             let done = match graph.as_mut() {
-                Some(g) => g.update(&part, reg, tokens, local)?,
+                Some(g) => {
+                    if t.lr_cooldown > 0.0 {
+                        run.opt.set_progress(progress);
+                        g.set_lr(&run.opt)?;
+                    }
+                    g.update(&part, reg, tokens, local)?
+                }
                 None => {
                     let (model, opt, collective) = (&run.model, &mut run.opt, env.opts.collective.as_ref());
                     let mut updater = Updater { model, opt, vars: &vars, collective, scales: &scales };
@@ -249,7 +261,7 @@ fn run_loop(env: &LoopEnv, step: TrainStep, run: &mut Run, ui: &mut dyn Progress
                     break 'outer StopReason::Patience;
                 }
                 if let Some(g) = &graph {
-                    g.set_lr(t, &run.opt)?;
+                    g.set_lr(&run.opt)?;
                 }
             }
         }

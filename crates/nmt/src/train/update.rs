@@ -75,6 +75,7 @@ impl Updater<'_> {
         if !loss.is_finite() {
             return Err(Error::Input(format!("loss is {loss} at update {step}: training diverged")));
         }
+        self.opt.set_progress(control.progress);
         let grad_norm = profile::timed(profile::TRAIN_UPDATE, || -> Result<f64> {
             let norm = self.opt.clip(&grads)?;
             self.opt.update_scaled(&grads, self.scales)?;
