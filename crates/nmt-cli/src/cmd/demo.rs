@@ -93,8 +93,9 @@ const SHORT_MINUTES: f64 = 30.0;
 /// Ten minutes are too few updates for the recipe's rate (docs/RESULTS.md, "The learning rate in
 /// the demo's minutes"; AMD EPYC Zen 3, f32, 2026-12-01): Adam at 3e-3 instead of 2e-3, with the
 /// rate falling linearly to zero over the last tenth of the minutes (`train.lr_cooldown`), gave
-/// +3.80 test BLEU at `--threads 1` (22.40 and 22.39 against 18.16 and 19.03, two seeds) and
-/// AT2 at 2 threads. A linear fall over all ten minutes lost 7.49 (one seed): the run is far
+/// +3.80 test BLEU at `--threads 1` (22.40 and 22.39 against 18.16 and 19.03, two seeds), +8.81
+/// at 2 threads on a day this host's second core added little (one seed) and +3.11 over a fixed
+/// 1 450 updates (one seed). A linear fall over all ten minutes lost 7.49 (one seed): the run is far
 /// from converged, so the rate must stay high until the end. The hour keeps 2e-3 and its
 /// plateau decay: neither change was measured there.
 const SHORT_RUN: [&str; 5] =
