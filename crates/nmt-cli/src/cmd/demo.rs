@@ -96,8 +96,10 @@ const SHORT_MINUTES: f64 = 30.0;
 /// +3.80 test BLEU at `--threads 1` (22.40 and 22.39 against 18.16 and 19.03, two seeds), +8.81
 /// at 2 threads on a day this host's second core added little (one seed) and +3.11 over a fixed
 /// 1 450 updates (one seed). A linear fall over all ten minutes lost 7.49 (one seed): the run is far
-/// from converged, so the rate must stay high until the end. The hour keeps 2e-3 and its
-/// plateau decay: neither change was measured there.
+/// from converged, so the rate must stay high until the end. On a faster rate it still wins: an
+/// Emerald Rapids without AMX (f32 AVX-512, 2026-12-01, two seeds each) gave +2.26 at 2 threads
+/// (about 2 250 updates) and +3.02 at 1. The hour keeps 2e-3 and its plateau decay: neither
+/// change was measured there.
 const SHORT_RUN: [&str; 5] =
     ["model.dropout=0.0", "train.valid_bleu_sentences=300", "data.max_len=50", "train.lr=0.003", "train.lr_cooldown=0.1"];
 
