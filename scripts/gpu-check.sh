@@ -45,7 +45,7 @@ pack_into() {
   cp "$root"/configs/*.toml "$dir/configs/"
   cp "$root"/data/bible-en-es/*.gz "$dir/data/bible-en-es/"
   cp "$root"/bench/pytorch/{gen_data.py,pytorch_rnnsearch.py,pytorch_gpu_forms.py} "$root/scripts/pytorch-tuned-reference.py" "$dir/bench/"
-  cp "$here/gpu-check.sh" "$here/gpu-check-run.sh" "$here/gpu-check-ratios.py" "$dir/"
+  cp "$here/gpu-check.sh" "$here/gpu-check-run.sh" "$here/gpu-check-steps.sh" "$here/gpu-check-ratios.py" "$dir/"
   {
     (cd "$root" && git log -1 --format='%H %cd' --date=iso)
     echo "build: $build"

@@ -13,7 +13,9 @@
 # Two runs at --threads 1 may go side by side (one core each, the same conditions for both);
 # at --threads 2 run one at a time on a quiet machine. The log of each run is OUT_DIR/NAME/.
 # KEEP_AVG=1 keeps model.avg.safetensors (the mean of the last validations' weights, `average_last`)
-# for scoring apart; by default it is deleted with the other large files.
+# for scoring apart; by default it is deleted with the other large files. KEEP_MODEL=1 keeps the
+# best model (model.safetensors, 27 MB) and the test translations (test.hyp.es); by default they
+# are deleted once scored, so that the folder is a log to commit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 name=${1:?usage: recipe-minutes.sh NAME OUT_DIR MINUTES THREADS [--set K=V ...]}
@@ -35,6 +37,7 @@ bleu=$("$nmt" eval bleu -r "$dir/test.es" "$dir/test.hyp.es" | tee "$dir/test.bl
 chrf=$("$nmt" eval chrf -r "$dir/test.es" "$dir/test.hyp.es" | tee "$dir/test.chrf.txt" | grep -o 'chrF2 = [0-9.]*' | head -1 | cut -d' ' -f3)
 rm -f "$dir/test.en" "$dir/test.es" "$dir"/checkpoint.safetensors
 [ "${KEEP_AVG:-0}" = 1 ] || rm -f "$dir"/model.avg.safetensors
+[ "${KEEP_MODEL:-0}" = 1 ] || rm -f "$dir"/model.safetensors "$dir"/test.hyp.es
 rm -rf "$dir/data" "$dir/snapshots"
 python3 - "$dir" "$name" "$threads" "$bleu" "$chrf" <<'EOF'
 import json, sys
